@@ -1,0 +1,112 @@
+"""Command line: ``bindscale run | report | list``.
+
+Every user error is one line on stderr and exit code 2, with nothing written.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from .errors import BindscaleError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Studies of scale vs binding in compositional generalization.")
+err_console = Console(stderr=True)
+
+
+def _fail(msg: str) -> None:
+    err_console.print(f"[red]error:[/] {msg}", highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+@app.command()
+def run(
+    study: Annotated[str, typer.Argument(help="built-in study name or path to a study YAML")] = "scaling",
+    quick: Annotated[bool, typer.Option("--quick", help="the study's reduced version (minutes)")] = False,
+    out: Annotated[Optional[Path], typer.Option("--out", help="run directory (default runs/STUDY[-quick])")] = None,
+    set_: Annotated[Optional[list[str]], typer.Option("--set", help="override: key=value (e.g. train.steps=500, width=[16,64])")] = None,
+    device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda")] = "auto",
+    workers: Annotated[Optional[int], typer.Option("--workers", help="worker processes (default: one per core)")] = None,
+) -> None:
+    """Run (or resume) a study and write records, results.parquet, report.html and summary.json."""
+    from .config import resolve_study
+    from .runner import default_out, run_study
+
+    if device not in ("auto", "cpu", "cuda"):
+        _fail(f"--device {device!r}: allowed: auto, cpu, cuda")
+    try:
+        cfg = resolve_study(study, quick=quick, overrides=set_ or [])
+        out_dir = out or default_out(cfg, quick)
+        summary = run_study(cfg, out_dir, device=device, workers=workers, console=err_console)
+    except BindscaleError as err:
+        _fail(str(err))
+    _print_summary(summary, out_dir)
+
+
+@app.command()
+def report(run_dir: Annotated[Path, typer.Argument(help="a run directory written by `bindscale run`")]) -> None:
+    """Rebuild results.parquet, report.html and summary.json from a run's records."""
+    from .runner import build_outputs, load_run_study
+
+    try:
+        summary = build_outputs(run_dir, load_run_study(run_dir))
+    except BindscaleError as err:
+        _fail(str(err))
+    _print_summary(summary, run_dir)
+
+
+@app.command("list")
+def list_() -> None:
+    """Show built-in studies, task families and models."""
+    from .config import ENCODINGS, builtin_studies, load_study_dict
+    from .models import MODELS
+    from .tasks import TASK_FAMILIES
+
+    con = Console()
+    table = Table(title="studies")
+    table.add_column("name")
+    table.add_column("description")
+    for name in builtin_studies():
+        data, _ = load_study_dict(name)
+        table.add_row(name, str(data.get("description", "")).strip().split("\n")[0])
+    con.print(table)
+    con.print(f"task families: {', '.join(TASK_FAMILIES)}  (encodings: {', '.join(ENCODINGS)})")
+    con.print(f"models: {', '.join(MODELS)}")
+
+
+def _print_summary(summary: dict, out_dir: Path) -> None:
+    con = Console()
+    table = Table(title=f"{summary.get('study')}: verdicts")
+    for col in ("claim", "verdict", "statistic", "value [95% CI]", "n"):
+        table.add_column(col)
+    for v in summary.get("verdicts", []):
+        fmt = lambda x: "—" if x is None else (x if isinstance(x, str) else f"{x:.3g}")  # noqa: E731
+        table.add_row(v["claim"], v["verdict"], v["statistic"],
+                      f"{fmt(v['value'])} [{fmt(v['ci_low'])}, {fmt(v['ci_high'])}]", str(v["n_trials"]))
+    con.print(table)
+    con.print(f"report: {out_dir / 'report.html'}   summary: {out_dir / 'summary.json'}   table: {out_dir / 'results.parquet'}")
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=False)
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except typer.Abort:
+        sys.exit(130)
+    except Exception as e:  # click usage errors (unknown option, bad int) → one line, exit 2
+        import click
+
+        if isinstance(e, click.ClickException):
+            err_console.print(f"[red]error:[/] {e.format_message()}", highlight=False, soft_wrap=True)
+            sys.exit(2)
+        raise
+
+
+if __name__ == "__main__":
+    main()

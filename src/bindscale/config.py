@@ -1,0 +1,349 @@
+"""Validated configuration: one trial, and a study (a base trial plus sweep grids).
+
+Every model forbids unknown fields, so a typo in a study file is an error, not
+a silently ignored key. :func:`format_validation_error` turns pydantic's report
+into the one line the CLI prints.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .errors import ConfigError
+
+Encoding = Literal["identity", "orthogonal", "tokens", "invertible", "interval_shuffle", "fewshot"]
+ENCODINGS: tuple[str, ...] = Encoding.__args__  # type: ignore[attr-defined]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TaskConfig(_Strict):
+    """The hyperteacher task family (DESIGN §4; Schug et al. 2024)."""
+
+    family: Literal["hyperteacher"] = "hyperteacher"
+    M: int = Field(8, ge=2, le=64, description="number of modules")
+    K: int = Field(3, ge=1, le=8, description="largest number of active modules per task")
+    encoding: Encoding = "identity"
+    split: Literal["random", "disconnected", "non_compositional"] = "random"
+    holdout: float = Field(0.25, ge=0.0, lt=1.0, description="fraction of combinations held out")
+    input_dim: int = Field(16, ge=1, le=1024)
+    hidden_dim: int = Field(16, ge=1, le=1024)
+    output_dim: int = Field(16, ge=1, le=1024)
+    samples_per_task: int = Field(16, ge=1, le=4096)
+    n_shots: int = Field(8, ge=1, le=256, description="demonstrations per task (fewshot encoding)")
+
+    @model_validator(mode="after")
+    def _k_le_m(self) -> "TaskConfig":
+        if self.K > self.M:
+            raise ValueError(f"K={self.K} must be at most M={self.M}")
+        return self
+
+
+class ModelConfig(_Strict):
+    """A student network; ``width`` is the MLP hidden width or the hypernet's target hidden width."""
+
+    kind: Literal["mlp", "hypernet"] = "mlp"
+    width: int = Field(256, ge=1, le=16384)
+    depth: int = Field(3, ge=1, le=32, description="hidden layers (MLP) / target-net hidden layers (hypernet)")
+    activation: Literal["relu", "gelu", "tanh"] = "relu"
+    n_banks: int | None = Field(None, ge=1, le=1024, description="hypernet weight banks (default: M)")
+
+
+class TrainConfig(_Strict):
+    """AdamW on online-sampled batches, with an evaluation schedule."""
+
+    steps: int = Field(2000, ge=1, le=10_000_000)
+    batch_tasks: int = Field(64, ge=1, le=65536, description="tasks per step (each with samples_per_task rows)")
+    lr: float = Field(1e-3, gt=0.0, le=10.0)
+    weight_decay: float = Field(3e-3, ge=0.0, le=10.0)
+    grad_clip: float | None = Field(1.0, gt=0.0, description="per-trial gradient-norm clip; null = off")
+    n_evals: int = Field(5, ge=1, le=1000, description="evaluations over training (the last at the end)")
+    eval_tasks: int = Field(256, ge=1, le=100_000, description="tasks per evaluation set")
+    probe_tasks: int = Field(256, ge=8, le=100_000, description="tasks for fitting / scoring probes")
+    probe_samples: int = Field(4, ge=1, le=4096, description="inputs x per probe task")
+
+
+class TrialConfig(_Strict):
+    """Everything that determines one trial's result. Its hash is the trial id."""
+
+    task: TaskConfig = TaskConfig()
+    model: ModelConfig = ModelConfig()
+    train: TrainConfig = TrainConfig()
+    seed: int = Field(0, ge=0, le=2**31 - 1)
+
+    @property
+    def trial_id(self) -> str:
+        """First 16 hex digits of the SHA-256 of the canonical JSON config."""
+        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def flat(self) -> dict[str, Any]:
+        """Config columns of a record: the short axis names of :data:`AXES` plus every dotted field."""
+        out: dict[str, Any] = {}
+        d = self.model_dump(mode="json")
+        for section in ("task", "model", "train"):
+            for k, v in d[section].items():
+                out[f"{section}.{k}"] = v
+        out["seed"] = self.seed
+        for alias, path in AXES.items():
+            out[alias] = out[path] if path != "seed" else self.seed
+        return out
+
+
+#: Sweep axes by their short names (issue #2) → dotted path in :class:`TrialConfig`.
+AXES: dict[str, str] = {
+    "model": "model.kind",
+    "width": "model.width",
+    "depth": "model.depth",
+    "activation": "model.activation",
+    "encoding": "task.encoding",
+    "split": "task.split",
+    "holdout": "task.holdout",
+    "M": "task.M",
+    "K": "task.K",
+    "steps": "train.steps",
+    "lr": "train.lr",
+    "weight_decay": "train.weight_decay",
+    "batch_tasks": "train.batch_tasks",
+    "seed": "seed",
+}
+
+
+def axis_path(name: str) -> str:
+    """Dotted path for an axis given by short name or by path.
+
+    Raises:
+        ConfigError: not a known axis or trial field.
+    """
+    if name in AXES:
+        return AXES[name]
+    if name in _trial_paths():
+        return name
+    raise ConfigError(
+        f"unknown sweep axis {name!r}; allowed: {', '.join(AXES)} or a dotted trial field such as train.lr"
+    )
+
+
+def _trial_paths() -> set[str]:
+    d = TrialConfig().model_dump()
+    paths = {"seed"}
+    for section in ("task", "model", "train"):
+        paths |= {f"{section}.{k}" for k in d[section]}
+    return paths
+
+
+class StudyConfig(_Strict):
+    """A study: a base trial, grids of axes whose union is the set of trials, and its verdict rules.
+
+    ``grids`` is a list of ``{axis: [values, ...]}``; each grid's cartesian
+    product is taken over ``base`` and the union (deduplicated by trial id) is
+    the study. ``quick`` is a partial study deep-merged over this one by
+    ``--quick``.
+    """
+
+    name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.\-]+$")
+    description: str = ""
+    base: TrialConfig = TrialConfig()
+    grids: list[dict[str, list[Any]]] = Field(default_factory=lambda: [{}])
+    quick: dict[str, Any] | None = None
+    verdicts: dict[str, dict[str, float]] = Field(default_factory=dict)
+    anchors: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check_grids(self) -> "StudyConfig":
+        for grid in self.grids:
+            for axis, values in grid.items():
+                axis_path(axis)
+                if not values:
+                    raise ValueError(f"axis {axis!r} has no values")
+        for claim in self.verdicts:
+            if claim not in VERDICT_CLAIMS:
+                raise ValueError(f"unknown verdict {claim!r}; allowed: {', '.join(VERDICT_CLAIMS)}")
+        return self
+
+    def trials(self) -> list[TrialConfig]:
+        """All trials of the study, in a stable order, without duplicates.
+
+        Raises:
+            ConfigError: a grid value is out of range for its field.
+        """
+        base = self.base.model_dump(mode="json")
+        seen: dict[str, TrialConfig] = {}
+        for grid in self.grids:
+            axes = list(grid)
+            for values in itertools.product(*(grid[a] for a in axes)):
+                d = copy.deepcopy(base)
+                for axis, value in zip(axes, values):
+                    _set_path(d, axis_path(axis), value)
+                trial = validate(TrialConfig, d, where=f"grid value {dict(zip(axes, values))}")
+                seen.setdefault(trial.trial_id, trial)
+        return list(seen.values())
+
+
+VERDICT_CLAIMS = ("scaling", "decodability", "binding", "hull")
+
+
+def _set_path(d: dict, path: str, value: Any) -> None:
+    keys = path.split(".")
+    for k in keys[:-1]:
+        d = d.setdefault(k, {})
+    d[keys[-1]] = value
+
+
+def format_validation_error(err: ValidationError, where: str = "") -> str:
+    """One line naming the first offending field, what was given and what is allowed."""
+    e = err.errors()[0]
+    loc = ".".join(str(p) for p in e["loc"]) or "(top level)"
+    msg = e["msg"]
+    if e["type"] == "extra_forbidden":
+        parent = e["loc"][:-1]
+        msg = f"unknown field; allowed: {', '.join(_allowed_fields(err.title, parent))}"
+    given = e.get("input")
+    given_s = "" if e["type"] in ("extra_forbidden", "missing") or isinstance(given, dict) else f" (got {given!r})"
+    prefix = f"{where}: " if where else ""
+    return f"{prefix}{loc}: {msg}{given_s}"
+
+
+def _allowed_fields(title: str, parent: tuple) -> list[str]:
+    model: type[BaseModel] = {"StudyConfig": StudyConfig, "TrialConfig": TrialConfig}.get(title, StudyConfig)
+    for p in parent:
+        ann = model.model_fields.get(str(p))
+        if ann is None or not (isinstance(ann.annotation, type) and issubclass(ann.annotation, BaseModel)):
+            return []
+        model = ann.annotation
+    return list(model.model_fields)
+
+
+def validate(model: type[BaseModel], data: Any, where: str = "") -> Any:
+    """``model.model_validate(data)`` with errors as :class:`ConfigError` (one line)."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(format_validation_error(err, where)) from None
+
+
+# --------------------------------------------------------------------------- loading
+
+STUDY_DIR = Path(__file__).parent / "studies"
+
+
+def builtin_studies() -> dict[str, Path]:
+    """Built-in study name → YAML path (shipped inside the package)."""
+    return {p.stem: p for p in sorted(STUDY_DIR.glob("*.yaml"))}
+
+
+def load_study_dict(ref: str) -> tuple[dict, str]:
+    """Raw study dict from a built-in name or a YAML path; returns (dict, source).
+
+    Raises:
+        ConfigError: unknown study, unreadable file or malformed YAML.
+    """
+    studies = builtin_studies()
+    path = studies.get(ref)
+    if path is None:
+        p = Path(ref)
+        if p.suffix in (".yaml", ".yml") or p.exists():
+            if not p.is_file():
+                raise ConfigError(f"study file {ref!r} does not exist")
+            path = p
+        else:
+            raise ConfigError(f"unknown study {ref!r}; built-in studies: {', '.join(studies)} (or a path to a .yaml file)")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(f"malformed YAML in {path}{at}: {getattr(err, 'problem', err)}") from None
+    except OSError as err:
+        raise ConfigError(f"cannot read study file {path}: {err.strerror}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"study file {path} must be a YAML mapping with at least a 'name' field")
+    return data, str(path)
+
+
+def deep_merge(a: dict, b: dict) -> dict:
+    """``b`` merged into a copy of ``a``; mappings merge, everything else (lists too) replaces."""
+    out = copy.deepcopy(a)
+    for k, v in b.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = deep_merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def parse_override(item: str) -> tuple[str, Any]:
+    """``"key=value"`` → (key, YAML-parsed value).
+
+    Raises:
+        ConfigError: no ``=``, or a value that is not valid YAML.
+    """
+    if "=" not in item:
+        raise ConfigError(f"--set {item!r}: expected key=value, e.g. train.steps=500 or width=[16,64]")
+    key, raw = item.split("=", 1)
+    try:
+        value = yaml.safe_load(raw)
+    except yaml.YAMLError:
+        raise ConfigError(f"--set {item!r}: value is not valid YAML") from None
+    return key.strip(), value
+
+
+def apply_override(study: dict, key: str, value: Any) -> dict:
+    """Apply one ``--set``. A trial field or axis name sets the base and pins that axis in
+    every grid (a list value becomes the axis values); other keys set study fields.
+
+    Raises:
+        ConfigError: unknown key.
+    """
+    study = copy.deepcopy(study)
+    top = set(StudyConfig.model_fields) - {"base", "grids"}
+    if key.split(".")[0] in top:
+        _set_path(study, key, value)
+        return study
+    path = axis_path(key[len("base."):] if key.startswith("base.") else key)
+    values = value if isinstance(value, list) else [value]
+    aliases = {a for a, p in AXES.items() if p == path} | {path}
+    grids = study.get("grids") or [{}]
+    new_grids = []
+    for grid in grids:
+        grid = {k: v for k, v in grid.items() if k not in aliases}
+        if isinstance(value, list):
+            grid[path] = values
+        new_grids.append(grid)
+    study["grids"] = new_grids
+    if not isinstance(value, list):
+        base = study.setdefault("base", {})
+        _set_path(base, path, value)
+    return study
+
+
+def resolve_study(ref: str, quick: bool = False, overrides: list[str] | None = None) -> StudyConfig:
+    """Load, merge ``quick``, apply ``--set`` overrides and validate a study.
+
+    Raises:
+        ConfigError: on any problem, with a one-line message.
+    """
+    data, source = load_study_dict(ref)
+    if quick:
+        q = data.get("quick")
+        if q is not None and not isinstance(q, dict):
+            raise ConfigError(f"{source}: 'quick' must be a mapping")
+        data = deep_merge(data, q or {})
+    for item in overrides or []:
+        key, value = parse_override(item)
+        data = apply_override(data, key, value)
+    study = validate(StudyConfig, data, where=source)
+    trials = study.trials()
+    if not trials:
+        raise ConfigError(f"{source}: the study has no trials")
+    return study

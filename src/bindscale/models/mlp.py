@@ -1,0 +1,58 @@
+"""Plain MLP student (the scaling claim: Redhardt, Schug, Akram 2025).
+
+Input is the task code concatenated with x; ``depth`` hidden layers of
+``width`` units; a linear readout. Stacked over trials: every weight has a
+leading trial dimension and layers are batched matmuls (``torch.baddbmm``).
+
+Activation points (for a batch of B tasks × S inputs, T trials)::
+
+    input      (T, B, S, E + I)   code ‖ x
+    hidden.i   (T, B, S, width)   post-activation of hidden layer i, i = 0..depth-1
+    output     (T, B, S, O)
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ..config import ModelConfig
+from .base import ACTIVATIONS, StackedModel, linear_bound, stacked_uniform
+
+
+class StackedMLP(StackedModel):
+    def __init__(self, cfg: ModelConfig, code_dim: int, x_dim: int, out_dim: int, n_modules: int, gens):
+        super().__init__()
+        self.n_trials, self.act = len(gens), ACTIVATIONS[cfg.activation]
+        self.dims = [code_dim + x_dim] + [cfg.width] * cfg.depth + [out_dim]
+        self.weights = nn.ParameterList()
+        self.biases = nn.ParameterList()
+        for fan_in, fan_out in zip(self.dims[:-1], self.dims[1:]):
+            bound = linear_bound(fan_in)
+            # (T, in, out): x @ W without a transpose in the hot loop.
+            self.weights.append(stacked_uniform((fan_in, fan_out), bound, gens))
+            self.biases.append(stacked_uniform((1, fan_out), bound, gens))
+
+    def activation_shapes(self, B: int, S: int) -> dict[str, tuple[int, ...]]:
+        T = self.n_trials
+        shapes = {"input": (T, B, S, self.dims[0])}
+        shapes |= {f"hidden.{i}": (T, B, S, d) for i, d in enumerate(self.dims[1:-1])}
+        shapes["output"] = (T, B, S, self.dims[-1])
+        return shapes
+
+    def forward(self, code: torch.Tensor, x: torch.Tensor, acts: dict | None = None) -> torch.Tensor:
+        T, B, S, _ = x.shape
+        h = torch.cat([code.unsqueeze(2).expand(T, B, S, code.shape[-1]), x], dim=-1).reshape(T, B * S, -1)
+        if acts is not None:
+            acts["input"] = h.view(T, B, S, -1)
+        last = len(self.weights) - 1
+        for i, (W, b) in enumerate(zip(self.weights, self.biases)):
+            h = torch.baddbmm(b, h, W)
+            if i < last:
+                h = self.act(h)
+                if acts is not None:
+                    acts[f"hidden.{i}"] = h.view(T, B, S, -1)
+        out = h.view(T, B, S, -1)
+        if acts is not None:
+            acts["output"] = out
+        return out

@@ -1,0 +1,40 @@
+"""Independent random streams per trial.
+
+One root seed per trial is split with :class:`numpy.random.SeedSequence` into
+named child streams, so that the teacher, the split, the initialisation and the
+train / in-distribution test / held-out / probe data never share randomness
+(DESIGN §5, "Seeds").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+#: Stream names, in a fixed order: the position is the spawn key, so adding a
+#: stream at the end never changes the existing ones.
+STREAMS = ("teacher", "split", "encoding", "init", "train", "test", "heldout", "probe", "random_init")
+
+
+def stream_seed(root_seed: int, stream: str) -> int:
+    """A 63-bit seed for ``stream`` derived from ``root_seed``.
+
+    Raises:
+        KeyError: ``stream`` is not one of :data:`STREAMS`.
+    """
+    if stream not in STREAMS:
+        raise KeyError(f"unknown seed stream {stream!r}; known: {', '.join(STREAMS)}")
+    ss = np.random.SeedSequence(entropy=int(root_seed), spawn_key=(STREAMS.index(stream),))
+    return int(ss.generate_state(1, dtype=np.uint64)[0] >> np.uint64(1))
+
+
+def generator(root_seed: int, stream: str, device: str | torch.device = "cpu") -> torch.Generator:
+    """A seeded :class:`torch.Generator` on ``device`` for one stream of one trial."""
+    g = torch.Generator(device=device)
+    g.manual_seed(stream_seed(root_seed, stream))
+    return g
+
+
+def rng(root_seed: int, stream: str) -> np.random.Generator:
+    """A seeded NumPy generator for one stream of one trial."""
+    return np.random.default_rng(stream_seed(root_seed, stream))

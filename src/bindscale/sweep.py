@@ -1,0 +1,199 @@
+"""Sweeps: trials → stacked jobs → executors → records, resumable.
+
+A *job* is a list of trials sharing one :func:`~bindscale.train.group_key`,
+trained as one stacked model. Jobs run inline or on a local process pool whose
+workers each pin their torch thread count, so the pool never uses more threads
+than cores (DESIGN §5: an oversubscribed 2-core machine runs ~50× slower).
+Each trial's record is written atomically by whoever trained it; a re-run of
+the same command skips trials that have a record (failed ones are retried).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import sys
+import time
+import traceback
+from collections import defaultdict
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from multiprocessing import get_context
+from pathlib import Path
+
+import torch
+
+from .config import TrialConfig
+from .records import load_records, provenance, write_record
+from .train import group_key, train_group
+
+#: Largest number of trials in one stack (bounds memory; issue #3 makes it adaptive).
+MAX_STACK = 16
+
+
+def job_cost(job: list[TrialConfig]) -> float:
+    """Relative cost of a job: trials × steps × rows × weights (the 6·N·D training FLOPs, up to a constant)."""
+    t = job[0]
+    w, d = t.model.width, t.model.depth
+    weights = w * w * max(d - 1, 0) + w * (t.task.M * t.task.K + t.task.input_dim + t.task.output_dim)
+    if t.model.kind == "hypernet":
+        weights *= 2  # generated weights are applied per task, plus the mixing
+    return len(job) * t.train.steps * t.train.batch_tasks * t.task.samples_per_task * (weights + 1000)
+
+
+def plan_jobs(trials: list[TrialConfig], max_stack: int = MAX_STACK, n_workers: int = 1) -> list[list[TrialConfig]]:
+    """Group trials by shape into stacks of at most ``max_stack``, largest jobs first.
+
+    Groups larger than the cap are cut into near-equal stacks; when there are
+    fewer jobs than workers the largest groups are cut further so every worker
+    has work.
+    """
+    groups: dict[tuple, list[TrialConfig]] = defaultdict(list)
+    for t in sorted(trials, key=lambda t: t.trial_id):
+        groups[group_key(t)].append(t)
+    jobs = []
+    for g in groups.values():
+        n = -(-len(g) // max_stack)
+        jobs += [g[i::n] for i in range(n)]
+    while len(jobs) < n_workers:
+        jobs.sort(key=job_cost, reverse=True)
+        if len(jobs[0]) < 2:
+            break
+        big = jobs.pop(0)
+        jobs += [big[0::2], big[1::2]]
+    return sorted(jobs, key=job_cost, reverse=True)
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` → ``cuda`` when available, else ``cpu``.
+
+    Raises:
+        ValueError: ``cuda`` asked for but not available, or an unknown device.
+    """
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda: no CUDA device is available here; allowed: auto, cpu")
+    if device not in ("cpu", "cuda"):
+        raise ValueError(f"unknown device {device!r}; allowed: auto, cpu, cuda")
+    return device
+
+
+def make_record(trial: TrialConfig, study: str, result, device: str, executor: str, error: str | None = None) -> dict:
+    """The record of one trial (see :mod:`bindscale.records`)."""
+    return {
+        "trial_id": trial.trial_id,
+        "study": study,
+        "status": "failed" if error else result.status,
+        "diverged_step": None if error else result.diverged_step,
+        "error": error,
+        "config": trial.flat(),
+        "trial_config": trial.model_dump(mode="json"),
+        "metrics": {} if error else result.metrics,
+        "provenance": provenance(device, executor),
+    }
+
+
+def run_job(
+    job: list[dict], run_dir: str, study: str, device: str, executor: str,
+    progress: Callable[[int], None] | None = None,
+) -> list[str]:
+    """Train one stacked job and write its records. Exceptions become ``failed`` records.
+
+    Args:
+        job: trial configs as plain dicts (picklable across processes).
+
+    Returns:
+        The statuses written, one per trial.
+    """
+    trials = [TrialConfig.model_validate(d) for d in job]
+    try:
+        results = train_group(trials, device, progress)
+        recs = [make_record(t, study, r, device, executor) for t, r in zip(trials, results)]
+    except Exception as err:  # the sweep goes on; the error is kept in each trial's record
+        msg = f"{type(err).__name__}: {err}\n{traceback.format_exc(limit=5)}"
+        recs = [make_record(t, study, None, device, executor, error=msg) for t in trials]
+    for rec in recs:
+        write_record(Path(run_dir), rec)
+    return [r["status"] for r in recs]
+
+
+# ----------------------------------------------------------------------------- process pool
+
+_QUEUE = None
+
+
+def _worker_init(threads: int, q) -> None:
+    global _QUEUE
+    _QUEUE = q
+    torch.set_num_threads(threads)
+    torch.set_num_interop_threads(1)
+    if sys.platform.startswith("linux"):
+        # Die with the driver: a killed driver must not leave workers writing records
+        # while a resumed driver runs the same trials again.
+        import ctypes
+
+        try:
+            ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+
+
+def _pool_job(job, run_dir, study, device, executor):
+    q = _QUEUE
+    return run_job(job, run_dir, study, device, executor, (lambda n: q.put(n)) if q is not None else None)
+
+
+def threads_per_worker(workers: int) -> int:
+    """Torch threads each worker may use so that ``workers`` × threads ≤ cores."""
+    return max(1, (os.cpu_count() or 1) // max(1, workers))
+
+
+def execute(
+    jobs: list[list[TrialConfig]], run_dir: Path, study: str, device: str, workers: int,
+    on_progress: Callable[[int], None], on_job_done: Callable[[list[str]], None],
+) -> None:
+    """Run ``jobs`` inline (``workers == 1``) or on a process pool of ``workers``."""
+    executor = "inline" if workers == 1 else "process"
+    payload = [[t.model_dump(mode="json") for t in job] for job in jobs]
+    if workers == 1:
+        torch.set_num_threads(threads_per_worker(1))
+        for job in payload:
+            on_job_done(run_job(job, str(run_dir), study, device, executor, on_progress))
+        return
+    ctx = get_context("spawn")  # fork after torch has started threads is unsafe
+    q = ctx.Manager().Queue()
+    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
+                             initargs=(threads_per_worker(workers), q)) as pool:
+        pending = {pool.submit(_pool_job, job, str(run_dir), study, device, executor) for job in payload}
+        while pending:
+            done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            _drain(q, on_progress)
+            for fut in done:
+                on_job_done(fut.result())
+        _drain(q, on_progress)
+
+
+def _drain(q, on_progress) -> None:
+    while True:
+        try:
+            on_progress(q.get_nowait())
+        except queue.Empty:
+            return
+
+
+def pending_trials(trials: list[TrialConfig], run_dir: Path) -> tuple[list[TrialConfig], dict[str, dict]]:
+    """Trials still to run (no record, or a ``failed`` one) and the records already there."""
+    ids = {t.trial_id for t in trials}
+    have = load_records(run_dir, ids)
+    todo = [t for t in trials if t.trial_id not in have or have[t.trial_id]["status"] == "failed"]
+    return todo, have
+
+
+def trial_steps(trials: list[TrialConfig]) -> int:
+    return sum(t.train.steps for t in trials)
+
+
+def now() -> float:
+    return time.perf_counter()

@@ -1,0 +1,141 @@
+"""The hyperteacher task family (DESIGN §4; Schug et al. ICLR 2024, "Discovering
+modular solutions that generalize compositionally").
+
+``M`` teacher modules ``(W_m, b_m)`` map ``input_dim → hidden_dim``; a task
+activates ``k ≤ K`` of them with weights drawn uniformly from [0.5, 1] and uses
+their weighted sum, scaled by ``1/√k``, followed by a readout shared by all
+tasks::
+
+    W_task = Σ_m z_m W_m / √k,   b_task = Σ_m z_m b_m / √k
+    y = R · ReLU(W_task x + b_task) + r,      x ~ U[-1, 1]^input_dim
+
+``z`` (the weighted k-hot code, shape ``(M,)``) holds the task's constituents:
+what probes decode. Every task is seen through ``samples_per_task`` inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .. import seeding
+from ..config import TaskConfig
+from .encodings import W_HIGH, W_LOW, Encoder
+from .splits import Split, make_split
+
+POOLS = ("train", "heldout")
+
+
+@dataclass
+class Batch:
+    """A batch of tasks.
+
+    Attributes:
+        code: ``(B, E)`` encoded task input (what the student sees about the task).
+        z: ``(B, M)`` weighted k-hot constituents (probe targets).
+        x: ``(B, S, input_dim)`` inputs.
+        y: ``(B, S, output_dim)`` teacher outputs.
+        combo: ``(B,)`` index of each task's combination in its pool.
+    """
+
+    code: torch.Tensor
+    z: torch.Tensor
+    x: torch.Tensor
+    y: torch.Tensor
+    combo: torch.Tensor
+
+
+class HyperTeacher:
+    """One seeded instance of the family: teacher, split and encoding of one trial.
+
+    Args:
+        cfg: task configuration.
+        seed: the trial's root seed; the teacher, split and encoding use their own streams.
+        device: where sampled tensors live.
+
+    Raises:
+        SplitError: the split cannot be made (see :func:`make_split`).
+    """
+
+    def __init__(self, cfg: TaskConfig, seed: int, device: str | torch.device = "cpu"):
+        self.cfg, self.device = cfg, torch.device(device)
+        self.split: Split = make_split(cfg.M, cfg.K, cfg.split, cfg.holdout, seeding.rng(seed, "split"))
+        g = seeding.generator(seed, "teacher")
+        M, H, I, O = cfg.M, cfg.hidden_dim, cfg.input_dim, cfg.output_dim
+        # Scales keep pre-activations near unit variance for x ~ U[-1,1] (variance 1/3).
+        self.W = (torch.randn(M, H, I, generator=g) * (3.0 / I) ** 0.5).to(self.device)
+        self.b = (torch.randn(M, H, generator=g) * 0.5).to(self.device)
+        self.R = (torch.randn(O, H, generator=g) * (2.0 / H) ** 0.5).to(self.device)
+        self.r = (torch.randn(O, generator=g) * 0.1).to(self.device)
+        self.encoder = Encoder(cfg.encoding, M, cfg.K, seeding.generator(seed, "encoding"), (I, O), cfg.n_shots).to(
+            self.device
+        )
+        self._masks = {pool: self._mask(getattr(self.split, pool)) for pool in POOLS}
+
+    def _mask(self, combos: list[tuple[int, ...]]) -> torch.Tensor:
+        m = torch.zeros(max(len(combos), 1), self.cfg.M, device=self.device)
+        for i, c in enumerate(combos):
+            m[i, list(c)] = 1.0
+        return m[: len(combos)]
+
+    @property
+    def code_dim(self) -> int:
+        """Width of the encoded task input."""
+        return self.encoder.dim
+
+    def n_combos(self, pool: str) -> int:
+        return self._masks[pool].shape[0]
+
+    def teacher(self, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """Teacher outputs for codes ``z`` ``(B, M)`` and inputs ``x`` ``(B, S, I)`` → ``(B, S, O)``."""
+        k = (z > 0).sum(-1, keepdim=True).clamp(min=1).to(z.dtype)
+        scale = z / k.sqrt()
+        W = torch.einsum("bm,mhi->bhi", scale, self.W)
+        b = scale @ self.b
+        h = torch.relu(torch.bmm(x, W.transpose(1, 2)) + b.unsqueeze(1))
+        return h @ self.R.T + self.r
+
+    def sample(
+        self,
+        n_tasks: int,
+        gen: torch.Generator,
+        pool: str = "train",
+        samples: int | None = None,
+        cycle: bool = False,
+    ) -> Batch:
+        """Draw ``n_tasks`` tasks from ``pool`` ("train" or "heldout") with ``gen``.
+
+        Args:
+            samples: inputs per task (default ``samples_per_task``).
+            cycle: take combinations in order, cycling (equal coverage: evaluation sets);
+                otherwise uniformly at random (training).
+
+        Raises:
+            ValueError: the pool is empty or unknown.
+        """
+        if pool not in POOLS:
+            raise ValueError(f"unknown pool {pool!r}; allowed: {POOLS}")
+        mask = self._masks[pool]
+        C = mask.shape[0]
+        if C == 0:
+            raise ValueError(f"pool {pool!r} has no combinations")
+        dev, S = self.device, samples or self.cfg.samples_per_task
+        if cycle:
+            combo = torch.arange(n_tasks, device=dev) % C
+        else:
+            combo = torch.randint(C, (n_tasks,), generator=gen, device=dev)
+        w = W_LOW + (W_HIGH - W_LOW) * torch.rand(n_tasks, self.cfg.M, generator=gen, device=dev)
+        z = mask[combo] * w
+        x = 2 * torch.rand(n_tasks, S, self.cfg.input_dim, generator=gen, device=dev) - 1
+        y = self.teacher(z, x)
+        demos = None
+        if self.cfg.encoding == "fewshot":
+            xd = 2 * torch.rand(n_tasks, self.cfg.n_shots, self.cfg.input_dim, generator=gen, device=dev) - 1
+            demos = (xd, self.teacher(z, xd))
+        return Batch(code=self.encoder(z, demos), z=z, x=x, y=y, combo=combo)
+
+    def inhull_mask(self, combo: torch.Tensor) -> torch.Tensor:
+        """For held-out combination indices ``(B,)``: True where the combination is in-hull."""
+        lab = torch.tensor(self.split.inhull, dtype=torch.bool, device=combo.device)
+        return lab[combo]

@@ -1,0 +1,270 @@
+"""Stacked trainer: a group of same-shape trials trained as one model.
+
+Each trial keeps its own teacher, split, encoding, initialisation and data
+streams; the group shares only the tensors' leading dimension. The loss is the
+*sum* of per-trial mean squared errors, so each trial's gradient is exactly its
+own (DESIGN §3 "Trainer"); AdamW, gradient clipping and the divergence guard
+act per trial.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from . import seeding
+from .config import TrialConfig
+from .metrics import r2_within_task
+from .models import StackedModel, build_model
+from .probes import decodability
+from .tasks import Batch, HyperTeacher
+
+#: Elements (tasks × samples × features) of pre-sampled training data per trial and chunk.
+CHUNK_ELEMENTS = 2_000_000
+
+
+def group_key(trial: TrialConfig) -> tuple:
+    """Trials with equal keys have identical model shapes and schedules and can share a stack."""
+    t, m, tr = trial.task, trial.model, trial.train
+    return (
+        m.model_dump_json(),
+        t.M, t.K, t.encoding, t.input_dim, t.hidden_dim, t.output_dim, t.samples_per_task, t.n_shots,
+        t.holdout > 0 or t.split != "random",  # whether a held-out pool exists
+        tr.model_dump_json(),
+    )
+
+
+@dataclass
+class TrialResult:
+    """What training and analysis produced for one trial (becomes part of its record)."""
+
+    status: str = "ok"
+    diverged_step: int | None = None
+    metrics: dict = field(default_factory=dict)
+
+
+def _stack(batches: list[Batch]) -> Batch:
+    return Batch(*(torch.stack([getattr(b, f) for b in batches]) for f in ("code", "z", "x", "y", "combo")))
+
+
+def _eval_steps(steps: int, n_evals: int) -> list[int]:
+    return sorted({max(1, round(steps * (i + 1) / n_evals)) for i in range(n_evals)})
+
+
+def train_group(
+    trials: list[TrialConfig],
+    device: str | torch.device = "cpu",
+    progress: Callable[[int], None] | None = None,
+) -> list[TrialResult]:
+    """Train and analyse ``trials`` (all with one :func:`group_key`) as one stacked model.
+
+    Args:
+        trials: the group; order is kept in the results.
+        device: torch device for models and data.
+        progress: called with the number of *trial-steps* done since the last call.
+
+    Returns:
+        One :class:`TrialResult` per trial. Metrics: ``r2_id``, ``r2_heldout``,
+        ``r2_inhull``, ``r2_outhull``, ``final_loss``, probe decodabilities, the
+        held-out R² curve, parameter count, split sizes and timings.
+
+    Raises:
+        ValueError: the trials do not share a group key.
+    """
+    if len({group_key(t) for t in trials}) != 1:
+        raise ValueError("train_group needs trials with one group_key")
+    device = torch.device(device)
+    T, cfg = len(trials), trials[0]
+    tasks = [HyperTeacher(t.task, t.seed, device) for t in trials]
+    model = build_model(
+        cfg.model, tasks[0].code_dim, cfg.task.input_dim, cfg.task.output_dim, cfg.task.M,
+        [seeding.generator(t.seed, "init") for t in trials],
+    ).to(device)
+    tr = cfg.train
+    opt = torch.optim.AdamW(model.parameters(), lr=tr.lr, weight_decay=tr.weight_decay)
+    train_gens = [seeding.generator(t.seed, "train", device) for t in trials]
+
+    # Fixed evaluation sets on their own streams: fresh in-distribution tasks and held-out combinations.
+    id_set = _stack([task.sample(tr.eval_tasks, seeding.generator(t.seed, "test", device)) for t, task in zip(trials, tasks)])
+    has_held = all(task.n_combos("heldout") > 0 for task in tasks)
+    held_set = (
+        _stack([task.sample(tr.eval_tasks, seeding.generator(t.seed, "heldout", device), "heldout", cycle=True)
+                for t, task in zip(trials, tasks)])
+        if has_held else None
+    )
+
+    alive = torch.ones(T, dtype=torch.bool, device=device)
+    diverged_at: list[int | None] = [None] * T
+    curve_steps, curve_r2, curve_loss = [], [], []
+    eval_at = set(_eval_steps(tr.steps, tr.n_evals))
+    B, S = tr.batch_tasks, cfg.task.samples_per_task
+    chunk = max(1, min(tr.steps, CHUNK_ELEMENTS // max(1, B * S * (tasks[0].code_dim + cfg.task.input_dim + cfg.task.output_dim))))
+    t_train = time.perf_counter()
+    t_eval = 0.0
+    data: Batch | None = None
+    last_loss = torch.full((T,), float("nan"))
+    for step in range(1, tr.steps + 1):
+        i = (step - 1) % chunk
+        if i == 0:
+            n = min(chunk, tr.steps - step + 1)
+            data = _stack([task.sample(B * n, g) for task, g in zip(tasks, train_gens)])
+        sl = slice(i * B, (i + 1) * B)
+        pred = model(data.code[:, sl], data.x[:, sl])
+        loss_t = (pred - data.y[:, sl]).pow(2).mean(dim=(1, 2, 3))  # (T,)
+        finite = torch.isfinite(loss_t)
+        if not bool(finite.all()) and bool((alive & ~finite).any()):
+            for t in torch.nonzero(alive & ~finite).flatten().tolist():
+                diverged_at[t] = step
+            alive &= finite
+        # Sum, never average: each trial's gradient is its own loss's gradient.
+        loss = torch.where(alive, loss_t, torch.zeros_like(loss_t)).sum()
+        opt.zero_grad(set_to_none=False)
+        loss.backward()
+        _clip_and_mask(model, alive, tr.grad_clip)
+        opt.step()
+        last_loss = loss_t.detach()
+        if progress is not None and (step % 25 == 0 or step == tr.steps):
+            progress(T * (25 if step % 25 == 0 else step % 25))
+        if step in eval_at:
+            t0 = time.perf_counter()
+            curve_steps.append(step)
+            curve_loss.append(last_loss.tolist())
+            curve_r2.append(_r2(model, held_set).tolist() if held_set is not None else [math.nan] * T)
+            t_eval += time.perf_counter() - t0
+    train_seconds = time.perf_counter() - t_train - t_eval
+
+    t0 = time.perf_counter()
+    final = _final_metrics(model, tasks, id_set, held_set)
+    t_eval += time.perf_counter() - t0
+    t0 = time.perf_counter()
+    probes = _probe_metrics(model, trials, tasks, device)
+    probe_seconds = time.perf_counter() - t0
+
+    results = []
+    for t in range(T):
+        m = {k: v[t] for k, v in final.items()} | {k: v[t] for k, v in probes.items()}
+        m |= {
+            "final_loss": float(last_loss[t]),
+            "n_params": model.n_params(),
+            "n_train_combos": len(tasks[t].split.train),
+            "n_heldout_combos": len(tasks[t].split.heldout),
+            "n_inhull": tasks[t].split.n_inhull,
+            "n_outhull": tasks[t].split.n_outhull,
+            "curve_steps": curve_steps,
+            "curve_r2_heldout": [c[t] for c in curve_r2],
+            "curve_loss": [c[t] for c in curve_loss],
+            # Group wall time shared equally: what one trial cost inside its stack.
+            "train_seconds": train_seconds / T,
+            "eval_seconds": t_eval / T,
+            "probe_seconds": probe_seconds / T,
+            "stack_size": T,
+        }
+        div = diverged_at[t] is not None or not math.isfinite(m["r2_id"])
+        results.append(TrialResult(status="diverged" if div else "ok", diverged_step=diverged_at[t], metrics=m))
+    return results
+
+
+def _clip_and_mask(model: StackedModel, alive: torch.Tensor, max_norm: float | None) -> None:
+    """Per-trial gradient-norm clipping; gradients of diverged trials are zeroed."""
+    grads = [p.grad for p in model.parameters() if p.grad is not None]
+    shape = lambda g: (-1,) + (1,) * (g.dim() - 1)  # noqa: E731
+    if not bool(alive.all()):
+        for g in grads:
+            g.copy_(torch.where(alive.view(shape(g)), g, torch.zeros_like(g)))
+    if max_norm is None:
+        return
+    sq = torch.stack([g.pow(2).flatten(1).sum(1) for g in grads]).sum(0)
+    scale = (max_norm / (sq.sqrt() + 1e-6)).clamp(max=1.0)
+    for g in grads:
+        g.mul_(scale.view(shape(g)))
+
+
+@torch.no_grad()
+def _predict(model: StackedModel, batch: Batch, max_rows: int = 1 << 15) -> torch.Tensor:
+    """Predictions ``(T, B, S, O)``, in slices of tasks so activations stay small."""
+    B, S = batch.x.shape[1], batch.x.shape[2]
+    step = max(1, max_rows // S)
+    return torch.cat([model(batch.code[:, i:i + step], batch.x[:, i:i + step]) for i in range(0, B, step)], dim=1)
+
+
+def _r2(model, batch: Batch, task_mask=None) -> torch.Tensor:
+    return r2_within_task(batch.y, _predict(model, batch), task_mask).cpu()
+
+
+def _final_metrics(model, tasks, id_set: Batch, held_set: Batch | None) -> dict[str, list[float]]:
+    T = len(tasks)
+    out = {"r2_id": _r2(model, id_set).tolist()}
+    nan = [math.nan] * T
+    if held_set is None:
+        return out | {"r2_heldout": nan, "r2_inhull": nan, "r2_outhull": nan}
+    pred = _predict(model, held_set)
+    out["r2_heldout"] = r2_within_task(held_set.y, pred).tolist()
+    inh, outh = [], []
+    for t, task in enumerate(tasks):
+        lab = task.inhull_mask(held_set.combo[t])
+        inh.append(float(r2_within_task(held_set.y[t], pred[t], lab)) if bool(lab.any()) else math.nan)
+        outh.append(float(r2_within_task(held_set.y[t], pred[t], ~lab)) if bool((~lab).any()) else math.nan)
+    return out | {"r2_inhull": inh, "r2_outhull": outh}
+
+
+def _probe_rows(acts: dict[str, torch.Tensor], z: torch.Tensor, S: int) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Per-(task, input) rows for every activation point of ONE trial: name → (B·S, D); targets (B·S, M)."""
+    rows = {}
+    for name, a in acts.items():
+        if a.dim() == 2:  # task-level point (B, D): repeat over the task's inputs
+            a = a.unsqueeze(1).expand(a.shape[0], S, a.shape[1])
+        rows[name] = a.reshape(-1, a.shape[-1]).double().cpu().numpy()
+    zz = z.unsqueeze(1).expand(z.shape[0], S, z.shape[1]).reshape(-1, z.shape[1]).double().cpu().numpy()
+    return rows, zz
+
+
+@torch.no_grad()
+def _probe_metrics(model: StackedModel, trials, tasks, device) -> dict[str, list]:
+    """Decodability of the constituents per layer (trained model, input baseline, random-init control)."""
+    T, tr = len(trials), trials[0].train
+    S = tr.probe_samples
+    fit = _stack([task.sample(tr.probe_tasks, seeding.generator(t.seed, "probe", device), samples=S)
+                  for t, task in zip(trials, tasks)])
+    has_held = tasks[0].n_combos("heldout") > 0
+    score = (
+        _stack([task.sample(tr.probe_tasks, seeding.generator(t.seed, "probe", device), "heldout", samples=S, cycle=True)
+                for t, task in zip(trials, tasks)])
+        if has_held else None
+    )
+    cfg = trials[0]
+    control = build_model(
+        cfg.model, tasks[0].code_dim, cfg.task.input_dim, cfg.task.output_dim, cfg.task.M,
+        [seeding.generator(t.seed, "random_init") for t in trials],
+    ).to(device)
+    out: dict[str, list] = {"decod_best": [], "decod_input": [], "decod_random": [], "decod_layers": []}
+    if score is None:
+        nan = [math.nan] * T
+        return out | {"decod_best": nan, "decod_input": nan, "decod_random": nan, "decod_layers": [{}] * T}
+    acts = {}
+    for net, key in ((model, "trained"), (control, "random")):
+        a_fit, a_score = {}, {}
+        net(fit.code, fit.x, a_fit)
+        net(score.code, score.x, a_score)
+        acts[key] = (a_fit, a_score)
+    for t in range(T):
+        layers = {}
+        for key in ("trained", "random"):
+            a_fit, a_score = acts[key]
+            f_rows, zf = _probe_rows({k: v[t] for k, v in a_fit.items() if k != "output"}, fit.z[t], S)
+            s_rows, zs = _probe_rows({k: v[t] for k, v in a_score.items() if k != "output"}, score.z[t], S)
+            for name in f_rows:
+                if key == "random" and name == "input":
+                    continue
+                layers[name if key == "trained" else f"random.{name}"] = decodability(f_rows[name], zf, s_rows[name], zs)
+        hidden = [v for k, v in layers.items() if not k.startswith("random.") and k != "input"]
+        rand = [v for k, v in layers.items() if k.startswith("random.") and k != "random.input"]
+        out["decod_best"].append(max(hidden) if hidden else math.nan)
+        out["decod_input"].append(layers.get("input", math.nan))
+        out["decod_random"].append(max(rand) if rand else math.nan)
+        out["decod_layers"].append(layers)
+    return out
