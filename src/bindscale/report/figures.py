@@ -1,0 +1,325 @@
+"""Figures of the headline study, each rendered to a base64 PNG string.
+
+Every ``fig_*`` function takes the results table (all rows; it keeps the
+``status == "ok"`` ones itself) and returns a base64-encoded PNG, or None when
+the data it needs are missing. Error bars are 95% percentile-bootstrap
+intervals of the mean over seeds (``bindscale.stats.mean_ci``).
+
+Figures are drawn on ``matplotlib.figure.Figure`` with the Agg canvas
+directly, never through pyplot, so building a report touches no global
+backend state (safe in workers and threads).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import logging
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import LogNorm
+from matplotlib.figure import Figure
+
+from bindscale.report.verdicts import DEFAULTS, ok_rows, restrict_to_mode
+from bindscale.stats import correlation_ci, mean_ci
+
+__all__ = [
+    "fig_heldout_vs_width",
+    "fig_heldout_vs_train_combos",
+    "fig_decodability",
+    "fig_heldout_vs_params",
+    "fig_hull_vs_width",
+    "fig_training_curves",
+    "make_figures",
+    "FIGURES",
+]
+
+log = logging.getLogger(__name__)
+N_BOOT = 1000  # error bars only; verdicts use their own, larger bootstrap
+FIGSIZE = (6.0, 4.0)
+
+
+# ----------------------------------------------------------------- helpers --
+
+def _new_figure() -> tuple[Figure, Any]:
+    fig = Figure(figsize=FIGSIZE, dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    ax.grid(True, alpha=0.3)
+    return fig, ax
+
+
+def _to_b64(fig: Figure) -> str:
+    """Render a figure to PNG and return it base64-encoded (ASCII)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _summary(rows: pd.DataFrame, by: str | list[str], col: str) -> pd.DataFrame:
+    """Mean of ``col`` per group with bootstrap CI: columns by..., mean, lo, hi, n."""
+    out = []
+    for key, g in rows.groupby(by, sort=True):
+        m, lo, hi = mean_ci(g[col], N_BOOT)
+        key = key if isinstance(key, tuple) else (key,)
+        out.append((*key, m, lo, hi, int(np.isfinite(g[col]).sum())))
+    cols = ([by] if isinstance(by, str) else list(by)) + ["mean", "lo", "hi", "n"]
+    return pd.DataFrame(out, columns=cols)
+
+
+def _errorbar(ax: Any, x: Any, s: pd.DataFrame, **kw: Any) -> None:
+    """Plot means with asymmetric CI error bars (NaN bounds draw no bar)."""
+    yerr = np.vstack([s["mean"] - s["lo"], s["hi"] - s["mean"]])
+    yerr = np.nan_to_num(np.clip(yerr, 0, None))
+    ax.errorbar(x, s["mean"], yerr=yerr, marker="o", capsize=3, **kw)
+
+
+def _log_x(ax: Any, values: Any, base: int = 2) -> None:
+    """Log x axis with the actual values as tick labels when they are few."""
+    vals = sorted(set(float(v) for v in values if np.isfinite(v) and v > 0))
+    ax.set_xscale("log", base=base)
+    if 1 < len(vals) <= 8:
+        ax.set_xticks(vals)
+        ax.set_xticklabels([f"{v:g}" for v in vals])
+        ax.minorticks_off()
+
+
+def _mlp(df: pd.DataFrame, *cols: str) -> pd.DataFrame:
+    """ok MLP rows with finite values in ``cols``."""
+    rows = ok_rows(df)
+    rows = rows[rows["model"] == "mlp"]
+    for c in cols:
+        rows = rows[np.isfinite(rows[c])]
+    return rows
+
+
+def _fixed(note: dict[str, Any]) -> list[str]:
+    """Qualifiers naming the values a restriction held fixed: ['depth 3']."""
+    return [f"{k.removesuffix('_used')} {v}" for k, v in note.items() if k.endswith("_used")]
+
+
+def _title(ax: Any, main: str, quals: list[str]) -> None:
+    """Title with its qualifiers (holdout, fixed depth...) on a smaller second line."""
+    ax.set_title(main + (f"\n({', '.join(quals)})" if quals else ""), fontsize=11)
+
+
+def _two(v: float) -> str:
+    """Two decimals, or n/a for an undefined value."""
+    return f"{v:.2f}" if math.isfinite(v) else "n/a"
+
+
+def _as_list(v: Any) -> list[float] | None:
+    """A curve cell (list, array, or JSON string) as a list of floats, or None."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return None
+    if isinstance(v, str):
+        try:
+            v = json.loads(v)
+        except ValueError:
+            return None
+    try:
+        return [float(x) if x is not None else math.nan for x in v]
+    except TypeError:
+        return None
+
+
+# ----------------------------------------------------------------- figures --
+
+def fig_heldout_vs_width(df: pd.DataFrame, threshold: float | None = None) -> str | None:
+    """Held-out R² vs MLP width, one line per coverage (labelled by training combos).
+
+    Uses the most common depth when depth varies; ``threshold`` (the scaling
+    verdict's R² threshold) is drawn as a dashed line when given.
+    """
+    rows, note = restrict_to_mode(_mlp(df, "r2_heldout", "width", "holdout"))
+    if rows.empty:
+        return None
+    fig, ax = _new_figure()
+    for h, g in rows.groupby("holdout"):
+        s = _summary(g, "width", "r2_heldout")
+        n_train = g["n_train_combos"].median()
+        label = (f"{n_train:.0f} train combos" if np.isfinite(n_train) else "") + f" (holdout {h:g})"
+        _errorbar(ax, s["width"], s, label=label.strip())
+    if threshold is not None:
+        ax.axhline(threshold, ls="--", c="grey", lw=1, label=f"threshold {threshold:g}")
+    _log_x(ax, rows["width"])
+    ax.set(xlabel="MLP width", ylabel="held-out R²")
+    _title(ax, "Held-out R² vs width", _fixed(note))
+    ax.legend(fontsize=8)
+    return _to_b64(fig)
+
+
+def fig_heldout_vs_train_combos(df: pd.DataFrame) -> str | None:
+    """Held-out R² vs number of training combinations, one line per MLP width."""
+    rows, note = restrict_to_mode(_mlp(df, "r2_heldout", "n_train_combos", "width"))
+    if rows.empty:
+        return None
+    fig, ax = _new_figure()
+    for w, g in rows.groupby("width"):
+        s = _summary(g, "holdout", "r2_heldout")
+        # x: median combos per holdout (the count is fixed by the split).
+        x = [g.loc[g["holdout"] == h, "n_train_combos"].median() for h in s["holdout"]]
+        order = np.argsort(x)
+        _errorbar(ax, np.asarray(x)[order], s.iloc[order], label=f"width {w:g}")
+    ax.set(xlabel="number of training combinations", ylabel="held-out R²")
+    _title(ax, "Held-out R² vs training combinations", _fixed(note))
+    ax.legend(fontsize=8)
+    return _to_b64(fig)
+
+
+def fig_decodability(df: pd.DataFrame) -> str | None:
+    """Decodability (best hidden layer) vs held-out R², coloured by width.
+
+    The random-init control (``decod_random``) is a second marker set and the
+    input-encoding baseline (mean ``decod_input``) a dotted vertical line.
+    """
+    rows = _mlp(df, "decod_best", "r2_heldout")
+    if rows.empty:
+        return None
+    fig, ax = _new_figure()
+    widths = rows["width"].to_numpy(float)
+    finite_w = np.isfinite(widths) & (widths > 0)
+    norm = LogNorm(widths[finite_w].min(), widths[finite_w].max()) if finite_w.any() and np.ptp(widths[finite_w]) > 0 else None
+    colour = {"c": widths, "norm": norm, "cmap": "viridis"} if norm is not None else {}
+    sc = ax.scatter(rows["decod_best"], rows["r2_heldout"], s=30,
+                    label="trained (best hidden layer)", **colour)
+    ctrl = rows[np.isfinite(rows["decod_random"])]
+    if not ctrl.empty:
+        ax.scatter(ctrl["decod_random"], ctrl["r2_heldout"], marker="x", c="grey", s=25,
+                   label="random-init control")
+    base = rows["decod_input"].to_numpy(float)
+    if np.isfinite(base).any():
+        ax.axvline(np.nanmean(base), ls=":", c="k", lw=1, label="input encoding (baseline)")
+    if norm is not None:
+        cbar = fig.colorbar(sc, ax=ax, label="width")
+        ticks = sorted(set(widths[finite_w]))
+        if len(ticks) <= 8:  # label the actual widths, not 10^k
+            cbar.set_ticks(ticks, labels=[f"{t:g}" for t in ticks])
+            cbar.ax.minorticks_off()
+    rho = correlation_ci(rows["decod_best"], rows["r2_heldout"], "spearman", N_BOOT)[0]
+    r = correlation_ci(rows["decod_best"], rows["r2_heldout"], "pearson", N_BOOT)[0]
+    ax.set(xlabel="linear decodability of constituents (probe R²)", ylabel="held-out R²",
+           title=f"Spearman ρ = {_two(rho)}, Pearson r = {_two(r)} (n = {len(rows)})")
+    ax.title.set_fontsize(11)
+    ax.legend(fontsize=8)
+    return _to_b64(fig)
+
+
+def fig_heldout_vs_params(df: pd.DataFrame) -> str | None:
+    """Held-out R² vs parameter count, one line per model (log x).
+
+    Uses the smallest holdout shared by all models present (the binding
+    comparison's coverage); a point is one (width, depth) config.
+    """
+    rows = ok_rows(df)
+    rows = rows[np.isfinite(rows["r2_heldout"]) & (rows["n_params"] > 0)]
+    if rows.empty:
+        return None
+    shared = set.intersection(*(set(g["holdout"]) for _, g in rows.groupby("model")))
+    h = min(shared) if shared else rows["holdout"].min()
+    rows, note = restrict_to_mode(rows[rows["holdout"] == h], ("encoding", "split"))
+    fig, ax = _new_figure()
+    for model, g in rows.groupby("model"):
+        s = _summary(g, ["width", "depth"], "r2_heldout")
+        s["n_params"] = [g.loc[(g["width"] == w) & (g["depth"] == d), "n_params"].median()
+                         for w, d in zip(s["width"], s["depth"])]
+        s = s.sort_values("n_params")
+        _errorbar(ax, s["n_params"], s, label=model)
+    ax.set_xscale("log")
+    ax.set(xlabel="parameter count", ylabel="held-out R²")
+    _title(ax, "Held-out R² vs parameters", [f"holdout {h:g}", *_fixed(note)])
+    ax.legend(fontsize=8)
+    return _to_b64(fig)
+
+
+def fig_hull_vs_width(df: pd.DataFrame) -> str | None:
+    """In-hull and out-of-hull held-out R² vs MLP width (trials with both kinds)."""
+    rows = _mlp(df, "r2_inhull", "r2_outhull")
+    rows, note = restrict_to_mode(rows[(rows["n_inhull"] > 0) & (rows["n_outhull"] > 0)])
+    if rows.empty:
+        return None
+    fig, ax = _new_figure()
+    for col, label in (("r2_inhull", "in-hull held-out"), ("r2_outhull", "out-of-hull held-out")):
+        s = _summary(rows, "width", col)
+        _errorbar(ax, s["width"], s, label=label)
+    _log_x(ax, rows["width"])
+    pooled = ["holdouts pooled"] if rows["holdout"].nunique() > 1 else []
+    ax.set(xlabel="MLP width", ylabel="held-out R²")
+    _title(ax, "Inside vs outside the training hull", _fixed(note) + pooled)
+    ax.legend(fontsize=8)
+    return _to_b64(fig)
+
+
+def fig_training_curves(df: pd.DataFrame) -> str | None:
+    """Held-out R² over training steps, mean over seeds per width, at min holdout."""
+    if "curve_steps" not in df or "curve_r2_heldout" not in df:
+        return None
+    rows, note = restrict_to_mode(_mlp(df, "width", "holdout"))
+    if rows.empty:
+        return None
+    rows = rows[rows["holdout"] == rows["holdout"].min()]
+    fig, ax = _new_figure()
+    drawn = False
+    for w, g in rows.groupby("width"):
+        by_step: dict[float, list[float]] = {}
+        for steps, vals in zip(g["curve_steps"], g["curve_r2_heldout"]):
+            steps, vals = _as_list(steps), _as_list(vals)
+            if not steps or not vals or len(steps) != len(vals):
+                continue
+            for st, v in zip(steps, vals):
+                if math.isfinite(v):
+                    by_step.setdefault(st, []).append(v)
+        if by_step:
+            xs = sorted(by_step)
+            ax.plot(xs, [np.mean(by_step[x]) for x in xs], marker=".", label=f"width {w:g}")
+            drawn = True
+    if not drawn:
+        return None
+    ax.set(xlabel="training step", ylabel="held-out R² (mean over seeds)")
+    _title(ax, "Training curves", [f"holdout {rows['holdout'].min():g}", *_fixed(note)])
+    ax.legend(fontsize=8)
+    return _to_b64(fig)
+
+
+# name -> (function, caption); the order is the report's order.
+FIGURES: dict[str, tuple[Callable[..., str | None], str]] = {
+    "heldout_vs_width": (fig_heldout_vs_width,
+                         "Held-out R² vs MLP width, one line per coverage; mean ± 95% CI over seeds."),
+    "heldout_vs_train_combos": (fig_heldout_vs_train_combos,
+                                "Held-out R² vs number of training combinations, one line per width."),
+    "training_curves": (fig_training_curves,
+                        "Held-out R² during training at the best coverage, mean over seeds."),
+    "decodability": (fig_decodability,
+                     "Linear decodability of the constituents vs held-out R²; "
+                     "crosses: same probe on a random-init network (control)."),
+    "heldout_vs_params": (fig_heldout_vs_params,
+                          "Held-out R² vs parameter count: MLP vs hypernetwork (explicit binding)."),
+    "hull_vs_width": (fig_hull_vs_width,
+                      "Held-out R² inside vs outside the convex hull of training combinations."),
+}
+
+
+def make_figures(df: pd.DataFrame, study: dict[str, Any] | None = None) -> dict[str, str | None]:
+    """All figures: name -> base64 PNG (or None when its data are missing).
+
+    A figure that raises is logged and left out (None): one broken plot must
+    not cost the whole report. ``study`` supplies the scaling threshold line.
+    """
+    rules = (study or {}).get("verdicts") or {}
+    thr = None
+    if "scaling" in rules:
+        thr = (rules["scaling"] or {}).get("r2_threshold") or DEFAULTS["scaling"]["r2_threshold"]
+    out: dict[str, str | None] = {}
+    for name, (fn, _) in FIGURES.items():
+        try:
+            out[name] = fn(df, threshold=thr) if name == "heldout_vs_width" else fn(df)
+        except Exception:  # noqa: BLE001 - report degrades, it does not fail
+            log.exception("figure %s failed", name)
+            out[name] = None
+    return out

@@ -1,0 +1,513 @@
+"""Verdicts of the headline study (scaling / decodability / binding / hull).
+
+``compute_verdicts(df, study)`` turns the results table (one row per trial,
+see ``bindscale.report``) into one verdict dict per claim named in
+``study["verdicts"]``. Each verdict is decided by one number and its 95%
+percentile-bootstrap interval over seeds/trials (``bindscale.stats``):
+
+- scaling: Redhardt, Schug, Akram 2025, "Scaling can lead to compositional
+  generalization" (arXiv 2507.07207): plain MLPs reach high held-out R² once
+  width and coverage of the combination space grow.
+- decodability: same source: linear decodability of the constituents from
+  hidden activations predicts held-out success.
+- binding: Schug et al. ICLR 2024, "Discovering modular solutions that
+  generalize compositionally"; Greff, van Steenkiste, Schmidhuber 2020, "On the
+  Binding Problem in Artificial Neural Networks": an explicit binding
+  architecture (hypernetwork over module banks) needs far fewer parameters.
+- hull: the project's synthesis: scale helps for held-out combinations inside
+  the convex hull of training, not outside it.
+
+Only ``status == "ok"`` rows enter the statistics. Width and parameter
+comparisons (scaling, binding, hull) hold encoding, split and (except for
+binding, where depth is part of a config) depth at their most common value,
+and say so in ``details``; decodability pools all MLP trials on purpose, as
+the claim is that decodability predicts success across configurations.
+Other config columns that vary are listed under ``details["pooled_over"]``.
+A verdict whose deciding
+cell has fewer than ``MIN_REPLICATES`` values is "inconclusive": a bootstrap
+over one value has zero width and says nothing about seed variability.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bindscale.stats import bootstrap_ci, correlation_ci, mean_ci, mean_diff_ci
+
+__all__ = [
+    "compute_verdicts",
+    "ok_rows",
+    "restrict_to_mode",
+    "DEFAULTS",
+    "RULES",
+    "MIN_REPLICATES",
+    "study_as_dict",
+]
+
+SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE = "supported", "not_supported", "inconclusive"
+MIN_REPLICATES = 2
+
+# Default thresholds, used for any key the study leaves out.
+DEFAULTS: dict[str, dict[str, float]] = {
+    "scaling": {"r2_threshold": 0.9},
+    "decodability": {"rho_threshold": 0.5},
+    "binding": {"target_r2": 0.9, "tolerance": 0.01},
+    "hull": {"margin": 0.0},
+}
+
+NUMERIC_COLUMNS = (
+    "width", "depth", "holdout", "M", "K", "steps", "seed", "lr", "weight_decay",
+    "n_params", "n_train_combos", "n_heldout_combos", "n_inhull", "n_outhull",
+    "r2_id", "r2_heldout", "r2_inhull", "r2_outhull",
+    "decod_best", "decod_input", "decod_random",
+)
+# Config columns that are not sweep axes of a claim; when they vary, the
+# claim pools over them and says so in its details.
+POOLABLE = ("encoding", "split", "M", "K", "steps", "lr", "weight_decay")
+
+
+# ----------------------------------------------------------------- helpers --
+
+def ok_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """Copy of the ``status == "ok"`` rows, numeric columns coerced to float.
+
+    Missing numeric columns are added as NaN (an older run without, e.g.,
+    hull metrics makes that claim inconclusive instead of crashing). A table
+    without a ``status`` column is taken as all ok; without ``model``, no row
+    counts as any model.
+    """
+    out = df.copy()
+    if "status" in out.columns:
+        out = out[out["status"].astype(str) == "ok"].copy()
+    for col in NUMERIC_COLUMNS:
+        out[col] = pd.to_numeric(out[col], errors="coerce") if col in out else np.nan
+    out["model"] = out["model"].astype(str) if "model" in out else ""
+    return out.reset_index(drop=True)
+
+
+# Columns held fixed (at their most common value) for width / parameter
+# comparisons: a cell mean must not mix, e.g., identity and token encodings
+# just because an extra grid ran some encodings at one width.
+COMPARE_LIKE = ("encoding", "split", "depth")
+
+
+def restrict_to_mode(
+    rows: pd.DataFrame, cols: tuple[str, ...] = COMPARE_LIKE
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Keep the rows at the most common value of each column in ``cols`` that varies.
+
+    Columns are fixed in order (each mode is taken among the rows left by the
+    previous ones); ties go to the smallest value (deterministic). Output:
+    (rows, note for details: ``<col>_used``, ``<col>_present`` and a
+    ``restriction`` sentence; empty when nothing varies).
+    """
+    note: dict[str, Any] = {}
+    for col in cols:
+        if col not in rows or rows[col].nunique(dropna=True) <= 1:
+            continue
+        counts = rows[col].dropna().value_counts()
+        best = min(v for v, c in counts.items() if c == counts.max())
+        note[f"{col}_used"] = _py(best)
+        note[f"{col}_present"] = sorted(_py(v) for v in counts.index)
+        rows = rows[rows[col] == best]
+    if note:
+        fixed = ", ".join(k.removesuffix("_used") for k in note if k.endswith("_used"))
+        note["restriction"] = f"{fixed} vary; this comparison uses the most common value of each"
+    return rows, note
+
+
+def _py(v: Any) -> Any:
+    """NumPy scalar -> Python int/float (ints stay ints)."""
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating, float)):
+        f = float(v)
+        return int(f) if f.is_integer() and abs(f) < 2**53 else f
+    return v
+
+
+def _key(v: Any) -> str:
+    """JSON-friendly dict key for a config value: 64 not 64.0."""
+    return str(_py(v))
+
+
+def _ci(triple: tuple[float, float, float], n: int) -> dict[str, Any]:
+    """(point, low, high) + sample size as a details entry."""
+    p, lo, hi = triple
+    return {"value": float(p), "ci_low": float(lo), "ci_high": float(hi), "n": int(n)}
+
+
+def _finite(s: pd.Series) -> np.ndarray:
+    a = np.asarray(s, dtype=float)
+    return a[np.isfinite(a)]
+
+
+def _pooled(rows: pd.DataFrame, cols: tuple[str, ...] = POOLABLE) -> dict[str, list]:
+    """Columns among ``cols`` that vary across ``rows``: name -> sorted values."""
+    out = {}
+    for c in cols:
+        if c in rows and rows[c].nunique(dropna=True) > 1:
+            out[c] = sorted(_py(v) for v in rows[c].dropna().unique())
+    return out
+
+
+def _verdict(
+    claim: str,
+    statistic: str,
+    verdict: str,
+    triple: tuple[float, float, float],
+    n_trials: int,
+    details: dict[str, Any],
+    reference: str | None,
+) -> dict[str, Any]:
+    """Assemble the verdict dict in its fixed key order."""
+    value, lo, hi = (float(x) for x in triple)
+    return {
+        "claim": claim,
+        "verdict": verdict,
+        "statistic": statistic,
+        "value": value,
+        "ci_low": lo,
+        "ci_high": hi,
+        "n_trials": int(n_trials),
+        "details": details,
+        "reference": reference,
+    }
+
+
+NAN3 = (math.nan, math.nan, math.nan)
+
+
+# ------------------------------------------------------------------ claims --
+
+def _scaling(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
+    """Held-out R² at the largest width and best coverage, plus width gain.
+
+    Returns (statistic name, verdict, triple, n_trials, details).
+    """
+    name = "heldout_r2_at_largest_scale"
+    thr = float(p["r2_threshold"])
+    rows = ok[(ok["model"] == "mlp") & np.isfinite(ok["r2_heldout"])]
+    rows, restriction = restrict_to_mode(rows)
+    if rows.empty:
+        return name, INCONCLUSIVE, NAN3, 0, {"reason": "no ok MLP trials with held-out R²"}
+
+    wmax, wmin = rows["width"].max(), rows["width"].min()
+    hmin, hmax = rows["holdout"].min(), rows["holdout"].max()
+
+    def cell(w: float, h: float) -> np.ndarray:
+        return _finite(rows.loc[(rows["width"] == w) & (rows["holdout"] == h), "r2_heldout"])
+
+    top, small, sparse = cell(wmax, hmin), cell(wmin, hmin), cell(wmax, hmax)
+    value = mean_ci(top, n_boot, seed=seed)
+    width_gain = mean_diff_ci(top, small, n_boot, seed=seed + 1) if wmax != wmin else NAN3
+    coverage_gain = mean_diff_ci(top, sparse, n_boot, seed=seed + 2) if hmax != hmin else NAN3
+
+    at_hmin = rows[rows["holdout"] == hmin]
+    per_width = {
+        _key(w): _ci(mean_ci(g["r2_heldout"], n_boot, seed=seed), len(g))
+        for w, g in at_hmin.groupby("width")
+    }
+    at_wmax = rows[rows["width"] == wmax]
+    per_combos = {
+        _key(c): _ci(mean_ci(g["r2_heldout"], n_boot, seed=seed), len(g))
+        for c, g in at_wmax.groupby("n_train_combos")
+    }
+    details: dict[str, Any] = {
+        "r2_threshold": thr,
+        "largest_width": _py(wmax),
+        "smallest_width": _py(wmin),
+        "min_holdout": _py(hmin),
+        "max_holdout": _py(hmax),
+        "n_seeds_top_cell": int(top.size),
+        "width_gain": _ci(width_gain, top.size + small.size),
+        "coverage_gain": _ci(coverage_gain, top.size + sparse.size),
+        "heldout_r2_by_width_at_min_holdout": per_width,
+        "heldout_r2_by_n_train_combos_at_largest_width": per_combos,
+        **restriction,
+    }
+    if pooled := _pooled(rows):
+        details["pooled_over"] = pooled
+
+    wg_lo, wg_hi = width_gain[1], width_gain[2]
+    if top.size < MIN_REPLICATES or (wmax != wmin and small.size < MIN_REPLICATES):
+        verdict, reason = INCONCLUSIVE, f"fewer than {MIN_REPLICATES} seeds in a deciding cell"
+    elif value[1] >= thr and wg_lo > 0:
+        verdict, reason = SUPPORTED, f"CI of held-out R² at largest scale ≥ {thr} and width gain CI > 0"
+    elif value[2] < thr:
+        verdict, reason = NOT_SUPPORTED, f"CI of held-out R² at largest scale entirely below {thr}"
+    elif wg_hi <= 0:
+        verdict, reason = NOT_SUPPORTED, "width gain CI ≤ 0: widening does not help"
+    else:
+        verdict, reason = INCONCLUSIVE, "an interval straddles its threshold"
+    details["reason"] = reason
+    return name, verdict, value, len(rows), details
+
+
+def _layer_means(series: pd.Series) -> dict[str, float]:
+    """Mean R² per layer name over the ``decod_layers`` JSON strings."""
+    acc: dict[str, list[float]] = {}
+    for s in series.dropna():
+        try:
+            layers = json.loads(s) if isinstance(s, str) else dict(s)
+        except (ValueError, TypeError):
+            continue  # a malformed entry drops out rather than failing the report
+        for k, v in layers.items():
+            if v is not None and np.isfinite(float(v)):
+                acc.setdefault(str(k), []).append(float(v))
+    return {k: float(np.mean(v)) for k, v in acc.items()}
+
+
+def _decodability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
+    """Spearman(decod_best, r2_heldout) across MLP trials, pairs-bootstrap CI."""
+    name = "spearman_decodability_vs_heldout_r2"
+    thr = float(p["rho_threshold"])
+    rows = ok[(ok["model"] == "mlp") & np.isfinite(ok["decod_best"]) & np.isfinite(ok["r2_heldout"])]
+    n = len(rows)
+    details: dict[str, Any] = {"rho_threshold": thr}
+    if n < 4:
+        details["reason"] = "fewer than 4 trials with decodability and held-out R²"
+        return name, INCONCLUSIVE, NAN3, n, details
+    x, y = rows["decod_best"].to_numpy(float), rows["r2_heldout"].to_numpy(float)
+    rho = correlation_ci(x, y, "spearman", n_boot, seed=seed)
+    r = correlation_ci(x, y, "pearson", n_boot, seed=seed)
+    high = rows[rows["r2_heldout"] >= 0.95]
+    details.update({
+        "pearson": _ci(r, n),
+        "mean_decod_best": _ci(mean_ci(x, n_boot, seed=seed), n),
+        "mean_decod_input": _ci(mean_ci(rows["decod_input"], n_boot, seed=seed),
+                                int(np.isfinite(rows["decod_input"]).sum())),
+        "mean_decod_random": _ci(mean_ci(rows["decod_random"], n_boot, seed=seed),
+                                 int(np.isfinite(rows["decod_random"]).sum())),
+        "mean_decod_by_layer": _layer_means(rows["decod_layers"]) if "decod_layers" in rows else {},
+        # The paper's anchor: decoder R² 0.90-0.99 whenever held-out R² ≥ 0.95.
+        "n_trials_heldout_r2_ge_0.95": len(high),
+        "min_decod_best_when_heldout_r2_ge_0.95": float(high["decod_best"].min()) if len(high) else math.nan,
+    })
+    if pooled := _pooled(rows, POOLABLE + ("width", "depth", "holdout")):
+        details["pooled_over"] = pooled
+    if not np.isfinite(rho[0]):
+        verdict, reason = INCONCLUSIVE, "correlation undefined (constant input)"
+    elif rho[1] > thr:
+        verdict, reason = SUPPORTED, f"Spearman CI entirely above {thr}"
+    elif rho[2] < thr:
+        verdict, reason = NOT_SUPPORTED, f"Spearman CI entirely below {thr}"
+    else:
+        verdict, reason = INCONCLUSIVE, f"Spearman CI straddles {thr}"
+    details["reason"] = reason
+    return name, verdict, rho, n, details
+
+
+def _reach(means: np.ndarray, params: np.ndarray, target: float) -> int | None:
+    """Index of the cheapest cell (fewest params) whose mean ≥ target, or None."""
+    ok_idx = np.flatnonzero(means >= target)
+    return int(ok_idx[np.argmin(params[ok_idx])]) if ok_idx.size else None
+
+
+def _param_ratio(
+    m_means: np.ndarray, m_params: np.ndarray, h_means: np.ndarray, h_params: np.ndarray,
+    target_r2: float, tol: float,
+) -> tuple[float, float, int | None, int | None]:
+    """(params_mlp / params_hypernet, target, MLP cell index, hypernet cell index).
+
+    target = min(target_r2, best MLP mean − tol): the level the best MLP
+    reaches, capped at target_r2. inf when only the hypernet reaches it, 0
+    when only the MLP does, NaN when neither.
+    """
+    target = min(target_r2, float(np.max(m_means)) - tol) if m_means.size else target_r2
+    im, ih = _reach(m_means, m_params, target), _reach(h_means, h_params, target)
+    if im is not None and ih is not None:
+        ratio = float(m_params[im] / h_params[ih])
+    elif ih is not None:
+        ratio = math.inf
+    elif im is not None:
+        ratio = 0.0
+    else:
+        ratio = math.nan
+    return ratio, target, im, ih
+
+
+def _binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
+    """Parameter ratio MLP / hypernet to reach the MLP's best held-out R²."""
+    name = "param_ratio_mlp_over_hypernet"
+    target_r2, tol = float(p["target_r2"]), float(p["tolerance"])
+    details: dict[str, Any] = {"target_r2": target_r2, "tolerance": tol}
+    base = ok[np.isfinite(ok["r2_heldout"])]
+    mlp, hyp = base[base["model"] == "mlp"], base[base["model"] == "hypernet"]
+    if hyp.empty or mlp.empty:
+        details["reason"] = f"no ok {'hypernet' if hyp.empty else 'MLP'} trials"
+        return name, INCONCLUSIVE, NAN3, 0, details
+    common = set(mlp["holdout"].dropna()) & set(hyp["holdout"].dropna())
+    if not common:
+        details["reason"] = "MLP and hypernet share no holdout value"
+        return name, INCONCLUSIVE, NAN3, 0, details
+    h = min(common)
+    details["holdout"] = _py(h)
+    # Same encoding / split for both models (depth is part of a config here).
+    at_h, restriction = restrict_to_mode(base[base["holdout"] == h], ("encoding", "split"))
+    details.update(restriction)
+    mlp, hyp = at_h[at_h["model"] == "mlp"], at_h[at_h["model"] == "hypernet"]
+    if hyp.empty or mlp.empty:
+        details["reason"] = "MLP and hypernet share no encoding / split at this holdout"
+        return name, INCONCLUSIVE, NAN3, 0, details
+
+    def cells(rows: pd.DataFrame) -> tuple[list[tuple], list[np.ndarray], np.ndarray]:
+        keys, vals, params = [], [], []
+        for (w, d), g in rows[rows["holdout"] == h].groupby(["width", "depth"], dropna=False):
+            keys.append((_py(w), _py(d)))
+            vals.append(g["r2_heldout"].to_numpy(float))
+            params.append(float(np.nanmedian(g["n_params"])))
+        return keys, vals, np.asarray(params)
+
+    m_keys, m_vals, m_par = cells(mlp)
+    h_keys, h_vals, h_par = cells(hyp)
+    n_m = len(m_vals)
+
+    def stat(*groups: np.ndarray) -> float:
+        means = np.array([g.mean() for g in groups])
+        return _param_ratio(means[:n_m], m_par, means[n_m:], h_par, target_r2, tol)[0]
+
+    ratio = bootstrap_ci(m_vals + h_vals, stat, n_boot, seed=seed)
+    m_means = np.array([v.mean() for v in m_vals])
+    h_means = np.array([v.mean() for v in h_vals])
+    _, target, im, ih = _param_ratio(m_means, m_par, h_means, h_par, target_r2, tol)
+
+    def describe(keys, vals, par, i):
+        if i is None:
+            return None
+        return {"width": keys[i][0], "depth": keys[i][1], "n_params": _py(par[i]),
+                "mean_r2_heldout": float(vals[i].mean()), "n_seeds": int(vals[i].size)}
+
+    matched = []
+    for j, hk in enumerate(h_keys):
+        # The MLP config nearest in log parameter count.
+        i = int(np.argmin(np.abs(np.log(m_par) - np.log(h_par[j]))))
+        matched.append({
+            "hypernet": describe(h_keys, h_vals, h_par, j),
+            "mlp": describe(m_keys, m_vals, m_par, i),
+            "r2_diff_hypernet_minus_mlp": _ci(mean_diff_ci(h_vals[j], m_vals[i], n_boot, seed=seed),
+                                              h_vals[j].size + m_vals[i].size),
+        })
+    details.update({
+        "target": float(target),
+        "mlp_best_mean_r2_heldout": float(m_means.max()),
+        "mlp_reaching": describe(m_keys, m_vals, m_par, im),
+        "hypernet_reaching": describe(h_keys, h_vals, h_par, ih),
+        "matched_params": matched,
+    })
+    rows_used = pd.concat([mlp, hyp])
+    if pooled := _pooled(rows_used):
+        details["pooled_over"] = pooled
+
+    # Cells that fixed the point estimate (the cheapest ones reaching the target).
+    deciding = [vals[i] for vals, i in ((m_vals, im), (h_vals, ih)) if i is not None]
+    if not deciding or any(v.size < MIN_REPLICATES for v in deciding):
+        verdict, reason = INCONCLUSIVE, f"fewer than {MIN_REPLICATES} seeds in a deciding cell"
+    elif ratio[1] > 1:
+        verdict, reason = SUPPORTED, "CI of the parameter ratio entirely above 1"
+    elif ratio[2] <= 1:
+        verdict, reason = NOT_SUPPORTED, "CI of the parameter ratio ≤ 1"
+    else:
+        verdict, reason = INCONCLUSIVE, "CI of the parameter ratio straddles 1"
+    details["reason"] = reason
+    return name, verdict, ratio, len(rows_used), details
+
+
+def _hull(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
+    """Paired in-hull minus out-of-hull held-out R² at the largest width."""
+    name = "inhull_minus_outhull_r2_at_largest_width"
+    margin = float(p["margin"])
+    details: dict[str, Any] = {"margin": margin}
+    rows = ok[(ok["model"] == "mlp") & (ok["n_inhull"] > 0) & (ok["n_outhull"] > 0)
+              & np.isfinite(ok["r2_inhull"]) & np.isfinite(ok["r2_outhull"])]
+    rows, restriction = restrict_to_mode(rows)
+    details.update(restriction)
+    if rows.empty:
+        details["reason"] = "no ok MLP trials with both in-hull and out-of-hull combinations"
+        return name, INCONCLUSIVE, NAN3, 0, details
+    wmax, wmin = rows["width"].max(), rows["width"].min()
+    gap = (rows["r2_inhull"] - rows["r2_outhull"]).to_numpy(float)
+    top = gap[(rows["width"] == wmax).to_numpy()]
+    value = mean_ci(top, n_boot, seed=seed)
+
+    per_width = {}
+    for w, g in rows.groupby("width"):
+        per_width[_key(w)] = {
+            "inhull": _ci(mean_ci(g["r2_inhull"], n_boot, seed=seed), len(g)),
+            "outhull": _ci(mean_ci(g["r2_outhull"], n_boot, seed=seed), len(g)),
+        }
+    big, small = rows[rows["width"] == wmax], rows[rows["width"] == wmin]
+    gains = {
+        f"{col.removeprefix('r2_')}_width_gain": _ci(
+            mean_diff_ci(big[col], small[col], n_boot, seed=seed) if wmax != wmin else NAN3,
+            len(big) + len(small))
+        for col in ("r2_inhull", "r2_outhull")
+    }
+    details.update({"largest_width": _py(wmax), "smallest_width": _py(wmin),
+                    "n_trials_largest_width": int(top.size),
+                    "r2_by_width": per_width, **gains})
+    if pooled := _pooled(rows, POOLABLE + ("holdout",)):
+        details["pooled_over"] = pooled
+
+    if top.size < MIN_REPLICATES:
+        verdict, reason = INCONCLUSIVE, f"fewer than {MIN_REPLICATES} trials at the largest width"
+    elif value[1] > margin:
+        verdict, reason = SUPPORTED, f"CI of the in-hull − out-of-hull gap entirely above {margin}"
+    elif value[2] <= margin:
+        verdict, reason = NOT_SUPPORTED, f"CI of the in-hull − out-of-hull gap ≤ {margin}"
+    else:
+        verdict, reason = INCONCLUSIVE, f"CI of the gap straddles {margin}"
+    details["reason"] = reason
+    return name, verdict, value, len(rows), details
+
+
+# claim -> rule(ok rows, params, n_boot, seed) -> (statistic, verdict, triple, n, details)
+RULES: dict[str, Callable[..., tuple]] = {
+    "scaling": _scaling,
+    "decodability": _decodability,
+    "binding": _binding,
+    "hull": _hull,
+}
+
+
+def study_as_dict(study: Any) -> dict[str, Any]:
+    """Accept a plain mapping or a pydantic model (anything with model_dump)."""
+    if hasattr(study, "model_dump"):
+        return study.model_dump()
+    return dict(study or {})
+
+
+def compute_verdicts(
+    df: pd.DataFrame, study: Mapping[str, Any], n_boot: int = 2000, seed: int = 0
+) -> list[dict[str, Any]]:
+    """Verdict dicts for the claims listed in ``study["verdicts"]``.
+
+    Inputs: the results table (one row per trial; only ``status == "ok"``
+    rows are used), the study config as a dict (``verdicts``: claim ->
+    threshold dict, missing keys take ``DEFAULTS``; ``anchors``: claim ->
+    reference text), bootstrap size and seed.
+    Output: a list, in the study's order, of dicts with keys ``claim,
+    verdict, statistic, value, ci_low, ci_high, n_trials, details,
+    reference``; ``verdict`` is "supported", "not_supported" or
+    "inconclusive"; numbers are Python floats (NaN/inf possible; the report
+    converts them for strict JSON). Claims without a rule here are skipped.
+    """
+    study = study_as_dict(study)
+    rules = study.get("verdicts") or {}
+    anchors = study.get("anchors") or {}
+    ok = ok_rows(df)
+    out = []
+    for claim, params in rules.items():
+        if claim not in RULES:
+            continue
+        given = {k: v for k, v in dict(params or {}).items() if v is not None}
+        merged = {**DEFAULTS[claim], **given}
+        stat, verdict, triple, n, details = RULES[claim](ok, merged, n_boot, seed)
+        out.append(_verdict(claim, stat, verdict, triple, n, details, anchors.get(claim)))
+    return out

@@ -1,0 +1,92 @@
+"""Bootstrap and correlation helpers against SciPy and hand cases."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from bindscale.stats import (
+    bootstrap_ci,
+    correlation_ci,
+    mean_ci,
+    mean_diff_ci,
+    percentile_interval,
+)
+
+
+def test_one_sample_mean_matches_scipy_percentile():
+    x = np.random.default_rng(1).normal(size=40)
+    point, low, high = bootstrap_ci(x, np.mean, n_boot=9999, seed=3)
+    ref = stats.bootstrap((x,), np.mean, method="percentile", n_resamples=9999,
+                          random_state=np.random.default_rng(0)).confidence_interval
+    assert point == pytest.approx(x.mean())
+    # Monte-Carlo error of each bound is ~0.005 here (half-width ~0.3).
+    assert low == pytest.approx(ref.low, abs=0.03)
+    assert high == pytest.approx(ref.high, abs=0.03)
+
+
+def test_constant_data_gives_zero_width_interval():
+    point, low, high = bootstrap_ci([0.7] * 6, np.mean)
+    assert point == pytest.approx(0.7) and low == high == point
+    assert mean_diff_ci([1.0, 1.0], [0.25, 0.25]) == (0.75, 0.75, 0.75)
+
+
+def test_groups_are_resampled_independently():
+    a, b = np.array([1.0, 2.0, 3.0]), np.array([10.0, 10.0, 10.0, 10.0])
+    point, low, high = bootstrap_ci([a, b], lambda x, y: y.mean() - x.mean(), n_boot=500)
+    assert point == pytest.approx(8.0)
+    # b is constant, so the interval is exactly 10 minus a's bootstrap range.
+    assert 7.0 <= low < point < high <= 9.0
+    # Groups of unequal length; a 1-D list of numbers is one sample, not groups.
+    assert bootstrap_ci([1.0, 2.0], len)[0] == 2.0
+
+
+def test_seeded_and_deterministic():
+    x = np.arange(10.0)
+    assert bootstrap_ci(x, np.median, seed=5) == bootstrap_ci(x, np.median, seed=5)
+    assert mean_ci(x, seed=1) != mean_ci(x, seed=2)
+
+
+def test_vectorized_means_match_generic_bootstrap():
+    rng = np.random.default_rng(2)
+    a, b = rng.normal(size=12), rng.normal(size=7)
+    assert mean_ci(a, seed=4) == pytest.approx(bootstrap_ci(a, np.mean, seed=4))
+    generic = bootstrap_ci([a, b], lambda x, y: x.mean() - y.mean(), seed=4)
+    assert mean_diff_ci(a, b, seed=4) == pytest.approx(generic)
+
+
+def test_undefined_inputs_give_nan():
+    assert all(math.isnan(v) for v in bootstrap_ci([], np.mean))
+    assert all(math.isnan(v) for v in mean_ci([math.nan, math.inf]))
+    assert all(math.isnan(v) for v in mean_diff_ci([1.0], []))
+
+
+def test_percentile_interval_tolerates_inf_and_drops_nan():
+    reps = [1.0, 2.0, math.inf, math.inf, math.nan]
+    low, high = percentile_interval(reps, 0.5)
+    assert low in (1.0, 2.0) and high == math.inf
+    assert all(math.isnan(v) for v in percentile_interval([math.nan]))
+
+
+@pytest.mark.parametrize("method, ref", [("spearman", stats.spearmanr), ("pearson", stats.pearsonr)])
+def test_correlation_point_matches_scipy(method, ref):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=30)
+    y = x + rng.normal(size=30)
+    y[3] = y[7]  # ties exercise average ranks
+    r, low, high = correlation_ci(x, y, method)
+    assert r == pytest.approx(ref(x, y)[0], abs=1e-12)
+    assert -1 <= low < r < high <= 1
+
+
+def test_correlation_constant_or_short_input_is_nan():
+    assert all(math.isnan(v) for v in correlation_ci([1, 1, 1, 1], [1, 2, 3, 4]))
+    assert all(math.isnan(v) for v in correlation_ci([1, 2], [2, 1], "pearson"))
+    # Non-finite pairs are dropped before computing.
+    r, _, _ = correlation_ci([1, 2, 3, math.nan, 4], [2, 4, 6, 8, math.inf])
+    assert r == pytest.approx(1.0)
+    with pytest.raises(ValueError):
+        correlation_ci([1, 2, 3], [1, 2, 3], "kendall")

@@ -1,0 +1,292 @@
+"""Verdict rules on synthetic results tables with a planted effect (or none).
+
+``make_results`` builds a results table of the shape ``results.parquet``
+has; ``test_report.py`` reuses it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from bindscale.report import compute_verdicts
+
+M, K = 8, 3
+N_COMBOS = 8 + 28 + 56  # C(8,1) + C(8,2) + C(8,3)
+WIDTHS = (16, 64, 256)
+HOLDOUTS = (0.25, 0.5, 0.75)
+HYPER_WIDTHS = (8, 16, 32)
+
+STUDY = {
+    "name": "scaling",
+    "description": "synthetic test study",
+    "verdicts": {
+        "scaling": {"r2_threshold": 0.9},
+        "decodability": {"rho_threshold": 0.5},
+        "binding": {"target_r2": 0.9, "tolerance": 0.01},
+        "hull": {"margin": 0.0},
+    },
+    "anchors": {"scaling": "pilot: width 16/64/256 -> 0.21/0.72/0.94", "decodability": "pilot: 0.95"},
+}
+
+
+def mlp_params(width: int, depth: int) -> int:
+    """Parameter count of an MLP: (8 + 16) inputs -> depth hidden layers -> 16."""
+    return 24 * width + width + (depth - 1) * (width * width + width) + 16 * width + 16
+
+
+def _row(i: int, **kw) -> dict:
+    """One trial row with every column of the results table."""
+    r2 = kw.pop("r2_heldout")
+    h = kw.get("holdout", 0.25)
+    n_held = round(h * N_COMBOS)
+    row = {
+        "trial_id": f"t{i:04d}", "study": "scaling", "status": "ok",
+        "model": "mlp", "width": 64, "depth": 2, "encoding": "identity", "split": "random",
+        "holdout": h, "M": M, "K": K, "steps": 1000, "seed": 0, "lr": 3e-4, "weight_decay": 3e-3,
+        "n_params": 0, "n_train_combos": N_COMBOS - n_held, "n_heldout_combos": n_held,
+        "n_inhull": int(0.7 * n_held), "n_outhull": n_held - int(0.7 * n_held),
+        "r2_id": min(1.0, r2 + 0.05), "r2_heldout": r2, "r2_inhull": r2, "r2_outhull": r2,
+        "decod_best": math.nan, "decod_input": 0.99, "decod_random": math.nan,
+        "decod_layers": json.dumps({}),
+        "curve_steps": [0, 250, 500, 1000],
+        "curve_r2_heldout": [0.0, 0.5 * r2, 0.8 * r2, r2],
+        "train_seconds": 1.0, "eval_seconds": 0.1, "probe_seconds": 0.1,
+        "diverged_step": math.nan, "error": None,
+    }
+    row.update(kw)
+    return row
+
+
+def make_results(effect: bool = True, n_seeds: int = 4, seed: int = 0,
+                 hypernet: bool = True, problems: bool = True) -> pd.DataFrame:
+    """Synthetic results table.
+
+    effect=True plants every claim: held-out R² grows with width and coverage
+    (0.97 at width 256, holdout 0.25), decodability tracks held-out R²,
+    the hypernet reaches R² 0.95 with 3 200 parameters (the MLP needs
+    width 256, 76 304), and in-hull beats out-of-hull by 0.35.
+    effect=False: flat R² 0.5, random decodability, a hypernet stuck at 0.3,
+    in-hull = out-of-hull. ``problems`` adds one diverged row (with absurd
+    metrics that must not leak into statistics) and one failed row.
+    """
+    rng = np.random.default_rng(seed)
+    rows, i = [], 0
+    for w in WIDTHS:
+        for h in HOLDOUTS:
+            for s in range(n_seeds):
+                scale = math.log(w / 16) / math.log(16)  # 0 .. 1
+                cover = (0.75 - h) / 0.5  # 1 at holdout 0.25, 0 at 0.75
+                base = 0.2 + 0.77 * scale * (0.4 + 0.6 * cover) if effect else 0.5
+                r2 = base + rng.normal(0, 0.01)
+                if effect:
+                    decod = 0.3 + 0.65 * r2 + rng.normal(0, 0.01)
+                    inh, outh = r2 + 0.05, r2 - 0.30
+                else:
+                    decod = rng.uniform(0.2, 0.9)
+                    inh, outh = r2 + rng.normal(0, 0.02), r2 + rng.normal(0, 0.02)
+                rows.append(_row(
+                    i, model="mlp", width=w, depth=2, holdout=h, seed=s, r2_heldout=r2,
+                    n_params=mlp_params(w, 2), decod_best=decod,
+                    decod_random=0.3 + rng.normal(0, 0.02),
+                    decod_layers=json.dumps({"h0": 0.9 * decod, "h1": decod}),
+                    r2_inhull=inh, r2_outhull=outh))
+                i += 1
+    if hypernet:
+        for w, planted in zip(HYPER_WIDTHS, (0.6, 0.95, 0.97)):
+            for h in HOLDOUTS:
+                for s in range(n_seeds):
+                    r2 = (planted - (h - 0.25) if effect else 0.3) + rng.normal(0, 0.01)
+                    rows.append(_row(i, model="hypernet", width=w, depth=2, holdout=h, seed=s,
+                                     r2_heldout=r2, n_params=200 * w))
+                    i += 1
+    if problems:
+        rows.append(_row(i, status="diverged", width=256, holdout=0.25, r2_heldout=-50.0,
+                         r2_inhull=-50.0, r2_outhull=50.0, decod_best=1.0,
+                         n_params=mlp_params(256, 2), diverged_step=120.0))
+        rows.append(_row(i + 1, status="failed", width=16, holdout=0.25, r2_heldout=math.nan,
+                         error="RuntimeError: <boom> & friends"))
+    return pd.DataFrame(rows)
+
+
+def by_claim(verdicts: list[dict]) -> dict[str, dict]:
+    return {v["claim"]: v for v in verdicts}
+
+
+@pytest.fixture(scope="module")
+def planted() -> dict[str, dict]:
+    return by_claim(compute_verdicts(make_results(effect=True), STUDY))
+
+
+@pytest.fixture(scope="module")
+def null() -> dict[str, dict]:
+    return by_claim(compute_verdicts(make_results(effect=False), STUDY))
+
+
+KEYS = {"claim", "verdict", "statistic", "value", "ci_low", "ci_high", "n_trials",
+        "details", "reference"}
+
+
+def test_verdict_dicts_have_exact_keys(planted):
+    assert list(planted) == ["scaling", "decodability", "binding", "hull"]
+    for v in planted.values():
+        assert set(v) == KEYS
+        assert v["verdict"] in {"supported", "not_supported", "inconclusive"}
+        assert v["ci_low"] <= v["value"] <= v["ci_high"]
+    assert planted["scaling"]["reference"].startswith("pilot")
+    assert planted["binding"]["reference"] is None
+
+
+@pytest.mark.parametrize("claim", ["scaling", "decodability", "binding", "hull"])
+def test_planted_effect_is_supported(planted, claim):
+    assert planted[claim]["verdict"] == "supported", planted[claim]["details"]["reason"]
+
+
+def test_planted_numbers(planted):
+    sc = planted["scaling"]
+    assert sc["value"] == pytest.approx(0.97, abs=0.02)
+    assert sc["n_trials"] == len(WIDTHS) * len(HOLDOUTS) * 4  # ok MLP rows only
+    assert sc["details"]["width_gain"]["ci_low"] > 0.5
+    assert sc["details"]["coverage_gain"]["value"] == pytest.approx(0.77 * 0.6, abs=0.03)
+    assert set(sc["details"]["heldout_r2_by_width_at_min_holdout"]) == {"16", "64", "256"}
+    b = planted["binding"]["details"]
+    assert planted["binding"]["value"] == pytest.approx(mlp_params(256, 2) / 3200)
+    assert b["hypernet_reaching"]["width"] == 16 and b["mlp_reaching"]["width"] == 256
+    assert planted["hull"]["value"] == pytest.approx(0.35)
+    assert planted["decodability"]["details"]["mean_decod_by_layer"].keys() == {"h0", "h1"}
+
+
+def test_null_effect_is_not_supported_or_inconclusive(null):
+    assert null["scaling"]["verdict"] == "not_supported"  # R² 0.5, far below 0.9
+    assert null["binding"]["verdict"] == "not_supported"  # hypernet never reaches: ratio 0
+    assert null["binding"]["value"] == 0.0
+    # Decodability / hull: the verdict must follow the rule from the CI.
+    d = null["decodability"]
+    assert d["verdict"] == ("not_supported" if d["ci_high"] < 0.5 else "inconclusive")
+    h = null["hull"]
+    assert h["verdict"] == ("not_supported" if h["ci_high"] <= 0 else "inconclusive")
+    for v in null.values():
+        assert v["verdict"] != "supported"
+
+
+def test_only_ok_rows_enter():
+    df = make_results(effect=True, problems=False)
+    a = by_claim(compute_verdicts(df, STUDY, n_boot=200))
+    b = by_claim(compute_verdicts(make_results(effect=True, problems=True), STUDY, n_boot=200))
+    for claim in a:
+        assert (a[claim]["value"], a[claim]["ci_low"]) == (b[claim]["value"], b[claim]["ci_low"])
+
+
+def _cell(rows, model, width, holdout, values, n_params=0, depth=2):
+    for v in values:
+        rows.append(_row(len(rows), model=model, width=width, depth=depth, holdout=holdout,
+                         r2_heldout=v, n_params=n_params))
+
+
+def test_scaling_hand_computed():
+    rows: list[dict] = []
+    _cell(rows, "mlp", 16, 0.25, [0.2, 0.4])
+    _cell(rows, "mlp", 64, 0.25, [0.9, 0.95, 1.0])
+    _cell(rows, "mlp", 64, 0.5, [0.5, 0.7])
+    v = by_claim(compute_verdicts(pd.DataFrame(rows), {"verdicts": {"scaling": {}}}))["scaling"]
+    assert v["value"] == pytest.approx(0.95)
+    # Bootstrap means of {0.9, 0.95, 1.0} stay within [0.9, 1.0].
+    assert 0.9 <= v["ci_low"] <= 0.95 <= v["ci_high"] <= 1.0
+    d = v["details"]
+    assert d["width_gain"]["value"] == pytest.approx(0.95 - 0.3)
+    assert d["coverage_gain"]["value"] == pytest.approx(0.95 - 0.6)
+    assert d["r2_threshold"] == 0.9  # default used for the missing key
+    assert v["verdict"] == "supported"  # ci_low ≥ 0.9 and width gain ci_low ≥ 0.5 > 0
+
+
+def test_scaling_uses_most_common_depth():
+    rows: list[dict] = []
+    _cell(rows, "mlp", 16, 0.25, [0.1, 0.2, 0.3], depth=2)
+    _cell(rows, "mlp", 64, 0.25, [0.9, 0.95, 1.0], depth=2)
+    _cell(rows, "mlp", 256, 0.25, [0.0, 0.0], depth=8)  # would dominate "largest width"
+    v = compute_verdicts(pd.DataFrame(rows), {"verdicts": {"scaling": {}}})[0]
+    assert v["details"]["depth_used"] == 2 and v["details"]["largest_width"] == 64
+    assert "restriction" in v["details"] and v["value"] == pytest.approx(0.95)
+
+
+def test_extra_encodings_do_not_leak_into_width_cells():
+    """As in scaling.yaml: a few other encodings run at one width only."""
+    df = make_results(effect=True, problems=False)
+    extra = df[(df["model"] == "mlp") & (df["width"] == 256) & (df["holdout"] == 0.25)]
+    mixed = pd.concat([df, extra.assign(encoding="tokens", r2_heldout=0.0, r2_inhull=0.0)])
+    a = by_claim(compute_verdicts(df, STUDY, n_boot=200))
+    b = by_claim(compute_verdicts(mixed, STUDY, n_boot=200))
+    for claim in ("scaling", "binding", "hull"):
+        assert b[claim]["value"] == a[claim]["value"]
+        assert b[claim]["details"]["encoding_used"] == "identity"
+    assert b["decodability"]["n_trials"] == a["decodability"]["n_trials"] + len(extra)
+
+
+def test_single_seed_is_inconclusive():
+    rows: list[dict] = []
+    _cell(rows, "mlp", 16, 0.25, [0.2])
+    _cell(rows, "mlp", 64, 0.25, [0.99])
+    v = compute_verdicts(pd.DataFrame(rows), {"verdicts": {"scaling": {}}})[0]
+    assert v["verdict"] == "inconclusive" and v["ci_low"] == v["ci_high"] == pytest.approx(0.99)
+
+
+def test_binding_hand_computed():
+    rows: list[dict] = []
+    for w, p, r2 in ((16, 1000, 0.5), (64, 4000, 0.8), (256, 16000, 0.92)):
+        _cell(rows, "mlp", w, 0.25, [r2, r2], n_params=p)
+    for w, p, r2 in ((8, 500, 0.7), (16, 2000, 0.95)):
+        _cell(rows, "hypernet", w, 0.25, [r2, r2], n_params=p)
+    df = pd.DataFrame(rows)
+    # target = min(0.9, 0.92 - 0.01) = 0.9: MLP needs 16000, hypernet 2000.
+    v = compute_verdicts(df, {"verdicts": {"binding": {}}})[0]
+    assert (v["value"], v["ci_low"], v["ci_high"]) == (8.0, 8.0, 8.0)
+    assert v["details"]["target"] == pytest.approx(0.9) and v["verdict"] == "supported"
+    assert v["n_trials"] == 10
+    # A loose tolerance lowers the target to 0.42: 1000 / 500.
+    v = compute_verdicts(df, {"verdicts": {"binding": {"tolerance": 0.5}}})[0]
+    assert v["value"] == 2.0 and v["details"]["target"] == pytest.approx(0.42)
+    # Matched parameters: hypernet with 500 vs the MLP nearest in log params (1000).
+    m = v["details"]["matched_params"][0]
+    assert m["hypernet"]["n_params"] == 500 and m["mlp"]["n_params"] == 1000
+    assert m["r2_diff_hypernet_minus_mlp"]["value"] == pytest.approx(0.7 - 0.5)
+
+
+def test_binding_without_hypernet_is_inconclusive():
+    v = compute_verdicts(make_results(hypernet=False), {"verdicts": {"binding": {}}})[0]
+    assert v["verdict"] == "inconclusive" and v["n_trials"] == 0 and math.isnan(v["value"])
+
+
+def test_hull_hand_computed_and_empty():
+    rows: list[dict] = []
+    for w, gaps in ((16, (0.0, 0.1)), (64, (0.2, 0.3, 0.4))):
+        for g in gaps:
+            rows.append(_row(len(rows), width=w, r2_heldout=0.5, r2_inhull=0.5 + g, r2_outhull=0.5))
+    v = compute_verdicts(pd.DataFrame(rows), {"verdicts": {"hull": {}}})[0]
+    assert v["value"] == pytest.approx(0.3) and v["verdict"] == "supported"
+    assert v["details"]["inhull_width_gain"]["value"] == pytest.approx(0.3 - 0.05)
+    assert v["details"]["outhull_width_gain"]["value"] == pytest.approx(0.0)
+    df = pd.DataFrame(rows).assign(n_outhull=0)
+    v = compute_verdicts(df, {"verdicts": {"hull": {}}})[0]
+    assert v["verdict"] == "inconclusive" and v["n_trials"] == 0
+
+
+def test_decodability_matches_scipy_and_needs_four_trials():
+    df = make_results(effect=True, problems=False)
+    v = compute_verdicts(df, {"verdicts": {"decodability": {}}})[0]
+    mlp = df[df["model"] == "mlp"]
+    assert v["value"] == pytest.approx(stats.spearmanr(mlp["decod_best"], mlp["r2_heldout"])[0])
+    assert v["details"]["pearson"]["value"] == pytest.approx(
+        stats.pearsonr(mlp["decod_best"], mlp["r2_heldout"])[0])
+    v = compute_verdicts(mlp.head(3), {"verdicts": {"decodability": {}}})[0]
+    assert v["verdict"] == "inconclusive" and v["n_trials"] == 3
+
+
+def test_missing_claims_are_skipped():
+    df = make_results(problems=False)
+    assert compute_verdicts(df, {"name": "x"}) == []
+    assert [v["claim"] for v in compute_verdicts(df, {"verdicts": {"hull": None, "modularity": {}}})] == ["hull"]
