@@ -94,19 +94,19 @@ def _print_summary(summary: dict, out_dir: Path) -> None:
 
 def main() -> None:
     try:
-        app(standalone_mode=False)
+        # Without standalone mode click returns typer.Exit's code instead of exiting.
+        rc = app(standalone_mode=False)
+        sys.exit(rc if isinstance(rc, int) else 0)
     except typer.Exit as e:
         sys.exit(e.exit_code)
     except typer.Abort:
         sys.exit(130)
-    except Exception as e:  # click usage errors (unknown option, bad int) → one line, exit 2
-        import click
-
-        if isinstance(e, click.ClickException):
+    except Exception as e:  # usage errors (unknown option, bad int) → one line, exit 2
+        # typer ships its own click; match its exceptions by their interface.
+        if hasattr(e, "format_message") and getattr(e, "exit_code", None) is not None:
             err_console.print(f"[red]error:[/] {e.format_message()}", highlight=False, soft_wrap=True)
             sys.exit(2)
         raise
-
 
 if __name__ == "__main__":
     main()

@@ -56,12 +56,15 @@ def plan_jobs(trials: list[TrialConfig], max_stack: int = MAX_STACK, n_workers: 
     for g in groups.values():
         n = -(-len(g) // max_stack)
         jobs += [g[i::n] for i in range(n)]
-    while len(jobs) < n_workers:
+    # Cut the largest jobs until every worker has one and none is longer than an equal
+    # share of the total (otherwise one big stack finishes long after the others).
+    share = sum(map(job_cost, jobs)) / max(1, n_workers)
+    while jobs:
         jobs.sort(key=job_cost, reverse=True)
-        if len(jobs[0]) < 2:
+        big = jobs[0]
+        if len(big) < 2 or (len(jobs) >= n_workers and job_cost(big) <= share):
             break
-        big = jobs.pop(0)
-        jobs += [big[0::2], big[1::2]]
+        jobs = jobs[1:] + [big[0::2], big[1::2]]
     return sorted(jobs, key=job_cost, reverse=True)
 
 

@@ -29,7 +29,7 @@ STUDY = {
         "scaling": {"r2_threshold": 0.9},
         "decodability": {"rho_threshold": 0.5},
         "binding": {"target_r2": 0.9, "tolerance": 0.01},
-        "hull": {"margin": 0.0},
+        "hull": {"margin": 0.05},
     },
     "anchors": {"scaling": "pilot: width 16/64/256 -> 0.21/0.72/0.94", "decodability": "pilot: 0.95"},
 }
@@ -86,7 +86,7 @@ def make_results(effect: bool = True, n_seeds: int = 4, seed: int = 0,
                 r2 = base + rng.normal(0, 0.01)
                 if effect:
                     decod = 0.3 + 0.65 * r2 + rng.normal(0, 0.01)
-                    inh, outh = r2 + 0.05, r2 - 0.30
+                    inh, outh = r2 + 0.05, 0.1 + rng.normal(0, 0.01)  # scale fails outside the hull
                 else:
                     decod = rng.uniform(0.2, 0.9)
                     inh, outh = r2 + rng.normal(0, 0.02), r2 + rng.normal(0, 0.02)
@@ -157,7 +157,8 @@ def test_planted_numbers(planted):
     b = planted["binding"]["details"]
     assert planted["binding"]["value"] == pytest.approx(mlp_params(256, 2) / 3200)
     assert b["hypernet_reaching"]["width"] == 16 and b["mlp_reaching"]["width"] == 256
-    assert planted["hull"]["value"] == pytest.approx(0.35)
+    assert planted["hull"]["value"] == pytest.approx(0.0, abs=0.03)
+    assert planted["hull"]["details"]["inhull_width_gain"]["value"] > 0.5
     assert planted["decodability"]["details"]["mean_decod_by_layer"].keys() == {"h0", "h1"}
 
 
@@ -169,7 +170,7 @@ def test_null_effect_is_not_supported_or_inconclusive(null):
     d = null["decodability"]
     assert d["verdict"] == ("not_supported" if d["ci_high"] < 0.5 else "inconclusive")
     h = null["hull"]
-    assert h["verdict"] == ("not_supported" if h["ci_high"] <= 0 else "inconclusive")
+    assert h["verdict"] == ("not_supported" if h["ci_low"] > 0.05 else "inconclusive")
     for v in null.values():
         assert v["verdict"] != "supported"
 
@@ -263,13 +264,18 @@ def test_binding_without_hypernet_is_inconclusive():
 
 def test_hull_hand_computed_and_empty():
     rows: list[dict] = []
-    for w, gaps in ((16, (0.0, 0.1)), (64, (0.2, 0.3, 0.4))):
-        for g in gaps:
-            rows.append(_row(len(rows), width=w, r2_heldout=0.5, r2_inhull=0.5 + g, r2_outhull=0.5))
+    # in-hull: 0.5 → 0.8 with width; out-of-hull flat (supported), then rising (not supported)
+    for w, ins, outs in ((16, (0.5, 0.5), (0.30, 0.32)), (64, (0.8, 0.8, 0.8), (0.31, 0.31, 0.32))):
+        for a, b in zip(ins, outs):
+            rows.append(_row(len(rows), width=w, r2_heldout=0.5, r2_inhull=a, r2_outhull=b))
     v = compute_verdicts(pd.DataFrame(rows), {"verdicts": {"hull": {}}})[0]
-    assert v["value"] == pytest.approx(0.3) and v["verdict"] == "supported"
-    assert v["details"]["inhull_width_gain"]["value"] == pytest.approx(0.3 - 0.05)
-    assert v["details"]["outhull_width_gain"]["value"] == pytest.approx(0.0)
+    assert v["statistic"] == "outhull_r2_width_gain"
+    assert v["value"] == pytest.approx((0.31 + 0.31 + 0.32) / 3 - 0.31) and v["verdict"] == "supported"
+    assert v["details"]["inhull_width_gain"]["value"] == pytest.approx(0.3)
+    assert v["details"]["inhull_minus_outhull_at_largest_width"]["value"] == pytest.approx(0.8 - 0.94 / 3)
+    rising = pd.DataFrame(rows).assign(r2_outhull=lambda d: np.where(d.width == 64, 0.7, 0.3))
+    v = compute_verdicts(rising, {"verdicts": {"hull": {}}})[0]
+    assert v["value"] == pytest.approx(0.4) and v["verdict"] == "not_supported"
     df = pd.DataFrame(rows).assign(n_outhull=0)
     v = compute_verdicts(df, {"verdicts": {"hull": {}}})[0]
     assert v["verdict"] == "inconclusive" and v["n_trials"] == 0

@@ -1,0 +1,43 @@
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pandas as pd
+
+from .conftest import bindscale
+
+
+def _records(out):
+    d = out / "records"
+    return sorted(p.name for p in d.glob("*.json")) if d.is_dir() else []
+
+
+def test_kill_9_during_a_sweep_then_rerun_records_every_trial_once_with_identical_results(tiny, tmp_path):
+    ref = tmp_path / "ref"
+    assert bindscale("run", tiny, "--out", ref, "--workers", "2").returncode == 0
+    expected = pd.read_parquet(ref / "results.parquet").set_index("trial_id").sort_index()
+
+    out = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-m", "bindscale", "run", str(tiny), "--out", str(out), "--workers", "2"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while not _records(out) and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)  # the driver only: its workers must die with it
+    proc.wait()
+    n_before = len(_records(out))
+    assert 0 < n_before < 16, n_before
+    time.sleep(1.0)
+    assert len(_records(out)) == n_before  # no orphaned worker kept writing
+
+    r = bindscale("run", tiny, "--out", out, "--workers", "2")
+    assert r.returncode == 0, r.stderr
+    assert f"{n_before} already recorded, {16 - n_before} to run" in r.stderr.replace("\n", " ")
+    assert len(_records(out)) == 16
+    assert not list((out / "records").glob(".*.tmp"))
+    got = pd.read_parquet(out / "results.parquet").set_index("trial_id").sort_index()
+    assert list(got.index) == list(expected.index)
+    cols = ["status", "r2_id", "r2_heldout", "r2_inhull", "r2_outhull", "decod_best", "final_loss"]
+    pd.testing.assert_frame_equal(got[cols], expected[cols])

@@ -1,0 +1,84 @@
+import pytest
+
+from bindscale.config import (
+    StudyConfig,
+    TrialConfig,
+    apply_override,
+    builtin_studies,
+    parse_override,
+    resolve_study,
+)
+from bindscale.errors import ConfigError
+
+
+def test_builtin_scaling_study_loads_and_has_both_models():
+    assert "scaling" in builtin_studies()
+    study = resolve_study("scaling")
+    kinds = {t.model.kind for t in study.trials()}
+    assert kinds == {"mlp", "hypernet"}
+    quick = resolve_study("scaling", quick=True)
+    assert len(quick.trials()) < len(study.trials())
+    assert all(t.train.steps < 1000 for t in quick.trials())
+
+
+def test_trial_id_is_a_stable_hash_of_the_config():
+    a, b = TrialConfig(seed=1), TrialConfig(seed=1)
+    assert a.trial_id == b.trial_id and len(a.trial_id) == 16
+    assert TrialConfig(seed=2).trial_id != a.trial_id
+
+
+def test_grid_union_dedupes():
+    s = StudyConfig(name="x", grids=[{"width": [8, 16], "seed": [0, 1]}, {"width": [16], "seed": [1, 2]}])
+    assert len(s.trials()) == 5
+
+
+@pytest.mark.parametrize(
+    "data,needle",
+    [
+        ({"name": "x", "base": {"model": {"widht": 3}}}, "model.widht: unknown field; allowed: kind, width"),
+        ({"name": "x", "base": {"task": {"holdout": 1.5}}}, "task.holdout"),
+        ({"name": "x", "base": {"task": {"M": 3, "K": 5}}}, "K=5 must be at most M=3"),
+        ({"name": "x", "grids": [{"wdith": [1]}]}, "unknown sweep axis 'wdith'"),
+        ({"name": "x", "grids": [{"width": [0]}]}, "model.width"),
+        ({"name": "bad name!"}, "name"),
+        ({"name": "x", "verdicts": {"nope": {}}}, "unknown verdict"),
+    ],
+)
+def test_bad_configs_give_one_line_naming_the_field(tmp_path, data, needle):
+    import yaml
+
+    p = tmp_path / "s.yaml"
+    p.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError) as e:
+        resolve_study(str(p))
+    msg = str(e.value)
+    assert needle in msg and "\n" not in msg
+
+
+def test_malformed_yaml_and_unknown_study(tmp_path):
+    p = tmp_path / "s.yaml"
+    p.write_text("name: x\ngrids: [ {width: [1, 2}\n")
+    with pytest.raises(ConfigError, match="malformed YAML.*line"):
+        resolve_study(str(p))
+    with pytest.raises(ConfigError, match="unknown study 'nosuch'; built-in studies: .*scaling"):
+        resolve_study("nosuch")
+    with pytest.raises(ConfigError, match="does not exist"):
+        resolve_study(str(tmp_path / "missing.yaml"))
+
+
+def test_overrides():
+    assert parse_override("train.steps=5") == ("train.steps", 5)
+    assert parse_override("width=[8, 16]") == ("width", [8, 16])
+    with pytest.raises(ConfigError, match="expected key=value"):
+        parse_override("train.steps")
+    study = {"name": "x", "grids": [{"width": [64, 128], "seed": [0, 1]}]}
+    s = StudyConfig.model_validate(apply_override(study, "width", 8))
+    assert {t.model.width for t in s.trials()} == {8} and len(s.trials()) == 2
+    s = StudyConfig.model_validate(apply_override(study, "model.width", [4, 5, 6]))
+    assert {t.model.width for t in s.trials()} == {4, 5, 6}
+    s = StudyConfig.model_validate(apply_override(study, "train.steps", 7))
+    assert {t.train.steps for t in s.trials()} == {7}
+    with pytest.raises(ConfigError, match="unknown sweep axis"):
+        apply_override(study, "train.stepz", 7)
+    with pytest.raises(ConfigError, match="train.steps"):
+        resolve_study("scaling", quick=True, overrides=["train.steps=-1"])

@@ -1,0 +1,71 @@
+import math
+
+import pytest
+import torch
+
+import bindscale.train as train_mod
+from bindscale.config import ModelConfig, TaskConfig, TrainConfig, TrialConfig
+from bindscale.tasks import HyperTeacher
+from bindscale.train import train_group
+
+TINY = TrainConfig(steps=40, batch_tasks=16, n_evals=2, eval_tasks=32, probe_tasks=32, probe_samples=2)
+
+
+def trial(seed, **model):
+    return TrialConfig(task=TaskConfig(M=6, K=2, holdout=0.3), model=ModelConfig(**({"width": 16, "depth": 2} | model)),
+                       train=TINY, seed=seed)
+
+
+def test_same_config_and_seed_give_identical_metrics():
+    a = train_group([trial(0), trial(1)])
+    b = train_group([trial(0), trial(1)])
+    for ra, rb in zip(a, b):
+        for k in ("r2_id", "r2_heldout", "final_loss", "decod_best", "curve_r2_heldout"):
+            assert ra.metrics[k] == rb.metrics[k]
+
+
+@pytest.mark.parametrize("kind", ["mlp", "hypernet"])
+def test_a_trial_in_a_stack_equals_the_trial_alone(kind):
+    stacked = train_group([trial(0, kind=kind), trial(1, kind=kind), trial(2, kind=kind)])[1]
+    alone = train_group([trial(1, kind=kind)])[0]
+    for k in ("r2_id", "r2_heldout", "final_loss", "decod_best"):
+        assert math.isclose(stacked.metrics[k], alone.metrics[k], rel_tol=1e-5, abs_tol=1e-7), k
+
+
+def test_divergence_is_recorded_and_isolated(monkeypatch):
+    class Poisoned(HyperTeacher):
+        """Seed 1's training data turn to NaN after the first chunk."""
+
+        def __init__(self, cfg, seed, device="cpu"):
+            super().__init__(cfg, seed, device)
+            self.poison, self.calls = seed == 1, 0
+
+        def sample(self, n_tasks, gen, pool="train", samples=None, cycle=False):
+            b = super().sample(n_tasks, gen, pool, samples, cycle)
+            if self.poison and pool == "train" and not cycle and samples is None:
+                self.calls += 1
+                if self.calls > 2:  # call 1 is the evaluation set, call 2 the first training chunk
+                    b.y = torch.full_like(b.y, float("nan"))
+            return b
+
+    monkeypatch.setattr(train_mod, "HyperTeacher", Poisoned)
+    monkeypatch.setattr(train_mod, "CHUNK_ELEMENTS", 16 * 16 * 40 * 10)  # 10 steps per chunk
+    res = train_group([trial(0), trial(1), trial(2)])
+    assert [r.status for r in res] == ["ok", "diverged", "ok"]
+    assert res[1].diverged_step == 11
+    monkeypatch.setattr(train_mod, "HyperTeacher", HyperTeacher)
+    alone = train_group([trial(2)])[0]
+    assert math.isclose(res[2].metrics["r2_heldout"], alone.metrics["r2_heldout"], rel_tol=1e-5)
+
+
+def test_training_learns_and_reports_everything():
+    cfg = TrialConfig(task=TaskConfig(M=6, K=2, holdout=0.3), model=ModelConfig(width=64, depth=2),
+                      train=TrainConfig(steps=300, batch_tasks=32, lr=3e-3, n_evals=3, eval_tasks=64, probe_tasks=64))
+    (r,) = train_group([cfg])
+    m = r.metrics
+    assert r.status == "ok"
+    assert m["r2_id"] > 0.3 and m["r2_heldout"] > 0.2, m
+    assert m["curve_steps"] == [100, 200, 300] and len(m["curve_r2_heldout"]) == 3
+    assert m["n_train_combos"] + m["n_heldout_combos"] == 21
+    assert set(m["decod_layers"]) >= {"input", "hidden.0", "hidden.1", "random.hidden.0"}
+    assert m["decod_input"] > 0.99  # identity encoding: the code is the input
