@@ -71,6 +71,12 @@ class TrainConfig(_Strict):
     eval_tasks: int = Field(256, ge=1, le=100_000, description="tasks per evaluation set")
     probe_tasks: int = Field(256, ge=8, le=100_000, description="tasks for fitting / scoring probes")
     probe_samples: int = Field(4, ge=1, le=4096, description="inputs x per probe task")
+    precision: Literal["fp32", "bf16", "tf32", "auto"] = Field(
+        "fp32",
+        description="training matmul precision: fp32; bf16 autocast; tf32 (CUDA only); auto = bf16 where "
+        "benchmarks/training.py shows it pays (width >= 128 on a CPU with AMX-BF16 or a bf16 CUDA device), else fp32",
+    )
+    compile: bool = Field(False, description="torch.compile the training forward pass")
 
 
 class TrialConfig(_Strict):

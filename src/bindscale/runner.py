@@ -74,6 +74,8 @@ def run_study(
     except ValueError as err:
         raise ConfigError(str(err)) from None
     trials = study.trials()
+    if dev != "cuda" and any(t.train.precision == "tf32" for t in trials):
+        raise ConfigError("train.precision tf32 needs --device cuda; allowed on CPU: fp32, bf16, auto")
     check_splits(trials)
     check_out_dir(out)
     if workers is not None and workers < 1:
@@ -83,7 +85,7 @@ def run_study(
     atomic_write_text(out / STUDY_FILE, yaml.safe_dump(study.model_dump(mode="json"), sort_keys=False))
     todo, have = pending_trials(trials, out)
     n_workers = workers or (1 if dev == "cuda" else min(os.cpu_count() or 1, max(1, len(todo))))
-    jobs = plan_jobs(todo, n_workers=n_workers)
+    jobs = plan_jobs(todo, n_workers=n_workers, device=dev)
     n_workers = max(1, min(n_workers, len(jobs)))
     console.print(
         f"[bold]{study.name}[/]: {len(trials)} trials, {len(have) - sum(h['status'] == 'failed' for h in have.values())} "

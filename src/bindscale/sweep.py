@@ -42,19 +42,65 @@ def job_cost(job: list[TrialConfig]) -> float:
     return len(job) * t.train.steps * t.train.batch_tasks * t.task.samples_per_task * (weights + 1000)
 
 
-def plan_jobs(trials: list[TrialConfig], max_stack: int = MAX_STACK, n_workers: int = 1) -> list[list[TrialConfig]]:
-    """Group trials by shape into stacks of at most ``max_stack``, largest jobs first.
+def trial_memory_bytes(trial: TrialConfig) -> int:
+    """Upper estimate of one trial's memory inside a stack, in bytes.
 
-    Groups larger than the cap are cut into near-equal stacks; when there are
-    fewer jobs than workers the largest groups are cut further so every worker
-    has work.
+    Parameters with their gradient and two AdamW moments; activations of a
+    training step kept for backward (×3 for gradients and autocast copies); the
+    pre-sampled data chunk; evaluation sets; probe activations in float64.
+    """
+    t, m, tr = trial.task, trial.model, trial.train
+    code = t.M * t.K + t.n_shots * (t.input_dim + t.output_dim)  # wider than any encoding
+    widths = m.width * m.depth + code + t.input_dim + t.output_dim
+    params = (code + t.input_dim) * m.width + m.width * m.width * max(m.depth - 1, 0) + m.width * t.output_dim
+    if m.kind == "hypernet":
+        params *= 1 + (m.n_banks or t.M)
+    rows = tr.batch_tasks * t.samples_per_task
+    activations = 3 * rows * widths
+    if m.kind == "hypernet":  # generated weights per task
+        activations += 3 * tr.batch_tasks * params // (1 + (m.n_banks or t.M))
+    data = 2_000_000 + 2 * tr.eval_tasks * t.samples_per_task * (code + t.input_dim + t.output_dim)
+    probes = 2 * 2 * tr.probe_tasks * tr.probe_samples * widths * 2  # float32 acts + float64 rows, fit + score
+    return 4 * (4 * params + activations + data + probes)
+
+
+def available_memory_bytes(device: str = "cpu") -> int:
+    """Free memory on ``device``: CUDA's free memory, or MemAvailable from /proc/meminfo (8 GiB if unknown)."""
+    if device == "cuda" and torch.cuda.is_available():
+        return int(torch.cuda.mem_get_info()[0])
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 8 << 30
+
+
+def max_stack(trial: TrialConfig, n_workers: int, device: str = "cpu", cap: int = MAX_STACK,
+              memory: int | None = None) -> int:
+    """Largest stack of ``trial``-shaped trials that fits half of the free memory shared by ``n_workers``."""
+    budget = (available_memory_bytes(device) if memory is None else memory) // 2 // max(1, n_workers)
+    return max(1, min(cap, budget // trial_memory_bytes(trial)))
+
+
+def plan_jobs(trials: list[TrialConfig], max_stack_size: int = MAX_STACK, n_workers: int = 1,
+              device: str = "cpu", memory: int | None = None) -> list[list[TrialConfig]]:
+    """Group trials by shape into stacks, largest jobs first.
+
+    A stack holds at most ``max_stack_size`` trials and what fits in memory
+    (:func:`max_stack`); larger groups are cut into near-equal stacks. The
+    largest jobs are cut further until every worker has one and no job is
+    longer than an equal share of the total.
     """
     groups: dict[tuple, list[TrialConfig]] = defaultdict(list)
     for t in sorted(trials, key=lambda t: t.trial_id):
         groups[group_key(t)].append(t)
     jobs = []
     for g in groups.values():
-        n = -(-len(g) // max_stack)
+        cap = max_stack(g[0], n_workers, device, max_stack_size, memory)
+        n = -(-len(g) // cap)
         jobs += [g[i::n] for i in range(n)]
     # Cut the largest jobs until every worker has one and none is longer than an equal
     # share of the total (otherwise one big stack finishes long after the others).

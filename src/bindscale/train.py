@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,6 +22,7 @@ from . import seeding
 from .config import TrialConfig
 from .metrics import r2_within_task
 from .models import StackedModel, build_model
+from .optim import StackedAdamW
 from .probes import decodability
 from .tasks import Batch, HyperTeacher
 
@@ -28,15 +30,50 @@ from .tasks import Batch, HyperTeacher
 CHUNK_ELEMENTS = 2_000_000
 
 
+#: Training fields that may differ inside a stack (they are per-trial tensors).
+PER_TRIAL_FIELDS = {"lr", "weight_decay", "grad_clip"}
+
+
 def group_key(trial: TrialConfig) -> tuple:
-    """Trials with equal keys have identical model shapes and schedules and can share a stack."""
+    """Trials with equal keys have identical model shapes and schedules and can share a stack.
+
+    Seed, split, hold-out fraction, learning rate, weight decay and clipping may differ.
+    """
     t, m, tr = trial.task, trial.model, trial.train
     return (
         m.model_dump_json(),
         t.M, t.K, t.encoding, t.input_dim, t.hidden_dim, t.output_dim, t.samples_per_task, t.n_shots,
         t.holdout > 0 or t.split != "random",  # whether a held-out pool exists
-        tr.model_dump_json(),
+        tr.model_dump_json(exclude=PER_TRIAL_FIELDS),
     )
+
+
+#: Narrowest model for which bf16 autocast beats fp32 (benchmarks/training.py, precision table).
+BF16_MIN_WIDTH = 128
+
+
+def fast_bf16(device: torch.device) -> bool:
+    """Whether ``device`` has bf16 matrix units: AMX-BF16 on an x86 CPU, or a bf16-capable CUDA GPU."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    try:
+        with open("/proc/cpuinfo") as f:
+            return "amx_bf16" in f.read()
+    except OSError:
+        return False
+
+
+def resolve_precision(precision: str, device: torch.device, width: int) -> str:
+    """The precision a trial trains in: ``auto`` → ``bf16`` where it is measured to pay, else ``fp32``.
+
+    Raises:
+        ValueError: ``tf32`` asked for off CUDA.
+    """
+    if precision == "tf32" and device.type != "cuda":
+        raise ValueError("precision tf32 needs a CUDA device; use fp32 or bf16 on CPU")
+    if precision == "auto":
+        return "bf16" if width >= BF16_MIN_WIDTH and fast_bf16(device) else "fp32"
+    return precision
 
 
 @dataclass
@@ -86,7 +123,14 @@ def train_group(
         [seeding.generator(t.seed, "init") for t in trials],
     ).to(device)
     tr = cfg.train
-    opt = torch.optim.AdamW(model.parameters(), lr=tr.lr, weight_decay=tr.weight_decay)
+    per_trial = lambda f: torch.tensor([f(t.train) for t in trials], dtype=torch.float32, device=device)  # noqa: E731
+    opt = StackedAdamW(model.parameters(), lr=per_trial(lambda c: c.lr), weight_decay=per_trial(lambda c: c.weight_decay))
+    clip = per_trial(lambda c: math.inf if c.grad_clip is None else c.grad_clip)
+    precision = resolve_precision(tr.precision, device, cfg.model.width)
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    autocast = (lambda: torch.autocast(device.type, dtype=torch.bfloat16)) if precision == "bf16" else nullcontext
+    forward = torch.compile(model) if tr.compile else model
     train_gens = [seeding.generator(t.seed, "train", device) for t in trials]
 
     # Fixed evaluation sets on their own streams: fresh in-distribution tasks and held-out combinations.
@@ -98,8 +142,9 @@ def train_group(
         if has_held else None
     )
 
+    # Divergence guard on the device: no host sync in the inner loop.
     alive = torch.ones(T, dtype=torch.bool, device=device)
-    diverged_at: list[int | None] = [None] * T
+    diverged_at = torch.full((T,), -1, dtype=torch.long, device=device)
     curve_steps, curve_r2, curve_loss = [], [], []
     eval_at = set(_eval_steps(tr.steps, tr.n_evals))
     B, S = tr.batch_tasks, cfg.task.samples_per_task
@@ -114,18 +159,17 @@ def train_group(
             n = min(chunk, tr.steps - step + 1)
             data = _stack([task.sample(B * n, g) for task, g in zip(tasks, train_gens)])
         sl = slice(i * B, (i + 1) * B)
-        pred = model(data.code[:, sl], data.x[:, sl])
-        loss_t = (pred - data.y[:, sl]).pow(2).mean(dim=(1, 2, 3))  # (T,)
+        with autocast():
+            pred = forward(data.code[:, sl], data.x[:, sl])
+        loss_t = (pred.float() - data.y[:, sl]).pow(2).mean(dim=(1, 2, 3))  # (T,)
         finite = torch.isfinite(loss_t)
-        if not bool(finite.all()) and bool((alive & ~finite).any()):
-            for t in torch.nonzero(alive & ~finite).flatten().tolist():
-                diverged_at[t] = step
-            alive &= finite
+        diverged_at = torch.where(alive & ~finite, step, diverged_at)
+        alive = alive & finite
         # Sum, never average: each trial's gradient is its own loss's gradient.
         loss = torch.where(alive, loss_t, torch.zeros_like(loss_t)).sum()
-        opt.zero_grad(set_to_none=False)
+        opt.zero_grad()
         loss.backward()
-        _clip_and_mask(model, alive, tr.grad_clip)
+        _clip_and_mask(model, alive, clip)
         opt.step()
         last_loss = loss_t.detach()
         if progress is not None and (step % 25 == 0 or step == tr.steps):
@@ -163,21 +207,22 @@ def train_group(
             "eval_seconds": t_eval / T,
             "probe_seconds": probe_seconds / T,
             "stack_size": T,
+            "precision_used": precision,
         }
-        div = diverged_at[t] is not None or not math.isfinite(m["r2_id"])
-        results.append(TrialResult(status="diverged" if div else "ok", diverged_step=diverged_at[t], metrics=m))
+        step_t = int(diverged_at[t])
+        div = step_t >= 0 or not math.isfinite(m["r2_id"])
+        results.append(TrialResult(status="diverged" if div else "ok", diverged_step=step_t if step_t >= 0 else None,
+                                   metrics=m))
     return results
 
 
-def _clip_and_mask(model: StackedModel, alive: torch.Tensor, max_norm: float | None) -> None:
-    """Per-trial gradient-norm clipping; gradients of diverged trials are zeroed."""
+def _clip_and_mask(model: StackedModel, alive: torch.Tensor, max_norm: torch.Tensor) -> None:
+    """Per-trial gradient-norm clipping to ``max_norm`` ``(T,)`` (inf = off); diverged trials get zero gradients."""
     grads = [p.grad for p in model.parameters() if p.grad is not None]
     shape = lambda g: (-1,) + (1,) * (g.dim() - 1)  # noqa: E731
-    if not bool(alive.all()):
-        for g in grads:
-            g.copy_(torch.where(alive.view(shape(g)), g, torch.zeros_like(g)))
-    if max_norm is None:
-        return
+    # where(), not a multiply: 0 · NaN would still be NaN.
+    for g in grads:
+        torch.where(alive.view(shape(g)), g, torch.zeros((), dtype=g.dtype, device=g.device), out=g)
     sq = torch.stack([g.pow(2).flatten(1).sum(1) for g in grads]).sum(0)
     scale = (max_norm / (sq.sqrt() + 1e-6)).clamp(max=1.0)
     for g in grads:

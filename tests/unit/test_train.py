@@ -69,3 +69,18 @@ def test_training_learns_and_reports_everything():
     assert m["n_train_combos"] + m["n_heldout_combos"] == 21
     assert set(m["decod_layers"]) >= {"input", "hidden.0", "hidden.1", "random.hidden.0"}
     assert m["decod_input"] > 0.99  # identity encoding: the code is the input
+
+
+def test_per_trial_lr_weight_decay_and_clip_inside_one_stack():
+    def t(seed, lr, wd, clip):
+        return TrialConfig(task=TaskConfig(M=6, K=2, holdout=0.3), model=ModelConfig(width=16, depth=2),
+                           train=TINY.model_copy(update={"lr": lr, "weight_decay": wd, "grad_clip": clip}), seed=seed)
+
+    stack = [t(0, 1e-3, 0.0, 1.0), t(1, 3e-2, 0.1, None), t(2, 1e-4, 3e-3, 0.01)]
+    assert len({train_mod.group_key(x) for x in stack}) == 1
+    together = train_group(stack)
+    for i, trial in enumerate(stack):
+        alone = train_group([trial])[0]
+        for k in ("r2_id", "r2_heldout", "final_loss"):
+            assert math.isclose(together[i].metrics[k], alone.metrics[k], rel_tol=1e-5, abs_tol=1e-7), (i, k)
+    assert len({r.metrics["final_loss"] for r in together}) == 3

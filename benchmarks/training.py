@@ -1,0 +1,154 @@
+"""Training-speed benchmarks, measured side by side in one run (issue #3).
+
+1. the headline study through bindscale (stacked trials, process pool) against
+   the per-trial loop a researcher would write (``loop_baseline.py``), same
+   trials and steps;
+2. training throughput in GFLOP/s (6 × rows × weights per step) as a fraction
+   of this machine's fp32 matmul peak, measured in the same run;
+3. cost growth: wall time at 1×, 2× and 4× the trials, and at 2× the width;
+4. (full run only) bf16 autocast against fp32: speed and held-out R².
+
+    python benchmarks/training.py --quick --json out.json    # < 3 min on 2 cores
+    python benchmarks/training.py                            # the full tables
+
+Numbers are only comparable within one run: this machine is shared and noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from common import machine, matmul_peak, print_table  # noqa: E402
+from loop_baseline import train_loop  # noqa: E402
+
+from bindscale.config import ModelConfig, StudyConfig, TaskConfig, TrainConfig, TrialConfig, resolve_study  # noqa: E402
+from bindscale.runner import run_study  # noqa: E402
+from bindscale.train import train_group  # noqa: E402
+from rich.console import Console  # noqa: E402
+
+QUIET = Console(file=open(os.devnull, "w"), stderr=False)
+
+
+def timed_study(study: StudyConfig, workers: int | None = None) -> tuple[float, dict]:
+    with tempfile.TemporaryDirectory() as d:
+        t0 = time.perf_counter()
+        summary = run_study(study, Path(d) / "run", device="cpu", workers=workers, console=QUIET)
+        return time.perf_counter() - t0, summary
+
+
+def bench_vs_loop(quick: bool) -> dict:
+    study = resolve_study("scaling", quick=quick)
+    trials = study.trials()
+    t_ours, _ = timed_study(study)
+    torch.set_num_threads(os.cpu_count() or 1)  # the hand-written loop uses every core in one process
+    t0 = time.perf_counter()
+    for t in trials:
+        train_loop(t)
+    t_loop = time.perf_counter() - t0
+    rows = [["bindscale run (stacked, process pool)", len(trials), t_ours], ["per-trial loop", len(trials), t_loop]]
+    print_table(f"headline study{' (--quick)' if quick else ''}: wall time", ["method", "trials", "seconds"], rows)
+    print(f"speedup vs loop: {t_loop / t_ours:.2f}x")
+    return {"speedup_vs_loop": t_loop / t_ours, "seconds_bindscale": t_ours, "seconds_loop": t_loop, "n_trials": len(trials)}
+
+
+def throughput(width: int, depth: int, stack: int, steps: int, precision: str = "fp32") -> float:
+    """Training GFLOP/s of one stack of MLPs: 6 × rows × weights × trials × steps / training seconds."""
+    trials = [TrialConfig(task=TaskConfig(), model=ModelConfig(width=width, depth=depth),
+                          train=TrainConfig(steps=steps, n_evals=1, eval_tasks=8, probe_tasks=8, probe_samples=1,
+                                            precision=precision), seed=s) for s in range(stack)]
+    res = train_group(trials)
+    m = res[0].metrics
+    rows = trials[0].train.batch_tasks * trials[0].task.samples_per_task
+    return 6 * rows * m["n_params"] * stack * steps / (m["train_seconds"] * stack) / 1e9
+
+
+def bench_peak(quick: bool) -> dict:
+    threads = os.cpu_count() or 1
+    peak = matmul_peak(threads)
+    torch.set_num_threads(threads)
+    grid = [(64, 3), (512, 3)] if quick else [(w, d) for w in (64, 128, 256, 512, 1024, 2048) for d in (2, 3, 4)]
+    rows, out = [], {"fp32_matmul_peak_gflops": peak}
+    for w, d in grid:
+        steps = max(10, min(400, int(3e11 / (6 * 1024 * (w * w * d) * 4))))
+        g = throughput(w, d, stack=4, steps=steps)
+        gb = throughput(w, d, stack=4, steps=steps, precision="bf16") if (not quick or w >= 512) else math.nan
+        rows.append([w, d, steps, g, g / peak, gb, gb / peak])
+        out[f"peak_fraction_w{w}_d{d}"] = g / peak
+    out["peak_fraction_w512"] = out["peak_fraction_w512_d3"]
+    print_table(f"training throughput, stacks of 4 MLPs, {threads} threads; fp32 matmul peak {peak:.0f} GFLOP/s",
+                ["width", "depth", "steps", "fp32 GFLOP/s", "of peak", "bf16 GFLOP/s", "bf16 / fp32 peak"], rows)
+    return out
+
+
+def _grid_study(n: int, width: int, steps: int) -> StudyConfig:
+    return StudyConfig(name="growth", base=TrialConfig(
+        model=ModelConfig(width=width, depth=3),
+        train=TrainConfig(steps=steps, n_evals=2, eval_tasks=64, probe_tasks=64, probe_samples=2)),
+        grids=[{"seed": list(range(n))}])
+
+
+def bench_growth(quick: bool) -> dict:
+    n, steps = (4, 200) if quick else (8, 1000)
+    rows, times = [], {}
+    for label, k, w in (("1x trials", 1, 128), ("2x trials", 2, 128), ("4x trials", 4, 128), ("1x trials, 2x width", 1, 256)):
+        t, _ = timed_study(_grid_study(n * k, w, steps))
+        times[label] = t
+        rows.append([label, n * k, w, steps, t, t / times["1x trials"]])
+    print_table("cost growth (bindscale run, default workers)", ["case", "trials", "width", "steps", "seconds", "ratio"], rows)
+    return {"time_ratio_2x_trials": times["2x trials"] / times["1x trials"],
+            "time_ratio_4x_trials": times["4x trials"] / times["1x trials"],
+            "time_ratio_2x_width": times["1x trials, 2x width"] / times["1x trials"]}
+
+
+def bench_precision() -> dict:
+    """bf16 autocast vs fp32 on the headline study's MLP shapes: training speed and held-out R²."""
+    torch.set_num_threads(1)  # as in a pool worker
+    rows, out = [], {}
+    for w in (64, 128, 256, 512):
+        res = {}
+        for prec in ("fp32", "bf16"):
+            trials = [TrialConfig(model=ModelConfig(width=w, depth=3), train=TrainConfig(steps=1000, n_evals=1,
+                                  precision=prec), seed=s) for s in range(3)]
+            r = train_group(trials)
+            res[prec] = (r[0].metrics["train_seconds"], [x.metrics["r2_heldout"] for x in r])
+        diff = max(abs(a - b) for a, b in zip(res["fp32"][1], res["bf16"][1]))
+        speed = res["fp32"][0] / res["bf16"][0]
+        rows.append([w, res["fp32"][0], res["bf16"][0], speed, sum(res["fp32"][1]) / 3, sum(res["bf16"][1]) / 3, diff])
+        out[f"bf16_speedup_w{w}"], out[f"bf16_max_abs_r2_diff_w{w}"] = speed, diff
+    print_table("bf16 autocast vs fp32 (1 thread, 3 seeds, 1000 steps)",
+                ["width", "fp32 s/trial", "bf16 s/trial", "speedup", "R² fp32", "R² bf16", "max |ΔR²|"], rows)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="reduced sizes (< 3 min on 2 cores)")
+    ap.add_argument("--json", type=Path, help="write the figures to this JSON file")
+    args = ap.parse_args()
+    print("machine:", json.dumps(machine()))
+    t0 = time.perf_counter()
+    out = {"machine": machine(), "quick": args.quick}
+    out |= bench_vs_loop(args.quick)
+    out |= bench_peak(args.quick)
+    out |= bench_growth(args.quick)
+    if not args.quick:
+        out |= bench_precision()
+    out["benchmark_seconds"] = time.perf_counter() - t0
+    print(f"\nsummary: speedup_vs_loop {out['speedup_vs_loop']:.2f}x, peak_fraction_w512 {out['peak_fraction_w512']:.2f}, "
+          f"time_ratio_4x_trials {out['time_ratio_4x_trials']:.2f} ({out['benchmark_seconds']:.0f} s)")
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
