@@ -124,7 +124,7 @@ def train_group(
     ).to(device)
     tr = cfg.train
     per_trial = lambda f: torch.tensor([f(t.train) for t in trials], dtype=torch.float32, device=device)  # noqa: E731
-    opt = StackedAdamW(model.parameters(), lr=per_trial(lambda c: c.lr), weight_decay=per_trial(lambda c: c.weight_decay))
+    opt = make_optimizer(model, [t.train for t in trials])
     clip = per_trial(lambda c: math.inf if c.grad_clip is None else c.grad_clip)
     precision = resolve_precision(tr.precision, device, cfg.model.width)
     if device.type == "cuda":
@@ -216,15 +216,35 @@ def train_group(
     return results
 
 
+def make_optimizer(model: StackedModel, cfgs: list) -> torch.optim.Optimizer | StackedAdamW:
+    """AdamW for a stack: PyTorch's fused AdamW when every trial shares lr and weight decay
+    (one pass over memory per step), else :class:`StackedAdamW` with per-trial values."""
+    lrs, wds = [c.lr for c in cfgs], [c.weight_decay for c in cfgs]
+    if len(set(lrs)) == 1 and len(set(wds)) == 1:
+        return torch.optim.AdamW(model.parameters(), lr=lrs[0], weight_decay=wds[0], fused=True)
+    dev = next(model.parameters()).device
+    return StackedAdamW(model.parameters(), lr=torch.tensor(lrs, device=dev), weight_decay=torch.tensor(wds, device=dev))
+
+
 def _clip_and_mask(model: StackedModel, alive: torch.Tensor, max_norm: torch.Tensor) -> None:
-    """Per-trial gradient-norm clipping to ``max_norm`` ``(T,)`` (inf = off); diverged trials get zero gradients."""
+    """Per-trial gradient-norm clipping to ``max_norm`` ``(T,)`` (inf = off); diverged trials get zero gradients.
+
+    On the CPU, where reading a flag costs nothing, passes that would change
+    nothing are skipped; on CUDA every pass runs, so the loop never syncs.
+    """
     grads = [p.grad for p in model.parameters() if p.grad is not None]
     shape = lambda g: (-1,) + (1,) * (g.dim() - 1)  # noqa: E731
+    lazy = grads[0].device.type == "cpu"
     # where(), not a multiply: 0 · NaN would still be NaN.
-    for g in grads:
-        torch.where(alive.view(shape(g)), g, torch.zeros((), dtype=g.dtype, device=g.device), out=g)
-    sq = torch.stack([g.pow(2).flatten(1).sum(1) for g in grads]).sum(0)
-    scale = (max_norm / (sq.sqrt() + 1e-6)).clamp(max=1.0)
+    if not (lazy and bool(alive.all())):
+        for g in grads:
+            torch.where(alive.view(shape(g)), g, torch.zeros((), dtype=g.dtype, device=g.device), out=g)
+    norm = torch.linalg.vector_norm(
+        torch.stack([torch.linalg.vector_norm(g.flatten(1), dim=1) for g in grads]), dim=0
+    )
+    scale = (max_norm / (norm + 1e-6)).clamp(max=1.0)
+    if lazy and bool((scale == 1.0).all()):
+        return
     for g in grads:
         g.mul_(scale.view(shape(g)))
 
