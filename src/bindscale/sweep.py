@@ -212,7 +212,8 @@ def execute(
             on_job_done(run_job(job, str(run_dir), study, device, executor, on_progress))
         return
     ctx = get_context("spawn")  # fork after torch has started threads is unsafe
-    q = ctx.Manager().Queue()
+    # A plain queue inherited by the workers: no manager process that could outlive a killed driver.
+    q = ctx.Queue()
     with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
                              initargs=(threads_per_worker(workers), q)) as pool:
         pending = {pool.submit(_pool_job, job, str(run_dir), study, device, executor) for job in payload}
