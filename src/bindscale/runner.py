@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from . import seeding
 from .config import StudyConfig, TrialConfig, validate
 from .errors import BindscaleError, ConfigError
+from .lock import RunLock
 from .records import atomic_write_text, load_records, write_results
 from .sweep import execute, pending_trials, plan_jobs, resolve_device
 from .tasks.splits import make_split
@@ -82,6 +83,12 @@ def run_study(
         raise ConfigError(f"--workers {workers}: must be at least 1")
 
     out.mkdir(parents=True, exist_ok=True)
+    with RunLock(out):
+        return _run_locked(study, out, dev, workers, console, trials)
+
+
+def _run_locked(study: StudyConfig, out: Path, dev: str, workers: int | None, console: Console,
+                trials: list[TrialConfig]) -> dict:
     atomic_write_text(out / STUDY_FILE, yaml.safe_dump(study.model_dump(mode="json"), sort_keys=False))
     todo, have = pending_trials(trials, out)
     n_workers = workers or (1 if dev == "cuda" else min(os.cpu_count() or 1, max(1, len(todo))))
