@@ -221,3 +221,26 @@ def correlation_ci(
     reps = _rowwise_pearson(xb, yb)
     low, high = percentile_interval(reps, confidence)
     return point, low, high
+
+
+def partial_spearman(x, y, z) -> float:
+    """Spearman correlation of ``x`` and ``y`` controlling for ``z``.
+
+    The Pearson correlation of the residuals of rank(x) and rank(y) after a
+    least-squares fit on rank(z) (Conover 1999, "Practical Nonparametric
+    Statistics", partial rank correlation). NaN when undefined (constant input).
+    """
+    from scipy.stats import rankdata
+
+    x, y, z = (np.asarray(v, dtype=float) for v in (x, y, z))
+    if len(x) < 3:
+        return float("nan")
+    rz = np.column_stack([np.ones(len(z)), rankdata(z)])
+
+    def resid(v):
+        r = rankdata(v)
+        return r - rz @ np.linalg.lstsq(rz, r, rcond=None)[0]
+
+    ex, ey = resid(x), resid(y)
+    denom = np.sqrt((ex @ ex) * (ey @ ey))
+    return float(ex @ ey / denom) if denom > 1e-12 else float("nan")

@@ -90,3 +90,22 @@ def test_correlation_constant_or_short_input_is_nan():
     assert r == pytest.approx(1.0)
     with pytest.raises(ValueError):
         correlation_ci([1, 2, 3], [1, 2, 3], "kendall")
+
+
+def test_partial_spearman_matches_the_rank_formula_and_removes_a_confounder():
+    import numpy as np
+    from scipy.stats import spearmanr
+
+    from bindscale.stats import partial_spearman
+
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=300)
+    x, y = z + 0.3 * rng.normal(size=300), z + 0.3 * rng.normal(size=300)
+    assert spearmanr(x, y)[0] > 0.8
+    assert abs(partial_spearman(x, y, z)) < 0.15  # only the confounder linked them
+    # Classical three-variable formula on Spearman coefficients.
+    a, b = rng.normal(size=(2, 200))
+    c = a + b + rng.normal(size=200)
+    rxy, rxz, ryz = spearmanr(a, c)[0], spearmanr(a, b)[0], spearmanr(c, b)[0]
+    expected = (rxy - rxz * ryz) / np.sqrt((1 - rxz**2) * (1 - ryz**2))
+    assert abs(partial_spearman(a, c, b) - expected) < 1e-10

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bindscale.stats import bootstrap_ci, correlation_ci, mean_ci, mean_diff_ci
+from bindscale.stats import bootstrap_ci, correlation_ci, mean_ci, mean_diff_ci, partial_spearman
 
 __all__ = [
     "compute_verdicts",
@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE = "supported", "not_supported", "inconclusive"
-MIN_REPLICATES = 2
+MIN_REPLICATES = 3
 
 # Default thresholds, used for any key the study leaves out.
 DEFAULTS: dict[str, dict[str, float]] = {
@@ -283,7 +283,17 @@ def _decodability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple
     rnd = rows[np.isfinite(rows["decod_random"])]
     rho_rnd = (correlation_ci(rnd["decod_random"].to_numpy(float), rnd["r2_heldout"].to_numpy(float), "spearman",
                               n_boot, seed=seed) if len(rnd) >= 4 else NAN3)
+    # Does decodability predict held-out R² beyond width? Partial Spearman given log width,
+    # for the trained networks and for the random-init control.
+    cols = np.column_stack([x, y, np.log(rows["width"].to_numpy(float))])
+    partial = bootstrap_ci(cols, lambda a: partial_spearman(a[:, 0], a[:, 1], a[:, 2]), n_boot, seed=seed)
+    rcols = np.column_stack([rnd["decod_random"].to_numpy(float), rnd["r2_heldout"].to_numpy(float),
+                             np.log(rnd["width"].to_numpy(float))])
+    partial_rnd = (bootstrap_ci(rcols, lambda a: partial_spearman(a[:, 0], a[:, 1], a[:, 2]), n_boot, seed=seed)
+                   if len(rnd) >= 4 else NAN3)
     details.update({
+        "partial_spearman_given_log_width": _ci(partial, n),
+        "control_partial_spearman_random_init_given_log_width": _ci(partial_rnd, len(rnd)),
         "control_spearman_random_init_vs_heldout_r2": _ci(rho_rnd, len(rnd)),
         "pearson": _ci(r, n),
         "mean_decod_best": _ci(mean_ci(x, n_boot, seed=seed), n),
@@ -300,10 +310,14 @@ def _decodability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple
         details["pooled_over"] = pooled
     if not np.isfinite(rho[0]):
         verdict, reason = INCONCLUSIVE, "correlation undefined (constant input)"
-    elif rho[1] > thr:
-        verdict, reason = SUPPORTED, f"Spearman CI entirely above {thr}"
+    elif rho[1] > thr and partial[1] > 0:
+        verdict, reason = SUPPORTED, (f"Spearman CI entirely above {thr}, and decodability still predicts "
+                                      "held-out R² at fixed width (partial Spearman CI above 0)")
     elif rho[2] < thr:
         verdict, reason = NOT_SUPPORTED, f"Spearman CI entirely below {thr}"
+    elif np.isfinite(partial[2]) and partial[2] <= 0:
+        verdict, reason = NOT_SUPPORTED, ("the correlation is carried by width: at fixed width decodability "
+                                          "does not predict held-out R² (partial Spearman CI at or below 0)")
     else:
         verdict, reason = INCONCLUSIVE, f"Spearman CI straddles {thr}"
     details["reason"] = reason
@@ -323,8 +337,9 @@ def _param_ratio(
     """(params_mlp / params_hypernet, target, MLP cell index, hypernet cell index).
 
     target = min(target_r2, best MLP mean − tol): the level the best MLP
-    reaches, capped at target_r2. inf when only the hypernet reaches it, 0
-    when only the MLP does, NaN when neither.
+    reaches, capped at target_r2. inf when only the hypernet reaches it; NaN
+    when the hypernet grid never does (the ratio is then unknown, not 0: a
+    larger hypernet might reach it) or neither does.
     """
     target = min(target_r2, float(np.max(m_means)) - tol) if m_means.size else target_r2
     im, ih = _reach(m_means, m_params, target), _reach(h_means, h_params, target)
@@ -332,8 +347,6 @@ def _param_ratio(
         ratio = float(m_params[im] / h_params[ih])
     elif ih is not None:
         ratio = math.inf
-    elif im is not None:
-        ratio = 0.0
     else:
         ratio = math.nan
     return ratio, target, im, ih
@@ -413,7 +426,20 @@ def _binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
 
     # Cells that fixed the point estimate (the cheapest ones reaching the target).
     deciding = [vals[i] for vals, i in ((m_vals, im), (h_vals, ih)) if i is not None]
-    if not deciding or any(v.size < MIN_REPLICATES for v in deciding):
+    if ih is None and im is not None:
+        # The hypernet needs more than its largest config: the ratio is below this bound.
+        bound = float(m_par[im] / h_par.max())
+        details["ratio_upper_bound"] = bound
+        if bound <= 1:
+            verdict, reason = NOT_SUPPORTED, (
+                f"no hypernet config reaches held-out R² {target:.3g}, and the largest has {int(h_par.max())} "
+                f"parameters, already at least the MLP's {int(m_par[im])}: the ratio is at most {bound:.3g}")
+        else:
+            verdict, reason = INCONCLUSIVE, (
+                f"no hypernet config reaches held-out R² {target:.3g}; the largest has {int(h_par.max())} "
+                f"parameters vs the MLP's {int(m_par[im])}, so the ratio is unknown (below {bound:.3g}): "
+                "extend the hypernet widths")
+    elif not deciding or any(v.size < MIN_REPLICATES for v in deciding):
         verdict, reason = INCONCLUSIVE, f"fewer than {MIN_REPLICATES} seeds in a deciding cell"
     elif ratio[1] > 1:
         verdict, reason = SUPPORTED, "CI of the parameter ratio entirely above 1"

@@ -1,0 +1,24 @@
+import json
+
+import pandas as pd
+import pytest
+
+from .conftest import bindscale
+
+
+@pytest.mark.slow
+def test_quick_headline_study_shows_width_and_coverage_effects(tmp_path):
+    """The quick study through the CLI: held-out R² rises with width, coverage helps, all claims get verdicts."""
+    out = tmp_path / "q"
+    r = bindscale("run", "--quick", "--out", out)
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert [v["claim"] for v in summary["verdicts"]] == ["scaling", "decodability", "binding", "hull"]
+    df = pd.read_parquet(out / "results.parquet")
+    mlp = df[(df.model == "mlp") & (df.status == "ok")]
+    by_width = mlp[mlp.holdout == mlp.holdout.min()].groupby("width").r2_heldout.mean()
+    assert by_width.is_monotonic_increasing, by_width
+    by_cover = mlp[mlp.width == mlp.width.max()].groupby("holdout").r2_heldout.mean()
+    assert by_cover.iloc[0] > by_cover.iloc[-1], by_cover
+    decod = next(v for v in summary["verdicts"] if v["claim"] == "decodability")
+    assert decod["value"] > 0.5
