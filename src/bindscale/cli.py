@@ -15,7 +15,25 @@ from rich.table import Table
 
 from .errors import BindscaleError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Studies of scale vs binding in compositional generalization.")
+app = typer.Typer(add_completion=False, help="Studies of scale vs binding in compositional generalization.")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        print(f"bindscale {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback(invoke_without_command=True)
+def _root(
+    ctx: typer.Context,
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="print the version")] = False,
+) -> None:
+    if ctx.invoked_subcommand is None:
+        print(ctx.get_help())
+        raise typer.Exit(0)
 err_console = Console(stderr=True)
 
 
@@ -81,15 +99,18 @@ def list_() -> None:
 
 def _print_summary(summary: dict, out_dir: Path) -> None:
     con = Console()
-    table = Table(title=f"{summary.get('study')}: verdicts")
+    table = Table(title=f"{summary.get('study')}{' (quick)' if summary.get('quick') else ''}: verdicts")
     for col in ("claim", "verdict", "statistic", "value [95% CI]", "n"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")
     for v in summary.get("verdicts", []):
         fmt = lambda x: "—" if x is None else (x if isinstance(x, str) else f"{x:.3g}")  # noqa: E731
         table.add_row(v["claim"], v["verdict"], v["statistic"],
                       f"{fmt(v['value'])} [{fmt(v['ci_low'])}, {fmt(v['ci_high'])}]", str(v["n_trials"]))
     con.print(table)
-    con.print(f"report: {out_dir / 'report.html'}   summary: {out_dir / 'summary.json'}   table: {out_dir / 'results.parquet'}")
+    if summary.get("n_missing"):
+        con.print(f"{summary['n_missing']} of {summary['n_planned']} trials have no record yet: re-run to finish them")
+    for label, name in (("report", "report.html"), ("summary", "summary.json"), ("table", "results.parquet")):
+        con.print(f"{label}: {out_dir / name}", soft_wrap=True, highlight=False)
 
 
 def main() -> None:
@@ -99,7 +120,8 @@ def main() -> None:
         sys.exit(rc if isinstance(rc, int) else 0)
     except typer.Exit as e:
         sys.exit(e.exit_code)
-    except typer.Abort:
+    except (typer.Abort, KeyboardInterrupt):
+        err_console.print("interrupted: finished trials are kept; re-run the same command to resume", highlight=False)
         sys.exit(130)
     except Exception as e:  # usage errors (unknown option, bad int) → one line, exit 2
         # typer ships its own click; match its exceptions by their interface.

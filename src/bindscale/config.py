@@ -11,6 +11,7 @@ import copy
 import hashlib
 import itertools
 import json
+import math
 from pathlib import Path
 from typing import Any, Literal
 
@@ -21,10 +22,13 @@ from .errors import ConfigError
 
 Encoding = Literal["identity", "orthogonal", "tokens", "invertible", "interval_shuffle", "fewshot"]
 ENCODINGS: tuple[str, ...] = Encoding.__args__  # type: ignore[attr-defined]
+#: Largest number of module combinations a task family may enumerate (splits redraw over all of them).
+MAX_COMBINATIONS = 5000
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: no silent coercion (``width: true`` is not 1); inf/NaN are not numbers a config may hold.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class TaskConfig(_Strict):
@@ -39,13 +43,17 @@ class TaskConfig(_Strict):
     input_dim: int = Field(16, ge=1, le=1024)
     hidden_dim: int = Field(16, ge=1, le=1024)
     output_dim: int = Field(16, ge=1, le=1024)
-    samples_per_task: int = Field(16, ge=1, le=4096)
+    samples_per_task: int = Field(16, ge=2, le=4096, description="inputs per task (R² needs within-task variance: at least 2)")
     n_shots: int = Field(8, ge=1, le=256, description="demonstrations per task (fewshot encoding)")
 
     @model_validator(mode="after")
     def _k_le_m(self) -> "TaskConfig":
         if self.K > self.M:
             raise ValueError(f"K={self.K} must be at most M={self.M}")
+        n = sum(math.comb(self.M, k) for k in range(1, self.K + 1))
+        if n > MAX_COMBINATIONS:
+            raise ValueError(f"M={self.M}, K={self.K} give {n} module combinations; at most {MAX_COMBINATIONS} "
+                             "are supported (lower M or K)")
         return self
 
 
@@ -157,12 +165,13 @@ class StudyConfig(_Strict):
     ``--quick``.
     """
 
-    name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.\-]+$")
+    name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
     description: str = ""
     base: TrialConfig = TrialConfig()
     grids: list[dict[str, list[Any]]] = Field(default_factory=lambda: [{}])
     quick: dict[str, Any] | None = None
-    verdicts: dict[str, dict[str, float]] = Field(default_factory=dict)
+    is_quick: bool = Field(False, description="set by --quick: this is the study's quick variant")
+    verdicts: dict[str, dict[str, float]] = Field(default_factory=dict, description="claim → thresholds (see VERDICT_PARAMS)")
     anchors: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -172,9 +181,16 @@ class StudyConfig(_Strict):
                 axis_path(axis)
                 if not values:
                     raise ValueError(f"axis {axis!r} has no values")
-        for claim in self.verdicts:
-            if claim not in VERDICT_CLAIMS:
-                raise ValueError(f"unknown verdict {claim!r}; allowed: {', '.join(VERDICT_CLAIMS)}")
+        for claim, params in self.verdicts.items():
+            if claim not in VERDICT_PARAMS:
+                raise ValueError(f"unknown verdict {claim!r}; allowed: {', '.join(VERDICT_PARAMS)}")
+            for key, value in (params or {}).items():
+                if key not in VERDICT_PARAMS[claim]:
+                    raise ValueError(f"verdicts.{claim}: unknown threshold {key!r}; allowed: "
+                                     f"{', '.join(VERDICT_PARAMS[claim])}")
+                lo, hi = VERDICT_PARAMS[claim][key]
+                if not lo <= value <= hi:
+                    raise ValueError(f"verdicts.{claim}.{key}={value} is out of range [{lo}, {hi}]")
         return self
 
     def trials(self) -> list[TrialConfig]:
@@ -196,7 +212,14 @@ class StudyConfig(_Strict):
         return list(seen.values())
 
 
-VERDICT_CLAIMS = ("scaling", "decodability", "binding", "hull")
+#: Verdict thresholds a study may set, with their allowed ranges (rules in bindscale.report.verdicts).
+VERDICT_PARAMS: dict[str, dict[str, tuple[float, float]]] = {
+    "scaling": {"r2_threshold": (0.0, 1.0)},
+    "decodability": {"rho_threshold": (-1.0, 1.0)},
+    "binding": {"target_r2": (0.0, 1.0), "tolerance": (0.0, 1.0)},
+    "hull": {"margin": (0.0, 1.0)},
+}
+VERDICT_CLAIMS = tuple(VERDICT_PARAMS)
 
 
 def _set_path(d: dict, path: str, value: Any) -> None:
@@ -259,6 +282,8 @@ def load_study_dict(ref: str) -> tuple[dict, str]:
     if path is None:
         p = Path(ref)
         if p.suffix in (".yaml", ".yml") or p.exists():
+            if p.is_dir():
+                raise ConfigError(f"study {ref!r} is a directory; give a study YAML file or a built-in name")
             if not p.is_file():
                 raise ConfigError(f"study file {ref!r} does not exist")
             path = p
@@ -272,6 +297,8 @@ def load_study_dict(ref: str) -> tuple[dict, str]:
         raise ConfigError(f"malformed YAML in {path}{at}: {getattr(err, 'problem', err)}") from None
     except OSError as err:
         raise ConfigError(f"cannot read study file {path}: {err.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"study file {path} is not UTF-8 text") from None
     if not isinstance(data, dict):
         raise ConfigError(f"study file {path} must be a YAML mapping with at least a 'name' field")
     return data, str(path)
@@ -340,14 +367,19 @@ def resolve_study(ref: str, quick: bool = False, overrides: list[str] | None = N
         ConfigError: on any problem, with a one-line message.
     """
     data, source = load_study_dict(ref)
+    parsed = [parse_override(item) for item in overrides or []]
+    # --set quick.… edits the quick variant itself, so it applies before the merge.
+    for key, value in parsed:
+        if key.split(".")[0] == "quick":
+            data = apply_override(data, key, value)
     if quick:
         q = data.get("quick")
         if q is not None and not isinstance(q, dict):
             raise ConfigError(f"{source}: 'quick' must be a mapping")
-        data = deep_merge(data, q or {})
-    for item in overrides or []:
-        key, value = parse_override(item)
-        data = apply_override(data, key, value)
+        data = deep_merge(data, q or {}) | {"is_quick": True}
+    for key, value in parsed:
+        if key.split(".")[0] != "quick":
+            data = apply_override(data, key, value)
     study = validate(StudyConfig, data, where=source)
     trials = study.trials()
     if not trials:

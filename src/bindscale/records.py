@@ -11,8 +11,8 @@ import json
 import math
 import os
 import subprocess
+import sys
 import tempfile
-import warnings
 from functools import lru_cache
 from pathlib import Path
 
@@ -22,6 +22,11 @@ from . import __version__
 
 RECORD_DIR = "records"
 REQUIRED = ("trial_id", "status", "config")
+
+
+def _warn(msg: str) -> None:
+    """One line on stderr (not a Python warning with its source line)."""
+    print(f"warning: {msg}", file=sys.stderr)
 
 
 def record_path(run_dir: Path, trial_id: str) -> Path:
@@ -49,7 +54,8 @@ def atomic_write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as f:
+        os.fchmod(fd, 0o644)  # mkstemp makes 0600; records are meant to be shared
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
@@ -71,10 +77,10 @@ def read_record(path: Path) -> dict | None:
     try:
         rec = json.loads(Path(path).read_text())
     except (OSError, ValueError) as err:
-        warnings.warn(f"ignoring unreadable record {path}: {err}", stacklevel=2)
+        _warn(f"ignoring unreadable record {path} ({type(err).__name__}); its trial will be re-run")
         return None
     if not isinstance(rec, dict) or any(k not in rec for k in REQUIRED) or rec["trial_id"] != Path(path).stem:
-        warnings.warn(f"ignoring malformed record {path}", stacklevel=2)
+        _warn(f"ignoring malformed record {path}; its trial will be re-run")
         return None
     return rec
 

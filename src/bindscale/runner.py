@@ -19,10 +19,13 @@ from .sweep import execute, pending_trials, plan_jobs, resolve_device
 from .tasks.splits import make_split
 
 STUDY_FILE = "study.yaml"
+MAX_WORKERS = 1024
 
 
 def check_out_dir(out: Path) -> None:
     """Raise :class:`ConfigError` unless ``out`` is (or can be created as) a writable directory. Creates nothing."""
+    if str(out).strip() == "":
+        raise ConfigError("--out: empty path; give a directory for the run")
     out = Path(out)
     if out.exists():
         if not out.is_dir():
@@ -79,10 +82,17 @@ def run_study(
         raise ConfigError("train.precision tf32 needs --device cuda; allowed on CPU: fp32, bf16, auto")
     check_splits(trials)
     check_out_dir(out)
-    if workers is not None and workers < 1:
-        raise ConfigError(f"--workers {workers}: must be at least 1")
+    cores = os.cpu_count() or 1
+    if workers is not None and not 1 <= workers <= MAX_WORKERS:
+        raise ConfigError(f"--workers {workers}: allowed 1 to {MAX_WORKERS} (this machine has {cores} cores)")
+    if workers is not None and workers > cores:
+        console.print(f"note: --workers {workers} > {cores} cores; using {cores} (more would oversubscribe the CPU)")
+        workers = cores
 
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ConfigError(f"--out {out}: cannot create it ({err.strerror})") from None
     with RunLock(out):
         return _run_locked(study, out, dev, workers, console, trials)
 
@@ -128,17 +138,22 @@ def load_run_study(run_dir: Path) -> StudyConfig:
     path = Path(run_dir) / STUDY_FILE
     if not path.is_file():
         raise ConfigError(f"{run_dir} is not a bindscale run directory (no {STUDY_FILE})")
-    return validate(StudyConfig, yaml.safe_load(path.read_text()), where=str(path))
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (yaml.YAMLError, UnicodeDecodeError, OSError) as err:
+        raise ConfigError(f"{path} cannot be read as YAML ({type(err).__name__}); it was written by bindscale run, "
+                          "re-run that command to rewrite it") from None
+    return validate(StudyConfig, data, where=str(path))
 
 
 def build_outputs(run_dir: Path, study: StudyConfig) -> dict:
     """``results.parquet``, ``report.html`` and ``summary.json`` from the records of the study's trials."""
     from .report import build_report
 
-    ids = [t.trial_id for t in study.trials()]
+    trials = study.trials()
+    ids = [t.trial_id for t in trials]
     recs = load_records(run_dir, set(ids))
     df = write_results(run_dir, [recs[i] for i in ids if i in recs])
-    summary = build_report(Path(run_dir), df, study.model_dump(mode="json"))
-    summary["n_planned"] = len(ids)
-    summary["n_missing"] = len(ids) - len(recs)
-    return summary
+    run_info = {"quick": study.is_quick, "n_planned": len(ids), "n_missing": len(ids) - len(recs),
+                "steps": sorted({t.train.steps for t in trials})}
+    return build_report(Path(run_dir), df, study.model_dump(mode="json"), run_info=run_info)

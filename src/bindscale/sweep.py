@@ -214,8 +214,9 @@ def execute(
     ctx = get_context("spawn")  # fork after torch has started threads is unsafe
     # A plain queue inherited by the workers: no manager process that could outlive a killed driver.
     q = ctx.Queue()
-    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
-                             initargs=(threads_per_worker(workers), q)) as pool:
+    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
+                               initargs=(threads_per_worker(workers), q))
+    try:
         pending = {pool.submit(_pool_job, job, str(run_dir), study, device, executor) for job in payload}
         while pending:
             done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
@@ -223,6 +224,14 @@ def execute(
             for fut in done:
                 on_job_done(fut.result())
         _drain(q, on_progress)
+    except BaseException:
+        # Ctrl-C or an error: stop now. Jobs in flight are lost (their trials have no
+        # record and re-run on resume); no new job starts.
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in list(getattr(pool, "_processes", {}).values()):
+            proc.kill()
+        raise
+    pool.shutdown(wait=True)
 
 
 def _drain(q, on_progress) -> None:

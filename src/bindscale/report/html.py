@@ -14,7 +14,6 @@ import datetime as _dt
 import json
 import math
 import os
-import tempfile
 from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
@@ -22,6 +21,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import yaml
+
+from bindscale.records import atomic_write_text
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from bindscale.report.figures import FIGURES, make_figures
@@ -184,22 +186,6 @@ def _problems(df: pd.DataFrame) -> list[dict[str, str]]:
 
 # ------------------------------------------------------------------- write --
 
-def _atomic_write(path: Path, text: str) -> None:
-    """Write text to a temp file in the same directory, then rename over path."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a report is meant to be shared
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def _package_version() -> str | None:
     try:
         return metadata.version("bindscale")
@@ -220,7 +206,7 @@ def _environment() -> Environment:
 
 
 def build_report(run_dir: str | os.PathLike, df: pd.DataFrame, study: Mapping[str, Any],
-                 n_boot: int = 2000) -> dict[str, Any]:
+                 n_boot: int = 2000, run_info: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Write ``run_dir/report.html`` and ``run_dir/summary.json``.
 
     Inputs: the run directory (created if missing), the results table (one
@@ -228,7 +214,8 @@ def build_report(run_dir: str | os.PathLike, df: pd.DataFrame, study: Mapping[st
     ``verdicts``, ``anchors``; a pydantic model works too), bootstrap size.
     Output: the summary dict exactly as written to ``summary.json``:
     ``study, description, verdicts, n_trials, n_ok, n_diverged, n_failed,
-    generated, figures, report, bindscale_version``.
+    generated, figures, report, bindscale_version``, plus ``run_info`` (e.g.
+    ``quick``, ``n_planned``, ``n_missing``, ``steps``) when given.
     """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -250,6 +237,7 @@ def build_report(run_dir: str | os.PathLike, df: pd.DataFrame, study: Mapping[st
         "figures": [k for k, v in figures.items() if v],
         "report": "report.html",
         "bindscale_version": _package_version(),
+        **dict(run_info or {}),
     })
 
     used: set[str] = set()
@@ -281,7 +269,8 @@ def build_report(run_dir: str | os.PathLike, df: pd.DataFrame, study: Mapping[st
         config_header=header,
         config_rows=config_rows,
         problems=_problems(df),
+        study_yaml=yaml.safe_dump(study, sort_keys=False) if study.get("base") else "",
     )
-    _atomic_write(run_dir / "report.html", html)
-    _atomic_write(run_dir / "summary.json", json.dumps(summary, indent=2, allow_nan=False) + "\n")
+    atomic_write_text(run_dir / "report.html", html)
+    atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=2, allow_nan=False) + "\n")
     return summary
