@@ -39,17 +39,22 @@ from rich.console import Console  # noqa: E402
 QUIET = Console(file=open(os.devnull, "w"), stderr=False)
 
 
-def timed_study(study: StudyConfig, workers: int | None = None) -> tuple[float, dict]:
+def timed_study(study: StudyConfig, workers: int | None = None, keep: Path | None = None) -> tuple[float, dict]:
+    """Wall time of ``bindscale run`` on a fresh directory (``keep`` keeps it; it must not exist yet)."""
     with tempfile.TemporaryDirectory() as d:
+        out = keep or Path(d) / "run"
+        if out.exists():
+            raise SystemExit(f"--keep {out}: already exists (a resumed run would not be timed)")
         t0 = time.perf_counter()
-        summary = run_study(study, Path(d) / "run", device="cpu", workers=workers, console=QUIET)
+        summary = run_study(study, out, device="cpu", workers=workers, console=QUIET)
         return time.perf_counter() - t0, summary
 
 
-def bench_vs_loop(quick: bool) -> dict:
+def bench_vs_loop(quick: bool, keep: Path | None = None) -> dict:
     study = resolve_study("scaling", quick=quick)
     trials = study.trials()
-    t_ours, _ = timed_study(study)
+    t_ours, summary = timed_study(study, keep=keep)
+    print("bindscale verdicts:", {v["claim"]: v["verdict"] for v in summary["verdicts"]})
     torch.set_num_threads(os.cpu_count() or 1)  # the hand-written loop uses every core in one process
     t0 = time.perf_counter()
     for t in trials:
@@ -134,18 +139,25 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="reduced sizes (< 3 min on 2 cores)")
     ap.add_argument("--json", type=Path, help="write the figures to this JSON file")
+    ap.add_argument("--only", choices=["vs_loop", "peak", "growth", "precision"], action="append",
+                    help="run only these sections (repeatable)")
+    ap.add_argument("--keep", type=Path, help="keep the headline study's run directory here (report, records)")
     args = ap.parse_args()
+    run = lambda name: not args.only or name in args.only  # noqa: E731
     print("machine:", json.dumps(machine()))
     t0 = time.perf_counter()
     out = {"machine": machine(), "quick": args.quick}
-    out |= bench_vs_loop(args.quick)
-    out |= bench_peak(args.quick)
-    out |= bench_growth(args.quick)
-    if not args.quick:
+    if run("vs_loop"):
+        out |= bench_vs_loop(args.quick, args.keep)
+    if run("peak"):
+        out |= bench_peak(args.quick)
+    if run("growth"):
+        out |= bench_growth(args.quick)
+    if run("precision") and (not args.quick or args.only):
         out |= bench_precision()
     out["benchmark_seconds"] = time.perf_counter() - t0
-    print(f"\nsummary: speedup_vs_loop {out['speedup_vs_loop']:.2f}x, peak_fraction_w512 {out['peak_fraction_w512']:.2f}, "
-          f"time_ratio_4x_trials {out['time_ratio_4x_trials']:.2f} ({out['benchmark_seconds']:.0f} s)")
+    keys = ("speedup_vs_loop", "peak_fraction_w512", "time_ratio_4x_trials")
+    print("\nsummary:", ", ".join(f"{k} {out[k]:.2f}" for k in keys if k in out), f"({out['benchmark_seconds']:.0f} s)")
     if args.json:
         args.json.write_text(json.dumps(out, indent=1))
 
