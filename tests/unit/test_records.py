@@ -1,0 +1,35 @@
+import json
+
+from bindscale.config import TrialConfig
+from bindscale.records import load_records, read_record, record_path, write_record
+from bindscale.sweep import pending_trials
+
+
+def _rec(trial, status="ok"):
+    return {"trial_id": trial.trial_id, "status": status, "config": trial.flat(), "metrics": {"r2_heldout": float("nan")}}
+
+
+def test_records_are_strict_json_shared_and_leave_no_temp_files(tmp_path):
+    t = TrialConfig(seed=3)
+    path = write_record(tmp_path, _rec(t))
+    assert path == record_path(tmp_path, t.trial_id)
+    data = json.loads(path.read_text(), parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
+    assert data["metrics"]["r2_heldout"] is None  # NaN is not JSON
+    assert oct(path.stat().st_mode & 0o777) == "0o644"
+    assert [p.name for p in path.parent.iterdir()] == [path.name]
+
+
+def test_truncated_or_misnamed_records_are_rerun(tmp_path, capsys):
+    trials = [TrialConfig(seed=s) for s in range(4)]
+    for t in trials:
+        write_record(tmp_path, _rec(t, status="failed" if t.seed == 3 else "ok"))
+    p = record_path(tmp_path, trials[0].trial_id)
+    p.write_text(p.read_text()[:40])  # truncated
+    q = record_path(tmp_path, trials[1].trial_id)
+    q.write_text(json.dumps(_rec(trials[2])))  # someone else's record under this name
+    assert read_record(p) is None and read_record(q) is None
+    assert "warning: ignoring unreadable record" in capsys.readouterr().err
+    todo, have = pending_trials(trials, tmp_path)
+    # 0 corrupt, 1 misnamed, 3 failed → re-run; 2 is done.
+    assert sorted(t.seed for t in todo) == [0, 1, 3]
+    assert set(load_records(tmp_path)) == {trials[2].trial_id, trials[3].trial_id}
