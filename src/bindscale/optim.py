@@ -59,7 +59,3 @@ class StackedAdamW:
             v.mul_(self.beta2).addcmul_(g, g, value=1 - self.beta2)
             denom = (v.sqrt() / bc2_sqrt).add_(self.eps)
             p.addcmul_(m / denom, self._per_trial(step_size, p))
-
-    def state_dict(self) -> dict:
-        return {"step": self.step_count, "exp_avg": self.exp_avg, "exp_avg_sq": self.exp_avg_sq,
-                "lr": self.lr, "weight_decay": self.weight_decay}

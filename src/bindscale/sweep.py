@@ -14,7 +14,6 @@ import os
 import queue
 import signal
 import sys
-import time
 import traceback
 from collections import defaultdict
 from collections.abc import Callable
@@ -248,11 +247,3 @@ def pending_trials(trials: list[TrialConfig], run_dir: Path) -> tuple[list[Trial
     have = load_records(run_dir, ids)
     todo = [t for t in trials if t.trial_id not in have or have[t.trial_id]["status"] == "failed"]
     return todo, have
-
-
-def trial_steps(trials: list[TrialConfig]) -> int:
-    return sum(t.train.steps for t in trials)
-
-
-def now() -> float:
-    return time.perf_counter()

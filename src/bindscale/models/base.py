@@ -41,8 +41,3 @@ class StackedModel(nn.Module):
     def activation_shapes(self, B: int, S: int) -> dict[str, tuple[int, ...]]:  # pragma: no cover - abstract
         """Name → shape of every activation point for a batch of ``B`` tasks × ``S`` inputs."""
         raise NotImplementedError
-
-    @staticmethod
-    def hidden_points(acts: dict[str, torch.Tensor]) -> list[str]:
-        """Names of the hidden-layer points among ``acts`` (the probes' layers)."""
-        return [k for k in acts if k != "input" and k != "output"]
