@@ -34,7 +34,8 @@ def _root(
     if ctx.invoked_subcommand is None:
         print(ctx.get_help())
         raise typer.Exit(0)
-err_console = Console(stderr=True)
+# Wide when piped (rich assumes 80 columns off a terminal and would wrap paths and names).
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 
 def _fail(msg: str) -> None:
@@ -98,7 +99,7 @@ def list_() -> None:
 
 
 def _print_summary(summary: dict, out_dir: Path) -> None:
-    con = Console()
+    con = Console(width=None if sys.stdout.isatty() else 160)
     table = Table(title=f"{summary.get('study')}{' (quick)' if summary.get('quick') else ''}: verdicts")
     for col in ("claim", "verdict", "statistic", "value [95% CI]", "n"):
         table.add_column(col, overflow="fold")

@@ -53,6 +53,8 @@ class RunLock:
 
     def __exit__(self, *exc) -> None:
         if self.fd is not None:
+            # Empty, not unlinked: unlinking a flock file lets two later drivers lock different inodes.
+            os.ftruncate(self.fd, 0)
             fcntl.flock(self.fd, fcntl.LOCK_UN)
             os.close(self.fd)
             self.fd = None

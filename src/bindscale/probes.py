@@ -13,10 +13,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.linear_model import RidgeCV
 from sklearn.metrics import r2_score
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
 
-ALPHAS = np.logspace(-3, 4, 15)
+ALPHAS = np.logspace(-4, 5, 19)
 
 
 def decodability(
@@ -36,6 +34,9 @@ def decodability(
     """
     if len(acts_score) == 0 or np.all(np.var(z_score, axis=0) == 0):
         return float("nan")
-    probe = make_pipeline(StandardScaler(), RidgeCV(alphas=ALPHAS))
+    # No per-feature standardisation: a unit nearly constant on the fit set (e.g. a
+    # rarely active ReLU) would be scaled up by 1/σ and blow up scores on held-out
+    # tasks. Hidden units share one scale, and the CV-chosen penalty handles it.
+    probe = RidgeCV(alphas=ALPHAS)
     probe.fit(acts_fit, z_fit)
     return float(r2_score(z_score, probe.predict(acts_score), multioutput="variance_weighted"))

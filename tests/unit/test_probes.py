@@ -30,3 +30,14 @@ def test_probe_fails_on_a_nonlinear_code():
     feat = lambda z: np.cos(12 * z)  # noqa: E731  non-monotone in the weight
     assert decodability(feat(z_fit), z_fit, feat(z_score), z_score) < 0.9
     assert np.isnan(decodability(feat(z_fit), z_fit, feat(z_score[:0]), z_score[:0]))
+
+
+def test_a_nearly_constant_unit_does_not_blow_up_the_score():
+    # A rarely active unit: constant on the fit set, large on held-out tasks.
+    rng = np.random.default_rng(3)
+    A = rng.normal(size=(6, 20))
+    z_fit, z_score = _codes(rng, 300), _codes(rng, 200)
+    f_fit, f_score = z_fit @ A, z_score @ A
+    f_fit = np.column_stack([f_fit, np.full(300, 1e-6) + 1e-9 * rng.normal(size=300)])
+    f_score = np.column_stack([f_score, rng.uniform(0, 5, size=200)])
+    assert decodability(f_fit, z_fit, f_score, z_score) > 0.8
