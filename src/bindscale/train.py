@@ -126,6 +126,8 @@ def train_group(
     per_trial = lambda f: torch.tensor([f(t.train) for t in trials], dtype=torch.float32, device=device)  # noqa: E731
     opt = make_optimizer(model, [t.train for t in trials])
     clip = per_trial(lambda c: math.inf if c.grad_clip is None else c.grad_clip)
+    if all(t.train.grad_clip is None for t in trials):
+        clip = None  # no trial clips: skip the per-step norm computation
     precision = resolve_precision(tr.precision, device, cfg.model.width)
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
@@ -226,8 +228,8 @@ def make_optimizer(model: StackedModel, cfgs: list) -> torch.optim.Optimizer | S
     return StackedAdamW(model.parameters(), lr=torch.tensor(lrs, device=dev), weight_decay=torch.tensor(wds, device=dev))
 
 
-def _clip_and_mask(model: StackedModel, alive: torch.Tensor, max_norm: torch.Tensor) -> None:
-    """Per-trial gradient-norm clipping to ``max_norm`` ``(T,)`` (inf = off); diverged trials get zero gradients.
+def _clip_and_mask(model: StackedModel, alive: torch.Tensor, max_norm: torch.Tensor | None) -> None:
+    """Per-trial gradient-norm clipping to ``max_norm`` ``(T,)`` (inf or None = off); diverged trials get zero gradients.
 
     On the CPU, where reading a flag costs nothing, passes that would change
     nothing are skipped; on CUDA every pass runs, so the loop never syncs.
@@ -239,6 +241,8 @@ def _clip_and_mask(model: StackedModel, alive: torch.Tensor, max_norm: torch.Ten
     if not (lazy and bool(alive.all())):
         for g in grads:
             torch.where(alive.view(shape(g)), g, torch.zeros((), dtype=g.dtype, device=g.device), out=g)
+    if max_norm is None:
+        return
     norm = torch.linalg.vector_norm(
         torch.stack([torch.linalg.vector_norm(g.flatten(1), dim=1) for g in grads]), dim=0
     )
