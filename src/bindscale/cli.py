@@ -6,7 +6,6 @@ Every user error is one line on stderr and exit code 2, with nothing written.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -14,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .errors import BindscaleError
+from .storage import RunStore
 
 app = typer.Typer(add_completion=False, help="Studies of scale vs binding in compositional generalization.")
 
@@ -47,10 +47,13 @@ def _fail(msg: str) -> None:
 def run(
     study: Annotated[str, typer.Argument(help="built-in study name or path to a study YAML")] = "scaling",
     quick: Annotated[bool, typer.Option("--quick", help="the study's reduced version (minutes)")] = False,
-    out: Annotated[Optional[Path], typer.Option("--out", help="run directory (default runs/STUDY[-quick])")] = None,
+    out: Annotated[Optional[str], typer.Option("--out", help="run directory: a path or an fsspec URL (default runs/STUDY[-quick])")] = None,
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="override: key=value (e.g. train.steps=500, width=[16,64])")] = None,
     device: Annotated[str, typer.Option("--device", help="auto | cpu | cuda")] = "auto",
     workers: Annotated[Optional[int], typer.Option("--workers", help="worker processes (default: one per core)")] = None,
+    executor: Annotated[Optional[str], typer.Option("--executor", help="inline | process | ray (default: process with >1 worker)")] = None,
+    address: Annotated[Optional[str], typer.Option("--address", help="Ray cluster address (default: start a local Ray)")] = None,
+    retries: Annotated[int, typer.Option("--retries", help="re-runs of a job whose worker died, then its trials are failed")] = 2,
 ) -> None:
     """Run (or resume) a study and write records, results.parquet, report.html and summary.json."""
     from .config import resolve_study
@@ -60,15 +63,16 @@ def run(
         _fail(f"--device {device!r}: allowed: auto, cpu, cuda")
     try:
         cfg = resolve_study(study, quick=quick, overrides=set_ or [])
-        out_dir = out or default_out(cfg, quick)
-        summary = run_study(cfg, out_dir, device=device, workers=workers, console=err_console)
+        out_dir = out or str(default_out(cfg, quick))
+        summary = run_study(cfg, out_dir, device=device, workers=workers, console=err_console,
+                            executor=executor, retries=retries, address=address)
     except BindscaleError as err:
         _fail(str(err))
     _print_summary(summary, out_dir)
 
 
 @app.command()
-def report(run_dir: Annotated[Path, typer.Argument(help="a run directory written by `bindscale run`")]) -> None:
+def report(run_dir: Annotated[str, typer.Argument(help="a run directory (path or URL) written by `bindscale run`")]) -> None:
     """Rebuild results.parquet, report.html and summary.json from a run's records."""
     from .runner import build_outputs, load_run_study
 
@@ -98,7 +102,7 @@ def list_() -> None:
     con.print(f"models: {', '.join(MODELS)}")
 
 
-def _print_summary(summary: dict, out_dir: Path) -> None:
+def _print_summary(summary: dict, out_dir: str) -> None:
     con = Console(width=None if sys.stdout.isatty() else 160)
     table = Table(title=f"{summary.get('study')}{' (quick)' if summary.get('quick') else ''}: verdicts")
     for col in ("claim", "verdict", "statistic", "value [95% CI]", "n"):
@@ -111,7 +115,7 @@ def _print_summary(summary: dict, out_dir: Path) -> None:
     if summary.get("n_missing"):
         con.print(f"{summary['n_missing']} of {summary['n_planned']} trials have no record yet: re-run to finish them")
     for label, name in (("report", "report.html"), ("summary", "summary.json"), ("table", "results.parquet")):
-        con.print(f"{label}: {out_dir / name}", soft_wrap=True, highlight=False)
+        con.print(f"{label}: {RunStore(out_dir).where(name)}", soft_wrap=True, highlight=False)
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.linear_model import RidgeCV
 from sklearn.metrics import r2_score
+from threadpoolctl import threadpool_limits
 
 ALPHAS = np.logspace(-4, 5, 19)
 
@@ -37,6 +38,9 @@ def decodability(
     # No per-feature standardisation: a unit nearly constant on the fit set (e.g. a
     # rarely active ReLU) would be scaled up by 1/σ and blow up scores on held-out
     # tasks. Hidden units share one scale, and the CV-chosen penalty handles it.
-    probe = RidgeCV(alphas=ALPHAS)
-    probe.fit(acts_fit, z_fit)
-    return float(r2_score(z_score, probe.predict(acts_score), multioutput="variance_weighted"))
+    # One BLAS thread: the probe is small, and a thread count that depends on the
+    # executor would change the last bits of the solution (records must not depend on it).
+    with threadpool_limits(limits=1):
+        probe = RidgeCV(alphas=ALPHAS)
+        probe.fit(acts_fit, z_fit)
+        return float(r2_score(z_score, probe.predict(acts_score), multioutput="variance_weighted"))

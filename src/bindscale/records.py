@@ -1,24 +1,25 @@
 """Per-trial records: one JSON file per trial, written atomically, and the derived table.
 
 A record is written to a temporary name in the same directory, flushed to
-disk and renamed, so a reader (or a resumed run) sees either the whole record
-or none. ``results.parquet`` is always rebuilt from the record files.
+disk and renamed (:mod:`bindscale.storage`), so a reader (or a resumed run)
+sees either the whole record or none. The run directory may be a local path
+or an fsspec URL. ``results.parquet`` is always rebuilt from the record files.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import math
-import os
 import subprocess
 import sys
-import tempfile
 from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
 
 from . import __version__
+from .storage import RunStore
 
 RECORD_DIR = "records"
 REQUIRED = ("trial_id", "status", "config")
@@ -29,8 +30,14 @@ def _warn(msg: str) -> None:
     print(f"warning: {msg}", file=sys.stderr)
 
 
-def record_path(run_dir: Path, trial_id: str) -> Path:
-    return Path(run_dir) / RECORD_DIR / f"{trial_id}.json"
+def record_name(trial_id: str) -> str:
+    """Name of a trial's record inside the run directory."""
+    return f"{RECORD_DIR}/{trial_id}.json"
+
+
+def record_path(run_dir: str | Path | RunStore, trial_id: str) -> str:
+    """Full path (or URL) of a trial's record."""
+    return RunStore.of(run_dir).where(record_name(trial_id))
 
 
 def _clean(obj):
@@ -44,55 +51,42 @@ def _clean(obj):
     return obj
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temp file + fsync + rename (no half-written file is ever visible).
+def write_record(run_dir: str | Path | RunStore, record: dict) -> str:
+    """Atomically write one trial's record; returns its path.
 
     Raises:
-        OSError: the directory cannot be written (permission, disk full); the temp file is removed.
+        StorageError: the record cannot be written (disk full, permission denied); nothing half-written stays.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o644)  # mkstemp makes 0600; records are meant to be shared
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    store = RunStore.of(run_dir)
+    store.write_text(record_name(record["trial_id"]), json.dumps(_clean(record), indent=1, sort_keys=True,
+                                                                 allow_nan=False))
+    return store.where(record_name(record["trial_id"]))
 
 
-def write_record(run_dir: Path, record: dict) -> Path:
-    """Atomically write one trial's record; returns its path."""
-    path = record_path(run_dir, record["trial_id"])
-    atomic_write_text(path, json.dumps(_clean(record), indent=1, sort_keys=True, allow_nan=False))
-    return path
-
-
-def read_record(path: Path) -> dict | None:
+def read_record(run_dir: str | Path | RunStore, trial_id: str) -> dict | None:
     """A record, or None (with a warning) when it is truncated, corrupt or misnamed."""
+    store = RunStore.of(run_dir)
+    where = store.where(record_name(trial_id))
     try:
-        rec = json.loads(Path(path).read_text())
+        rec = json.loads(store.read_bytes(record_name(trial_id)))
     except (OSError, ValueError) as err:
-        _warn(f"ignoring unreadable record {path} ({type(err).__name__}); its trial will be re-run")
+        _warn(f"ignoring unreadable record {where} ({type(err).__name__}); its trial will be re-run")
         return None
-    if not isinstance(rec, dict) or any(k not in rec for k in REQUIRED) or rec["trial_id"] != Path(path).stem:
-        _warn(f"ignoring malformed record {path}; its trial will be re-run")
+    if not isinstance(rec, dict) or any(k not in rec for k in REQUIRED) or rec["trial_id"] != trial_id:
+        _warn(f"ignoring malformed record {where}; its trial will be re-run")
         return None
     return rec
 
 
-def load_records(run_dir: Path, trial_ids: set[str] | None = None) -> dict[str, dict]:
+def load_records(run_dir: str | Path | RunStore, trial_ids: set[str] | None = None) -> dict[str, dict]:
     """Valid records of a run directory by trial id (only ``trial_ids`` when given)."""
-    d = Path(run_dir) / RECORD_DIR
+    store = RunStore.of(run_dir)
     out = {}
-    for p in sorted(d.glob("*.json")) if d.is_dir() else []:
-        if trial_ids is not None and p.stem not in trial_ids:
+    for name in store.list(RECORD_DIR, ".json"):
+        tid = name[: -len(".json")]
+        if trial_ids is not None and tid not in trial_ids:
             continue
-        rec = read_record(p)
+        rec = read_record(store, tid)
         if rec is not None:
             out[rec["trial_id"]] = rec
     return out
@@ -121,13 +115,12 @@ def records_table(records: list[dict]) -> pd.DataFrame:
     return df
 
 
-def write_results(run_dir: Path, records: list[dict]) -> pd.DataFrame:
+def write_results(run_dir: str | Path | RunStore, records: list[dict]) -> pd.DataFrame:
     """Write ``results.parquet`` (atomically) from records; returns the table."""
     df = records_table(records)
-    path = Path(run_dir) / "results.parquet"
-    tmp = path.with_name(f".{path.name}.tmp")
-    df.to_parquet(tmp, index=False)
-    os.replace(tmp, path)
+    buf = io.BytesIO()
+    df.to_parquet(buf, index=False)
+    RunStore.of(run_dir).write_bytes("results.parquet", buf.getvalue())
     return df
 
 

@@ -14,8 +14,10 @@ from . import seeding
 from .config import StudyConfig, TrialConfig, validate
 from .errors import BindscaleError, ConfigError
 from .lock import RunLock
-from .records import atomic_write_text, load_records, write_results
-from .sweep import execute, pending_trials, plan_jobs, resolve_device
+from .executors import EXECUTORS, RETRIES, execute
+from .records import load_records, write_results
+from .storage import RunStore, StorageError
+from .sweep import pending_trials, plan_jobs, resolve_device
 from .tasks.splits import make_split
 
 STUDY_FILE = "study.yaml"
@@ -63,16 +65,32 @@ def default_out(study: StudyConfig, quick: bool) -> Path:
 
 
 def run_study(
-    study: StudyConfig, out: Path, device: str = "auto", workers: int | None = None,
-    console: Console | None = None,
+    study: StudyConfig, out: "str | Path", device: str = "auto", workers: int | None = None,
+    console: Console | None = None, executor: str | None = None, retries: int = RETRIES,
+    address: str | None = None,
 ) -> dict:
     """Run (or resume) ``study`` into ``out`` and build its report; returns the summary.
 
+    Args:
+        out: run directory, a local path or an fsspec URL (:mod:`bindscale.storage`).
+        executor: ``inline``, ``process`` or ``ray``; default ``process`` with more
+            than one worker, else ``inline``.
+        retries: re-runs of a job whose worker died (then its trials are ``failed``).
+        address: Ray cluster address (``--executor ray``); none starts a local instance.
+
     Raises:
-        ConfigError: bad device, unwritable ``out``, or a split that cannot be made —
-            all detected before anything is written.
+        ConfigError: bad device / executor, unwritable ``out``, or a split that cannot
+            be made — all detected before anything is written.
+        RunLocked: another live driver holds ``out``.
+        StorageError: records cannot be written during the run (finished trials are kept).
     """
     console = console or Console(stderr=True)
+    if executor is not None and executor not in EXECUTORS:
+        raise ConfigError(f"--executor {executor!r}: allowed: {', '.join(EXECUTORS)}")
+    if retries < 0:
+        raise ConfigError(f"--retries {retries}: must be 0 or more")
+    if address and executor != "ray":
+        raise ConfigError("--address is the Ray cluster's address: it needs --executor ray")
     try:
         dev = resolve_device(device)
     except ValueError as err:
@@ -81,7 +99,12 @@ def run_study(
     if dev != "cuda" and any(t.train.precision == "tf32" for t in trials):
         raise ConfigError("train.precision tf32 needs --device cuda; allowed on CPU: fp32, bf16, auto")
     check_splits(trials)
-    check_out_dir(out)
+    try:
+        store = RunStore.of(out)
+    except StorageError as err:
+        raise ConfigError(f"--out {out}: {err}") from None
+    if store.local is not None:
+        check_out_dir(store.local)
     cores = os.cpu_count() or 1
     if workers is not None and not 1 <= workers <= MAX_WORKERS:
         raise ConfigError(f"--workers {workers}: allowed 1 to {MAX_WORKERS} (this machine has {cores} cores)")
@@ -90,23 +113,30 @@ def run_study(
         workers = cores
 
     try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise ConfigError(f"--out {out}: cannot create it ({err.strerror})") from None
-    with RunLock(out):
-        return _run_locked(study, out, dev, workers, console, trials)
+        store.makedirs()
+    except StorageError as err:
+        raise ConfigError(f"--out {out}: {err}") from None
+    with RunLock(store):
+        return _run_locked(study, store, dev, workers, console, trials, executor, retries, address)
 
 
-def _run_locked(study: StudyConfig, out: Path, dev: str, workers: int | None, console: Console,
-                trials: list[TrialConfig]) -> dict:
-    atomic_write_text(out / STUDY_FILE, yaml.safe_dump(study.model_dump(mode="json"), sort_keys=False))
-    todo, have = pending_trials(trials, out)
-    n_workers = workers or (1 if dev == "cuda" else min(os.cpu_count() or 1, max(1, len(todo))))
+def _run_locked(study: StudyConfig, store: RunStore, dev: str, workers: int | None, console: Console,
+                trials: list[TrialConfig], executor: str | None, retries: int, address: str | None) -> dict:
+    store.write_text(STUDY_FILE, yaml.safe_dump(study.model_dump(mode="json"), sort_keys=False))
+    todo, have = pending_trials(trials, store)
+    if executor == "ray" and address:
+        n_workers = workers or len(todo) or 1  # the cluster's scheduler decides placement
+    else:
+        n_workers = workers or (1 if dev == "cuda" else min(os.cpu_count() or 1, max(1, len(todo))))
     jobs = plan_jobs(todo, n_workers=n_workers, device=dev)
     n_workers = max(1, min(n_workers, len(jobs)))
+    executor = executor or ("process" if n_workers > 1 else "inline")
+    if executor == "inline":
+        n_workers = 1
     console.print(
         f"[bold]{study.name}[/]: {len(trials)} trials, {len(have) - sum(h['status'] == 'failed' for h in have.values())} "
-        f"already recorded, {len(todo)} to run in {len(jobs)} stacked jobs on {n_workers} worker(s), device {dev} → {out}"
+        f"already recorded, {len(todo)} to run in {len(jobs)} stacked jobs on {n_workers} worker(s) "
+        f"({executor}), device {dev} → {store}"
     )
     t0 = time.perf_counter()
     if jobs:
@@ -123,30 +153,38 @@ def _run_locked(study: StudyConfig, out: Path, dev: str, workers: int | None, co
                 bar.update(task, description=f"training ({done['trials']}/{len(todo)} trials"
                                              + (f", {bad} not ok" if bad else "") + ")")
 
-            execute(jobs, out, study.name, dev, n_workers, lambda n: bar.advance(task, n), job_done)
-    summary = build_outputs(out, study)
+            payload = [[t.model_dump(mode="json") for t in job] for job in jobs]
+            try:
+                execute(payload, str(store), study.name, dev, executor=executor, workers=n_workers,
+                        retries=retries, address=address, on_progress=lambda n: bar.advance(task, n),
+                        on_job_done=job_done)
+            except StorageError as err:
+                raise StorageError(f"{err}; the sweep stopped, finished trials are kept: fix the storage "
+                                   "and re-run the same command to resume") from None
+    summary = build_outputs(store, study)
     summary["wall_seconds"] = time.perf_counter() - t0
     return summary
 
 
-def load_run_study(run_dir: Path) -> StudyConfig:
+def load_run_study(run_dir: "str | Path | RunStore") -> StudyConfig:
     """The resolved study a run directory was made with.
 
     Raises:
         ConfigError: not a run directory.
     """
-    path = Path(run_dir) / STUDY_FILE
-    if not path.is_file():
+    store = RunStore.of(run_dir)
+    path = store.where(STUDY_FILE)
+    if not store.exists(STUDY_FILE):
         raise ConfigError(f"{run_dir} is not a bindscale run directory (no {STUDY_FILE})")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(store.read_text(STUDY_FILE))
     except (yaml.YAMLError, UnicodeDecodeError, OSError) as err:
         raise ConfigError(f"{path} cannot be read as YAML ({type(err).__name__}); it was written by bindscale run, "
                           "re-run that command to rewrite it") from None
     return validate(StudyConfig, data, where=str(path))
 
 
-def build_outputs(run_dir: Path, study: StudyConfig) -> dict:
+def build_outputs(run_dir: "str | Path | RunStore", study: StudyConfig) -> dict:
     """``results.parquet``, ``report.html`` and ``summary.json`` from the records of the study's trials."""
     from .report import build_report
 
@@ -156,4 +194,4 @@ def build_outputs(run_dir: Path, study: StudyConfig) -> dict:
     df = write_results(run_dir, [recs[i] for i in ids if i in recs])
     run_info = {"quick": study.is_quick, "n_planned": len(ids), "n_missing": len(ids) - len(recs),
                 "steps": sorted({t.train.steps for t in trials})}
-    return build_report(Path(run_dir), df, study.model_dump(mode="json"), run_info=run_info)
+    return build_report(run_dir, df, study.model_dump(mode="json"), run_info=run_info)

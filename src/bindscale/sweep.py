@@ -1,30 +1,25 @@
-"""Sweeps: trials → stacked jobs → executors → records, resumable.
+"""Sweeps: trials → stacked jobs → records, resumable.
 
 A *job* is a list of trials sharing one :func:`~bindscale.train.group_key`,
-trained as one stacked model. Jobs run inline or on a local process pool whose
-workers each pin their torch thread count, so the pool never uses more threads
-than cores (DESIGN §5: an oversubscribed 2-core machine runs ~50× slower).
-Each trial's record is written atomically by whoever trained it; a re-run of
-the same command skips trials that have a record (failed ones are retried).
+trained as one stacked model by :func:`run_job`, which every executor
+(:mod:`bindscale.executors`: inline, process pool, Ray) calls. Each trial's
+record is written atomically by whoever trained it; a re-run of the same
+command skips trials that have a record (failed ones are retried).
 """
 
 from __future__ import annotations
 
 import os
-import queue
-import signal
-import sys
 import traceback
 from collections import defaultdict
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from multiprocessing import get_context
 from pathlib import Path
 
 import torch
 
 from .config import TrialConfig
 from .records import load_records, provenance, write_record
+from .storage import RunStore
 from .train import group_key, train_group
 
 #: Largest number of trials in one stack (bounds memory; issue #3 makes it adaptive).
@@ -147,10 +142,15 @@ def run_job(
     job: list[dict], run_dir: str, study: str, device: str, executor: str,
     progress: Callable[[int], None] | None = None,
 ) -> list[str]:
-    """Train one stacked job and write its records. Exceptions become ``failed`` records.
+    """Train one stacked job and write its records. Exceptions in training become ``failed`` records.
 
     Args:
         job: trial configs as plain dicts (picklable across processes).
+        run_dir: the run directory's path or URL (:class:`~bindscale.storage.RunStore`).
+
+    Raises:
+        StorageError: a record cannot be written (disk full, permission denied): that
+            stops the sweep, since no later trial could be recorded either.
 
     Returns:
         The statuses written, one per trial.
@@ -163,34 +163,15 @@ def run_job(
         msg = f"{type(err).__name__}: {err}\n{traceback.format_exc(limit=5)}"
         recs = [make_record(t, study, None, device, executor, error=msg) for t in trials]
     for rec in recs:
-        write_record(Path(run_dir), rec)
+        write_record(run_dir, rec)
     return [r["status"] for r in recs]
 
 
-# ----------------------------------------------------------------------------- process pool
-
-_QUEUE = None
-
-
-def _worker_init(threads: int, q) -> None:
-    global _QUEUE
-    _QUEUE = q
-    torch.set_num_threads(threads)
-    torch.set_num_interop_threads(1)
-    if sys.platform.startswith("linux"):
-        # Die with the driver: a killed driver must not leave workers writing records
-        # while a resumed driver runs the same trials again.
-        import ctypes
-
-        try:
-            ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            pass
-
-
-def _pool_job(job, run_dir, study, device, executor):
-    q = _QUEUE
-    return run_job(job, run_dir, study, device, executor, (lambda n: q.put(n)) if q is not None else None)
+def write_failed(job: list[dict], run_dir: str, study: str, device: str, executor: str, error: str) -> list[str]:
+    """Record every trial of ``job`` as ``failed`` with ``error`` (its worker died too often)."""
+    for d in job:
+        write_record(run_dir, make_record(TrialConfig.model_validate(d), study, None, device, executor, error=error))
+    return ["failed"] * len(job)
 
 
 def threads_per_worker(workers: int) -> int:
@@ -198,50 +179,7 @@ def threads_per_worker(workers: int) -> int:
     return max(1, (os.cpu_count() or 1) // max(1, workers))
 
 
-def execute(
-    jobs: list[list[TrialConfig]], run_dir: Path, study: str, device: str, workers: int,
-    on_progress: Callable[[int], None], on_job_done: Callable[[list[str]], None],
-) -> None:
-    """Run ``jobs`` inline (``workers == 1``) or on a process pool of ``workers``."""
-    executor = "inline" if workers == 1 else "process"
-    payload = [[t.model_dump(mode="json") for t in job] for job in jobs]
-    if workers == 1:
-        torch.set_num_threads(threads_per_worker(1))
-        for job in payload:
-            on_job_done(run_job(job, str(run_dir), study, device, executor, on_progress))
-        return
-    ctx = get_context("spawn")  # fork after torch has started threads is unsafe
-    # A plain queue inherited by the workers: no manager process that could outlive a killed driver.
-    q = ctx.Queue()
-    pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
-                               initargs=(threads_per_worker(workers), q))
-    try:
-        pending = {pool.submit(_pool_job, job, str(run_dir), study, device, executor) for job in payload}
-        while pending:
-            done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-            _drain(q, on_progress)
-            for fut in done:
-                on_job_done(fut.result())
-        _drain(q, on_progress)
-    except BaseException:
-        # Ctrl-C or an error: stop now. Jobs in flight are lost (their trials have no
-        # record and re-run on resume); no new job starts.
-        pool.shutdown(wait=False, cancel_futures=True)
-        for proc in list(getattr(pool, "_processes", {}).values()):
-            proc.kill()
-        raise
-    pool.shutdown(wait=True)
-
-
-def _drain(q, on_progress) -> None:
-    while True:
-        try:
-            on_progress(q.get_nowait())
-        except queue.Empty:
-            return
-
-
-def pending_trials(trials: list[TrialConfig], run_dir: Path) -> tuple[list[TrialConfig], dict[str, dict]]:
+def pending_trials(trials: list[TrialConfig], run_dir: "str | Path | RunStore") -> tuple[list[TrialConfig], dict[str, dict]]:
     """Trials still to run (no record, or a ``failed`` one) and the records already there."""
     ids = {t.trial_id for t in trials}
     have = load_records(run_dir, ids)

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from bindscale.records import atomic_write_text
+from bindscale.storage import RunStore
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from bindscale.report.figures import FIGURES, make_figures
@@ -217,10 +217,10 @@ def build_report(run_dir: str | os.PathLike, df: pd.DataFrame, study: Mapping[st
     generated, figures, report, bindscale_version``, plus ``run_info`` (e.g.
     ``quick``, ``n_planned``, ``n_missing``, ``steps``) when given.
     """
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    store = RunStore.of(run_dir)
+    store.makedirs()
     study = study_as_dict(study)
-    name = str(study.get("name") or run_dir.name)
+    name = str(study.get("name") or store.path().rstrip("/").rsplit("/", 1)[-1])
     status = df["status"].astype(str) if "status" in df else pd.Series(["ok"] * len(df))
     verdicts = compute_verdicts(df, study, n_boot=n_boot)
     figures = make_figures(df, study)
@@ -271,6 +271,6 @@ def build_report(run_dir: str | os.PathLike, df: pd.DataFrame, study: Mapping[st
         problems=_problems(df),
         study_yaml=yaml.safe_dump(study, sort_keys=False) if study.get("base") else "",
     )
-    atomic_write_text(run_dir / "report.html", html)
-    atomic_write_text(run_dir / "summary.json", json.dumps(summary, indent=2, allow_nan=False) + "\n")
+    store.write_text("report.html", html)
+    store.write_text("summary.json", json.dumps(summary, indent=2, allow_nan=False) + "\n")
     return summary

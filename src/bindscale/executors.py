@@ -1,0 +1,205 @@
+"""Executors: run stacked jobs inline, on a local process pool, or on a Ray cluster.
+
+Every executor calls :func:`bindscale.sweep.run_job`, which writes each
+trial's record as soon as its stack is trained, so whatever an executor loses
+(a killed worker, a pre-empted node, a killed driver) costs only the jobs in
+flight; a re-run resumes from the records.
+
+Worker death: a job whose worker dies (SIGKILL, out of memory, a lost node)
+is run again, up to ``retries`` more times; after that its trials are
+recorded as ``failed`` with the cause, and the sweep finishes. A Python
+exception inside training is not retried (it would fail the same way): it is
+recorded as ``failed`` straight away by ``run_job``.
+
+Threads: process-pool workers and Ray tasks each pin their torch thread count
+so that the machine is never oversubscribed (DESIGN §5: a 2-core machine
+oversubscribed by BLAS threads runs ~50× slower).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from multiprocessing import get_context
+
+import torch
+
+from .errors import ConfigError
+from .sweep import run_job, threads_per_worker, write_failed
+
+EXECUTORS = ("inline", "process", "ray")
+#: Default number of re-runs of a job whose worker died.
+RETRIES = 2
+
+Progress = Callable[[int], None]
+JobDone = Callable[[list[str]], None]
+
+
+def execute(
+    payload: list[list[dict]], run_dir: str, study: str, device: str, *, executor: str = "process",
+    workers: int = 1, retries: int = RETRIES, address: str | None = None, gpu_fraction: float = 1.0,
+    on_progress: Progress = lambda n: None, on_job_done: JobDone = lambda s: None,
+) -> None:
+    """Run every job of ``payload`` (lists of trial-config dicts) and write their records.
+
+    Args:
+        executor: ``inline`` (this process), ``process`` (a pool of ``workers``
+            spawned processes) or ``ray`` (Ray tasks; local instance unless ``address``).
+        retries: re-runs of a job whose worker died before it is recorded as failed.
+        on_progress: called with trial-steps done (negative to take back the steps
+            of a job that is re-run); on_job_done: with the statuses of a finished job.
+
+    Raises:
+        ConfigError: unknown executor, or Ray asked for but not installed / unreachable.
+        StorageError: records cannot be written (the sweep stops; finished trials are kept).
+    """
+    if executor not in EXECUTORS:
+        raise ConfigError(f"--executor {executor!r}: allowed: {', '.join(EXECUTORS)}")
+    if retries < 0:
+        raise ConfigError(f"--retries {retries}: must be 0 or more")
+    if executor == "inline":
+        torch.set_num_threads(threads_per_worker(1))
+        for job in payload:
+            on_job_done(run_job(job, run_dir, study, device, "inline", on_progress))
+    elif executor == "process":
+        _execute_pool(payload, run_dir, study, device, workers, retries, on_progress, on_job_done)
+    else:
+        from .ray_executor import execute_ray
+
+        execute_ray(payload, run_dir, study, device, workers=workers, retries=retries, address=address,
+                    gpu_fraction=gpu_fraction, on_progress=on_progress, on_job_done=on_job_done)
+
+
+# ----------------------------------------------------------------------------- process pool
+
+_QUEUE = None
+
+
+def _worker_init(threads: int, q, driver: int) -> None:
+    global _QUEUE
+    if os.getppid() != driver:  # the driver died while this worker was still starting
+        os.kill(os.getpid(), signal.SIGKILL)
+    _QUEUE = q
+    torch.set_num_threads(threads)
+    torch.set_num_interop_threads(1)
+    # Die with the driver: a killed driver must not leave workers training (and writing
+    # records) while a resumed driver runs the same trials again.
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    # Not every kernel honours PR_SET_PDEATHSIG (sandboxes, other OSes): also watch the parent.
+    threading.Thread(target=_watch_parent, args=(driver,), name="bindscale-watch-parent",
+                     daemon=True).start()
+
+
+def _watch_parent(parent: int, every: float = 0.2) -> None:
+    while True:
+        time.sleep(every)
+        if os.getppid() != parent:  # re-parented: the driver is gone
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _pool_job(idx, job, run_dir, study, device):
+    q = _QUEUE
+    q.put(("start", idx, os.getpid()))
+    return run_job(job, run_dir, study, device, "process", lambda n: q.put(("steps", idx, n)))
+
+
+def _execute_pool(payload, run_dir, study, device, workers, retries, on_progress, on_job_done) -> None:
+    ctx = get_context("spawn")  # fork after torch has started threads is unsafe
+    # A plain queue inherited by the workers: no manager process that could outlive a killed driver.
+    q = ctx.Queue()
+    todo = list(range(len(payload)))
+    deaths = [0] * len(payload)
+    steps_done = [0] * len(payload)
+    running: dict[int, int] = {}  # job → pid of the worker that started it
+
+    def drain() -> None:
+        while True:
+            try:
+                msg = q.get_nowait()
+            except queue.Empty:
+                return
+            if msg[0] == "start":
+                running[msg[1]] = msg[2]
+            else:
+                steps_done[msg[1]] += msg[2]
+                on_progress(msg[2])
+
+    while todo:
+        pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
+                                   initargs=(threads_per_worker(workers), q, os.getpid()))
+        procs: dict[int, object] = {}
+        broken = False
+        try:
+            futures = {pool.submit(_pool_job, i, payload[i], run_dir, study, device): i for i in todo}
+            todo = []
+            pending = set(futures)
+            while pending:
+                done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                procs |= dict(getattr(pool, "_processes", None) or {})
+                drain()
+                for fut in done:
+                    i = futures[fut]
+                    try:
+                        statuses = fut.result()
+                    except BrokenProcessPool:
+                        broken = True
+                        todo.append(i)
+                        continue
+                    running.pop(i, None)
+                    on_job_done(statuses)
+            drain()
+        except BaseException:
+            # Ctrl-C, a storage error: stop now. Jobs in flight are lost (their trials have
+            # no record and re-run on resume); no new job starts.
+            pool.shutdown(wait=False, cancel_futures=True)
+            for proc in list((getattr(pool, "_processes", None) or {}).values()) + list(procs.values()):
+                proc.kill()
+            raise
+        pool.shutdown(wait=True)
+        if not broken:
+            break
+        todo = _after_break(sorted(todo), running, procs, deaths, steps_done, retries, on_progress,
+                            lambda i, why: on_job_done(write_failed(payload[i], run_dir, study, device, "process",
+                                                                    why)))
+
+
+def _after_break(lost, running, procs, deaths, steps_done, retries, on_progress, give_up) -> list[int]:
+    """Jobs to resubmit after a worker died; charges the death to the job(s) that dead worker ran.
+
+    The pool terminates the surviving workers (exit code −SIGTERM) when one dies;
+    the job whose worker exited otherwise (−SIGKILL, a crash) is charged. If no
+    worker can be singled out, every started job is charged (every lost job when
+    none is known to have started: a dying worker may not have flushed its message),
+    so a job that kills its worker every time cannot be retried forever.
+    """
+    codes = {pid: getattr(p, "exitcode", None) for pid, p in procs.items()}
+    started = [i for i in lost if i in running]
+    culprits = [i for i in started if codes.get(running[i]) not in (None, 0, -signal.SIGTERM)]
+    for i in culprits or started or lost:
+        deaths[i] += 1
+    again = []
+    for i in lost:
+        if steps_done[i]:
+            on_progress(-steps_done[i])
+            steps_done[i] = 0
+        pid = running.pop(i, None)
+        if deaths[i] > retries:
+            code = codes.get(pid)
+            give_up(i, f"WorkerDied: the worker running this job died {deaths[i]} times "
+                       f"(last exit code {code}); retries exhausted ({retries})")
+        else:
+            again.append(i)
+    return again

@@ -1,0 +1,408 @@
+"""Character-level decoder-only transformer (the subgraphs claim: Dziri et al., NeurIPS 2023, "Faith and Fate").
+
+One model, one trial (no stacking over trials, unlike the MLP students): token
+embedding → ``n_layers`` pre-LayerNorm blocks (Radford et al. 2019, GPT-2;
+Xiong et al. 2020, "On Layer Normalization in the Transformer Architecture")
+→ final LayerNorm → an *untied* linear head to the vocabulary. There is no
+learned position embedding: rotary position embeddings (Su et al. 2021,
+"RoFormer") rotate queries and keys, so attention scores depend only on
+relative position and sequences of different lengths share one mechanism.
+Attention is causal; the MLP is ``d_model → mlp_ratio·d_model → d_model`` with
+exact (erf) GELU (Hendrycks & Gimpel 2016). No dropout: the studies train on
+fixed sets and read generalization off held-out data, not off regularisation.
+
+Initialisation follows GPT-2 (Radford et al. 2019, §2.3): every linear weight
+and the embedding ~ N(0, 0.02²), biases zero, LayerNorm gain 1 and bias 0, and
+the two projections that write into the residual stream (attention output and
+MLP output) ~ N(0, (0.02/√(2·n_layers))²) so that the residual variance does
+not grow with depth. Every draw comes from the ``generator`` passed in.
+
+Activation points (batch of B sequences of length L; ``d = d_model``,
+``H = n_heads``, ``d_head = d / H``; ``i = 0..n_layers-1``)::
+
+    resid.{i}            (B, L, d)            residual stream entering block i
+    attn.{i}.pattern     (B, H, L, L)         attention probabilities (row = query, column = key)
+    attn.{i}.head_out    (B, H, L, d_head)    per-head output before the output projection (after ablation)
+    attn.{i}.out         (B, L, d)            attention sublayer's write into the residual stream
+    mlp.{i}.out          (B, L, d)            MLP sublayer's write into the residual stream
+    resid.final          (B, L, d)            residual stream after the last block, before the final LayerNorm
+
+Head ablation needs no model surgery: ``forward(..., ablate={1: [0, 3]})``
+replaces heads 0 and 3 of layer 1 by zeros (or by ``ablate_with[1]``, e.g.
+their mean output, for mean ablation) before the output projection.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+#: GPT-2's initialisation scale (Radford et al. 2019).
+INIT_STD = 0.02
+
+
+def causal_mask(L: int, start: int, device: torch.device | str = "cpu") -> torch.Tensor:
+    """Which keys each query may see when ``L`` new tokens follow ``start`` cached ones.
+
+    Returns:
+        Bool ``(L, start + L)``; entry ``[i, j]`` is True iff key ``j`` is at or
+        before query ``i``'s absolute position ``start + i``.
+    """
+    q_pos = torch.arange(start, start + L, device=device)
+    k_pos = torch.arange(start + L, device=device)
+    return k_pos[None, :] <= q_pos[:, None]
+
+
+class Rotary(nn.Module):
+    """Rotary position embeddings (Su et al. 2021, "RoFormer").
+
+    Feature pairs ``(x[j], x[j + d_head/2])`` of a query or key at position ``p``
+    are rotated by the angle ``p · base^(-2j/d_head)`` (the "rotate half" layout
+    of GPT-NeoX, equivalent to RoFormer's interleaved one up to a fixed
+    permutation of features). A rotation by ``p·θ`` of q and by ``n·θ`` of k
+    leaves ``q·k`` a function of ``p - n`` only.
+
+    Raises:
+        ValueError: ``d_head`` is odd.
+    """
+
+    def __init__(self, d_head: int, max_len: int, base: float = 10_000.0):
+        super().__init__()
+        if d_head % 2:
+            raise ValueError(f"rotary embeddings need an even head dimension, got d_head={d_head}")
+        inv_freq = base ** (-torch.arange(0, d_head, 2, dtype=torch.float64) / d_head)  # (d_head/2,)
+        angles = torch.arange(max_len, dtype=torch.float64)[:, None] * inv_freq[None, :]  # (max_len, d_head/2)
+        # Not persistent: derived from the shape, so state dicts hold only learned weights.
+        self.register_buffer("cos", angles.cos().float(), persistent=False)
+        self.register_buffer("sin", angles.sin().float(), persistent=False)
+        self.max_len = max_len
+
+    def angles(self, start: int, L: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(cos, sin)``, each ``(L, d_head/2)``, for absolute positions ``start .. start+L-1``.
+
+        Raises:
+            ValueError: the positions run past ``max_len``.
+        """
+        if start + L > self.max_len:
+            raise ValueError(f"sequence reaches position {start + L} but the model was built with max_len={self.max_len}")
+        return self.cos[start:start + L], self.sin[start:start + L]
+
+    @staticmethod
+    def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        """Rotate ``x`` ``(..., L, d_head)`` by the angles ``cos``/``sin`` ``(L, d_head/2)``."""
+        x1, x2 = x.chunk(2, dim=-1)
+        return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+
+
+class KVCache:
+    """Preallocated keys and values of every layer for incremental (greedy) decoding.
+
+    ``k[i]``, ``v[i]``: ``(B, H, capacity, d_head)``; positions ``0 .. length-1``
+    hold the tokens seen so far. The model advances ``length`` after each forward.
+    """
+
+    def __init__(self, n_layers: int, B: int, n_heads: int, capacity: int, d_head: int,
+                 device: torch.device, dtype: torch.dtype):
+        shape = (B, n_heads, capacity, d_head)
+        self.k = [torch.empty(shape, device=device, dtype=dtype) for _ in range(n_layers)]
+        self.v = [torch.empty(shape, device=device, dtype=dtype) for _ in range(n_layers)]
+        self.capacity, self.length = capacity, 0
+
+
+class CausalSelfAttention(nn.Module):
+    """Multi-head causal self-attention with rotary queries and keys: ``(B, L, d) → (B, L, d)``."""
+
+    def __init__(self, layer: int, d_model: int, n_heads: int):
+        super().__init__()
+        self.layer, self.n_heads, self.d_head = layer, n_heads, d_model // n_heads
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.proj = nn.Linear(d_model, d_model)  # writes into the residual stream
+
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, acts: dict | None,
+                patch: tuple[torch.Tensor, torch.Tensor] | None, cache: KVCache | None) -> torch.Tensor:
+        B, L, d = x.shape
+        H, dh = self.n_heads, self.d_head
+        q, k, v = self.qkv(x).view(B, L, 3, H, dh).permute(2, 0, 3, 1, 4)  # each (B, H, L, dh)
+        q, k = Rotary.rotate(q, cos, sin), Rotary.rotate(k, cos, sin)
+        start = 0
+        if cache is not None:
+            start = cache.length
+            cache.k[self.layer][:, :, start:start + L] = k
+            cache.v[self.layer][:, :, start:start + L] = v
+            k, v = cache.k[self.layer][:, :, :start + L], cache.v[self.layer][:, :, :start + L]  # (B, H, start+L, dh)
+
+        if acts is not None:
+            # SDPA does not return its weights: compute them explicitly when they are asked for.
+            scores = (q @ k.transpose(-2, -1)) / math.sqrt(dh)  # (B, H, L, start+L)
+            scores = scores.masked_fill(~causal_mask(L, start, x.device), float("-inf"))
+            pattern = scores.softmax(dim=-1)
+            acts[f"attn.{self.layer}.pattern"] = pattern
+            z = pattern @ v  # (B, H, L, dh)
+        elif start == 0:
+            z = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        elif L == 1:
+            z = F.scaled_dot_product_attention(q, k, v)  # one new token sees every cached one
+        else:
+            # is_causal aligns the mask top-left, wrong when keys outnumber queries: pass it explicitly.
+            z = F.scaled_dot_product_attention(q, k, v, attn_mask=causal_mask(L, start, x.device))
+
+        if patch is not None:
+            ablated, value = patch  # (1, H, 1, 1) bool, broadcastable to (B, H, L, dh)
+            z = torch.where(ablated, value.to(z.dtype), z)
+        if acts is not None:
+            acts[f"attn.{self.layer}.head_out"] = z
+        return self.proj(z.transpose(1, 2).reshape(B, L, d))
+
+
+class MLP(nn.Module):
+    """``d → mlp_ratio·d → d`` with GELU: ``(B, L, d) → (B, L, d)``."""
+
+    def __init__(self, d_model: int, mlp_ratio: int):
+        super().__init__()
+        self.fc = nn.Linear(d_model, mlp_ratio * d_model)
+        self.proj = nn.Linear(mlp_ratio * d_model, d_model)  # writes into the residual stream
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(F.gelu(self.fc(x)))
+
+
+class Block(nn.Module):
+    """Pre-LayerNorm block: ``x + attn(ln1(x))``, then ``+ mlp(ln2(·))``; ``(B, L, d) → (B, L, d)``."""
+
+    def __init__(self, layer: int, d_model: int, n_heads: int, mlp_ratio: int):
+        super().__init__()
+        self.layer = layer
+        self.ln1 = nn.LayerNorm(d_model)
+        self.attn = CausalSelfAttention(layer, d_model, n_heads)
+        self.ln2 = nn.LayerNorm(d_model)
+        self.mlp = MLP(d_model, mlp_ratio)
+
+    def forward(self, x, cos, sin, acts, patch, cache):
+        a = self.attn(self.ln1(x), cos, sin, acts, patch, cache)  # (B, L, d)
+        x = x + a
+        m = self.mlp(self.ln2(x))  # (B, L, d)
+        if acts is not None:
+            acts[f"attn.{self.layer}.out"] = a
+            acts[f"mlp.{self.layer}.out"] = m
+        return x + m
+
+
+class Transformer(nn.Module):
+    """Decoder-only transformer over a character vocabulary (see the module docstring).
+
+    Args:
+        vocab_size: number of token ids V.
+        n_layers, d_model, n_heads: depth, residual width, heads per layer.
+        mlp_ratio: MLP hidden width as a multiple of ``d_model``.
+        max_len: longest sequence (prompt plus generated tokens) the rotary table covers.
+        generator: source of every initial weight; ``None`` uses torch's global RNG.
+
+    Raises:
+        ValueError: ``d_model`` not divisible by ``n_heads``, an odd head dimension,
+            or a non-positive size.
+    """
+
+    def __init__(self, vocab_size: int, n_layers: int, d_model: int, n_heads: int, mlp_ratio: int = 4,
+                 max_len: int = 1024, generator: torch.Generator | None = None):
+        super().__init__()
+        for name, v in (("vocab_size", vocab_size), ("n_layers", n_layers), ("d_model", d_model),
+                        ("n_heads", n_heads), ("mlp_ratio", mlp_ratio), ("max_len", max_len)):
+            if v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v}")
+        if d_model % n_heads:
+            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        self.vocab_size, self.n_layers, self.d_model, self.n_heads = vocab_size, n_layers, d_model, n_heads
+        self.d_head, self.max_len = d_model // n_heads, max_len
+        # PyTorch's default inits draw from the global RNG; keep its state untouched, we re-draw below.
+        with torch.random.fork_rng(devices=[]):
+            self.embed = nn.Embedding(vocab_size, d_model)
+            self.rope = Rotary(self.d_head, max_len)
+            self.blocks = nn.ModuleList(Block(i, d_model, n_heads, mlp_ratio) for i in range(n_layers))
+            self.ln_f = nn.LayerNorm(d_model)
+            self.head = nn.Linear(d_model, vocab_size, bias=False)  # untied from the embedding
+        self._init_weights(generator)
+
+    @torch.no_grad()
+    def _init_weights(self, g: torch.Generator | None) -> None:
+        resid_std = INIT_STD / math.sqrt(2 * self.n_layers)
+        # named_modules() runs in registration order, so a generator's draws always land on the same weights.
+        for name, mod in self.named_modules():
+            if isinstance(mod, (nn.Linear, nn.Embedding)):
+                std = resid_std if name.endswith(".proj") else INIT_STD
+                nn.init.normal_(mod.weight, 0.0, std, generator=g)
+                if getattr(mod, "bias", None) is not None:
+                    nn.init.zeros_(mod.bias)
+            elif isinstance(mod, nn.LayerNorm):
+                nn.init.ones_(mod.weight)
+                nn.init.zeros_(mod.bias)
+
+    def n_params(self) -> int:
+        """Trainable parameters (embedding and head both counted: they are untied)."""
+        return sum(p.numel() for p in self.parameters() if p.requires_grad)
+
+    def activation_shapes(self, B: int, L: int) -> dict[str, tuple[int, ...]]:
+        """Name → shape of every activation point for ``B`` sequences of length ``L`` (no cache)."""
+        d, H = self.d_model, self.n_heads
+        shapes: dict[str, tuple[int, ...]] = {}
+        for i in range(self.n_layers):
+            shapes[f"resid.{i}"] = (B, L, d)
+            shapes[f"attn.{i}.pattern"] = (B, H, L, L)
+            shapes[f"attn.{i}.head_out"] = (B, H, L, self.d_head)
+            shapes[f"attn.{i}.out"] = (B, L, d)
+            shapes[f"mlp.{i}.out"] = (B, L, d)
+        shapes["resid.final"] = (B, L, d)
+        return shapes
+
+    def new_cache(self, B: int, capacity: int) -> KVCache:
+        """An empty KV cache for ``B`` sequences of up to ``capacity`` positions, on the model's device and dtype."""
+        p = next(self.parameters())
+        return KVCache(self.n_layers, B, self.n_heads, capacity, self.d_head, p.device, p.dtype)
+
+    def _patches(self, ablate: dict[int, list[int]] | None, ablate_with: dict[int, torch.Tensor] | None,
+                 device: torch.device) -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
+        """Per layer: a ``(1, H, 1, 1)`` mask of ablated heads and the value that replaces them."""
+        patches = {}
+        for layer, heads in (ablate or {}).items():
+            if not 0 <= layer < self.n_layers:
+                raise ValueError(f"ablate names layer {layer}; the model has layers 0..{self.n_layers - 1}")
+            bad = [h for h in heads if not 0 <= h < self.n_heads]
+            if bad:
+                raise ValueError(f"ablate names heads {bad} in layer {layer}; the model has heads 0..{self.n_heads - 1}")
+            mask = torch.zeros(1, self.n_heads, 1, 1, dtype=torch.bool, device=device)
+            mask[0, list(heads)] = True
+            value = (ablate_with or {}).get(layer)
+            if value is None:
+                value = torch.zeros((), device=device)
+            elif value.dim() == 2:  # (H, d_head): one vector per head, e.g. its mean output
+                value = value.to(device).view(1, self.n_heads, 1, self.d_head)
+            patches[layer] = (mask, value.to(device))
+        return patches
+
+    def forward(self, tokens: torch.Tensor, acts: dict | None = None, *,
+                ablate: dict[int, list[int]] | None = None,
+                ablate_with: dict[int, torch.Tensor] | None = None,
+                cache: KVCache | None = None) -> torch.Tensor:
+        """Next-token logits.
+
+        Args:
+            tokens: LongTensor ``(B, L)`` of token ids.
+            acts: when a dict, filled with every activation point (see
+                :meth:`activation_shapes`); attention is then computed
+                explicitly instead of by the fused kernel (same result to float
+                rounding).
+            ablate: layer → heads whose output is replaced before the output
+                projection (zeros unless ``ablate_with`` gives a value).
+            ablate_with: layer → replacement, ``(H, d_head)`` (one vector per
+                head; only the ablated heads' rows are used) or anything
+                broadcastable to ``(B, H, L, d_head)``.
+            cache: keys and values of earlier positions (incremental decoding);
+                ``tokens`` then continue those positions and the cache advances.
+
+        Returns:
+            Logits ``(B, L, V)``; position ``t`` predicts token ``t + 1``.
+
+        Raises:
+            ValueError: sequence past ``max_len`` or the cache's capacity;
+                ablation of a layer or head that does not exist.
+        """
+        B, L = tokens.shape
+        start = 0 if cache is None else cache.length
+        if cache is not None and start + L > cache.capacity:
+            raise ValueError(f"KV cache holds {cache.capacity} positions; {start + L} needed")
+        cos, sin = self.rope.angles(start, L)  # each (L, d_head/2)
+        patches = self._patches(ablate, ablate_with, tokens.device)
+        x = self.embed(tokens)  # (B, L, d)
+        for i, block in enumerate(self.blocks):
+            if acts is not None:
+                acts[f"resid.{i}"] = x
+            x = block(x, cos, sin, acts, patches.get(i), cache)
+        if acts is not None:
+            acts["resid.final"] = x
+        if cache is not None:
+            cache.length += L
+        return self.head(self.ln_f(x))
+
+    @torch.inference_mode()
+    def generate(self, prompts: list[list[int]], max_new_tokens: int, stop_id: int, *,
+                 use_cache: bool = True, batch_size: int | None = None,
+                 ablate: dict[int, list[int]] | None = None,
+                 ablate_with: dict[int, torch.Tensor] | None = None) -> list[list[int]]:
+        """Greedy (argmax) continuation of each prompt.
+
+        Prompts are grouped by length, so a group is one rectangular batch with
+        no padding (RoPE positions stay exact); each group is decoded with a KV
+        cache. Runs in eval mode under ``inference_mode``; the training flag is
+        restored afterwards.
+
+        Args:
+            prompts: token-id lists, each non-empty.
+            max_new_tokens: at most this many tokens are generated per prompt.
+            stop_id: a row ends once it emits this token.
+            use_cache: False recomputes the whole sequence at each step (a
+                reference for tests; same tokens, slower).
+            batch_size: largest number of prompts decoded together (None: a whole length group).
+            ablate, ablate_with: as in :meth:`forward`, applied at every step.
+
+        Returns:
+            The generated tokens of each prompt, in input order, without the
+            prompt, **including** the stop token when it was emitted (a row
+            that does not end in ``stop_id`` ran out of ``max_new_tokens``).
+
+        Raises:
+            ValueError: an empty prompt, or a prompt plus its continuation
+                longer than ``max_len``.
+        """
+        if max_new_tokens < 0:
+            raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
+        out: list[list[int]] = [[] for _ in prompts]
+        if max_new_tokens == 0:
+            return out
+        groups: dict[int, list[int]] = defaultdict(list)
+        for n, p in enumerate(prompts):
+            if not p:
+                raise ValueError(f"prompt {n} is empty; greedy decoding needs at least one token")
+            # The last generated token is never fed back, hence the -1.
+            if len(p) + max_new_tokens - 1 > self.max_len:
+                raise ValueError(f"prompt {n} (length {len(p)}) plus {max_new_tokens} new tokens exceeds max_len={self.max_len}")
+            groups[len(p)].append(n)
+        was_training = self.training
+        self.eval()
+        try:
+            device = next(self.parameters()).device
+            for _, rows in sorted(groups.items()):
+                step = batch_size or len(rows)
+                for c in range(0, len(rows), step):
+                    chunk = rows[c:c + step]
+                    x = torch.tensor([prompts[n] for n in chunk], dtype=torch.long, device=device)
+                    for n, seq in zip(chunk, self._greedy(x, max_new_tokens, stop_id, use_cache, ablate, ablate_with)):
+                        out[n] = seq
+        finally:
+            self.train(was_training)
+        return out
+
+    def _greedy(self, x: torch.Tensor, max_new: int, stop_id: int, use_cache: bool, ablate, ablate_with) -> list[list[int]]:
+        """Greedy decoding of one rectangular batch ``x`` ``(b, Lp)``; see :meth:`generate`."""
+        b, Lp = x.shape
+        cache = self.new_cache(b, Lp + max_new - 1) if use_cache else None
+        new = torch.full((b, max_new), stop_id, dtype=torch.long, device=x.device)
+        done = torch.zeros(b, dtype=torch.bool, device=x.device)
+        logits = self(x, ablate=ablate, ablate_with=ablate_with, cache=cache)[:, -1]  # (b, V)
+        for t in range(max_new):
+            nxt = torch.where(done, stop_id, logits.argmax(dim=-1))  # (b,); finished rows idle on stop_id
+            new[:, t] = nxt
+            done |= nxt == stop_id
+            if t == max_new - 1 or bool(done.all()):
+                break
+            if cache is not None:
+                logits = self(nxt[:, None], ablate=ablate, ablate_with=ablate_with, cache=cache)[:, -1]
+            else:
+                x = torch.cat([x, nxt[:, None]], dim=1)
+                logits = self(x, ablate=ablate, ablate_with=ablate_with)[:, -1]
+        rows = []
+        for seq in new.tolist():
+            rows.append(seq[:seq.index(stop_id) + 1] if stop_id in seq else seq)
+        return rows

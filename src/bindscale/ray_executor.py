@@ -1,0 +1,93 @@
+"""Ray executor: each stacked job is one Ray task with declared resources.
+
+Imported only when ``--executor ray`` is asked for, so ``import bindscale``
+and the local executors never import Ray (an optional extra:
+``pip install 'bindscale[ray]'``).
+
+With no ``address`` a local Ray instance is started with one CPU per worker
+and shut down at the end; with an address (``auto``, ``ray://host:10001`` or
+``host:6379``) the tasks go to that cluster and every node must see the run
+directory (an NFS path or an fsspec URL such as ``s3://bucket/run``) and have
+bindscale installed. A task whose worker process or node dies is re-run by
+Ray up to ``retries`` times (``max_retries``); after that its trials are
+recorded as failed by the driver.
+"""
+
+from __future__ import annotations
+
+from .errors import BindscaleError, ConfigError
+from .sweep import run_job, write_failed
+
+
+def _ray_job(job: list[dict], run_dir: str, study: str, device: str, threads: int) -> list[str]:
+    import torch
+
+    torch.set_num_threads(threads)  # Ray workers are reused: pin on every task
+    return run_job(job, run_dir, study, device, "ray")
+
+
+def _steps(job: list[dict]) -> int:
+    return len(job) * int(job[0]["train"]["steps"])
+
+
+def execute_ray(
+    payload: list[list[dict]], run_dir: str, study: str, device: str, *, workers: int, retries: int,
+    address: str | None, gpu_fraction: float, on_progress, on_job_done,
+) -> None:
+    """Run ``payload`` as Ray tasks (see :func:`bindscale.executors.execute`).
+
+    Each task declares ``num_cpus = threads`` (torch threads it will use) and,
+    on CUDA, ``num_gpus = gpu_fraction``. Progress advances as jobs finish.
+
+    Raises:
+        ConfigError: Ray not installed, or the cluster cannot be reached.
+        StorageError: a record could not be written on a worker (re-raised here).
+    """
+    try:
+        import ray
+        from ray import exceptions as rex
+    except ImportError:
+        raise ConfigError("--executor ray needs Ray: pip install 'bindscale[ray]' "
+                          "(with the project's constraints file: -c constraints.txt)") from None
+    started_here = not ray.is_initialized()
+    threads = 1
+    if started_here:
+        try:
+            if address:
+                ray.init(address=address, include_dashboard=False, log_to_driver=False)
+            else:
+                ray.init(num_cpus=max(1, workers) * threads, num_gpus=1 if device == "cuda" else 0,
+                         include_dashboard=False, log_to_driver=False)
+        except (ConnectionError, RuntimeError, ValueError) as err:
+            raise ConfigError(f"--executor ray: cannot start or reach Ray at {address or 'a local instance'}: "
+                              f"{str(err).splitlines()[0] if str(err) else type(err).__name__}") from None
+    task = ray.remote(_ray_job).options(
+        num_cpus=threads, num_gpus=gpu_fraction if device == "cuda" else 0,
+        max_retries=retries, retry_exceptions=False,
+    )
+    refs = {task.remote(job, run_dir, study, device, threads): i for i, job in enumerate(payload)}
+    try:
+        while refs:
+            done, _ = ray.wait(list(refs), num_returns=1, timeout=0.5)
+            for ref in done:
+                i = refs.pop(ref)
+                try:
+                    statuses = ray.get(ref)
+                except rex.RayTaskError as err:  # an exception raised inside run_job
+                    cause = getattr(err, "cause", None)
+                    if isinstance(cause, BindscaleError):
+                        raise cause from None
+                    raise
+                except rex.RayError as err:  # the worker or its node died, retries exhausted
+                    why = f"WorkerDied: {type(err).__name__} after {retries} retries: " \
+                          f"{(str(err).splitlines() or [''])[0][:300]}"
+                    statuses = write_failed(payload[i], run_dir, study, device, "ray", why)
+                on_progress(_steps(payload[i]))
+                on_job_done(statuses)
+    except BaseException:
+        for ref in refs:
+            ray.cancel(ref, force=True)
+        raise
+    finally:
+        if started_here:
+            ray.shutdown()

@@ -1,0 +1,285 @@
+"""Compound binary tasks made of two subroutines (the modularity study, DESIGN §4;
+Lepori, Serre, Pavlick, NeurIPS 2023, "Break It Down: Evidence for Structural
+Compositionality in Neural Networks").
+
+A *scene* is two objects, each with a shape (``n_shapes`` values) and a colour
+(``n_colours`` values). Two subroutines read independent factors of it:
+
+- subroutine **A** = "object 1 and object 2 have the same shape",
+- subroutine **B** = "object 1 and object 2 have the same colour",
+
+and the compound label is ``A AND B``. Because shape and colour are drawn
+independently, the two subroutines share no input feature: a network that
+solves the compound task *can* do it with two separate circuits, and the
+mask search asks whether it does.
+
+How this maps to Break It Down. The paper trains a model on a compound task
+built from two subroutines (e.g. the vision task Inside-Contact: +/- Inside
+and +/- Contact), then looks for a subnetwork that computes one subroutine
+and tests it, and its ablation, on datasets in which only one subroutine
+decides the answer. Here:
+
+- the **compound** datasets (:meth:`CompoundTask.compound`) are what the
+  base model is trained on; positives (A and B true) are half of the rows and
+  the three kinds of negatives share the other half equally, so chance (the
+  majority-class rate) is 0.5;
+- the **subroutine** datasets (:meth:`CompoundTask.subroutine`) hold the other
+  factor *true* and balance the target one, so the compound label equals the
+  target subroutine's truth value: only that factor decides the answer. They
+  play the role of the paper's "+/- Inside" / "+/- Contact" test sets, and
+  the subroutine-A training set is what the mask for A is trained on;
+- the **pretraining** datasets (:meth:`CompoundTask.pretrain`) are the
+  subroutines as tasks of their own (label = A, with B varying independently
+  and balanced), for the paper's pretraining condition in which the model
+  first learns the subroutines and is then trained on the compound task.
+
+Our scenes are symbolic tokens, not images or sentences: the point is a
+controlled setting where the two factors are independent by construction.
+
+Two input views of the same rows:
+
+- ``tokens`` ``(N, 4)`` int64 ids for a transformer, positions
+  ``(shape1, colour1, shape2, colour2)``; shape ``s`` has id ``s``, colour
+  ``c`` has id ``n_shapes + c`` (one vocabulary of ``n_shapes + n_colours``);
+- ``onehot`` ``(N, D)`` float32 for an MLP, ``D = 2 (n_shapes + n_colours)``:
+  the one-hot of each slot over its own values, concatenated in the same
+  order ``[shape1 | colour1 | shape2 | colour2]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+#: Subroutine names: A reads the shapes, B the colours.
+FACTORS = ("A", "B")
+#: Token positions of a scene.
+SLOTS = ("shape1", "colour1", "shape2", "colour2")
+#: Keys of :func:`make_datasets`, in the order their generators are spawned.
+DATASETS = (
+    "compound_train", "compound_test",
+    "sub_A_train", "sub_A_test", "sub_B_train", "sub_B_test",
+    "pretrain_A", "pretrain_B",
+)
+
+
+@dataclass
+class CompoundDataset:
+    """One dataset of scenes.
+
+    Attributes:
+        name: what it is ("compound", "sub_A", "pretrain_B", …).
+        tokens: ``(N, 4)`` int64 token ids (see the module docstring).
+        onehot: ``(N, D)`` float32 flat one-hot features.
+        labels: ``(N,)`` int64 in {0, 1}: the label of *this* dataset's task
+            (compound label for "compound" and "sub_*", the subroutine's truth
+            value for "pretrain_*").
+        a, b: ``(N,)`` bool truth values of subroutines A (same shape) and B (same colour).
+        chance: majority-class rate of ``labels``, the accuracy of a constant guess.
+    """
+
+    name: str
+    tokens: torch.Tensor
+    onehot: torch.Tensor
+    labels: torch.Tensor
+    a: torch.Tensor
+    b: torch.Tensor
+    chance: float
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def xy(self, view: str = "onehot") -> tuple[torch.Tensor, torch.Tensor]:
+        """``(inputs, labels)`` with inputs ``onehot`` ``(N, D)`` or ``tokens`` ``(N, 4)``.
+
+        Raises:
+            ValueError: ``view`` is neither "onehot" nor "tokens".
+        """
+        if view not in ("onehot", "tokens"):
+            raise ValueError(f"unknown input view {view!r}; allowed: 'onehot', 'tokens'")
+        return getattr(self, view), self.labels
+
+
+class CompoundTask:
+    """Generator of compound "same shape AND same colour" scenes.
+
+    Args:
+        n_shapes: number of shape values (≥ 2: "different shape" needs two).
+        n_colours: number of colour values (≥ 2).
+
+    Raises:
+        ValueError: a vocabulary size is below 2 or above 10 000.
+    """
+
+    def __init__(self, n_shapes: int = 8, n_colours: int = 8):
+        for name, v in (("n_shapes", n_shapes), ("n_colours", n_colours)):
+            if not isinstance(v, (int, np.integer)) or not 2 <= v <= 10_000:
+                raise ValueError(f"{name}={v!r} must be an integer in [2, 10000]")
+        self.n_shapes, self.n_colours = int(n_shapes), int(n_colours)
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of distinct token ids."""
+        return self.n_shapes + self.n_colours
+
+    @property
+    def seq_len(self) -> int:
+        """Tokens per scene (L = 4)."""
+        return len(SLOTS)
+
+    @property
+    def dim(self) -> int:
+        """Width ``D`` of the one-hot view."""
+        return 2 * (self.n_shapes + self.n_colours)
+
+    def factor_columns(self, factor: str) -> list[int]:
+        """One-hot columns that carry ``factor`` ("A": both shapes, "B": both colours).
+
+        Raises:
+            ValueError: unknown factor.
+        """
+        _check_factor(factor)
+        S, C = self.n_shapes, self.n_colours
+        if factor == "A":
+            return list(range(S)) + list(range(S + C, 2 * S + C))
+        return list(range(S, S + C)) + list(range(2 * S + C, 2 * (S + C)))
+
+    # -- datasets -----------------------------------------------------------------------
+
+    def compound(self, n: int, rng: np.random.Generator) -> CompoundDataset:
+        """``n`` scenes labelled ``A AND B``, chance 0.5 (for even ``n``).
+
+        Exactly ``n // 2`` rows are positive; the remaining rows are split as
+        evenly as possible over (A, ¬B), (¬A, B), (¬A, ¬B), so no single factor
+        gives the label away. Rows are shuffled.
+
+        Raises:
+            ValueError: ``n < 1``.
+        """
+        _check_n(n)
+        n_pos = n // 2
+        neg = _even_split(n - n_pos, 3)
+        a = np.array([True] * n_pos + [True] * neg[0] + [False] * neg[1] + [False] * neg[2])
+        b = np.array([True] * n_pos + [False] * neg[0] + [True] * neg[1] + [False] * neg[2])
+        return self._build("compound", a, b, a & b, rng)
+
+    def subroutine(self, factor: str, n: int, rng: np.random.Generator) -> CompoundDataset:
+        """Subroutine test set: the other factor held true, ``factor`` balanced.
+
+        The label is the compound label ``A AND B``, which here equals the
+        truth value of ``factor``: only ``factor`` decides the answer.
+        ``n // 2`` rows are positive; chance 0.5 for even ``n``.
+
+        Raises:
+            ValueError: unknown factor or ``n < 1``.
+        """
+        _check_factor(factor)
+        _check_n(n)
+        target = np.arange(n) < n // 2
+        other = np.ones(n, dtype=bool)
+        a, b = (target, other) if factor == "A" else (other, target)
+        return self._build(f"sub_{factor}", a, b, a & b, rng)
+
+    def pretrain(self, factor: str, n: int, rng: np.random.Generator) -> CompoundDataset:
+        """Subroutine ``factor`` as its own task: label = its truth value.
+
+        The other factor varies independently: the four (A, B) combinations
+        have (as nearly as possible) equal counts, so the label is balanced
+        and carries no information about the other factor.
+
+        Raises:
+            ValueError: unknown factor or ``n < 1``.
+        """
+        _check_factor(factor)
+        _check_n(n)
+        k = _even_split(n, 4)
+        target = np.array([True] * (k[0] + k[1]) + [False] * (k[2] + k[3]))
+        other = np.array([True] * k[0] + [False] * k[1] + [True] * k[2] + [False] * k[3])
+        a, b = (target, other) if factor == "A" else (other, target)
+        return self._build(f"pretrain_{factor}", a, b, target, rng)
+
+    def scenes(self, a: np.ndarray, b: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Draw one scene per row with the requested truth values.
+
+        Args:
+            a, b: ``(N,)`` bool: whether the two shapes (colours) must be equal.
+            rng: the generator; the first object's attributes are uniform,
+                the second's equal them or are uniform over the *other* values.
+
+        Returns:
+            ``(N, 4)`` int64 attribute values ``(shape1, colour1, shape2, colour2)``
+            (shapes in ``[0, n_shapes)``, colours in ``[0, n_colours)``; not token ids).
+        """
+        n = len(a)
+        s1 = rng.integers(self.n_shapes, size=n)
+        c1 = rng.integers(self.n_colours, size=n)
+        # A shift in [1, V) moves to a uniformly drawn *different* value.
+        s2 = np.where(a, s1, (s1 + rng.integers(1, self.n_shapes, size=n)) % self.n_shapes)
+        c2 = np.where(b, c1, (c1 + rng.integers(1, self.n_colours, size=n)) % self.n_colours)
+        return np.stack([s1, c1, s2, c2], axis=1).astype(np.int64)
+
+    def _build(self, name: str, a: np.ndarray, b: np.ndarray, label: np.ndarray, rng) -> CompoundDataset:
+        perm = rng.permutation(len(a))
+        a, b, label = a[perm], b[perm], label[perm]
+        attrs = self.scenes(a, b, rng)
+        S, C = self.n_shapes, self.n_colours
+        tokens = attrs.copy()
+        tokens[:, 1] += S
+        tokens[:, 3] += S
+        onehot = np.zeros((len(a), self.dim), dtype=np.float32)
+        offsets = np.array([0, S, S + C, 2 * S + C])
+        rows = np.arange(len(a))[:, None]
+        onehot[rows, attrs + offsets] = 1.0
+        p = float(label.mean())
+        return CompoundDataset(
+            name=name,
+            tokens=torch.from_numpy(tokens),
+            onehot=torch.from_numpy(onehot),
+            labels=torch.from_numpy(label.astype(np.int64)),
+            a=torch.from_numpy(a),
+            b=torch.from_numpy(b),
+            chance=max(p, 1.0 - p),
+        )
+
+
+def make_datasets(
+    task: CompoundTask, rng: np.random.Generator, n_train: int, n_test: int
+) -> dict[str, CompoundDataset]:
+    """Every dataset of one trial, each drawn from its own child of ``rng``.
+
+    Keys are :data:`DATASETS`: compound train/test, subroutine train/test for A
+    and B (the mask for a subroutine is trained on ``sub_X_train`` and scored on
+    the ``sub_*_test`` sets), and the pretraining sets (``n_train`` rows each).
+    Children are spawned in the fixed order of :data:`DATASETS`, so one seed
+    always gives the same datasets. With small vocabularies the same scene can
+    appear in more than one set (there are only ``n_shapes² n_colours²`` scenes).
+
+    Raises:
+        ValueError: ``n_train`` or ``n_test`` is below 1.
+    """
+    children = rng.spawn(len(DATASETS))
+    g = dict(zip(DATASETS, children))
+    out = {"compound_train": task.compound(n_train, g["compound_train"]),
+           "compound_test": task.compound(n_test, g["compound_test"])}
+    for f in FACTORS:
+        out[f"sub_{f}_train"] = task.subroutine(f, n_train, g[f"sub_{f}_train"])
+        out[f"sub_{f}_test"] = task.subroutine(f, n_test, g[f"sub_{f}_test"])
+        out[f"pretrain_{f}"] = task.pretrain(f, n_train, g[f"pretrain_{f}"])
+    return {k: out[k] for k in DATASETS}
+
+
+def _even_split(n: int, k: int) -> list[int]:
+    """``n`` split into ``k`` counts differing by at most one (larger ones first)."""
+    return [n // k + (i < n % k) for i in range(k)]
+
+
+def _check_factor(factor: str) -> None:
+    if factor not in FACTORS:
+        raise ValueError(f"unknown subroutine {factor!r}; allowed: {', '.join(FACTORS)}")
+
+
+def _check_n(n: int) -> None:
+    if n < 1:
+        raise ValueError(f"dataset size n={n} must be at least 1")

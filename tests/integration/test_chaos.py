@@ -1,0 +1,127 @@
+"""Chaos tests (issue #4): kill workers or the driver at random points of a small study.
+
+Each round ends with every trial recorded exactly once and metrics equal to an
+uninterrupted run's, whatever was killed and whichever executor resumed.
+"""
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from .conftest import bindscale
+
+CHAOS = Path(__file__).parent / "chaos.yaml"
+N_TRIALS = 8
+ROUNDS = 10
+METRICS = ["status", "r2_id", "r2_heldout", "r2_inhull", "decod_best", "decod_input", "final_loss"]
+
+pytestmark = pytest.mark.slow
+
+
+def _children(pid: int, marker: str) -> list[int]:
+    """Pids of ``pid``'s child processes whose command line contains ``marker``."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == pid and marker in cmd:
+            out.append(int(d.name))
+    return out
+
+
+def _start(out: Path, *args) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "bindscale", "run", str(CHAOS), "--out", str(out), *args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def _table(out: Path) -> pd.DataFrame:
+    return pd.read_parquet(out / "results.parquet").set_index("trial_id").sort_index()
+
+
+def _check_exactly_once(out: Path, expected: pd.DataFrame) -> None:
+    recs = sorted(p.stem for p in (out / "records").glob("*.json"))
+    assert recs == sorted(expected.index), "every trial has exactly one record"
+    assert not list((out / "records").glob(".*.tmp")), "no half-written record is left"
+    got = _table(out)
+    assert got.index.is_unique and list(got.index) == list(expected.index)
+    pd.testing.assert_frame_equal(got[METRICS], expected[METRICS], check_exact=True)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    out = tmp_path_factory.mktemp("chaos") / "reference"
+    r = bindscale("run", CHAOS, "--out", out, "--executor", "inline")
+    assert r.returncode == 0, r.stderr
+    expected = _table(out)
+    assert len(expected) == N_TRIALS and (expected["status"] == "ok").all()
+    return expected
+
+
+def test_chaos_rounds_kill_workers_or_the_driver_and_every_trial_survives_once(reference, tmp_path):
+    rng = random.Random(20261129)
+    injected = {"worker": 0, "driver": 0}
+    for rnd in range(ROUNDS):
+        out = tmp_path / f"round{rnd}"
+        victim = "worker" if rnd % 2 == 0 else "driver"
+        proc = _start(out, "--workers", "2")
+        # Wait for the workers, then a random point of the sweep.
+        deadline = time.time() + 60
+        while not _children(proc.pid, "spawn_main") and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        time.sleep(rng.uniform(0.5, 4.0))
+        if proc.poll() is None:
+            if victim == "worker":
+                workers = _children(proc.pid, "spawn_main")
+                if workers:
+                    os.kill(rng.choice(workers), signal.SIGKILL)
+                    injected["worker"] += 1
+            else:
+                os.kill(proc.pid, signal.SIGKILL)
+                injected["driver"] += 1
+        _, err = proc.communicate(timeout=300)
+        if victim == "worker":
+            # The sweep survives a dead worker by itself: the job is re-run, the run finishes.
+            assert proc.returncode == 0, err
+        else:
+            # Driver killed: the same command resumes — under another executor half of the time.
+            executor = rng.choice(["inline", "process"])
+            r = bindscale("run", CHAOS, "--out", out, "--executor", executor)
+            assert r.returncode == 0, r.stderr
+        _check_exactly_once(out, reference)
+    print(f"\nchaos: {sum(injected.values())} faults injected ({injected['worker']} worker kills, "
+          f"{injected['driver']} driver kills) in {ROUNDS} rounds; every round recovered")
+    assert sum(injected.values()) >= ROUNDS
+
+
+def test_a_worker_that_keeps_dying_is_recorded_failed_and_the_sweep_finishes(reference, tmp_path):
+    out = tmp_path / "noretry"
+    proc = _start(out, "--workers", "2", "--retries", "0")
+    deadline = time.time() + 60
+    while not _children(proc.pid, "spawn_main") and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)
+    killed = _children(proc.pid, "spawn_main")
+    for pid in killed:
+        os.kill(pid, signal.SIGKILL)
+    _, err = proc.communicate(timeout=300)
+    assert killed and proc.returncode == 0, err
+    got = _table(out)
+    assert len(got) == N_TRIALS
+    failed = got[got["status"] == "failed"]
+    assert len(failed) >= 1 and failed["error"].str.startswith("WorkerDied").all()
+    # The failed trials are re-run by the next run of the same command.
+    r = bindscale("run", CHAOS, "--out", out, "--workers", "2")
+    assert r.returncode == 0, r.stderr
+    _check_exactly_once(out, reference)
