@@ -99,7 +99,7 @@ def list_() -> None:
         table.add_row(name, str(data.get("description", "")).strip().split("\n")[0])
     con.print(table)
     con.print(f"task families: {', '.join(TASK_FAMILIES)}  (encodings: {', '.join(ENCODINGS)})")
-    con.print(f"models: {', '.join(MODELS)}")
+    con.print(f"models: {', '.join(MODELS)}, transformer")
 
 
 def _print_summary(summary: dict, out_dir: str) -> None:

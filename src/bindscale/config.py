@@ -13,10 +13,10 @@ import itertools
 import json
 import math
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
 
 from .errors import ConfigError
 
@@ -87,13 +87,8 @@ class TrainConfig(_Strict):
     compile: bool = Field(False, description="torch.compile the training forward pass")
 
 
-class TrialConfig(_Strict):
-    """Everything that determines one trial's result. Its hash is the trial id."""
-
-    task: TaskConfig = TaskConfig()
-    model: ModelConfig = ModelConfig()
-    train: TrainConfig = TrainConfig()
-    seed: int = Field(0, ge=0, le=2**31 - 1)
+class _Trial(_Strict):
+    """Shared behaviour of every family's trial config: hashed id and flat record columns."""
 
     @property
     def trial_id(self) -> str:
@@ -101,17 +96,93 @@ class TrialConfig(_Strict):
         blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
+    @property
+    def family(self) -> str:
+        return getattr(self, "kind", "hyperteacher")
+
     def flat(self) -> dict[str, Any]:
-        """Config columns of a record: the short axis names of :data:`AXES` plus every dotted field."""
+        """Config columns of a record: the family's short axis names plus every dotted field."""
         out: dict[str, Any] = {}
         d = self.model_dump(mode="json")
         for section in ("task", "model", "train"):
             for k, v in d[section].items():
                 out[f"{section}.{k}"] = v
         out["seed"] = self.seed
-        for alias, path in AXES.items():
+        for alias, path in FAMILY_AXES[self.family].items():
             out[alias] = out[path] if path != "seed" else self.seed
         return out
+
+
+class TrialConfig(_Trial):
+    """A hyperteacher trial (the headline study): everything that determines its result.
+    Its hash is the trial id."""
+
+    task: TaskConfig = TaskConfig()
+    model: ModelConfig = ModelConfig()
+    train: TrainConfig = TrainConfig()
+    seed: int = Field(0, ge=0, le=2**31 - 1)
+
+
+# ----------------------------------------------------------------- subgraphs (issue #5)
+
+class SeqTaskConfig(_Strict):
+    """Multi-step tasks with computation graphs (Dziri et al. 2023, "Faith and Fate").
+
+    ``multiplication``: operand digit counts are the sizes; in distribution both
+    ≤ ``id_max``, out of distribution the cells with a larger operand up to ``ood_max``.
+    ``maxsubseq`` (max-sum non-adjacent subsequence, dynamic programming): the
+    sequence length is the size; in distribution ≤ ``id_max``, OOD up to ``ood_max``.
+    """
+
+    family: Literal["multiplication", "maxsubseq"] = "maxsubseq"
+    scratchpad: bool = True
+    n_train: int = Field(4000, ge=1, le=10_000_000, description="training examples (a fixed set)")
+    id_max: int = Field(5, ge=1, le=20, description="largest in-distribution size (digits / sequence length)")
+    ood_max: int = Field(7, ge=1, le=30, description="largest out-of-distribution size")
+    n_test: int = Field(32, ge=1, le=100_000, description="test examples per size cell")
+
+    @model_validator(mode="after")
+    def _sizes(self) -> "SeqTaskConfig":
+        if self.ood_max < self.id_max:
+            raise ValueError(f"ood_max={self.ood_max} must be at least id_max={self.id_max}")
+        return self
+
+
+class TransformerConfig(_Strict):
+    """A character-level decoder-only transformer (bindscale.models.transformer)."""
+
+    kind: Literal["transformer"] = "transformer"
+    n_layers: int = Field(2, ge=1, le=64)
+    d_model: int = Field(64, ge=8, le=8192)
+    n_heads: int = Field(4, ge=1, le=128)
+    mlp_ratio: int = Field(4, ge=1, le=16)
+
+    @model_validator(mode="after")
+    def _heads(self) -> "TransformerConfig":
+        if self.d_model % self.n_heads or (self.d_model // self.n_heads) % 2:
+            raise ValueError(f"d_model={self.d_model} must split into n_heads={self.n_heads} heads of even size (RoPE)")
+        return self
+
+
+class SeqTrainConfig(_Strict):
+    """AdamW with warm-up and cosine decay on a fixed training set (bindscale.seqtrain)."""
+
+    steps: int = Field(1500, ge=1, le=10_000_000)
+    batch_size: int = Field(64, ge=1, le=65536)
+    lr: float = Field(1e-3, gt=0.0, le=10.0)
+    weight_decay: float = Field(0.1, ge=0.0, le=10.0)
+    warmup_steps: int = Field(100, ge=0, le=1_000_000)
+    grad_clip: float | None = Field(1.0, gt=0.0)
+
+
+class SubgraphsTrial(_Trial):
+    """A subgraphs trial: one transformer trained from scratch on one multi-step task."""
+
+    kind: Literal["subgraphs"] = "subgraphs"
+    task: SeqTaskConfig = SeqTaskConfig()
+    model: TransformerConfig = TransformerConfig()
+    train: SeqTrainConfig = SeqTrainConfig()
+    seed: int = Field(0, ge=0, le=2**31 - 1)
 
 
 #: Sweep axes by their short names (issue #2) → dotted path in :class:`TrialConfig`.
@@ -133,27 +204,61 @@ AXES: dict[str, str] = {
 }
 
 
-def axis_path(name: str) -> str:
-    """Dotted path for an axis given by short name or by path.
+SUBGRAPHS_AXES: dict[str, str] = {
+    "task": "task.family",
+    "scratchpad": "task.scratchpad",
+    "n_train": "task.n_train",
+    "layers": "model.n_layers",
+    "d_model": "model.d_model",
+    "heads": "model.n_heads",
+    "steps": "train.steps",
+    "lr": "train.lr",
+    "seed": "seed",
+}
+
+#: Trial config class of each family (a study's ``base.kind``; absent means hyperteacher).
+FAMILIES: dict[str, type[_Trial]] = {"hyperteacher": TrialConfig, "subgraphs": SubgraphsTrial}
+FAMILY_AXES: dict[str, dict[str, str]] = {"hyperteacher": AXES, "subgraphs": SUBGRAPHS_AXES}
+
+
+def family_of(base: Any) -> str:
+    """Family of a study's base trial (dict or model): its ``kind``, default ``hyperteacher``.
+
+    Raises:
+        ConfigError: an unknown kind.
+    """
+    kind = base.get("kind", "hyperteacher") if isinstance(base, dict) else getattr(base, "family", "hyperteacher")
+    if kind not in FAMILIES:
+        raise ConfigError(f"base.kind: unknown study family {kind!r}; allowed: {', '.join(FAMILIES)}")
+    return kind
+
+
+def axis_path(name: str, family: str = "hyperteacher") -> str:
+    """Dotted path for an axis of ``family`` given by short name or by path.
 
     Raises:
         ConfigError: not a known axis or trial field.
     """
-    if name in AXES:
-        return AXES[name]
-    if name in _trial_paths():
+    axes = FAMILY_AXES[family]
+    if name in axes:
+        return axes[name]
+    if name in _trial_paths(family):
         return name
     raise ConfigError(
-        f"unknown sweep axis {name!r}; allowed: {', '.join(AXES)} or a dotted trial field such as train.lr"
+        f"unknown sweep axis {name!r}; allowed: {', '.join(axes)} or a dotted trial field such as train.lr"
     )
 
 
-def _trial_paths() -> set[str]:
-    d = TrialConfig().model_dump()
+def _trial_paths(family: str = "hyperteacher") -> set[str]:
+    d = FAMILIES[family]().model_dump()
     paths = {"seed"}
     for section in ("task", "model", "train"):
         paths |= {f"{section}.{k}" for k in d[section]}
     return paths
+
+
+def _base_tag(v: Any) -> str:
+    return family_of(v) if isinstance(v, (dict, _Trial)) else "hyperteacher"
 
 
 class StudyConfig(_Strict):
@@ -167,7 +272,8 @@ class StudyConfig(_Strict):
 
     name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
     description: str = ""
-    base: TrialConfig = TrialConfig()
+    base: Annotated[Union[Annotated[TrialConfig, Tag("hyperteacher")], Annotated[SubgraphsTrial, Tag("subgraphs")]],
+                    Discriminator(_base_tag)] = TrialConfig()
     grids: list[dict[str, list[Any]]] = Field(default_factory=lambda: [{}])
     quick: dict[str, Any] | None = None
     is_quick: bool = Field(False, description="set by --quick: this is the study's quick variant")
@@ -178,7 +284,7 @@ class StudyConfig(_Strict):
     def _check_grids(self) -> "StudyConfig":
         for grid in self.grids:
             for axis, values in grid.items():
-                axis_path(axis)
+                axis_path(axis, self.base.family)
                 if not values:
                     raise ValueError(f"axis {axis!r} has no values")
         for claim, params in self.verdicts.items():
@@ -193,7 +299,11 @@ class StudyConfig(_Strict):
                     raise ValueError(f"verdicts.{claim}.{key}={value} is out of range [{lo}, {hi}]")
         return self
 
-    def trials(self) -> list[TrialConfig]:
+    @property
+    def family(self) -> str:
+        return self.base.family
+
+    def trials(self) -> list[Any]:
         """All trials of the study, in a stable order, without duplicates.
 
         Raises:
@@ -206,8 +316,8 @@ class StudyConfig(_Strict):
             for values in itertools.product(*(grid[a] for a in axes)):
                 d = copy.deepcopy(base)
                 for axis, value in zip(axes, values):
-                    _set_path(d, axis_path(axis), value)
-                trial = validate(TrialConfig, d, where=f"grid value {dict(zip(axes, values))}")
+                    _set_path(d, axis_path(axis, self.family), value)
+                trial = validate(FAMILIES[self.family], d, where=f"grid value {dict(zip(axes, values))}")
                 seen.setdefault(trial.trial_id, trial)
         return list(seen.values())
 
@@ -218,6 +328,8 @@ VERDICT_PARAMS: dict[str, dict[str, tuple[float, float]]] = {
     "decodability": {"rho_threshold": (-1.0, 1.0)},
     "binding": {"target_r2": (0.0, 1.0), "tolerance": (0.0, 1.0)},
     "hull": {"margin": (0.0, 1.0)},
+    "ood_scaling": {"margin": (0.0, 1.0)},
+    "seen_subgraphs": {"margin": (0.0, 1.0)},
 }
 VERDICT_CLAIMS = tuple(VERDICT_PARAMS)
 
@@ -232,20 +344,28 @@ def _set_path(d: dict, path: str, value: Any) -> None:
 def format_validation_error(err: ValidationError, where: str = "") -> str:
     """One line naming the first offending field, what was given and what is allowed."""
     e = err.errors()[0]
-    loc = ".".join(str(p) for p in e["loc"]) or "(top level)"
+    parts = list(e["loc"])
+    family = "hyperteacher"
+    if len(parts) >= 2 and parts[0] == "base" and parts[1] in FAMILIES:  # the union's tag, not a field
+        family = str(parts.pop(1))
+    loc = ".".join(str(p) for p in parts) or "(top level)"
     msg = e["msg"]
     if e["type"] == "extra_forbidden":
-        parent = e["loc"][:-1]
-        msg = f"unknown field; allowed: {', '.join(_allowed_fields(err.title, parent))}"
+        parent = tuple(parts[:-1])
+        msg = f"unknown field; allowed: {', '.join(_allowed_fields(err.title, parent, family))}"
     given = e.get("input")
     given_s = "" if e["type"] in ("extra_forbidden", "missing") or isinstance(given, dict) else f" (got {given!r})"
     prefix = f"{where}: " if where else ""
     return f"{prefix}{loc}: {msg}{given_s}"
 
 
-def _allowed_fields(title: str, parent: tuple) -> list[str]:
-    model: type[BaseModel] = {"StudyConfig": StudyConfig, "TrialConfig": TrialConfig}.get(title, StudyConfig)
+def _allowed_fields(title: str, parent: tuple, family: str = "hyperteacher") -> list[str]:
+    classes = {"StudyConfig": StudyConfig} | {cls.__name__: cls for cls in FAMILIES.values()}
+    model: type[BaseModel] = classes.get(title, StudyConfig)
     for p in parent:
+        if model is StudyConfig and p == "base":
+            model = FAMILIES[family]
+            continue
         ann = model.model_fields.get(str(p))
         if ann is None or not (isinstance(ann.annotation, type) and issubclass(ann.annotation, BaseModel)):
             return []
@@ -343,9 +463,10 @@ def apply_override(study: dict, key: str, value: Any) -> dict:
     if key.split(".")[0] in top:
         _set_path(study, key, value)
         return study
-    path = axis_path(key[len("base."):] if key.startswith("base.") else key)
+    family = family_of(study.get("base") or {})
+    path = axis_path(key[len("base."):] if key.startswith("base.") else key, family)
     values = value if isinstance(value, list) else [value]
-    aliases = {a for a, p in AXES.items() if p == path} | {path}
+    aliases = {a for a, p in FAMILY_AXES[family].items() if p == path} | {path}
     grids = study.get("grids") or [{}]
     new_grids = []
     for grid in grids:

@@ -95,21 +95,23 @@ def load_records(run_dir: str | Path | RunStore, trial_ids: set[str] | None = No
 def records_table(records: list[dict]) -> pd.DataFrame:
     """Flatten records into one row per trial: config columns, metrics, status, timings, provenance.
 
-    ``decod_layers`` is kept as a JSON string so the table stays rectangular.
+    Nested metrics (``decod_layers``, ``curve``, accuracy tables …) are kept as JSON
+    strings so the table stays rectangular.
     """
     rows = []
     for rec in records:
         row = {"trial_id": rec["trial_id"], "study": rec.get("study"), "status": rec["status"],
                "diverged_step": rec.get("diverged_step"), "error": rec.get("error")}
         row |= rec["config"]
-        metrics = dict(rec.get("metrics") or {})
-        if "decod_layers" in metrics:
-            metrics["decod_layers"] = json.dumps(metrics["decod_layers"], sort_keys=True)
+        metrics = {k: json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
+                   for k, v in (rec.get("metrics") or {}).items()}
         row |= metrics
         row |= {f"prov_{k}": v for k, v in (rec.get("provenance") or {}).items()}
         rows.append(row)
     df = pd.DataFrame(rows)
-    for col in ("r2_id", "r2_heldout", "r2_inhull", "r2_outhull", "decod_best", "decod_input", "decod_random"):
+    for col in ("r2_id", "r2_heldout", "r2_inhull", "r2_outhull", "decod_best", "decod_input", "decod_random",
+                "acc_id", "acc_ood", "compound_eps", "compound_r2", "seen_correct", "seen_wrong", "seen_gap_depth",
+                "final_loss"):
         if col in df:
             df[col] = pd.to_numeric(df[col], errors="coerce").astype(float)
     return df

@@ -50,6 +50,8 @@ def check_splits(trials: list[TrialConfig]) -> None:
     """
     seen = set()
     for t in trials:
+        if t.family != "hyperteacher":
+            continue
         key = (t.task.M, t.task.K, t.task.split, t.task.holdout, t.seed)
         if key in seen:
             continue
@@ -96,7 +98,7 @@ def run_study(
     except ValueError as err:
         raise ConfigError(str(err)) from None
     trials = study.trials()
-    if dev != "cuda" and any(t.train.precision == "tf32" for t in trials):
+    if dev != "cuda" and any(getattr(t.train, "precision", None) == "tf32" for t in trials):
         raise ConfigError("train.precision tf32 needs --device cuda; allowed on CPU: fp32, bf16, auto")
     check_splits(trials)
     try:

@@ -14,10 +14,11 @@ import traceback
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 
-from .config import TrialConfig
+from .config import FAMILIES, TrialConfig
 from .records import load_records, provenance, write_record
 from .storage import RunStore
 from .train import group_key, train_group
@@ -26,9 +27,33 @@ from .train import group_key, train_group
 MAX_STACK = 16
 
 
+def parse_trial(d: dict) -> Any:
+    """A trial config of its family (``kind``; absent = hyperteacher) from a plain dict."""
+    return FAMILIES[d.get("kind", "hyperteacher")].model_validate(d)
+
+
+def job_group_key(trial: Any) -> tuple:
+    """Trials with equal keys train together: stacked hyperteacher shapes; every transformer trial alone."""
+    return group_key(trial) if trial.family == "hyperteacher" else (trial.family, trial.trial_id)
+
+
+def run_group(trials: list, device: str, progress: Callable[[int], None] | None = None) -> list:
+    """Train and analyse one job's trials with their family's trainer."""
+    if trials[0].family == "subgraphs":
+        from .subgraph_trial import run_group as run_subgraphs
+
+        return run_subgraphs(trials, device, progress)
+    return train_group(trials, device, progress)
+
+
 def job_cost(job: list[TrialConfig]) -> float:
     """Relative cost of a job: trials × steps × rows × weights (the 6·N·D training FLOPs, up to a constant)."""
     t = job[0]
+    if t.family == "subgraphs":
+        m = t.model
+        weights = 12 * m.n_layers * m.d_model**2 + 40 * m.d_model
+        length = (30 if t.task.family == "maxsubseq" else 90) if t.task.scratchpad else 16
+        return len(job) * t.train.steps * t.train.batch_size * length * weights
     w, d = t.model.width, t.model.depth
     weights = w * w * max(d - 1, 0) + w * (t.task.M * t.task.K + t.task.input_dim + t.task.output_dim)
     if t.model.kind == "hypernet":
@@ -43,6 +68,8 @@ def trial_memory_bytes(trial: TrialConfig) -> int:
     training step kept for backward (×3 for gradients and autocast copies); the
     pre-sampled data chunk; evaluation sets; probe activations in float64.
     """
+    if trial.family == "subgraphs":  # a small transformer, its batch and its evaluation
+        return 512 << 20
     t, m, tr = trial.task, trial.model, trial.train
     code = t.M * t.K + t.n_shots * (t.input_dim + t.output_dim)  # wider than any encoding
     widths = m.width * m.depth + code + t.input_dim + t.output_dim
@@ -90,7 +117,7 @@ def plan_jobs(trials: list[TrialConfig], max_stack_size: int = MAX_STACK, n_work
     """
     groups: dict[tuple, list[TrialConfig]] = defaultdict(list)
     for t in sorted(trials, key=lambda t: t.trial_id):
-        groups[group_key(t)].append(t)
+        groups[job_group_key(t)].append(t)
     jobs = []
     for g in groups.values():
         cap = max_stack(g[0], n_workers, device, max_stack_size, memory)
@@ -155,9 +182,9 @@ def run_job(
     Returns:
         The statuses written, one per trial.
     """
-    trials = [TrialConfig.model_validate(d) for d in job]
+    trials = [parse_trial(d) for d in job]
     try:
-        results = train_group(trials, device, progress)
+        results = run_group(trials, device, progress)
         recs = [make_record(t, study, r, device, executor) for t, r in zip(trials, results)]
     except Exception as err:  # the sweep goes on; the error is kept in each trial's record
         msg = f"{type(err).__name__}: {err}\n{traceback.format_exc(limit=5)}"
@@ -170,7 +197,7 @@ def run_job(
 def write_failed(job: list[dict], run_dir: str, study: str, device: str, executor: str, error: str) -> list[str]:
     """Record every trial of ``job`` as ``failed`` with ``error`` (its worker died too often)."""
     for d in job:
-        write_record(run_dir, make_record(TrialConfig.model_validate(d), study, None, device, executor, error=error))
+        write_record(run_dir, make_record(parse_trial(d), study, None, device, executor, error=error))
     return ["failed"] * len(job)
 
 

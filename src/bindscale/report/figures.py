@@ -311,6 +311,11 @@ def make_figures(df: pd.DataFrame, study: dict[str, Any] | None = None) -> dict[
     A figure that raises is logged and left out (None): one broken plot must
     not cost the whole report. ``study`` supplies the scaling threshold line.
     """
+    base = (study or {}).get("base") or {}
+    if (base.get("kind") if isinstance(base, dict) else None) == "subgraphs":
+        from .subgraph_figures import SUBGRAPH_FIGURES
+
+        return _render(SUBGRAPH_FIGURES, df)
     rules = (study or {}).get("verdicts") or {}
     thr = None
     if "scaling" in rules:
@@ -323,3 +328,21 @@ def make_figures(df: pd.DataFrame, study: dict[str, Any] | None = None) -> dict[
             log.exception("figure %s failed", name)
             out[name] = None
     return out
+
+
+def _render(figures: dict, df: pd.DataFrame) -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for name, (fn, _) in figures.items():
+        try:
+            out[name] = fn(df)
+        except Exception:  # noqa: BLE001 - report degrades, it does not fail
+            log.exception("figure %s failed", name)
+            out[name] = None
+    return out
+
+
+def captions() -> dict[str, str]:
+    """Caption of every figure of every study family."""
+    from .subgraph_figures import SUBGRAPH_FIGURES
+
+    return {k: v[1] for k, v in (FIGURES | SUBGRAPH_FIGURES).items()}

@@ -26,7 +26,7 @@ import yaml
 from bindscale.storage import RunStore
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from bindscale.report.figures import FIGURES, make_figures
+from bindscale.report.figures import captions, make_figures
 from bindscale.report.verdicts import compute_verdicts, ok_rows, study_as_dict
 
 __all__ = ["build_report", "to_jsonable", "fmt"]
@@ -40,12 +40,16 @@ CLAIM_FIGURES = {
     "decodability": ["decodability"],
     "binding": ["heldout_vs_params"],
     "hull": ["hull_vs_width"],
+    "ood_scaling": ["sg_acc_vs_params", "sg_acc_by_size"],
+    "seen_subgraphs": ["sg_coverage_by_depth", "sg_error_types", "sg_acc_by_depth"],
 }
 CLAIM_TITLES = {
     "scaling": "Scaling: width, data and coverage",
     "decodability": "Linear decodability predicts generalization",
     "binding": "Explicit binding: hypernetwork vs MLP",
     "hull": "Inside vs outside the training hull",
+    "ood_scaling": "Out of distribution: does scale help? (Faith and Fate)",
+    "seen_subgraphs": "Are correct steps the ones seen in training? (Faith and Fate)",
 }
 CONFIG_METRICS = ["r2_id", "r2_heldout", "r2_inhull", "r2_outhull", "decod_best"]
 
@@ -144,11 +148,31 @@ def _detail_rows(details: Mapping[str, Any], prefix: str = "") -> list[tuple[str
 
 # ------------------------------------------------------------------ tables --
 
+SEQ_KEYS = ["task", "scratchpad", "n_train", "layers", "d_model"]
+SEQ_METRICS = ["acc_id", "acc_ood", "compound_eps", "seen_correct", "seen_wrong"]
+
+
+def _seq_config_table(ok: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """The subgraphs study's per-config means over seeds."""
+    keys = [k for k in SEQ_KEYS if k in ok]
+    header = keys + ["n seeds"] + SEQ_METRICS + ["n_params"]
+    out = []
+    for key, g in ok.groupby(keys, sort=True, dropna=False):
+        row = [fmt_cfg(x) for x in key] + [str(len(g))]
+        row += [fmt(float(np.nanmean(pd.to_numeric(g[c], errors="coerce")))) if c in g and
+                pd.to_numeric(g[c], errors="coerce").notna().any() else "—" for c in SEQ_METRICS]
+        row.append(fmt_cfg(pd.to_numeric(g["n_params"], errors="coerce").median()))
+        out.append(row)
+    return header, out
+
+
 def _config_table(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     """Per-config means over seeds of the ok rows: (header, formatted rows)."""
     ok = ok_rows(df)
     if ok.empty:
         return [], []
+    if "acc_id" in ok:  # the subgraphs study
+        return _seq_config_table(ok)
     keys = ["model", "width", "depth", "holdout"]
     # Encoding / split are shown only when they vary (otherwise noise).
     keys += [c for c in ("encoding", "split") if c in ok and ok[c].nunique() > 1]
@@ -224,6 +248,7 @@ def build_report(run_dir: str | os.PathLike, df: pd.DataFrame, study: Mapping[st
     status = df["status"].astype(str) if "status" in df else pd.Series(["ok"] * len(df))
     verdicts = compute_verdicts(df, study, n_boot=n_boot)
     figures = make_figures(df, study)
+    caption = captions()
 
     summary = to_jsonable({
         "study": name,
@@ -243,7 +268,7 @@ def build_report(run_dir: str | os.PathLike, df: pd.DataFrame, study: Mapping[st
     used: set[str] = set()
     sections = []
     for v in verdicts:
-        figs = [(FIGURES[f][1], figures[f]) for f in CLAIM_FIGURES.get(v["claim"], []) if figures.get(f)]
+        figs = [(caption[f], figures[f]) for f in CLAIM_FIGURES.get(v["claim"], []) if figures.get(f)]
         used.update(CLAIM_FIGURES.get(v["claim"], []))
         sections.append({
             "claim": v["claim"],
@@ -257,7 +282,7 @@ def build_report(run_dir: str | os.PathLike, df: pd.DataFrame, study: Mapping[st
             "details": _detail_rows({k: x for k, x in v["details"].items() if k != "reason"}),
             "figures": figs,
         })
-    other = [(FIGURES[k][1], b64) for k, b64 in figures.items() if b64 and k not in used]
+    other = [(caption[k], b64) for k, b64 in figures.items() if b64 and k not in used]
     header, config_rows = _config_table(df)
 
     html = _environment().get_template(TEMPLATE).render(

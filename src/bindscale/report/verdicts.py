@@ -556,3 +556,10 @@ def compute_verdicts(
         stat, verdict, triple, n, details = RULES[claim](ok, merged, n_boot, seed)
         out.append(_verdict(claim, stat, verdict, triple, n, details, anchors.get(claim)))
     return out
+
+
+# The subgraphs study's rules live in their own module (imported last: it uses the helpers above).
+from .subgraph_verdicts import DEFAULTS as _SUBGRAPH_DEFAULTS, RULES as _SUBGRAPH_RULES  # noqa: E402
+
+RULES.update(_SUBGRAPH_RULES)
+DEFAULTS.update(_SUBGRAPH_DEFAULTS)

@@ -2,6 +2,11 @@
 
 from .hyperteacher import Batch, HyperTeacher, Split, make_split
 
-TASK_FAMILIES = {"hyperteacher": HyperTeacher}
+#: Task families by name, with the study that uses them.
+TASK_FAMILIES = {
+    "hyperteacher": "module combinations of a teacher network (scaling study; tasks.hyperteacher)",
+    "multiplication": "long multiplication with computation graphs (subgraphs study; tasks.multiplication)",
+    "maxsubseq": "max-sum non-adjacent subsequence, a DP with its graph (subgraphs study; tasks.maxsubseq)",
+}
 
 __all__ = ["Batch", "HyperTeacher", "Split", "make_split", "TASK_FAMILIES"]

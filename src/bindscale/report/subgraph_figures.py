@@ -1,0 +1,182 @@
+"""Figures of the ``subgraphs`` study (Dziri et al., NeurIPS 2023, "Faith and Fate").
+
+Each ``fig_*`` takes the results table and returns a base64 PNG or None when
+its data are missing. Per-trial tables (accuracy by depth, error types, …) are
+JSON strings in the table; they are averaged over the seeds of the focus
+condition: the largest model, scratchpad format where present, the largest
+training set. Error bars: 95% bootstrap intervals of the mean over seeds.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..stats import mean_ci
+from .figures import N_BOOT, _new_figure, _to_b64
+from .subgraph_verdicts import _prepare, focus_rows
+from .verdicts import ok_rows
+
+LABEL_COLOURS = {"correct": "tab:green", "restoration": "tab:olive", "propagation": "tab:orange",
+                 "local": "tab:red", "missing": "tab:gray"}
+
+
+def _ok(df: pd.DataFrame) -> pd.DataFrame:
+    return _prepare(ok_rows(df)) if len(df) else df
+
+
+def _largest(df: pd.DataFrame) -> pd.DataFrame:
+    rows = focus_rows(_ok(df))
+    return rows[rows["n_params"] == rows["n_params"].max()] if len(rows) else rows
+
+
+def _finish(fig, ax, xlabel: str, ylabel: str, legend: int | None = 8, unit: bool = True) -> str:
+    """Label the axes (y in [0, 1] when ``unit``), add the legend, render."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if unit:
+        ax.set_ylim(-0.03, 1.03)
+    if legend:
+        ax.legend(fontsize=legend)
+    return _to_b64(fig)
+
+
+def _tables(rows: pd.DataFrame, col: str) -> list[dict]:
+    return [json.loads(v) for v in rows[col] if isinstance(v, str)] if col in rows else []
+
+
+def fig_acc_vs_params(df: pd.DataFrame) -> str | None:
+    ok = _ok(df)
+    if "acc_ood" not in ok or ok.empty:
+        return None
+    fig, ax = _new_figure()
+    groups = ok.groupby([c for c in ("scratchpad", "n_train") if c in ok])
+    for i, (key, g) in enumerate(groups):
+        key = key if isinstance(key, tuple) else (key,)
+        name = ", ".join(("scratchpad" if k else "answer only") if isinstance(k, (bool, np.bool_)) else f"{int(k)} ex."
+                         for k in key)
+        for col, style in (("acc_id", "-"), ("acc_ood", "--")):
+            xs, ms, lo, hi = [], [], [], []
+            for n, gg in g.groupby("n_params"):
+                m, a, b = mean_ci(gg[col], N_BOOT)
+                xs.append(n), ms.append(m), lo.append(m - a), hi.append(b - m)
+            ax.errorbar(xs, ms, yerr=[lo, hi], fmt="o" + style, color=f"C{i}", capsize=3,
+                        label=f"{'in' if col == 'acc_id' else 'out of'} distribution, {name}")
+    ax.set_xscale("log")
+    return _finish(fig, ax, "parameters", "exact match (final answer)", legend=7)
+
+
+def fig_acc_by_depth(df: pd.DataFrame) -> str | None:
+    rows = _largest(df)
+    tables = _tables(rows, "acc_by_depth")
+    if not tables:
+        return None
+    fig, ax = _new_figure()
+    acc = defaultdict(list)
+    for t in tables:
+        for d, (n, a) in t.items():
+            acc[int(d)].append(a)
+    depths = sorted(acc)
+    means = [float(np.mean(acc[d])) for d in depths]
+    ax.plot(depths, means, "o-", label="measured (largest model)")
+    eps = float(np.nanmedian(rows["compound_eps"])) if "compound_eps" in rows else np.nan
+    if np.isfinite(eps):
+        grid = np.linspace(min(depths), max(depths), 50)
+        ax.plot(grid, (1 - eps) ** grid, "k--", label=f"(1 − ε)^depth, ε = {eps:.3f}")
+    return _finish(fig, ax, "computation-graph depth", "exact match")
+
+
+def fig_error_types(df: pd.DataFrame) -> str | None:
+    rows = _largest(df)
+    tables = _tables(rows, "taxonomy_by_depth")
+    if not tables:
+        return None
+    share = defaultdict(lambda: defaultdict(list))
+    for t in tables:
+        for d, labs in t.items():
+            for lab, v in labs.items():
+                share[int(d)][lab].append(v)
+    depths = sorted(share)
+    n_trials = {d: sum(str(d) in t for t in tables) for d in depths}
+    fig, ax = _new_figure()
+    bottom = np.zeros(len(depths))
+    for lab, colour in LABEL_COLOURS.items():
+        # a label absent from a trial's table has share 0 there: average over every trial with that depth
+        vals = np.array([sum(share[d][lab]) / n_trials[d] for d in depths])
+        if vals.any():
+            ax.bar(depths, vals, bottom=bottom, color=colour, label=lab)
+            bottom += vals
+    return _finish(fig, ax, "node depth", "share of scratchpad nodes", legend=7, unit=False)
+
+
+def fig_coverage_by_depth(df: pd.DataFrame) -> str | None:
+    rows = _largest(df)
+    tables = _tables(rows, "coverage_by_depth")
+    if not tables:
+        return None
+    seen = defaultdict(lambda: defaultdict(list))
+    for t in tables:
+        for d, labs in t.items():
+            for lab, (n, s) in labs.items():
+                seen[lab][int(d)].append(s)
+    fig, ax = _new_figure()
+    for lab, colour in (("correct", "tab:green"), ("wrong", "tab:red")):
+        if seen[lab]:
+            ds = sorted(seen[lab])
+            ax.plot(ds, [np.mean(seen[lab][d]) for d in ds], "o-", color=colour, label=f"{lab} nodes")
+    return _finish(fig, ax, "node depth", "share with whole ancestry seen in training")
+
+
+def fig_acc_by_size(df: pd.DataFrame) -> str | None:
+    rows = _largest(df)
+    tables = _tables(rows, "acc_by_size")
+    if not tables:
+        return None
+    acc = defaultdict(list)
+    for t in tables:
+        for k, (n, a) in t.items():
+            acc[k].append(a)
+    keys = list(acc)
+    fig, ax = _new_figure()
+    if all("x" in k for k in keys):  # multiplication: a heat map over operand digit counts
+        da = sorted({int(k.split("x")[0]) for k in keys})
+        db = sorted({int(k.split("x")[1]) for k in keys})
+        grid = np.full((len(da), len(db)), np.nan)
+        for k, v in acc.items():
+            a, b = map(int, k.split("x"))
+            grid[da.index(a), db.index(b)] = np.mean(v)
+        im = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", origin="lower")
+        ax.set_xticks(range(len(db)), db)
+        ax.set_yticks(range(len(da)), da)
+        ax.set_xlabel("digits of b")
+        ax.set_ylabel("digits of a")
+        for i in range(len(da)):
+            for j in range(len(db)):
+                if np.isfinite(grid[i, j]):
+                    ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=7, color="w")
+        ax.figure.colorbar(im, ax=ax, label="exact match")
+        ax.grid(False)
+    else:
+        xs = sorted(int(k) for k in keys)
+        ax.bar(xs, [np.mean(acc[str(x)]) for x in xs])
+        ax.set_xlabel("sequence length")
+        ax.set_ylabel("exact match")
+        ax.set_ylim(0, 1.03)
+    return _to_b64(fig)
+
+
+SUBGRAPH_FIGURES: dict[str, tuple[Any, str]] = {
+    "sg_acc_vs_params": (fig_acc_vs_params, "Exact match in distribution (solid) and out of distribution (dashed) "
+                                            "vs parameters, per format and training-set size; mean ± 95% CI over seeds."),
+    "sg_acc_by_size": (fig_acc_by_size, "Exact match by problem size, largest model (scratchpad, largest training "
+                                        "set), mean over seeds."),
+    "sg_acc_by_depth": (fig_acc_by_depth, "Exact match by computation-graph depth with the compounding fit "
+                                          "(1 − ε)^depth, largest model."),
+    "sg_error_types": (fig_error_types, "Scratchpad node error types by depth, largest model, mean over seeds."),
+    "sg_coverage_by_depth": (fig_coverage_by_depth, "Share of correct vs wrong scratchpad nodes whose whole "
+                                                    "ancestor computation occurs in training, by depth."),
+}

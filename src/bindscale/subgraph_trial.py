@@ -1,0 +1,231 @@
+"""One trial of the ``subgraphs`` study: train a transformer on a multi-step task, then dissect its errors.
+
+Claim under test (Dziri et al., NeurIPS 2023, "Faith and Fate: Limits of
+Transformers on Compositionality"): transformers trained on multi-step tasks
+succeed in distribution by matching computation subgraphs seen in training,
+fail on larger compositions, and their errors compound with depth.
+
+Data (independent seed streams, :mod:`bindscale.seeding`): a fixed training
+set of ``n_train`` in-distribution examples ("train" stream) and, per size
+cell, ``n_test`` test examples ("test" stream) that are not in the training
+set, in distribution (sizes ≤ ``id_max``) and out of it (up to ``ood_max``).
+The model ("init" stream) is trained on prompt → target with the loss on the
+target only, then decodes greedily. Metrics (all on the test examples):
+
+- exact match of the final answer, in / out of distribution, by size cell, by
+  graph depth and by graph width;
+- the error-compounding fit accuracy ≈ (1 − ε)^depth (ε per trial);
+- node error taxonomy on predicted scratchpads (correct / local / propagation
+  / restoration / missing) by depth;
+- subgraph coverage: the share of non-input nodes whose whole ancestor
+  computation occurs in the training graphs, among correct vs wrong nodes,
+  overall and matched by depth (:func:`depth_matched_gap`);
+- relative information gain of each answer digit given one or two input
+  digits, computed from the training data (a property of the task, not the model).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+import torch
+
+from . import seeding
+from .analysis.subgraphs import classify_nodes, fit_compounding, label_table, rig_table, subgraph_coverage
+from .config import SubgraphsTrial
+from .models.transformer import Transformer
+from .seqtrain import greedy_predictions, train_seq_model
+from .tasks import charvocab, maxsubseq, multiplication
+from .tasks.compgraph import Example, predicted_answer, read_values
+from .train import TrialResult
+
+#: Tries per test example to find one that is not in the training set.
+_TRIES = 20
+#: Training examples used for the (data-only) information-gain table.
+_RIG_EXAMPLES = 2000
+
+
+def size_cells(trial: SubgraphsTrial) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:
+    """In-distribution and out-of-distribution size cells of a trial's task.
+
+    Multiplication: ``(digits_a, digits_b)`` pairs, OOD when either exceeds ``id_max``;
+    maxsubseq: ``(length,)``.
+    """
+    t = task = trial.task
+    if task.family == "multiplication":
+        cells = multiplication.size_grid(t.ood_max, t.ood_max)
+        return [c for c in cells if max(c) <= t.id_max], [c for c in cells if max(c) > t.id_max]
+    return [(n,) for n in range(1, t.id_max + 1)], [(n,) for n in range(t.id_max + 1, t.ood_max + 1)]
+
+
+def _sample_cell(family: str, cell: tuple[int, ...], rng: np.random.Generator, n: int) -> list:
+    if family == "multiplication":
+        return multiplication.sample_at_sizes(rng, cell[0], cell[1], n)
+    return maxsubseq.sample_at_length(rng, cell[0], n)
+
+
+def _make(family: str, items: list, scratchpad: bool) -> list[Example]:
+    mod = multiplication if family == "multiplication" else maxsubseq
+    return mod.make_examples(items, scratchpad)
+
+
+def make_data(trial: SubgraphsTrial) -> tuple[list[Example], list[Example], list[bool]]:
+    """Training examples, test examples and, per test example, whether it is in distribution.
+
+    Training sizes are drawn uniformly over the in-distribution cells, then the
+    operands uniformly at that size. Test examples whose prompt is in the training
+    set are redrawn (up to a few tries each), so a small cell may hold fewer.
+    """
+    t = trial.task
+    id_cells, ood_cells = size_cells(trial)
+    rng = seeding.rng(trial.seed, "train")
+    picks = rng.integers(0, len(id_cells), size=t.n_train)
+    train_items: list = []
+    for i, cell in enumerate(id_cells):
+        train_items += _sample_cell(t.family, cell, rng, int((picks == i).sum()))
+    train = _make(t.family, train_items, t.scratchpad)
+    seen = {ex.prompt for ex in train}
+    test_rng = seeding.rng(trial.seed, "test")
+    test, in_dist = [], []
+    for cell in id_cells + ood_cells:
+        got: list[Example] = []
+        for _ in range(_TRIES):
+            cand = _make(t.family, _sample_cell(t.family, cell, test_rng, t.n_test), t.scratchpad)
+            got += [ex for ex in cand if ex.prompt not in seen and ex.prompt not in {g.prompt for g in got}]
+            if len(got) >= t.n_test:
+                break
+        got = got[: t.n_test]
+        test += got
+        in_dist += [cell in id_cells] * len(got)
+    return train, test, in_dist
+
+
+def build_model(trial: SubgraphsTrial, max_len: int) -> Transformer:
+    m = trial.model
+    return Transformer(charvocab.VOCAB_SIZE, m.n_layers, m.d_model, m.n_heads, m.mlp_ratio, max_len=max_len,
+                       generator=seeding.generator(trial.seed, "init"))
+
+
+def _size_key(ex: Example) -> str:
+    return "x".join(map(str, ex.sizes))
+
+
+def _acc_by(examples: list[Example], correct: np.ndarray, key: Callable[[Example], object]) -> dict[str, list]:
+    """``{key: [n, accuracy]}`` (JSON-friendly)."""
+    out: dict[str, list] = {}
+    keys = [str(key(ex)) for ex in examples]
+    for k in sorted(set(keys), key=lambda s: [int(p) for p in s.split("x")]):
+        sel = np.array([kk == k for kk in keys])
+        out[k] = [int(sel.sum()), float(correct[sel].mean())]
+    return out
+
+
+def evaluate(model: Transformer, train: list[Example], test: list[Example], in_dist: list[bool],
+             device: str | torch.device = "cpu") -> dict:
+    """Every metric of the module docstring for a trained model (see there)."""
+    prompts = [charvocab.encode(ex.prompt) for ex in test]
+    max_new = max(len(ex.target) for ex in test) + 4
+    preds = [charvocab.decode(ids) for ids in greedy_predictions(model, prompts, max_new, charvocab.STOP_ID)]
+    correct = np.array([predicted_answer(p) == ex.answer for p, ex in zip(preds, test)])
+    ind = np.array(in_dist)
+    m: dict = {
+        "acc_id": float(correct[ind].mean()) if ind.any() else float("nan"),
+        "acc_ood": float(correct[~ind].mean()) if (~ind).any() else float("nan"),
+        "n_test_id": int(ind.sum()), "n_test_ood": int((~ind).sum()),
+        "acc_by_size": _acc_by(test, correct, _size_key),
+        "acc_by_depth": _acc_by(test, correct, lambda ex: ex.depth),
+        "acc_by_width": _acc_by(test, correct, lambda ex: ex.width),
+    }
+    depth = m["acc_by_depth"]
+    eps, r2 = fit_compounding([float(d) for d in depth], [a for _, a in depth.values()],
+                              weights=[n for n, _ in depth.values()])
+    m |= {"compound_eps": float(eps), "compound_r2": float(r2)}
+
+    labels = [classify_nodes(ex, read_values(ex, p)) for ex, p in zip(test, preds)]
+    table = label_table(test, labels)
+    m["taxonomy_by_depth"] = {str(int(d)): {r.label: float(r.share) for r in g.itertuples()}
+                              for d, g in table.groupby("depth")}
+    nodes, _ = subgraph_coverage(train, test, labels)
+    nodes = nodes[(nodes["op"] != "input") & nodes["label"].isin(["correct", "wrong"])]
+    for lab in ("correct", "wrong"):
+        sel = nodes[nodes["label"] == lab]
+        m[f"seen_{lab}"] = float(sel["seen"].mean()) if len(sel) else float("nan")
+        m[f"n_nodes_{lab}"] = int(len(sel))
+    m["seen_gap_depth"] = depth_matched_gap(nodes)
+    m["coverage_by_depth"] = {
+        str(int(d)): {lab: [int(len(g2)), float(g2["seen"].mean())] for lab, g2 in g.groupby("label")}
+        for d, g in nodes.groupby("depth")
+    }
+    m["examples"] = [{"prompt": ex.prompt, "gold": ex.target, "pred": p} for ex, p in list(zip(test, preds))[:: max(1, len(test) // 8)]]
+    return m
+
+
+def depth_matched_gap(nodes: pd.DataFrame) -> float:
+    """Seen share of correct minus wrong nodes *at equal depth*, averaged over depths.
+
+    Deep nodes are both rarely seen and more often wrong, so the raw difference
+    mixes "seen" with "shallow". Per depth ``d`` holding both kinds of node the
+    gap ``seen(correct, d) − seen(wrong, d)`` is weighted by ``min(n_correct, n_wrong)``
+    (the pairs a matched comparison can form). NaN when no depth has both.
+
+    Args:
+        nodes: one row per node with ``depth``, ``label`` ("correct"/"wrong") and ``seen``.
+    """
+    num = den = 0.0
+    for _, g in nodes.groupby("depth"):
+        c, w = g[g["label"] == "correct"], g[g["label"] == "wrong"]
+        if len(c) and len(w):
+            weight = min(len(c), len(w))
+            num += weight * (float(c["seen"].mean()) - float(w["seen"].mean()))
+            den += weight
+    return num / den if den else float("nan")
+
+
+def run_trial(trial: SubgraphsTrial, device: str | torch.device = "cpu",
+              progress: Callable[[int], None] | None = None) -> TrialResult:
+    """Train and evaluate one subgraphs trial; a non-finite loss gives status ``diverged``."""
+    t0 = time.perf_counter()
+    train, test, in_dist = make_data(trial)
+    tokens, mask = charvocab.pack(train)
+    max_len = max(tokens.shape[1], max(len(ex.prompt) + len(ex.target) for ex in test)) + 8
+    model = build_model(trial, max_len).to(device)
+    tr = trial.train
+    fit = train_seq_model(
+        model, tokens, mask, steps=tr.steps, batch_size=tr.batch_size, lr=tr.lr, weight_decay=tr.weight_decay,
+        warmup_steps=min(tr.warmup_steps, tr.steps // 2), grad_clip=tr.grad_clip,
+        generator=seeding.generator(trial.seed, "train"), device=device,
+        on_step=(lambda step, loss: progress(1)) if progress else None,
+    )
+    t_train = time.perf_counter() - t0
+    metrics = {"n_params": model.n_params(), "final_loss": fit["final_loss"],
+               "curve": json.dumps(fit["loss_curve"]), "steps_per_s": fit["steps_per_s"],
+               "n_train_examples": len(train), "max_target_len": max(len(ex.target) for ex in train)}
+    if fit["status"] != "ok":
+        return TrialResult(status=fit["status"], diverged_step=fit.get("diverged_step"), metrics=metrics)
+    metrics |= evaluate(model, train, test, in_dist, device)
+    rig = rig_table(train[:_RIG_EXAMPLES], max_order=2)
+    metrics["rig_top"] = _rig_summary(rig)
+    metrics["timings"] = {"train_s": t_train, "eval_s": time.perf_counter() - t0 - t_train}
+    return TrialResult(status="ok", metrics=metrics)
+
+
+def _rig_summary(rig: pd.DataFrame) -> dict:
+    """Per answer digit, the largest RIG from one input and from a pair of inputs."""
+    out = {}
+    for out_digit, g in rig.groupby("output"):
+        best = {}
+        for order, g2 in g.groupby("order"):
+            top = g2.sort_values("rig", ascending=False).iloc[0]
+            best[str(int(order))] = [str(top["inputs"]), float(top["rig"])]
+        out[str(out_digit)] = best
+    return out
+
+
+def run_group(trials: list[SubgraphsTrial], device: str | torch.device = "cpu",
+              progress: Callable[[int], None] | None = None) -> list[TrialResult]:
+    """Trials one after another (transformer trials are not stacked)."""
+    return [run_trial(t, device, progress) for t in trials]

@@ -1,0 +1,121 @@
+import math
+
+import pandas as pd
+import pytest
+
+from bindscale.config import SubgraphsTrial
+from bindscale.report.subgraph_verdicts import ood_scaling, seen_subgraphs
+from bindscale.subgraph_trial import evaluate, make_data, size_cells
+from bindscale.tasks import charvocab
+
+
+def _trial(**task):
+    return SubgraphsTrial(task={"n_train": 300, "n_test": 6, **task})
+
+
+def test_size_cells_split_in_and_out_of_distribution():
+    ind, ood = size_cells(_trial(family="maxsubseq", id_max=3, ood_max=5))
+    assert ind == [(1,), (2,), (3,)] and ood == [(4,), (5,)]
+    ind, ood = size_cells(_trial(family="multiplication", id_max=2, ood_max=3))
+    assert ind == [(1, 1), (1, 2), (2, 1), (2, 2)]
+    assert ood == [(1, 3), (2, 3), (3, 1), (3, 2), (3, 3)]
+
+
+@pytest.mark.parametrize("family", ["maxsubseq", "multiplication"])
+def test_test_examples_are_never_training_examples_and_sizes_follow_the_split(family):
+    t = _trial(family=family, id_max=3, ood_max=4)
+    train, test, in_dist = make_data(t)
+    assert len(train) == 300
+    assert not {ex.prompt for ex in train} & {ex.prompt for ex in test}
+    assert all(max(ex.sizes) <= 3 for ex in train)
+    assert all((max(ex.sizes) <= 3) == flag for ex, flag in zip(test, in_dist))
+    assert any(in_dist) and not all(in_dist)
+    again = make_data(t)
+    assert [e.prompt for e in again[1]] == [e.prompt for e in test]  # reproducible
+    other = make_data(t.model_copy(update={"seed": 1}))
+    assert [e.prompt for e in other[0]] != [e.prompt for e in train]  # the seed matters
+
+
+class _Oracle:
+    """Answers every prompt with its gold target, or with a planted wrong first step."""
+
+    def __init__(self, examples, wrong_first_step=False):
+        self.gold = {ex.prompt: ex.target for ex in examples}
+        self.wrong = wrong_first_step
+
+    def generate(self, prompts, max_new_tokens, stop_id, **kw):
+        out = []
+        for p in prompts:
+            target = self.gold[charvocab.decode(p + [stop_id])[:-1]]
+            if self.wrong:
+                first, rest = target.split(";", 1) if ";" in target else (target[:-1], "$")
+                target = str(int(first) + 1) + (";" + rest if ";" in target else "$")
+            out.append(charvocab.encode(target))
+        return out
+
+
+def test_a_perfect_model_scores_one_everywhere_and_all_nodes_correct():
+    t = _trial(family="maxsubseq", id_max=4, ood_max=5)
+    train, test, in_dist = make_data(t)
+    m = evaluate(_Oracle(test), train, test, in_dist)
+    assert m["acc_id"] == 1.0 and m["acc_ood"] == 1.0
+    assert all(set(labs) == {"correct"} for labs in m["taxonomy_by_depth"].values())
+    assert m["n_nodes_wrong"] == 0 and math.isnan(m["seen_wrong"])
+    assert m["compound_eps"] == pytest.approx(0.0, abs=1e-4)
+
+
+def test_a_wrong_first_dp_cell_is_a_local_error():
+    t = _trial(family="maxsubseq", id_max=4, ood_max=5)
+    train, test, in_dist = make_data(t)
+    m = evaluate(_Oracle(test, wrong_first_step=True), train, test, in_dist)
+    assert m["taxonomy_by_depth"]["1"]["local"] == pytest.approx(1.0)  # dp[0] has depth 1
+    assert m["n_nodes_wrong"] > 0
+
+
+def _rows(ood_small, ood_large, seen_c, seen_w):
+    rows = []
+    for i, (a, b) in enumerate(zip(ood_small, ood_large)):
+        rows.append({"status": "ok", "n_params": 1e5, "n_train": 4000, "scratchpad": True, "acc_id": 0.9,
+                     "acc_ood": a, "seen_correct": seen_c[i], "seen_wrong": seen_w[i],
+                     "seen_gap_depth": seen_c[i] - seen_w[i] - 0.1, "seed": i})
+        rows.append({"status": "ok", "n_params": 1e6, "n_train": 4000, "scratchpad": True, "acc_id": 0.99,
+                     "acc_ood": b, "seen_correct": seen_c[i], "seen_wrong": seen_w[i],
+                     "seen_gap_depth": seen_c[i] - seen_w[i] - 0.1, "seed": i})
+    return pd.DataFrame(rows)
+
+
+def test_ood_scaling_verdict_is_the_mean_gain_with_its_decision():
+    df = _rows([0.1, 0.2, 0.15], [0.5, 0.6, 0.55], [0.6] * 3, [0.2] * 3)
+    stat, verdict, (value, lo, hi), n, details = ood_scaling(df, {"margin": 0.05}, 500, 0)
+    assert value == pytest.approx(0.4) and lo <= value <= hi and verdict == "supported" and n == 6
+    flat = _rows([0.1, 0.11, 0.1], [0.1, 0.11, 0.1], [0.6] * 3, [0.2] * 3)
+    assert ood_scaling(flat, {"margin": 0.05}, 500, 0)[1] == "not_supported"
+
+
+def test_seen_subgraphs_verdict_compares_correct_and_wrong_nodes():
+    df = _rows([0.1] * 3, [0.2] * 3, [0.6, 0.7, 0.65], [0.2, 0.3, 0.25])
+    stat, verdict, (value, lo, hi), n, details = seen_subgraphs(df, {"margin": 0.05}, 500, 0)
+    # The deciding number is the depth-matched gap; the raw gap is reported beside it.
+    assert value == pytest.approx(0.3) and verdict == "supported" and n == 6
+    assert details["raw_gap_all_depths"]["value"] == pytest.approx(0.4)
+    same = _rows([0.1] * 3, [0.2] * 3, [0.4] * 3, [0.3] * 3)
+    assert seen_subgraphs(same, {"margin": 0.05}, 500, 0)[1] == "not_supported"
+
+
+def test_depth_matched_gap_removes_the_depth_confound():
+    from bindscale.subgraph_trial import depth_matched_gap
+
+    # Depth 1: all seen, mostly correct; depth 5: none seen, mostly wrong. Within each
+    # depth seen-ness is the same for correct and wrong nodes: the matched gap is 0
+    # although the raw gap is large.
+    nodes = pd.DataFrame(
+        [{"depth": 1, "label": "correct", "seen": True}] * 9 + [{"depth": 1, "label": "wrong", "seen": True}] * 1
+        + [{"depth": 5, "label": "correct", "seen": False}] * 1 + [{"depth": 5, "label": "wrong", "seen": False}] * 9)
+    raw = nodes[nodes.label == "correct"].seen.mean() - nodes[nodes.label == "wrong"].seen.mean()
+    assert raw == pytest.approx(0.8) and depth_matched_gap(nodes) == pytest.approx(0.0)
+    # Within depth 1, correct nodes seen 100%, wrong 0% (weight min(2, 2) = 2); depth 2 gap 0.5 (weight 1).
+    nodes = pd.DataFrame([{"depth": 1, "label": "correct", "seen": True}] * 2
+                         + [{"depth": 1, "label": "wrong", "seen": False}] * 2
+                         + [{"depth": 2, "label": "correct", "seen": True}] * 1
+                         + [{"depth": 2, "label": "wrong", "seen": s} for s in (True, False)])
+    assert depth_matched_gap(nodes) == pytest.approx((2 * 1.0 + 1 * 0.5) / 3)
