@@ -13,7 +13,7 @@ import itertools
 import json
 import math
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
@@ -90,6 +90,9 @@ class TrainConfig(_Strict):
 class _Trial(_Strict):
     """Shared behaviour of every family's trial config: hashed id and flat record columns."""
 
+    #: Config sections whose fields become dotted record columns and sweep paths.
+    SECTIONS: ClassVar[tuple[str, ...]] = ("task", "model", "train")
+
     @property
     def trial_id(self) -> str:
         """First 16 hex digits of the SHA-256 of the canonical JSON config."""
@@ -104,7 +107,7 @@ class _Trial(_Strict):
         """Config columns of a record: the family's short axis names plus every dotted field."""
         out: dict[str, Any] = {}
         d = self.model_dump(mode="json")
-        for section in ("task", "model", "train"):
+        for section in self.SECTIONS:
             for k, v in d[section].items():
                 out[f"{section}.{k}"] = v
         out["seed"] = self.seed
@@ -185,6 +188,89 @@ class SubgraphsTrial(_Trial):
     seed: int = Field(0, ge=0, le=2**31 - 1)
 
 
+# ---------------------------------------------------------------- modularity (issue #6)
+
+class CompoundTaskConfig(_Strict):
+    """Compound "same shape AND same colour" scenes (bindscale.tasks.compound; Lepori et al. 2023)."""
+
+    family: Literal["compound"] = "compound"
+    n_shapes: int = Field(8, ge=2, le=1000, description="shape values (subroutine A: same shape)")
+    n_colours: int = Field(8, ge=2, le=1000, description="colour values (subroutine B: same colour)")
+    n_train: int = Field(2000, ge=2, le=1_000_000, description="rows of every training set (compound, subroutine, pretraining)")
+    n_test: int = Field(1000, ge=2, le=1_000_000, description="rows of every test set")
+
+
+class ModularityModelConfig(_Strict):
+    """The base network: a ReLU MLP on the one-hot view or a transformer on the tokens.
+
+    ``width`` is the MLP hidden width or the transformer's ``d_model``; ``depth`` the
+    MLP hidden layers or the transformer blocks. ``n_heads`` / ``mlp_ratio`` are used
+    by the transformer only.
+    """
+
+    architecture: Literal["mlp", "transformer"] = "mlp"
+    width: int = Field(64, ge=2, le=8192)
+    depth: int = Field(3, ge=1, le=32)
+    n_heads: int = Field(4, ge=1, le=128)
+    mlp_ratio: int = Field(4, ge=1, le=16)
+    activation: Literal["relu", "gelu", "tanh"] = Field("relu", description="MLP only (the transformer uses GELU)")
+
+    @model_validator(mode="after")
+    def _heads(self) -> "ModularityModelConfig":
+        if self.architecture == "transformer" and (self.width % self.n_heads or (self.width // self.n_heads) % 2):
+            raise ValueError(f"width={self.width} must split into n_heads={self.n_heads} heads of even size (RoPE)")
+        return self
+
+
+class PretrainConfig(_Strict):
+    """Pretraining before the compound task: none, or the two subroutines as tasks of their own.
+
+    ``subroutines``: the body is trained on the pretraining sets of A and B at once, each
+    with its own linear head on the last hidden representation (heads dropped afterwards),
+    then the whole network is trained on the compound task. Pretraining uses the ``train``
+    section's batch size, learning rate, weight decay, warm-up and gradient clip.
+    """
+
+    kind: Literal["none", "subroutines"] = "none"
+    steps: int = Field(1000, ge=1, le=10_000_000, description="pretraining steps (unused with kind none)")
+
+
+class MaskConfig(_Strict):
+    """Continuous-sparsification mask search (bindscale.analysis.masks) and its controls.
+
+    ``params`` fixes which weights are masked — it decides the result (see
+    bindscale.analysis.modularity): ``hidden`` = every weight matrix that computes a
+    hidden representation (MLP: input and hidden-to-hidden matrices; transformer:
+    attention qkv/output and MLP fc/proj matrices of every block), never the
+    readout, the token embedding, biases or LayerNorm; ``all`` adds the readout (and
+    the transformer's embedding). A readout both subroutines need is kept by every
+    mask, so its ablation breaks both and AblDiff is 0 whatever the hidden layers do.
+    """
+
+    params: Literal["hidden", "all"] = "hidden"
+    lambda_l0: float = Field(1.0, gt=0.0, le=1000.0)
+    steps: int = Field(1000, ge=1, le=1_000_000)
+    lr: float = Field(0.05, gt=0.0, le=100.0)
+    beta_end: float = Field(200.0, ge=1.0, le=1e6, description="final temperature (beta starts at 1)")
+    batch_size: int = Field(256, ge=1, le=65536, description="rows per step; below n_train so mask seeds differ")
+    n_mask_seeds: int = Field(3, ge=1, le=100)
+    control_mask_seeds: int = Field(1, ge=0, le=100, description="mask seeds per subroutine on the untrained control network")
+
+
+class ModularityTrial(_Trial):
+    """A modularity trial: one base network trained on the compound task, then its subnetworks searched."""
+
+    SECTIONS: ClassVar[tuple[str, ...]] = ("task", "model", "pretrain", "train", "mask")
+    kind: Literal["modularity"] = "modularity"
+    task: CompoundTaskConfig = CompoundTaskConfig()
+    model: ModularityModelConfig = ModularityModelConfig()
+    pretrain: PretrainConfig = PretrainConfig()
+    #: Compound training (and pretraining) with :func:`bindscale.seqtrain.fit_minibatches`.
+    train: SeqTrainConfig = SeqTrainConfig(steps=1000, batch_size=128, lr=3e-3, weight_decay=0.0, warmup_steps=50)
+    mask: MaskConfig = MaskConfig()
+    seed: int = Field(0, ge=0, le=2**31 - 1)
+
+
 #: Sweep axes by their short names (issue #2) → dotted path in :class:`TrialConfig`.
 AXES: dict[str, str] = {
     "model": "model.kind",
@@ -216,9 +302,30 @@ SUBGRAPHS_AXES: dict[str, str] = {
     "seed": "seed",
 }
 
+MODULARITY_AXES: dict[str, str] = {
+    "architecture": "model.architecture",
+    "width": "model.width",
+    "depth": "model.depth",
+    "heads": "model.n_heads",
+    "pretraining": "pretrain.kind",
+    "pretrain_steps": "pretrain.steps",
+    "n_shapes": "task.n_shapes",
+    "n_colours": "task.n_colours",
+    "n_train": "task.n_train",
+    "steps": "train.steps",
+    "lr": "train.lr",
+    "mask_params": "mask.params",
+    "lambda_l0": "mask.lambda_l0",
+    "mask_steps": "mask.steps",
+    "mask_seeds": "mask.n_mask_seeds",
+    "seed": "seed",
+}
+
 #: Trial config class of each family (a study's ``base.kind``; absent means hyperteacher).
-FAMILIES: dict[str, type[_Trial]] = {"hyperteacher": TrialConfig, "subgraphs": SubgraphsTrial}
-FAMILY_AXES: dict[str, dict[str, str]] = {"hyperteacher": AXES, "subgraphs": SUBGRAPHS_AXES}
+FAMILIES: dict[str, type[_Trial]] = {"hyperteacher": TrialConfig, "subgraphs": SubgraphsTrial,
+                                     "modularity": ModularityTrial}
+FAMILY_AXES: dict[str, dict[str, str]] = {"hyperteacher": AXES, "subgraphs": SUBGRAPHS_AXES,
+                                          "modularity": MODULARITY_AXES}
 
 
 def family_of(base: Any) -> str:
@@ -250,9 +357,10 @@ def axis_path(name: str, family: str = "hyperteacher") -> str:
 
 
 def _trial_paths(family: str = "hyperteacher") -> set[str]:
-    d = FAMILIES[family]().model_dump()
+    cls = FAMILIES[family]
+    d = cls().model_dump()
     paths = {"seed"}
-    for section in ("task", "model", "train"):
+    for section in cls.SECTIONS:
         paths |= {f"{section}.{k}" for k in d[section]}
     return paths
 
@@ -272,7 +380,8 @@ class StudyConfig(_Strict):
 
     name: str = Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
     description: str = ""
-    base: Annotated[Union[Annotated[TrialConfig, Tag("hyperteacher")], Annotated[SubgraphsTrial, Tag("subgraphs")]],
+    base: Annotated[Union[Annotated[TrialConfig, Tag("hyperteacher")], Annotated[SubgraphsTrial, Tag("subgraphs")],
+                          Annotated[ModularityTrial, Tag("modularity")]],
                     Discriminator(_base_tag)] = TrialConfig()
     grids: list[dict[str, list[Any]]] = Field(default_factory=lambda: [{}])
     quick: dict[str, Any] | None = None
@@ -330,6 +439,9 @@ VERDICT_PARAMS: dict[str, dict[str, tuple[float, float]]] = {
     "hull": {"margin": (0.0, 1.0)},
     "ood_scaling": {"margin": (0.0, 1.0)},
     "seen_subgraphs": {"margin": (0.0, 1.0)},
+    "structure_emerges": {"min_fraction": (0.0, 1.0), "min_base_acc": (0.0, 1.0)},
+    "structure_grows_with_width": {"margin": (0.0, 1.0), "min_base_acc": (0.0, 1.0)},
+    "pretraining_reliability": {"margin": (0.0, 1.0), "min_base_acc": (0.0, 1.0)},
 }
 VERDICT_CLAIMS = tuple(VERDICT_PARAMS)
 

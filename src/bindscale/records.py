@@ -92,6 +92,14 @@ def load_records(run_dir: str | Path | RunStore, trial_ids: set[str] | None = No
     return out
 
 
+#: Numeric metrics of the modularity study (a NaN is stored as null, which would make a column of objects).
+MODULARITY_COLUMNS = tuple(
+    f"{pre}{m}{suf}" for pre in ("", "random_", "untrained_")
+    for m in ("frac_structural", "frac_robust", "sub_diff", "abl_diff", "density", "abl_yes") for suf in ("", "_A", "_B")
+) + ("base_acc_train", "base_acc_test", "base_acc_sub_A", "base_acc_sub_B", "pretrain_loss", "pretrain_acc_A",
+     "pretrain_acc_B")
+
+
 def records_table(records: list[dict]) -> pd.DataFrame:
     """Flatten records into one row per trial: config columns, metrics, status, timings, provenance.
 
@@ -111,7 +119,7 @@ def records_table(records: list[dict]) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     for col in ("r2_id", "r2_heldout", "r2_inhull", "r2_outhull", "decod_best", "decod_input", "decod_random",
                 "acc_id", "acc_ood", "compound_eps", "compound_r2", "seen_correct", "seen_wrong", "seen_gap_depth",
-                "final_loss"):
+                "final_loss", *MODULARITY_COLUMNS):
         if col in df:
             df[col] = pd.to_numeric(df[col], errors="coerce").astype(float)
     return df

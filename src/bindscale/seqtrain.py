@@ -158,10 +158,51 @@ def train_seq_model(
     # Batch order and trimmed lengths are fixed up front, on the host: the loop never waits for them.
     idx = _batch_indices(N, steps, batch_size, generator)  # (steps, B)
     lengths = sequence_lengths(tokens.cpu(), loss_mask.cpu())[idx].amax(dim=1).tolist()  # per step
-    idx = idx.to(device)
     tokens, loss_mask = tokens.to(device), loss_mask.to(device)
 
-    params = [p for p in model.parameters() if p.requires_grad]
+    def batch_loss(step: int, b: torch.Tensor) -> torch.Tensor:
+        L = lengths[step]
+        return seq_loss(model, tokens[b, :L], loss_mask[b, :L])
+
+    out = fit_minibatches(list(model.parameters()), batch_loss, idx, lr=lr, weight_decay=weight_decay,
+                          warmup_steps=warmup_steps, grad_clip=grad_clip, device=device, on_step=on_step)
+    n_tokens = batch_size * sum(L - 1 for L in lengths[:out["steps_done"]])
+    out["tokens_per_s"] = n_tokens / out["train_seconds"]
+    return out
+
+
+def fit_minibatches(
+    params: list[torch.nn.Parameter],
+    batch_loss: Callable[[int, torch.Tensor], torch.Tensor],
+    idx: torch.Tensor,
+    *,
+    lr: float,
+    weight_decay: float,
+    warmup_steps: int,
+    grad_clip: float | None,
+    device: str | torch.device = "cpu",
+    on_step: Callable[[int, float], None] | None = None,
+) -> dict:
+    """The optimisation loop of :func:`train_seq_model`, for any loss on index batches.
+
+    AdamW (decay on parameters of 2+ dimensions only), warm-up then cosine decay,
+    optional gradient clipping; a non-finite loss stops the loop (status "diverged").
+
+    Args:
+        params: the parameters to train (those without ``requires_grad`` are skipped).
+        batch_loss: ``batch_loss(step, rows) -> scalar loss``; ``step`` is 0-based,
+            ``rows`` a LongTensor of example indices on ``device``.
+        idx: ``(steps, B)`` example indices of every step (e.g. :func:`_batch_indices`).
+        lr, weight_decay, warmup_steps, grad_clip, device, on_step: as in :func:`train_seq_model`.
+
+    Returns:
+        ``status``, ``final_loss``, ``loss_curve``, ``steps_per_s``, ``steps_done``,
+        ``diverged_step`` and ``train_seconds`` (see :func:`train_seq_model`).
+    """
+    device = torch.device(device)
+    steps = idx.shape[0]
+    idx = idx.to(device)
+    params = [p for p in params if p.requires_grad]
     groups = [
         {"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
         {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},  # biases, LayerNorm
@@ -175,8 +216,7 @@ def train_seq_model(
     for step in range(1, steps + 1):
         for group in opt.param_groups:
             group["lr"] = lr_at(step, lr=lr, warmup_steps=warmup_steps, steps=steps)
-        b, L = idx[step - 1], lengths[step - 1]
-        loss = seq_loss(model, tokens[b, :L], loss_mask[b, :L])
+        loss = batch_loss(step - 1, idx[step - 1])
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if grad_clip is not None:
@@ -202,13 +242,11 @@ def train_seq_model(
     curve = _curve(curve_losses)
     if diverged_step is None:
         final = curve[-1][1]
-    n_tokens = batch_size * sum(L - 1 for L in lengths[:done])
     return {
         "status": status,
         "final_loss": float(final),
         "loss_curve": curve,
         "steps_per_s": done / seconds,
-        "tokens_per_s": n_tokens / seconds,
         "steps_done": done,
         "diverged_step": diverged_step,
         "train_seconds": seconds,

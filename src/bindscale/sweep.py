@@ -43,6 +43,10 @@ def run_group(trials: list, device: str, progress: Callable[[int], None] | None 
         from .subgraph_trial import run_group as run_subgraphs
 
         return run_subgraphs(trials, device, progress)
+    if trials[0].family == "modularity":
+        from .modularity_trial import run_group as run_modularity
+
+        return run_modularity(trials, device, progress)
     return train_group(trials, device, progress)
 
 
@@ -54,11 +58,29 @@ def job_cost(job: list[TrialConfig]) -> float:
         weights = 12 * m.n_layers * m.d_model**2 + 40 * m.d_model
         length = (30 if t.task.family == "maxsubseq" else 90) if t.task.scratchpad else 16
         return len(job) * t.train.steps * t.train.batch_size * length * weights
+    if t.family == "modularity":
+        return len(job) * modularity_cost(t)
     w, d = t.model.width, t.model.depth
     weights = w * w * max(d - 1, 0) + w * (t.task.M * t.task.K + t.task.input_dim + t.task.output_dim)
     if t.model.kind == "hypernet":
         weights *= 2  # generated weights are applied per task, plus the mixing
     return len(job) * t.train.steps * t.train.batch_tasks * t.task.samples_per_task * (weights + 1000)
+
+
+def modularity_cost(t) -> float:
+    """Relative cost of one modularity trial: (pre)training plus every mask search, rows × positions × weights.
+
+    A mask step costs about twice a training step (soft masks, their penalty and Adam on
+    one logit per weight); a transformer reads 4 positions per scene.
+    """
+    m, mk = t.model, t.mask
+    if m.architecture == "mlp":
+        weights, positions = 2 * (t.task.n_shapes + t.task.n_colours) * m.width + (m.depth - 1) * m.width**2, 1
+    else:
+        weights, positions = (4 + 2 * m.mlp_ratio) * m.depth * m.width**2, 4
+    train = (t.train.steps + (t.pretrain.steps if t.pretrain.kind != "none" else 0)) * t.train.batch_size
+    masks = 2 * (mk.n_mask_seeds + mk.control_mask_seeds) * mk.steps * mk.batch_size * 2
+    return (train + masks) * positions * (weights + 1000)
 
 
 def trial_memory_bytes(trial: TrialConfig) -> int:
@@ -70,6 +92,8 @@ def trial_memory_bytes(trial: TrialConfig) -> int:
     """
     if trial.family == "subgraphs":  # a small transformer, its batch and its evaluation
         return 512 << 20
+    if trial.family == "modularity":  # one small network, its datasets and a few masked copies
+        return 256 << 20
     t, m, tr = trial.task, trial.model, trial.train
     code = t.M * t.K + t.n_shots * (t.input_dim + t.output_dim)  # wider than any encoding
     widths = m.width * m.depth + code + t.input_dim + t.output_dim

@@ -1,10 +1,9 @@
 import json
-import time
 
 import pandas as pd
 import pytest
 
-from .conftest import TINY, bindscale
+from .conftest import TINY, assert_resumes, bindscale, run_quick
 
 TINY_SG = TINY.parent / "tiny_subgraphs.yaml"
 
@@ -25,18 +24,10 @@ def test_a_tiny_subgraphs_study_runs_end_to_end_and_reports_its_claims(tmp_path)
     assert json.loads(df["acc_by_size"].iloc[0])  # per-size table survives as JSON
     html = (out / "report.html").read_text()
     assert "Out of distribution: does scale help?" in html and "data:image/png;base64," in html
-    # resume: nothing re-runs
-    r = bindscale("run", TINY_SG, "--out", out, "--workers", "1")
-    assert "3 already recorded, 0 to run" in r.stderr.replace("\n", " ")
+    assert_resumes(TINY_SG, out, 3)
 
 
 @pytest.mark.slow
 def test_quick_subgraphs_study_within_three_minutes_with_verdicts(tmp_path):
-    t0 = time.perf_counter()
-    r = bindscale("run", "subgraphs", "--quick", "--out", tmp_path / "q", timeout=600)
-    elapsed = time.perf_counter() - t0
-    assert r.returncode == 0, r.stderr
-    summary = json.loads((tmp_path / "q" / "summary.json").read_text())
+    elapsed, summary = run_quick("subgraphs", tmp_path / "q")
     assert {v["claim"] for v in summary["verdicts"]} == {"ood_scaling", "seen_subgraphs"}
-    print(f"\nsubgraphs --quick: {elapsed:.0f} s; " + "; ".join(
-        f"{v['claim']} {v['verdict']} {v['value']}" for v in summary["verdicts"]))

@@ -312,10 +312,9 @@ def make_figures(df: pd.DataFrame, study: dict[str, Any] | None = None) -> dict[
     not cost the whole report. ``study`` supplies the scaling threshold line.
     """
     base = (study or {}).get("base") or {}
-    if (base.get("kind") if isinstance(base, dict) else None) == "subgraphs":
-        from .subgraph_figures import SUBGRAPH_FIGURES
-
-        return _render(SUBGRAPH_FIGURES, df)
+    family_figures = _family_figures(study).get(base.get("kind") if isinstance(base, dict) else None)
+    if family_figures is not None:
+        return _render(family_figures, df)
     rules = (study or {}).get("verdicts") or {}
     thr = None
     if "scaling" in rules:
@@ -341,8 +340,17 @@ def _render(figures: dict, df: pd.DataFrame) -> dict[str, str | None]:
     return out
 
 
-def captions() -> dict[str, str]:
-    """Caption of every figure of every study family."""
+def _family_figures(study: dict[str, Any] | None = None) -> dict[str, dict]:
+    """Figures of the study families other than the headline one, by ``base.kind``."""
+    from .modularity_figures import modularity_figures
     from .subgraph_figures import SUBGRAPH_FIGURES
 
-    return {k: v[1] for k, v in (FIGURES | SUBGRAPH_FIGURES).items()}
+    return {"subgraphs": SUBGRAPH_FIGURES, "modularity": modularity_figures(study)}
+
+
+def captions() -> dict[str, str]:
+    """Caption of every figure of every study family."""
+    out = {k: v[1] for k, v in FIGURES.items()}
+    for figures in _family_figures().values():
+        out |= {k: v[1] for k, v in figures.items()}
+    return out

@@ -42,6 +42,9 @@ CLAIM_FIGURES = {
     "hull": ["hull_vs_width"],
     "ood_scaling": ["sg_acc_vs_params", "sg_acc_by_size"],
     "seen_subgraphs": ["sg_coverage_by_depth", "sg_error_types", "sg_acc_by_depth"],
+    "structure_emerges": ["mod_scores", "mod_accuracies"],
+    "structure_grows_with_width": ["mod_share_vs_width"],
+    "pretraining_reliability": ["mod_share_by_pretraining"],
 }
 CLAIM_TITLES = {
     "scaling": "Scaling: width, data and coverage",
@@ -50,6 +53,9 @@ CLAIM_TITLES = {
     "hull": "Inside vs outside the training hull",
     "ood_scaling": "Out of distribution: does scale help? (Faith and Fate)",
     "seen_subgraphs": "Are correct steps the ones seen in training? (Faith and Fate)",
+    "structure_emerges": "Do subroutines live in separable subnetworks? (Break It Down)",
+    "structure_grows_with_width": "Does structural compositionality grow with width? (Break It Down)",
+    "pretraining_reliability": "Does subroutine pretraining make it more reliable? (Break It Down)",
 }
 CONFIG_METRICS = ["r2_id", "r2_heldout", "r2_inhull", "r2_outhull", "decod_best"]
 
@@ -150,17 +156,21 @@ def _detail_rows(details: Mapping[str, Any], prefix: str = "") -> list[tuple[str
 
 SEQ_KEYS = ["task", "scratchpad", "n_train", "layers", "d_model"]
 SEQ_METRICS = ["acc_id", "acc_ood", "compound_eps", "seen_correct", "seen_wrong"]
+MOD_KEYS = ["architecture", "width", "depth", "pretraining"]
+MOD_METRICS = ["base_acc_test", "frac_structural", "frac_robust", "sub_diff", "abl_diff", "density",
+               "random_frac_structural", "untrained_frac_structural"]
 
 
-def _seq_config_table(ok: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    """The subgraphs study's per-config means over seeds."""
-    keys = [k for k in SEQ_KEYS if k in ok]
-    header = keys + ["n seeds"] + SEQ_METRICS + ["n_params"]
+def _seq_config_table(ok: pd.DataFrame, keys: list[str] = SEQ_KEYS,
+                      metrics: list[str] = SEQ_METRICS) -> tuple[list[str], list[list[str]]]:
+    """A study family's per-config means over seeds (subgraphs by default; modularity with its keys/metrics)."""
+    keys = [k for k in keys if k in ok]
+    header = keys + ["n seeds"] + metrics + ["n_params"]
     out = []
     for key, g in ok.groupby(keys, sort=True, dropna=False):
         row = [fmt_cfg(x) for x in key] + [str(len(g))]
         row += [fmt(float(np.nanmean(pd.to_numeric(g[c], errors="coerce")))) if c in g and
-                pd.to_numeric(g[c], errors="coerce").notna().any() else "—" for c in SEQ_METRICS]
+                pd.to_numeric(g[c], errors="coerce").notna().any() else "—" for c in metrics]
         row.append(fmt_cfg(pd.to_numeric(g["n_params"], errors="coerce").median()))
         out.append(row)
     return header, out
@@ -173,6 +183,8 @@ def _config_table(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
         return [], []
     if "acc_id" in ok:  # the subgraphs study
         return _seq_config_table(ok)
+    if "frac_structural" in ok:  # the modularity study
+        return _seq_config_table(ok, MOD_KEYS, MOD_METRICS)
     keys = ["model", "width", "depth", "holdout"]
     # Encoding / split are shown only when they vary (otherwise noise).
     keys += [c for c in ("encoding", "split") if c in ok and ok[c].nunique() > 1]
@@ -200,7 +212,8 @@ def _problems(df: pd.DataFrame) -> list[dict[str, str]]:
         out.append({
             "trial_id": str(r.get("trial_id", "")),
             "status": str(r["status"]),
-            "config": ", ".join(f"{c}={fmt_cfg(r[c])}" for c in ("model", "width", "depth", "holdout", "seed")
+            "config": ", ".join(f"{c}={fmt_cfg(r[c])}" for c in ("model", "architecture", "width", "depth", "holdout",
+                                                                      "pretraining", "seed")
                                 if c in r.index),
             "diverged_step": fmt_cfg(r.get("diverged_step")) if "diverged_step" in r.index else "—",
             "error": err if len(err) <= 400 else err[:400] + " …",

@@ -86,7 +86,8 @@ def fig_acc_by_depth(df: pd.DataFrame) -> str | None:
     eps = float(np.nanmedian(rows["compound_eps"])) if "compound_eps" in rows else np.nan
     if np.isfinite(eps):
         grid = np.linspace(min(depths), max(depths), 50)
-        ax.plot(grid, (1 - eps) ** grid, "k--", label=f"(1 − ε)^depth, ε = {eps:.3f}")
+        r2 = float(np.nanmedian(rows["compound_r2"])) if "compound_r2" in rows else np.nan
+        ax.plot(grid, (1 - eps) ** grid, "k--", label=f"(1 − ε)^depth, ε = {eps:.3f} (fit R² {r2:.2f})")
     return _finish(fig, ax, "computation-graph depth", "exact match")
 
 
@@ -169,6 +170,27 @@ def fig_acc_by_size(df: pd.DataFrame) -> str | None:
     return _to_b64(fig)
 
 
+def fig_information_gain(df: pd.DataFrame) -> str | None:
+    """Per answer digit, the largest relative information gain from one input and from two."""
+    ok = _ok(df)
+    tables = _tables(ok, "rig_top")
+    if not tables:
+        return None
+    best = defaultdict(lambda: defaultdict(list))
+    for t in tables:
+        for out_digit, orders in t.items():
+            for order, (_, rig) in orders.items():
+                best[out_digit][order].append(rig)
+    outs = sorted(best, key=lambda k: (len(k), k))
+    x = np.arange(len(outs))
+    fig, ax = _new_figure()
+    for j, order in enumerate(("1", "2")):
+        ax.bar(x + (j - 0.5) * 0.4, [np.mean(best[o][order]) if best[o][order] else 0.0 for o in outs], 0.4,
+               label=f"best {'single input' if order == '1' else 'pair of inputs'}")
+    ax.set_xticks(x, outs, rotation=45, fontsize=7)
+    return _finish(fig, ax, "answer digit", "relative information gain")
+
+
 SUBGRAPH_FIGURES: dict[str, tuple[Any, str]] = {
     "sg_acc_vs_params": (fig_acc_vs_params, "Exact match in distribution (solid) and out of distribution (dashed) "
                                             "vs parameters, per format and training-set size; mean ± 95% CI over seeds."),
@@ -179,4 +201,7 @@ SUBGRAPH_FIGURES: dict[str, tuple[Any, str]] = {
     "sg_error_types": (fig_error_types, "Scratchpad node error types by depth, largest model, mean over seeds."),
     "sg_coverage_by_depth": (fig_coverage_by_depth, "Share of correct vs wrong scratchpad nodes whose whole "
                                                     "ancestor computation occurs in training, by depth."),
+    "sg_information_gain": (fig_information_gain, "Relative information gain (H(Y) − H(Y|X_S)) / H(Y) of each answer "
+                                                  "digit from the best single input and pair of inputs, computed from "
+                                                  "the training data (a property of the task, not of a model)."),
 }

@@ -30,9 +30,10 @@ NUMERIC = ("n_params", "n_train", "acc_id", "acc_ood", "seen_correct", "seen_wro
            "compound_eps", "seed")
 
 
-def _prepare(ok: pd.DataFrame) -> pd.DataFrame:
+def _prepare(ok: pd.DataFrame, numeric: tuple[str, ...] = NUMERIC) -> pd.DataFrame:
+    """A copy with the ``numeric`` columns that are present coerced to numbers."""
     ok = ok.copy()
-    for c in NUMERIC:
+    for c in numeric:
         if c in ok:
             ok[c] = pd.to_numeric(ok[c], errors="coerce")
     return ok

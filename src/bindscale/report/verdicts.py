@@ -558,8 +558,9 @@ def compute_verdicts(
     return out
 
 
-# The subgraphs study's rules live in their own module (imported last: it uses the helpers above).
-from .subgraph_verdicts import DEFAULTS as _SUBGRAPH_DEFAULTS, RULES as _SUBGRAPH_RULES  # noqa: E402
+# The subgraphs and modularity studies' rules live in their own modules (imported last: they use the helpers above).
+from . import modularity_verdicts as _modularity, subgraph_verdicts as _subgraphs  # noqa: E402
 
-RULES.update(_SUBGRAPH_RULES)
-DEFAULTS.update(_SUBGRAPH_DEFAULTS)
+for _family in (_subgraphs, _modularity):
+    RULES.update(_family.RULES)
+    DEFAULTS.update(_family.DEFAULTS)
