@@ -92,12 +92,8 @@ def load_records(run_dir: str | Path | RunStore, trial_ids: set[str] | None = No
     return out
 
 
-#: Numeric metrics of the modularity study (a NaN is stored as null, which would make a column of objects).
-MODULARITY_COLUMNS = tuple(
-    f"{pre}{m}{suf}" for pre in ("", "random_", "untrained_")
-    for m in ("frac_structural", "frac_robust", "sub_diff", "abl_diff", "density", "abl_yes") for suf in ("", "_A", "_B")
-) + ("base_acc_train", "base_acc_test", "base_acc_sub_A", "base_acc_sub_B", "pretrain_loss", "pretrain_acc_A",
-     "pretrain_acc_B")
+#: Record fields that hold text (or nothing) even when every value is null.
+TEXT_COLUMNS = ("trial_id", "study", "status", "error")
 
 
 def records_table(records: list[dict]) -> pd.DataFrame:
@@ -117,12 +113,16 @@ def records_table(records: list[dict]) -> pd.DataFrame:
         row |= {f"prov_{k}": v for k, v in (rec.get("provenance") or {}).items()}
         rows.append(row)
     df = pd.DataFrame(rows)
-    for col in ("r2_id", "r2_heldout", "r2_inhull", "r2_outhull", "decod_best", "decod_input", "decod_random",
-                "acc_id", "acc_ood", "compound_eps", "compound_r2", "seen_correct", "seen_wrong", "seen_gap_depth",
-                "final_loss", *MODULARITY_COLUMNS):
-        if col in df:
+    for col in df.columns:
+        # A metric that is NaN (JSON null) in some records arrives as an object column of
+        # numbers and None: make it float. Strings, bools and JSON tables are left alone.
+        if col not in TEXT_COLUMNS and df[col].dtype == object and df[col].map(_is_number_or_none).all():
             df[col] = pd.to_numeric(df[col], errors="coerce").astype(float)
     return df
+
+
+def _is_number_or_none(v) -> bool:
+    return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
 
 
 def write_results(run_dir: str | Path | RunStore, records: list[dict]) -> pd.DataFrame:
