@@ -32,6 +32,8 @@ from multiprocessing import get_context
 import torch
 
 from .errors import ConfigError
+from .records import RECORD_DIR
+from .storage import RunStore, remove_temporaries
 from .sweep import run_job, threads_per_worker, write_failed
 
 EXECUTORS = ("inline", "process", "ray")
@@ -171,6 +173,8 @@ def _execute_pool(payload, run_dir, study, device, workers, retries, on_progress
         pool.shutdown(wait=True)
         if not broken:
             break
+        # Every worker of a broken pool is dead now: a write it was making is an orphan temp file.
+        remove_temporaries(RunStore(run_dir), RECORD_DIR)
         todo = _after_break(sorted(todo), running, procs, deaths, steps_done, retries, on_progress,
                             lambda i, why: on_job_done(write_failed(payload[i], run_dir, study, device, "process",
                                                                     why)))

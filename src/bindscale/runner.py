@@ -15,8 +15,8 @@ from .config import StudyConfig, TrialConfig, validate
 from .errors import BindscaleError, ConfigError
 from .lock import RunLock
 from .executors import EXECUTORS, RETRIES, execute
-from .records import load_records, write_results
-from .storage import RunStore, StorageError
+from .records import RECORD_DIR, load_records, write_results
+from .storage import RunStore, StorageError, remove_temporaries
 from .sweep import pending_trials, plan_jobs, resolve_device
 from .tasks.splits import make_split
 
@@ -125,6 +125,9 @@ def run_study(
 def _run_locked(study: StudyConfig, store: RunStore, dev: str, workers: int | None, console: Console,
                 trials: list[TrialConfig], executor: str | None, retries: int, address: str | None) -> dict:
     store.write_text(STUDY_FILE, yaml.safe_dump(study.model_dump(mode="json"), sort_keys=False))
+    # A worker killed mid-write leaves a temporary file (never a half record): clear them under the lock.
+    if n := remove_temporaries(store, RECORD_DIR):
+        console.print(f"removed {n} unfinished record write(s) left by an interrupted run")
     todo, have = pending_trials(trials, store)
     if executor == "ray" and address:
         n_workers = workers or len(todo) or 1  # the cluster's scheduler decides placement

@@ -176,6 +176,17 @@ class RunStore:
         return sorted(n for n in names if n.startswith(".") and n.endswith(".tmp"))
 
 
+def remove_temporaries(store: RunStore, subdir: str) -> int:
+    """Delete the temporary files a killed writer left in ``subdir``; returns how many.
+
+    Call only when no writer can be active (the run lock is held and no worker runs).
+    """
+    names = store.list_temporaries(subdir)
+    for name in names:
+        store.remove(f"{subdir}/{name}")
+    return len(names)
+
+
 def _atomic_local(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

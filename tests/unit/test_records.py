@@ -69,3 +69,15 @@ def test_a_failed_write_is_one_clear_error_and_leaves_no_file(tmp_path, monkeypa
     # The old record is intact and no temporary file is left behind.
     assert Path(record_path(tmp_path, t.trial_id)).read_bytes() == before
     assert sorted(p.name for p in (tmp_path / "records").iterdir()) == [f"{t.trial_id}.json"]
+
+
+def test_temporaries_of_a_killed_writer_are_found_and_removed(tmp_path):
+    from bindscale.storage import remove_temporaries
+
+    t = TrialConfig(seed=2)
+    write_record(tmp_path, _rec(t))
+    (tmp_path / "records" / f".{t.trial_id}.json.abc123.tmp").write_text('{"trial_id"')  # killed mid-write
+    store = RunStore(tmp_path)
+    assert store.list_temporaries("records") == [f".{t.trial_id}.json.abc123.tmp"]
+    assert remove_temporaries(store, "records") == 1
+    assert sorted(p.name for p in (tmp_path / "records").iterdir()) == [f"{t.trial_id}.json"]
