@@ -10,6 +10,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from .errors import BindscaleError
@@ -39,7 +40,7 @@ err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 
 def _fail(msg: str) -> None:
-    err_console.print(f"[red]error:[/] {msg}", highlight=False, soft_wrap=True)
+    err_console.print(f"[red]error:[/] {escape(msg)}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)
 
 

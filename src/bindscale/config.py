@@ -560,7 +560,19 @@ def parse_override(item: str) -> tuple[str, Any]:
         value = yaml.safe_load(raw)
     except yaml.YAMLError:
         raise ConfigError(f"--set {item!r}: value is not valid YAML") from None
-    return key.strip(), value
+    return key.strip(), _numbers(value)
+
+
+def _numbers(value: Any) -> Any:
+    """YAML 1.1 reads ``3e-4`` (no dot) as text; a researcher means the number."""
+    if isinstance(value, list):
+        return [_numbers(v) for v in value]
+    if isinstance(value, str):
+        try:
+            return float(value) if any(c in value.lower() for c in "e.") else value
+        except ValueError:
+            return value
+    return value
 
 
 def apply_override(study: dict, key: str, value: Any) -> dict:

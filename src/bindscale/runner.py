@@ -107,6 +107,9 @@ def run_study(
         raise ConfigError(f"--out {out}: {err}") from None
     if store.local is not None:
         check_out_dir(store.local)
+    elif store.location.startswith("memory://") and executor != "inline":
+        raise ConfigError(f"--out {out}: a memory:// filesystem lives inside one process, so worker processes "
+                          "cannot share it; use --executor inline (and nothing survives the run), or a path")
     cores = os.cpu_count() or 1
     if workers is not None and not 1 <= workers <= MAX_WORKERS:
         raise ConfigError(f"--workers {workers}: allowed 1 to {MAX_WORKERS} (this machine has {cores} cores)")

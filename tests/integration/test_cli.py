@@ -81,3 +81,8 @@ def test_quick_default_study_plans_both_models():
     full, quick = resolve_study("scaling").trials(), resolve_study("scaling", quick=True).trials()
     assert {t.model.kind for t in quick} == {"mlp", "hypernet"}
     assert len(quick) < len(full) and max(t.train.steps for t in quick) < min(t.train.steps for t in full)
+
+
+def test_error_messages_keep_square_brackets(tmp_path):
+    r = bindscale("run", tmp_path / "[ray].yaml")
+    assert r.returncode == 2 and "[ray].yaml" in r.stderr

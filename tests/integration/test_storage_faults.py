@@ -30,3 +30,11 @@ def test_disk_full_mid_sweep_stops_with_one_error_and_keeps_finished_records(tmp
     monkeypatch.setattr("bindscale.storage.os.fsync", real_fsync)
     summary = run_study(study, out, workers=1, executor="inline")  # space freed: resume finishes
     assert summary["n_trials"] == len(study.trials())
+
+
+def test_memory_urls_are_refused_for_multi_process_executors(tmp_path):
+    from bindscale.errors import ConfigError
+
+    study = resolve_study(str(TINY))
+    with pytest.raises(ConfigError, match="memory:// filesystem lives inside one process"):
+        run_study(study, "memory://bindscale-test/run", workers=2, executor="process")

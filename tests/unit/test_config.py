@@ -82,3 +82,10 @@ def test_overrides():
         apply_override(study, "train.stepz", 7)
     with pytest.raises(ConfigError, match="train.steps"):
         resolve_study("scaling", quick=True, overrides=["train.steps=-1"])
+
+
+def test_set_reads_exponent_numbers_without_a_dot_as_numbers():
+    from bindscale.config import resolve_study
+
+    study = resolve_study("scaling", overrides=["train.lr=3e-4", "lr=[1e-3, 3e-4]"])
+    assert sorted({t.train.lr for t in study.trials()}) == [3e-4, 1e-3]

@@ -26,6 +26,8 @@ from ..stats import mean_ci, mean_diff_ci
 from .verdicts import MIN_REPLICATES, NAN3, _ci
 
 DEFAULTS = {"ood_scaling": {"margin": 0.05}, "seen_subgraphs": {"margin": 0.05}}
+#: In-distribution exact match the largest model must reach for OOD accuracy to mean anything.
+MIN_ID_ACC = 0.5
 NUMERIC = ("n_params", "n_train", "acc_id", "acc_ood", "seen_correct", "seen_wrong", "seen_gap_depth",
            "compound_eps", "seed")
 
@@ -87,6 +89,10 @@ def ood_scaling(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
         details["reason"] = f"fewer than {MIN_REPLICATES} seeds at the smallest or largest model"
         return stat, "inconclusive", mean_diff_ci(a["acc_ood"], b["acc_ood"], n_boot, seed=seed), len(a) + len(b), details
     triple = mean_diff_ci(a["acc_ood"], b["acc_ood"], n_boot, seed=seed)
+    if float(a["acc_id"].mean()) < MIN_ID_ACC:  # nothing learned in distribution: OOD says nothing
+        details["reason"] = (f"the largest model's in-distribution exact match {float(a['acc_id'].mean()):.3f} is "
+                             f"below {MIN_ID_ACC}: it did not learn the task, so its OOD accuracy cannot decide")
+        return stat, "inconclusive", triple, len(a) + len(b), details
     verdict = _decide(triple, p["margin"])
     details["reason"] = (f"OOD accuracy {float(b['acc_ood'].mean()):.3f} at {int(small):,} parameters → "
                          f"{float(a['acc_ood'].mean()):.3f} at {int(large):,}; margin {p['margin']}")
