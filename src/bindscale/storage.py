@@ -57,6 +57,8 @@ class RunStore:
         self.location = loc
         if loc.startswith("file://"):
             loc = loc[len("file://"):]
+            if not loc.strip():
+                raise StorageError("file:// names no directory; give file:///path/to/run")
         self.local: Path | None = None if is_url(loc) else Path(loc)
         self.fs = None
         if self.local is None:
@@ -64,8 +66,9 @@ class RunStore:
 
             try:
                 self.fs, self.root = fsspec.core.url_to_fs(loc)
-            except (ImportError, ValueError) as err:
-                raise StorageError(f"cannot open storage {loc!r}: {err}") from None
+            except Exception as err:  # noqa: BLE001 - any driver's failure (missing package, refused connection …)
+                raise StorageError(f"cannot open storage {loc!r}: {type(err).__name__}: "
+                                   f"{(str(err).splitlines() or [''])[0][:200]}") from None
 
     @classmethod
     def of(cls, location: "str | Path | RunStore") -> "RunStore":

@@ -81,3 +81,9 @@ def test_temporaries_of_a_killed_writer_are_found_and_removed(tmp_path):
     assert store.list_temporaries("records") == [f".{t.trial_id}.json.abc123.tmp"]
     assert remove_temporaries(store, "records") == 1
     assert sorted(p.name for p in (tmp_path / "records").iterdir()) == [f"{t.trial_id}.json"]
+
+
+@pytest.mark.parametrize("url, why", [("file://", "names no directory"), ("zip://x", "cannot open storage")])
+def test_unusable_locations_are_one_storage_error(url, why):
+    with pytest.raises(StorageError, match=why):
+        RunStore(url)
