@@ -19,12 +19,13 @@ from typing import Any
 import torch
 
 from .config import FAMILIES, TrialConfig
+from .cpu import cpu_training
 from .records import load_records, provenance, write_record
 from .storage import RunStore
 from .train import group_key, train_group
 
-#: Largest number of trials in one stack (bounds memory; issue #3 makes it adaptive).
-MAX_STACK = 16
+#: Largest number of trials in one stack; free memory lowers it (:func:`max_stack`).
+MAX_STACK = 32
 
 
 def parse_trial(d: dict) -> Any:
@@ -38,16 +39,17 @@ def job_group_key(trial: Any) -> tuple:
 
 
 def run_group(trials: list, device: str, progress: Callable[[int], None] | None = None) -> list:
-    """Train and analyse one job's trials with their family's trainer."""
-    if trials[0].family == "subgraphs":
-        from .subgraph_trial import run_group as run_subgraphs
+    """Train and analyse one job's trials with their family's trainer (CPU settings: :mod:`bindscale.cpu`)."""
+    with cpu_training(device):
+        if trials[0].family == "subgraphs":
+            from .subgraph_trial import run_group as run_subgraphs
 
-        return run_subgraphs(trials, device, progress)
-    if trials[0].family == "modularity":
-        from .modularity_trial import run_group as run_modularity
+            return run_subgraphs(trials, device, progress)
+        if trials[0].family == "modularity":
+            from .modularity_trial import run_group as run_modularity
 
-        return run_modularity(trials, device, progress)
-    return train_group(trials, device, progress)
+            return run_modularity(trials, device, progress)
+        return train_group(trials, device, progress)
 
 
 def job_cost(job: list[TrialConfig]) -> float:

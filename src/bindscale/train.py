@@ -19,12 +19,14 @@ import numpy as np
 import torch
 
 from . import seeding
+from .cpu import cpu_training
 from .config import TrialConfig
 from .metrics import r2_within_task
 from .models import StackedModel, build_model
 from .optim import StackedAdamW
 from .probes import decodability
 from .tasks import Batch, HyperTeacher
+from .tasks.encodings import encoding_dim
 
 #: Elements (tasks × samples × features) of pre-sampled training data per trial and chunk.
 CHUNK_ELEMENTS = 2_000_000
@@ -37,12 +39,15 @@ PER_TRIAL_FIELDS = {"lr", "weight_decay", "grad_clip"}
 def group_key(trial: TrialConfig) -> tuple:
     """Trials with equal keys have identical model shapes and schedules and can share a stack.
 
-    Seed, split, hold-out fraction, learning rate, weight decay and clipping may differ.
+    Seed, split, hold-out fraction, learning rate, weight decay, clipping and the
+    encoding may differ; encodings of one width (identity, orthogonal, invertible,
+    interval_shuffle: M) share a stack because each trial encodes its own codes.
     """
     t, m, tr = trial.task, trial.model, trial.train
+    code_dim = encoding_dim(t.encoding, t.M, t.K, (t.input_dim, t.output_dim), t.n_shots)
     return (
         m.model_dump_json(),
-        t.M, t.K, t.encoding, t.input_dim, t.hidden_dim, t.output_dim, t.samples_per_task, t.n_shots,
+        t.M, t.K, code_dim, t.input_dim, t.hidden_dim, t.output_dim, t.samples_per_task, t.n_shots,
         t.holdout > 0 or t.split != "random",  # whether a held-out pool exists
         tr.model_dump_json(exclude=PER_TRIAL_FIELDS),
     )
@@ -116,6 +121,11 @@ def train_group(
     if len({group_key(t) for t in trials}) != 1:
         raise ValueError("train_group needs trials with one group_key")
     device = torch.device(device)
+    with cpu_training(device):  # no page faults per step, no denormal arithmetic (bindscale.cpu)
+        return _train_group(trials, device, progress)
+
+
+def _train_group(trials: list[TrialConfig], device: torch.device, progress) -> list[TrialResult]:
     T, cfg = len(trials), trials[0]
     tasks = [HyperTeacher(t.task, t.seed, device) for t in trials]
     model = build_model(

@@ -84,3 +84,21 @@ def test_per_trial_lr_weight_decay_and_clip_inside_one_stack():
         for k in ("r2_id", "r2_heldout", "final_loss"):
             assert math.isclose(together[i].metrics[k], alone.metrics[k], rel_tol=1e-5, abs_tol=1e-7), (i, k)
     assert len({r.metrics["final_loss"] for r in together}) == 3
+
+
+def test_encodings_of_one_width_share_a_stack_and_each_trial_equals_itself_alone():
+    def t(seed, encoding):
+        return TrialConfig(task=TaskConfig(M=6, K=2, holdout=0.3, encoding=encoding),
+                           model=ModelConfig(width=16, depth=2), train=TINY, seed=seed)
+
+    stack = [t(0, "identity"), t(1, "orthogonal"), t(2, "invertible"), t(3, "interval_shuffle")]
+    assert len({train_mod.group_key(x) for x in stack}) == 1
+    assert train_mod.group_key(t(0, "tokens")) != train_mod.group_key(stack[0])  # code width K·M, not M
+    together = train_group(stack)
+    for i in (1, 3):
+        alone = train_group([stack[i]])[0]
+        for k in ("r2_id", "r2_heldout", "final_loss", "decod_input", "decod_best"):
+            assert math.isclose(together[i].metrics[k], alone.metrics[k], rel_tol=1e-5, abs_tol=1e-7), (i, k)
+    # each trial saw its own encoding: linear codes (identity, orthogonal) are decodable
+    # exactly from the input, the non-linear ones (invertible, interval_shuffle) are not
+    assert [r.metrics["decod_input"] > 0.99 for r in together] == [True, True, False, False]

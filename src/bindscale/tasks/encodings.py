@@ -30,6 +30,11 @@ N_INTERVALS = 5
 W_LOW, W_HIGH = 0.5, 1.0
 
 
+def encoding_dim(name: str, M: int, K: int, io_dims: tuple[int, int], n_shots: int) -> int:
+    """Width of the task input that encoding ``name`` produces (arguments as for :class:`Encoder`)."""
+    return {"tokens": K * M, "fewshot": n_shots * (io_dims[0] + io_dims[1])}.get(name, M)
+
+
 class Encoder:
     """A fixed encoding of task codes. Build once per trial; call on batches.
 
@@ -51,10 +56,7 @@ class Encoder:
             self.c = 0.5 * torch.randn(M, generator=gen, device=dev)
         elif name == "interval_shuffle":
             self.perm = torch.stack([torch.randperm(N_INTERVALS, generator=gen, device=dev) for _ in range(M)])
-        self.dim = {
-            "tokens": K * M,
-            "fewshot": n_shots * (io_dims[0] + io_dims[1]),
-        }.get(name, M)
+        self.dim = encoding_dim(name, M, K, io_dims, n_shots)
 
     def to(self, device) -> "Encoder":
         for k, v in list(vars(self).items()):

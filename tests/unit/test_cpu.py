@@ -1,0 +1,67 @@
+"""bindscale.cpu: freed blocks stay in the heap (no page faults per step); denormals flushed while training."""
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+# Train a width-512 stack (one torch thread, as in a pool worker) and print the minor page
+# faults of steps 26-75 (read at the progress calls, which come every 25 steps). "default"
+# marks the allocator as already tuned, so train_group leaves glibc's defaults in place.
+SCRIPT = """
+import resource, sys, torch
+import bindscale.cpu as cpu
+from bindscale.config import ModelConfig, TrainConfig, TrialConfig
+from bindscale.train import train_group
+torch.set_num_threads(1)
+cpu._done = sys.argv[1] == "default"
+train = TrainConfig(steps=75, n_evals=1, eval_tasks=8, probe_tasks=8, probe_samples=1, precision="fp32")
+trials = [TrialConfig(model=ModelConfig(width=512, depth=3), train=train, seed=s) for s in range(2)]
+seen = []
+train_group(trials, progress=lambda n: seen.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt))
+print(seen[-1] - seen[0])
+"""
+
+
+def faults(mode: str) -> int:
+    out = subprocess.run([sys.executable, "-c", SCRIPT, mode], capture_output=True, text=True, check=True)
+    return int(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mallopt is glibc's")
+def test_keep_freed_memory_removes_the_page_faults_of_training_steps():
+    default, kept = faults("default"), faults("keep")
+    # measured here: 73 000-178 000 faults in 50 steps under the defaults, 3-1 500 kept
+    assert kept < default / 10, (default, kept)
+
+
+def test_keep_freed_memory_is_idempotent():
+    from bindscale.cpu import keep_freed_memory
+
+    first = keep_freed_memory()
+    assert keep_freed_memory() == first
+
+
+def test_denormals_are_flushed_inside_cpu_training_and_kept_outside():
+    from bindscale.cpu import cpu_training
+
+    tiny = torch.full((4,), 1e-39)  # subnormal in float32
+    assert float((tiny * 0.5)[0]) > 0
+    with cpu_training("cpu"):
+        if not torch.set_flush_denormal(True):
+            pytest.skip("this CPU cannot flush denormals")
+        assert float((tiny * 0.5)[0]) == 0.0
+    assert float((tiny * 0.5)[0]) > 0
+
+
+def test_cpu_training_blocks_nest():
+    from bindscale.cpu import cpu_training
+
+    tiny = torch.full((4,), 1e-39)
+    with cpu_training():
+        with cpu_training():
+            pass
+        flushed = float((tiny * 0.5)[0]) == 0.0  # still inside the outer block
+    assert flushed == torch.set_flush_denormal(False)  # (False on CPUs without FTZ: nothing to check)
+    assert float((tiny * 0.5)[0]) > 0
