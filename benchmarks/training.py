@@ -6,7 +6,9 @@
 2. training throughput in GFLOP/s (6 × rows × weights per step) as a fraction
    of this machine's fp32 matmul peak, measured in the same run;
 3. cost growth: wall time at 1×, 2× and 4× the trials, and at 2× the width;
-4. (full run only) bf16 autocast against fp32: speed and held-out R².
+4. (full run only) bf16 autocast against fp32: speed and held-out R²;
+5. (full run only) torch.compile against eager: training seconds including
+   compilation, and held-out R².
 
     python benchmarks/training.py --quick --json out.json    # < 3 min on 2 cores
     python benchmarks/training.py                            # the full tables
@@ -119,19 +121,41 @@ def bench_precision() -> dict:
     """bf16 autocast vs fp32 on the headline study's MLP shapes: training speed and held-out R²."""
     torch.set_num_threads(1)  # as in a pool worker
     rows, out = [], {}
-    for w in (64, 128, 256, 512):
+    for kind, w in (("mlp", 16), ("mlp", 32), ("mlp", 64), ("mlp", 128), ("mlp", 256), ("mlp", 512),
+                    ("hypernet", 16), ("hypernet", 64)):
         res = {}
         for prec in ("fp32", "bf16"):
-            trials = [TrialConfig(model=ModelConfig(width=w, depth=3), train=TrainConfig(steps=1000, n_evals=1,
-                                  precision=prec), seed=s) for s in range(3)]
+            model = ModelConfig(kind=kind, width=w, depth=3 if kind == "mlp" else 1)
+            trials = [TrialConfig(model=model, train=TrainConfig(steps=1000, n_evals=1, precision=prec), seed=s)
+                      for s in range(3)]
             r = train_group(trials)
             res[prec] = (r[0].metrics["train_seconds"], [x.metrics["r2_heldout"] for x in r])
         diff = max(abs(a - b) for a, b in zip(res["fp32"][1], res["bf16"][1]))
         speed = res["fp32"][0] / res["bf16"][0]
-        rows.append([w, res["fp32"][0], res["bf16"][0], speed, sum(res["fp32"][1]) / 3, sum(res["bf16"][1]) / 3, diff])
-        out[f"bf16_speedup_w{w}"], out[f"bf16_max_abs_r2_diff_w{w}"] = speed, diff
+        rows.append([kind, w, res["fp32"][0], res["bf16"][0], speed, sum(res["fp32"][1]) / 3,
+                     sum(res["bf16"][1]) / 3, diff])
+        out[f"bf16_speedup_{kind}_w{w}"], out[f"bf16_max_abs_r2_diff_{kind}_w{w}"] = speed, diff
     print_table("bf16 autocast vs fp32 (1 thread, 3 seeds, 1000 steps)",
-                ["width", "fp32 s/trial", "bf16 s/trial", "speedup", "R² fp32", "R² bf16", "max |ΔR²|"], rows)
+                ["model", "width", "fp32 s/trial", "bf16 s/trial", "speedup", "R² fp32", "R² bf16", "max |ΔR²|"], rows)
+    return out
+
+
+def bench_compile() -> dict:
+    """torch.compile of the stacked forward pass against eager, one worker's thread, compilation included."""
+    torch.set_num_threads(1)
+    rows, out = [], {}
+    for w, steps in ((64, 2000), (512, 500)):
+        res = {}
+        for comp in (False, True):
+            trials = [TrialConfig(model=ModelConfig(width=w, depth=3), train=TrainConfig(
+                steps=steps, n_evals=1, compile=comp), seed=s) for s in range(4)]
+            r = train_group(trials)
+            res[comp] = (r[0].metrics["train_seconds"] * 4, [x.metrics["r2_heldout"] for x in r])
+        diff = max(abs(a - b) for a, b in zip(res[False][1], res[True][1]))
+        rows.append([w, steps, res[False][0], res[True][0], res[False][0] / res[True][0], diff])
+        out[f"compile_speedup_w{w}"], out[f"compile_max_abs_r2_diff_w{w}"] = res[False][0] / res[True][0], diff
+    print_table("torch.compile vs eager (stack of 4, 1 thread, precision auto; compile time included)",
+                ["width", "steps", "eager s", "compiled s", "speedup", "max |ΔR²|"], rows)
     return out
 
 
@@ -139,7 +163,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="reduced sizes (< 3 min on 2 cores)")
     ap.add_argument("--json", type=Path, help="write the figures to this JSON file")
-    ap.add_argument("--only", choices=["vs_loop", "peak", "growth", "precision"], action="append",
+    ap.add_argument("--only", choices=["vs_loop", "peak", "growth", "precision", "compile"], action="append",
                     help="run only these sections (repeatable)")
     ap.add_argument("--keep", type=Path, help="keep the headline study's run directory here (report, records)")
     args = ap.parse_args()
@@ -155,6 +179,8 @@ def main() -> None:
         out |= bench_growth(args.quick)
     if run("precision") and (not args.quick or args.only):
         out |= bench_precision()
+    if run("compile") and (not args.quick or args.only):
+        out |= bench_compile()
     out["benchmark_seconds"] = time.perf_counter() - t0
     keys = ("speedup_vs_loop", "peak_fraction_w512", "time_ratio_4x_trials")
     print("\nsummary:", ", ".join(f"{k} {out[k]:.2f}" for k in keys if k in out), f"({out['benchmark_seconds']:.0f} s)")

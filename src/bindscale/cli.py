@@ -113,22 +113,39 @@ def _print_summary(summary: dict, out_dir: str) -> None:
         table.add_row(v["claim"], v["verdict"], v["statistic"],
                       f"{fmt(v['value'])} [{fmt(v['ci_low'])}, {fmt(v['ci_high'])}]", str(v["n_trials"]))
     con.print(table)
+    for v in summary.get("verdicts", []):
+        if isinstance(v["ci_low"], (int, float)) and v["ci_low"] == v["ci_high"]:
+            con.print(f"note: {v['claim']}'s interval has zero width: its statistic takes a few grid values "
+                      "(e.g. parameter counts of the swept widths) and every resample gave the same one; "
+                      "the report explains it", highlight=False)
+    if summary.get("n_failed"):
+        con.print(f"[red]{summary['n_failed']} of {summary['n_trials']} trials failed[/] (errors: the report's "
+                  "'Diverged and failed trials'); re-run the same command to retry them", highlight=False)
+    if summary.get("n_diverged"):
+        con.print(f"{summary['n_diverged']} of {summary['n_trials']} trials diverged (loss not finite; kept, "
+                  "listed in the report)", highlight=False)
     if summary.get("n_missing"):
         con.print(f"{summary['n_missing']} of {summary['n_planned']} trials have no record yet: re-run to finish them")
     for label, name in (("report", "report.html"), ("summary", "summary.json"), ("table", "results.parquet")):
         con.print(f"{label}: {RunStore(out_dir).where(name)}", soft_wrap=True, highlight=False)
 
 
+def _interrupted() -> None:
+    err_console.print("interrupted: finished trials are kept; re-run the same command to resume", highlight=False)
+    sys.exit(130)
+
+
 def main() -> None:
     try:
         # Without standalone mode click returns typer.Exit's code instead of exiting.
         rc = app(standalone_mode=False)
+        if rc == 130:  # typer turns Ctrl-C into Exit(130) and, out of standalone mode, returns its code
+            _interrupted()
         sys.exit(rc if isinstance(rc, int) else 0)
     except typer.Exit as e:
         sys.exit(e.exit_code)
     except (typer.Abort, KeyboardInterrupt):
-        err_console.print("interrupted: finished trials are kept; re-run the same command to resume", highlight=False)
-        sys.exit(130)
+        _interrupted()
     except Exception as e:  # usage errors (unknown option, bad int) → one line, exit 2
         # typer ships its own click; match its exceptions by their interface.
         if hasattr(e, "format_message") and getattr(e, "exit_code", None) is not None:

@@ -82,7 +82,7 @@ class TrainConfig(_Strict):
     precision: Literal["fp32", "bf16", "tf32", "auto"] = Field(
         "fp32",
         description="training matmul precision: fp32; bf16 autocast; tf32 (CUDA only); auto = bf16 where "
-        "benchmarks/training.py shows it pays (width >= 128 on a CPU with AMX-BF16 or a bf16 CUDA device), else fp32",
+        "benchmarks/training.py shows it pays (MLPs of width >= 64 on a CPU with AMX-BF16 or a bf16 CUDA device), else fp32",
     )
     compile: bool = Field(False, description="torch.compile the training forward pass")
 

@@ -19,11 +19,11 @@ from .errors import BindscaleError, ConfigError
 from .sweep import run_job, write_failed
 
 
-def _ray_job(job: list[dict], run_dir: str, study: str, device: str, threads: int) -> list[str]:
+def _ray_job(job: list[dict], run_dir: str, study: str, device: str, threads: int, index: int, queue) -> list[str]:
     import torch
 
     torch.set_num_threads(threads)  # Ray workers are reused: pin on every task
-    return run_job(job, run_dir, study, device, "ray")
+    return run_job(job, run_dir, study, device, "ray", lambda n: queue.put((index, n)))
 
 
 def _steps(job: list[dict]) -> int:
@@ -37,7 +37,8 @@ def execute_ray(
     """Run ``payload`` as Ray tasks (see :func:`bindscale.executors.execute`).
 
     Each task declares ``num_cpus = threads`` (torch threads it will use) and,
-    on CUDA, ``num_gpus = gpu_fraction``. Progress advances as jobs finish.
+    on CUDA, ``num_gpus = gpu_fraction``. Tasks report trial-steps through a
+    Ray queue (an actor holding no CPU); the driver drains it every 0.5 s.
 
     Raises:
         ConfigError: Ray not installed, or the cluster cannot be reached.
@@ -65,10 +66,25 @@ def execute_ray(
         num_cpus=threads, num_gpus=gpu_fraction if device == "cuda" else 0,
         max_retries=retries, retry_exceptions=False,
     )
-    refs = {task.remote(job, run_dir, study, device, threads): i for i, job in enumerate(payload)}
+    from ray.util.queue import Queue
+
+    queue = Queue(actor_options={"num_cpus": 0})
+    refs = {task.remote(job, run_dir, study, device, threads, i, queue): i for i, job in enumerate(payload)}
+    reported = [0] * len(payload)  # trial-steps reported per job (a retried job reports again)
+
+    def drain() -> None:
+        # A task's reports are queued before it returns, so draining after ray.wait and
+        # before handling the finished jobs sees all of them.
+        running = set(refs.values())
+        for i, n in queue.get_nowait_batch(queue.qsize()):
+            if i in running:
+                reported[i] += n
+                on_progress(n)
+
     try:
         while refs:
             done, _ = ray.wait(list(refs), num_returns=1, timeout=0.5)
+            drain()
             for ref in done:
                 i = refs.pop(ref)
                 try:
@@ -82,12 +98,14 @@ def execute_ray(
                     why = f"WorkerDied: {type(err).__name__} after {retries} retries: " \
                           f"{(str(err).splitlines() or [''])[0][:300]}"
                     statuses = write_failed(payload[i], run_dir, study, device, "ray", why)
-                on_progress(_steps(payload[i]))
+                on_progress(_steps(payload[i]) - reported[i])  # the rest; negative after a retry
+                reported[i] = _steps(payload[i])
                 on_job_done(statuses)
     except BaseException:
         for ref in refs:
             ray.cancel(ref, force=True)
         raise
     finally:
+        queue.shutdown(force=True)  # its actor would outlive the sweep on a shared cluster
         if started_here:
             ray.shutdown()

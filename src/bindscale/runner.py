@@ -8,12 +8,12 @@ from pathlib import Path
 
 import yaml
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from . import seeding
 from .config import StudyConfig, TrialConfig, validate
 from .errors import BindscaleError, ConfigError
 from .lock import RunLock
+from .progress import TrainingProgress
 from .executors import EXECUTORS, RETRIES, execute
 from .records import RECORD_DIR, load_records, write_results
 from .storage import RunStore, StorageError, remove_temporaries
@@ -46,7 +46,9 @@ def check_splits(trials: list[TrialConfig]) -> None:
     """Build every trial's split before anything is written, so an impossible split fails early.
 
     Raises:
-        ConfigError: naming the trial's M, K, split and holdout.
+        ConfigError: naming the trial's M, K, split and holdout; also when a split
+            holds out no combination (``holdout=0``): every claim of the family is
+            measured on held-out combinations, so such a trial could measure nothing.
     """
     seen = set()
     for t in trials:
@@ -57,9 +59,14 @@ def check_splits(trials: list[TrialConfig]) -> None:
             continue
         seen.add(key)
         try:
-            make_split(t.task.M, t.task.K, t.task.split, t.task.holdout, seeding.rng(t.seed, "split"))
+            split = make_split(t.task.M, t.task.K, t.task.split, t.task.holdout, seeding.rng(t.seed, "split"))
         except BindscaleError as err:
             raise ConfigError(f"split cannot be made (seed {t.seed}): {err}") from None
+        if not split.heldout:
+            raise ConfigError(
+                f"split {t.task.split!r} with holdout {t.task.holdout} holds out no combination of M={t.task.M}, "
+                f"K={t.task.K}: held-out R², hull and decodability are all measured on held-out combinations; "
+                "use holdout > 0")
 
 
 def default_out(study: StudyConfig, quick: bool) -> Path:
@@ -149,23 +156,12 @@ def _run_locked(study: StudyConfig, store: RunStore, dev: str, workers: int | No
     t0 = time.perf_counter()
     if jobs:
         total = sum(len(j) * j[0].train.steps for j in jobs)
-        columns = (TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TextColumn("trial-steps"), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
-        with Progress(*columns, console=console, transient=False) as bar:
-            task = bar.add_task("training", total=total)
-            done = {"trials": 0}
-
-            def job_done(statuses):
-                done["trials"] += len(statuses)
-                bad = sum(s != "ok" for s in statuses)
-                bar.update(task, description=f"training ({done['trials']}/{len(todo)} trials"
-                                             + (f", {bad} not ok" if bad else "") + ")")
-
+        with TrainingProgress(console, total, len(todo)) as progress:
             payload = [[t.model_dump(mode="json") for t in job] for job in jobs]
             try:
                 execute(payload, str(store), study.name, dev, executor=executor, workers=n_workers,
-                        retries=retries, address=address, on_progress=lambda n: bar.advance(task, n),
-                        on_job_done=job_done)
+                        retries=retries, address=address, on_progress=progress.advance,
+                        on_job_done=progress.job_done)
             except StorageError as err:
                 raise StorageError(f"{err}; the sweep stopped, finished trials are kept: fix the storage "
                                    "and re-run the same command to resume") from None

@@ -20,7 +20,7 @@ import torch
 
 from . import seeding
 from .cpu import cpu_training
-from .config import TrialConfig
+from .config import ModelConfig, TrialConfig
 from .metrics import r2_within_task
 from .models import StackedModel, build_model
 from .optim import StackedAdamW
@@ -53,8 +53,10 @@ def group_key(trial: TrialConfig) -> tuple:
     )
 
 
-#: Narrowest model for which bf16 autocast beats fp32 (benchmarks/training.py, precision table).
-BF16_MIN_WIDTH = 128
+#: Narrowest MLP for which bf16 autocast beats fp32 (benchmarks/training.py, precision table:
+#: 1.5× at width 64 on this project's AMX machine, no gain at 32, slower at 16). Hypernetworks
+#: stay fp32: their per-task generated weights made bf16 slower at widths 16 and 64.
+BF16_MIN_WIDTH = 64
 
 
 def fast_bf16(device: torch.device) -> bool:
@@ -68,8 +70,9 @@ def fast_bf16(device: torch.device) -> bool:
         return False
 
 
-def resolve_precision(precision: str, device: torch.device, width: int) -> str:
-    """The precision a trial trains in: ``auto`` → ``bf16`` where it is measured to pay, else ``fp32``.
+def resolve_precision(precision: str, device: torch.device, model: ModelConfig) -> str:
+    """The precision a trial trains in: ``auto`` → ``bf16`` where it is measured to pay
+    (MLPs of width ≥ :data:`BF16_MIN_WIDTH` on bf16 matrix units), else ``fp32``.
 
     Raises:
         ValueError: ``tf32`` asked for off CUDA.
@@ -77,7 +80,8 @@ def resolve_precision(precision: str, device: torch.device, width: int) -> str:
     if precision == "tf32" and device.type != "cuda":
         raise ValueError("precision tf32 needs a CUDA device; use fp32 or bf16 on CPU")
     if precision == "auto":
-        return "bf16" if width >= BF16_MIN_WIDTH and fast_bf16(device) else "fp32"
+        pays = model.kind == "mlp" and model.width >= BF16_MIN_WIDTH
+        return "bf16" if pays and fast_bf16(device) else "fp32"
     return precision
 
 
@@ -138,7 +142,7 @@ def _train_group(trials: list[TrialConfig], device: torch.device, progress) -> l
     clip = per_trial(lambda c: math.inf if c.grad_clip is None else c.grad_clip)
     if all(t.train.grad_clip is None for t in trials):
         clip = None  # no trial clips: skip the per-step norm computation
-    precision = resolve_precision(tr.precision, device, cfg.model.width)
+    precision = resolve_precision(tr.precision, device, cfg.model)
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
     autocast = (lambda: torch.autocast(device.type, dtype=torch.bfloat16)) if precision == "bf16" else nullcontext

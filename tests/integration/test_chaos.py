@@ -121,6 +121,8 @@ def test_a_worker_that_keeps_dying_is_recorded_failed_and_the_sweep_finishes(ref
     assert len(got) == N_TRIALS
     failed = got[got["status"] == "failed"]
     assert len(failed) >= 1 and failed["error"].str.startswith("WorkerDied").all()
+    shown = bindscale("report", out)  # the summary says so, not only the report
+    assert f"{len(failed)} of {N_TRIALS} trials failed" in shown.stdout, shown.stdout
     # The failed trials are re-run by the next run of the same command.
     r = bindscale("run", CHAOS, "--out", out, "--workers", "2")
     assert r.returncode == 0, r.stderr

@@ -47,6 +47,7 @@ def test_list(tiny):
         (["run", "--set", "task.holdout=1.5"], "task.holdout"),
         (["run", "--set", "holdout=0.99"], "split cannot be made"),
         (["run", "--set", "K=1"], "split cannot be made"),
+        (["run", "--set", "holdout=0"], "holds out no combination"),
         (["run", "--device", "tpu"], "--device 'tpu'"),
         (["run", "--workers", "0"], "--workers 0"),
         (["run", "--set", "train.steps"], "expected key=value"),

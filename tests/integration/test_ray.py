@@ -60,3 +60,20 @@ def test_a_run_interrupted_under_the_process_pool_resumes_on_ray(tiny, tmp_path)
     got = _table(out)
     pd.testing.assert_frame_equal(got[METRICS], _table(ref)[METRICS], check_exact=True)
     assert set(got["prov_executor"]) == {"process", "ray"}
+
+
+def test_ray_tasks_report_progress_while_they_train(tmp_path):
+    from bindscale.config import ModelConfig, TrainConfig, TrialConfig
+    from bindscale.ray_executor import execute_ray
+
+    train = TrainConfig(steps=1000, batch_tasks=16, n_evals=1, eval_tasks=16, probe_tasks=16, probe_samples=1)
+    job = [TrialConfig(model=ModelConfig(width=16, depth=2), train=train, seed=s).model_dump(mode="json")
+           for s in range(2)]
+    calls, done = [], []
+    execute_ray([job], str(tmp_path), "progress", "cpu", workers=1, retries=0, address=None, gpu_fraction=1.0,
+                on_progress=calls.append, on_job_done=done.append)
+    assert done == [["ok", "ok"]]
+    assert sum(calls) == 2 * 1000
+    # Steps arrived while the job trained (reports every 25 steps, drained every 0.5 s),
+    # not only as one lump when it finished (the last call tops up the rest).
+    assert len(calls) >= 3 and sum(calls[:-1]) >= 2 * 25, calls

@@ -1,3 +1,4 @@
+import json
 import os
 import signal
 import subprocess
@@ -41,3 +42,23 @@ def test_kill_9_during_a_sweep_then_rerun_records_every_trial_once_with_identica
     assert list(got.index) == list(expected.index)
     cols = ["status", "r2_id", "r2_heldout", "r2_inhull", "r2_outhull", "decod_best", "final_loss"]
     pd.testing.assert_frame_equal(got[cols], expected[cols])
+
+
+def test_ctrl_c_stops_the_sweep_with_one_line_and_the_rerun_finishes(tiny, tmp_path):
+    out = tmp_path / "ctrl_c"
+    # A terminal's Ctrl-C sends SIGINT to the whole foreground process group: driver and workers.
+    proc = subprocess.Popen([sys.executable, "-m", "bindscale", "run", str(tiny), "--out", str(out), "--workers", "2"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.time() + 120
+    while not _records(out) and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted: finished trials are kept; re-run the same command to resume" in err
+    assert "Traceback" not in err
+    records = [json.loads((out / "records" / n).read_text()) for n in _records(out)]
+    assert records and all(r["status"] == "ok" for r in records)  # nothing recorded as failed by the interrupt
+    r = bindscale("run", tiny, "--out", out, "--workers", "2")
+    assert r.returncode == 0, r.stderr
+    assert len(_records(out)) == 16

@@ -49,6 +49,7 @@ def test_files_written_and_self_contained(built):
     assert "<link" not in html and 'src="http' not in html
     assert "&lt;boom&gt; &amp; friends" in html  # failed trial's error, escaped
     assert "Per-configuration results" in html and "hypernet" in html
+    assert "Reading the verdict: supported = plain MLPs reach the held-out R² threshold" in html
     assert not list(run_dir.glob("*.tmp"))  # atomic writes leave no temp files
 
 

@@ -218,6 +218,16 @@ def test_scaling_uses_most_common_depth():
     assert "restriction" in v["details"] and v["value"] == pytest.approx(0.95)
 
 
+def test_a_swept_training_length_is_not_counted_as_seeds():
+    rows: list[dict] = []
+    _cell(rows, "mlp", 16, 0.25, [0.2, 0.3, 0.4])
+    _cell(rows, "mlp", 64, 0.25, [0.9, 0.95, 1.0])
+    longer = [r | {"steps": 4000, "trial_id": r["trial_id"] + "L"} for r in rows[:2]]  # two longer runs
+    v = compute_verdicts(pd.DataFrame(rows + longer), {"verdicts": {"scaling": {}}})[0]
+    assert v["details"]["steps_used"] == 1000 and v["details"]["steps_present"] == [1000, 4000]
+    assert v["value"] == pytest.approx(0.95) and v["details"]["width_gain"]["n"] == 6
+
+
 def test_extra_encodings_do_not_leak_into_width_cells():
     """As in scaling.yaml: a few other encodings run at one width only."""
     df = make_results(effect=True, problems=False)

@@ -10,7 +10,6 @@ training set. Error bars: 95% bootstrap intervals of the mean over seeds.
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from typing import Any
 
 import numpy as np
@@ -49,6 +48,27 @@ def _tables(rows: pd.DataFrame, col: str) -> list[dict]:
     return [json.loads(v) for v in rows[col] if isinstance(v, str)] if col in rows else []
 
 
+def _gather(tables: list[dict], levels: int, pick: Any = lambda leaf: leaf) -> dict:
+    """Collect, across trials, the leaves ``levels`` keys deep in each trial's JSON table.
+
+    ``[{"3": {"a": [n, x]}}, {"3": {"a": [n, y]}}]`` with ``levels=2`` and
+    ``pick=lambda v: v[1]`` gives ``{"3": {"a": [x, y]}}``.
+    """
+    out: dict = {}
+    for t in tables:
+        stack = [((), t)]
+        while stack:
+            keys, node = stack.pop()
+            if len(keys) == levels:
+                parent = out
+                for k in keys[:-1]:
+                    parent = parent.setdefault(k, {})
+                parent.setdefault(keys[-1], []).append(pick(node))
+            else:
+                stack += [((*keys, k), v) for k, v in reversed(node.items())]
+    return out
+
+
 def fig_acc_vs_params(df: pd.DataFrame) -> str | None:
     ok = _ok(df)
     if "acc_ood" not in ok or ok.empty:
@@ -76,10 +96,7 @@ def fig_acc_by_depth(df: pd.DataFrame) -> str | None:
     if not tables:
         return None
     fig, ax = _new_figure()
-    acc = defaultdict(list)
-    for t in tables:
-        for d, (n, a) in t.items():
-            acc[int(d)].append(a)
+    acc = {int(d): v for d, v in _gather(tables, 1, lambda na: na[1]).items()}
     depths = sorted(acc)
     means = [float(np.mean(acc[d])) for d in depths]
     ax.plot(depths, means, "o-", label="measured (largest model)")
@@ -96,18 +113,14 @@ def fig_error_types(df: pd.DataFrame) -> str | None:
     tables = _tables(rows, "taxonomy_by_depth")
     if not tables:
         return None
-    share = defaultdict(lambda: defaultdict(list))
-    for t in tables:
-        for d, labs in t.items():
-            for lab, v in labs.items():
-                share[int(d)][lab].append(v)
+    share = {int(d): labs for d, labs in _gather(tables, 2).items()}
     depths = sorted(share)
     n_trials = {d: sum(str(d) in t for t in tables) for d in depths}
     fig, ax = _new_figure()
     bottom = np.zeros(len(depths))
     for lab, colour in LABEL_COLOURS.items():
         # a label absent from a trial's table has share 0 there: average over every trial with that depth
-        vals = np.array([sum(share[d][lab]) / n_trials[d] for d in depths])
+        vals = np.array([sum(share[d].get(lab, [])) / n_trials[d] for d in depths])
         if vals.any():
             ax.bar(depths, vals, bottom=bottom, color=colour, label=lab)
             bottom += vals
@@ -119,16 +132,12 @@ def fig_coverage_by_depth(df: pd.DataFrame) -> str | None:
     tables = _tables(rows, "coverage_by_depth")
     if not tables:
         return None
-    seen = defaultdict(lambda: defaultdict(list))
-    for t in tables:
-        for d, labs in t.items():
-            for lab, (n, s) in labs.items():
-                seen[lab][int(d)].append(s)
+    seen = _gather(tables, 2, lambda ns: ns[1])  # depth → label → shares
     fig, ax = _new_figure()
     for lab, colour in (("correct", "tab:green"), ("wrong", "tab:red")):
-        if seen[lab]:
-            ds = sorted(seen[lab])
-            ax.plot(ds, [np.mean(seen[lab][d]) for d in ds], "o-", color=colour, label=f"{lab} nodes")
+        ds = sorted(int(d) for d, labs in seen.items() if lab in labs)
+        if ds:
+            ax.plot(ds, [np.mean(seen[str(d)][lab]) for d in ds], "o-", color=colour, label=f"{lab} nodes")
     return _finish(fig, ax, "node depth", "share with whole ancestry seen in training")
 
 
@@ -137,10 +146,7 @@ def fig_acc_by_size(df: pd.DataFrame) -> str | None:
     tables = _tables(rows, "acc_by_size")
     if not tables:
         return None
-    acc = defaultdict(list)
-    for t in tables:
-        for k, (n, a) in t.items():
-            acc[k].append(a)
+    acc = _gather(tables, 1, lambda na: na[1])
     keys = list(acc)
     fig, ax = _new_figure()
     if all("x" in k for k in keys):  # multiplication: a heat map over operand digit counts
@@ -176,16 +182,12 @@ def fig_information_gain(df: pd.DataFrame) -> str | None:
     tables = _tables(ok, "rig_top")
     if not tables:
         return None
-    best = defaultdict(lambda: defaultdict(list))
-    for t in tables:
-        for out_digit, orders in t.items():
-            for order, (_, rig) in orders.items():
-                best[out_digit][order].append(rig)
+    best = _gather(tables, 2, lambda nr: nr[1])  # answer digit → order → gains
     outs = sorted(best, key=lambda k: (len(k), k))
     x = np.arange(len(outs))
     fig, ax = _new_figure()
     for j, order in enumerate(("1", "2")):
-        ax.bar(x + (j - 0.5) * 0.4, [np.mean(best[o][order]) if best[o][order] else 0.0 for o in outs], 0.4,
+        ax.bar(x + (j - 0.5) * 0.4, [np.mean(best[o][order]) if best[o].get(order) else 0.0 for o in outs], 0.4,
                label=f"best {'single input' if order == '1' else 'pair of inputs'}")
     ax.set_xticks(x, outs, rotation=45, fontsize=7)
     return _finish(fig, ax, "answer digit", "relative information gain")

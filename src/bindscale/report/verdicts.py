@@ -93,8 +93,10 @@ def ok_rows(df: pd.DataFrame) -> pd.DataFrame:
 
 # Columns held fixed (at their most common value) for width / parameter
 # comparisons: a cell mean must not mix, e.g., identity and token encodings
-# just because an extra grid ran some encodings at one width.
-COMPARE_LIKE = ("encoding", "split", "depth")
+# just because an extra grid ran some encodings at one width, nor count runs
+# of different lengths or learning rates as seeds of one cell.
+TRAINING_LIKE = ("M", "K", "steps", "lr", "weight_decay")
+COMPARE_LIKE = ("encoding", "split", "depth") + TRAINING_LIKE
 
 
 def restrict_to_mode(
@@ -291,9 +293,15 @@ def _decodability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple
                              np.log(rnd["width"].to_numpy(float))])
     partial_rnd = (bootstrap_ci(rcols, lambda a: partial_spearman(a[:, 0], a[:, 1], a[:, 2]), n_boot, seed=seed)
                    if len(rnd) >= 4 else NAN3)
+    # What training adds: trained minus random-init partial Spearman, paired over the same trials.
+    pcols = np.column_stack([rnd["decod_best"].to_numpy(float), rcols])
+    excess = (bootstrap_ci(pcols, lambda a: partial_spearman(a[:, 0], a[:, 2], a[:, 3])
+                           - partial_spearman(a[:, 1], a[:, 2], a[:, 3]), n_boot, seed=seed)
+              if len(rnd) >= 4 else NAN3)
     details.update({
         "partial_spearman_given_log_width": _ci(partial, n),
         "control_partial_spearman_random_init_given_log_width": _ci(partial_rnd, len(rnd)),
+        "partial_spearman_excess_over_random_init": _ci(excess, len(rnd)),
         "control_spearman_random_init_vs_heldout_r2": _ci(rho_rnd, len(rnd)),
         "pearson": _ci(r, n),
         "mean_decod_best": _ci(mean_ci(x, n_boot, seed=seed), n),
@@ -310,9 +318,14 @@ def _decodability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple
         details["pooled_over"] = pooled
     if not np.isfinite(rho[0]):
         verdict, reason = INCONCLUSIVE, "correlation undefined (constant input)"
-    elif rho[1] > thr and partial[1] > 0:
+    elif rho[1] > thr and partial[1] > 0 and not excess[1] <= 0:
         verdict, reason = SUPPORTED, (f"Spearman CI entirely above {thr}, and decodability still predicts "
-                                      "held-out R² at fixed width (partial Spearman CI above 0)")
+                                      "held-out R² at fixed width (partial Spearman CI above 0), more than a "
+                                      "random-init network's does (excess CI above 0)")
+    elif rho[1] > thr and partial[1] > 0:
+        verdict, reason = INCONCLUSIVE, ("decodability predicts held-out R² at fixed width, but a random-init "
+                                         "network's decodability does nearly as well: the excess of the trained "
+                                         "partial Spearman over the control's has a CI reaching 0")
     elif rho[2] < thr:
         verdict, reason = NOT_SUPPORTED, f"Spearman CI entirely below {thr}"
     elif np.isfinite(partial[2]) and partial[2] <= 0:
@@ -369,7 +382,7 @@ def _binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
     h = min(common)
     details["holdout"] = _py(h)
     # Same encoding / split for both models (depth is part of a config here).
-    at_h, restriction = restrict_to_mode(base[base["holdout"] == h], ("encoding", "split"))
+    at_h, restriction = restrict_to_mode(base[base["holdout"] == h], ("encoding", "split") + TRAINING_LIKE)
     details.update(restriction)
     mlp, hyp = at_h[at_h["model"] == "mlp"], at_h[at_h["model"] == "hypernet"]
     if hyp.empty or mlp.empty:

@@ -1,0 +1,25 @@
+"""The verdict summary `bindscale run` / `report` print at the end."""
+
+from bindscale.cli import _print_summary
+
+
+def verdict(claim, lo, hi):
+    return {"claim": claim, "verdict": "supported", "statistic": "s", "value": lo, "ci_low": lo, "ci_high": hi,
+            "n_trials": 9}
+
+
+def test_failed_diverged_and_zero_width_intervals_are_pointed_out(capsys):
+    summary = {"study": "x", "n_trials": 10, "n_failed": 2, "n_diverged": 1,
+               "verdicts": [verdict("binding", 14.6, 14.6), verdict("scaling", 0.9, 0.95)]}
+    _print_summary(summary, "/tmp/nowhere")
+    out = capsys.readouterr().out
+    assert "2 of 10 trials failed" in out and "re-run the same command to retry them" in out
+    assert "1 of 10 trials diverged" in out
+    assert "note: binding's interval has zero width" in out and "scaling's interval" not in out
+
+
+def test_a_clean_run_prints_no_warnings(capsys):
+    _print_summary({"study": "x", "n_trials": 3, "n_failed": 0, "n_diverged": 0,
+                    "verdicts": [verdict("scaling", 0.9, 0.95)]}, "/tmp/nowhere")
+    out = capsys.readouterr().out
+    assert "failed" not in out and "diverged" not in out and "note:" not in out
