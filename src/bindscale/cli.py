@@ -114,7 +114,8 @@ def _print_summary(summary: dict, out_dir: str) -> None:
                       f"{fmt(v['value'])} [{fmt(v['ci_low'])}, {fmt(v['ci_high'])}]", str(v["n_trials"]))
     con.print(table)
     for v in summary.get("verdicts", []):
-        if isinstance(v["ci_low"], (int, float)) and v["ci_low"] == v["ci_high"]:
+        # (an inconclusive verdict already says why, e.g. too few seeds)
+        if v["verdict"] != "inconclusive" and isinstance(v["ci_low"], (int, float)) and v["ci_low"] == v["ci_high"]:
             con.print(f"note: {v['claim']}'s interval has zero width: its statistic takes a few grid values "
                       "(e.g. parameter counts of the swept widths) and every resample gave the same one; "
                       "the report explains it", highlight=False)

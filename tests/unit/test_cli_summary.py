@@ -3,19 +3,21 @@
 from bindscale.cli import _print_summary
 
 
-def verdict(claim, lo, hi):
-    return {"claim": claim, "verdict": "supported", "statistic": "s", "value": lo, "ci_low": lo, "ci_high": hi,
+def verdict(claim, lo, hi, outcome="supported"):
+    return {"claim": claim, "verdict": outcome, "statistic": "s", "value": lo, "ci_low": lo, "ci_high": hi,
             "n_trials": 9}
 
 
 def test_failed_diverged_and_zero_width_intervals_are_pointed_out(capsys):
     summary = {"study": "x", "n_trials": 10, "n_failed": 2, "n_diverged": 1,
-               "verdicts": [verdict("binding", 14.6, 14.6), verdict("scaling", 0.9, 0.95)]}
+               "verdicts": [verdict("binding", 14.6, 14.6), verdict("scaling", 0.9, 0.95),
+                            verdict("hull", 0.5, 0.5, "inconclusive")]}  # one seed left: its reason says so
     _print_summary(summary, "/tmp/nowhere")
     out = capsys.readouterr().out
     assert "2 of 10 trials failed" in out and "re-run the same command to retry them" in out
     assert "1 of 10 trials diverged" in out
-    assert "note: binding's interval has zero width" in out and "scaling's interval" not in out
+    assert "note: binding's interval has zero width" in out
+    assert "scaling's interval" not in out and "hull's interval" not in out
 
 
 def test_a_clean_run_prints_no_warnings(capsys):

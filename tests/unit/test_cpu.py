@@ -32,8 +32,8 @@ def faults(mode: str) -> int:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mallopt is glibc's")
 def test_keep_freed_memory_removes_the_page_faults_of_training_steps():
     default, kept = faults("default"), faults("keep")
-    # measured here: 73 000-178 000 faults in 50 steps under the defaults, 3-1 500 kept
-    assert kept < default / 10, (default, kept)
+    # measured here (11 runs): 39 000-178 000 faults in 50 steps under the defaults, 0-4 500 kept
+    assert kept < default / 4, (default, kept)
 
 
 def test_keep_freed_memory_is_idempotent():
