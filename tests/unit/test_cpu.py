@@ -36,11 +36,18 @@ def test_keep_freed_memory_removes_the_page_faults_of_training_steps():
     assert kept < default / 4, (default, kept)
 
 
-def test_keep_freed_memory_is_idempotent():
-    from bindscale.cpu import keep_freed_memory
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mallopt is glibc's")
+def test_keep_freed_memory_applies_once_per_process(monkeypatch):
+    import ctypes
 
-    first = keep_freed_memory()
-    assert keep_freed_memory() == first
+    import bindscale.cpu as cpu
+
+    opened = []
+    real = ctypes.CDLL
+    monkeypatch.setattr(cpu, "_done", False)
+    monkeypatch.setattr(cpu.ctypes, "CDLL", lambda *a, **k: opened.append(a) or real(*a, **k))
+    assert cpu.keep_freed_memory() and cpu.keep_freed_memory()
+    assert len(opened) == 1  # the second call finds the settings in place
 
 
 def test_denormals_are_flushed_inside_cpu_training_and_kept_outside():
