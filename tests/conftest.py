@@ -2,7 +2,9 @@ import pytest
 import torch
 
 
-@pytest.fixture(autouse=True, scope="session")
+@pytest.fixture(autouse=True)
 def _threads():
-    # Two-core machine: one torch thread per test process keeps runs predictable.
+    # Two-core machine: one torch thread per test keeps runs predictable, and the
+    # bit-exactness tests need it (bindscale.optim). Reset before every test: the
+    # inline executor sets the process's thread count when a test calls it.
     torch.set_num_threads(1)

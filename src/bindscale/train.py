@@ -232,14 +232,10 @@ def _train_group(trials: list[TrialConfig], device: torch.device, progress) -> l
     return results
 
 
-def make_optimizer(model: StackedModel, cfgs: list) -> torch.optim.Optimizer | StackedAdamW:
-    """AdamW for a stack: PyTorch's fused AdamW when every trial shares lr and weight decay
-    (one pass over memory per step), else :class:`StackedAdamW` with per-trial values."""
-    lrs, wds = [c.lr for c in cfgs], [c.weight_decay for c in cfgs]
-    if len(set(lrs)) == 1 and len(set(wds)) == 1:
-        return torch.optim.AdamW(model.parameters(), lr=lrs[0], weight_decay=wds[0], fused=True)
-    dev = next(model.parameters()).device
-    return StackedAdamW(model.parameters(), lr=torch.tensor(lrs, device=dev), weight_decay=torch.tensor(wds, device=dev))
+def make_optimizer(model: StackedModel, cfgs: list) -> StackedAdamW:
+    """AdamW for a stack, with each trial's learning rate and weight decay (PyTorch's fused
+    kernel; a trial's update is the same bits whatever its stack: :mod:`bindscale.optim`)."""
+    return StackedAdamW(model.parameters(), lr=[c.lr for c in cfgs], weight_decay=[c.weight_decay for c in cfgs])
 
 
 def _clip_and_mask(model: StackedModel, alive: torch.Tensor, max_norm: torch.Tensor | None) -> None:
@@ -257,9 +253,12 @@ def _clip_and_mask(model: StackedModel, alive: torch.Tensor, max_norm: torch.Ten
             torch.where(alive.view(shape(g)), g, torch.zeros((), dtype=g.dtype, device=g.device), out=g)
     if max_norm is None:
         return
-    norm = torch.linalg.vector_norm(
-        torch.stack([torch.linalg.vector_norm(g.flatten(1), dim=1) for g in grads]), dim=0
-    )
+    # Each trial's norm from its own slices: a reduction over a (T, n) tensor may sum in
+    # another order than over the (n,) a trial alone has, and results must not depend on the stack.
+    norm = torch.stack([
+        torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g[t]) for g in grads]))
+        for t in range(grads[0].shape[0])
+    ])
     scale = (max_norm / (norm + 1e-6)).clamp(max=1.0)
     if lazy and bool((scale == 1.0).all()):
         return

@@ -1,5 +1,3 @@
-import math
-
 import pytest
 import torch
 
@@ -24,12 +22,24 @@ def test_same_config_and_seed_give_identical_metrics():
             assert ra.metrics[k] == rb.metrics[k]
 
 
+EXACT = ("r2_id", "r2_heldout", "r2_inhull", "final_loss", "decod_best", "decod_input", "curve_r2_heldout")
+
+
+def assert_same_bits(a, b, keys=EXACT):
+    """A trial's metrics do not depend on its stack (one torch thread, as in the tests): same bits."""
+    for k in keys:
+        assert a.metrics[k] == b.metrics[k] or (a.metrics[k] != a.metrics[k] and b.metrics[k] != b.metrics[k]), k
+
+
+# Width 12: 12-element biases put a trial's elements in the fused optimizer's scalar tail or not
+# depending on the stack size (bindscale.optim); 64 trains in bf16 (precision auto).
+@pytest.mark.parametrize("width", [12, 16, 64])
 @pytest.mark.parametrize("kind", ["mlp", "hypernet"])
-def test_a_trial_in_a_stack_equals_the_trial_alone(kind):
-    stacked = train_group([trial(0, kind=kind), trial(1, kind=kind), trial(2, kind=kind)])[1]
-    alone = train_group([trial(1, kind=kind)])[0]
-    for k in ("r2_id", "r2_heldout", "final_loss", "decod_best"):
-        assert math.isclose(stacked.metrics[k], alone.metrics[k], rel_tol=1e-5, abs_tol=1e-7), k
+def test_a_trial_in_a_stack_equals_the_trial_alone(kind, width):
+    stacked = train_group([trial(0, kind=kind, width=width), trial(1, kind=kind, width=width),
+                           trial(2, kind=kind, width=width)])[1]
+    alone = train_group([trial(1, kind=kind, width=width)])[0]
+    assert_same_bits(stacked, alone)
 
 
 def test_divergence_is_recorded_and_isolated(monkeypatch):
@@ -55,7 +65,7 @@ def test_divergence_is_recorded_and_isolated(monkeypatch):
     assert res[1].diverged_step == 11
     monkeypatch.setattr(train_mod, "HyperTeacher", HyperTeacher)
     alone = train_group([trial(2)])[0]
-    assert math.isclose(res[2].metrics["r2_heldout"], alone.metrics["r2_heldout"], rel_tol=1e-5)
+    assert_same_bits(res[2], alone)
 
 
 def test_training_learns_and_reports_everything():
@@ -80,9 +90,7 @@ def test_per_trial_lr_weight_decay_and_clip_inside_one_stack():
     assert len({train_mod.group_key(x) for x in stack}) == 1
     together = train_group(stack)
     for i, trial in enumerate(stack):
-        alone = train_group([trial])[0]
-        for k in ("r2_id", "r2_heldout", "final_loss"):
-            assert math.isclose(together[i].metrics[k], alone.metrics[k], rel_tol=1e-5, abs_tol=1e-7), (i, k)
+        assert_same_bits(together[i], train_group([trial])[0])
     assert len({r.metrics["final_loss"] for r in together}) == 3
 
 
@@ -96,9 +104,7 @@ def test_encodings_of_one_width_share_a_stack_and_each_trial_equals_itself_alone
     assert train_mod.group_key(t(0, "tokens")) != train_mod.group_key(stack[0])  # code width K·M, not M
     together = train_group(stack)
     for i in (1, 3):
-        alone = train_group([stack[i]])[0]
-        for k in ("r2_id", "r2_heldout", "final_loss", "decod_input", "decod_best"):
-            assert math.isclose(together[i].metrics[k], alone.metrics[k], rel_tol=1e-5, abs_tol=1e-7), (i, k)
+        assert_same_bits(together[i], train_group([stack[i]])[0])
     # each trial saw its own encoding: linear codes (identity, orthogonal) are decodable
     # exactly from the input, the non-linear ones (invertible, interval_shuffle) are not
     assert [r.metrics["decod_input"] > 0.99 for r in together] == [True, True, False, False]
