@@ -2,6 +2,7 @@
 
     python benchmarks/profile_study.py runs/scaling             # worker-seconds by stack shape, from the records
     python benchmarks/profile_study.py runs/scaling --ops 512   # + operator profile of one width-512 stack
+    python benchmarks/profile_study.py runs/scaling --ops 64 --kind hypernet --stack 9
 
 Part 1 reads ``results.parquet``: per (model, width) the trials, stack size,
 precision and the worker-seconds spent training, evaluating and probing
@@ -52,15 +53,15 @@ def by_shape(run_dir: Path) -> None:
     print(f"evaluation + probes: {(g['eval'].sum() + g.probe.sum()) / g.train.sum():.1%} of training time")
 
 
-def ops(run_dir: Path, width: int, stack: int, steps: int) -> None:
+def ops(run_dir: Path, width: int, stack: int, steps: int, kind: str = "mlp") -> None:
     from torch.profiler import ProfilerActivity, profile
 
     torch.set_num_threads(1)
     trials = [t for t in load_run_study(run_dir).trials()
-              if t.family == "hyperteacher" and t.model.kind == "mlp" and t.model.width == width
+              if t.family == "hyperteacher" and t.model.kind == kind and t.model.width == width
               and t.task.encoding == "identity"][:stack]
     if not trials:
-        raise SystemExit(f"no identity-encoded MLP trial of width {width} in {run_dir}")
+        raise SystemExit(f"no identity-encoded {kind} trial of width {width} in {run_dir}")
     trials = [t.model_copy(update={"train": t.train.model_copy(update={
         "steps": steps, "n_evals": 1, "eval_tasks": 8, "probe_tasks": 8})}) for t in trials]
     train_group(trials)  # warm-up
@@ -72,7 +73,7 @@ def ops(run_dir: Path, width: int, stack: int, steps: int) -> None:
     for e in events:
         kinds[KINDS.get(e.key, "other")] = kinds.get(KINDS.get(e.key, "other"), 0.0) + e.self_cpu_time_total
     rows = [[k, v / 1e6, v / total] for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])]
-    print_table(f"operator time, MLP width {width}, stack of {len(trials)}, {steps} steps, 1 thread "
+    print_table(f"operator time, {kind} width {width}, stack of {len(trials)}, {steps} steps, 1 thread "
                 f"({total / 1e6 / steps * 1e3:.1f} ms per step)", ["kind", "seconds", "share"], rows)
     top = sorted(events, key=lambda e: -e.self_cpu_time_total)[:10]
     print_table("top operators", ["operator", "calls", "seconds", "share"],
@@ -82,14 +83,15 @@ def ops(run_dir: Path, width: int, stack: int, steps: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("run_dir", type=Path, help="a finished `bindscale run` directory of the headline study")
-    ap.add_argument("--ops", type=int, metavar="WIDTH", help="also profile one MLP stack of this width")
+    ap.add_argument("--ops", type=int, metavar="WIDTH", help="also profile one stack of this width")
+    ap.add_argument("--kind", choices=["mlp", "hypernet"], default="mlp", help="model of the profiled stack")
     ap.add_argument("--stack", type=int, default=5)
     ap.add_argument("--steps", type=int, default=200)
     args = ap.parse_args()
     print("machine:", machine())
     by_shape(args.run_dir)
     if args.ops:
-        ops(args.run_dir, args.ops, args.stack, args.steps)
+        ops(args.run_dir, args.ops, args.stack, args.steps, args.kind)
 
 
 if __name__ == "__main__":

@@ -13,10 +13,11 @@ the scalar tail depends on ``T``: the same trial then trained alone and in a
 stack of two differed in the last bits (measured: width-12 MLP, R² differing
 by 1e-9), so a resumed sweep, whose stacks can be smaller, did not reproduce
 an uninterrupted one bit for bit. Here the kernel runs on each trial's own
-slice ``p[t]``, the tensor a trial alone would have, unless every slice is a
+slice ``p[t]``, the tensor a trial alone would have, unless the slice is a
 whole number of :data:`ALIGN` elements and all trials share learning rate and
 weight decay: then no element of any trial is in a tail, and one call over
-the whole stacked tensor gives the same bits with fewer kernel launches.
+the whole stacked tensor gives the same bits with fewer kernel launches (decided
+per parameter, from its per-trial size only, never from ``T``).
 ``tests/unit/test_optim.py`` checks both against ``torch.optim.AdamW``.
 """
 
@@ -66,16 +67,25 @@ class StackedAdamW:
         self.beta1, self.beta2, self.eps = betas[0], betas[1], eps
         self.exp_avg = [torch.zeros_like(p, memory_format=torch.contiguous_format) for p in self.params]
         self.exp_avg_sq = [torch.zeros_like(p, memory_format=torch.contiguous_format) for p in self.params]
-        # Trials sharing (lr, weight decay) are updated by one kernel call.
+        # Trials sharing (lr, weight decay) are updated by one kernel call. With one such group, a
+        # parameter whose per-trial size is a whole number of ALIGN elements goes in whole.
         groups: dict[tuple[float, float], list[int]] = {}
         for t, key in enumerate(zip(self.lr, self.weight_decay)):
             groups.setdefault(key, []).append(t)
         self.groups = list(groups.items())
-        self.whole = len(self.groups) == 1 and all((p[0].numel() % ALIGN) == 0 for p in self.params)
-        # The fused kernel keeps a step count per tensor it updates (fp32 scalar, on the parameter's device).
-        n_tensors = len(self.params) * (1 if self.whole else T)
-        dev = self.params[0].device
-        self.steps = [torch.zeros((), dtype=torch.float32, device=dev) for _ in range(n_tensors)]
+        self.whole_params = [len(self.groups) == 1 and p[0].numel() % ALIGN == 0 for p in self.params]
+        self.whole = all(self.whole_params)
+        # Per group: (parameter index, trial or None for the whole tensor), its views, and the fused
+        # kernel's step count for each updated tensor (fp32 scalar, on the parameter's device).
+        self._plan = []
+        for _, trials in self.groups:
+            units = [(i, None) if self.whole_params[i] else (i, t)
+                     for i in range(len(self.params)) for t in ([None] if self.whole_params[i] else trials)]
+            view = lambda xs, i, t: xs[i] if t is None else xs[i][t]  # noqa: E731
+            self._plan.append((units, [view(self.params, i, t) for i, t in units],
+                               [view(self.exp_avg, i, t) for i, t in units],
+                               [view(self.exp_avg_sq, i, t) for i, t in units],
+                               [torch.zeros((), dtype=torch.float32, device=self.params[i].device) for i, _ in units]))
 
     def zero_grad(self) -> None:
         for p in self.params:
@@ -84,21 +94,15 @@ class StackedAdamW:
     @torch.no_grad()
     def step(self) -> None:
         """One AdamW step for every trial; parameters without a gradient are left alone."""
-        live = [i for i, p in enumerate(self.params) if p.grad is not None]
-        if not live:
-            return
-        if self.whole:
-            (lr, wd), _ = self.groups[0]
-            self._fused([self.params[i] for i in live], [self.params[i].grad for i in live],
-                        [self.exp_avg[i] for i in live], [self.exp_avg_sq[i] for i in live],
-                        [self.steps[i] for i in live], lr, wd)
-            return
-        T = self.n_trials
-        for (lr, wd), trials in self.groups:
-            pick = lambda xs: [xs[i][t] for i in live for t in trials]  # noqa: E731 - per-trial slices, views
-            self._fused(pick(self.params), [self.params[i].grad[t] for i in live for t in trials],
-                        pick(self.exp_avg), pick(self.exp_avg_sq),
-                        [self.steps[i * T + t] for i in live for t in trials], lr, wd)
+        grads = [None if p.grad is None else (p.grad, p.grad.unbind(0)) for p in self.params]
+        for ((lr, wd), _), (units, ps, ms, vs, steps) in zip(self.groups, self._plan):
+            keep = [k for k, (i, _) in enumerate(units) if grads[i] is not None]
+            if not keep:
+                continue
+            gs = [grads[i][0] if t is None else grads[i][1][t] for i, t in (units[k] for k in keep)]
+            if len(keep) < len(units):
+                ps, ms, vs, steps = ([xs[k] for k in keep] for xs in (ps, ms, vs, steps))
+            self._fused(ps, gs, ms, vs, steps, lr, wd)
 
     def _fused(self, ps, gs, ms, vs, steps, lr: float, wd: float) -> None:
         adamw(ps, gs, ms, vs, [], steps, fused=True, amsgrad=False, beta1=self.beta1, beta2=self.beta2,

@@ -253,12 +253,15 @@ def _clip_and_mask(model: StackedModel, alive: torch.Tensor, max_norm: torch.Ten
             torch.where(alive.view(shape(g)), g, torch.zeros((), dtype=g.dtype, device=g.device), out=g)
     if max_norm is None:
         return
-    # Each trial's norm from its own slices: a reduction over a (T, n) tensor may sum in
-    # another order than over the (n,) a trial alone has, and results must not depend on the stack.
-    norm = torch.stack([
-        torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g[t]) for g in grads]))
-        for t in range(grads[0].shape[0])
-    ])
+    # Each trial's norm from its own slices, summed over parameters in a fixed order: a
+    # reduction over a (T, n) tensor may sum in another order than over the (n,) a trial
+    # alone has, and a trial's numbers must not depend on its stack (bindscale.optim).
+    T = grads[0].shape[0]
+    sq = torch.stack(torch._foreach_norm([s for g in grads for s in g.unbind(0)])).view(len(grads), T).square()
+    total = sq[0].clone()
+    for row in sq[1:]:
+        total += row
+    norm = total.sqrt()
     scale = (max_norm / (norm + 1e-6)).clamp(max=1.0)
     if lazy and bool((scale == 1.0).all()):
         return

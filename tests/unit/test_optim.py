@@ -28,7 +28,7 @@ def _run(shape, lrs, wds, steps=25, seed=0):
 def test_each_trial_gets_the_same_bits_as_torch_fused_adamw_on_it_alone(shape, lrs, wds):
     opt, stacked, singles = _run(shape, lrs, wds)
     # one call over the whole stack only where no trial's element can fall in the kernel's scalar tail
-    assert opt.whole == (len(set(lrs)) == 1 and (torch.Size(shape).numel() % ALIGN == 0))
+    assert opt.whole_params == [len(set(lrs)) == 1 and torch.Size(shape).numel() % ALIGN == 0]
     for t in range(len(lrs)):
         assert torch.equal(stacked[t], singles[t]), t
 
@@ -74,3 +74,25 @@ def test_parameter_without_gradient_is_left_alone_and_bad_arguments_are_refused(
         StackedAdamW([a], lr=[0.1, 0.2, 0.3], weight_decay=0.0)
     with pytest.raises(ValueError, match="leading trial dimension"):
         StackedAdamW([a, torch.nn.Parameter(torch.ones(3, 3))], lr=0.1, weight_decay=0.0)
+
+
+def test_aligned_and_unaligned_parameters_mixed_in_one_stack():
+    g = torch.Generator().manual_seed(3)
+    shapes = [(4, ALIGN), (3, 5), (1, ALIGN)]
+    stacked = [torch.nn.Parameter(torch.randn(3, *s, generator=g)) for s in shapes]
+    singles = [[torch.nn.Parameter(p[t].detach().clone()) for p in stacked] for t in range(3)]
+    opt = StackedAdamW(stacked, lr=1e-2, weight_decay=0.01)
+    assert opt.whole_params == [True, False, True] and not opt.whole
+    refs = [torch.optim.AdamW(ps, lr=1e-2, weight_decay=0.01, fused=True) for ps in singles]
+    for _ in range(20):
+        grads = [torch.randn(3, *s, generator=g) for s in shapes]
+        for p, gr in zip(stacked, grads):
+            p.grad = gr.clone()
+        opt.step()
+        for t in range(3):
+            for p, gr in zip(singles[t], grads):
+                p.grad = gr[t].clone()
+            refs[t].step()
+    for t in range(3):
+        for p, q in zip(stacked, singles[t]):
+            assert torch.equal(p[t].detach(), q.detach())
