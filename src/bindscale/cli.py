@@ -5,6 +5,7 @@ Every user error is one line on stderr and exit code 2, with nothing written.
 
 from __future__ import annotations
 
+import signal
 import sys
 from typing import Annotated, Optional
 
@@ -112,7 +113,11 @@ def _print_summary(summary: dict, out_dir: str) -> None:
         fmt = lambda x: "—" if x is None else (x if isinstance(x, str) else f"{x:.3g}")  # noqa: E731
         table.add_row(v["claim"], v["verdict"], v["statistic"],
                       f"{fmt(v['value'])} [{fmt(v['ci_low'])}, {fmt(v['ci_high'])}]", str(v["n_trials"]))
-    con.print(table)
+    if summary.get("verdicts"):
+        con.print(table)
+    else:
+        con.print(f"{summary.get('study')}: no verdicts (the study configures none); the report has the figures "
+                  "and tables", highlight=False)
     for v in summary.get("verdicts", []):
         # (an inconclusive verdict already says why, e.g. too few seeds)
         if v["verdict"] != "inconclusive" and isinstance(v["ci_low"], (int, float)) and v["ci_low"] == v["ci_high"]:
@@ -131,12 +136,26 @@ def _print_summary(summary: dict, out_dir: str) -> None:
         con.print(f"{label}: {RunStore(out_dir).where(name)}", soft_wrap=True, highlight=False)
 
 
+_terminated = False  # set by the SIGTERM handler
+
+
+def _on_sigterm(signum, frame) -> None:
+    # A scheduler's stop (SLURM pre-emption, `kill`): unwind exactly as Ctrl-C does, so the
+    # workers are stopped and finished records kept, then say so and exit 128 + SIGTERM.
+    global _terminated
+    _terminated = True
+    raise KeyboardInterrupt
+
+
 def _interrupted() -> None:
-    err_console.print("interrupted: finished trials are kept; re-run the same command to resume", highlight=False)
-    sys.exit(130)
+    what = "terminated (SIGTERM)" if _terminated else "interrupted"
+    err_console.print(f"{what}: finished trials are kept; re-run the same command to resume", highlight=False)
+    sys.exit(128 + signal.SIGTERM if _terminated else 130)
 
 
 def main() -> None:
+    if hasattr(signal, "SIGTERM"):
+        signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         # Without standalone mode click returns typer.Exit's code instead of exiting.
         rc = app(standalone_mode=False)

@@ -613,19 +613,35 @@ def resolve_study(ref: str, quick: bool = False, overrides: list[str] | None = N
     """
     data, source = load_study_dict(ref)
     parsed = [parse_override(item) for item in overrides or []]
-    # --set quick.… edits the quick variant itself, so it applies before the merge.
-    for key, value in parsed:
-        if key.split(".")[0] == "quick":
-            data = apply_override(data, key, value)
-    if quick:
-        q = data.get("quick")
-        if q is not None and not isinstance(q, dict):
-            raise ConfigError(f"{source}: 'quick' must be a mapping")
-        data = deep_merge(data, q or {}) | {"is_quick": True}
-    for key, value in parsed:
-        if key.split(".")[0] != "quick":
-            data = apply_override(data, key, value)
-    study = validate(StudyConfig, data, where=source)
+
+    def merged(apply: bool) -> dict:
+        d = data
+        # --set quick.… edits the quick variant itself, so it applies before the merge.
+        for key, value in parsed if apply else []:
+            if key.split(".")[0] == "quick":
+                d = apply_override(d, key, value)
+        if quick:
+            q = d.get("quick")
+            if q is not None and not isinstance(q, dict):
+                raise ConfigError(f"{source}: 'quick' must be a mapping")
+            d = deep_merge(d, q or {}) | {"is_quick": True}
+        for key, value in parsed if apply else []:
+            if key.split(".")[0] != "quick":
+                d = apply_override(d, key, value)
+        return d
+
+    try:
+        study = StudyConfig.model_validate(merged(True))
+    except ValidationError as err:
+        # Blame the --set values when the study is valid without them.
+        where = source
+        if parsed:
+            try:
+                StudyConfig.model_validate(merged(False))
+                where = "--set " + " ".join(overrides or [])
+            except ValidationError:
+                pass
+        raise ConfigError(format_validation_error(err, where)) from None
     trials = study.trials()
     if not trials:
         raise ConfigError(f"{source}: the study has no trials")

@@ -62,3 +62,26 @@ def test_ctrl_c_stops_the_sweep_with_one_line_and_the_rerun_finishes(tiny, tmp_p
     r = bindscale("run", tiny, "--out", out, "--workers", "2")
     assert r.returncode == 0, r.stderr
     assert len(_records(out)) == 16
+
+
+def test_sigterm_to_the_driver_stops_workers_keeps_records_and_the_rerun_finishes(tiny, tmp_path):
+    out = tmp_path / "sigterm"
+    # A scheduler (SLURM pre-emption, `kill PID`) signals the driver only.
+    proc = subprocess.Popen([sys.executable, "-m", "bindscale", "run", str(tiny), "--out", str(out), "--workers", "2"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not _records(out) and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "terminated (SIGTERM): finished trials are kept; re-run the same command to resume" in err
+    assert "Traceback" not in err and "leaked semaphore" not in err
+    n_before = len(_records(out))
+    time.sleep(1.0)
+    assert len(_records(out)) == n_before  # the workers stopped with the driver
+    records = [json.loads((out / "records" / n).read_text()) for n in _records(out)]
+    assert records and all(r["status"] == "ok" for r in records)
+    r = bindscale("run", tiny, "--out", out, "--workers", "2")
+    assert r.returncode == 0, r.stderr
+    assert len(_records(out)) == 16

@@ -25,3 +25,9 @@ def test_a_clean_run_prints_no_warnings(capsys):
                     "verdicts": [verdict("scaling", 0.9, 0.95)]}, "/tmp/nowhere")
     out = capsys.readouterr().out
     assert "failed" not in out and "diverged" not in out and "note:" not in out
+
+
+def test_a_study_without_verdicts_says_so_instead_of_an_empty_table(capsys):
+    _print_summary({"study": "x", "n_trials": 3, "verdicts": []}, "/tmp/nowhere")
+    out = capsys.readouterr().out
+    assert "x: no verdicts (the study configures none)" in out and "claim" not in out

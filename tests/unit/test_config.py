@@ -80,8 +80,11 @@ def test_overrides():
     assert {t.train.steps for t in s.trials()} == {7}
     with pytest.raises(ConfigError, match="unknown sweep axis"):
         apply_override(study, "train.stepz", 7)
-    with pytest.raises(ConfigError, match="train.steps"):
+    with pytest.raises(ConfigError, match=r"^--set train.steps=-1: base.train.steps: .*\(got -1\)"):
         resolve_study("scaling", quick=True, overrides=["train.steps=-1"])
+    # the quick variant's own field, named as the user wrote it
+    with pytest.raises(ConfigError, match=r"^--set quick.base.train.steps=-5: base.train.steps"):
+        resolve_study("scaling", quick=True, overrides=["quick.base.train.steps=-5"])
 
 
 def test_set_reads_exponent_numbers_without_a_dot_as_numbers():

@@ -109,3 +109,20 @@ def test_degenerate_tables_still_build(tmp_path):
         assert summary["n_ok"] == 0 and summary["figures"] == []
         assert {v["verdict"] for v in summary["verdicts"]} == {"inconclusive"}
         assert "No trial finished ok." in (tmp_path / str(i) / "report.html").read_text()
+
+
+def test_config_table_says_when_a_mean_covers_fewer_seeds():
+    from bindscale.report.html import _config_table
+
+    df = pd.DataFrame({
+        "status": ["ok"] * 3, "model": ["mlp"] * 3, "width": [16] * 3, "depth": [3] * 3, "holdout": [0.5] * 3,
+        "n_train_combos": [46] * 3, "n_params": [1000] * 3, "seed": [0, 1, 2],
+        "r2_id": [0.9, 0.8, 0.7], "r2_heldout": [0.5, 0.4, 0.3], "r2_inhull": [0.6, 0.5, 0.4],
+        "r2_outhull": [0.2, math.nan, 0.4],  # seed 1's split has no out-of-hull combination
+        "decod_best": [0.9, 0.9, 0.9],
+    })
+    header, rows = _config_table(df)
+    cells = dict(zip(header, rows[0]))
+    assert cells["n seeds"] == "3"
+    assert cells["r2_heldout"].startswith("0.4") and "(n=" not in cells["r2_heldout"]
+    assert cells["r2_outhull"].endswith("(n=2)") and cells["r2_outhull"].startswith("0.3")

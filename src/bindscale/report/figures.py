@@ -299,7 +299,8 @@ FIGURES: dict[str, tuple[Callable[..., str | None], str]] = {
                      "Linear decodability of the constituents vs held-out R²; "
                      "crosses: same probe on a random-init network (control)."),
     "heldout_vs_params": (fig_heldout_vs_params,
-                          "Held-out R² vs parameter count: MLP vs hypernetwork (explicit binding)."),
+                          "Held-out R² vs parameter count, one line per model "
+                          "(MLP vs hypernetwork, where both were trained: explicit binding)."),
     "hull_vs_width": (fig_hull_vs_width,
                       "Held-out R² inside vs outside the convex hull of training combinations."),
 }

@@ -199,6 +199,16 @@ def _seq_config_table(ok: pd.DataFrame, keys: list[str] = SEQ_KEYS,
     return header, out
 
 
+def _mean_cell(values: pd.Series) -> str:
+    """Mean over the seeds that have a value; "(n=k)" where fewer than all do (e.g. out-of-hull R²
+    of a seed whose split left no out-of-hull combination)."""
+    finite = np.isfinite(values.to_numpy(dtype=float))
+    if not finite.any():
+        return fmt(math.nan)
+    cell = fmt(float(values[finite].mean()))
+    return cell if finite.all() else f"{cell} (n={int(finite.sum())})"
+
+
 def _config_table(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     """Per-config means over seeds of the ok rows: (header, formatted rows)."""
     ok = ok_rows(df)
@@ -216,8 +226,7 @@ def _config_table(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
     for key, g in ok.groupby(keys, sort=True, dropna=False):
         row = [fmt_cfg(x) for x in key]
         row += [fmt_cfg(g["n_train_combos"].median()), str(len(g))]
-        row += [fmt(np.nanmean(g[c]) if np.isfinite(g[c]).any() else math.nan)
-                for c in CONFIG_METRICS]
+        row += [_mean_cell(g[c]) for c in CONFIG_METRICS]
         row.append(fmt_cfg(g["n_params"].median()))
         out.append(row)
     return header, out
