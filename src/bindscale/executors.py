@@ -11,9 +11,11 @@ recorded as ``failed`` with the cause, and the sweep finishes. A Python
 exception inside training is not retried (it would fail the same way): it is
 recorded as ``failed`` straight away by ``run_job``.
 
-Threads: process-pool workers and Ray tasks each pin their torch thread count
-so that the machine is never oversubscribed (DESIGN §5: a 2-core machine
-oversubscribed by BLAS threads runs ~50× slower).
+Threads: every worker (pool process, Ray task, the inline executor) trains
+with one torch thread (:data:`bindscale.sweep.THREADS_PER_WORKER`): the
+machine is never oversubscribed (DESIGN §5: a 2-core machine oversubscribed by
+BLAS threads runs ~50× slower), and a trial's metrics are the same bits
+whatever stack, executor or number of workers runs it.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import torch
 from .errors import ConfigError
 from .records import RECORD_DIR
 from .storage import RunStore, remove_temporaries
-from .sweep import run_job, threads_per_worker, write_failed
+from .sweep import THREADS_PER_WORKER, run_job, write_failed
 
 EXECUTORS = ("inline", "process", "ray")
 #: Default number of re-runs of a job whose worker died.
@@ -67,7 +69,7 @@ def execute(
     if retries < 0:
         raise ConfigError(f"--retries {retries}: must be 0 or more")
     if executor == "inline":
-        torch.set_num_threads(threads_per_worker(1))
+        torch.set_num_threads(THREADS_PER_WORKER)
         for job in payload:
             on_job_done(run_job(job, run_dir, study, device, "inline", on_progress))
     elif executor == "process":
@@ -141,7 +143,7 @@ def _execute_pool(payload, run_dir, study, device, workers, retries, on_progress
 
     while todo:
         pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
-                                   initargs=(threads_per_worker(workers), q, os.getpid()))
+                                   initargs=(THREADS_PER_WORKER, q, os.getpid()))
         procs: dict[int, object] = {}
         broken = False
         try:

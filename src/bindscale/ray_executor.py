@@ -16,7 +16,7 @@ recorded as failed by the driver.
 from __future__ import annotations
 
 from .errors import BindscaleError, ConfigError
-from .sweep import run_job, write_failed
+from .sweep import THREADS_PER_WORKER, run_job, write_failed
 
 
 def _ray_job(job: list[dict], run_dir: str, study: str, device: str, threads: int, index: int, queue) -> list[str]:
@@ -51,7 +51,7 @@ def execute_ray(
         raise ConfigError("--executor ray needs Ray: pip install 'bindscale[ray]' "
                           "(with the project's constraints file: -c constraints.txt)") from None
     started_here = not ray.is_initialized()
-    threads = 1
+    threads = THREADS_PER_WORKER
     if started_here:
         try:
             if address:

@@ -17,7 +17,7 @@ from .progress import TrainingProgress
 from .executors import EXECUTORS, RETRIES, execute
 from .records import RECORD_DIR, load_records, write_results
 from .storage import RunStore, StorageError, remove_temporaries
-from .sweep import pending_trials, plan_jobs, resolve_device
+from .sweep import available_cores, pending_trials, plan_jobs, resolve_device
 from .tasks.splits import make_split
 
 STUDY_FILE = "study.yaml"
@@ -117,7 +117,7 @@ def run_study(
     elif store.location.startswith("memory://") and executor != "inline":
         raise ConfigError(f"--out {out}: a memory:// filesystem lives inside one process, so worker processes "
                           "cannot share it; use --executor inline (and nothing survives the run), or a path")
-    cores = os.cpu_count() or 1
+    cores = available_cores()
     if workers is not None and not 1 <= workers <= MAX_WORKERS:
         raise ConfigError(f"--workers {workers}: allowed 1 to {MAX_WORKERS} (this machine has {cores} cores)")
     if workers is not None and workers > cores:
@@ -142,7 +142,7 @@ def _run_locked(study: StudyConfig, store: RunStore, dev: str, workers: int | No
     if executor == "ray" and address:
         n_workers = workers or len(todo) or 1  # the cluster's scheduler decides placement
     else:
-        n_workers = workers or (1 if dev == "cuda" else min(os.cpu_count() or 1, max(1, len(todo))))
+        n_workers = workers or (1 if dev == "cuda" else min(available_cores(), max(1, len(todo))))
     jobs = plan_jobs(todo, n_workers=n_workers, device=dev)
     n_workers = max(1, min(n_workers, len(jobs)))
     executor = executor or ("process" if n_workers > 1 else "inline")

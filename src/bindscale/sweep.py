@@ -227,9 +227,21 @@ def write_failed(job: list[dict], run_dir: str, study: str, device: str, executo
     return ["failed"] * len(job)
 
 
-def threads_per_worker(workers: int) -> int:
-    """Torch threads each worker may use so that ``workers`` × threads ≤ cores."""
-    return max(1, (os.cpu_count() or 1) // max(1, workers))
+#: Torch threads of a worker (a pool process, a Ray task, the inline executor). One, always:
+#: a trial's metrics are then the same bits in any stack (bindscale.optim), whereas with more
+#: threads oneDNN and MKL split some matrix products across threads differently for different
+#: stack sizes (measured: quick study, width-256 MLPs in bf16, stacks of 6 vs 3 at two threads,
+#: held-out R² apart by up to 2.6e-3), and a resumed run, or one with another --workers, would
+#: not reproduce. Parallelism comes from workers, one per core.
+THREADS_PER_WORKER = 1
+
+
+def available_cores() -> int:
+    """Cores this process may run on: its CPU affinity (taskset, Slurm, cgroup cpusets), else ``os.cpu_count()``."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no sched_getaffinity (macOS, Windows)
+        return os.cpu_count() or 1
 
 
 def pending_trials(trials: list[TrialConfig], run_dir: "str | Path | RunStore") -> tuple[list[TrialConfig], dict[str, dict]]:

@@ -36,3 +36,27 @@ def test_stack_size_adapts_to_memory():
     trials = [t.model_copy(update={"seed": s}) for s in range(6)]
     jobs = plan_jobs(trials, n_workers=1, memory=2 * per * 2)
     assert all(len(j) <= 2 for j in jobs) and sum(map(len, jobs)) == 6
+
+
+def test_available_cores_follows_the_affinity_mask(monkeypatch):
+    import os
+
+    from bindscale.sweep import available_cores
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert available_cores() == 1  # e.g. `taskset -c 0`, a one-CPU Slurm allocation
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    assert available_cores() == 3
+
+
+def test_the_inline_executor_trains_with_one_thread(tmp_path, monkeypatch):
+    import torch
+
+    import bindscale.executors as ex
+    from bindscale.sweep import THREADS_PER_WORKER
+
+    seen = []
+    monkeypatch.setattr(ex, "run_job", lambda *a, **k: seen.append(torch.get_num_threads()) or [])
+    torch.set_num_threads(2)
+    ex.execute([[{}]], str(tmp_path), "study", "cpu", executor="inline", workers=1)
+    assert seen == [THREADS_PER_WORKER] == [1]
