@@ -642,7 +642,20 @@ def resolve_study(ref: str, quick: bool = False, overrides: list[str] | None = N
             except ValidationError:
                 pass
         raise ConfigError(format_validation_error(err, where)) from None
-    trials = study.trials()
+    try:
+        trials = study.trials()
+    except ConfigError as err:  # a grid value made invalid by --set: say so
+        if parsed and _trials_ok(merged(False)):
+            raise ConfigError(f"--set {' '.join(overrides or [])}: {err}") from None
+        raise
     if not trials:
         raise ConfigError(f"{source}: the study has no trials")
     return study
+
+
+def _trials_ok(data: dict) -> bool:
+    try:
+        StudyConfig.model_validate(data).trials()
+        return True
+    except (ValidationError, ConfigError):
+        return False

@@ -70,10 +70,10 @@ def read_record(run_dir: str | Path | RunStore, trial_id: str) -> dict | None:
     try:
         rec = json.loads(store.read_bytes(record_name(trial_id)))
     except (OSError, ValueError) as err:
-        _warn(f"ignoring unreadable record {where} ({type(err).__name__}); its trial will be re-run")
+        _warn(f"ignoring unreadable record {where} ({type(err).__name__}); its trial is re-run by the next `bindscale run`")
         return None
     if not isinstance(rec, dict) or any(k not in rec for k in REQUIRED) or rec["trial_id"] != trial_id:
-        _warn(f"ignoring malformed record {where}; its trial will be re-run")
+        _warn(f"ignoring malformed record {where}; its trial is re-run by the next `bindscale run`")
         return None
     return rec
 

@@ -134,7 +134,12 @@ def run_study(
 
 def _run_locked(study: StudyConfig, store: RunStore, dev: str, workers: int | None, console: Console,
                 trials: list[TrialConfig], executor: str | None, retries: int, address: str | None) -> dict:
-    store.write_text(STUDY_FILE, yaml.safe_dump(study.model_dump(mode="json"), sort_keys=False))
+    text = yaml.safe_dump(study.model_dump(mode="json"), sort_keys=False)
+    if store.exists(STUDY_FILE) and store.read_text(STUDY_FILE) != text:
+        # Records are keyed by trial id, so nothing is mixed up; but say that the directory changes study.
+        console.print(f"note: {store} held a different study configuration; it is replaced, records of trials "
+                      "not in this study stay on disk and are not reported", highlight=False)
+    store.write_text(STUDY_FILE, text)
     # A worker killed mid-write leaves a temporary file (never a half record): clear them under the lock.
     if n := remove_temporaries(store, RECORD_DIR):
         console.print(f"removed {n} unfinished record write(s) left by an interrupted run")

@@ -85,3 +85,13 @@ def test_sigterm_to_the_driver_stops_workers_keeps_records_and_the_rerun_finishe
     r = bindscale("run", tiny, "--out", out, "--workers", "2")
     assert r.returncode == 0, r.stderr
     assert len(_records(out)) == 16
+
+
+def test_a_different_study_in_an_existing_run_directory_is_pointed_out(tiny, tmp_path):
+    out = tmp_path / "reused"
+    assert bindscale("run", tiny, "--out", out, "--set", "train.steps=3").returncode == 0
+    same = bindscale("run", tiny, "--out", out, "--set", "train.steps=3")
+    assert same.returncode == 0 and "different study configuration" not in same.stderr
+    other = bindscale("run", tiny, "--out", out, "--set", "train.steps=4")
+    assert other.returncode == 0, other.stderr
+    assert "held a different study configuration" in other.stderr.replace("\n", " ")

@@ -85,6 +85,8 @@ def test_overrides():
     # the quick variant's own field, named as the user wrote it
     with pytest.raises(ConfigError, match=r"^--set quick.base.train.steps=-5: base.train.steps"):
         resolve_study("scaling", quick=True, overrides=["quick.base.train.steps=-5"])
+    with pytest.raises(ConfigError, match=r"^--set holdout=\[0.25,1.5\]: grid value .*task.holdout"):
+        resolve_study("scaling", quick=True, overrides=["holdout=[0.25,1.5]"])
 
 
 def test_set_reads_exponent_numbers_without_a_dot_as_numbers():
