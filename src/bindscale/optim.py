@@ -94,7 +94,9 @@ class StackedAdamW:
     @torch.no_grad()
     def step(self) -> None:
         """One AdamW step for every trial; parameters without a gradient are left alone."""
-        grads = [None if p.grad is None else (p.grad, p.grad.unbind(0)) for p in self.params]
+        # Per-trial views only of the gradients that are updated per trial (none on the common path).
+        grads = [None if p.grad is None else (p.grad, None if whole else p.grad.unbind(0))
+                 for p, whole in zip(self.params, self.whole_params)]
         for ((lr, wd), _), (units, ps, ms, vs, steps) in zip(self.groups, self._plan):
             keep = [k for k, (i, _) in enumerate(units) if grads[i] is not None]
             if not keep:
