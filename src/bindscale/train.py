@@ -94,8 +94,23 @@ class TrialResult:
     metrics: dict = field(default_factory=dict)
 
 
-def _stack(batches: list[Batch]) -> Batch:
-    return Batch(*(torch.stack([getattr(b, f) for b in batches]) for f in ("code", "z", "x", "y", "combo")))
+BATCH_FIELDS = ("code", "z", "x", "y", "combo")
+
+
+def _stack(batches: list[Batch], out: Batch | None = None) -> Batch:
+    """Stack per-trial batches into ``(T, …)`` tensors, into ``out``'s storage when its shapes match.
+
+    Reusing one buffer for every chunk of training data matters on the CPU: a
+    stack's chunk is above glibc's mmap threshold (32 MiB) for large stacks, and
+    a fresh one would be mapped, faulted in page by page and unmapped again each
+    chunk (bindscale.cpu).
+    """
+    fields = [[getattr(b, f) for b in batches] for f in BATCH_FIELDS]
+    if out is None or any(getattr(out, f).shape[1:] != v[0].shape for f, v in zip(BATCH_FIELDS, fields)):
+        return Batch(*(torch.stack(v) for v in fields))
+    for f, v in zip(BATCH_FIELDS, fields):
+        torch.stack(v, out=getattr(out, f))
+    return out
 
 
 def _eval_steps(steps: int, n_evals: int) -> list[int]:
@@ -173,7 +188,7 @@ def _train_group(trials: list[TrialConfig], device: torch.device, progress) -> l
         i = (step - 1) % chunk
         if i == 0:
             n = min(chunk, tr.steps - step + 1)
-            data = _stack([task.sample(B * n, g) for task, g in zip(tasks, train_gens)])
+            data = _stack([task.sample(B * n, g) for task, g in zip(tasks, train_gens)], out=data)
         sl = slice(i * B, (i + 1) * B)
         with autocast():
             pred = forward(data.code[:, sl], data.x[:, sl])

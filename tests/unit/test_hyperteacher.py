@@ -17,6 +17,19 @@ def test_teacher_matches_hand_computation():
     torch.testing.assert_close(task.teacher(z, x)[0], expected, rtol=1e-5, atol=1e-5)
 
 
+def test_teacher_of_a_batch_is_each_task_by_hand():
+    task = HyperTeacher(TaskConfig(M=4, K=2, holdout=0.25), seed=1)
+    z = torch.tensor([[0.6, 0.0, 0.8, 0.0], [0.0, 0.9, 0.0, 0.0], [0.5, 0.0, 0.0, 0.7]])
+    x = 2 * torch.rand(3, 7, 16) - 1
+    y = task.teacher(z, x)
+    assert y.shape == (3, 7, 16)
+    for i in range(3):
+        k = int((z[i] > 0).sum())
+        W = torch.einsum("m,mhi->hi", z[i], task.W) / math.sqrt(k)
+        b = z[i] @ task.b / math.sqrt(k)
+        torch.testing.assert_close(y[i], torch.relu(x[i] @ W.T + b) @ task.R.T + task.r, rtol=1e-5, atol=1e-5)
+
+
 def test_samples_come_from_their_pool():
     task = HyperTeacher(TaskConfig(M=8, K=3, holdout=0.5), seed=1)
     for pool in ("train", "heldout"):

@@ -108,3 +108,18 @@ def test_encodings_of_one_width_share_a_stack_and_each_trial_equals_itself_alone
     # each trial saw its own encoding: linear codes (identity, orthogonal) are decodable
     # exactly from the input, the non-linear ones (invertible, interval_shuffle) are not
     assert [r.metrics["decod_input"] > 0.99 for r in together] == [True, True, False, False]
+
+
+def test_stacking_into_a_reused_buffer_equals_a_fresh_stack():
+    task = HyperTeacher(TaskConfig(M=6, K=2, holdout=0.3), 0)
+    gens = [torch.Generator().manual_seed(s) for s in (1, 2)]
+    first = train_mod._stack([task.sample(8, g) for g in gens])
+    batches = [task.sample(8, g) for g in gens]
+    fresh = train_mod._stack(batches)
+    reused = train_mod._stack(batches, out=first)
+    assert reused is first and reused.x.data_ptr() == first.x.data_ptr()
+    for f in train_mod.BATCH_FIELDS:
+        assert torch.equal(getattr(reused, f), getattr(fresh, f))
+    # A chunk of another size (the last one of a run) gets new tensors; the buffer is left alone.
+    short = train_mod._stack([task.sample(3, g) for g in gens], out=first)
+    assert short is not first and short.x.shape[1] == 3 and torch.equal(first.x, fresh.x)

@@ -92,11 +92,15 @@ class HyperTeacher:
         k = (z > 0).sum(-1, keepdim=True).clamp(min=1).to(z.dtype)
         scale = z / k.sqrt()
         # Mixed weights laid out (B, I, H) so the batched matmul needs no transpose,
-        # bias fused into it, and the readout as one matmul over all rows (sampling
-        # runs every chunk of training steps: its cost is part of training's).
+        # and the readout as one matmul over all rows (sampling runs every chunk of
+        # training steps: its cost is part of training's). Biases are written out
+        # row by row and accumulated into in place: the same arithmetic as
+        # baddbmm/addmm with a broadcast bias, without their slow broadcast copies
+        # (~1 ms each per 3072 tasks of 16 inputs, a third of the sampling time).
+        B, S = x.shape[:2]
         W_t = (scale @ self.W.transpose(1, 2).reshape(self.cfg.M, -1)).view(-1, *self.W.shape[2:0:-1])
-        h = torch.baddbmm((scale @ self.b).unsqueeze(1), x, W_t).relu_()
-        return torch.addmm(self.r, h.flatten(0, 1), self.R.T).view(*h.shape[:2], -1)
+        h = (scale @ self.b).repeat_interleave(S, dim=0).view(B, S, -1).baddbmm_(x, W_t).relu_()
+        return self.r.expand(B * S, -1).contiguous().addmm_(h.flatten(0, 1), self.R.T).view(B, S, -1)
 
     def sample(
         self,
