@@ -65,7 +65,7 @@ def run(
         _fail(f"--device {device!r}: allowed: auto, cpu, cuda")
     try:
         cfg = resolve_study(study, quick=quick, overrides=set_ or [])
-        out_dir = out or str(default_out(cfg, quick))
+        out_dir = out if out is not None else str(default_out(cfg, quick))  # --out '' is an error, not the default
         summary = run_study(cfg, out_dir, device=device, workers=workers, console=err_console,
                             executor=executor, retries=retries, address=address)
     except BindscaleError as err:

@@ -588,7 +588,11 @@ def apply_override(study: dict, key: str, value: Any) -> dict:
         _set_path(study, key, value)
         return study
     family = family_of(study.get("base") or {})
-    path = axis_path(key[len("base."):] if key.startswith("base.") else key, family)
+    name = key[len("base."):] if key.startswith("base.") else key
+    try:
+        path = axis_path(name, family)
+    except ConfigError:
+        raise ConfigError(_unknown_override(key, name, family, top - {"is_quick"})) from None
     values = value if isinstance(value, list) else [value]
     aliases = {a for a, p in FAMILY_AXES[family].items() if p == path} | {path}
     grids = study.get("grids") or [{}]
@@ -603,6 +607,17 @@ def apply_override(study: dict, key: str, value: Any) -> dict:
         base = study.setdefault("base", {})
         _set_path(base, path, value)
     return study
+
+
+def _unknown_override(key: str, name: str, family: str, study_fields: set[str]) -> str:
+    """The one-line error for a ``--set`` key that names nothing: the fields of its section when
+    the section exists (``train.fo`` → train's fields), else every kind of key allowed."""
+    section = name.split(".")[0]
+    fields = sorted(p for p in _trial_paths(family) if p.startswith(section + "."))
+    if fields:
+        return f"--set {key}: {section} has no field {name[len(section) + 1:]!r}; allowed: {', '.join(fields)}"
+    return (f"--set {key}: unknown key; allowed: a sweep axis ({', '.join(FAMILY_AXES[family])}), "
+            f"a dotted trial field such as train.lr, or a study field ({', '.join(sorted(study_fields))})")
 
 
 def resolve_study(ref: str, quick: bool = False, overrides: list[str] | None = None) -> StudyConfig:

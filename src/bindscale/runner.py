@@ -26,8 +26,6 @@ MAX_WORKERS = 1024
 
 def check_out_dir(out: Path) -> None:
     """Raise :class:`ConfigError` unless ``out`` is (or can be created as) a writable directory. Creates nothing."""
-    if str(out).strip() == "":
-        raise ConfigError("--out: empty path; give a directory for the run")
     out = Path(out)
     if out.exists():
         if not out.is_dir():
@@ -108,6 +106,8 @@ def run_study(
     if dev != "cuda" and any(getattr(t.train, "precision", None) == "tf32" for t in trials):
         raise ConfigError("train.precision tf32 needs --device cuda; allowed on CPU: fp32, bf16, auto")
     check_splits(trials)
+    if str(out).strip() == "":  # before Path(), which reads "" as the current directory
+        raise ConfigError("--out: empty path; give a directory for the run")
     try:
         store = RunStore.of(out)
     except StorageError as err:

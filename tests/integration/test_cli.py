@@ -43,7 +43,8 @@ def test_list(tiny):
     "args,needle",
     [
         (["run", "nosuchstudy"], "unknown study 'nosuchstudy'"),
-        (["run", "--set", "model.widht=3"], "unknown sweep axis 'model.widht'"),
+        (["run", "--set", "model.widht=3"], "--set model.widht: model has no field 'widht'; allowed: model.activation"),
+        (["run", "--set", "fooo=3"], "--set fooo: unknown key; allowed: a sweep axis (model, width"),
         (["run", "--set", "task.holdout=1.5"], "task.holdout"),
         (["run", "--set", "holdout=0.99"], "split cannot be made"),
         (["run", "--set", "K=1"], "split cannot be made"),
@@ -74,6 +75,9 @@ def test_malformed_yaml_and_unwritable_out(tmp_path):
     assert r.returncode == 2 and "--out" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     r = bindscale("run", "--quick", "--out", blocker)
     assert r.returncode == 2 and "not a directory" in r.stderr
+    # An empty --out is a mistake (an unset shell variable), not the default directory.
+    r = bindscale("run", "--quick", "--out", "", cwd=tmp_path)
+    assert r.returncode == 2 and "--out: empty path" in r.stderr and not (tmp_path / "runs").exists()
 
 
 def test_quick_default_study_plans_both_models():
