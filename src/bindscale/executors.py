@@ -86,12 +86,12 @@ def execute(
 _QUEUE = None
 
 
-def _worker_init(threads: int, q, driver: int) -> None:
+def _worker_init(q, driver: int) -> None:
     global _QUEUE
     if os.getppid() != driver:  # the driver died while this worker was still starting
         os.kill(os.getpid(), signal.SIGKILL)
     _QUEUE = q
-    torch.set_num_threads(threads)
+    torch.set_num_threads(THREADS_PER_WORKER)
     torch.set_num_interop_threads(1)
     # Die with the driver: a killed driver must not leave workers training (and writing
     # records) while a resumed driver runs the same trials again.
@@ -143,7 +143,7 @@ def _execute_pool(payload, run_dir, study, device, workers, retries, on_progress
 
     while todo:
         pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
-                                   initargs=(THREADS_PER_WORKER, q, os.getpid()))
+                                   initargs=(q, os.getpid()))
         procs: dict[int, object] = {}
         broken = False
         try:
