@@ -10,6 +10,12 @@ import pandas as pd
 from .conftest import bindscale
 
 
+#: Interrupted runs train longer than tiny.yaml's 60 steps, so that the other jobs are still
+#: running when the first record appears (at 60 steps the rest took ~1 s and, on a loaded
+#: machine, finished before the signal arrived).
+LONGER = ["--set", "train.steps=200"]
+
+
 def _records(out):
     d = out / "records"
     return sorted(p.name for p in d.glob("*.json")) if d.is_dir() else []
@@ -17,11 +23,11 @@ def _records(out):
 
 def test_kill_9_during_a_sweep_then_rerun_records_every_trial_once_with_identical_results(tiny, tmp_path):
     ref = tmp_path / "ref"
-    assert bindscale("run", tiny, "--out", ref, "--workers", "2").returncode == 0
+    assert bindscale("run", tiny, "--out", ref, "--workers", "2", *LONGER).returncode == 0
     expected = pd.read_parquet(ref / "results.parquet").set_index("trial_id").sort_index()
 
     out = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, "-m", "bindscale", "run", str(tiny), "--out", str(out), "--workers", "2"],
+    proc = subprocess.Popen([sys.executable, "-m", "bindscale", "run", str(tiny), "--out", str(out), "--workers", "2", *LONGER],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     while not _records(out) and time.time() < deadline and proc.poll() is None:
@@ -33,7 +39,7 @@ def test_kill_9_during_a_sweep_then_rerun_records_every_trial_once_with_identica
     time.sleep(1.0)
     assert len(_records(out)) == n_before  # no orphaned worker kept writing
 
-    r = bindscale("run", tiny, "--out", out, "--workers", "2")
+    r = bindscale("run", tiny, "--out", out, "--workers", "2", *LONGER)
     assert r.returncode == 0, r.stderr
     assert f"{n_before} already recorded, {16 - n_before} to run" in r.stderr.replace("\n", " ")
     assert len(_records(out)) == 16
@@ -47,7 +53,7 @@ def test_kill_9_during_a_sweep_then_rerun_records_every_trial_once_with_identica
 def test_ctrl_c_stops_the_sweep_with_one_line_and_the_rerun_finishes(tiny, tmp_path):
     out = tmp_path / "ctrl_c"
     # A terminal's Ctrl-C sends SIGINT to the whole foreground process group: driver and workers.
-    proc = subprocess.Popen([sys.executable, "-m", "bindscale", "run", str(tiny), "--out", str(out), "--workers", "2"],
+    proc = subprocess.Popen([sys.executable, "-m", "bindscale", "run", str(tiny), "--out", str(out), "--workers", "2", *LONGER],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
     deadline = time.time() + 120
     while not _records(out) and time.time() < deadline and proc.poll() is None:
@@ -59,7 +65,7 @@ def test_ctrl_c_stops_the_sweep_with_one_line_and_the_rerun_finishes(tiny, tmp_p
     assert "Traceback" not in err
     records = [json.loads((out / "records" / n).read_text()) for n in _records(out)]
     assert records and all(r["status"] == "ok" for r in records)  # nothing recorded as failed by the interrupt
-    r = bindscale("run", tiny, "--out", out, "--workers", "2")
+    r = bindscale("run", tiny, "--out", out, "--workers", "2", *LONGER)
     assert r.returncode == 0, r.stderr
     assert len(_records(out)) == 16
 
@@ -67,7 +73,7 @@ def test_ctrl_c_stops_the_sweep_with_one_line_and_the_rerun_finishes(tiny, tmp_p
 def test_sigterm_to_the_driver_stops_workers_keeps_records_and_the_rerun_finishes(tiny, tmp_path):
     out = tmp_path / "sigterm"
     # A scheduler (SLURM pre-emption, `kill PID`) signals the driver only.
-    proc = subprocess.Popen([sys.executable, "-m", "bindscale", "run", str(tiny), "--out", str(out), "--workers", "2"],
+    proc = subprocess.Popen([sys.executable, "-m", "bindscale", "run", str(tiny), "--out", str(out), "--workers", "2", *LONGER],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
     while not _records(out) and time.time() < deadline and proc.poll() is None:
@@ -82,7 +88,7 @@ def test_sigterm_to_the_driver_stops_workers_keeps_records_and_the_rerun_finishe
     assert len(_records(out)) == n_before  # the workers stopped with the driver
     records = [json.loads((out / "records" / n).read_text()) for n in _records(out)]
     assert records and all(r["status"] == "ok" for r in records)
-    r = bindscale("run", tiny, "--out", out, "--workers", "2")
+    r = bindscale("run", tiny, "--out", out, "--workers", "2", *LONGER)
     assert r.returncode == 0, r.stderr
     assert len(_records(out)) == 16
 
