@@ -53,8 +53,11 @@ def test_kill_9_during_a_sweep_then_rerun_records_every_trial_once_with_identica
 def test_ctrl_c_stops_the_sweep_with_one_line_and_the_rerun_finishes(tiny, tmp_path):
     out = tmp_path / "ctrl_c"
     # A terminal's Ctrl-C sends SIGINT to the whole foreground process group: driver and workers.
+    # SIGINT's default action is restored for the run, as a terminal's foreground job has it: a
+    # test runner started in the background (`cmd &` in a script, nohup) passes SIGINT down ignored.
     proc = subprocess.Popen([sys.executable, "-m", "bindscale", "run", str(tiny), "--out", str(out), "--workers", "2", *LONGER],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 120
     while not _records(out) and time.time() < deadline and proc.poll() is None:
         time.sleep(0.05)
