@@ -128,7 +128,7 @@ def _print_summary(summary: dict, out_dir: str) -> None:
         con.print(f"[red]{summary['n_failed']} of {summary['n_trials']} trials failed[/] (errors: the report's "
                   "'Diverged and failed trials'); re-run the same command to retry them", highlight=False)
     if summary.get("n_diverged"):
-        con.print(f"{summary['n_diverged']} of {summary['n_trials']} trials diverged (loss not finite; kept, "
+        con.print(f"{summary['n_diverged']} of {summary['n_trials']} trials diverged (loss NaN, inf or blown up; kept, "
                   "listed in the report)", highlight=False)
     if summary.get("n_missing"):
         con.print(f"{summary['n_missing']} of {summary['n_planned']} trials have no record yet: re-run to finish them")

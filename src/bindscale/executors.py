@@ -50,6 +50,7 @@ def execute(
     payload: list[list[dict]], run_dir: str, study: str, device: str, *, executor: str = "process",
     workers: int = 1, retries: int = RETRIES, address: str | None = None, gpu_fraction: float = 1.0,
     on_progress: Progress = lambda n: None, on_job_done: JobDone = lambda s: None,
+    on_note: Callable[[str], None] = lambda msg: None,
 ) -> None:
     """Run every job of ``payload`` (lists of trial-config dicts) and write their records.
 
@@ -58,7 +59,8 @@ def execute(
             spawned processes) or ``ray`` (Ray tasks; local instance unless ``address``).
         retries: re-runs of a job whose worker died before it is recorded as failed.
         on_progress: called with trial-steps done (negative to take back the steps
-            of a job that is re-run); on_job_done: with the statuses of a finished job.
+            of a job that is re-run); on_job_done: with the statuses of a finished job;
+            on_note: with a line for the user (a worker died and jobs are re-run).
 
     Raises:
         ConfigError: unknown executor, or Ray asked for but not installed / unreachable.
@@ -73,7 +75,7 @@ def execute(
         for job in payload:
             on_job_done(run_job(job, run_dir, study, device, "inline", on_progress))
     elif executor == "process":
-        _execute_pool(payload, run_dir, study, device, workers, retries, on_progress, on_job_done)
+        _execute_pool(payload, run_dir, study, device, workers, retries, on_progress, on_job_done, on_note)
     else:
         from .ray_executor import execute_ray
 
@@ -120,7 +122,7 @@ def _pool_job(idx, job, run_dir, study, device):
     return run_job(job, run_dir, study, device, "process", lambda n: q.put(("steps", idx, n)))
 
 
-def _execute_pool(payload, run_dir, study, device, workers, retries, on_progress, on_job_done) -> None:
+def _execute_pool(payload, run_dir, study, device, workers, retries, on_progress, on_job_done, on_note) -> None:
     ctx = get_context("spawn")  # fork after torch has started threads is unsafe
     # A plain queue inherited by the workers: no manager process that could outlive a killed driver.
     q = ctx.Queue()
@@ -177,9 +179,12 @@ def _execute_pool(payload, run_dir, study, device, workers, retries, on_progress
             break
         # Every worker of a broken pool is dead now: a write it was making is an orphan temp file.
         remove_temporaries(RunStore(run_dir), RECORD_DIR)
+        lost = len(todo)
         todo = _after_break(sorted(todo), running, procs, deaths, steps_done, retries, on_progress,
                             lambda i, why: on_job_done(write_failed(payload[i], run_dir, study, device, "process",
                                                                     why)))
+        on_note(f"a worker process died: {len(todo)} of the {lost} job(s) in flight re-run"
+                + (f", {lost - len(todo)} recorded failed (--retries {retries} exhausted)" if lost > len(todo) else ""))
 
 
 def _after_break(lost, running, procs, deaths, steps_done, retries, on_progress, give_up) -> list[int]:

@@ -15,8 +15,19 @@ recorded as failed by the driver.
 
 from __future__ import annotations
 
+import importlib.util
+
 from .errors import BindscaleError, ConfigError
 from .sweep import THREADS_PER_WORKER, run_job, write_failed
+
+NO_RAY = ("--executor ray needs Ray: pip install 'bindscale[ray]' "
+          "(with the project's constraints file: -c constraints.txt)")
+
+
+def check_ray_installed() -> None:
+    """Raise :class:`ConfigError` unless Ray can be imported (checked before a run writes anything)."""
+    if importlib.util.find_spec("ray") is None:
+        raise ConfigError(NO_RAY)
 
 
 def _ray_job(job: list[dict], run_dir: str, study: str, device: str, threads: int, index: int, queue) -> list[str]:
@@ -48,8 +59,7 @@ def execute_ray(
         import ray
         from ray import exceptions as rex
     except ImportError:
-        raise ConfigError("--executor ray needs Ray: pip install 'bindscale[ray]' "
-                          "(with the project's constraints file: -c constraints.txt)") from None
+        raise ConfigError(NO_RAY) from None
     started_here = not ray.is_initialized()
     threads = THREADS_PER_WORKER
     if started_here:

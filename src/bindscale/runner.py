@@ -98,6 +98,10 @@ def run_study(
         raise ConfigError(f"--retries {retries}: must be 0 or more")
     if address and executor != "ray":
         raise ConfigError("--address is the Ray cluster's address: it needs --executor ray")
+    if executor == "ray":
+        from .ray_executor import check_ray_installed  # Ray itself is not imported here
+
+        check_ray_installed()
     try:
         dev = resolve_device(device)
     except ValueError as err:
@@ -152,6 +156,9 @@ def _run_locked(study: StudyConfig, store: RunStore, dev: str, workers: int | No
     n_workers = max(1, min(n_workers, len(jobs)))
     executor = executor or ("process" if n_workers > 1 else "inline")
     if executor == "inline":
+        if workers and workers > 1:
+            console.print(f"note: --workers {workers} ignored: the inline executor trains in this process, one job "
+                          "at a time", highlight=False)
         n_workers = 1
     console.print(
         f"[bold]{study.name}[/]: {len(trials)} trials, {len(have) - sum(h['status'] == 'failed' for h in have.values())} "
@@ -166,7 +173,8 @@ def _run_locked(study: StudyConfig, store: RunStore, dev: str, workers: int | No
             try:
                 execute(payload, str(store), study.name, dev, executor=executor, workers=n_workers,
                         retries=retries, address=address, on_progress=progress.advance,
-                        on_job_done=progress.job_done)
+                        on_job_done=progress.job_done,
+                        on_note=lambda msg: console.print(f"note: {msg}", highlight=False))
             except StorageError as err:
                 raise StorageError(f"{err}; the sweep stopped, finished trials are kept: fix the storage "
                                    "and re-run the same command to resume") from None

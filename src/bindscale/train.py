@@ -32,6 +32,14 @@ from .tasks.encodings import encoding_dim
 CHUNK_ELEMENTS = 2_000_000
 
 
+#: A trial whose training loss exceeds this multiple of its first step's loss has diverged,
+#: like one whose loss is NaN or inf: AdamW at a far too large learning rate blows the loss
+#: up by orders of magnitude while it stays finite (lr 10 on the quick study: final losses
+#: up to 3.5e11 from ~1 at step 1, all recorded "ok" before this guard). Trained or
+#: untrained, a healthy trial stays within a few times its initial loss.
+DIVERGENCE_FACTOR = 1e4
+
+
 #: Training fields that may differ inside a stack (they are per-trial tensors).
 PER_TRIAL_FIELDS = {"lr", "weight_decay", "grad_clip"}
 
@@ -193,9 +201,12 @@ def _train_group(trials: list[TrialConfig], device: torch.device, progress) -> l
         with autocast():
             pred = forward(data.code[:, sl], data.x[:, sl])
         loss_t = (pred.float() - data.y[:, sl]).pow(2).mean(dim=(1, 2, 3))  # (T,)
-        finite = torch.isfinite(loss_t)
-        diverged_at = torch.where(alive & ~finite, step, diverged_at)
-        alive = alive & finite
+        if step == 1:
+            first_loss = loss_t.detach().clone()
+        # NaN fails both tests; a finite blow-up fails the second (DIVERGENCE_FACTOR).
+        sane = torch.isfinite(loss_t) & (loss_t <= DIVERGENCE_FACTOR * first_loss)
+        diverged_at = torch.where(alive & ~sane, step, diverged_at)
+        alive = alive & sane
         # Sum, never average: each trial's gradient is its own loss's gradient.
         loss = torch.where(alive, loss_t, torch.zeros_like(loss_t)).sum()
         opt.zero_grad()

@@ -117,6 +117,7 @@ def test_a_worker_that_keeps_dying_is_recorded_failed_and_the_sweep_finishes(ref
         os.kill(pid, signal.SIGKILL)
     _, err = proc.communicate(timeout=300)
     assert killed and proc.returncode == 0, err
+    assert "recorded failed (--retries 0 exhausted)" in err.replace("\n", " "), err
     got = _table(out)
     assert len(got) == N_TRIALS
     failed = got[got["status"] == "failed"]

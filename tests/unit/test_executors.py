@@ -49,3 +49,16 @@ def test_unknown_executor_or_negative_retries_is_a_config_error():
         execute([], "x", "s", "cpu", executor="dask")
     with pytest.raises(ConfigError, match="--retries -1"):
         execute([], "x", "s", "cpu", executor="inline", retries=-1)
+
+
+def test_ray_missing_is_refused_before_anything_is_written(tmp_path, monkeypatch):
+    import importlib.util
+
+    from bindscale.config import resolve_study
+    from bindscale.runner import run_study
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
+    with pytest.raises(ConfigError, match="--executor ray needs Ray"):
+        run_study(resolve_study("scaling", quick=True), tmp_path / "run", device="cpu", executor="ray")
+    assert not (tmp_path / "run").exists()

@@ -1,3 +1,5 @@
+import math
+
 import pytest
 import torch
 
@@ -123,3 +125,14 @@ def test_stacking_into_a_reused_buffer_equals_a_fresh_stack():
     # A chunk of another size (the last one of a run) gets new tensors; the buffer is left alone.
     short = train_mod._stack([task.sample(3, g) for g in gens], out=first)
     assert short is not first and short.x.shape[1] == 3 and torch.equal(first.x, fresh.x)
+
+
+def test_a_finite_blow_up_is_divergence_and_isolated():
+    # lr 10 drives AdamW's loss up by orders of magnitude without ever reaching inf.
+    wild = trial(1).model_copy(update={"train": TINY.model_copy(update={"lr": 10.0, "grad_clip": None})})
+    res = train_group([trial(0), wild, trial(2)])
+    assert [r.status for r in res] == ["ok", "diverged", "ok"]
+    assert 1 < res[1].diverged_step <= TINY.steps
+    # Once the guard trips the trial is frozen (no more updates): its recorded loss stays finite.
+    assert math.isfinite(res[1].metrics["final_loss"])
+    assert_same_bits(res[2], train_group([trial(2)])[0])

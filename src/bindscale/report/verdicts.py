@@ -456,7 +456,8 @@ def _binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
         verdict, reason = INCONCLUSIVE, f"fewer than {MIN_REPLICATES} seeds in a deciding cell"
     elif ratio[1] > 1:
         verdict, reason = SUPPORTED, ("CI of the parameter ratio entirely above 1 (the ratio moves in grid steps: "
-                                      "the CI shows whether resampled seeds change which configs first reach the target)")
+                                      "the CI shows whether resampled seeds change which configs first reach the "
+                                      "target; a zero-width CI means every resample picked the same ones)")
     elif ratio[2] <= 1:
         verdict, reason = NOT_SUPPORTED, "CI of the parameter ratio ≤ 1"
     else:
