@@ -154,9 +154,10 @@ def _run_locked(study: StudyConfig, store: RunStore, dev: str, workers: int | No
         n_workers = workers or (1 if dev == "cuda" else min(available_cores(), max(1, len(todo))))
     jobs = plan_jobs(todo, n_workers=n_workers, device=dev)
     n_workers = max(1, min(n_workers, len(jobs)))
+    asked_inline = executor == "inline"
     executor = executor or ("process" if n_workers > 1 else "inline")
     if executor == "inline":
-        if workers and workers > 1:
+        if asked_inline and workers and workers > 1:  # (otherwise one job is left: one worker is all it needs)
             console.print(f"note: --workers {workers} ignored: the inline executor trains in this process, one job "
                           "at a time", highlight=False)
         n_workers = 1

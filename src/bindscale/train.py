@@ -202,9 +202,9 @@ def _train_group(trials: list[TrialConfig], device: torch.device, progress) -> l
             pred = forward(data.code[:, sl], data.x[:, sl])
         loss_t = (pred.float() - data.y[:, sl]).pow(2).mean(dim=(1, 2, 3))  # (T,)
         if step == 1:
-            first_loss = loss_t.detach().clone()
+            limit = DIVERGENCE_FACTOR * loss_t.detach()
         # NaN fails both tests; a finite blow-up fails the second (DIVERGENCE_FACTOR).
-        sane = torch.isfinite(loss_t) & (loss_t <= DIVERGENCE_FACTOR * first_loss)
+        sane = torch.isfinite(loss_t) & (loss_t <= limit)
         diverged_at = torch.where(alive & ~sane, step, diverged_at)
         alive = alive & sane
         # Sum, never average: each trial's gradient is its own loss's gradient.
