@@ -117,6 +117,8 @@ def run_study(
     except StorageError as err:
         raise ConfigError(f"--out {out}: {err}") from None
     if store.local is not None:
+        if store.local.resolve().parent == store.local.resolve():  # a run writes records/, report.html, …
+            raise ConfigError(f"--out {out}: the filesystem root; give a directory for the run")
         check_out_dir(store.local)
     elif store.location.startswith("memory://") and executor != "inline":
         raise ConfigError(f"--out {out}: a memory:// filesystem lives inside one process, so worker processes "
@@ -124,7 +126,7 @@ def run_study(
     cores = available_cores()
     if workers is not None and not 1 <= workers <= MAX_WORKERS:
         raise ConfigError(f"--workers {workers}: allowed 1 to {MAX_WORKERS} (this machine has {cores} cores)")
-    if workers is not None and workers > cores:
+    if workers is not None and workers > cores and executor != "inline":  # (inline ignores it: noted later)
         console.print(f"note: --workers {workers} > {cores} cores; using {cores} (more would oversubscribe the CPU)")
         workers = cores
 

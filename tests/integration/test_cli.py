@@ -1,4 +1,5 @@
 import json
+import os
 
 import pandas as pd
 import pytest
@@ -78,6 +79,8 @@ def test_malformed_yaml_and_unwritable_out(tmp_path):
     # An empty --out is a mistake (an unset shell variable), not the default directory.
     r = bindscale("run", "--quick", "--out", "", cwd=tmp_path)
     assert r.returncode == 2 and "--out: empty path" in r.stderr and not (tmp_path / "runs").exists()
+    r = bindscale("run", "--quick", "--out", "/")
+    assert r.returncode == 2 and "the filesystem root" in r.stderr and not os.path.exists("/study.yaml")
 
 
 def test_quick_default_study_plans_both_models():

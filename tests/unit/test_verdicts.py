@@ -309,3 +309,16 @@ def test_missing_claims_are_skipped():
     df = make_results(problems=False)
     assert compute_verdicts(df, {"name": "x"}) == []
     assert [v["claim"] for v in compute_verdicts(df, {"verdicts": {"hull": None, "modularity": {}}})] == ["hull"]
+
+
+def test_decodability_carried_by_width_alone_is_inconclusive_and_says_why():
+    # Decodability and held-out R² both rise with width, but within a width they are unrelated.
+    df = make_results(effect=True, problems=False)
+    rng = np.random.default_rng(3)
+    mlp = df["model"] == "mlp"
+    level = df.loc[mlp, "width"].map({16: 0.0, 64: 0.5, 256: 1.0}).to_numpy()
+    df.loc[mlp, "decod_best"] = 0.4 + 0.5 * level + rng.normal(0, 0.01, mlp.sum())
+    df.loc[mlp, "r2_heldout"] = 0.2 + 0.7 * level + rng.normal(0, 0.01, mlp.sum())
+    v = compute_verdicts(df, {"verdicts": {"decodability": {"rho_threshold": 0.5}}})[0]
+    assert v["ci_low"] > 0.5 and v["verdict"] == "inconclusive"
+    assert "partial Spearman at fixed width is not clearly above 0" in v["details"]["reason"], v["details"]["reason"]

@@ -331,6 +331,10 @@ def _decodability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple
     elif np.isfinite(partial[2]) and partial[2] <= 0:
         verdict, reason = NOT_SUPPORTED, ("the correlation is carried by width: at fixed width decodability "
                                           "does not predict held-out R² (partial Spearman CI at or below 0)")
+    elif rho[1] > thr:  # the correlation is clear; what holds it back is the fixed-width test
+        verdict, reason = INCONCLUSIVE, (f"Spearman CI entirely above {thr}, but the partial Spearman at fixed "
+                                         "width is not clearly above 0 (its CI reaches 0): the correlation may be "
+                                         "carried by width")
     else:
         verdict, reason = INCONCLUSIVE, f"Spearman CI straddles {thr}"
     details["reason"] = reason
