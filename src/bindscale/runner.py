@@ -126,7 +126,11 @@ def run_study(
     cores = available_cores()
     if workers is not None and not 1 <= workers <= MAX_WORKERS:
         raise ConfigError(f"--workers {workers}: allowed 1 to {MAX_WORKERS} (this machine has {cores} cores)")
-    if workers is not None and workers > cores and executor != "inline":  # (inline ignores it: noted later)
+    if executor == "inline" and workers is not None and workers > 1:
+        console.print(f"note: --workers {workers} ignored: the inline executor trains in this process, one job "
+                      "at a time", highlight=False)
+        workers = 1
+    elif workers is not None and workers > cores:
         console.print(f"note: --workers {workers} > {cores} cores; using {cores} (more would oversubscribe the CPU)")
         workers = cores
 
@@ -156,12 +160,8 @@ def _run_locked(study: StudyConfig, store: RunStore, dev: str, workers: int | No
         n_workers = workers or (1 if dev == "cuda" else min(available_cores(), max(1, len(todo))))
     jobs = plan_jobs(todo, n_workers=n_workers, device=dev)
     n_workers = max(1, min(n_workers, len(jobs)))
-    asked_inline = executor == "inline"
     executor = executor or ("process" if n_workers > 1 else "inline")
     if executor == "inline":
-        if asked_inline and workers and workers > 1:  # (otherwise one job is left: one worker is all it needs)
-            console.print(f"note: --workers {workers} ignored: the inline executor trains in this process, one job "
-                          "at a time", highlight=False)
         n_workers = 1
     console.print(
         f"[bold]{study.name}[/]: {len(trials)} trials, {len(have) - sum(h['status'] == 'failed' for h in have.values())} "
