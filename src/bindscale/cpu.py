@@ -1,6 +1,6 @@
 """Process settings that make CPU training loops fast: :func:`cpu_training`.
 
-Two costs that have nothing to do with the model dominate long CPU runs unless
+Three costs that have nothing to do with the model dominate long CPU runs unless
 they are switched off (figures: width-512 MLP stacks, one thread, this
 project's 2-core machine; ``benchmarks/training.py``):
 
@@ -23,12 +23,23 @@ project's 2-core machine; ``benchmarks/training.py``):
   the work of single-threaded workers (the process pool's and Ray's default
   on a machine with as many workers as cores); with more intra-op threads,
   only the main thread's share.
+- **TLB misses.** A width-512 stack's activations are megabytes each, spread
+  over thousands of 4 KiB pages. PyTorch puts a tensor of 2 MiB or more on
+  transparent huge pages when ``THP_MEM_ALLOC_ENABLE=1`` (it aligns the block
+  and calls ``madvise(MADV_HUGEPAGE)``; Linux's default THP mode, ``madvise``,
+  needs that call). Measured: MLP stacks of widths 128, 256 and 512 trained
+  5-12% faster per step (two workers, 2000 steps, two rounds each way).
+  PyTorch reads the variable once, at its first allocation of that size, so it
+  is set before a worker's first training allocation; a process that already
+  made one keeps 4 KiB pages (harmless). ``THP_MEM_ALLOC_ENABLE=0`` in the
+  environment opts out.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -67,19 +78,31 @@ def keep_freed_memory() -> bool:
     return ok
 
 
+def use_huge_pages() -> None:
+    """Ask PyTorch to put CPU tensors of 2 MiB or more on transparent huge pages (see the module doc).
+
+    Takes effect only in a process that has not yet allocated such a tensor; an
+    explicit ``THP_MEM_ALLOC_ENABLE`` in the environment is left as it is.
+    """
+    if sys.platform.startswith("linux"):
+        os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
+
+
 @contextmanager
 def cpu_training(device: torch.device | str = "cpu") -> Iterator[None]:
-    """Train on the CPU without page faults per step or denormal arithmetic (see the module doc).
+    """Train on the CPU without page faults per step, denormal arithmetic or needless TLB misses (module doc).
 
-    Keeps freed memory in the heap (for the rest of the process) and flushes
-    denormals to zero while the outermost such block runs, then turns flushing
-    off again. Blocks nest. Does nothing on other devices.
+    Keeps freed memory in the heap and large tensors on huge pages (for the
+    rest of the process) and flushes denormals to zero while the outermost such
+    block runs, then turns flushing off again. Blocks nest. Does nothing on
+    other devices.
     """
     global _depth
     if torch.device(device).type != "cpu":
         yield
         return
     keep_freed_memory()
+    use_huge_pages()
     if _depth == 0:
         torch.set_flush_denormal(True)  # returns False (and does nothing) where the CPU has no FTZ/DAZ
     _depth += 1

@@ -72,3 +72,36 @@ def test_cpu_training_blocks_nest():
         flushed = float((tiny * 0.5)[0]) == 0.0  # still inside the outer block
     assert flushed == torch.set_flush_denormal(False)  # (False on CPUs without FTZ: nothing to check)
     assert float((tiny * 0.5)[0]) > 0
+
+
+HUGE = """
+import torch
+from bindscale.cpu import cpu_training
+with cpu_training("cpu"):
+    x = torch.ones(16 << 20)  # 64 MiB: PyTorch's first allocation of 2 MiB or more in this process
+    with open("/proc/self/smaps_rollup") as f:
+        print(next(int(line.split()[1]) for line in f if line.startswith("AnonHugePages")))
+"""
+
+
+def thp_mode() -> str:
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            return f.read().split("[")[1].split("]")[0]
+    except (OSError, IndexError):
+        return "never"
+
+
+def huge_kib(env: dict) -> int:
+    import os
+
+    out = subprocess.run([sys.executable, "-c", HUGE], capture_output=True, text=True, check=True,
+                         env={k: v for k, v in os.environ.items() if k != "THP_MEM_ALLOC_ENABLE"} | env)
+    return int(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(thp_mode() == "never", reason="transparent huge pages are off on this machine")
+def test_cpu_training_puts_large_tensors_on_huge_pages_unless_opted_out():
+    assert huge_kib({}) >= 32 << 10  # at least half of the 64 MiB tensor
+    if thp_mode() == "madvise":  # ("always" gives huge pages without PyTorch asking)
+        assert huge_kib({"THP_MEM_ALLOC_ENABLE": "0"}) < 32 << 10
