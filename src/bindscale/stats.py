@@ -75,6 +75,7 @@ def bootstrap_ci(
     n_boot: int = 2000,
     confidence: float = 0.95,
     seed: int = 0,
+    vectorized: bool = False,
 ) -> tuple[float, float, float]:
     """Percentile-bootstrap confidence interval of a statistic.
 
@@ -87,6 +88,9 @@ def bootstrap_ci(
         ``statistic(*groups) -> float`` (one positional argument per group).
         It may return NaN (that replicate is dropped) or ±inf.
       n_boot, confidence, seed: number of resamples, interval level, RNG seed.
+      vectorized: the statistic takes every resample at once: each argument
+        gets a leading resample axis (``(R, n_g, ...)``) and it returns ``(R,)``.
+        Same resamples and replicates as the one-at-a-time call, in one pass.
 
     Output: ``(point, low, high)`` with ``point = statistic(original data)``
     and the percentile interval of the replicates (Efron & Tibshirani 1993,
@@ -103,21 +107,24 @@ def bootstrap_ci(
     if any(g.ndim == 0 or g.shape[0] == 0 for g in groups):
         return NAN, NAN, NAN
 
-    def call(gs: list[np.ndarray]) -> float:
-        return float(statistic(*gs) if groups_mode else statistic(gs[0]))
+    def call(gs: list[np.ndarray]) -> Any:
+        return statistic(*gs) if groups_mode else statistic(gs[0])
 
     # Resamples of tiny groups hit empty/constant cases; their NaNs are dropped.
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
-        point = call(groups)
+        point = float(call([g[None] for g in groups])[0] if vectorized else call(groups))
         if np.isnan(point):
             return NAN, NAN, NAN
         idx = _draw_indices(groups, n_boot, seed)
-        reps = np.fromiter(
-            (call([g[i[b]] for g, i in zip(groups, idx)]) for b in range(n_boot)),
-            dtype=float,
-            count=n_boot,
-        )
+        if vectorized:
+            reps = np.asarray(call([g[i] for g, i in zip(groups, idx)]), dtype=float).reshape(n_boot)
+        else:
+            reps = np.fromiter(
+                (float(call([g[i[b]] for g, i in zip(groups, idx)])) for b in range(n_boot)),
+                dtype=float,
+                count=n_boot,
+            )
     low, high = percentile_interval(reps, confidence)
     return point, low, high
 
@@ -223,24 +230,37 @@ def correlation_ci(
     return point, low, high
 
 
-def partial_spearman(x, y, z) -> float:
+def partial_spearman(x, y, z) -> float | np.ndarray:
     """Spearman correlation of ``x`` and ``y`` controlling for ``z``.
 
     The Pearson correlation of the residuals of rank(x) and rank(y) after a
-    least-squares fit on rank(z) (Conover 1999, "Practical Nonparametric
-    Statistics", partial rank correlation). NaN when undefined (constant input).
+    least-squares fit on rank(z) with an intercept (Conover 1999, "Practical
+    Nonparametric Statistics", partial rank correlation). NaN when undefined
+    (fewer than 3 observations, or a constant residual).
+
+    Shapes: ``(n,)`` each → a float; ``(..., n)`` each (e.g. bootstrap resamples
+    in rows) → an array ``(...)``, one coefficient per row, computed at once.
     """
     from scipy.stats import rankdata
 
     x, y, z = (np.asarray(v, dtype=float) for v in (x, y, z))
-    if len(x) < 3:
-        return float("nan")
-    rz = np.column_stack([np.ones(len(z)), rankdata(z)])
+    n = x.shape[-1]
+    if n < 3:
+        out = np.full(x.shape[:-1], np.nan)
+        return float(out) if out.ndim == 0 else out
+    rz = rankdata(z, axis=-1)
+    rz = rz - rz.mean(axis=-1, keepdims=True)
+    szz = (rz * rz).sum(axis=-1, keepdims=True)
 
     def resid(v):
-        r = rankdata(v)
-        return r - rz @ np.linalg.lstsq(rz, r, rcond=None)[0]
+        # Least squares on [1, rank(z)] in closed form; slope 0 where rank(z) is constant.
+        r = rankdata(v, axis=-1)
+        r = r - r.mean(axis=-1, keepdims=True)
+        slope = np.divide((r * rz).sum(axis=-1, keepdims=True), szz, out=np.zeros_like(szz), where=szz > 0)
+        return r - slope * rz
 
     ex, ey = resid(x), resid(y)
-    denom = np.sqrt((ex @ ex) * (ey @ ey))
-    return float(ex @ ey / denom) if denom > 1e-12 else float("nan")
+    denom = np.sqrt((ex * ex).sum(axis=-1) * (ey * ey).sum(axis=-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(denom > 1e-12, (ex * ey).sum(axis=-1) / np.where(denom > 1e-12, denom, 1.0), np.nan)
+    return float(out) if out.ndim == 0 else out

@@ -109,3 +109,46 @@ def test_partial_spearman_matches_the_rank_formula_and_removes_a_confounder():
     rxy, rxz, ryz = spearmanr(a, c)[0], spearmanr(a, b)[0], spearmanr(c, b)[0]
     expected = (rxy - rxz * ryz) / np.sqrt((1 - rxz**2) * (1 - ryz**2))
     assert abs(partial_spearman(a, c, b) - expected) < 1e-10
+
+
+def test_partial_spearman_over_rows_equals_row_by_row_and_lstsq():
+    import numpy as np
+    from scipy.stats import rankdata
+
+    from bindscale.stats import partial_spearman
+
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(size=(2, 50, 12))
+    z = rng.integers(0, 4, size=(50, 12)).astype(float)  # ties, as log widths have
+    z[7] = 1.0  # a constant control: the partial correlation is the plain Spearman
+    x[9] = 2.0  # a constant variable: undefined
+    rows = partial_spearman(x, y, z)
+    assert rows.shape == (50,)
+    for i in range(50):
+        assert np.isnan(rows[i]) == np.isnan(partial_spearman(x[i], y[i], z[i]))
+        if i == 9:
+            assert np.isnan(rows[i])
+            continue
+        # independent route: residuals from numpy's least squares on [1, rank(z)]
+        design = np.column_stack([np.ones(12), rankdata(z[i])])
+        res = [rankdata(v) - design @ np.linalg.lstsq(design, rankdata(v), rcond=None)[0] for v in (x[i], y[i])]
+        expected = res[0] @ res[1] / np.sqrt((res[0] @ res[0]) * (res[1] @ res[1]))
+        assert abs(rows[i] - expected) < 1e-12
+    assert np.all(np.isnan(partial_spearman(x[:, :2], y[:, :2], z[:, :2])))  # n < 3
+
+
+def test_vectorized_bootstrap_gives_the_replicates_of_the_one_at_a_time_bootstrap():
+    import numpy as np
+
+    from bindscale.stats import bootstrap_ci, partial_spearman
+
+    rng = np.random.default_rng(4)
+    a = rng.normal(size=(30, 3))
+    a[:, 1] += a[:, 0]
+    one = bootstrap_ci(a, lambda s: partial_spearman(s[:, 0], s[:, 1], s[:, 2]), 500, seed=2)
+    vec = bootstrap_ci(a, lambda s: partial_spearman(s[..., 0], s[..., 1], s[..., 2]), 500, seed=2, vectorized=True)
+    assert np.allclose(one, vec, rtol=0, atol=1e-12)
+    groups = [rng.normal(size=20), rng.normal(size=25) + 1]
+    one = bootstrap_ci(groups, lambda u, v: np.mean(v) - np.mean(u), 300, seed=1)
+    vec = bootstrap_ci(groups, lambda u, v: v.mean(-1) - u.mean(-1), 300, seed=1, vectorized=True)
+    assert np.allclose(one, vec, rtol=0, atol=1e-12)

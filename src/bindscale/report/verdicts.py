@@ -288,15 +288,17 @@ def _decodability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple
     # Does decodability predict held-out R² beyond width? Partial Spearman given log width,
     # for the trained networks and for the random-init control.
     cols = np.column_stack([x, y, np.log(rows["width"].to_numpy(float))])
-    partial = bootstrap_ci(cols, lambda a: partial_spearman(a[:, 0], a[:, 1], a[:, 2]), n_boot, seed=seed)
+    # (All at once over the resamples: a resample is a row of ``a``, shape (R, n, columns).)
+    partial = bootstrap_ci(cols, lambda a: partial_spearman(a[..., 0], a[..., 1], a[..., 2]), n_boot, seed=seed,
+                           vectorized=True)
     rcols = np.column_stack([rnd["decod_random"].to_numpy(float), rnd["r2_heldout"].to_numpy(float),
                              np.log(rnd["width"].to_numpy(float))])
-    partial_rnd = (bootstrap_ci(rcols, lambda a: partial_spearman(a[:, 0], a[:, 1], a[:, 2]), n_boot, seed=seed)
-                   if len(rnd) >= 4 else NAN3)
+    partial_rnd = (bootstrap_ci(rcols, lambda a: partial_spearman(a[..., 0], a[..., 1], a[..., 2]), n_boot,
+                                seed=seed, vectorized=True) if len(rnd) >= 4 else NAN3)
     # What training adds: trained minus random-init partial Spearman, paired over the same trials.
     pcols = np.column_stack([rnd["decod_best"].to_numpy(float), rcols])
-    excess = (bootstrap_ci(pcols, lambda a: partial_spearman(a[:, 0], a[:, 2], a[:, 3])
-                           - partial_spearman(a[:, 1], a[:, 2], a[:, 3]), n_boot, seed=seed)
+    excess = (bootstrap_ci(pcols, lambda a: partial_spearman(a[..., 0], a[..., 2], a[..., 3])
+                           - partial_spearman(a[..., 1], a[..., 2], a[..., 3]), n_boot, seed=seed, vectorized=True)
               if len(rnd) >= 4 else NAN3)
     details.update({
         "partial_spearman_given_log_width": _ci(partial, n),
