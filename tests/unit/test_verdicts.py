@@ -322,3 +322,49 @@ def test_decodability_carried_by_width_alone_is_inconclusive_and_says_why():
     v = compute_verdicts(df, {"verdicts": {"decodability": {"rho_threshold": 0.5}}})[0]
     assert v["ci_low"] > 0.5 and v["verdict"] == "inconclusive"
     assert "partial Spearman at fixed width is not clearly above 0" in v["details"]["reason"], v["details"]["reason"]
+
+
+def test_a_claim_about_the_largest_scale_is_inconclusive_when_its_widest_model_lost_every_trial():
+    df = make_results(effect=True, problems=False)
+    by = {v["claim"]: v for v in compute_verdicts(df, STUDY)}
+    assert [by[c]["verdict"] for c in ("scaling", "binding")] == ["supported", "supported"]
+    assert all("lost_largest_width" not in v["details"] for v in by.values())
+
+    widest = (df["model"] == "mlp") & (df["width"] == max(WIDTHS))
+    df.loc[widest, "status"] = "diverged"
+    df.loc[widest & (df["seed"] == 0), "status"] = "failed"
+    by = {v["claim"]: v for v in compute_verdicts(df, STUDY)}
+    n_div = int((widest & (df["seed"] != 0)).sum())
+    for claim in ("scaling", "hull", "binding"):
+        v = by[claim]
+        assert v["verdict"] == "inconclusive", claim
+        lost = v["details"]["lost_largest_width"]["mlp"]
+        assert lost["planned_largest_width"] == max(WIDTHS) and lost["largest_ok_width"] == 64
+        assert lost["statuses"] == {"diverged": n_div, "failed": int(widest.sum()) - n_div}
+        assert f"no ok trial at the largest planned mlp width {max(WIDTHS)} (" in v["details"]["reason"]
+    reason = by["scaling"]["details"]["reason"]
+    assert reason.startswith(f"no ok trial at the largest planned mlp width {max(WIDTHS)} (")
+    assert "it would say not_supported" in reason  # at width 64 the R² CI is below 0.9
+    assert by["decodability"]["verdict"] == "supported"  # pools all widths on purpose: not a largest-scale claim
+
+    # One ok trial left at the widest width: the rule decides there itself (too few seeds -> inconclusive).
+    df.loc[widest & (df["seed"] == 1), "status"] = "ok"
+    v = {v["claim"]: v for v in compute_verdicts(df, STUDY)}["scaling"]
+    assert "lost_largest_width" not in v["details"] and v["details"]["largest_width"] == max(WIDTHS)
+
+
+def test_the_widest_hypernet_matters_to_binding_only_when_no_hypernet_reached_the_target():
+    widest = lambda df: (df["model"] == "hypernet") & (df["width"] == max(HYPER_WIDTHS))  # noqa: E731
+    # A narrower hypernet reaches the target: the ratio does not involve the widest one.
+    df = make_results(effect=True, problems=False)
+    df.loc[widest(df), "status"] = "diverged"
+    v = {v["claim"]: v for v in compute_verdicts(df, STUDY)}["binding"]
+    assert v["details"]["hypernet_reaching"]["width"] < max(HYPER_WIDTHS)
+    assert v["verdict"] == "supported" and "lost_largest_width" not in v["details"]
+    # No hypernet reaches it: the verdict rests on the largest hypernet, which was lost.
+    df = make_results(effect=False, problems=False)
+    before = {v["claim"]: v for v in compute_verdicts(df, STUDY)}["binding"]
+    assert before["details"]["hypernet_reaching"] is None and before["verdict"] == "not_supported"
+    df.loc[widest(df), "status"] = "diverged"
+    v = {v["claim"]: v for v in compute_verdicts(df, STUDY)}["binding"]
+    assert v["verdict"] == "inconclusive" and set(v["details"]["lost_largest_width"]) == {"hypernet"}

@@ -26,6 +26,10 @@ Other config columns that vary are listed under ``details["pooled_over"]``.
 A verdict whose deciding
 cell has fewer than ``MIN_REPLICATES`` values is "inconclusive": a bootstrap
 over one value has zero width and says nothing about seed variability.
+So is a claim about the largest scale (scaling, hull, binding) when every
+trial of the widest planned model its verdict rests on diverged or failed:
+the rule would otherwise answer at a smaller width than the study asked
+about (:func:`lost_largest_widths`).
 """
 
 from __future__ import annotations
@@ -548,6 +552,44 @@ def study_as_dict(study: Any) -> dict[str, Any]:
     return dict(study or {})
 
 
+#: Claim → the models whose largest width its verdict depends on, given the rule's details
+#: (:func:`lost_largest_widths`). Binding's target is the MLP's best R²; its hypernet side needs
+#: the widest hypernet only when no hypernet reached the target (the verdict then rests on it).
+LARGEST_SCALE_CLAIMS: dict[str, Callable[[dict], tuple[str, ...]]] = {
+    "scaling": lambda d: ("mlp",),
+    "hull": lambda d: ("mlp",),
+    "binding": lambda d: ("mlp",) if d.get("hypernet_reaching") else ("mlp", "hypernet"),
+}
+
+
+def lost_largest_widths(df: pd.DataFrame, ok: pd.DataFrame, models: tuple[str, ...]) -> dict[str, dict]:
+    """Models whose widest planned configuration has no ok trial with a held-out R².
+
+    Inputs: every row of the results table (any status) and its ok rows
+    (:func:`ok_rows`). Output: model → ``{"planned_largest_width",
+    "largest_ok_width" (None if none), "n_planned", "statuses"}`` (statuses of
+    the widest planned configuration's trials, with counts); empty when nothing
+    was lost.
+    """
+    if "model" not in df or "width" not in df:
+        return {}
+    out = {}
+    widths = pd.to_numeric(df["width"], errors="coerce")
+    for m in models:
+        planned = widths[df["model"].astype(str) == m].dropna()
+        if planned.empty:
+            continue
+        wmax = planned.max()
+        got = ok.loc[(ok["model"] == m) & np.isfinite(ok["r2_heldout"]), "width"].dropna()
+        if not got.empty and got.max() >= wmax:
+            continue
+        at = df[(df["model"].astype(str) == m) & (widths == wmax)]
+        statuses = at["status"].astype(str).value_counts() if "status" in at else pd.Series(dtype=int)
+        out[m] = {"planned_largest_width": _py(wmax), "largest_ok_width": _py(got.max()) if not got.empty else None,
+                  "n_planned": len(at), "statuses": {str(k): int(v) for k, v in statuses.items()}}
+    return out
+
+
 def compute_verdicts(
     df: pd.DataFrame, study: Mapping[str, Any], n_boot: int = 2000, seed: int = 0
 ) -> list[dict[str, Any]]:
@@ -574,6 +616,20 @@ def compute_verdicts(
         given = {k: v for k, v in dict(params or {}).items() if v is not None}
         merged = {**DEFAULTS[claim], **given}
         stat, verdict, triple, n, details = RULES[claim](ok, merged, n_boot, seed)
+        lost = lost_largest_widths(df, ok, LARGEST_SCALE_CLAIMS[claim](details) if claim in LARGEST_SCALE_CLAIMS else ())
+        if lost:
+            details["lost_largest_width"] = lost
+            widths = " and ".join(
+                f"{m} width {v['planned_largest_width']:g} "
+                f"({', '.join(f'{c} {k}' for k, c in v['statuses'].items()) or 'no trials'})"
+                for m, v in lost.items())
+            if verdict == INCONCLUSIVE:
+                details["reason"] = f"{details.get('reason', '')}; also no ok trial at the largest planned {widths}"
+            else:
+                said = f"{verdict}: {details.get('reason', '')}"
+                verdict = INCONCLUSIVE
+                details["reason"] = (f"no ok trial at the largest planned {widths}: the rule would decide at a "
+                                     f"smaller width than the study asked about (it would say {said})")
         out.append(_verdict(claim, stat, verdict, triple, n, details, anchors.get(claim)))
     return out
 
