@@ -42,14 +42,14 @@ EXECUTORS = ("inline", "process", "ray")
 #: Default number of re-runs of a job whose worker died.
 RETRIES = 2
 
-Progress = Callable[[int], None]
+Progress = Callable[[int, int], None]
 JobDone = Callable[[list[str]], None]
 
 
 def execute(
     payload: list[list[dict]], run_dir: str, study: str, device: str, *, executor: str = "process",
     workers: int = 1, retries: int = RETRIES, address: str | None = None, gpu_fraction: float = 1.0,
-    on_progress: Progress = lambda n: None, on_job_done: JobDone = lambda s: None,
+    on_progress: Progress = lambda n, job: None, on_job_done: JobDone = lambda s: None,
     on_note: Callable[[str], None] = lambda msg: None,
 ) -> None:
     """Run every job of ``payload`` (lists of trial-config dicts) and write their records.
@@ -58,8 +58,8 @@ def execute(
         executor: ``inline`` (this process), ``process`` (a pool of ``workers``
             spawned processes) or ``ray`` (Ray tasks; local instance unless ``address``).
         retries: re-runs of a job whose worker died before it is recorded as failed.
-        on_progress: called with trial-steps done (negative to take back the steps
-            of a job that is re-run); on_job_done: with the statuses of a finished job;
+        on_progress: called with trial-steps done and the index of their job in
+            ``payload`` (negative steps take back those of a job that is re-run); on_job_done: with the statuses of a finished job;
             on_note: with a line for the user (a worker died and jobs are re-run).
 
     Raises:
@@ -72,8 +72,8 @@ def execute(
         raise ConfigError(f"--retries {retries}: must be 0 or more")
     if executor == "inline":
         torch.set_num_threads(THREADS_PER_WORKER)
-        for job in payload:
-            on_job_done(run_job(job, run_dir, study, device, "inline", on_progress))
+        for i, job in enumerate(payload):
+            on_job_done(run_job(job, run_dir, study, device, "inline", lambda n, i=i: on_progress(n, i)))
     elif executor == "process":
         _execute_pool(payload, run_dir, study, device, workers, retries, on_progress, on_job_done, on_note)
     else:
@@ -141,7 +141,7 @@ def _execute_pool(payload, run_dir, study, device, workers, retries, on_progress
                 running[msg[1]] = msg[2]
             else:
                 steps_done[msg[1]] += msg[2]
-                on_progress(msg[2])
+                on_progress(msg[2], msg[1])
 
     while todo:
         pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
@@ -204,7 +204,7 @@ def _after_break(lost, running, procs, deaths, steps_done, retries, on_progress,
     again = []
     for i in lost:
         if steps_done[i]:
-            on_progress(-steps_done[i])
+            on_progress(-steps_done[i], i)
             steps_done[i] = 0
         pid = running.pop(i, None)
         if deaths[i] > retries:

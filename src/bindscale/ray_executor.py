@@ -89,7 +89,7 @@ def execute_ray(
         for i, n in queue.get_nowait_batch(queue.qsize()):
             if i in running:
                 reported[i] += n
-                on_progress(n)
+                on_progress(n, i)
 
     try:
         while refs:
@@ -108,7 +108,7 @@ def execute_ray(
                     why = f"WorkerDied: {type(err).__name__} after {retries} retries: " \
                           f"{(str(err).splitlines() or [''])[0][:300]}"
                     statuses = write_failed(payload[i], run_dir, study, device, "ray", why)
-                on_progress(_steps(payload[i]) - reported[i])  # the rest; negative after a retry
+                on_progress(_steps(payload[i]) - reported[i], i)  # the rest; negative after a retry
                 reported[i] = _steps(payload[i])
                 on_job_done(statuses)
     except BaseException:

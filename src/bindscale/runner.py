@@ -17,7 +17,7 @@ from .progress import TrainingProgress
 from .executors import EXECUTORS, RETRIES, execute
 from .records import RECORD_DIR, load_records, write_results
 from .storage import RunStore, StorageError, remove_temporaries
-from .sweep import available_cores, pending_trials, plan_jobs, resolve_device
+from .sweep import available_cores, job_cost, pending_trials, plan_jobs, resolve_device
 from .tasks.splits import make_split
 
 STUDY_FILE = "study.yaml"
@@ -170,8 +170,9 @@ def _run_locked(study: StudyConfig, store: RunStore, dev: str, workers: int | No
     )
     t0 = time.perf_counter()
     if jobs:
-        total = sum(len(j) * j[0].train.steps for j in jobs)
-        with TrainingProgress(console, total, len(todo)) as progress:
+        steps = [len(j) * j[0].train.steps for j in jobs]
+        costs = [(s, job_cost(j) / s) for s, j in zip(steps, jobs)]  # for the ETA: a wide stack's step costs more
+        with TrainingProgress(console, sum(steps), len(todo), job_costs=costs) as progress:
             payload = [[t.model_dump(mode="json") for t in job] for job in jobs]
             try:
                 execute(payload, str(store), study.name, dev, executor=executor, workers=n_workers,

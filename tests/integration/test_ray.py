@@ -71,7 +71,7 @@ def test_ray_tasks_report_progress_while_they_train(tmp_path):
            for s in range(2)]
     calls, done = [], []
     execute_ray([job], str(tmp_path), "progress", "cpu", workers=1, retries=0, address=None, gpu_fraction=1.0,
-                on_progress=calls.append, on_job_done=done.append)
+                on_progress=lambda n, job: calls.append(n), on_job_done=done.append)
     assert done == [["ok", "ok"]]
     assert sum(calls) == 2 * 1000
     # Steps arrived while the job trained (reports every 25 steps, drained every 0.5 s),

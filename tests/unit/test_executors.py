@@ -26,13 +26,13 @@ def test_a_dead_worker_is_charged_to_the_job_it_ran_and_retries_run_out():
     deaths, steps, progress, gave_up = [0, 0, 0], [5, 7, 0], [], []
     running = {0: 10, 1: 11}
     procs = {10: _Proc(-signal.SIGTERM), 11: _Proc(-signal.SIGKILL)}
-    again = _after_break([0, 1, 2], dict(running), procs, deaths, steps, 1, progress.append,
+    again = _after_break([0, 1, 2], dict(running), procs, deaths, steps, 1, lambda n, job: progress.append((n, job)),
                          lambda i, why: gave_up.append((i, why)))
     assert again == [0, 1, 2] and deaths == [0, 1, 0] and gave_up == []
-    assert sorted(progress) == [-7, -5] and steps == [0, 0, 0]  # their steps are taken back
+    assert sorted(progress) == [(-7, 1), (-5, 0)] and steps == [0, 0, 0]  # their steps are taken back, per job
     # Job 1 dies again: retries (1) are exhausted, it is given up with the exit code.
-    again = _after_break([1], {1: 12}, {12: _Proc(-signal.SIGKILL)}, deaths, steps, 1, progress.append,
-                         lambda i, why: gave_up.append((i, why)))
+    again = _after_break([1], {1: 12}, {12: _Proc(-signal.SIGKILL)}, deaths, steps, 1,
+                         lambda n, job: progress.append((n, job)), lambda i, why: gave_up.append((i, why)))
     assert again == [] and deaths[1] == 2
     assert gave_up[0][0] == 1 and "died 2 times (last exit code -9)" in gave_up[0][1]
 
@@ -40,7 +40,7 @@ def test_a_dead_worker_is_charged_to_the_job_it_ran_and_retries_run_out():
 def test_when_no_worker_can_be_singled_out_every_started_job_is_charged():
     deaths = [0, 0, 0]
     _after_break([0, 1, 2], {0: 10, 1: 11}, {10: _Proc(-signal.SIGTERM), 11: _Proc(-signal.SIGTERM)},
-                 deaths, [0, 0, 0], 2, lambda n: None, lambda i, why: None)
+                 deaths, [0, 0, 0], 2, lambda n, job: None, lambda i, why: None)
     assert deaths == [1, 1, 0]
 
 

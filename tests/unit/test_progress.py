@@ -21,8 +21,9 @@ def test_off_a_terminal_each_finished_job_prints_a_line_and_steps_are_rate_limit
         p.job_done(["ok", "ok"])
     lines = buf.getvalue().splitlines()
     assert len(lines) == 2
-    assert lines[0].startswith("training (2/4 trials, 1 not ok): 50% of 400 trial-steps") and "ETA" in lines[0]
-    assert lines[1].startswith("training (4/4 trials, 1 not ok): 100% of 400 trial-steps") and "ETA" not in lines[1]
+    assert lines[0].startswith("training (2/4 trials, 1 not ok): 50% done (200/400 trial-steps)") and "ETA" in lines[0]
+    assert lines[1].startswith("training (4/4 trials, 1 not ok): 100% done (400/400 trial-steps)")
+    assert "ETA" not in lines[1]
 
 
 def test_off_a_terminal_long_jobs_still_print_every_interval():
@@ -30,7 +31,7 @@ def test_off_a_terminal_long_jobs_still_print_every_interval():
     with TrainingProgress(con, total=1000, n_trials=1, every=0.0) as p:
         p.advance(250)
         p.advance(-50)  # a re-run job's steps taken back
-    assert [ln.split(":")[1].split(" of")[0].strip() for ln in buf.getvalue().splitlines()] == ["25%", "20%"]
+    assert [ln.split(":")[1].split(" done")[0].strip() for ln in buf.getvalue().splitlines()] == ["25%", "20%"]
 
 
 def test_on_a_terminal_a_live_bar_is_used():
@@ -39,4 +40,26 @@ def test_on_a_terminal_a_live_bar_is_used():
     with TrainingProgress(con, total=10, n_trials=1) as p:
         p.advance(10)
         p.job_done(["ok"])
-    assert "training (1/1 trials)" in buf.getvalue() and "10/10" in buf.getvalue()
+    assert "training (1/1 trials)" in buf.getvalue() and "10/10 trial-steps" in buf.getvalue()
+    assert "100%" in buf.getvalue()
+
+
+def test_fraction_done_and_eta_weigh_each_jobs_steps_by_their_cost(monkeypatch):
+    import pytest
+
+    import bindscale.progress as prog
+
+    clock = [0.0]
+    monkeypatch.setattr(prog.time, "monotonic", lambda: clock[0])
+    con, buf = plain_console()
+    # Job 0: 100 trial-steps costing 9 each (900); job 1: 300 costing 1 each (300): 1200 in all.
+    with TrainingProgress(con, total=400, n_trials=2, every=0.0, job_costs=[(100, 9.0), (300, 1.0)]) as p:
+        clock[0] = 30.0
+        p.advance(50, job=0)  # 450 of 1200 done in 30 s
+        p.advance(60, job=1)  # + 60 = 510
+    first, second = buf.getvalue().splitlines()
+    # By trial-steps, 50/400 = 12% would give ETA 0:03:30; by work, 450/1200 = 38%, ETA 0:00:50.
+    assert first.startswith("training (0/2 trials): 38% done (50/400 trial-steps), 0:00:30 elapsed, ETA 0:00:50")
+    assert second.startswith("training (0/2 trials): 42% done (110/400 trial-steps)")
+    with pytest.raises(ValueError, match="positive and finite"):
+        TrainingProgress(con, total=10, n_trials=1, job_costs=[(10, 0.0)])
