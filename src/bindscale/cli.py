@@ -76,10 +76,17 @@ def run(
 @app.command()
 def report(run_dir: Annotated[str, typer.Argument(help="a run directory (path or URL) written by `bindscale run`")]) -> None:
     """Rebuild results.parquet, report.html and summary.json from a run's records."""
+    from .lock import RunLock, RunLocked
     from .runner import build_outputs, load_run_study
 
     try:
-        summary = build_outputs(run_dir, load_run_study(run_dir))
+        study = load_run_study(run_dir)
+        # Under the run's lock: a live run writes these files itself when it ends.
+        with RunLock(run_dir):
+            summary = build_outputs(run_dir, study)
+    except RunLocked as err:
+        _fail(f"run directory {err.where} is being written by a live bindscale run ({err.holder}); it writes "
+              "its report when it finishes: run `bindscale report` after that")
     except BindscaleError as err:
         _fail(str(err))
     _print_summary(summary, run_dir)

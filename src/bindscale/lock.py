@@ -34,12 +34,17 @@ LEASE_SECONDS = 60.0
 
 
 class RunLocked(BindscaleError):
-    """Another live driver holds the run directory."""
+    """Another live driver holds the run directory (``where``; ``holder`` describes it)."""
+
+    where: str = ""
+    holder: str = ""
 
 
 def _refusal(where: str, holder: str) -> RunLocked:
-    return RunLocked(f"run directory {where} is in use by another bindscale run ({holder}); "
-                     "wait for it to finish or stop it, then re-run to resume")
+    err = RunLocked(f"run directory {where} is in use by another bindscale run ({holder}); "
+                    "wait for it to finish or stop it, then re-run to resume")
+    err.where, err.holder = where, holder
+    return err
 
 
 def RunLock(run_dir: "str | Path | RunStore", lease_seconds: float = LEASE_SECONDS) -> "FileLock | LeaseLock":

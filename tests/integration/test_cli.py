@@ -32,6 +32,15 @@ def test_tiny_study_end_to_end_and_report_rebuild(tiny, tmp_path):
     # Re-running is a no-op: every trial already recorded.
     r3 = bindscale("run", tiny, "--out", out, "--workers", "1")
     assert "16 already recorded, 0 to run" in r3.stderr.replace("\n", " ")
+    # While a live run holds the directory, `report` is refused and writes nothing (the run writes its own).
+    from bindscale.lock import RunLock
+
+    before = (out / "report.html").stat().st_mtime_ns
+    with RunLock(out):
+        r4 = bindscale("report", out)
+    assert r4.returncode == 2 and "is being written by a live bindscale run (pid" in r4.stderr, r4.stderr
+    assert len([ln for ln in r4.stderr.splitlines() if ln.strip()]) == 1
+    assert (out / "report.html").stat().st_mtime_ns == before
 
 
 def test_list(tiny):

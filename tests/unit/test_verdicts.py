@@ -341,10 +341,14 @@ def test_a_claim_about_the_largest_scale_is_inconclusive_when_its_widest_model_l
         lost = v["details"]["lost_largest_width"]["mlp"]
         assert lost["planned_largest_width"] == max(WIDTHS) and lost["largest_ok_width"] == 64
         assert lost["statuses"] == {"diverged": n_div, "failed": int(widest.sum()) - n_div}
-        assert f"no ok trial at the largest planned mlp width {max(WIDTHS)} (" in v["details"]["reason"]
+        assert v["details"]["reason"].startswith(f"no ok trial at the largest planned mlp width {max(WIDTHS)} (")
     reason = by["scaling"]["details"]["reason"]
     assert reason.startswith(f"no ok trial at the largest planned mlp width {max(WIDTHS)} (")
-    assert "it would say not_supported" in reason  # at width 64 the R² CI is below 0.9
+    assert "(its own result there: not_supported, CI of held-out R²" in reason  # at width 64 R² is below 0.9
+    # No number under a "largest scale" name that was computed at width 64: it is kept in details only.
+    assert math.isnan(by["scaling"]["value"]) and math.isnan(by["scaling"]["ci_low"])
+    assert by["scaling"]["details"]["value_without_the_lost_width"]["value"] < 0.9
+    assert "below target_r2 0.9" in by["binding"]["details"]["reason"]  # the MLP's best is now width 64's
     assert by["decodability"]["verdict"] == "supported"  # pools all widths on purpose: not a largest-scale claim
 
     # One ok trial left at the widest width: the rule decides there itself (too few seeds -> inconclusive).

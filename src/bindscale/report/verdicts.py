@@ -472,6 +472,9 @@ def _binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
         verdict, reason = NOT_SUPPORTED, "CI of the parameter ratio ≤ 1"
     else:
         verdict, reason = INCONCLUSIVE, "CI of the parameter ratio straddles 1"
+    if target < target_r2:
+        reason += (f"; the target is the best MLP's mean held-out R² − {tol:g} = {target:.3g}, "
+                   f"below target_r2 {target_r2:g}")
     details["reason"] = reason
     return name, verdict, ratio, len(rows_used), details
 
@@ -618,18 +621,17 @@ def compute_verdicts(
         stat, verdict, triple, n, details = RULES[claim](ok, merged, n_boot, seed)
         lost = lost_largest_widths(df, ok, LARGEST_SCALE_CLAIMS[claim](details) if claim in LARGEST_SCALE_CLAIMS else ())
         if lost:
+            # The statistic was computed at a smaller width than its name says: kept in details only.
             details["lost_largest_width"] = lost
+            details["value_without_the_lost_width"] = _ci(triple, n)
             widths = " and ".join(
                 f"{m} width {v['planned_largest_width']:g} "
                 f"({', '.join(f'{c} {k}' for k, c in v['statuses'].items()) or 'no trials'})"
                 for m, v in lost.items())
-            if verdict == INCONCLUSIVE:
-                details["reason"] = f"{details.get('reason', '')}; also no ok trial at the largest planned {widths}"
-            else:
-                said = f"{verdict}: {details.get('reason', '')}"
-                verdict = INCONCLUSIVE
-                details["reason"] = (f"no ok trial at the largest planned {widths}: the rule would decide at a "
-                                     f"smaller width than the study asked about (it would say {said})")
+            details["reason"] = (f"no ok trial at the largest planned {widths}: the rule would decide at a smaller "
+                                 f"width than the study asked about (its own result there: {verdict}, "
+                                 f"{details.get('reason', '')})")
+            verdict, triple = INCONCLUSIVE, NAN3
         out.append(_verdict(claim, stat, verdict, triple, n, details, anchors.get(claim)))
     return out
 
