@@ -59,8 +59,9 @@ def execute(
             spawned processes) or ``ray`` (Ray tasks; local instance unless ``address``).
         retries: re-runs of a job whose worker died before it is recorded as failed.
         on_progress: called with trial-steps done and the index of their job in
-            ``payload`` (negative steps take back those of a job that is re-run); on_job_done: with the statuses of a finished job;
-            on_note: with a line for the user (a worker died and jobs are re-run).
+            ``payload`` (negative steps take back those of a job that is re-run);
+            on_job_done: with the statuses of a finished job; on_note: with a line
+            for the user (a worker died and jobs are re-run).
 
     Raises:
         ConfigError: unknown executor, or Ray asked for but not installed / unreachable.

@@ -72,7 +72,10 @@ class TrainingProgress:
         return f"training ({self.trials}/{self.n_trials} trials" + (f", {self.bad} not ok" if self.bad else "") + ")"
 
     def advance(self, n: int, job: int = 0) -> None:
-        """``n`` more trial-steps of job ``job`` done (negative: a re-run job's steps taken back)."""
+        """``n`` more trial-steps of job ``job`` done (negative: a re-run job's steps taken back).
+
+        ``job`` indexes ``job_costs``; without them it is ignored.
+        """
         self.steps += n
         self.work += n * (1.0 if self._weight is None else self._weight[job])
         if self._bar is not None:
