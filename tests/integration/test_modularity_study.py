@@ -34,10 +34,10 @@ def test_a_tiny_modularity_study_runs_end_to_end_and_reports_its_claims(tmp_path
 
 
 @pytest.mark.slow
-def test_quick_modularity_study_within_three_minutes_with_verdicts(tmp_path):
-    elapsed, summary = run_quick("modularity", tmp_path / "q")
+def test_quick_modularity_study_gives_verdicts(tmp_path):
+    # Wall time is printed by run_quick and measured in benchmarks/, never asserted in a test.
+    _, summary = run_quick("modularity", tmp_path / "q")
     assert [v["claim"] for v in summary["verdicts"]] == CLAIMS
     assert summary["n_ok"] == summary["n_trials"] == 15
     # 3 base seeds per cell: every claim is decided on a number, with its interval
     assert all(v["value"] is not None and v["ci_low"] is not None for v in summary["verdicts"])
-    assert elapsed < 180, f"quick study took {elapsed:.0f} s"

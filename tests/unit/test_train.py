@@ -34,7 +34,7 @@ def assert_same_bits(a, b, keys=EXACT):
 
 
 # Width 12: 12-element biases put a trial's elements in the fused optimizer's scalar tail or not
-# depending on the stack size (bindscale.optim); 64 trains in bf16 (precision auto).
+# depending on the stack size (bindscale.optim).
 @pytest.mark.parametrize("width", [12, 16, 64])
 @pytest.mark.parametrize("kind", ["mlp", "hypernet"])
 def test_a_trial_in_a_stack_equals_the_trial_alone(kind, width):
@@ -136,3 +136,18 @@ def test_a_finite_blow_up_is_divergence_and_isolated():
     # Once the guard trips the trial is frozen (no more updates): its recorded loss stays finite.
     assert math.isfinite(res[1].metrics["final_loss"])
     assert_same_bits(res[2], train_group([trial(2)])[0])
+
+
+@pytest.mark.parametrize("name", ["scaling", "subgraphs", "modularity"])
+@pytest.mark.parametrize("quick", [False, True])
+def test_builtin_studies_train_in_the_same_precision_on_any_cpu(monkeypatch, name, quick):
+    """A study's numbers must not depend on whether the CPU has AMX: every built-in trial resolves to one
+    precision with and without bf16 matrix units (verdicts issue, item 13)."""
+    from bindscale.config import resolve_study
+
+    trials = [t for t in resolve_study(name, quick=quick).trials() if hasattr(t.train, "precision")]
+    used = {}
+    for amx in (False, True):
+        monkeypatch.setattr(train_mod, "fast_bf16", lambda device, amx=amx: amx)
+        used[amx] = [train_mod.resolve_precision(t.train.precision, torch.device("cpu"), t.model) for t in trials]
+    assert used[False] == used[True]
