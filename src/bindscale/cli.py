@@ -122,6 +122,10 @@ def _print_summary(summary: dict, out_dir: str) -> None:
                       f"{fmt(v['value'])} [{fmt(v['ci_low'])}, {fmt(v['ci_high'])}]", str(v["n_trials"]))
     if summary.get("verdicts"):
         con.print(table)
+        con.print("supported = the cited source's claim holds:", highlight=False)
+        for v in summary["verdicts"]:
+            if v.get("statement"):
+                con.print(f"  {v['claim']}: {v['statement']}", highlight=False)
     else:
         con.print(f"{summary.get('study')}: no verdicts (the study configures none); the report has the figures "
                   "and tables", highlight=False)

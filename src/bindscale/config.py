@@ -40,6 +40,8 @@ class TaskConfig(_Strict):
     encoding: Encoding = "identity"
     split: Literal["random", "disconnected", "non_compositional"] = "random"
     holdout: float = Field(0.25, ge=0.0, lt=1.0, description="fraction of combinations held out")
+    withheld_pairs: int = Field(0, ge=0, le=64, description="module pairs never seen together in training (split "
+                                "random): their combinations are held out, out-of-hull by construction")
     input_dim: int = Field(16, ge=1, le=1024)
     hidden_dim: int = Field(16, ge=1, le=1024)
     output_dim: int = Field(16, ge=1, le=1024)
@@ -280,6 +282,7 @@ AXES: dict[str, str] = {
     "encoding": "task.encoding",
     "split": "task.split",
     "holdout": "task.holdout",
+    "withheld_pairs": "task.withheld_pairs",
     "M": "task.M",
     "K": "task.K",
     "steps": "train.steps",
@@ -435,7 +438,7 @@ class StudyConfig(_Strict):
 VERDICT_PARAMS: dict[str, dict[str, tuple[float, float]]] = {
     "scaling": {"r2_threshold": (0.0, 1.0)},
     "decodability": {"rho_threshold": (-1.0, 1.0)},
-    "binding": {"target_r2": (0.0, 1.0), "tolerance": (0.0, 1.0)},
+    "binding": {"target_r2": (0.0, 1.0)},
     "hull": {"margin": (0.0, 1.0)},
     "ood_scaling": {"margin": (0.0, 1.0)},
     "seen_subgraphs": {"margin": (0.0, 1.0)},

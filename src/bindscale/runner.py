@@ -57,7 +57,8 @@ def check_splits(trials: list[TrialConfig]) -> None:
             continue
         seen.add(key)
         try:
-            split = make_split(t.task.M, t.task.K, t.task.split, t.task.holdout, seeding.rng(t.seed, "split"))
+            split = make_split(t.task.M, t.task.K, t.task.split, t.task.holdout, seeding.rng(t.seed, "split"),
+                               withheld_pairs=t.task.withheld_pairs)
         except BindscaleError as err:
             raise ConfigError(f"split cannot be made (seed {t.seed}): {err}") from None
         if not split.heldout:

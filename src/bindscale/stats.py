@@ -1,21 +1,32 @@
-"""Statistics helpers: percentile bootstrap intervals and correlations.
+"""Statistics helpers: confidence intervals for the verdicts, and correlations.
 
-Every interval here is a *percentile bootstrap* interval (Efron & Tibshirani
-1993, "An Introduction to the Bootstrap", ch. 13): resample the data with
-replacement ``n_boot`` times, recompute the statistic on each resample, and
-take the ``(1 - confidence) / 2`` and ``(1 + confidence) / 2`` quantiles of the
-replicates. Independent groups (e.g. the seeds of two different sweep cells)
-are resampled independently of each other (Efron & Tibshirani 1993, ch. 8,
-two-sample problem). Correlations use the *pairs* bootstrap (resample (x, y)
-pairs together; Efron & Tibshirani 1993, sec. 6.3 and ch. 9).
+Two interval families, chosen by what the simulated coverage at the studies'
+sample sizes allows (``tests/unit/test_coverage.py``; verdicts issue, item 5):
+
+- **Means and differences of means over seeds** (every deciding cell of a
+  default study has 8–12 seeds) use Student's *t* interval (:func:`mean_ci`),
+  Welch's interval for two independent samples (:func:`mean_diff_ci`), and a
+  Welch–Satterthwaite interval for a mean of cell means (:func:`strata_mean_ci`).
+  Simulated at n = 8, their 95% intervals cover 94–95% for normal data and
+  92–95% for moderately skewed data (Gamma(4), Beta(5, 2)); a percentile
+  bootstrap covers only 86–89% there, and 73–76% at n = 3.
+- **Other statistics** (correlations over all trials of a study, ratios) use
+  the *percentile bootstrap* (Efron & Tibshirani 1993, "An Introduction to the
+  Bootstrap", ch. 13): resample with replacement ``n_boot`` times, recompute
+  the statistic, take the ``(1 - confidence) / 2`` and ``(1 + confidence) / 2``
+  quantiles. Independent groups (e.g. the seeds of two different sweep cells)
+  are resampled independently (Efron & Tibshirani 1993, ch. 8). Correlations use
+  the *pairs* bootstrap (sec. 6.3 and ch. 9); with the 40+ trials a study pools
+  its coverage is checked by simulation as well.
 
 All functions return plain Python floats ``(point, low, high)``; any of them is
-NaN when it is undefined (empty data, constant input, ...). They are seeded and
-deterministic.
+NaN when it is undefined (empty data, one value, constant input, ...). They are
+seeded and deterministic.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -27,8 +38,11 @@ __all__ = [
     "bootstrap_ci",
     "mean_ci",
     "mean_diff_ci",
+    "strata_mean_ci",
     "correlation_ci",
     "percentile_interval",
+    "partial_spearman",
+    "partial_spearman_within",
 ]
 
 NAN = float("nan")
@@ -145,36 +159,79 @@ def _finite(values: Any) -> np.ndarray:
     return arr[np.isfinite(arr)]
 
 
+def _t_interval(point: float, var: float, df: float, confidence: float) -> tuple[float, float, float]:
+    """``point ± t_{df} · sqrt(var)``; zero width when ``var`` is 0, NaN bounds when ``df`` is not positive."""
+    if var == 0.0:
+        return point, point, point
+    if not df > 0 or not math.isfinite(var):
+        return point, NAN, NAN
+    half = float(_sps.t.ppf((1.0 + confidence) / 2.0, df)) * math.sqrt(var)
+    return point, point - half, point + half
+
+
 def mean_ci(
     values: Any, n_boot: int = 2000, confidence: float = 0.95, seed: int = 0
 ) -> tuple[float, float, float]:
-    """Mean of the finite entries of ``values`` with its percentile-bootstrap CI.
+    """Mean of the finite entries of ``values`` with Student's t interval.
 
-    Output ``(mean, low, high)``; NaN triple when there is no finite value.
+    ``mean ± t_{n-1, (1+confidence)/2} · s / sqrt(n)`` (Student 1908, "The
+    probable error of a mean"); equal to ``scipy.stats.ttest_1samp(x, 0)
+    .confidence_interval(confidence)``. Output ``(mean, low, high)``: NaN
+    triple without a finite value; NaN bounds for one value (no spread to
+    estimate); zero width for constant data. ``n_boot`` and ``seed`` are
+    accepted for call compatibility with the bootstrap helpers and unused.
     """
     x = _finite(values)
     if x.size == 0:
         return NAN, NAN, NAN
-    (i,) = _draw_indices([x], n_boot, seed)
-    # Vectorized: one row mean per resample (same resamples as bootstrap_ci).
-    low, high = percentile_interval(x[i].mean(axis=1), confidence)
-    return float(x.mean()), low, high
+    n = x.size
+    var = float(x.var(ddof=1)) / n if n > 1 else math.inf
+    return _t_interval(float(x.mean()), var, n - 1, confidence)
 
 
 def mean_diff_ci(
     a: Any, b: Any, n_boot: int = 2000, confidence: float = 0.95, seed: int = 0
 ) -> tuple[float, float, float]:
-    """``mean(a) - mean(b)`` for two independent samples, CI by resampling each.
+    """``mean(a) - mean(b)`` for two independent samples, with Welch's interval.
 
-    Non-finite entries are dropped first. Output ``(diff, low, high)``.
+    Welch 1947, "The generalization of Student's problem when several different
+    population variances are involved": standard error ``sqrt(s_a²/n_a +
+    s_b²/n_b)`` with Welch–Satterthwaite degrees of freedom; equal to
+    ``scipy.stats.ttest_ind(a, b, equal_var=False).confidence_interval()``.
+    Non-finite entries are dropped first. Output ``(diff, low, high)``; NaN
+    triple when a side is empty, NaN bounds when a side has one value.
     """
     x, y = _finite(a), _finite(b)
     if x.size == 0 or y.size == 0:
         return NAN, NAN, NAN
-    i, j = _draw_indices([x, y], n_boot, seed)
-    reps = x[i].mean(axis=1) - y[j].mean(axis=1)
-    low, high = percentile_interval(reps, confidence)
-    return float(x.mean() - y.mean()), low, high
+    return strata_mean_ci([x, -y], weights=[1.0, 1.0], confidence=confidence)
+
+
+def strata_mean_ci(
+    groups: Sequence[Any], weights: Sequence[float] | None = None, confidence: float = 0.95
+) -> tuple[float, float, float]:
+    """Weighted sum of group means, ``Σ w_g · mean(g)``, with a Welch–Satterthwaite t interval.
+
+    The groups are independent samples (e.g. the seeds of several sweep
+    cells). Default weights ``1/G`` give the mean of the cell means, which
+    weighs every cell equally whatever its number of seeds. Variance
+    ``Σ w_g² s_g² / n_g``; degrees of freedom by Satterthwaite 1946, "An
+    approximate distribution of estimates of variance components". Non-finite
+    entries are dropped; a group left empty makes the triple NaN, a group of
+    one value makes the bounds NaN (its variance is unknown).
+    """
+    gs = [_finite(g) for g in groups]
+    if not gs or any(g.size == 0 for g in gs):
+        return NAN, NAN, NAN
+    w = np.full(len(gs), 1.0 / len(gs)) if weights is None else np.asarray(weights, dtype=float)
+    point = float(sum(wi * g.mean() for wi, g in zip(w, gs)))
+    if any(g.size < 2 for g in gs):
+        return point, NAN, NAN
+    v = np.array([wi**2 * g.var(ddof=1) / g.size for wi, g in zip(w, gs)])
+    dof_terms = np.array([vi**2 / (g.size - 1) for vi, g in zip(v, gs)])
+    var = float(v.sum())
+    df = var**2 / float(dof_terms.sum()) if var > 0 else math.inf
+    return _t_interval(point, var, df, confidence)
 
 
 def _rowwise_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -263,4 +320,45 @@ def partial_spearman(x, y, z) -> float | np.ndarray:
     denom = np.sqrt((ex * ex).sum(axis=-1) * (ey * ey).sum(axis=-1))
     with np.errstate(invalid="ignore", divide="ignore"):
         out = np.where(denom > 1e-12, (ex * ey).sum(axis=-1) / np.where(denom > 1e-12, denom, 1.0), np.nan)
+    return float(out) if out.ndim == 0 else out
+
+
+def partial_spearman_within(x, y, design) -> float | np.ndarray:
+    """Spearman correlation of ``x`` and ``y`` within cells: ranks residualised on a design matrix.
+
+    Pearson correlation of the residuals of rank(x) and rank(y) after a least-squares fit on
+    ``[1, design]`` (Conover 1999, "Practical Nonparametric Statistics", partial rank correlation, with
+    the control variables entered as they are rather than ranked). With one indicator column per cell
+    of the swept axes (every width × hold-out × encoding combination but one) the residuals are ranks
+    minus their cell's mean rank, so the coefficient says whether decodability predicts success
+    *within* cells, not through an axis that drives both. (Additive indicators per axis are not
+    enough: ranks are not additive in the axes' effects.)
+
+    Shapes: ``x``, ``y`` ``(..., n)``; ``design`` ``(..., n, p)`` (p may be 0). Leading axes (e.g.
+    bootstrap resamples) are computed at once. Returns a float for 1-D input, else an array
+    ``(...)``. NaN when fewer than 3 observations or a residual is constant (e.g. every observation
+    its own cell).
+    """
+    from scipy.stats import rankdata
+
+    x, y, d = (np.asarray(v, dtype=float) for v in (x, y, design))
+    n = x.shape[-1]
+    if n < 3:
+        out = np.full(x.shape[:-1], np.nan)
+        return float(out) if out.ndim == 0 else out
+    ones = np.ones(d.shape[:-1] + (1,))
+    a = np.concatenate([ones, d], axis=-1)  # (..., n, p + 1)
+    pinv = np.linalg.pinv(a)  # (..., p + 1, n): handles collinear / empty dummy columns
+
+    def resid(v):
+        r = rankdata(v, axis=-1)[..., None]  # (..., n, 1)
+        return (r - a @ (pinv @ r))[..., 0]
+
+    ex, ey = resid(x), resid(y)
+    denom = np.sqrt((ex * ex).sum(axis=-1) * (ey * ey).sum(axis=-1))
+    scale = np.sqrt((rankdata(x, axis=-1).var(axis=-1) * rankdata(y, axis=-1).var(axis=-1)) * n * n)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        # A residual below 1e-9 of the ranks' spread is rounding error of a fit that explains everything.
+        good = denom > 1e-9 * np.maximum(scale, 1e-300)
+        out = np.where(good, (ex * ey).sum(axis=-1) / np.where(good, denom, 1.0), np.nan)
     return float(out) if out.ndim == 0 else out

@@ -49,7 +49,7 @@ def test_files_written_and_self_contained(built):
     assert "<link" not in html and 'src="http' not in html
     assert "&lt;boom&gt; &amp; friends" in html  # failed trial's error, escaped
     assert "Per-configuration results" in html and "hypernet" in html
-    assert "Reading the verdict: supported = plain MLPs reach the held-out R² threshold" in html
+    assert "The claim (supported = it holds): Redhardt, Schug, Akram 2025: plain MLPs generalize" in html
     assert not list(run_dir.glob("*.tmp"))  # atomic writes leave no temp files
 
 
@@ -60,8 +60,9 @@ def test_summary_is_strict_json_with_required_keys(built):
     for key in ("study", "verdicts", "n_trials", "n_ok", "n_diverged", "n_failed", "generated"):
         assert key in on_disk
     assert on_disk["study"] == "scaling"
-    assert (on_disk["n_trials"], on_disk["n_diverged"], on_disk["n_failed"]) == (74, 1, 1)
-    assert on_disk["n_ok"] == 72
+    assert (on_disk["n_trials"], on_disk["n_diverged"], on_disk["n_failed"]) == (146, 1, 1)
+    assert on_disk["n_ok"] == 144
+    assert all(v["statement"] for v in on_disk["verdicts"])  # each claim in words
     assert [v["verdict"] for v in on_disk["verdicts"]] == ["supported"] * 4
 
 

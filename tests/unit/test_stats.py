@@ -14,6 +14,7 @@ from bindscale.stats import (
     mean_ci,
     mean_diff_ci,
     percentile_interval,
+    strata_mean_ci,
 )
 
 
@@ -47,21 +48,37 @@ def test_groups_are_resampled_independently():
 def test_seeded_and_deterministic():
     x = np.arange(10.0)
     assert bootstrap_ci(x, np.median, seed=5) == bootstrap_ci(x, np.median, seed=5)
-    assert mean_ci(x, seed=1) != mean_ci(x, seed=2)
+    assert mean_ci(x, seed=1) == mean_ci(x, seed=2)  # t interval: no resampling
 
 
-def test_vectorized_means_match_generic_bootstrap():
+def test_mean_intervals_match_scipy_t_and_welch():
     rng = np.random.default_rng(2)
-    a, b = rng.normal(size=12), rng.normal(size=7)
-    assert mean_ci(a, seed=4) == pytest.approx(bootstrap_ci(a, np.mean, seed=4))
-    generic = bootstrap_ci([a, b], lambda x, y: x.mean() - y.mean(), seed=4)
-    assert mean_diff_ci(a, b, seed=4) == pytest.approx(generic)
+    a, b = rng.normal(size=12), rng.gamma(2.0, size=7)
+    ci = stats.ttest_1samp(a, 0.0).confidence_interval(0.95)
+    assert mean_ci(a) == pytest.approx((a.mean(), ci.low, ci.high))
+    ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
+    assert mean_diff_ci(a, b) == pytest.approx((a.mean() - b.mean(), ci.low, ci.high))
+
+
+def test_strata_mean_is_the_mean_of_cell_means_with_a_welch_satterthwaite_interval():
+    # Hand-worked: cells [1, 3] and [2, 4, 6]: means 2 and 4, variances 2 and 4.
+    # mean of means 3; var = (1/4)(2/2) + (1/4)(4/3) = 7/12;
+    # df = (7/12)^2 / ((1/4)^2/1 + (1/3)^2/2) = 0.3403 / 0.11806 = 2.882
+    point, low, high = strata_mean_ci([[1.0, 3.0], [2.0, 4.0, 6.0]])
+    df = (7 / 12) ** 2 / ((1 / 4) ** 2 + (1 / 3) ** 2 / 2)
+    half = stats.t.ppf(0.975, df) * math.sqrt(7 / 12)
+    assert (point, low, high) == pytest.approx((3.0, 3.0 - half, 3.0 + half))
+    assert math.isnan(strata_mean_ci([[1.0], [2.0, 3.0]])[1])  # one value: variance unknown
+    assert strata_mean_ci([[1.0, 1.0], [2.0, 2.0]]) == (1.5, 1.5, 1.5)
 
 
 def test_undefined_inputs_give_nan():
     assert all(math.isnan(v) for v in bootstrap_ci([], np.mean))
     assert all(math.isnan(v) for v in mean_ci([math.nan, math.inf]))
     assert all(math.isnan(v) for v in mean_diff_ci([1.0], []))
+    # One value: a mean, but no interval (a t interval needs a spread; the old bootstrap gave zero width)
+    point, low, high = mean_ci([0.4])
+    assert point == 0.4 and math.isnan(low) and math.isnan(high)
 
 
 def test_percentile_interval_tolerates_inf_and_drops_nan():
@@ -152,3 +169,31 @@ def test_vectorized_bootstrap_gives_the_replicates_of_the_one_at_a_time_bootstra
     one = bootstrap_ci(groups, lambda u, v: np.mean(v) - np.mean(u), 300, seed=1)
     vec = bootstrap_ci(groups, lambda u, v: v.mean(-1) - u.mean(-1), 300, seed=1, vectorized=True)
     assert np.allclose(one, vec, rtol=0, atol=1e-12)
+
+
+def test_partial_spearman_within_cells_equals_the_one_covariate_formula_and_removes_cell_effects():
+    from bindscale.stats import partial_spearman, partial_spearman_within
+
+    rng = np.random.default_rng(5)
+    x, y, z = rng.normal(size=(3, 60))
+    # One numeric column entered as is = partial Spearman on that column when it is already a rank.
+    rz = stats.rankdata(z)
+    assert partial_spearman_within(x, y, rz[:, None]) == pytest.approx(partial_spearman(x, y, z), abs=1e-12)
+    # Two swept axes drive both variables; within cells they are unrelated.
+    width = rng.integers(0, 4, 200)
+    enc = rng.integers(0, 3, 200)
+    cell = 2.0 * width + 1.5 * enc
+    a, b = cell + 0.3 * rng.normal(size=200), cell + 0.3 * rng.normal(size=200)
+    cell_id = width * 3 + enc
+    dummies = np.column_stack([cell_id == k for k in range(1, 12)]).astype(float)  # one column per cell but one
+    assert stats.spearmanr(a, b)[0] > 0.8
+    assert abs(partial_spearman_within(a, b, dummies)) < 0.15
+    # Controlling for width only leaves the encoding effect: a partial correlation that is not within cells.
+    width_only = np.column_stack([width == k for k in range(1, 4)]).astype(float)
+    assert partial_spearman_within(a, b, width_only) > 0.3
+    # Vectorized over resamples (leading axis) = one at a time.
+    idx = rng.integers(0, 200, size=(5, 200))
+    rows = partial_spearman_within(a[idx], b[idx], dummies[idx])
+    assert rows == pytest.approx([partial_spearman_within(a[i], b[i], dummies[i]) for i in idx], abs=1e-12)
+    # Every observation its own cell: nothing left to correlate.
+    assert math.isnan(partial_spearman_within(a[:5], b[:5], np.eye(5)[:, 1:]))

@@ -60,26 +60,6 @@ CLAIM_TITLES = {
 #: What a "supported" verdict asserts, in words: the statistic's direction is not always the
 #: source's (ood_scaling is supported when scale DOES help out of distribution, which is what
 #: Faith and Fate found does not happen).
-CLAIM_STATEMENTS = {
-    "scaling": "supported = plain MLPs reach the held-out R² threshold at the largest width and coverage, "
-               "and widening helps (Redhardt, Schug, Akram 2025 claim this)",
-    "decodability": "supported = linear decodability of the constituents predicts held-out R², also at fixed "
-                    "width and beyond a random-init network (Redhardt, Schug, Akram 2025 claim this)",
-    "binding": "supported = the MLP needs more parameters than the hypernetwork to reach the same held-out R² "
-               "(Schug et al. 2024 claim this)",
-    "hull": "supported = scale helps held-out combinations inside the training hull but not outside it "
-            "(the project's synthesis)",
-    "ood_scaling": "supported = out-of-distribution accuracy rises with model size; Dziri et al. 2023 "
-                   "report that it does NOT, so their claim corresponds to 'not supported' here",
-    "seen_subgraphs": "supported = correct steps are more often ones whose computation was seen in training, "
-                      "at equal depth (Dziri et al. 2023 claim this)",
-    "structure_emerges": "supported = most runs find a subroutine's subnetwork that can be ablated without "
-                         "the other subroutine, beyond the controls (Lepori, Serre, Pavlick 2023 claim this)",
-    "structure_grows_with_width": "supported = the share of structural runs grows from the smallest to the "
-                                  "largest width",
-    "pretraining_reliability": "supported = subroutine pretraining raises the share of structural runs "
-                               "(Lepori, Serre, Pavlick 2023 claim this)",
-}
 CONFIG_METRICS = ["r2_id", "r2_heldout", "r2_inhull", "r2_outhull", "decod_best"]
 
 
@@ -318,7 +298,7 @@ def build_report(run_dir: str | os.PathLike, df: pd.DataFrame, study: Mapping[st
         sections.append({
             "claim": v["claim"],
             "title": CLAIM_TITLES.get(v["claim"], v["claim"]),
-            "statement": CLAIM_STATEMENTS.get(v["claim"], ""),
+            "statement": v.get("statement") or "",
             "verdict": v["verdict"],
             "statistic": v["statistic"],
             "value": fmt_ci(v["value"], v["ci_low"], v["ci_high"]),

@@ -60,7 +60,8 @@ class HyperTeacher:
 
     def __init__(self, cfg: TaskConfig, seed: int, device: str | torch.device = "cpu"):
         self.cfg, self.device = cfg, torch.device(device)
-        self.split: Split = make_split(cfg.M, cfg.K, cfg.split, cfg.holdout, seeding.rng(seed, "split"))
+        self.split: Split = make_split(cfg.M, cfg.K, cfg.split, cfg.holdout, seeding.rng(seed, "split"),
+                                       withheld_pairs=cfg.withheld_pairs)
         g = seeding.generator(seed, "teacher")
         M, H, I, O = cfg.M, cfg.hidden_dim, cfg.input_dim, cfg.output_dim
         # Scales keep pre-activations near unit variance for x ~ U[-1,1] (variance 1/3).
