@@ -26,7 +26,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 
-from bindscale.report.verdicts import DEFAULTS, ok_rows, restrict_to_mode
+from bindscale.report.verdicts import ARITY_COLUMN, DEFAULTS, arity_matched_hull, design_rows, ok_rows, restrict_to_mode
 from bindscale.stats import correlation_ci, mean_ci
 
 __all__ = [
@@ -90,10 +90,11 @@ def _log_x(ax: Any, values: Any, base: int = 2) -> None:
         ax.minorticks_off()
 
 
-def _mlp(df: pd.DataFrame, *cols: str) -> pd.DataFrame:
-    """ok MLP rows with finite values in ``cols``."""
+def _mlp(df: pd.DataFrame, *cols: str, withheld: bool = False) -> pd.DataFrame:
+    """ok MLP rows with finite values in ``cols``, from the random hold-out grid (``withheld=False``)
+    or the hull claim's withheld-pair grid (:func:`bindscale.report.verdicts.design_rows`)."""
     rows = ok_rows(df)
-    rows = rows[rows["model"] == "mlp"]
+    rows = design_rows(rows[rows["model"] == "mlp"], withheld=withheld)
     for c in cols:
         rows = rows[np.isfinite(rows[c])]
     return rows
@@ -217,7 +218,7 @@ def fig_heldout_vs_params(df: pd.DataFrame) -> str | None:
     Uses the smallest holdout shared by all models present (the binding
     comparison's coverage); a point is one (width, depth) config.
     """
-    rows = ok_rows(df)
+    rows = design_rows(ok_rows(df), withheld=False)
     rows = rows[np.isfinite(rows["r2_heldout"]) & (rows["n_params"] > 0)]
     if rows.empty:
         return None
@@ -239,19 +240,28 @@ def fig_heldout_vs_params(df: pd.DataFrame) -> str | None:
 
 
 def fig_hull_vs_width(df: pd.DataFrame) -> str | None:
-    """In-hull and out-of-hull held-out R² vs MLP width (trials with both kinds)."""
-    rows = _mlp(df, "r2_inhull", "r2_outhull")
-    rows, note = restrict_to_mode(rows[(rows["n_inhull"] > 0) & (rows["n_outhull"] > 0)])
+    """In-hull and out-of-hull held-out R² vs MLP width, at equal numbers of active modules.
+
+    Uses the hull claim's rows and comparison (:func:`bindscale.report.verdicts.arity_matched_hull`:
+    the withheld-pair grid where there is one; R² averaged over the numbers of active modules that
+    have both kinds); the unmatched out-of-hull R² is drawn dashed beside it.
+    """
+    rows = _mlp(df, "r2_inhull", "r2_outhull", withheld=True)
+    if not any(ARITY_COLUMN.match(str(c)) for c in rows.columns):
+        return None
+    rows = pd.concat([rows, arity_matched_hull(rows)], axis=1)
+    rows, note = restrict_to_mode(rows[np.isfinite(rows["in_matched"]) & np.isfinite(rows["out_matched"])])
     if rows.empty:
         return None
     fig, ax = _new_figure()
-    for col, label in (("r2_inhull", "in-hull held-out"), ("r2_outhull", "out-of-hull held-out")):
+    for col, label, style in (("in_matched", "in-hull", "-"), ("out_matched", "out-of-hull", "-"),
+                              ("r2_outhull", "out-of-hull, all sizes (unmatched)", "--")):
         s = _summary(rows, "width", col)
-        _errorbar(ax, s["width"], s, label=label)
+        _errorbar(ax, s["width"], s, label=label, linestyle=style)
     _log_x(ax, rows["width"])
     pooled = ["holdouts pooled"] if rows["holdout"].nunique() > 1 else []
     ax.set(xlabel="MLP width", ylabel="held-out R²")
-    _title(ax, "Inside vs outside the training hull", _fixed(note) + pooled)
+    _title(ax, "Inside vs outside the training hull, equal numbers of modules", _fixed(note) + pooled)
     ax.legend(fontsize=8)
     return _to_b64(fig)
 
