@@ -250,7 +250,7 @@ def test_extra_encodings_do_not_leak_into_width_cells():
     """As in scaling.yaml: a few other encodings run at one width only."""
     df = make_results(effect=True, problems=False)
     extra = df[(df["model"] == "mlp") & (df["width"] == 256) & (df["holdout"] == 0.25)]
-    mixed = pd.concat([df, extra.assign(encoding="tokens", r2_heldout=0.0, r2_inhull=0.0)])
+    mixed = pd.concat([df, extra.assign(encoding="tokens", r2_heldout=0.0, r2_inhull=0.0, trial_id=extra["trial_id"] + "x")])
     a = by_claim(compute_verdicts(df, STUDY, n_boot=200))
     b = by_claim(compute_verdicts(mixed, STUDY, n_boot=200))
     for claim in ("scaling", "binding", "hull"):

@@ -96,13 +96,14 @@ DEFAULTS: dict[str, dict[str, float]] = {
 
 NUMERIC_COLUMNS = (
     "width", "depth", "holdout", "M", "K", "steps", "seed", "lr", "weight_decay",
-    "n_params", "n_train_combos", "n_heldout_combos", "n_inhull", "n_outhull",
+    "n_params", "batch_tasks", "n_train_combos", "n_heldout_combos", "n_inhull", "n_outhull",
     "r2_id", "r2_heldout", "r2_inhull", "r2_outhull", "r2_heldout_taskmean", "withheld_pairs",
     "decod_best", "decod_input", "decod_random", "decod_cv", "decod_random_cv",
 )
 # Config columns that are not sweep axes of a claim; when they vary, the
 # claim pools over them and says so in its details.
-POOLABLE = ("encoding", "split", "M", "K", "steps", "lr", "weight_decay", "withheld_pairs")
+POOLABLE = ("encoding", "split", "M", "K", "steps", "lr", "weight_decay", "batch_tasks", "activation",
+            "withheld_pairs")
 #: Per-arity hull columns written by the trainer: ``r2_inhull_k2``, ``n_outhull_k3``, …
 ARITY_COLUMN = re.compile(r"^(r2|n)_(inhull|outhull)_k(\d+)$")
 
@@ -118,6 +119,8 @@ def ok_rows(df: pd.DataFrame) -> pd.DataFrame:
     counts as any model.
     """
     out = df.copy()
+    if "trial_id" in out.columns:
+        out = out.drop_duplicates("trial_id")  # a repeated record is one trial, not another seed
     if "status" in out.columns:
         out = out[out["status"].astype(str) == "ok"].copy()
     for col in NUMERIC_COLUMNS:
@@ -147,7 +150,7 @@ def design_rows(rows: pd.DataFrame, withheld: bool) -> pd.DataFrame:
 # comparisons: a cell mean must not mix, e.g., identity and token encodings
 # just because an extra grid ran some encodings at one width, nor count runs
 # of different lengths or learning rates as seeds of one cell.
-TRAINING_LIKE = ("M", "K", "steps", "lr", "weight_decay")
+TRAINING_LIKE = ("M", "K", "steps", "lr", "weight_decay", "batch_tasks", "activation")
 COMPARE_LIKE = ("encoding", "split", "depth") + TRAINING_LIKE
 
 
@@ -200,6 +203,25 @@ def _ci(triple: tuple[float, float, float], n: int) -> dict[str, Any]:
 def _finite(s: pd.Series) -> np.ndarray:
     a = np.asarray(s, dtype=float)
     return a[np.isfinite(a)]
+
+
+def degenerate(cells: list[np.ndarray]) -> str | None:
+    """Why these deciding cells cannot carry a verdict, or None.
+
+    Every seed of a real trial differs; identical values across the seeds of a cell, or one value
+    in every cell (all zero, say), are the signature of a broken pipeline or copied records, and
+    give zero-width intervals that would decide anything (DESIGN §1: missing, NaN or all-zero
+    inputs are inconclusive).
+    """
+    vals = [np.asarray(c, float) for c in cells if np.size(c)]
+    if not vals:
+        return "no values"
+    if any(v.size >= 2 and np.ptp(v) == 0 for v in vals):
+        return "a deciding cell has the same value in every seed (zero spread): not a measurement of seed variation"
+    allv = np.concatenate(vals)
+    if np.ptp(allv) == 0:
+        return f"every deciding value is {allv[0]:g}: nothing varies"
+    return None
 
 
 def _pooled(rows: pd.DataFrame, cols: tuple[str, ...] = POOLABLE) -> dict[str, list]:
@@ -298,10 +320,29 @@ def _scaling(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
         details["pooled_over"] = pooled
 
     wg_lo, wg_hi = width_gain[1], width_gain[2]
+    # Widening must not hurt at the top: no narrower width clearly beats the largest (at the best coverage).
+    better = [w for w in sorted(at_hmin["width"].unique()) if w != wmax
+              and mean_diff_ci(top, cell(w, hmin))[2] < 0]
+    details["narrower_widths_clearly_better"] = [_py(w) for w in better]
+    broken = degenerate([top, small, sparse])
     if top.size < MIN_REPLICATES or (wmax != wmin and small.size < MIN_REPLICATES):
         verdict, reason = INCONCLUSIVE, f"fewer than {MIN_REPLICATES} seeds in a deciding cell"
+    elif broken:
+        verdict, reason = INCONCLUSIVE, broken
+    elif value[2] < thr:
+        verdict, reason = NOT_SUPPORTED, f"CI of held-out R² at largest scale entirely below {thr}"
+    elif coverage_gain[2] < 0:
+        verdict, reason = NOT_SUPPORTED, "coverage gain CI below 0: more training combinations lower held-out R²"
+    elif value[1] >= thr and wg_lo > 0 and not better and not coverage_gain[1] <= 0:
+        verdict, reason = SUPPORTED, (f"CI of held-out R² at largest scale ≥ {thr}, width gain CI > 0"
+                                      + (", coverage gain CI > 0" if hmax != hmin else "")
+                                      + ", and no narrower width clearly better")
+    elif value[1] >= thr and wg_lo > 0 and better:
+        verdict, reason = INCONCLUSIVE, (f"held-out R² clears {thr} but narrower width(s) "
+                                         f"{', '.join(map(str, details['narrower_widths_clearly_better']))} "
+                                         "do clearly better: widening hurts at the top")
     elif value[1] >= thr and wg_lo > 0:
-        verdict, reason = SUPPORTED, f"CI of held-out R² at largest scale ≥ {thr} and width gain CI > 0"
+        verdict, reason = INCONCLUSIVE, "held-out R² clears the threshold but the coverage gain CI reaches 0"
     elif value[2] < thr:
         verdict, reason = NOT_SUPPORTED, f"CI of held-out R² at largest scale entirely below {thr}"
     elif wg_hi <= 0:
@@ -328,7 +369,7 @@ def _layer_means(series: pd.Series) -> dict[str, float]:
 
 #: Config columns whose combinations are the cells of the decodability claim's within-cell correlation.
 CELL_AXES = ("width", "depth", "holdout", "withheld_pairs", "encoding", "split", "M", "K", "steps", "lr",
-             "weight_decay")
+             "weight_decay", "batch_tasks", "activation")
 
 
 def _cell_design(rows: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
