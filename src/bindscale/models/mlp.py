@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from ..config import ModelConfig
-from .base import ACTIVATIONS, StackedModel, linear_bound, stacked_uniform
+from .base import ACTIVATIONS, StackedModel, stacked_init
 
 
 class StackedMLP(StackedModel):
@@ -28,10 +28,9 @@ class StackedMLP(StackedModel):
         self.weights = nn.ParameterList()
         self.biases = nn.ParameterList()
         for fan_in, fan_out in zip(self.dims[:-1], self.dims[1:]):
-            bound = linear_bound(fan_in)
             # (T, in, out): x @ W without a transpose in the hot loop.
-            self.weights.append(stacked_uniform((fan_in, fan_out), bound, gens))
-            self.biases.append(stacked_uniform((1, fan_out), bound, gens))
+            self.weights.append(stacked_init(cfg.init, (fan_in, fan_out), fan_in, gens))
+            self.biases.append(stacked_init(cfg.init, (1, fan_out), fan_in, gens, bias=True))
 
     def activation_shapes(self, B: int, S: int) -> dict[str, tuple[int, ...]]:
         T = self.n_trials
