@@ -17,7 +17,7 @@ clip           before, without gradient clipping (the reference clips nothing)
 reference      reference teacher + LeCun init + no clipping: bindscale's re-implementation
                of the reference's choices (its AdamW also skips weight decay on biases;
                at wd 0.003 × lr 3e-4 that is left out here)
-default        bindscale's defaults now (reference teacher + LeCun init, clip 1.0)
+default        bindscale's defaults now (reference teacher, init auto = LeCun for the MLP, clip 1.0)
 =============  =================================================================
 
 Usage::
@@ -73,7 +73,7 @@ VARIANTS = {
     "init": BEFORE | {"init": "lecun_normal"},
     "clip": BEFORE | {"grad_clip": None},
     "reference": {"teacher": "reference", "init": "lecun_normal", "grad_clip": None},
-    "default": {"teacher": "reference", "init": "lecun_normal", "grad_clip": 1.0},
+    "default": {"teacher": "reference", "init": "auto", "grad_clip": 1.0},
 }
 
 

@@ -72,11 +72,12 @@ class ModelConfig(_Strict):
     depth: int = Field(3, ge=1, le=32, description="hidden layers (MLP) / target-net hidden layers (hypernet)")
     activation: Literal["relu", "gelu", "tanh"] = "relu"
     n_banks: int | None = Field(None, ge=1, le=1024, description="hypernet weight banks (default: M)")
-    init: Literal["lecun_normal", "torch_uniform"] = Field(
-        "lecun_normal",
+    init: Literal["auto", "lecun_normal", "torch_uniform"] = Field(
+        "auto",
         description="parameter init: lecun_normal = truncated normal, variance 1/fan_in, zero biases (flax Dense "
         "default, as the reference code of Redhardt et al. 2025); torch_uniform = U(±1/sqrt(fan_in)) for weights "
-        "and biases (PyTorch nn.Linear default; bindscale before issue 13)",
+        "and biases (PyTorch nn.Linear default; bindscale before issue 13); auto = lecun_normal for the mlp, "
+        "torch_uniform for the hypernet (benchmarks/reference_curve.py)",
     )
 
 

@@ -52,7 +52,7 @@ def test_hypernet_output_is_linear_in_the_mixing_for_a_linear_target():
 
 
 def test_default_init_is_lecun_normal_like_flax_dense():
-    """Default: flax Dense's init (the reference code of Redhardt et al. 2025): kernels truncated
+    """MLP default (auto): flax Dense's init (the reference code of Redhardt et al. 2025): kernels truncated
     normal at ±2σ with variance 1/fan_in, biases zero. torch_uniform keeps PyTorch's U(±1/√fan_in)."""
     mlp = build_model(ModelConfig(kind="mlp", width=512, depth=2), 16, 16, 16, 16, gens(1))
     for W, b in zip(mlp.weights, mlp.biases):
@@ -67,8 +67,13 @@ def test_default_init_is_lecun_normal_like_flax_dense():
         assert W.abs().max().item() <= fan_in ** -0.5 and b.abs().max().item() > 0
 
 
-def test_hypernet_init_follows_the_scheme():
+def test_hypernet_init_auto_is_torch_uniform_and_lecun_on_request():
+    """auto: the hypernet keeps PyTorch's init (LeCun-scaled banks slowed it: bindscale.models.base.AUTO_INIT)."""
     hyp = build_model(ModelConfig(kind="hypernet", width=64, depth=1), 16, 16, 16, 16, gens(1))
-    assert torch.equal(hyp.mix_b, torch.zeros_like(hyp.mix_b))
-    assert all(torch.equal(b, torch.zeros_like(b)) for b in hyp.base_b)
-    assert abs(hyp.bank_W[0].var().item() * 16 - 1) < 0.05
+    old = build_model(ModelConfig(kind="hypernet", width=64, depth=1, init="torch_uniform"), 16, 16, 16, 16, gens(1))
+    assert all(torch.equal(p, q) for p, q in zip(hyp.parameters(), old.parameters()))
+    assert hyp.mix_b.abs().max() > 0
+    lec = build_model(ModelConfig(kind="hypernet", width=64, depth=1, init="lecun_normal"), 16, 16, 16, 16, gens(1))
+    assert torch.equal(lec.mix_b, torch.zeros_like(lec.mix_b))
+    assert all(torch.equal(b, torch.zeros_like(b)) for b in lec.base_b)
+    assert abs(lec.bank_W[0].var().item() * 16 - 1) < 0.05
