@@ -146,7 +146,8 @@ def train_group(
         probe decodabilities (``decod_cv`` at the layer ``decod_cv_layer`` chosen by
         cross-validation on fit data, ``decod_random_cv`` likewise for the random-init
         control, and the older ``decod_best`` / ``decod_random`` maxima over layers of the
-        held-out score); the held-out R² curves (pooled and task mean), parameter
+        held-out score; per layer ``decod_layers`` held-out and ``decod_layers_cv`` CV
+        scores); the held-out R² curves (pooled and task mean), parameter
         count, split sizes and timings.
 
     Raises:
