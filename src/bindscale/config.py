@@ -47,6 +47,13 @@ class TaskConfig(_Strict):
     output_dim: int = Field(16, ge=1, le=1024)
     samples_per_task: int = Field(16, ge=2, le=4096, description="inputs per task (R² needs within-task variance: at least 2)")
     n_shots: int = Field(8, ge=1, le=256, description="demonstrations per task (fewshot encoding)")
+    teacher: Literal["reference", "per_task_scale"] = Field(
+        "reference",
+        description="teacher definition (bindscale.tasks.hyperteacher): reference = the code of Redhardt, Schug, "
+        "Akram 2025 (weights from {0.5,...,1.0}, mix scaled by 1/sqrt(K), truncated-normal modules, biases "
+        "U[0,0.5), no readout bias); per_task_scale = bindscale before issue 13 (weights U[0.5,1], mix scaled by "
+        "1/sqrt(k) per task, Gaussian modules and biases, readout bias)",
+    )
 
     @model_validator(mode="after")
     def _k_le_m(self) -> "TaskConfig":
@@ -67,6 +74,13 @@ class ModelConfig(_Strict):
     depth: int = Field(3, ge=1, le=32, description="hidden layers (MLP) / target-net hidden layers (hypernet)")
     activation: Literal["relu", "gelu", "tanh"] = "relu"
     n_banks: int | None = Field(None, ge=1, le=1024, description="hypernet weight banks (default: M)")
+    init: Literal["auto", "lecun_normal", "torch_uniform"] = Field(
+        "auto",
+        description="parameter init: lecun_normal = truncated normal, variance 1/fan_in, zero biases (flax Dense "
+        "default, as the reference code of Redhardt et al. 2025); torch_uniform = U(±1/sqrt(fan_in)) for weights "
+        "and biases (PyTorch nn.Linear default; bindscale before issue 13); auto = lecun_normal for the mlp, "
+        "torch_uniform for the hypernet (benchmarks/reference_curve.py)",
+    )
 
 
 class TrainConfig(_Strict):

@@ -2,8 +2,8 @@
 
 One root seed per trial is split with :class:`numpy.random.SeedSequence` into
 named child streams, so that the teacher, the split, the initialisation and the
-train / in-distribution test / held-out / probe data never share randomness
-(DESIGN §5, "Seeds").
+train / in-distribution test / held-out / probe-fit (``probe``) / probe-score
+(``probe_score``) data never share randomness (DESIGN §5, "Seeds").
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import torch
 #: Stream names, in a fixed order: the position is the spawn key, so adding a
 #: stream at the end never changes the existing ones.
 STREAMS = ("teacher", "split", "encoding", "init", "train", "test", "heldout", "probe", "random_init",
-           "datasets", "pretrain", "mask")
+           "datasets", "pretrain", "mask", "probe_score")
 
 
 def stream_seed(root_seed: int, stream: str, *key: int) -> int:

@@ -21,10 +21,10 @@ import torch
 from . import seeding
 from .cpu import cpu_training
 from .config import ModelConfig, TrialConfig
-from .metrics import r2_within_task
+from .metrics import r2_task_mean, r2_within_task
 from .models import StackedModel, build_model
 from .optim import StackedAdamW
-from .probes import decodability
+from .probes import probe_layers
 from .tasks import Batch, HyperTeacher
 from .tasks.encodings import encoding_dim
 
@@ -139,8 +139,16 @@ def train_group(
 
     Returns:
         One :class:`TrialResult` per trial. Metrics: ``r2_id``, ``r2_heldout``,
-        ``r2_inhull``, ``r2_outhull``, ``final_loss``, probe decodabilities, the
-        held-out R² curve, parameter count, split sizes and timings.
+        ``r2_inhull``, ``r2_outhull`` (pooled within-task R², :func:`r2_within_task`) and
+        the same with ``_taskmean`` (the reference code's per-task mean R²,
+        :func:`r2_task_mean`); ``r2_inhull_k{k}`` / ``r2_outhull_k{k}`` and
+        ``n_inhull_k{k}`` / ``n_outhull_k{k}`` for k = 1..K active modules; ``final_loss``;
+        probe decodabilities (``decod_cv`` at the layer ``decod_cv_layer`` chosen by
+        cross-validation on fit data, ``decod_random_cv`` likewise for the random-init
+        control, and the older ``decod_best`` / ``decod_random`` maxima over layers of the
+        held-out score; per layer ``decod_layers`` held-out and ``decod_layers_cv`` CV
+        scores); the held-out R² curves (pooled and task mean), parameter
+        count, split sizes and timings.
 
     Raises:
         ValueError: the trials do not share a group key.
@@ -184,7 +192,7 @@ def _train_group(trials: list[TrialConfig], device: torch.device, progress) -> l
     # Divergence guard on the device: no host sync in the inner loop.
     alive = torch.ones(T, dtype=torch.bool, device=device)
     diverged_at = torch.full((T,), -1, dtype=torch.long, device=device)
-    curve_steps, curve_r2, curve_loss = [], [], []
+    curve_steps, curve_r2, curve_r2_tm, curve_loss = [], [], [], []
     eval_at = set(_eval_steps(tr.steps, tr.n_evals))
     B, S = tr.batch_tasks, cfg.task.samples_per_task
     chunk = max(1, min(tr.steps, CHUNK_ELEMENTS // max(1, B * S * (tasks[0].code_dim + cfg.task.input_dim + cfg.task.output_dim))))
@@ -220,7 +228,13 @@ def _train_group(trials: list[TrialConfig], device: torch.device, progress) -> l
             t0 = time.perf_counter()
             curve_steps.append(step)
             curve_loss.append(last_loss.tolist())
-            curve_r2.append(_r2(model, held_set).tolist() if held_set is not None else [math.nan] * T)
+            if held_set is not None:
+                pred = _predict(model, held_set)
+                curve_r2.append(r2_within_task(held_set.y, pred).tolist())
+                curve_r2_tm.append(r2_task_mean(held_set.y, pred).tolist())
+            else:
+                curve_r2.append([math.nan] * T)
+                curve_r2_tm.append([math.nan] * T)
             t_eval += time.perf_counter() - t0
     train_seconds = time.perf_counter() - t_train - t_eval
 
@@ -241,8 +255,10 @@ def _train_group(trials: list[TrialConfig], device: torch.device, progress) -> l
             "n_heldout_combos": len(tasks[t].split.heldout),
             "n_inhull": tasks[t].split.n_inhull,
             "n_outhull": tasks[t].split.n_outhull,
+            **_arity_counts(tasks[t]),
             "curve_steps": curve_steps,
             "curve_r2_heldout": [c[t] for c in curve_r2],
+            "curve_r2_heldout_taskmean": [c[t] for c in curve_r2_tm],
             "curve_loss": [c[t] for c in curve_loss],
             # Group wall time shared equally: what one trial cost inside its stack.
             "train_seconds": train_seconds / T,
@@ -303,24 +319,45 @@ def _predict(model: StackedModel, batch: Batch, max_rows: int = 1 << 15) -> torc
     return torch.cat([model(batch.code[:, i:i + step], batch.x[:, i:i + step]) for i in range(0, B, step)], dim=1)
 
 
-def _r2(model, batch: Batch, task_mask=None) -> torch.Tensor:
-    return r2_within_task(batch.y, _predict(model, batch), task_mask).cpu()
+def _arity_counts(task: HyperTeacher) -> dict[str, int]:
+    """``n_inhull_k{k}`` / ``n_outhull_k{k}``: held-out combinations with k active modules, per hull label."""
+    split, out = task.split, {}
+    for k in range(1, task.cfg.K + 1):
+        labels = [inh for c, inh in zip(split.heldout, split.inhull) if len(c) == k]
+        out[f"n_inhull_k{k}"] = sum(labels)
+        out[f"n_outhull_k{k}"] = len(labels) - sum(labels)
+    return out
 
 
 def _final_metrics(model, tasks, id_set: Batch, held_set: Batch | None) -> dict[str, list[float]]:
-    T = len(tasks)
-    out = {"r2_id": _r2(model, id_set).tolist()}
-    nan = [math.nan] * T
+    """R² on the in-distribution and held-out sets, pooled (``r2_*``) and task mean (``r2_*_taskmean``);
+    in-hull / out-of-hull, overall and per number of active modules k (``r2_inhull_k{k}``, pooled;
+    NaN where the held-out set has no such combination)."""
+    T, K = len(tasks), tasks[0].cfg.K
+    pred_id = _predict(model, id_set)
+    out = {"r2_id": r2_within_task(id_set.y, pred_id).tolist(),
+           "r2_id_taskmean": r2_task_mean(id_set.y, pred_id).tolist()}
+    names = [f"r2_{side}{suffix}" for side in ("heldout", "inhull", "outhull") for suffix in ("", "_taskmean")]
+    names += [f"r2_{side}_k{k}" for side in ("inhull", "outhull") for k in range(1, K + 1)]
     if held_set is None:
-        return out | {"r2_heldout": nan, "r2_inhull": nan, "r2_outhull": nan}
+        return out | {n: [math.nan] * T for n in names}
     pred = _predict(model, held_set)
     out["r2_heldout"] = r2_within_task(held_set.y, pred).tolist()
-    inh, outh = [], []
+    out["r2_heldout_taskmean"] = r2_task_mean(held_set.y, pred).tolist()
+    cols: dict[str, list[float]] = {n: [] for n in names if n not in out}
     for t, task in enumerate(tasks):
+        y, p = held_set.y[t], pred[t]
         lab = task.inhull_mask(held_set.combo[t])
-        inh.append(float(r2_within_task(held_set.y[t], pred[t], lab)) if bool(lab.any()) else math.nan)
-        outh.append(float(r2_within_task(held_set.y[t], pred[t], ~lab)) if bool((~lab).any()) else math.nan)
-    return out | {"r2_inhull": inh, "r2_outhull": outh}
+        k_active = (held_set.z[t] > 0).sum(-1)
+        masks = {"inhull": lab, "outhull": ~lab}
+        for side, m in masks.items():
+            any_ = bool(m.any())
+            cols[f"r2_{side}"].append(float(r2_within_task(y, p, m)) if any_ else math.nan)
+            cols[f"r2_{side}_taskmean"].append(float(r2_task_mean(y, p, m)) if any_ else math.nan)
+            for k in range(1, K + 1):
+                mk = m & (k_active == k)
+                cols[f"r2_{side}_k{k}"].append(float(r2_within_task(y, p, mk)) if bool(mk.any()) else math.nan)
+    return out | cols
 
 
 def _probe_rows(acts: dict[str, torch.Tensor], z: torch.Tensor, S: int) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -336,14 +373,21 @@ def _probe_rows(acts: dict[str, torch.Tensor], z: torch.Tensor, S: int) -> tuple
 
 @torch.no_grad()
 def _probe_metrics(model: StackedModel, trials, tasks, device) -> dict[str, list]:
-    """Decodability of the constituents per layer (trained model, input baseline, random-init control)."""
+    """Decodability of the constituents per layer (trained model, input baseline, random-init control).
+
+    Fit and score sets come from their own streams (``probe``, ``probe_score``): the score
+    inputs are not the fit inputs (they were, 7 936 of 8 192, when both used ``probe``).
+    The reported layer is chosen by cross-validation on the fit set (:func:`probe_layers`),
+    for the trained model and for the random-init control separately.
+    """
     T, tr = len(trials), trials[0].train
     S = tr.probe_samples
     fit = _stack([task.sample(tr.probe_tasks, seeding.generator(t.seed, "probe", device), samples=S)
                   for t, task in zip(trials, tasks)])
     has_held = tasks[0].n_combos("heldout") > 0
     score = (
-        _stack([task.sample(tr.probe_tasks, seeding.generator(t.seed, "probe", device), "heldout", samples=S, cycle=True)
+        _stack([task.sample(tr.probe_tasks, seeding.generator(t.seed, "probe_score", device), "heldout", samples=S,
+                            cycle=True)
                 for t, task in zip(trials, tasks)])
         if has_held else None
     )
@@ -352,30 +396,45 @@ def _probe_metrics(model: StackedModel, trials, tasks, device) -> dict[str, list
         cfg.model, tasks[0].code_dim, cfg.task.input_dim, cfg.task.output_dim, cfg.task.M,
         [seeding.generator(t.seed, "random_init") for t in trials],
     ).to(device)
-    out: dict[str, list] = {"decod_best": [], "decod_input": [], "decod_random": [], "decod_layers": []}
+    keys = ("decod_best", "decod_input", "decod_random", "decod_cv", "decod_cv_layer", "decod_random_cv",
+            "decod_random_cv_layer", "decod_layers", "decod_layers_cv")
+    out: dict[str, list] = {k: [] for k in keys}
     if score is None:
         nan = [math.nan] * T
-        return out | {"decod_best": nan, "decod_input": nan, "decod_random": nan, "decod_layers": [{}] * T}
+        return out | {k: nan for k in keys if k not in ("decod_layers", "decod_layers_cv")} | {
+            "decod_cv_layer": [None] * T, "decod_random_cv_layer": [None] * T,
+            "decod_layers": [{}] * T, "decod_layers_cv": [{}] * T}
     acts = {}
     for net, key in ((model, "trained"), (control, "random")):
         a_fit, a_score = {}, {}
         net(fit.code, fit.x, a_fit)
         net(score.code, score.x, a_score)
         acts[key] = (a_fit, a_score)
+    groups = np.repeat(np.arange(tr.probe_tasks), S)  # task of each probe row (rows are task-major)
     for t in range(T):
-        layers = {}
+        res = {}
         for key in ("trained", "random"):
             a_fit, a_score = acts[key]
             f_rows, zf = _probe_rows({k: v[t] for k, v in a_fit.items() if k != "output"}, fit.z[t], S)
             s_rows, zs = _probe_rows({k: v[t] for k, v in a_score.items() if k != "output"}, score.z[t], S)
-            for name in f_rows:
-                if key == "random" and name == "input":
-                    continue
-                layers[name if key == "trained" else f"random.{name}"] = decodability(f_rows[name], zf, s_rows[name], zs)
-        hidden = [v for k, v in layers.items() if not k.startswith("random.") and k != "input"]
-        rand = [v for k, v in layers.items() if k.startswith("random.") and k != "random.input"]
-        out["decod_best"].append(max(hidden) if hidden else math.nan)
-        out["decod_input"].append(layers.get("input", math.nan))
-        out["decod_random"].append(max(rand) if rand else math.nan)
+            hidden = [n for n in f_rows if n != "input"]
+            res[key] = probe_layers({n: f_rows[n] for n in hidden}, zf, groups, {n: s_rows[n] for n in hidden}, zs)
+            if key == "trained":
+                res["input"] = probe_layers({"input": f_rows["input"]}, zf, groups, {"input": s_rows["input"]}, zs)
+        trained, rand = res["trained"], res["random"]
+        layers = {"input": res["input"]["heldout"]["input"]} | trained["heldout"]
+        layers |= {f"random.{n}": v for n, v in rand["heldout"].items()}
+        layers_cv = {"input": res["input"]["cv"]["input"]} | trained["cv"]
+        layers_cv |= {f"random.{n}": v for n, v in rand["cv"].items()}
+        h_vals = [v for v in trained["heldout"].values() if np.isfinite(v)]
+        r_vals = [v for v in rand["heldout"].values() if np.isfinite(v)]
+        out["decod_best"].append(max(h_vals) if h_vals else math.nan)
+        out["decod_input"].append(layers["input"])
+        out["decod_random"].append(max(r_vals) if r_vals else math.nan)
+        out["decod_cv"].append(trained["cv_heldout"])
+        out["decod_cv_layer"].append(trained["cv_layer"])
+        out["decod_random_cv"].append(rand["cv_heldout"])
+        out["decod_random_cv_layer"].append(rand["cv_layer"])
         out["decod_layers"].append(layers)
+        out["decod_layers_cv"].append(layers_cv)
     return out

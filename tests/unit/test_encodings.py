@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from bindscale.tasks.encodings import Encoder
+from bindscale.tasks.encodings import WEIGHT_LEVELS, Encoder
 
 
 def enc(name, M=4, K=2, seed=0):
@@ -63,3 +63,15 @@ def test_fewshot_needs_demonstrations():
         e(Z)
     xd, yd = torch.randn(3, 5, 3), torch.randn(3, 5, 2)
     assert e(Z, (xd, yd)).shape == (3, 25)
+
+
+def test_interval_shuffle_is_injective_on_the_reference_weight_levels():
+    """Every level of WEIGHT_LEVELS lies on a piece boundary; in float32 0.7 is 0.6999999, which
+    the old floor put at the end of piece 1 and mapped onto another level's image."""
+    levels = torch.tensor(WEIGHT_LEVELS).unsqueeze(1)
+    for seed in range(30):
+        out = enc("interval_shuffle", M=1, K=1, seed=seed)(levels)
+        assert len(torch.unique(out.round(decimals=4))) == len(WEIGHT_LEVELS), seed
+        assert out[-1, 0] == 1.0  # the top level is not reshuffled (as the reference)
+        # The other levels are piece starts, so they map onto levels again.
+        torch.testing.assert_close(((out[:-1] - 0.5) / 0.1).round(), (out[:-1] - 0.5) / 0.1, atol=1e-4, rtol=0)

@@ -49,3 +49,31 @@ def test_hypernet_output_is_linear_in_the_mixing_for_a_linear_target():
     m(torch.tensor([[[1.0, 0.0, 0.0]]]), torch.zeros(1, 1, 1, 2), acts)
     alpha = acts["mixing"][0, 0]
     torch.testing.assert_close(alpha, m.mix_W[0, 0] + m.mix_b[0, 0])
+
+
+def test_default_init_is_lecun_normal_like_flax_dense():
+    """MLP default (auto): flax Dense's init (the reference code of Redhardt et al. 2025): kernels truncated
+    normal at ±2σ with variance 1/fan_in, biases zero. torch_uniform keeps PyTorch's U(±1/√fan_in)."""
+    mlp = build_model(ModelConfig(kind="mlp", width=512, depth=2), 16, 16, 16, 16, gens(1))
+    for W, b in zip(mlp.weights, mlp.biases):
+        fan_in = W.shape[1]
+        assert abs(W.var().item() * fan_in - 1) < 0.05
+        assert W.abs().max().item() <= 2 / 0.87962566 / fan_in ** 0.5 + 1e-6
+        assert torch.equal(b, torch.zeros_like(b))
+    old = build_model(ModelConfig(kind="mlp", width=512, depth=2, init="torch_uniform"), 16, 16, 16, 16, gens(1))
+    for W, b in zip(old.weights, old.biases):
+        fan_in = W.shape[1]
+        assert abs(W.var().item() * fan_in * 3 - 1) < 0.05  # U(±a) has variance a²/3
+        assert W.abs().max().item() <= fan_in ** -0.5 and b.abs().max().item() > 0
+
+
+def test_hypernet_init_auto_is_torch_uniform_and_lecun_on_request():
+    """auto: the hypernet keeps PyTorch's init (LeCun-scaled banks slowed it: bindscale.models.base.AUTO_INIT)."""
+    hyp = build_model(ModelConfig(kind="hypernet", width=64, depth=1), 16, 16, 16, 16, gens(1))
+    old = build_model(ModelConfig(kind="hypernet", width=64, depth=1, init="torch_uniform"), 16, 16, 16, 16, gens(1))
+    assert all(torch.equal(p, q) for p, q in zip(hyp.parameters(), old.parameters()))
+    assert hyp.mix_b.abs().max() > 0
+    lec = build_model(ModelConfig(kind="hypernet", width=64, depth=1, init="lecun_normal"), 16, 16, 16, 16, gens(1))
+    assert torch.equal(lec.mix_b, torch.zeros_like(lec.mix_b))
+    assert all(torch.equal(b, torch.zeros_like(b)) for b in lec.base_b)
+    assert abs(lec.bank_W[0].var().item() * 16 - 1) < 0.05

@@ -151,3 +151,83 @@ def test_builtin_studies_train_in_the_same_precision_on_any_cpu(monkeypatch, nam
         monkeypatch.setattr(train_mod, "fast_bf16", lambda device, amx=amx: amx)
         used[amx] = [train_mod.resolve_precision(t.train.precision, torch.device("cpu"), t.model) for t in trials]
     assert used[False] == used[True]
+
+
+def test_reports_task_mean_and_per_arity_hull_r2():
+    """r2_*_taskmean (the reference code's R²) beside every pooled R²; hull R² per number of active
+    modules k, with the split's counts, NaN / 0 where a cell has no held-out combination."""
+    cfg = TrialConfig(task=TaskConfig(M=8, K=3, holdout=0.5), model=ModelConfig(width=16, depth=2), train=TINY, seed=1)
+    (r,) = train_group([cfg])
+    m = r.metrics
+    task = HyperTeacher(cfg.task, cfg.seed)
+    for side in ("id", "heldout", "inhull", "outhull"):
+        assert f"r2_{side}_taskmean" in m
+    assert len(m["curve_r2_heldout_taskmean"]) == len(m["curve_r2_heldout"])
+    for k in (1, 2, 3):
+        for side, flag in (("inhull", True), ("outhull", False)):
+            n = sum(1 for c, inh in zip(task.split.heldout, task.split.inhull) if len(c) == k and inh == flag)
+            assert m[f"n_{side}_k{k}"] == n
+            assert math.isnan(m[f"r2_{side}_k{k}"]) == (n == 0), (side, k)
+    assert sum(m[f"n_inhull_k{k}"] for k in (1, 2, 3)) == m["n_inhull"]
+    assert sum(m[f"n_outhull_k{k}"] for k in (1, 2, 3)) == m["n_outhull"]
+    assert m["n_outhull_k1"] == 0  # a single module is never out of the hull of a compositional split
+
+
+def test_per_arity_and_task_mean_r2_equal_a_direct_computation():
+    from bindscale.metrics import r2_task_mean, r2_within_task
+
+    cfg = TrialConfig(task=TaskConfig(M=8, K=3, holdout=0.5), model=ModelConfig(width=16, depth=2), train=TINY, seed=1)
+    task = HyperTeacher(cfg.task, cfg.seed)
+    model = train_mod.build_model(cfg.model, task.code_dim, 16, 16, 8, [torch.Generator().manual_seed(0)])
+    held = train_mod._stack([task.sample(64, torch.Generator().manual_seed(3), "heldout", cycle=True)])
+    out = train_mod._final_metrics(model, [task], held, held)
+    pred = train_mod._predict(model, held)[0]
+    lab = task.inhull_mask(held.combo[0])
+    k = (held.z[0] > 0).sum(-1)
+    assert out["r2_heldout_taskmean"][0] == float(r2_task_mean(held.y[0], pred))
+    for kk in (2, 3):
+        m = lab & (k == kk)
+        if bool(m.any()):
+            assert out[f"r2_inhull_k{kk}"][0] == float(r2_within_task(held.y[0], pred, m))
+
+
+def test_probe_fit_and_score_inputs_come_from_independent_streams():
+    """The score set used to be drawn with the fit set's generator: 7 936 of 8 192 score inputs
+    were fit inputs. Now no score input equals any fit input."""
+    from bindscale import seeding
+
+    task = HyperTeacher(TaskConfig(M=8, K=3, holdout=0.5), 0)
+    fit = task.sample(64, seeding.generator(0, "probe"), samples=4)
+    score = task.sample(64, seeding.generator(0, "probe_score"), "heldout", samples=4, cycle=True)
+    f, s = fit.x.reshape(-1, 16), score.x.reshape(-1, 16)
+    assert not (s[:, None, :] == f[None, :, :]).all(-1).any()
+    assert seeding.stream_seed(0, "probe") != seeding.stream_seed(0, "probe_score")
+    # The trainer draws them so: its score set is the probe_score stream's draw.
+    seen = []
+    orig = HyperTeacher.sample
+
+    def spy(self, n, gen, pool="train", samples=None, cycle=False):
+        b = orig(self, n, gen, pool, samples, cycle)
+        if samples is not None:
+            seen.append(b.x.reshape(-1, b.x.shape[-1]))
+        return b
+
+    cfg = TrialConfig(task=TaskConfig(M=8, K=3, holdout=0.5), model=ModelConfig(width=16, depth=1),
+                      train=TINY.model_copy(update={"steps": 2}))
+    import unittest.mock
+    with unittest.mock.patch.object(HyperTeacher, "sample", spy):
+        train_group([cfg])
+    f, s = seen
+    assert not (s[:, None, :] == f[None, :, :]).all(-1).any()
+
+
+def test_probe_reports_the_cross_validated_layer_and_its_heldout_score():
+    cfg = TrialConfig(task=TaskConfig(M=6, K=2, holdout=0.3), model=ModelConfig(width=16, depth=2), train=TINY)
+    m = train_group([cfg])[0].metrics
+    assert m["decod_cv_layer"] in {"hidden.0", "hidden.1"}
+    assert m["decod_random_cv_layer"] in {"hidden.0", "hidden.1"}
+    assert m["decod_cv"] == m["decod_layers"][m["decod_cv_layer"]]
+    assert m["decod_random_cv"] == m["decod_layers"]["random." + m["decod_random_cv_layer"]]
+    cv = m["decod_layers_cv"]
+    assert m["decod_cv_layer"] == max(["hidden.0", "hidden.1"], key=cv.get)
+    assert m["decod_best"] >= m["decod_cv"]

@@ -21,26 +21,27 @@ import torch
 from torch import nn
 
 from ..config import ModelConfig
-from .base import ACTIVATIONS, StackedModel, linear_bound, stacked_uniform
+from .base import ACTIVATIONS, StackedModel, resolve_init, stacked_init
 
 
 class StackedHypernet(StackedModel):
     def __init__(self, cfg: ModelConfig, code_dim: int, x_dim: int, out_dim: int, n_modules: int, gens):
         super().__init__()
         self.n_trials, self.act = len(gens), ACTIVATIONS[cfg.activation]
+        init = resolve_init(cfg)
         self.n_banks = L = cfg.n_banks or n_modules
         self.dims = [x_dim] + [cfg.width] * cfg.depth + [out_dim]
-        self.mix_W = stacked_uniform((code_dim, L), linear_bound(code_dim), gens)
-        self.mix_b = stacked_uniform((1, L), linear_bound(code_dim), gens)
+        self.mix_W = stacked_init(init, (code_dim, L), code_dim, gens)
+        self.mix_b = stacked_init(init, (1, L), code_dim, gens, bias=True)
         self.base_W, self.base_b = nn.ParameterList(), nn.ParameterList()
         self.bank_W, self.bank_b = nn.ParameterList(), nn.ParameterList()
         for fan_in, fan_out in zip(self.dims[:-1], self.dims[1:]):
-            bound = linear_bound(fan_in)
-            self.base_W.append(stacked_uniform((fan_in, fan_out), bound, gens))
-            self.base_b.append(stacked_uniform((1, fan_out), bound, gens))
-            # Banks start at the same scale as the base so α moves the weights from step one.
-            self.bank_W.append(stacked_uniform((L, fan_in * fan_out), bound, gens))
-            self.bank_b.append(stacked_uniform((L, fan_out), bound, gens))
+            self.base_W.append(stacked_init(init, (fan_in, fan_out), fan_in, gens))
+            self.base_b.append(stacked_init(init, (1, fan_out), fan_in, gens, bias=True))
+            # Banks (weights and biases alike) start at the scale of the base weights, so α
+            # moves the generated weights and biases from step one.
+            self.bank_W.append(stacked_init(init, (L, fan_in * fan_out), fan_in, gens))
+            self.bank_b.append(stacked_init(init, (L, fan_out), fan_in, gens))
 
     def activation_shapes(self, B: int, S: int) -> dict[str, tuple[int, ...]]:
         T = self.n_trials

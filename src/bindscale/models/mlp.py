@@ -17,21 +17,21 @@ import torch
 from torch import nn
 
 from ..config import ModelConfig
-from .base import ACTIVATIONS, StackedModel, linear_bound, stacked_uniform
+from .base import ACTIVATIONS, StackedModel, resolve_init, stacked_init
 
 
 class StackedMLP(StackedModel):
     def __init__(self, cfg: ModelConfig, code_dim: int, x_dim: int, out_dim: int, n_modules: int, gens):
         super().__init__()
         self.n_trials, self.act = len(gens), ACTIVATIONS[cfg.activation]
+        init = resolve_init(cfg)
         self.dims = [code_dim + x_dim] + [cfg.width] * cfg.depth + [out_dim]
         self.weights = nn.ParameterList()
         self.biases = nn.ParameterList()
         for fan_in, fan_out in zip(self.dims[:-1], self.dims[1:]):
-            bound = linear_bound(fan_in)
             # (T, in, out): x @ W without a transpose in the hot loop.
-            self.weights.append(stacked_uniform((fan_in, fan_out), bound, gens))
-            self.biases.append(stacked_uniform((1, fan_out), bound, gens))
+            self.weights.append(stacked_init(init, (fan_in, fan_out), fan_in, gens))
+            self.biases.append(stacked_init(init, (1, fan_out), fan_in, gens, bias=True))
 
     def activation_shapes(self, B: int, S: int) -> dict[str, tuple[int, ...]]:
         T = self.n_trials

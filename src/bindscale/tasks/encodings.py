@@ -1,8 +1,9 @@
 """Task-code encodings: how a task's constituents reach the student.
 
 A task is a weighted set of active modules, written as the *weighted k-hot*
-code ``z`` (shape ``(..., M)``: weight in [0.5, 1] for active modules, 0
-otherwise). An encoding maps ``z`` to the student's task input. The set follows
+code ``z`` (shape ``(..., M)``: weight in [0.5, 1] for active modules — one of
+:data:`WEIGHT_LEVELS` under the reference teacher — 0 otherwise). An encoding
+maps ``z`` to the student's task input. The set follows
 Redhardt, Schug, Akram 2025, "Scaling can lead to compositional generalization":
 
 =================  ==========================================================
@@ -28,6 +29,8 @@ import torch
 
 N_INTERVALS = 5
 W_LOW, W_HIGH = 0.5, 1.0
+#: Module weights of the reference hyperteacher (Redhardt, Schug, Akram 2025, task distribution "discrete").
+WEIGHT_LEVELS = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
 
 def encoding_dim(name: str, M: int, K: int, io_dims: tuple[int, int], n_shots: int) -> int:
@@ -106,11 +109,19 @@ def _tokens(z: torch.Tensor, K: int) -> torch.Tensor:
 
 
 def _interval_shuffle(z: torch.Tensor, perm: torch.Tensor) -> torch.Tensor:
-    """Permute the ``N_INTERVALS`` pieces of [W_LOW, W_HIGH] per module; zeros stay zero."""
+    """Permute the ``N_INTERVALS`` pieces of [W_LOW, W_HIGH] per module; zeros stay zero.
+
+    A weight on a piece boundary (every one of :data:`WEIGHT_LEVELS` is) counts as the
+    start of its piece, up to float rounding, and ``W_HIGH`` itself stays ``W_HIGH``, as in
+    the reference code (Redhardt, Schug, Akram 2025, "interval_shuffle": values equal to 1.0
+    are not reshuffled). Otherwise 0.7 − ε would land at the end of piece 1 and could map
+    onto the image of another level: the map would not be injective on the levels.
+    """
     width = (W_HIGH - W_LOW) / N_INTERVALS
-    u = ((z - W_LOW) / width).clamp(0, N_INTERVALS - 1e-6)
-    piece = u.floor().long()
-    frac = u - piece
-    new_piece = torch.gather(perm.unsqueeze(0).expand(z.shape[0], -1, -1), 2, piece.unsqueeze(-1)).squeeze(-1)
+    u = (z - W_LOW) / width
+    piece = (u + 1e-4).floor().clamp(0, N_INTERVALS - 1)
+    frac = (u - piece).clamp(0, 1)
+    new_piece = torch.gather(perm.unsqueeze(0).expand(z.shape[0], -1, -1), 2, piece.long().unsqueeze(-1)).squeeze(-1)
     out = W_LOW + (new_piece.to(z.dtype) + frac) * width
+    out = torch.where(z >= W_HIGH - 1e-6, torch.full_like(z, W_HIGH), out)
     return torch.where(z > 0, out, torch.zeros_like(z))

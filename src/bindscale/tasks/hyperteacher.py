@@ -1,16 +1,28 @@
 """The hyperteacher task family (DESIGN §4; Schug et al. ICLR 2024, "Discovering
-modular solutions that generalize compositionally").
+modular solutions that generalize compositionally"; as used by Redhardt, Schug,
+Akram 2025, "Scaling can lead to compositional generalization").
 
 ``M`` teacher modules ``(W_m, b_m)`` map ``input_dim → hidden_dim``; a task
-activates ``k ≤ K`` of them with weights drawn uniformly from [0.5, 1] and uses
-their weighted sum, scaled by ``1/√k``, followed by a readout shared by all
-tasks::
+activates ``k ≤ K`` of them with weights ``z_m`` and uses their weighted sum,
+scaled by ``c``, followed by a readout shared by all tasks::
 
-    W_task = Σ_m z_m W_m / √k,   b_task = Σ_m z_m b_m / √k
+    W_task = c Σ_m z_m W_m,   b_task = c Σ_m z_m b_m
     y = R · ReLU(W_task x + b_task) + r,      x ~ U[-1, 1]^input_dim
 
 ``z`` (the weighted k-hot code, shape ``(M,)``) holds the task's constituents:
 what probes decode. Every task is seen through ``samples_per_task`` inputs.
+Two definitions (``TaskConfig.teacher``):
+
+``reference`` (default): the reference code of Redhardt et al. 2025
+    (``compscale/data/teacher.py``, task distribution "discrete"): weights drawn
+    uniformly from {0.5, 0.6, 0.7, 0.8, 0.9, 1.0}; ``c = 1/√K``, one constant for
+    every task, so the teacher's weights are *linear* in ``z``; ``W_m`` and ``R``
+    truncated-normal with variance √3/fan_in (flax ``variance_scaling(√3,
+    "fan_in", "truncated_normal")``), ``b_m ~ U[0, 0.5)``, no readout bias (``r = 0``).
+``per_task_scale``: bindscale before issue 13: weights U[0.5, 1]; ``c = 1/√k``
+    with ``k`` the task's own number of active modules (not linear in ``z``);
+    ``W_m ~ N(0, 3/input_dim)``, ``b_m ~ N(0, 0.25)``, ``R ~ N(0, 2/hidden_dim)``,
+    ``r ~ N(0, 0.01)``.
 """
 
 from __future__ import annotations
@@ -21,7 +33,8 @@ import torch
 
 from .. import seeding
 from ..config import TaskConfig
-from .encodings import W_HIGH, W_LOW, Encoder
+from ..models.base import truncated_normal
+from .encodings import W_HIGH, W_LOW, WEIGHT_LEVELS, Encoder
 from .splits import Split, make_split
 
 POOLS = ("train", "heldout")
@@ -64,11 +77,20 @@ class HyperTeacher:
                                        withheld_pairs=cfg.withheld_pairs)
         g = seeding.generator(seed, "teacher")
         M, H, I, O = cfg.M, cfg.hidden_dim, cfg.input_dim, cfg.output_dim
-        # Scales keep pre-activations near unit variance for x ~ U[-1,1] (variance 1/3).
-        self.W = (torch.randn(M, H, I, generator=g) * (3.0 / I) ** 0.5).to(self.device)
-        self.b = (torch.randn(M, H, generator=g) * 0.5).to(self.device)
-        self.R = (torch.randn(O, H, generator=g) * (2.0 / H) ** 0.5).to(self.device)
-        self.r = (torch.randn(O, generator=g) * 0.1).to(self.device)
+        if cfg.teacher == "reference":
+            s = 3.0 ** 0.5  # the reference's variance scale
+            W = truncated_normal((M, H, I), s / I, g)
+            b = 0.5 * torch.rand(M, H, generator=g)
+            R = truncated_normal((O, H), s / H, g)
+            r = torch.zeros(O)
+        else:
+            # Scales keep pre-activations near unit variance for x ~ U[-1,1] (variance 1/3).
+            W = torch.randn(M, H, I, generator=g) * (3.0 / I) ** 0.5
+            b = torch.randn(M, H, generator=g) * 0.5
+            R = torch.randn(O, H, generator=g) * (2.0 / H) ** 0.5
+            r = torch.randn(O, generator=g) * 0.1
+        self.W, self.b, self.R, self.r = (t.to(self.device) for t in (W, b, R, r))
+        self.levels = torch.tensor(WEIGHT_LEVELS, device=self.device)
         self.encoder = Encoder(cfg.encoding, M, cfg.K, seeding.generator(seed, "encoding"), (I, O), cfg.n_shots).to(
             self.device
         )
@@ -90,8 +112,11 @@ class HyperTeacher:
 
     def teacher(self, z: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """Teacher outputs for codes ``z`` ``(B, M)`` and inputs ``x`` ``(B, S, I)`` → ``(B, S, O)``."""
-        k = (z > 0).sum(-1, keepdim=True).clamp(min=1).to(z.dtype)
-        scale = z / k.sqrt()
+        if self.cfg.teacher == "reference":
+            scale = z / self.cfg.K ** 0.5
+        else:
+            k = (z > 0).sum(-1, keepdim=True).clamp(min=1).to(z.dtype)
+            scale = z / k.sqrt()
         # Mixed weights laid out (B, I, H) so the batched matmul needs no transpose,
         # and the readout as one matmul over all rows (sampling runs every chunk of
         # training steps: its cost is part of training's). Biases are written out
@@ -101,7 +126,10 @@ class HyperTeacher:
         B, S = x.shape[:2]
         W_t = (scale @ self.W.transpose(1, 2).reshape(self.cfg.M, -1)).view(-1, *self.W.shape[2:0:-1])
         h = (scale @ self.b).repeat_interleave(S, dim=0).view(B, S, -1).baddbmm_(x, W_t).relu_()
-        return self.r.expand(B * S, -1).contiguous().addmm_(h.flatten(0, 1), self.R.T).view(B, S, -1)
+        # A fresh buffer, never self.r.expand(...).contiguous(): for B·S = 1 that view counts as
+        # contiguous, is returned as is, and addmm_ would write into the readout bias.
+        out = h.new_empty(B * S, self.R.shape[0]).copy_(self.r.expand(B * S, -1))
+        return out.addmm_(h.flatten(0, 1), self.R.T).view(B, S, -1)
 
     def sample(
         self,
@@ -132,7 +160,7 @@ class HyperTeacher:
             combo = torch.arange(n_tasks, device=dev) % C
         else:
             combo = torch.randint(C, (n_tasks,), generator=gen, device=dev)
-        w = W_LOW + (W_HIGH - W_LOW) * torch.rand(n_tasks, self.cfg.M, generator=gen, device=dev)
+        w = self.weights(n_tasks, gen)
         z = mask[combo] * w
         x = torch.empty(n_tasks, S, self.cfg.input_dim, device=dev).uniform_(-1, 1, generator=gen)
         y = self.teacher(z, x)
@@ -141,6 +169,14 @@ class HyperTeacher:
             xd = 2 * torch.rand(n_tasks, self.cfg.n_shots, self.cfg.input_dim, generator=gen, device=dev) - 1
             demos = (xd, self.teacher(z, xd))
         return Batch(code=self.encoder(z, demos), z=z, x=x, y=y, combo=combo)
+
+    def weights(self, n_tasks: int, gen: torch.Generator) -> torch.Tensor:
+        """Module weights ``(n_tasks, M)`` for every module (masked to the active ones by the caller):
+        uniform over :data:`WEIGHT_LEVELS` (``reference``) or U[W_LOW, W_HIGH] (``per_task_scale``)."""
+        shape = (n_tasks, self.cfg.M)
+        if self.cfg.teacher == "reference":
+            return self.levels[torch.randint(len(WEIGHT_LEVELS), shape, generator=gen, device=self.device)]
+        return W_LOW + (W_HIGH - W_LOW) * torch.rand(shape, generator=gen, device=self.device)
 
     def inhull_mask(self, combo: torch.Tensor) -> torch.Tensor:
         """For held-out combination indices ``(B,)``: True where the combination is in-hull."""
