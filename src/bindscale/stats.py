@@ -9,7 +9,10 @@ sample sizes allows (``tests/unit/test_coverage.py``; verdicts issue, item 5):
   Welch–Satterthwaite interval for a mean of cell means (:func:`strata_mean_ci`).
   Simulated at n = 8, their 95% intervals cover 94–95% for normal data and
   92–95% for moderately skewed data (Gamma(4), Beta(5, 2)); a percentile
-  bootstrap covers only 86–89% there, and 73–76% at n = 3.
+  bootstrap covers only 86–89% there, and 73–76% at n = 3. Not covered: heavy tails, e.g. one
+  seed in ten failing far below the rest (t: 58% at n = 8; no interval from 8 values fixes that),
+  or strong ceiling skew (1 − 0.02·LogNormal(0, 1): 84%): divergent and failed seeds are counted
+  in the verdicts' details instead.
 - **Other statistics** (correlations over all trials of a study, ratios) use
   the *percentile bootstrap* (Efron & Tibshirani 1993, "An Introduction to the
   Bootstrap", ch. 13): resample with replacement ``n_boot`` times, recompute
@@ -17,7 +20,9 @@ sample sizes allows (``tests/unit/test_coverage.py``; verdicts issue, item 5):
   quantiles. Independent groups (e.g. the seeds of two different sweep cells)
   are resampled independently (Efron & Tibshirani 1993, ch. 8). Correlations use
   the *pairs* bootstrap (sec. 6.3 and ch. 9); with the 40+ trials a study pools
-  its coverage is checked by simulation as well.
+  its coverage is checked by simulation as well (96%). The binding claim's ratio of
+  interpolated parameter counts, bootstrapped over 8 seeds per cell, covered 88% in a
+  simulation (300 repetitions): its interval is somewhat too narrow, and says so.
 
 All functions return plain Python floats ``(point, low, high)``; any of them is
 NaN when it is undefined (empty data, one value, constant input, ...). They are
@@ -343,7 +348,7 @@ def partial_spearman_within(x, y, design) -> float | np.ndarray:
 
     x, y, d = (np.asarray(v, dtype=float) for v in (x, y, design))
     n = x.shape[-1]
-    if n < 3:
+    if n < 3 or np.all(np.ptp(x, axis=-1) == 0) or np.all(np.ptp(y, axis=-1) == 0):
         out = np.full(x.shape[:-1], np.nan)
         return float(out) if out.ndim == 0 else out
     ones = np.ones(d.shape[:-1] + (1,))
@@ -358,7 +363,8 @@ def partial_spearman_within(x, y, design) -> float | np.ndarray:
     denom = np.sqrt((ex * ex).sum(axis=-1) * (ey * ey).sum(axis=-1))
     scale = np.sqrt((rankdata(x, axis=-1).var(axis=-1) * rankdata(y, axis=-1).var(axis=-1)) * n * n)
     with np.errstate(invalid="ignore", divide="ignore"):
-        # A residual below 1e-9 of the ranks' spread is rounding error of a fit that explains everything.
-        good = denom > 1e-9 * np.maximum(scale, 1e-300)
+        # A residual below 1e-9 of the ranks' spread is rounding error of a fit that explains everything;
+        # a constant row (zero spread) has no correlation at all.
+        good = (denom > 1e-9 * np.maximum(scale, 1e-300)) & (np.ptp(x, axis=-1) > 0) & (np.ptp(y, axis=-1) > 0)
         out = np.where(good, (ex * ey).sum(axis=-1) / np.where(good, denom, 1.0), np.nan)
     return float(out) if out.ndim == 0 else out

@@ -403,8 +403,8 @@ def _decodability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple
         return name, INCONCLUSIVE, NAN3, 0, details
     rows = mlp[np.isfinite(mlp["decod_cv"]) & np.isfinite(mlp["r2_heldout"])]
     n = len(rows)
-    if n < 4:
-        details["reason"] = "fewer than 4 trials with decodability and held-out R²"
+    if n < CONCLUSIVE_SEEDS:
+        details["reason"] = f"fewer than {CONCLUSIVE_SEEDS} trials with decodability and held-out R²"
         return name, INCONCLUSIVE, NAN3, n, details
     x, y = rows["decod_cv"].to_numpy(float), rows["r2_heldout"].to_numpy(float)
     ctrl = rows["decod_random_cv"].to_numpy(float)
@@ -419,7 +419,7 @@ def _decodability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple
         return partial_spearman_within(a[..., i], a[..., 1], a[..., 3:3 + k])
 
     partial = bootstrap_ci(cols, lambda a: within(a, 0), n_boot, seed=seed, vectorized=True)
-    control_ok = bool(np.all(np.isfinite(ctrl)))
+    control_ok = bool(np.all(np.isfinite(ctrl)) and np.ptp(ctrl) > 0)  # a constant control was not measured
     partial_rnd = bootstrap_ci(cols, lambda a: within(a, 2), n_boot, seed=seed, vectorized=True) if control_ok \
         else NAN3
     excess = (bootstrap_ci(cols, lambda a: within(a, 0) - within(a, 2), n_boot, seed=seed, vectorized=True)
@@ -450,8 +450,12 @@ def _decodability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple
     })
     if pooled := _pooled(rows, POOLABLE + ("width", "depth", "holdout")):
         details["pooled_over"] = pooled
+    spc = details["seeds_per_cell"]
     if not np.isfinite(rho[0]):
         verdict, reason = INCONCLUSIVE, "correlation undefined (constant input)"
+    elif spc < MIN_REPLICATES:
+        verdict, reason = INCONCLUSIVE, (f"a cell of the swept axes has {spc} trial(s), fewer than "
+                                         f"{MIN_REPLICATES}: the within-cell correlation has nothing to work with")
     elif rho[2] < thr:
         verdict, reason = NOT_SUPPORTED, f"Spearman CI entirely below {thr}"
     elif np.isfinite(partial[2]) and partial[2] <= 0:
@@ -460,8 +464,9 @@ def _decodability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple
                                           "partial Spearman CI at or below 0)")
     elif not control_ok:
         verdict, reason = INCONCLUSIVE, ("the random-init control is missing or not finite in "
-                                         f"{int((~np.isfinite(ctrl)).sum())} of {n} trials: whether training adds "
-                                         "decodability beyond a random network's cannot be decided")
+                                         f"{int((~np.isfinite(ctrl)).sum())} of {n} trials, or the same in every "
+                                         "trial: whether training adds decodability beyond a random network's "
+                                         "cannot be decided")
     elif rho[1] > thr and partial[1] > 0 and excess[1] > 0:
         verdict, reason = SUPPORTED, (f"Spearman CI entirely above {thr}, decodability predicts held-out R² "
                                       "within cells of the swept axes (partial Spearman CI above 0), more than a "
@@ -503,13 +508,14 @@ def params_to_target(means: np.ndarray, params: np.ndarray, target: float) -> tu
 
 def _param_ratio(m_means: np.ndarray, m_params: np.ndarray, h_means: np.ndarray, h_params: np.ndarray,
                  target: float) -> float:
-    """params_mlp / params_hypernet at ``target``: inf when only the hypernet reaches it, NaN when the
-    hypernet never does (the ratio is then unknown, not 0: a larger hypernet might reach it)."""
+    """params_mlp / params_hypernet at ``target``. When only the hypernet reaches it, the lower bound
+    (largest MLP's parameters / the hypernet's): the MLP needs more than its grid, by an unknown
+    amount. NaN when the hypernet never does (unknown, not 0: a larger hypernet might reach it)."""
     pm, _ = params_to_target(m_means, m_params, target)
     ph, _ = params_to_target(h_means, h_params, target)
     if math.isnan(ph):
         return math.nan
-    return math.inf if math.isnan(pm) else pm / ph
+    return float(np.max(m_params)) / ph if math.isnan(pm) else pm / ph
 
 
 def _binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
@@ -587,22 +593,37 @@ def _binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
             "r2_diff_hypernet_minus_mlp": _ci(mean_diff_ci(h_vals[j], m_vals[i]), h_vals[j].size + m_vals[i].size),
         })
     m_br, h_br = bracket(m_means, m_par, m_kind), bracket(h_means, h_par, h_kind)
+    # A model that never reaches the target is decided by its largest cell.
+    m_br = m_br or [int(np.argmax(m_par))]
+    h_br = h_br or [int(np.argmax(h_par))]
     deciding = [m_vals[i] for i in m_br] + [h_vals[i] for i in h_br]
     details.update({
         "mlp_params_to_target": pm, "mlp_params_to_target_kind": m_kind,
         "hypernet_params_to_target": ph, "hypernet_params_to_target_kind": h_kind,
         "mlp_best_mean_r2_heldout": float(m_means.max()),
-        "mlp_reaching": describe(m_keys, m_vals, m_par, m_br[-1]) if m_br else None,
-        "hypernet_reaching": describe(h_keys, h_vals, h_par, h_br[-1]) if h_br else None,
+        "mlp_reaching": describe(m_keys, m_vals, m_par, m_br[-1]) if m_kind != "not_reached" else None,
+        "hypernet_reaching": describe(h_keys, h_vals, h_par, h_br[-1]) if h_kind != "not_reached" else None,
         "matched_params": matched,
         "seeds_per_cell": int(min(v.size for v in deciding)) if deciding else 0,
-        "interval_method": "percentile bootstrap over the seeds of each cell",
+        "interval_method": ("percentile bootstrap over the seeds of each cell (simulated coverage at 8 seeds per "
+                            "cell: about 88%, below the nominal 95%)"),
     })
     rows_used = pd.concat([mlp, hyp])
     if pooled := _pooled(rows_used):
         details["pooled_over"] = pooled
 
-    if h_kind == "not_reached" and m_kind != "not_reached":
+    broken = degenerate(deciding)
+    # One-sided numbers: a parameters-to-target that is only a bound makes the ratio a bound too.
+    ratio_is = ("a lower bound" if m_kind == "not_reached" or h_kind == "at_most" else "") or \
+               ("an upper bound" if m_kind == "at_most" else "exact (interpolated)")
+    if m_kind == "at_most" and h_kind in ("at_most", "not_reached"):
+        ratio_is = "unknown"
+    details["ratio_is"] = ratio_is
+    if any(v.size < MIN_REPLICATES for v in deciding) or not deciding:
+        verdict, reason = INCONCLUSIVE, f"fewer than {MIN_REPLICATES} seeds in a deciding cell"
+    elif broken:
+        verdict, reason = INCONCLUSIVE, broken
+    elif h_kind == "not_reached" and m_kind != "not_reached":
         # The hypernet needs more than its largest config: the ratio is below this bound.
         bound = float(pm / h_par.max())
         details["ratio_upper_bound"] = bound
@@ -617,14 +638,18 @@ def _binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
                 "extend the hypernet widths")
     elif h_kind == "not_reached":
         verdict, reason = INCONCLUSIVE, f"neither model reaches held-out R² {target:.3g} on its grid"
-    elif any(v.size < MIN_REPLICATES for v in deciding):
-        verdict, reason = INCONCLUSIVE, f"fewer than {MIN_REPLICATES} seeds in a deciding cell"
-    elif ratio[1] > 1:
-        verdict, reason = SUPPORTED, ("CI of the parameter ratio entirely above 1"
-                                      + (" (the MLP never reaches the target on its grid: the ratio is at least "
-                                         f"{m_par.max() / ph:.3g})" if m_kind == "not_reached" else ""))
-    elif ratio[2] <= 1:
-        verdict, reason = NOT_SUPPORTED, "CI of the parameter ratio ≤ 1"
+    elif ratio_is == "unknown":
+        verdict, reason = INCONCLUSIVE, ("the smallest MLP already reaches the target and the hypernet's "
+                                         "parameters-to-target is not exact: extend the grids downward")
+    elif ratio[1] > 1 and ratio_is != "an upper bound":
+        verdict, reason = SUPPORTED, "CI of the parameter ratio entirely above 1" + (
+            f" (the ratio is {ratio_is})" if ratio_is == "a lower bound" else "")
+    elif ratio[2] <= 1 and ratio_is != "a lower bound":
+        verdict, reason = NOT_SUPPORTED, "CI of the parameter ratio ≤ 1" + (
+            f" (the ratio is {ratio_is})" if ratio_is == "an upper bound" else "")
+    elif ratio_is != "exact (interpolated)" and (ratio[1] > 1 or ratio[2] <= 1):
+        verdict, reason = INCONCLUSIVE, (f"the ratio is only {ratio_is} (a model reaches the target at its "
+                                         "grid's edge), and that bound does not decide the claim")
     else:
         verdict, reason = INCONCLUSIVE, "CI of the parameter ratio straddles 1"
     if m_kind == "not_reached":
@@ -710,6 +735,9 @@ def _hull(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
     big = [rows[(rows["width"] == wmax) & (rows["holdout"] == h)] for h in holdouts]
     small = [rows[(rows["width"] == wmin) & (rows["holdout"] == h)] for h in holdouts]
     H = len(holdouts)
+    if not H:
+        details["reason"] = "the smallest and largest widths share no hold-out value (or the columns are missing)"
+        return name, INCONCLUSIVE, NAN3, len(rows), details
 
     def gain(col: str) -> tuple[float, float, float]:
         if wmax == wmin or not H:
@@ -737,8 +765,11 @@ def _hull(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
     if pooled := _pooled(rows, POOLABLE + ("holdout",)):
         details["pooled_over"] = pooled
 
+    broken = degenerate([g[c] for g in big + small for c in ("in_matched", "out_matched")])
     if wmax == wmin:
         verdict, reason = INCONCLUSIVE, "only one width has in- and out-of-hull combinations of the same size"
+    elif broken:
+        verdict, reason = INCONCLUSIVE, broken
     elif min(n_cells) < MIN_REPLICATES:
         verdict, reason = INCONCLUSIVE, f"fewer than {MIN_REPLICATES} trials in a (width, holdout) deciding cell"
     elif value[1] > margin:
@@ -812,6 +843,22 @@ def lost_largest_widths(df: pd.DataFrame, ok: pd.DataFrame, models: tuple[str, .
     return out
 
 
+def _short_of_planned_width(df: pd.DataFrame, claim: str, details: dict) -> str | None:
+    """Why a largest-scale claim decided below the widest MLP its grid planned, or None.
+
+    :func:`lost_largest_widths` catches a widest model with no held-out R² at all; this catches a
+    rule whose own slice (deciding metric finite, the most common encoding, …) lost it.
+    """
+    if claim not in ("scaling", "hull") or "largest_width" not in details or "model" not in df or "width" not in df:
+        return None
+    mlp = design_rows(df[df["model"].astype(str) == "mlp"], withheld=claim == "hull")
+    planned = pd.to_numeric(mlp["width"], errors="coerce").max()
+    if not np.isfinite(planned) or details["largest_width"] >= planned:
+        return None
+    return (f"decided at width {details['largest_width']}, below the largest planned MLP width {_py(planned)}: "
+            "its trials lack the deciding metric or the compared configuration there")
+
+
 def compute_verdicts(
     df: pd.DataFrame, study: Mapping[str, Any], n_boot: int = 2000, seed: int = 0
 ) -> list[dict[str, Any]]:
@@ -850,6 +897,11 @@ def compute_verdicts(
             details["reason"] = (f"no ok trial at the largest planned {widths}: the rule would decide at a smaller "
                                  f"width than the study asked about (its own result there: {verdict}, "
                                  f"{details.get('reason', '')})")
+            verdict, triple = INCONCLUSIVE, NAN3
+        short = _short_of_planned_width(df, claim, details) if verdict != INCONCLUSIVE else None
+        if short:
+            details["reason"] = short + f" (its own result there: {verdict}, {details.get('reason', '')})"
+            details["value_at_a_smaller_width"] = _ci(triple, n)
             verdict, triple = INCONCLUSIVE, NAN3
         spc = details.get("seeds_per_cell")
         if isinstance(spc, int) and 0 < spc < CONCLUSIVE_SEEDS:
