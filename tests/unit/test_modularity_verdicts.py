@@ -163,3 +163,9 @@ def test_a_pretrained_trial_without_the_control_shares_its_twins_untrained_netwo
     twin = filled[pre & (filled["width"] == 16) & (filled["seed"] == 0)]
     assert twin["untrained_abl_diff"].tolist() == [-1.0]
     assert filled["untrained_abl_diff"].notna().all()
+
+
+def test_contrasts_without_a_pretraining_column_are_inconclusive():
+    for rule in (structure_grows_with_width, pretraining_reliability):
+        out = rule(_table().drop(columns=["pretraining"]), P_DIFF, 200, 0)
+        assert out[1] == "inconclusive" and "pretraining" in out[4]["reason"]

@@ -282,6 +282,9 @@ def _contrast_verdict(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int, stra
     if rows.empty:
         details |= {"reason": "no trial learned the compound task", "seeds_per_cell": 0}
         return "inconclusive", NAN3, 0, details
+    if "pretraining" not in rows:
+        details |= {"reason": "no pretraining column in the results", "seeds_per_cell": 0}
+        return "inconclusive", NAN3, 0, details
     rows = keep(rows)
     col = "frac_robust"
     if col not in rows or not rows[col].notna().any():
@@ -339,7 +342,7 @@ def pretraining_reliability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int
                                                     _pretrained(GENERIC), f"{GENERIC} and from-scratch trials",
                                                     lambda r: r[r["pretraining"] != EXTRA])
     rows, _ = usable(ok, p["min_base_acc"])
-    if not rows.empty and "frac_robust" in rows and (rows["pretraining"] == EXTRA).any():
+    if not rows.empty and {"frac_robust", "pretraining"} <= set(rows) and (rows["pretraining"] == EXTRA).any():
         ex, per, n_ex = contrast(rows[rows["pretraining"] != GENERIC], ("architecture", "width"), _pretrained(EXTRA),
                                  n_boot, seed)
         details["extra_subroutine_heads"] = {"difference": _ci(ex, n_ex), "by_stratum": per,
