@@ -271,10 +271,11 @@ def test_generic_pretraining_learns_the_match_count_with_one_head_and_leaves_the
     assert torch.equal(count, p.a.long() + p.b.long()) and set(count.tolist()) == {0, 1, 2}
 
 
-def test_pretrain_needs_a_kind_and_the_trial_records_the_generic_condition():
-    t = _trial(pretrain={"kind": "none"})
+@pytest.mark.parametrize("model", [{}, TRANSFORMER])
+def test_pretrain_needs_a_kind_and_the_trial_records_the_generic_condition(model):
+    t = _trial(model=model, pretrain={"kind": "none"})
     with pytest.raises(ValueError, match="pretraining kind"):
         pretrain(build_net(t), make_data(t), t)
-    m = run_trial(_trial(pretrain={"kind": "match_count"}, mask={"control_mask_seeds": 0})).metrics
+    m = run_trial(_trial(model=model, pretrain={"kind": "match_count"}, mask={"control_mask_seeds": 0})).metrics
     assert 0 <= m["pretrain_acc"] <= 1 and "pretrain_acc_A" not in m
     assert _trial(pretrain={"kind": "match_count"}).flat()["pretraining"] == "match_count"
