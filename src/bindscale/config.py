@@ -214,6 +214,17 @@ class CompoundTaskConfig(_Strict):
     n_colours: int = Field(8, ge=2, le=1000, description="colour values (subroutine B: same colour)")
     n_train: int = Field(2000, ge=2, le=1_000_000, description="rows of every training set (compound, subroutine, pretraining)")
     n_test: int = Field(1000, ge=2, le=1_000_000, description="rows of every test set")
+    base_fraction: float = Field(0.5, gt=0.0, lt=1.0, description="share of the scene space (per kind) the base "
+                                 "network's training and pretraining sets draw from")
+    mask_fraction: float = Field(0.25, gt=0.0, lt=1.0, description="share the masks' training sets draw from; the "
+                                 "rest (1 − base − mask) is the test sets' (bindscale.tasks.compound.partition_scenes)")
+
+    @model_validator(mode="after")
+    def _fractions(self) -> "CompoundTaskConfig":
+        if self.base_fraction + self.mask_fraction >= 1.0:
+            raise ValueError(f"base_fraction + mask_fraction = {self.base_fraction + self.mask_fraction} leaves "
+                             "no scenes for the test sets")
+        return self
 
 
 class ModularityModelConfig(_Strict):
@@ -239,15 +250,21 @@ class ModularityModelConfig(_Strict):
 
 
 class PretrainConfig(_Strict):
-    """Pretraining before the compound task: none, or the two subroutines as tasks of their own.
+    """Pretraining before the compound task (then the whole network is trained on the compound task).
 
-    ``subroutines``: the body is trained on the pretraining sets of A and B at once, each
-    with its own linear head on the last hidden representation (heads dropped afterwards),
-    then the whole network is trained on the compound task. Pretraining uses the ``train``
-    section's batch size, learning rate, weight decay, warm-up and gradient clip.
+    - ``none``: from scratch.
+    - ``match_count`` (the generic condition, which decides ``pretraining_reliability``):
+      one 3-way head on the last hidden representation learns how many attributes the
+      two objects share (0, 1 or 2, i.e. A + B) on the pretraining sets; see
+      :func:`bindscale.modularity_trial.pretrain`.
+    - ``subroutines`` (a labelled extra, reported beside the verdict): the body learns
+      A and B at once, each with its own linear head on the last hidden representation.
+
+    Heads are dropped afterwards. Pretraining uses the ``train`` section's batch size,
+    learning rate, weight decay, warm-up and gradient clip.
     """
 
-    kind: Literal["none", "subroutines"] = "none"
+    kind: Literal["none", "match_count", "subroutines"] = "none"
     steps: int = Field(1000, ge=1, le=10_000_000, description="pretraining steps (unused with kind none)")
 
 
@@ -456,7 +473,7 @@ VERDICT_PARAMS: dict[str, dict[str, tuple[float, float]]] = {
     "hull": {"margin": (0.0, 1.0)},
     "ood_scaling": {"margin": (0.0, 1.0)},
     "seen_subgraphs": {"margin": (0.0, 1.0)},
-    "structure_emerges": {"min_fraction": (0.0, 1.0), "min_base_acc": (0.0, 1.0)},
+    "structure_emerges": {"margin": (0.0, 1.0), "min_base_acc": (0.0, 1.0)},
     "structure_grows_with_width": {"margin": (0.0, 1.0), "min_base_acc": (0.0, 1.0)},
     "pretraining_reliability": {"margin": (0.0, 1.0), "min_base_acc": (0.0, 1.0)},
 }

@@ -11,12 +11,17 @@ One trial (all randomness on its own stream of :mod:`bindscale.seeding`):
 
 1. **Data** ("datasets" stream; :func:`bindscale.tasks.compound.make_datasets`
    gives every set its own child generator): compound train/test, subroutine
-   train/test for A (same shape) and B (same colour), pretraining sets.
+   train/test for A (same shape) and B (same colour), pretraining sets. The
+   scene space is partitioned first (``task.base_fraction`` / ``mask_fraction``,
+   the rest for testing): every test set is disjoint from every training set,
+   and the masks' training sets from the base network's. ``base_acc_test``
+   (which the verdicts' ``min_base_acc`` filter reads) is therefore held out.
 2. **Base network** ("init"): a ReLU MLP on the one-hot view or a transformer
    on the tokens, one binary logit per scene (:class:`CompoundNet`).
-   Optional **pretraining** ("pretrain"): the two subroutines as tasks of their
-   own, each with a linear head on the last hidden representation (dropped
-   afterwards); then training on the compound task ("train").
+   Optional **pretraining** ("pretrain", :func:`pretrain`): the generic
+   ``match_count`` task (how many attributes the objects share, one head) or
+   the labelled extra ``subroutines`` (one head per subroutine); heads dropped
+   afterwards; then training on the compound task ("train").
 3. **Mask search** ("mask", one sub-stream per network × subroutine × mask
    seed): for each subroutine and mask seed, continuous sparsification on that
    subroutine's training set (:func:`bindscale.analysis.modularity.subroutine_modularity`),
@@ -165,7 +170,9 @@ def build_net(trial: ModularityTrial, stream: str = "init") -> CompoundNet:
 def make_data(trial: ModularityTrial) -> dict[str, CompoundDataset]:
     """Every dataset of the trial (keys of :data:`bindscale.tasks.compound.DATASETS`), from the "datasets" stream."""
     t = trial.task
-    return make_datasets(CompoundTask(t.n_shapes, t.n_colours), seeding.rng(trial.seed, "datasets"), t.n_train, t.n_test)
+    fractions = (t.base_fraction, t.mask_fraction, 1.0 - t.base_fraction - t.mask_fraction)
+    return make_datasets(CompoundTask(t.n_shapes, t.n_colours), seeding.rng(trial.seed, "datasets"), t.n_train,
+                         t.n_test, fractions)
 
 
 def _fit(params: list[nn.Parameter], loss_of: Callable[[torch.Tensor], torch.Tensor], n: int, steps: int,
@@ -178,38 +185,76 @@ def _fit(params: list[nn.Parameter], loss_of: Callable[[torch.Tensor], torch.Ten
 
 
 def pretrain(net: CompoundNet, data: dict[str, CompoundDataset], trial: ModularityTrial, device="cpu") -> dict:
-    """Train ``net`` (in place) on both subroutines as tasks of their own.
+    """Train ``net`` (in place) on the pretraining task of ``trial.pretrain.kind``, then drop its head(s).
 
-    Rows of ``pretrain_A`` are scored by head 0 on A's truth value, rows of
-    ``pretrain_B`` by head 1 on B's; the two linear heads read
-    :meth:`CompoundNet.features` and are discarded afterwards. Head weights and
-    the minibatch order come from the "pretrain" stream.
+    Both kinds read the rows of ``pretrain_A`` and ``pretrain_B`` (each balanced over the four
+    (A, B) kinds, drawn from the base network's part of the scene space) through linear heads
+    on :meth:`CompoundNet.features`; head weights and the minibatch order come from the
+    "pretrain" stream.
+
+    - ``match_count`` — the generic condition. One 3-way softmax head predicts how many
+      attributes the two objects share, ``A + B`` ∈ {0, 1, 2}. Why this task: Lepori, Serre,
+      Pavlick (2023, "Break It Down") compare models pretrained in the ordinary way (ImageNet
+      classification, language modelling: a related task on the same kind of input that never
+      names the subroutines) with models trained from scratch. The match count is such a
+      related task on the same scenes and relations, but it has a single head and is never told
+      *which* attribute matched: its label is solved by one "amount of match" direction as well
+      as by two separate detectors, so it does not build a per-subroutine split into the last
+      layer. (A self-supervised masked-attribute task would be the other candidate; it needs a
+      mask token the transformer's vocabulary does not have.)
+    - ``subroutines`` — the labelled extra: rows of ``pretrain_A`` are scored by head 0 on A's
+      truth value, rows of ``pretrain_B`` by head 1 on B's. Two heads that each need one
+      subroutine linearly readable from the last hidden layer nearly build the result in.
 
     Returns:
-        :func:`~bindscale.seqtrain.fit_minibatches`' summary plus ``acc_A`` / ``acc_B``
-        (head accuracy on each whole pretraining set).
+        :func:`~bindscale.seqtrain.fit_minibatches`' summary plus ``acc`` (head accuracy on the
+        whole pretraining data) and, for ``subroutines``, ``acc_A`` / ``acc_B`` per head.
+
+    Raises:
+        ValueError: ``trial.pretrain.kind`` is "none".
     """
+    kind = trial.pretrain.kind
+    if kind == "none":
+        raise ValueError("pretrain() needs a pretraining kind, got 'none'")
     g = seeding.generator(trial.seed, "pretrain")
     d = net.feature_dim
+    n_out = 3 if kind == "match_count" else 2
     bound = 1.0 / math.sqrt(d)
-    w = nn.Parameter(((2 * torch.rand(d, 2, generator=g) - 1) * bound).to(device))
-    b = nn.Parameter(torch.zeros(2, device=device))
+    w = nn.Parameter(((2 * torch.rand(d, n_out, generator=g) - 1) * bound).to(device))
+    b = nn.Parameter(torch.zeros(n_out, device=device))
     parts = [data[f"pretrain_{f}"] for f in FACTORS]
     x = torch.cat([p.xy(net.view)[0] for p in parts]).to(device)
-    y = torch.cat([p.labels for p in parts]).to(device).float()
     head = torch.cat([torch.full((len(p),), i, dtype=torch.long) for i, p in enumerate(parts)]).to(device)
+    if kind == "match_count":
+        y = torch.cat([p.a.long() + p.b.long() for p in parts]).to(device)
 
-    def logits(rows: torch.Tensor) -> torch.Tensor:
-        return (net.features(x[rows]) @ w + b).gather(1, head[rows, None]).squeeze(1)
+        def predict(rows: torch.Tensor) -> torch.Tensor:
+            return net.features(x[rows]) @ w + b  # (n, 3) class logits
 
-    def loss_of(rows: torch.Tensor) -> torch.Tensor:
-        return nn.functional.binary_cross_entropy_with_logits(logits(rows), y[rows])
+        def loss_of(rows: torch.Tensor) -> torch.Tensor:
+            return nn.functional.cross_entropy(predict(rows), y[rows])
+
+        def correct(rows: torch.Tensor) -> torch.Tensor:
+            return (predict(rows).argmax(1) == y[rows]).float()
+    else:
+        y = torch.cat([p.labels for p in parts]).to(device).float()
+
+        def predict(rows: torch.Tensor) -> torch.Tensor:
+            return (net.features(x[rows]) @ w + b).gather(1, head[rows, None]).squeeze(1)
+
+        def loss_of(rows: torch.Tensor) -> torch.Tensor:
+            return nn.functional.binary_cross_entropy_with_logits(predict(rows), y[rows])
+
+        def correct(rows: torch.Tensor) -> torch.Tensor:
+            return ((predict(rows) > 0).float() == y[rows]).float()
 
     out = _fit(list(net.parameters()) + [w, b], loss_of, len(y), trial.pretrain.steps, trial, g, device)
     with torch.no_grad():
-        correct = ((logits(torch.arange(len(y), device=device)) > 0).float() == y).float()
-    for i, f in enumerate(FACTORS):
-        out[f"acc_{f}"] = float(correct[head == i].mean())
+        ok = correct(torch.arange(len(y), device=device))
+    out["acc"] = float(ok.mean())
+    if kind == "subroutines":
+        for i, f in enumerate(FACTORS):
+            out[f"acc_{f}"] = float(ok[head == i].mean())
     return out
 
 
@@ -318,7 +363,8 @@ def run_trial(trial: ModularityTrial, device: str | torch.device = "cpu",
 
     Metrics: ``n_params``; ``base_acc_train`` / ``base_acc_test`` (compound task),
     ``base_acc_sub_A`` / ``base_acc_sub_B`` (subroutine test sets); ``final_loss``;
-    with pretraining ``pretrain_loss``, ``pretrain_acc_A`` / ``pretrain_acc_B``;
+    with pretraining ``pretrain_loss``, ``pretrain_acc`` (and ``pretrain_acc_A`` / ``pretrain_acc_B``
+    for the subroutine heads);
     ``noise_tolerance`` (:func:`noise_tolerance` of the subroutine test sets) and the
     summary of :func:`summarise`; ``n_masked`` (weights under the mask);
     ``runs`` (every mask run, a list of dicts) and ``timings``.
@@ -328,9 +374,10 @@ def run_trial(trial: ModularityTrial, device: str | torch.device = "cpu",
     net = build_net(trial, "init").to(device)
     metrics: dict = {"n_params": net.n_params(),
                      "n_masked": sum(dict(net.named_parameters())[n].numel() for n in net.mask_names(trial.mask.params))}
-    if trial.pretrain.kind == "subroutines":
+    if trial.pretrain.kind != "none":
         pre = pretrain(net, data, trial, device)
-        metrics |= {"pretrain_loss": pre["final_loss"], "pretrain_acc_A": pre["acc_A"], "pretrain_acc_B": pre["acc_B"]}
+        metrics |= {"pretrain_loss": pre["final_loss"], "pretrain_acc": pre["acc"]}
+        metrics |= {f"pretrain_acc_{f}": pre[f"acc_{f}"] for f in FACTORS if f"acc_{f}" in pre}
         if pre["status"] != "ok":
             return TrialResult(status=pre["status"], diverged_step=pre["diverged_step"], metrics=metrics)
     fit = train_compound(net, data, trial, device, on_step=(lambda step, loss: progress(1)) if progress else None)

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from bindscale.tasks.compound import DATASETS, CompoundTask, make_datasets
+from bindscale.tasks.compound import DATASETS, KINDS, PARTS, CompoundTask, all_scenes, make_datasets, partition_scenes
 
 
 def rng(seed=0):
@@ -117,3 +117,73 @@ def test_bad_arguments_are_rejected():
         task.subroutine("C", 10, rng())
     with pytest.raises(ValueError, match="at least 1"):
         task.compound(0, rng())
+
+
+# ------------------------------------------------- disjoint scene partition (issue 13, item 10)
+
+TRAIN_SETS = ("compound_train", "pretrain_A", "pretrain_B", "sub_A_train", "sub_B_train")
+TEST_SETS = ("compound_test", "sub_A_test", "sub_B_test")
+
+
+def scene_set(ds):
+    return set(map(tuple, ds.tokens.tolist()))
+
+
+@pytest.mark.parametrize("shape", [(8, 8), (16, 16), (3, 5)])
+def test_every_test_set_is_disjoint_from_every_training_set(shape):
+    d = make_datasets(CompoundTask(*shape), rng(11), 2000, 1000)
+    for test in TEST_SETS:
+        for train in TRAIN_SETS:
+            assert not scene_set(d[test]) & scene_set(d[train]), (test, train)
+    # the masks' training scenes are not the base network's either
+    base = set().union(*(scene_set(d[k]) for k in ("compound_train", "pretrain_A", "pretrain_B")))
+    for k in ("sub_A_train", "sub_B_train"):
+        assert not scene_set(d[k]) & base, k
+
+
+def test_the_trial_data_of_the_default_study_are_disjoint():
+    from bindscale.config import ModularityTrial
+    from bindscale.modularity_trial import make_data
+
+    t = ModularityTrial.model_validate({"task": {"n_shapes": 16, "n_colours": 16}, "seed": 3})
+    d = make_data(t)
+    train = set().union(*(scene_set(d[k]) for k in TRAIN_SETS))
+    assert all(not scene_set(d[k]) & train for k in TEST_SETS)
+
+
+def test_partition_puts_every_scene_in_exactly_one_part_stratified_by_kind():
+    task = CompoundTask(4, 5)
+    parts = partition_scenes(task, rng(2), (0.5, 0.25, 0.25))
+    assert tuple(parts) == PARTS
+    seen = [tuple(s) for p in parts.values() for pool in p.values() for s in pool.tolist()]
+    assert len(seen) == len(set(seen)) == 4 * 4 * 5 * 5 == len(all_scenes(task))
+    # kind sizes: both true 4*5 = 20, shapes only 4*5*4 = 80, colours only 4*3*5 = 60, neither 4*3*5*4 = 240
+    for kind, n in zip(KINDS, (20, 80, 60, 240)):
+        counts = [len(parts[p][kind]) for p in PARTS]
+        assert sum(counts) == n and min(counts) >= 1
+        assert abs(counts[0] - n / 2) <= 1 and abs(counts[1] - n / 4) <= 1
+        for p in PARTS:  # each pool holds scenes of its kind only
+            s = parts[p][kind]
+            assert ((s[:, 0] == s[:, 2]) == kind[0]).all() and ((s[:, 1] == s[:, 3]) == kind[1]).all()
+    again = partition_scenes(task, rng(2))
+    assert all(np.array_equal(parts[p][k], again[p][k]) for p in PARTS for k in KINDS)
+
+
+def test_datasets_draw_only_from_their_part():
+    task = CompoundTask(5, 5)
+    parts = partition_scenes(task, rng(4))
+    ds = task.subroutine("A", 300, rng(5), parts["test"])
+    allowed = {tuple(s) for pool in parts["test"].values() for s in pool.tolist()}
+    attrs = ds.tokens - torch.tensor([0, 5, 0, 5])
+    assert set(map(tuple, attrs.tolist())) <= allowed
+    a, b = truth(ds)
+    assert b.all() and ds.labels.sum() == 150  # still the subroutine set: B held true, A balanced
+
+
+def test_partition_rejects_bad_fractions_and_too_small_spaces():
+    with pytest.raises(ValueError, match="fractions"):
+        partition_scenes(CompoundTask(4, 4), rng(), (0.5, 0.5, 0.5))
+    with pytest.raises(ValueError, match="fractions"):
+        partition_scenes(CompoundTask(4, 4), rng(), (1.0, 0.0, 0.0))
+    # the smallest space (2 x 2) still has 4 scenes of every kind, enough for three parts
+    assert all(len(pool) >= 1 for p in partition_scenes(CompoundTask(2, 2), rng()).values() for pool in p.values())

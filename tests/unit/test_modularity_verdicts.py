@@ -1,9 +1,15 @@
+"""Verdict rules of the modularity study on synthetic results tables (issue 13, items 4, 5, 10, 11)."""
+
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from bindscale.report.modularity_verdicts import (
+    DEFAULTS,
+    RULES,
+    STATEMENTS,
     fill_untrained,
     pretraining_reliability,
     structure_emerges,
@@ -11,137 +17,155 @@ from bindscale.report.modularity_verdicts import (
 )
 from bindscale.report.verdicts import compute_verdicts
 
-P_EMERGE = {"min_fraction": 0.5, "min_base_acc": 0.95}
+P_EMERGE = {"margin": 0.02, "min_base_acc": 0.95}
 P_DIFF = {"margin": 0.1, "min_base_acc": 0.95}
-
-# Per-trial share of runs meeting both criteria, 3 base seeds per (width, pretraining) cell (MLP).
-SHARES = {
-    (16, "none"): [0.0, 0.5, 0.5],  # mean 1/3
-    (64, "none"): [1.0, 1.0, 0.5],  # 5/6
-    (16, "subroutines"): [0.5, 0.5, 1.0],  # 2/3
-    (64, "subroutines"): [1.0, 1.0, 1.0],  # 1
-}
+SEEDS = 8
+JITTER = np.linspace(-0.01, 0.01, SEEDS)  # seed-to-seed spread, mean 0
 
 
-def _table(shares=SHARES, random=0.0, untrained=0.0, arch="mlp", acc=1.0):
+def _table(sub=0.3, abl=-0.2, robust=0.5, raw=0.75, widths=(16, 64), pre=("none", "match_count"), acc=1.0,
+           untrained=(0.0, 0.0), arch="mlp", **cols):
+    """One row per (width, pretraining, seed); a value may be a dict keyed by (width, pretraining)."""
+    def at(v, key):
+        return v[key] if isinstance(v, dict) else v
+
     rows = []
-    for (width, pre), vals in shares.items():
-        for seed, v in enumerate(vals):
-            rows.append({"status": "ok", "architecture": arch, "width": width, "depth": 3, "pretraining": pre,
-                         "seed": seed, "base_acc_test": acc, "frac_structural": v, "frac_structural_A": v,
-                         "frac_structural_B": v, "random_frac_structural": random,
-                         "untrained_frac_structural": untrained, "sub_diff": 0.4, "abl_diff": -0.2})
+    for w in widths:
+        for p in pre:
+            for s in range(SEEDS):
+                key = (w, p)
+                rows.append({"status": "ok", "architecture": arch, "width": w, "depth": 3, "pretraining": p,
+                             "seed": s, "base_acc_test": acc, "sub_diff": at(sub, key) + JITTER[s],
+                             "abl_diff": at(abl, key) - JITTER[s], "frac_robust": at(robust, key),
+                             "frac_structural": at(raw, key), "random_frac_structural": 0.25,
+                             "random_frac_robust": 0.0, "random_sub_diff": 0.0, "random_abl_diff": 0.0,
+                             "untrained_sub_diff": untrained[0], "untrained_abl_diff": untrained[1],
+                             "untrained_frac_robust": 0.0, "untrained_frac_structural": 0.25,
+                             "noise_tolerance": 0.045} | {c: at(v, key) for c, v in cols.items()})
     return pd.DataFrame(rows)
 
 
-def test_structure_emerges_is_the_mean_over_cells_with_controls_beside_it():
+# ------------------------------------------------------------ structure_emerges
+
+
+def test_structure_emerges_is_decided_on_the_mean_differences_with_the_shares_beside():
     stat, verdict, (value, lo, hi), n, d = structure_emerges(_table(), P_EMERGE, 1000, 0)
-    assert value == pytest.approx((1 / 3 + 5 / 6 + 2 / 3 + 1) / 4)  # 17/24
-    assert lo <= value <= hi and n == 12
-    assert d["share_subroutine_A"]["value"] == pytest.approx(17 / 24)
-    assert d["control_random_mask_share"]["value"] == 0 and d["control_untrained_share"]["value"] == 0
-    assert d["gap_to_controls"]["value"] == pytest.approx(17 / 24)
-    assert d["share_by_cell"]["mlp/16/none"]["value"] == pytest.approx(1 / 3)
-    # a stratified bootstrap: the worst resample takes each cell's lowest seed, (0 + .5 + .5 + 1) / 4
-    assert lo >= 0.5 - 1e-12
-    low = structure_emerges(_table(), {"min_fraction": 0.2, "min_base_acc": 0.95}, 1000, 0)
-    assert low[1] == "supported"
+    assert verdict == "supported" and n == 2 * 2 * SEEDS and d["seeds_per_cell"] == SEEDS
+    assert d["mean_sub_diff"]["value"] == pytest.approx(0.3) and d["mean_abl_diff"]["value"] == pytest.approx(-0.2)
+    assert d["mean_sub_diff"]["ci_low"] > 0 and d["mean_abl_diff"]["ci_high"] < 0
+    assert value == pytest.approx(0.2) and lo <= value <= hi  # the weaker effect, min(SubDiff, −AblDiff)
+    assert d["share_beyond_noise"]["value"] == 0.5 and d["share_raw_signs"]["value"] == 0.75
+    assert "0.045" in d["share_beyond_noise_note"]
+    assert d["control_untrained_abl_diff"]["value"] == 0 and d["control_random_mask_frac_structural"]["value"] == .25
+    assert set(d["by_cell"]) == {"mlp/16/none", "mlp/16/match_count", "mlp/64/none", "mlp/64/match_count"}
 
 
-def test_structure_emerges_not_supported_when_nothing_is_structural():
-    zeros = {k: [0.0, 0.0, 0.0] for k in SHARES}
-    _, verdict, (value, lo, hi), _, d = structure_emerges(_table(zeros), P_EMERGE, 500, 0)
-    assert (value, lo, hi) == (0.0, 0.0, 0.0) and verdict == "not_supported"
+def test_structure_emerges_fails_when_the_ablation_spares_nothing_whatever_the_sign_share():
+    # SubDiff clearly positive, AblDiff ≈ 0: the raw sign share (0.5) would count chance noise as structure
+    _, verdict, (value, lo, hi), _, d = structure_emerges(_table(abl=0.0, raw=0.5, robust=0.0), P_EMERGE, 1000, 0)
+    assert verdict == "not_supported" and hi < P_EMERGE["margin"]
+    assert "margin" in d["reason"]
+    # an ablation that hurts the *other* subroutine more (AblDiff > 0) fails as well
+    assert structure_emerges(_table(abl=0.2), P_EMERGE, 1000, 0)[1] == "not_supported"
+    # a subnetwork that solves the other subroutine better (SubDiff < 0)
+    assert structure_emerges(_table(sub=-0.2), P_EMERGE, 1000, 0)[1] == "not_supported"
 
 
-def test_controls_as_structural_as_the_trained_nets_leave_it_open():
-    ones = {k: [1.0, 1.0, 1.0] for k in SHARES}
-    assert structure_emerges(_table(ones), P_EMERGE, 500, 0)[1] == "supported"
-    # the untrained network passes as often: the test cannot tell structure from chance
-    stat, verdict, triple, n, d = structure_emerges(_table(ones, untrained=1.0), P_EMERGE, 500, 0)
-    assert verdict == "inconclusive" and d["gap_to_controls"]["value"] == 0.0
-    assert "controls" in d["reason"]
-    assert structure_emerges(_table(ones, random=1.0), P_EMERGE, 500, 0)[1] == "inconclusive"
+def test_structure_emerges_is_inconclusive_on_missing_nan_or_all_zero_differences():
+    zeros = _table(sub=0.0, abl=0.0, robust=0.0, raw=0.0).assign(sub_diff=0.0, abl_diff=0.0)
+    _, verdict, triple, _, d = structure_emerges(zeros, P_EMERGE, 500, 0)
+    assert verdict == "inconclusive" and math.isnan(triple[0]) and "exactly 0" in d["reason"]
+    nan = _table().assign(sub_diff=float("nan"))
+    _, verdict, triple, _, d = structure_emerges(nan, P_EMERGE, 500, 0)
+    assert verdict == "inconclusive" and math.isnan(triple[1]) and d["seeds_per_cell"] == 0
+    missing = _table().drop(columns=["abl_diff"])
+    assert structure_emerges(missing, P_EMERGE, 500, 0)[1] == "inconclusive"
+    assert structure_emerges(_table().iloc[0:0], P_EMERGE, 500, 0)[1] == "inconclusive"
 
 
-def test_untrained_networks_and_thin_cells_are_left_out():
-    df = _table()
-    bad = df.iloc[:3].assign(base_acc_test=0.6, frac_structural=1.0, width=256)  # never learned the task
-    thin = df.iloc[:2].assign(architecture="transformer", frac_structural=1.0)  # 2 base seeds only
-    stat, verdict, (value, *_), n, d = structure_emerges(pd.concat([df, bad, thin]), P_EMERGE, 500, 0)
-    assert value == pytest.approx(17 / 24) and n == 12 and d["n_below_min_base_acc"] == 3
-    none = structure_emerges(df.assign(base_acc_test=0.5), P_EMERGE, 500, 0)
-    assert none[1] == "inconclusive" and math.isnan(none[2][0]) and "learned" in none[4]["reason"]
+def test_noisy_effects_straddling_zero_are_inconclusive():
+    df = _table(sub=0.3, abl=-0.05)
+    df["abl_diff"] = -0.05 + np.tile(np.linspace(-0.3, 0.3, SEEDS), len(df) // SEEDS)
+    _, verdict, (_, lo, hi), _, d = structure_emerges(df, P_EMERGE, 1000, 0)
+    assert d["mean_abl_diff"]["ci_low"] < 0 < d["mean_abl_diff"]["ci_high"] and verdict == "inconclusive"
 
 
-def test_width_difference_per_stratum_then_averaged():
-    stat, verdict, (value, lo, hi), n, d = structure_grows_with_width(_table(), P_DIFF, 1000, 0)
-    # (5/6 − 1/3) from scratch, (1 − 2/3) pretrained → mean 5/12
-    assert value == pytest.approx(5 / 12) and lo <= value <= hi and n == 12
-    assert d["by_stratum"]["mlp/none (width 64 − 16)"]["value"] == pytest.approx(0.5)
-    assert d["by_stratum"]["mlp/subroutines (width 64 − 16)"]["value"] == pytest.approx(1 / 3)
-    assert d["control_untrained_difference"]["value"] == 0.0
-    # worst resample: (.5 − .5 + 1 − 1) / 2 = 0 ≤ lo; best: (1 − 0 + 1 − .5) / 2 = .75 ≥ hi
-    assert 0.0 <= lo and hi <= 0.75
-    assert verdict == ("supported" if lo > 0.1 else "inconclusive")
-    flat = {k: [0.5, 0.5, 0.5] for k in SHARES}
-    _, verdict, triple, _, d = structure_grows_with_width(_table(flat), P_DIFF, 500, 0)
-    assert triple == (0.0, 0.0, 0.0) and verdict == "not_supported"
-    clear = {(16, "none"): [0.0, 0.0, 0.0], (64, "none"): [1.0, 1.0, 1.0]}
-    assert structure_grows_with_width(_table(clear), P_DIFF, 500, 0)[1:3] == ("supported", (1.0, 1.0, 1.0))
+def test_untrained_networks_thin_cells_and_subroutine_heads_do_not_decide():
+    null = _table(abl=0.0, robust=0.0)
+    bad = _table(acc=0.6, widths=(256,))  # strong "structure", but the base network never learned the task
+    thin = _table(arch="transformer").query("seed < 2")  # 2 base seeds only
+    heads = _table(pre=("subroutines",))  # the labelled extra: strong structure
+    _, verdict, _, n, d = structure_emerges(pd.concat([null, bad, thin, heads]), P_EMERGE, 500, 0)
+    assert verdict == "not_supported" and n == len(null)
+    assert d["n_below_min_base_acc"] == len(bad)
+    assert d["extra_subroutine_heads"]["mean_abl_diff"]["value"] == pytest.approx(-0.2)
+    none = structure_emerges(null.assign(base_acc_test=0.5), P_EMERGE, 500, 0)
+    assert none[1] == "inconclusive" and "learned" in none[4]["reason"]
 
 
-def test_pretraining_difference_per_stratum_then_averaged():
-    stat, verdict, (value, lo, hi), n, d = pretraining_reliability(_table(), P_DIFF, 1000, 0)
-    # width 16: 2/3 − 1/3; width 64: 1 − 5/6 → mean 1/4
-    assert value == pytest.approx(0.25) and lo <= value <= hi
-    assert set(d["by_stratum"]) == {"mlp/16 (pretrained − scratch)", "mlp/64 (pretrained − scratch)"}
-    zeros = {k: [0.0, 0.0, 0.0] for k in SHARES}
-    _, verdict, triple, _, d = pretraining_reliability(_table(zeros), P_DIFF, 500, 0)
-    assert verdict == "not_supported" and "nothing to grow" in d["reason"]
-    clear = {(16, "none"): [0.0, 0.0, 0.0], (16, "subroutines"): [1.0, 1.0, 1.0]}
-    assert pretraining_reliability(_table(clear), P_DIFF, 500, 0)[1] == "supported"
+# ------------------------------------------------------------- contrasts
 
 
-def test_a_side_with_too_few_seeds_or_one_condition_is_inconclusive():
-    only_scratch = {k: v for k, v in SHARES.items() if k[1] == "none"}
-    _, verdict, triple, n, d = pretraining_reliability(_table(only_scratch), P_DIFF, 500, 0)
-    assert verdict == "inconclusive" and math.isnan(triple[0]) and "both pretraining" in d["reason"]
-    two_seeds = {k: v[:2] for k, v in SHARES.items()}
-    assert structure_grows_with_width(_table(two_seeds), P_DIFF, 500, 0)[1] == "inconclusive"
+def test_width_difference_of_the_noise_robust_share_per_stratum_then_averaged():
+    robust = {(16, "none"): 0.2, (64, "none"): 0.6, (16, "match_count"): 0.3, (64, "match_count"): 0.5}
+    stat, verdict, (value, lo, hi), n, d = structure_grows_with_width(_table(robust=robust), P_DIFF, 1000, 0)
+    assert value == pytest.approx(0.3) and (lo, hi) == pytest.approx((0.3, 0.3)) and verdict == "supported"
+    assert d["by_stratum"]["mlp/none (width 64 − 16)"]["value"] == pytest.approx(0.4)
+    assert d["seeds_per_cell"] == SEEDS and d["raw_sign_share_difference"]["value"] == 0
+    flat = structure_grows_with_width(_table(robust=0.5, raw=robust), P_DIFF, 500, 0)
+    assert flat[1] == "not_supported" and flat[2] == (0.0, 0.0, 0.0)  # the raw share's growth does not count
 
 
-def test_registered_rules_take_their_defaults():
-    df = _table()
-    out = compute_verdicts(df, {"verdicts": {"structure_emerges": {}, "structure_grows_with_width": None,
-                                             "pretraining_reliability": {"margin": 0.9}}})
-    assert [v["claim"] for v in out] == ["structure_emerges", "structure_grows_with_width",
-                                         "pretraining_reliability"]
-    assert out[0]["value"] == pytest.approx(17 / 24) and out[1]["details"]["reason"].startswith("margin 0.1")
-    # the best resample of the pretraining difference is ((1 − 0) + (1 − .5)) / 2 = .75 < .9
-    assert out[2]["verdict"] == "not_supported" and out[2]["ci_high"] <= 0.75
+def test_pretraining_reliability_is_decided_by_generic_pretraining_not_subroutine_heads():
+    robust = {(w, p): {"none": 0.2, "match_count": 0.2, "subroutines": 0.9}[p] for w in (16, 64)
+              for p in ("none", "match_count", "subroutines")}
+    df = _table(robust=robust, pre=("none", "match_count", "subroutines"))
+    stat, verdict, triple, n, d = pretraining_reliability(df, P_DIFF, 500, 0)
+    assert "match_count" in stat and verdict == "not_supported" and triple == (0.0, 0.0, 0.0)
+    assert d["extra_subroutine_heads"]["difference"]["value"] == pytest.approx(0.7)
+    assert set(d["by_stratum"]) == {"mlp/16 (match_count − scratch)", "mlp/64 (match_count − scratch)"}
+    up = {k: v + 0.5 * (k[1] == "match_count") for k, v in robust.items()}
+    assert pretraining_reliability(_table(robust=up, pre=("none", "match_count")), P_DIFF, 500, 0)[1] == "supported"
+    only_heads = _table(robust=robust, pre=("none", "subroutines"))
+    _, verdict, triple, _, d = pretraining_reliability(only_heads, P_DIFF, 500, 0)
+    assert verdict == "inconclusive" and math.isnan(triple[0]) and "match_count" in d["reason"]
+
+
+def test_contrasts_are_inconclusive_on_missing_nan_or_all_zero_shares():
+    for rule in (structure_grows_with_width, pretraining_reliability):
+        zeros = rule(_table(robust=0.0), P_DIFF, 500, 0)
+        assert zeros[1] == "inconclusive" and "nothing to compare" in zeros[4]["reason"]
+        assert rule(_table(robust=float("nan")), P_DIFF, 500, 0)[1] == "inconclusive"
+        assert rule(_table().drop(columns=["frac_robust"]), P_DIFF, 500, 0)[1] == "inconclusive"
+        assert rule(_table().query("seed < 2"), P_DIFF, 500, 0)[1] == "inconclusive"
+
+
+# ------------------------------------------------------------- registration
+
+
+def test_every_claim_has_a_statement_naming_its_source_and_rules_take_their_defaults():
+    assert set(STATEMENTS) == set(RULES) == set(DEFAULTS)
+    for claim, text in STATEMENTS.items():
+        assert "Lepori, Serre, Pavlick (2023)" in text, claim
+    assert "Not a claim" in STATEMENTS["structure_grows_with_width"]
+    out = compute_verdicts(_table(), {"verdicts": {"structure_emerges": {}, "structure_grows_with_width": None,
+                                                   "pretraining_reliability": {"margin": 0.9}}})
+    assert [v["claim"] for v in out] == list(RULES)
+    assert out[0]["verdict"] == "supported" and out[1]["details"]["reason"].startswith("margin 0.1")
 
 
 def test_a_pretrained_trial_without_the_control_shares_its_twins_untrained_network():
-    df = _table(untrained=0.0)
-    pre = df["pretraining"] == "subroutines"
-    df.loc[pre, "untrained_frac_structural"] = float("nan")  # the control ran in the scratch trials only
-    df.loc[~pre & (df["width"] == 16) & (df["seed"] == 0), "untrained_frac_structural"] = 1.0
+    df = _table()
+    pre = df["pretraining"] == "match_count"
+    df.loc[pre, "untrained_abl_diff"] = float("nan")  # the control ran in the scratch trials only
+    df.loc[~pre & (df["width"] == 16) & (df["seed"] == 0), "untrained_abl_diff"] = -1.0
     filled = fill_untrained(df)
     twin = filled[pre & (filled["width"] == 16) & (filled["seed"] == 0)]
-    assert twin["untrained_frac_structural"].tolist() == [1.0]
-    assert filled["untrained_frac_structural"].notna().all()
-    # the gap to the controls uses the twin's value: mlp/16/subroutines seed 0 has share .5 − 1
-    d = structure_emerges(df, P_EMERGE, 500, 0)[4]
-    # per trial: share − max(random 0, untrained); only seed 0 at width 16 has an untrained 1
-    gaps = {(16, "none"): [0 - 1, .5, .5], (64, "none"): [1, 1, .5], (16, "subroutines"): [.5 - 1, .5, 1],
-            (64, "subroutines"): [1, 1, 1]}
-    expected = sum(sum(v) / 3 for v in gaps.values()) / 4
-    assert d["gap_to_controls"]["value"] == pytest.approx(expected)
+    assert twin["untrained_abl_diff"].tolist() == [-1.0]
+    assert filled["untrained_abl_diff"].notna().all()
 
 
-def test_the_share_beyond_noise_is_reported_beside_the_sign_criterion():
-    df = _table().assign(frac_robust=0.25, random_frac_robust=0.0, noise_tolerance=0.045)
-    d = structure_emerges(df, P_EMERGE, 500, 0)[4]
-    assert d["share_beyond_noise"]["value"] == 0.25 and d["control_random_share_beyond_noise"]["value"] == 0
-    assert "0.045" in d["share_beyond_noise_note"]
+def test_contrasts_without_a_pretraining_column_are_inconclusive():
+    for rule in (structure_grows_with_width, pretraining_reliability):
+        out = rule(_table().drop(columns=["pretraining"]), P_DIFF, 200, 0)
+        assert out[1] == "inconclusive" and "pretraining" in out[4]["reason"]
