@@ -203,7 +203,8 @@ def test_works_on_a_stacked_mlp_with_one_trial():
     torch.manual_seed(0)
     task = CompoundTask(S, C)
     ds = task.compound(256, np.random.default_rng(0))
-    model = StackedMLP(ModelConfig(kind="mlp", width=16, depth=2), code_dim=task.dim, x_dim=0, out_dim=1,
+    model = StackedMLP(ModelConfig(kind="mlp", width=16, depth=2, init="torch_uniform"), code_dim=task.dim, x_dim=0,
+                       out_dim=1,
                        n_modules=2, gens=[torch.Generator().manual_seed(0)])
 
     def fwd(f, x):  # (B, D) → code (1, B, D), x (1, B, 1, 0) → logits (B,)
