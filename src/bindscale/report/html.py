@@ -40,8 +40,8 @@ CLAIM_FIGURES = {
     "decodability": ["decodability"],
     "binding": ["heldout_vs_params"],
     "hull": ["hull_vs_width"],
-    "ood_scaling": ["sg_acc_vs_params", "sg_acc_by_size"],
-    "seen_subgraphs": ["sg_coverage_by_depth", "sg_error_types", "sg_acc_by_depth"],
+    "scale_does_not_lift_ood": ["sg_acc_vs_params", "sg_acc_by_size"],
+    "correct_steps_seen_in_training": ["sg_coverage_by_depth", "sg_error_types", "sg_acc_by_depth"],
     "structure_emerges": ["mod_scores", "mod_accuracies"],
     "structure_grows_with_width": ["mod_share_vs_width"],
     "pretraining_reliability": ["mod_share_by_pretraining"],
@@ -51,15 +51,13 @@ CLAIM_TITLES = {
     "decodability": "Linear decodability predicts generalization",
     "binding": "Explicit binding: hypernetwork vs MLP",
     "hull": "Inside vs outside the training hull",
-    "ood_scaling": "Out of distribution: does scale help? (Faith and Fate)",
-    "seen_subgraphs": "Are correct steps the ones seen in training? (Faith and Fate)",
+    "scale_does_not_lift_ood": "Out of distribution: does scale help? (Faith and Fate)",
+    "correct_steps_seen_in_training": "Are correct steps the ones seen in training? (Faith and Fate)",
     "structure_emerges": "Do subroutines live in separable subnetworks? (Break It Down)",
     "structure_grows_with_width": "Does structural compositionality grow with width? (Break It Down)",
     "pretraining_reliability": "Does subroutine pretraining make it more reliable? (Break It Down)",
 }
-#: What a "supported" verdict asserts, in words: the statistic's direction is not always the
-#: source's (ood_scaling is supported when scale DOES help out of distribution, which is what
-#: Faith and Fate found does not happen).
+#: What a "supported" verdict asserts, in words.
 CLAIM_STATEMENTS = {
     "scaling": "supported = plain MLPs reach the held-out R² threshold at the largest width and coverage, "
                "and widening helps (Redhardt, Schug, Akram 2025 claim this)",
@@ -69,10 +67,11 @@ CLAIM_STATEMENTS = {
                "(Schug et al. 2024 claim this)",
     "hull": "supported = scale helps held-out combinations inside the training hull but not outside it "
             "(the project's synthesis)",
-    "ood_scaling": "supported = out-of-distribution accuracy rises with model size; Dziri et al. 2023 "
-                   "report that it does NOT, so their claim corresponds to 'not supported' here",
-    "seen_subgraphs": "supported = correct steps are more often ones whose computation was seen in training, "
-                      "at equal depth (Dziri et al. 2023 claim this)",
+    "scale_does_not_lift_ood": "supported = out-of-distribution accuracy does not rise with model size (the "
+                               "gain's interval lies below the margin), with some model above the accuracy floor "
+                               "(Dziri et al. 2023 claim this)",
+    "correct_steps_seen_in_training": "supported = correct steps are more often ones whose computation was seen "
+                                      "in training, at equal depth (Dziri et al. 2023 claim this)",
     "structure_emerges": "supported = most runs find a subroutine's subnetwork that can be ablated without "
                          "the other subroutine, beyond the controls (Lepori, Serre, Pavlick 2023 claim this)",
     "structure_grows_with_width": "supported = the share of structural runs grows from the smallest to the "
