@@ -222,3 +222,20 @@ def test_depth_matched_gap_removes_the_depth_confound():
                          + [{"depth": 2, "label": "correct", "seen": True}] * 1
                          + [{"depth": 2, "label": "wrong", "seen": s} for s in (True, False)])
     assert depth_matched_gap(nodes) == pytest.approx((2 * 1.0 + 1 * 0.5) / 3)
+
+
+def test_figures_show_both_depth_conventions_and_both_taxonomies():
+    import json
+
+    from bindscale.report.subgraph_figures import SUBGRAPH_FIGURES, fig_acc_by_depth, fig_error_types
+
+    row = {"status": "ok", "n_params": 1e5, "n_train": 4000, "scratchpad": True, "acc_id": 0.9, "acc_ood": 0.1,
+           "compound_eps": 0.1, "compound_r2": 0.5,
+           "acc_by_depth": json.dumps({"4": [5, 1.0], "5": [5, 0.6]}),
+           "acc_by_depth_source": json.dumps({"4": [3, 1.0], "6": [7, 0.7]}),
+           "taxonomy_dziri_by_depth": json.dumps({"1": {"correct": 0.5, "restoration": 0.5}}),
+           "taxonomy_by_depth": json.dumps({"1": {"correct": 1.0}})}
+    df = pd.DataFrame([row, {**row, "seed": 1}])
+    assert fig_acc_by_depth(df) and fig_error_types(df) and SUBGRAPH_FIGURES["sg_error_types_recomputed"][0](df)
+    assert "Dziri et al.'s definitions" in SUBGRAPH_FIGURES["sg_error_types"][1]
+    assert fig_error_types(df.drop(columns="taxonomy_dziri_by_depth")) is None  # old records: no Dziri labels

@@ -5,6 +5,11 @@ its data are missing. Per-trial tables (accuracy by depth, error types, …) are
 JSON strings in the table; they are averaged over the seeds of the focus
 condition: the largest model, scratchpad format where present, the largest
 training set. Error bars: 95% bootstrap intervals of the mean over seeds.
+The error-type figure ``sg_error_types`` labels nodes with Dziri et al.'s
+definitions (:func:`bindscale.analysis.subgraphs.classify_nodes_dziri`);
+``sg_error_types_recomputed`` shows bindscale's recomputed labels beside it.
+Accuracy by depth uses bindscale's graph depth and, for multiplication, also
+Faith and Fate's (:func:`bindscale.tasks.multiplication.source_depth`).
 """
 
 from __future__ import annotations
