@@ -130,7 +130,8 @@ def test_all_zero_ood_accuracy_is_inconclusive_not_a_confirmation():
     assert scale_does_not_lift_ood(low, {**OOD, "ood_floor": 0.03}, 500, 0)[1] == "supported"
 
 
-@pytest.mark.parametrize("spoil", ["nan_large", "nan_small", "missing_column", "no_id", "one_size", "few_seeds"])
+@pytest.mark.parametrize("spoil", ["nan_large", "nan_small", "missing_column", "no_id", "one_size", "few_seeds",
+                                   "one_scratchpad_size"])
 def test_scale_does_not_lift_ood_is_inconclusive_on_missing_or_unusable_data(spoil):
     df = _rows(EIGHT, EIGHT, [0.6] * 8, [0.2] * 8)
     if spoil == "nan_large":
@@ -145,6 +146,8 @@ def test_scale_does_not_lift_ood_is_inconclusive_on_missing_or_unusable_data(spo
         df = df[df.n_params == 1e6]
     elif spoil == "few_seeds":
         df = df[df.seed < 2]
+    elif spoil == "one_scratchpad_size":  # two sizes, but only one of them with the scratchpad
+        df.loc[df.n_params == 1e5, "scratchpad"] = False
     stat, verdict, triple, n, details = scale_does_not_lift_ood(df, OOD, 500, 0)
     assert verdict == "inconclusive" and details["reason"] and "seeds_per_cell" in details
 

@@ -126,9 +126,13 @@ def scale_does_not_lift_ood(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int
     stat = "OOD exact-match gain, smallest → largest model (largest training set, scratchpad)"
     ok = _prepare(ok)
     if not {"acc_ood", "acc_id", "n_params"} <= set(ok) or ok["n_params"].nunique() < 2:
-        return stat, "inconclusive", NAN3, len(ok), {"reason": "needs trials at two or more model sizes",
-                                                      "seeds_per_cell": 0}
+        return stat, "inconclusive", NAN3, len(ok), {
+            "reason": "needs acc_id and acc_ood at two or more model sizes", "seeds_per_cell": 0}
     rows = focus_rows(ok)
+    if rows["n_params"].nunique() < 2:
+        return stat, "inconclusive", NAN3, len(rows), {
+            "reason": "the deciding slice (largest training set, scratchpad) has fewer than two model sizes",
+            "seeds_per_cell": 0}
     small, large = rows["n_params"].min(), rows["n_params"].max()
     a, b = rows[rows["n_params"] == large], rows[rows["n_params"] == small]
     n = len(a) + len(b)
