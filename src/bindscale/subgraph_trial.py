@@ -13,10 +13,15 @@ The model ("init" stream) is trained on prompt → target with the loss on the
 target only, then decodes greedily. Metrics (all on the test examples):
 
 - exact match of the final answer, in / out of distribution, by size cell, by
-  graph depth and by graph width;
-- the error-compounding fit accuracy ≈ (1 − ε)^depth (ε per trial);
+  graph depth and by graph width; for multiplication also by depth under
+  Faith and Fate's graph convention (``acc_by_depth_source``,
+  :func:`bindscale.tasks.multiplication.source_depth`), to set beside the
+  paper's figures;
+- the error-compounding fit accuracy ≈ (1 − ε)^depth (ε per trial, bindscale's depth);
 - node error taxonomy on predicted scratchpads (correct / local / propagation
-  / restoration / missing) by depth;
+  / restoration / missing) by depth, with Dziri et al.'s definitions
+  (``taxonomy_dziri_by_depth``) and bindscale's recomputed ones
+  (``taxonomy_by_depth``), see :mod:`bindscale.analysis.subgraphs`;
 - subgraph coverage: the share of non-input nodes whose whole ancestor
   computation occurs in the training graphs, among correct vs wrong nodes,
   overall and matched by depth (:func:`depth_matched_gap`);
@@ -35,7 +40,7 @@ import pandas as pd
 import torch
 
 from . import seeding
-from .analysis.subgraphs import classify_nodes, fit_compounding, label_table, rig_table, subgraph_coverage
+from .analysis.subgraphs import TAXONOMIES, fit_compounding, label_table, rig_table, subgraph_coverage
 from .config import SubgraphsTrial
 from .models.transformer import Transformer
 from .seqtrain import greedy_predictions, train_seq_model
@@ -140,16 +145,20 @@ def evaluate(model: Transformer, train: list[Example], test: list[Example], in_d
         "acc_by_depth": _acc_by(test, correct, lambda ex: ex.depth),
         "acc_by_width": _acc_by(test, correct, lambda ex: ex.width),
     }
+    if test and all(ex.depth_source is not None for ex in test):
+        m["acc_by_depth_source"] = _acc_by(test, correct, lambda ex: ex.depth_source)
     depth = m["acc_by_depth"]
     eps, r2 = fit_compounding([float(d) for d in depth], [a for _, a in depth.values()],
                               weights=[n for n, _ in depth.values()])
     m |= {"compound_eps": float(eps), "compound_r2": float(r2)}
 
-    labels = [classify_nodes(ex, read_values(ex, p)) for ex, p in zip(test, preds)]
-    table = label_table(test, labels)
-    m["taxonomy_by_depth"] = {str(int(d)): {r.label: float(r.share) for r in g.itertuples()}
-                              for d, g in table.groupby("depth")}
-    nodes, _ = subgraph_coverage(train, test, labels)
+    values = [read_values(ex, p) for ex, p in zip(test, preds)]
+    labels = {name: [classify(ex, v) for ex, v in zip(test, values)] for name, classify in TAXONOMIES.items()}
+    for name, key in (("recomputed", "taxonomy_by_depth"), ("dziri", "taxonomy_dziri_by_depth")):
+        table = label_table(test, labels[name])
+        m[key] = {str(int(d)): {r.label: float(r.share) for r in g.itertuples()} for d, g in table.groupby("depth")}
+    # Both taxonomies split right from wrong nodes identically (COARSE), so coverage uses either.
+    nodes, _ = subgraph_coverage(train, test, labels["recomputed"])
     nodes = nodes[(nodes["op"] != "input") & nodes["label"].isin(["correct", "wrong"])]
     for lab in ("correct", "wrong"):
         sel = nodes[nodes["label"] == lab]

@@ -13,21 +13,24 @@ def test_a_tiny_subgraphs_study_runs_end_to_end_and_reports_its_claims(tmp_path)
     r = bindscale("run", TINY_SG, "--out", out, "--workers", "1")
     assert r.returncode == 0, r.stderr
     summary = json.loads((out / "summary.json").read_text())
-    assert [v["claim"] for v in summary["verdicts"]] == ["ood_scaling", "seen_subgraphs"]
+    assert [v["claim"] for v in summary["verdicts"]] == ["scale_does_not_lift_ood", "correct_steps_seen_in_training"]
     # one seed per size: too few replicates for a verdict, and the report says so
     assert all(v["verdict"] == "inconclusive" for v in summary["verdicts"])
     df = pd.read_parquet(out / "results.parquet")
     assert len(df) == 3 and set(df["status"]) == {"ok"}
     assert set(df["task"]) == {"maxsubseq", "multiplication"}
-    for col in ("acc_id", "acc_ood", "compound_eps", "seen_gap_depth", "n_params"):
+    for col in ("acc_id", "acc_ood", "compound_eps", "seen_gap_depth", "n_params", "taxonomy_dziri_by_depth",
+                "acc_by_depth_source"):
         assert col in df
+    assert all("seeds_per_cell" in v["details"] for v in summary["verdicts"])
     assert json.loads(df["acc_by_size"].iloc[0])  # per-size table survives as JSON
     html = (out / "report.html").read_text()
     assert "Out of distribution: does scale help?" in html and "data:image/png;base64," in html
+    assert "Dziri et al.&#39;s definitions" in html or "Dziri et al.'s definitions" in html  # error-type caption
     assert_resumes(TINY_SG, out, 3)
 
 
 @pytest.mark.slow
 def test_quick_subgraphs_study_within_three_minutes_with_verdicts(tmp_path):
     elapsed, summary = run_quick("subgraphs", tmp_path / "q")
-    assert {v["claim"] for v in summary["verdicts"]} == {"ood_scaling", "seen_subgraphs"}
+    assert {v["claim"] for v in summary["verdicts"]} == {"scale_does_not_lift_ood", "correct_steps_seen_in_training"}

@@ -117,3 +117,42 @@ def test_encode_decode():
         charvocab.encode("12+3")
     with pytest.raises(ValueError):
         charvocab.decode([charvocab.VOCAB_SIZE])
+
+
+# ---- Faith and Fate's depth convention beside bindscale's (issue 13, item 12) ----
+
+@pytest.mark.parametrize("a, b, source, ours", [
+    (7, 8, 4, 4),          # 1x1: product, concatenation, shift, final sum; ours: product, digit, row, answer digit
+    (12, 13, 5, 5),        # 2x2 without carries: n + 3 = 5; ours n + max(m, 2) + 1 = 5
+    (57, 68, 6, 5),        # 2x2, carry out of column 0: product, carry, sum, concatenation, shift, final = 2n + 2
+    (105, 3, 7, 6),        # 3x1, carry only out of column 0 (0·3 + 1 = 1 stops it): 7 edges
+    (999, 9, 8, 6),        # carries all along: 2n + 2 = 8
+    (111, 111, 6, 7),      # no carries: n + 3 = 6; ours 3 + 3 + 1
+    (12, 1111, 5, 7),      # the source's depth ignores b's length; ours grows with it (running sums)
+    (99999, 99999, 12, 11),  # the source's maximum at 5 digits, 12 edges
+    (11111, 11111, 8, 11),   # its minimum at 5 digits, n + 3
+])
+def test_source_depth_by_hand(a, b, source, ours):
+    ex = multiplication.make_example(a, b, True)
+    assert multiplication.source_depth(a, b) == ex.depth_source == source
+    assert ex.depth == ours == len(str(a)) + max(len(str(b)), 2) + 1
+    assert multiplication.make_example(a, b, False).depth_source == source
+
+
+def test_source_graph_structure_of_57x68():
+    g = multiplication.source_graph(57, 68)
+    # Column 0 of each row splits 56 / 42 into carry and digit; the last column never splits; no column 2.
+    assert {("c", 0, 0), ("r", 0, 0), ("s", 1, 0), ("c", 0, 1), ("s", 1, 1)} <= set(g)
+    assert ("c", 1, 0) not in g and ("r", 1, 0) not in g
+    assert set(g.predecessors("final")) == {("shift", 0), ("shift", 1)}
+    assert nx.shortest_path_length(g, ("a", 1), "final") == 5  # a1, product, sum with carry, concatenation, shift, final
+    path = [("a", 0), ("p", 0, 0), ("c", 0, 0), ("s", 1, 0), ("o", 1, 0), ("shift", 0), "final"]
+    assert nx.is_path(g, path) and len(path) - 1 == nx.dag_longest_path_length(g)
+    # No carry: 12·13 has no carry or sum node at all.
+    assert not any(isinstance(n, tuple) and n[0] in ("c", "s") for n in multiplication.source_graph(12, 13))
+    with pytest.raises(ValueError):
+        multiplication.source_depth(-1, 3)
+
+
+def test_maxsubseq_has_no_source_depth():
+    assert maxsubseq.make_example([3, -1, 4], True).depth_source is None

@@ -167,3 +167,69 @@ def test_accuracy_by():
     assert df["n"].tolist() == [4]
     with pytest.raises(ValueError):
         accuracy_by(exs, [True], "depth")
+
+
+# ---- Dziri et al.'s taxonomy beside bindscale's recomputed one (issue 13, item 12) ----
+
+def _both(ex, values):
+    """(Dziri et al.'s labels, bindscale's recomputed labels) of a scratchpad with planted ``values``."""
+    from bindscale.analysis.subgraphs import classify_nodes_dziri
+
+    pred = read_values(ex, render_target(ex.graph, values))
+    return _non_default(classify_nodes_dziri(ex, pred)), _non_default(classify_nodes(ex, pred))
+
+
+def test_dziri_taxonomy_on_a_2x2_product_without_carries():
+    ex = multiplication.make_example(12, 13, True)  # 12·13 = 156: rows 36 and 120, no carry anywhere
+    assert ex.target == "6,06,3,03,36;2,02,1,01,120;156$"
+    # 2·3 written 7 and followed faithfully: digit 7, row 37, answer 157.
+    dziri, recomputed = _both(ex, {"m0.0": 7, "d0.0": 7, "r0": 37, "y0": 7})
+    # Dziri et al.: the carry 0, and the answer's tens and hundreds digits, are right under a wrong parent.
+    assert dziri == {"m0.0": "local", "d0.0": "propagation", "c0.0": "restoration", "r0": "propagation",
+                     "y0": "propagation", "y1": "restoration", "y2": "restoration"}
+    # Recomputed: the wrong parent does not change them (7 // 10 = 0 = 6 // 10; 37 + 120 = 157 keeps 5 and 1).
+    assert recomputed == {"m0.0": "local", "d0.0": "propagation", "r0": "propagation", "y0": "propagation"}
+    # A wrong row over right digits is local in both; the answer's units digit then propagates it.
+    assert _both(ex, {"r0": 35, "y0": 5}) == ({"r0": "local", "y0": "propagation", "y1": "restoration",
+                                                "y2": "restoration"}, {"r0": "local", "y0": "propagation"})
+    # A wrong digit under a wrong product that does not follow it: propagation for Dziri et al., local recomputed.
+    dziri, recomputed = _both(ex, {"m0.0": 7, "d0.0": 8})
+    assert dziri["d0.0"] == "propagation" and recomputed["d0.0"] == "local"
+    # A right digit under a wrong product that would give a wrong digit: restoration in both.
+    dziri, recomputed = _both(ex, {"m0.0": 7})
+    assert dziri["d0.0"] == recomputed["d0.0"] == "restoration"
+
+
+def test_dziri_taxonomy_on_a_2x2_product_with_carries():
+    ex = multiplication.make_example(57, 68, True)  # 57·68 = 3876: 7·8 = 56, 5·8 + 5 = 45; 7·6 = 42, 5·6 + 4 = 34
+    assert ex.target == "56,56,40,45,456;42,42,30,34,3420;3876$"
+    # Carry of 56 written 4: the next column adds 4 (44), row 446, answer 446 + 3420 = 3866.
+    dziri, recomputed = _both(ex, {"c0.0": 4, "d1.0": 4, "c1.0": 4, "r0": 446, "y1": 6})
+    assert dziri == {"c0.0": "local", "d1.0": "propagation", "c1.0": "restoration", "r0": "propagation",
+                     "y0": "restoration", "y1": "propagation", "y2": "restoration", "y3": "restoration"}
+    assert recomputed == {"c0.0": "local", "d1.0": "propagation", "r0": "propagation", "y1": "propagation"}
+
+
+def test_dziri_taxonomy_gold_missing_and_unobserved():
+    from bindscale.analysis.subgraphs import classify_nodes_dziri
+
+    rng = np.random.default_rng(1)
+    exs = [multiplication.make_example(a, b, True) for a, b in multiplication.sample_operands(rng, 4, 4, 20)]
+    exs += [maxsubseq.make_example(xs, True) for xs in maxsubseq.sample_sequences(rng, 8, 20)]
+    assert all(set(classify_nodes_dziri(ex, read_values(ex, ex.target)).values()) == {"correct"} for ex in exs)
+    ex = multiplication.make_example(762, 31, True)
+    labels = classify_nodes_dziri(ex, read_values(ex, "2,02,6,06,7,07,762;6,06,18"))  # cut off, no stop
+    assert labels["m1.1"] == "missing" and labels["y0"] == "missing" and labels["d0.1"] == "correct"
+    # A missing parent counts as wrong: a right child of it is a restoration.
+    labels = classify_nodes_dziri(ex, read_values(ex, "2,02,6,06,7,07,762;6,06,1x,18,21,22,22860;23622$"))
+    assert labels["m1.1"] == "missing" and labels["d1.1"] == "restoration" and labels["r1"] == "correct"
+    # Answer only: intermediate nodes are unobserved and count as right parents, so a wrong digit is local.
+    ans = multiplication.make_example(762, 31, False)
+    labels = classify_nodes_dziri(ans, read_values(ans, "23722$"))
+    assert labels["y2"] == "local" and labels["y4"] == "correct" and labels["r1"] == "unobserved"
+    # Dziri et al.'s right/wrong split is bindscale's: the coverage summary does not depend on the taxonomy.
+    from bindscale.analysis.subgraphs import COARSE
+
+    pred = read_values(ex, "2,02,6,06,7,07,762;6,06,19,18,21,22,22860;23622$")
+    a, b = classify_nodes_dziri(ex, pred), classify_nodes(ex, pred)
+    assert {n: COARSE.get(v) for n, v in a.items()} == {n: COARSE.get(v) for n, v in b.items()}

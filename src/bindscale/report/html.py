@@ -40,8 +40,8 @@ CLAIM_FIGURES = {
     "decodability": ["decodability"],
     "binding": ["heldout_vs_params"],
     "hull": ["hull_vs_width"],
-    "ood_scaling": ["sg_acc_vs_params", "sg_acc_by_size"],
-    "seen_subgraphs": ["sg_coverage_by_depth", "sg_error_types", "sg_acc_by_depth"],
+    "scale_does_not_lift_ood": ["sg_acc_vs_params", "sg_acc_by_size"],
+    "correct_steps_seen_in_training": ["sg_coverage_by_depth", "sg_error_types", "sg_acc_by_depth"],
     "structure_emerges": ["mod_scores", "mod_accuracies"],
     "structure_grows_with_width": ["mod_share_vs_width"],
     "pretraining_reliability": ["mod_share_by_pretraining"],
@@ -51,15 +51,12 @@ CLAIM_TITLES = {
     "decodability": "Linear decodability predicts generalization",
     "binding": "Explicit binding: hypernetwork vs MLP",
     "hull": "Inside vs outside the training hull",
-    "ood_scaling": "Out of distribution: does scale help? (Faith and Fate)",
-    "seen_subgraphs": "Are correct steps the ones seen in training? (Faith and Fate)",
+    "scale_does_not_lift_ood": "Out of distribution: does scale help? (Faith and Fate)",
+    "correct_steps_seen_in_training": "Are correct steps the ones seen in training? (Faith and Fate)",
     "structure_emerges": "Do subroutines live in separable subnetworks? (Break It Down)",
     "structure_grows_with_width": "Does structural compositionality grow with width? (Break It Down)",
-    "pretraining_reliability": "Does subroutine pretraining make it more reliable? (Break It Down)",
+    "pretraining_reliability": "Does ordinary pretraining make it more reliable? (Break It Down)",
 }
-#: What a "supported" verdict asserts, in words: the statistic's direction is not always the
-#: source's (ood_scaling is supported when scale DOES help out of distribution, which is what
-#: Faith and Fate found does not happen).
 CONFIG_METRICS = ["r2_id", "r2_heldout", "r2_inhull", "r2_outhull", "decod_best"]
 
 

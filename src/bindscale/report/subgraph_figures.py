@@ -5,6 +5,11 @@ its data are missing. Per-trial tables (accuracy by depth, error types, …) are
 JSON strings in the table; they are averaged over the seeds of the focus
 condition: the largest model, scratchpad format where present, the largest
 training set. Error bars: 95% bootstrap intervals of the mean over seeds.
+The error-type figure ``sg_error_types`` labels nodes with Dziri et al.'s
+definitions (:func:`bindscale.analysis.subgraphs.classify_nodes_dziri`);
+``sg_error_types_recomputed`` shows bindscale's recomputed labels beside it.
+Accuracy by depth uses bindscale's graph depth and, for multiplication, also
+Faith and Fate's (:func:`bindscale.tasks.multiplication.source_depth`).
 """
 
 from __future__ import annotations
@@ -90,16 +95,26 @@ def fig_acc_vs_params(df: pd.DataFrame) -> str | None:
     return _finish(fig, ax, "parameters", "exact match (final answer)", legend=7)
 
 
+def _mean_by_depth(tables: list[dict]) -> tuple[list[int], list[float]]:
+    """Depths and the mean over trials of each depth's accuracy (``{depth: [n, accuracy]}`` tables)."""
+    acc = {int(d): v for d, v in _gather(tables, 1, lambda na: na[1]).items()}
+    depths = sorted(acc)
+    return depths, [float(np.mean(acc[d])) for d in depths]
+
+
 def fig_acc_by_depth(df: pd.DataFrame) -> str | None:
+    """Exact match by depth in bindscale's graphs and, for multiplication, in Faith and Fate's convention."""
     rows = _largest(df)
     tables = _tables(rows, "acc_by_depth")
     if not tables:
         return None
     fig, ax = _new_figure()
-    acc = {int(d): v for d, v in _gather(tables, 1, lambda na: na[1]).items()}
-    depths = sorted(acc)
-    means = [float(np.mean(acc[d])) for d in depths]
-    ax.plot(depths, means, "o-", label="measured (largest model)")
+    depths, means = _mean_by_depth(tables)
+    ax.plot(depths, means, "o-", label="bindscale's graph depth (largest model)")
+    source = [t for t in _tables(rows, "acc_by_depth_source") if t]
+    if source:
+        ax.plot(*_mean_by_depth(source), "s:", color="tab:purple",
+                label="Faith and Fate's graph depth (same predictions)")
     eps = float(np.nanmedian(rows["compound_eps"])) if "compound_eps" in rows else np.nan
     if np.isfinite(eps):
         grid = np.linspace(min(depths), max(depths), 50)
@@ -108,9 +123,10 @@ def fig_acc_by_depth(df: pd.DataFrame) -> str | None:
     return _finish(fig, ax, "computation-graph depth", "exact match")
 
 
-def fig_error_types(df: pd.DataFrame) -> str | None:
+def fig_error_types(df: pd.DataFrame, column: str = "taxonomy_dziri_by_depth") -> str | None:
+    """Stacked shares of node labels by depth; ``column`` picks the taxonomy (Dziri et al.'s by default)."""
     rows = _largest(df)
-    tables = _tables(rows, "taxonomy_by_depth")
+    tables = _tables(rows, column)
     if not tables:
         return None
     share = {int(d): labs for d, labs in _gather(tables, 2).items()}
@@ -199,8 +215,19 @@ SUBGRAPH_FIGURES: dict[str, tuple[Any, str]] = {
     "sg_acc_by_size": (fig_acc_by_size, "Exact match by problem size, largest model (scratchpad, largest training "
                                         "set), mean over seeds."),
     "sg_acc_by_depth": (fig_acc_by_depth, "Exact match by computation-graph depth with the compounding fit "
-                                          "(1 − ε)^depth, largest model."),
-    "sg_error_types": (fig_error_types, "Scratchpad node error types by depth, largest model, mean over seeds."),
+                                          "(1 − ε)^depth (bindscale's depth), largest model. For multiplication "
+                                          "the same accuracies are also shown by depth in Faith and Fate's graph "
+                                          "convention (n + 3 to 2n + 2 edges, set by carries; bindscale's is "
+                                          "n + max(m, 2) + 1), to set beside the paper's figures."),
+    "sg_error_types": (fig_error_types, "Scratchpad node error types by depth with Dziri et al.'s definitions "
+                                        "(local: wrong although its parents are right; propagation: wrong with a "
+                                        "wrong parent; restoration: right although a parent is wrong), largest "
+                                        "model, mean over seeds."),
+    "sg_error_types_recomputed": (lambda df: fig_error_types(df, "taxonomy_by_depth"),
+                                  "Scratchpad node error types by depth with bindscale's recomputed labels (local: "
+                                  "the op on the predicted parents does not give the node's value; propagation: it "
+                                  "does, on wrong parents; restoration: right where the predicted parents would "
+                                  "give a wrong value), largest model, mean over seeds."),
     "sg_coverage_by_depth": (fig_coverage_by_depth, "Share of correct vs wrong scratchpad nodes whose whole "
                                                     "ancestor computation occurs in training, by depth."),
     "sg_information_gain": (fig_information_gain, "Relative information gain (H(Y) − H(Y|X_S)) / H(Y) of each answer "

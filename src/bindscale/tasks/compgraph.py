@@ -83,9 +83,12 @@ class Example:
         answer: the final answer as written (the last step of ``target``, without ``$``).
         graph: the computation graph (see the module docstring).
         sizes: operand digit counts (multiplication) or ``(length,)`` (DP).
-        depth: longest path from an input node, in edges.
+        depth: longest path from an input node, in edges, in bindscale's graph.
         width: largest number of nodes (inputs included) at one depth.
         scratchpad: whether ``target`` writes the intermediate steps.
+        depth_source: the depth (edges) of the same problem under the source's graph
+            convention where bindscale knows it (multiplication:
+            :func:`multiplication.source_depth`), else None.
     """
 
     task: str
@@ -97,6 +100,7 @@ class Example:
     depth: int
     width: int
     scratchpad: bool
+    depth_source: int | None = None
 
 
 def topo_order(graph: nx.DiGraph) -> list[Node]:
@@ -327,11 +331,13 @@ class GraphBuilder:
         """Append one step to the layout: a list of fields, each a list of ``(node, place)``."""
         self.steps.append(tuple(tuple(entries) for entries in fields))
 
-    def build(self, task: str, prompt: str, sizes: Sequence[int], scratchpad: bool) -> Example:
-        """Render the target from the graph, set spans and measure depth/width."""
+    def build(self, task: str, prompt: str, sizes: Sequence[int], scratchpad: bool,
+              depth_source: int | None = None) -> Example:
+        """Render the target from the graph, set spans and measure depth/width (``depth_source``: see :class:`Example`)."""
         g = self.graph
         g.graph["layout"] = tuple(self.steps)
         target, spans = _render(g)
         nx.set_node_attributes(g, spans, "span")
         answer = target[: -len(STOP)].rsplit(STEP_SEP, 1)[-1]
-        return Example(task, prompt, target, answer, g, tuple(sizes), graph_depth(g), graph_width(g), scratchpad)
+        return Example(task, prompt, target, answer, g, tuple(sizes), graph_depth(g), graph_width(g), scratchpad,
+                       depth_source)

@@ -18,6 +18,12 @@ Scratchpad: one step per cell, then the answer::
     3,-1,4,-5,2=  3;3;7;7;9;9$
 
 Answer-only target: ``9$``.
+
+No depth in Faith and Fate's convention is computed for this task (unlike
+multiplication, :func:`multiplication.source_depth`): their DP task outputs the
+selection indicator, fills the table from the end with a separate sum node per
+cell (``input[i] + dp[i+2]``) and adds a reconstruction pass, so its graph is of
+a different problem, not another drawing of this one.
 """
 
 from __future__ import annotations

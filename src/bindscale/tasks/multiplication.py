@@ -21,12 +21,25 @@ running sums as their own steps, then the answer::
 
 (``21,22``: 7·3 = 21, plus carry 1 → carry 2, digit 2.) Answer-only target:
 ``23622$``. A 3×3-digit target is at most 85 characters.
+
+Depth conventions. This graph's depth is ``n + max(m, 2) + 1`` edges: the
+carry chain of a row, the partial product, then one running sum per further
+digit of b, then the answer digits. Faith and Fate's released multiplication
+graphs (their scratchpad graph, ``multiplication/build_graph.py`` in
+github.com/nouhadziri/faith-and-fate) are built differently: a column splits
+into carry and digit only when its value reaches 10, a carry adds a sum node in
+the next column, each row's digits are concatenated left to right, and one
+final node adds every shifted row at once. Their depth therefore does not grow
+with b and depends on where carries occur: ``n + 3`` edges without carries up
+to ``2n + 2`` with a carry in every column (4–12 edges for 1–5 digits).
+:func:`source_depth` computes it; each :class:`Example` carries both.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+import networkx as nx
 import numpy as np
 
 from .compgraph import Example, GraphBuilder
@@ -83,10 +96,70 @@ def make_example(a: int, b: int, scratchpad: bool) -> Example:
     product = a * b
     ys = [gb.op(f"y{k}", "place", last, k=k, answer=True) for k in range(len(str(product)))]
     gb.write([[(y, k) for k, y in enumerate(ys)]])
-    ex = gb.build(TASK, f"{a}*{b}=", (len(da), len(db)), scratchpad)
+    ex = gb.build(TASK, f"{a}*{b}=", (len(da), len(db)), scratchpad, depth_source=source_depth(a, b))
     if ex.answer != str(product):  # the graph is the algorithm; this guards it against Python's product
         raise RuntimeError(f"graph computed {ex.answer} for {a}*{b}={product}")
     return ex
+
+
+def source_graph(a: int, b: int) -> nx.DiGraph:
+    """The dependency structure of ``a × b`` under Faith and Fate's graph convention.
+
+    Dziri et al., NeurIPS 2023, "Faith and Fate: Limits of Transformers on
+    Compositionality": the scratchpad graph of their released code, rebuilt here
+    from its description (structure only, no values kept). Per digit ``b_j``
+    (a row) and digit ``a_i`` (a column, least significant first):
+
+    - a product node ``("p", i, j)`` with parents ``("a", i)`` and ``("b", j)``;
+    - if the previous column of the row passed a carry, a sum node
+      ``("s", i, j)`` = product + carry;
+    - if the column is not the row's last and its value (product or sum) is
+      ≥ 10, it splits into a carry ``("c", i, j)`` (passed to the next column)
+      and a digit ``("r", i, j)``; otherwise the value itself is the column's
+      digit and no carry passes on;
+    - a concatenation node ``("o", i, j)`` with parents the column's digit and
+      ``("o", i-1, j)``;
+    - per row a shift node ``("shift", j)`` (times 10^j) after the last
+      concatenation, and one node ``"final"`` whose parents are all shifts.
+
+    Raises:
+        ValueError: a negative or non-integer operand.
+    """
+    for v in (a, b):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise ValueError(f"operands must be non-negative integers, got {v!r}")
+    da = [int(c) for c in reversed(str(int(a)))]
+    db = [int(c) for c in reversed(str(int(b)))]
+    g = nx.DiGraph()
+    for j, y in enumerate(db):
+        carry: tuple[tuple, int] | None = None  # (carry node, its value)
+        prev = None
+        for i, x in enumerate(da):
+            node, value = ("p", i, j), x * y
+            g.add_edges_from([(("a", i), node), (("b", j), node)])
+            if carry is not None:
+                g.add_edges_from([(node, ("s", i, j)), (carry[0], ("s", i, j))])
+                node, value = ("s", i, j), value + carry[1]
+            carry = None
+            if i < len(da) - 1 and value >= 10:
+                g.add_edges_from([(node, ("c", i, j)), (node, ("r", i, j))])
+                carry, node = (("c", i, j), value // 10), ("r", i, j)
+            g.add_edge(node, ("o", i, j))
+            if prev is not None:
+                g.add_edge(prev, ("o", i, j))
+            prev = ("o", i, j)
+        g.add_edges_from([(prev, ("shift", j)), (("shift", j), "final")])
+    return g
+
+
+def source_depth(a: int, b: int) -> int:
+    """Depth (longest path from an input, in edges) of ``a × b`` under Faith and Fate's graph
+    convention (:func:`source_graph`); their analysis scripts count nodes on that path, one more.
+
+    ``n + 3`` without carries up to ``2n + 2`` with a carry in every column (n = digits of a);
+    independent of b's length. E.g. 7×8 → 4, 12×13 → 5, 57×68 → 6.
+    """
+    return int(nx.dag_longest_path_length(source_graph(a, b)))
 
 
 def make_examples(pairs: Iterable[tuple[int, int]], scratchpad: bool) -> list[Example]:
