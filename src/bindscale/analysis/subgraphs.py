@@ -32,6 +32,22 @@ LABELS = ("correct", "local", "propagation", "restoration", "missing", "unobserv
 COARSE = {"correct": "correct", "restoration": "correct", "local": "wrong", "propagation": "wrong"}
 
 
+def _written_nodes(example: Example, predicted_values: Mapping[Node, int | None], labels: dict[Node, str]):
+    """Walk ``example``'s graph in topological order; label inputs ``"correct"``, nodes the format has no
+    slot for ``"unobserved"`` and nodes never written ``"missing"`` in ``labels``; yield ``(node, gold,
+    predicted)`` for every other node, for the caller to label."""
+    g = example.graph
+    for n in topo_order(g):
+        if g.nodes[n]["op"] == "input":
+            labels[n] = "correct"
+        elif n not in predicted_values:
+            labels[n] = "unobserved"
+        elif predicted_values[n] is None:
+            labels[n] = "missing"
+        else:
+            yield n, g.nodes[n]["value"], predicted_values[n]
+
+
 def classify_nodes(example: Example, predicted_values: Mapping[Node, int | None]) -> dict[Node, str]:
     """Error type of every node of one prediction, bindscale's "recomputed" labels.
 
@@ -63,18 +79,7 @@ def classify_nodes(example: Example, predicted_values: Mapping[Node, int | None]
     """
     g = example.graph
     labels: dict[Node, str] = {}
-    for n in topo_order(g):
-        gold = g.nodes[n]["value"]
-        if g.nodes[n]["op"] == "input":
-            labels[n] = "correct"
-            continue
-        if n not in predicted_values:
-            labels[n] = "unobserved"
-            continue
-        v = predicted_values[n]
-        if v is None:
-            labels[n] = "missing"
-            continue
+    for n, gold, v in _written_nodes(example, predicted_values, labels):
         ps = parents(g, n)
         pv = [predicted_values.get(p, g.nodes[p]["value"]) for p in ps]
         any_wrong = any(x is not None and x != g.nodes[p]["value"] for p, x in zip(ps, pv))
@@ -119,18 +124,10 @@ def classify_nodes_dziri(example: Example, predicted_values: Mapping[Node, int |
     g = example.graph
     labels: dict[Node, str] = {}
     right: dict[Node, bool] = {}
-    for n in topo_order(g):
-        gold = g.nodes[n]["value"]
-        if g.nodes[n]["op"] == "input":
-            labels[n], right[n] = "correct", True
-            continue
-        if n not in predicted_values:
-            labels[n], right[n] = "unobserved", True
-            continue
-        v = predicted_values[n]
-        if v is None:
-            labels[n], right[n] = "missing", False
-            continue
+    for n, gold, v in _written_nodes(example, predicted_values, labels):
+        # Nodes labelled by _written_nodes: inputs and unobserved count as right parents, missing as wrong.
+        for m in [m for m in labels if m not in right]:
+            right[m] = labels[m] != "missing"
         right[n] = v == gold
         parents_right = all(right[p] for p in parents(g, n))
         if right[n]:
