@@ -423,6 +423,20 @@ class StudyConfig(_Strict):
     verdicts: dict[str, dict[str, float]] = Field(default_factory=dict, description="claim → thresholds (see VERDICT_PARAMS)")
     anchors: dict[str, str] = Field(default_factory=dict)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_verdicts(cls, data: Any) -> Any:
+        """Study files written before the verdicts review (a run directory's study.yaml) still load:
+        renamed claims take their new names, retired thresholds are dropped."""
+        if isinstance(data, dict) and isinstance(data.get("verdicts"), dict):
+            out = {}
+            for claim, params in data["verdicts"].items():
+                claim = LEGACY_CLAIMS.get(claim, claim)
+                params = {k: v for k, v in (params or {}).items() if (claim, k) not in LEGACY_THRESHOLDS}
+                out[claim] = params
+            data = {**data, "verdicts": out}
+        return data
+
     @model_validator(mode="after")
     def _check_grids(self) -> "StudyConfig":
         for grid in self.grids:
@@ -478,6 +492,11 @@ VERDICT_PARAMS: dict[str, dict[str, tuple[float, float]]] = {
     "pretraining_reliability": {"margin": (0.0, 1.0), "min_base_acc": (0.0, 1.0)},
 }
 VERDICT_CLAIMS = tuple(VERDICT_PARAMS)
+#: Claims renamed so that "supported" means the source's claim holds (old name → new name).
+LEGACY_CLAIMS = {"ood_scaling": "scale_does_not_lift_ood", "seen_subgraphs": "correct_steps_seen_in_training"}
+#: Thresholds of earlier rules, ignored when an older study file is loaded: binding's target is now fixed;
+#: structure_emerges is decided on mean SubDiff / AblDiff against a margin, not a share.
+LEGACY_THRESHOLDS = {("binding", "tolerance"), ("structure_emerges", "min_fraction")}
 
 
 def _set_path(d: dict, path: str, value: Any) -> None:

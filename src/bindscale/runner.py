@@ -213,6 +213,11 @@ def build_outputs(run_dir: "str | Path | RunStore", study: StudyConfig) -> dict:
     trials = study.trials()
     ids = [t.trial_id for t in trials]
     recs = load_records(run_dir, set(ids))
+    if not recs and (store := RunStore.of(run_dir)).list(RECORD_DIR, ".json"):
+        n_other = len(store.list(RECORD_DIR, ".json"))
+        raise ConfigError(f"none of the {n_other} records in {store.where(RECORD_DIR)} belongs to this study's "
+                          f"{len(ids)} trials: they were written for other trial configurations (an earlier "
+                          "bindscale, whose defaults or config fields differed); re-run the study to get its records")
     df = write_results(run_dir, [recs[i] for i in ids if i in recs])
     run_info = {"quick": study.is_quick, "n_planned": len(ids), "n_missing": len(ids) - len(recs),
                 "steps": sorted({t.train.steps for t in trials})}

@@ -94,3 +94,20 @@ def test_set_reads_exponent_numbers_without_a_dot_as_numbers():
 
     study = resolve_study("scaling", overrides=["train.lr=3e-4", "lr=[1e-3, 3e-4]"])
     assert sorted({t.train.lr for t in study.trials()}) == [3e-4, 1e-3]
+
+
+def test_study_files_written_before_the_verdicts_review_still_load():
+    """A run directory's study.yaml from before: renamed claims and retired thresholds."""
+    data = {"name": "old", "base": {"task": {"family": "hyperteacher"}}, "grids": [{"seed": [0]}],
+            "verdicts": {"binding": {"target_r2": 0.9, "tolerance": 0.01}, "hull": {"margin": 0.05}}}
+    study = StudyConfig.model_validate(data)
+    assert study.verdicts["binding"] == {"target_r2": 0.9}
+
+
+def test_a_report_over_records_of_other_trial_configurations_says_so(tmp_path):
+    from bindscale.runner import build_outputs
+
+    (tmp_path / "records").mkdir()
+    (tmp_path / "records" / "0123456789abcdef.json").write_text("{}")
+    with pytest.raises(ConfigError, match="none of the 1 records .* belongs to this study's"):
+        build_outputs(tmp_path, resolve_study("scaling", quick=True))
