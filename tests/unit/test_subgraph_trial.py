@@ -134,3 +134,14 @@ def test_figures_show_both_depth_conventions_and_both_taxonomies():
     assert fig_acc_by_depth(df) and fig_error_types(df) and SUBGRAPH_FIGURES["sg_error_types_recomputed"][0](df)
     assert "Dziri et al.'s definitions" in SUBGRAPH_FIGURES["sg_error_types"][1]
     assert fig_error_types(df.drop(columns="taxonomy_dziri_by_depth")) is None  # old records: no Dziri labels
+
+
+def test_accuracy_figure_reads_the_scratchpad_flag_robustly_and_keeps_tasks_apart():
+    # Review 2, item 19: string flags ("True"/"False" from a CSV) crashed the figure (int("True")).
+    from bindscale.report.subgraph_figures import fig_acc_vs_params
+
+    rows = [{"status": "ok", "task": task, "n_params": n, "n_train": 4000, "scratchpad": flag, "acc_id": 0.9,
+             "acc_ood": 0.1 + 0.01 * s, "seed": s}
+            for task in ("maxsubseq", "multiplication") for flag in ("True", "False", math.nan)
+            for n in (1e5, 1e6) for s in range(3)]
+    assert fig_acc_vs_params(pd.DataFrame(rows))

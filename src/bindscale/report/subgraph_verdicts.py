@@ -247,7 +247,8 @@ def _scale_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tup
     details["ood_gain_over_smallest"] = {_key(s): _ci(g, ood[s].size + ood[small].size) for s, g in gains.items()}
     details["largest_model_acc_id"] = _ci(mean_ci(big["acc_id"], n_boot, seed=seed), len(big))
     details["largest_model_acc_ood"] = _ci(mean_ci(big["acc_ood"], n_boot, seed=seed), len(big))
-    details["largest_model_id_minus_ood"] = _ci(mean_ci(drop, n_boot, seed=seed), drop.size)
+    drop_ci = mean_ci(drop, n_boot, seed=seed)
+    details["largest_model_id_minus_ood"] = _ci(drop_ci, drop.size)
     details["best_ood_cell"] = float(max(v.mean() for v in ood.values()))
     if details["seeds_per_cell"] < MIN_REPLICATES:
         details["reason"] = f"fewer than {MIN_REPLICATES} distinct seeds at some model size"
@@ -268,7 +269,6 @@ def _scale_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tup
     above = [s for s, g in gains.items() if g[1] > p["margin"]]
     at = max(above, key=lambda s: gains[s][1]) if above else max(gains, key=lambda s: gains[s][2])
     details["deciding_size"] = _key(at)
-    drop_ci = mean_ci(drop, n_boot, seed=seed)
     parts = [(stat, _decide_below(gains[at], p["margin"]), gains[at]),
              ("largest model's in-distribution minus OOD exact match (paired by seed)",
               _decide(drop_ci, p["min_ood_drop"]), drop_ci)]
@@ -312,10 +312,12 @@ def _steps_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tup
     n = len(per)
     details["seeds_per_cell"] = int(min((g.size for g in gaps), default=0))
     details["cells"] = len(groups)
-    raw = (per["seen_correct"] - per["seen_wrong"]).to_numpy(float)
-    details["raw_gap_all_depths"] = _ci(mean_ci(raw, n_boot, seed=seed), raw.size)
-    details["seen_share_correct"] = _ci(strata_mean_ci(correct) if groups else NAN3, n)
-    details["seen_share_wrong"] = _ci(mean_ci(per["seen_wrong"], n_boot, seed=seed), n)
+    def cells_mean(values: list[np.ndarray]) -> dict:
+        return _ci(strata_mean_ci(values) if values else NAN3, n)
+
+    details["raw_gap_all_depths"] = cells_mean([(g["seen_correct"] - g["seen_wrong"]).to_numpy(float) for g in groups])
+    details["seen_share_correct"] = cells_mean(correct)
+    details["seen_share_wrong"] = cells_mean([g["seen_wrong"].to_numpy(float) for g in groups])
     if "compound_eps" in rows:
         details["compounding_eps_median"] = float(np.nanmedian(rows["compound_eps"])) if len(rows) else math.nan
     if not groups or details["seeds_per_cell"] < MIN_REPLICATES:
