@@ -280,3 +280,12 @@ def test_subgraph_claims_are_named_after_the_source_with_statements_and_params()
     assert "ood_scaling" not in RULES and "seen_subgraphs" not in VERDICT_PARAMS
     study = yaml.safe_load((Path(sv.__file__).parents[1] / "studies" / "subgraphs.yaml").read_text())
     assert list(study["verdicts"]) == list(sv.RULES) and set(study["anchors"]) == set(sv.RULES)
+
+
+def test_trials_without_a_task_name_are_not_pooled_with_a_named_task():
+    # Item 15. A NaN task could be any task: with one named task, such trials were pooled into its cells.
+    named = _rows(EIGHT, EIGHT[::-1], SEEN_C, SEEN_W, task="maxsubseq")
+    unnamed = _rows(EIGHT, _plus(EIGHT, 0.5), SEEN_C, SEEN_W, sizes=(1e5, 3e5)).query("n_params == 3e5")
+    unnamed = unnamed.assign(task=math.nan)
+    stat, verdict, triple, n, details = scale_does_not_lift_ood(pd.concat([named, unnamed]), OOD, 500, 0)
+    assert verdict == "supported" and details["trials_without_a_task"] == 8 and details["task_used"] == "maxsubseq"

@@ -8,7 +8,8 @@ Both rules decide within each task separately: different tasks are never
 compared or pooled. With several tasks a claim is supported only when it is
 supported in every task, not supported when any task contradicts it (that
 task's number decides), inconclusive otherwise (``details["by_task"]``,
-``details["task_used"]``); the figures show the most common task. A *cell* is one model size (and, for the second rule, one training-set size)
+``details["task_used"]``); trials without a task name are left out when
+other trials have one; the figures show the most common task. A *cell* is one model size (and, for the second rule, one training-set size)
 of that task; its replicates are distinct ``seed`` values: rows repeating a
 (cell, seed) are averaged into one value, and a table without seeds is
 inconclusive. The ``scratchpad`` column is read as a flag (booleans, 0/1 and
@@ -348,10 +349,13 @@ def _by_task(rule, ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tupl
     """``rule`` decided within each task; all tasks must hold (:func:`_combine`), tasks are never pooled."""
     ok = _prepare(ok)
     tasks = sorted(ok["task"].dropna().unique(), key=str) if "task" in ok else []
+    untasked = int(ok["task"].isna().sum()) if tasks else 0
     if len(tasks) <= 1:
-        stat, verdict, triple, n, details = rule(ok, p, n_boot, seed)
+        stat, verdict, triple, n, details = rule(ok[ok["task"].notna()] if tasks else ok, p, n_boot, seed)
         if tasks:
             details["task_used"] = _key(tasks[0])
+        if untasked:
+            details["trials_without_a_task"] = untasked
         return stat, verdict, triple, n, details
     results = [rule(ok[ok["task"] == t], p, n_boot, seed) for t in tasks]
     verdict, k = _combine([(r[0], r[1], r[2]) for r in results])
@@ -363,8 +367,8 @@ def _by_task(rule, ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tupl
                "reason": (f"decided within each of {len(tasks)} tasks (never pooled or compared across tasks): "
                           f"supported only when every task supports, not supported when any contradicts; task "
                           f"{_key(tasks[k])} decides: {details.get('reason', '')}")}
-    if int((ok["task"].isna()).sum()):
-        details["trials_without_a_task"] = int(ok["task"].isna().sum())
+    if untasked:
+        details["trials_without_a_task"] = untasked
     return f"{stat} [task {_key(tasks[k])}]", verdict, triple, n, details
 
 
