@@ -1,11 +1,9 @@
 import math
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from bindscale.config import SubgraphsTrial
-from bindscale.report.subgraph_verdicts import correct_steps_seen_in_training, scale_does_not_lift_ood
 from bindscale.subgraph_trial import evaluate, make_data, size_cells
 from bindscale.tasks import charvocab
 
@@ -90,112 +88,6 @@ def test_a_wrong_first_dp_cell_is_a_local_error():
     assert m["n_nodes_wrong"] > 0
 
 
-def _rows(ood_small, ood_large, seen_c, seen_w, acc_id=(0.9, 0.99)):
-    rows = []
-    for i, (a, b) in enumerate(zip(ood_small, ood_large)):
-        for n_params, ood, id_acc in ((1e5, a, acc_id[0]), (1e6, b, acc_id[1])):
-            rows.append({"status": "ok", "n_params": n_params, "n_train": 4000, "scratchpad": True, "acc_id": id_acc,
-                         "acc_ood": ood, "seen_correct": seen_c[i], "seen_wrong": seen_w[i],
-                         "seen_gap_depth": seen_c[i] - seen_w[i] - 0.1, "seed": i})
-    return pd.DataFrame(rows)
-
-
-OOD = {"margin": 0.05, "ood_floor": 0.05, "min_id_acc": 0.5}
-EIGHT = [0.30, 0.31, 0.29, 0.30, 0.32, 0.28, 0.30, 0.31]
-
-
-def test_scale_does_not_lift_ood_holds_when_ood_accuracy_is_flat_above_the_floor():
-    df = _rows(EIGHT, EIGHT[::-1], [0.6] * 8, [0.2] * 8)
-    stat, verdict, (value, lo, hi), n, details = scale_does_not_lift_ood(df, OOD, 500, 0)
-    assert value == pytest.approx(0.0) and hi < 0.05 and verdict == "supported" and n == 16
-    assert details["seeds_per_cell"] == 8 and details["best_ood_cell"] == pytest.approx(0.30125)
-
-
-def test_scale_does_not_lift_ood_fails_where_scale_lifts_ood_accuracy():
-    # The source's claim is false here: the largest model gains 0.4 out of distribution.
-    df = _rows([0.1, 0.2, 0.15], [0.5, 0.6, 0.55], [0.6] * 3, [0.2] * 3)
-    stat, verdict, (value, lo, hi), n, details = scale_does_not_lift_ood(df, OOD, 500, 0)
-    assert value == pytest.approx(0.4) and lo > 0.05 and verdict == "not_supported" and n == 6
-    assert details["seeds_per_cell"] == 3
-
-
-def test_all_zero_ood_accuracy_is_inconclusive_not_a_confirmation():
-    # Before: "not supported" (scale does not help) with interval [0, 0], i.e. Faith and Fate confirmed by default.
-    df = _rows([0.0] * 8, [0.0] * 8, [0.6] * 8, [0.2] * 8)
-    stat, verdict, (value, lo, hi), n, details = scale_does_not_lift_ood(df, OOD, 500, 0)
-    assert verdict == "inconclusive" and "floor" in details["reason"] and details["best_ood_cell"] == 0.0
-    # Just below the floor everywhere: still inconclusive; raise the floor in the study file and it decides.
-    low = _rows([0.04] * 8, [0.04] * 8, [0.6] * 8, [0.2] * 8)
-    assert scale_does_not_lift_ood(low, OOD, 500, 0)[1] == "inconclusive"
-    assert scale_does_not_lift_ood(low, {**OOD, "ood_floor": 0.03}, 500, 0)[1] == "supported"
-
-
-@pytest.mark.parametrize("spoil", ["nan_large", "nan_small", "missing_column", "no_id", "one_size", "few_seeds",
-                                   "one_scratchpad_size"])
-def test_scale_does_not_lift_ood_is_inconclusive_on_missing_or_unusable_data(spoil):
-    df = _rows(EIGHT, EIGHT, [0.6] * 8, [0.2] * 8)
-    if spoil == "nan_large":
-        df.loc[df.index[df.n_params == 1e6][0], "acc_ood"] = math.nan
-    elif spoil == "nan_small":
-        df.loc[df.index[df.n_params == 1e5][0], "acc_ood"] = math.nan
-    elif spoil == "missing_column":
-        df = df.drop(columns="acc_ood")
-    elif spoil == "no_id":  # the largest model did not learn the task in distribution
-        df.loc[df.n_params == 1e6, "acc_id"] = 0.2
-    elif spoil == "one_size":
-        df = df[df.n_params == 1e6]
-    elif spoil == "few_seeds":
-        df = df[df.seed < 2]
-    elif spoil == "one_scratchpad_size":  # two sizes, but only one of them with the scratchpad
-        df.loc[df.n_params == 1e5, "scratchpad"] = False
-    stat, verdict, triple, n, details = scale_does_not_lift_ood(df, OOD, 500, 0)
-    assert verdict == "inconclusive" and details["reason"] and "seeds_per_cell" in details
-
-
-def test_correct_steps_seen_in_training_compares_correct_and_wrong_nodes():
-    df = _rows([0.1] * 3, [0.2] * 3, [0.6, 0.7, 0.65], [0.2, 0.3, 0.25])
-    stat, verdict, (value, lo, hi), n, details = correct_steps_seen_in_training(df, {"margin": 0.05}, 500, 0)
-    # The deciding number is the depth-matched gap; the raw gap is reported beside it.
-    assert value == pytest.approx(0.3) and verdict == "supported" and n == 6
-    assert details["raw_gap_all_depths"]["value"] == pytest.approx(0.4) and details["seeds_per_cell"] == 3
-    # The source's claim false: wrong steps are seen as often as correct ones at equal depth.
-    same = _rows([0.1] * 3, [0.2] * 3, [0.4] * 3, [0.3] * 3)
-    assert correct_steps_seen_in_training(same, {"margin": 0.05}, 500, 0)[1] == "not_supported"
-
-
-@pytest.mark.parametrize("spoil", ["all_seen", "none_seen", "all_nan", "missing_column", "answer_only"])
-def test_correct_steps_seen_in_training_is_inconclusive_without_evidence(spoil):
-    df = _rows([0.1] * 4, [0.2] * 4, [0.6] * 4, [0.2] * 4)
-    if spoil in ("all_seen", "none_seen"):  # seen-ness does not vary: the gap is 0 by construction
-        share = 1.0 if spoil == "all_seen" else 0.0
-        df[["seen_correct", "seen_wrong", "seen_gap_depth"]] = [share, share, 0.0]
-    elif spoil == "all_nan":
-        df["seen_gap_depth"] = math.nan
-    elif spoil == "missing_column":
-        df = df.drop(columns="seen_gap_depth")
-    elif spoil == "answer_only":
-        df["scratchpad"] = False
-    stat, verdict, triple, n, details = correct_steps_seen_in_training(df, {"margin": 0.05}, 500, 0)
-    assert verdict == "inconclusive" and details["reason"]
-
-
-def test_subgraph_claims_are_named_after_the_source_with_statements_and_params():
-    import yaml
-
-    from bindscale.config import VERDICT_PARAMS
-    from bindscale.report import subgraph_verdicts as sv
-    from bindscale.report.verdicts import DEFAULTS, RULES
-
-    assert set(sv.STATEMENTS) == set(sv.RULES) == set(sv.DEFAULTS)
-    assert all("Dziri et al. 2023" in text for text in sv.STATEMENTS.values())
-    for claim, params in sv.DEFAULTS.items():
-        assert RULES[claim] is sv.RULES[claim] and DEFAULTS[claim] == params
-        assert set(VERDICT_PARAMS[claim]) == set(params)
-    assert "ood_scaling" not in RULES and "seen_subgraphs" not in VERDICT_PARAMS
-    study = yaml.safe_load((Path(sv.__file__).parents[1] / "studies" / "subgraphs.yaml").read_text())
-    assert list(study["verdicts"]) == list(sv.RULES) and set(study["anchors"]) == set(sv.RULES)
-
-
 def test_default_study_has_eight_seeds_in_every_deciding_cell():
     from bindscale.config import resolve_study
 
@@ -242,3 +134,14 @@ def test_figures_show_both_depth_conventions_and_both_taxonomies():
     assert fig_acc_by_depth(df) and fig_error_types(df) and SUBGRAPH_FIGURES["sg_error_types_recomputed"][0](df)
     assert "Dziri et al.'s definitions" in SUBGRAPH_FIGURES["sg_error_types"][1]
     assert fig_error_types(df.drop(columns="taxonomy_dziri_by_depth")) is None  # old records: no Dziri labels
+
+
+def test_accuracy_figure_reads_the_scratchpad_flag_robustly_and_keeps_tasks_apart():
+    # Review 2, item 19: string flags ("True"/"False" from a CSV) crashed the figure (int("True")).
+    from bindscale.report.subgraph_figures import fig_acc_vs_params
+
+    rows = [{"status": "ok", "task": task, "n_params": n, "n_train": 4000, "scratchpad": flag, "acc_id": 0.9,
+             "acc_ood": 0.1 + 0.01 * s, "seed": s}
+            for task in ("maxsubseq", "multiplication") for flag in ("True", "False", math.nan)
+            for n in (1e5, 1e6) for s in range(3)]
+    assert fig_acc_vs_params(pd.DataFrame(rows))

@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..stats import mean_ci
 from .figures import N_BOOT, _new_figure, _to_b64
-from .subgraph_verdicts import _prepare, focus_rows
+from .subgraph_verdicts import _prepare, focus_rows, scratchpad_flags
 from .verdicts import ok_rows
 
 LABEL_COLOURS = {"correct": "tab:green", "restoration": "tab:olive", "propagation": "tab:orange",
@@ -79,11 +79,12 @@ def fig_acc_vs_params(df: pd.DataFrame) -> str | None:
     if "acc_ood" not in ok or ok.empty:
         return None
     fig, ax = _new_figure()
-    groups = ok.groupby([c for c in ("scratchpad", "n_train") if c in ok])
-    for i, (key, g) in enumerate(groups):
+    ok = ok.assign(scratchpad=scratchpad_flags(ok))  # read robustly: NaN / odd strings are unknown, left out
+    cols = [c for c in ("task", "scratchpad", "n_train") if c in ok and ok[c].notna().any()]
+    label = {"task": str, "scratchpad": lambda k: "scratchpad" if k else "answer only", "n_train": lambda k: f"{int(k)} ex."}
+    for i, (key, g) in enumerate(ok.groupby(cols)):  # tasks are never pooled into one curve
         key = key if isinstance(key, tuple) else (key,)
-        name = ", ".join(("scratchpad" if k else "answer only") if isinstance(k, (bool, np.bool_)) else f"{int(k)} ex."
-                         for k in key)
+        name = ", ".join(label[c](k) for c, k in zip(cols, key))
         for col, style in (("acc_id", "-"), ("acc_ood", "--")):
             xs, ms, lo, hi = [], [], [], []
             for n, gg in g.groupby("n_params"):
@@ -211,7 +212,7 @@ def fig_information_gain(df: pd.DataFrame) -> str | None:
 
 SUBGRAPH_FIGURES: dict[str, tuple[Any, str]] = {
     "sg_acc_vs_params": (fig_acc_vs_params, "Exact match in distribution (solid) and out of distribution (dashed) "
-                                            "vs parameters, per format and training-set size; mean ± 95% CI over seeds."),
+                                            "vs parameters, per task, format and training-set size; mean ± 95% CI over seeds."),
     "sg_acc_by_size": (fig_acc_by_size, "Exact match by problem size, largest model (scratchpad, largest training "
                                         "set), mean over seeds."),
     "sg_acc_by_depth": (fig_acc_by_depth, "Exact match by computation-graph depth with the compounding fit "

@@ -4,36 +4,80 @@ Fate: Limits of Transformers on Compositionality").
 Each claim is named after what Dziri et al. assert, so "supported" means they
 are right (:data:`STATEMENTS` says each claim in words).
 
+Both rules decide within each task separately: different tasks are never
+compared or pooled. With several tasks a claim is supported only when it is
+supported in every task, not supported when any task contradicts it (that
+task's number decides), inconclusive otherwise (``details["by_task"]``,
+``details["task_used"]``); trials without a task name are left out when
+other trials have one; the figures show the most common task. A *cell* is one model size (and, for the second rule, one training-set size)
+of that task; its replicates are distinct ``seed`` values: rows repeating a
+(cell, seed) are averaged into one value, and a table without seeds is
+inconclusive. The ``scratchpad`` column is read as a flag (booleans, 0/1 and
+the strings true/false/yes/no); a value that is none of these is unknown and
+its trial is left out.
+
 - ``scale_does_not_lift_ood``: out-of-distribution exact match does not rise
-  with model size. Deciding number: the OOD accuracy gain from the smallest to
-  the largest model (largest training set, scratchpad format where present),
-  with its 95% interval over seeds. Supported when the whole interval lies
-  below ``margin`` (scale adds less than ``margin``); not supported when it lies
-  above ``margin`` (scale lifts OOD accuracy: the source is contradicted);
-  inconclusive otherwise. It is also inconclusive, whatever the gain, when a
-  deciding trial's accuracy is missing or NaN, when a deciding model size has
-  fewer than ``MIN_REPLICATES`` seeds, when the largest model's
-  in-distribution exact match is below ``min_id_acc`` (nothing was learned, so
-  OOD failure says nothing), and when no model size of the deciding slice
-  reaches a mean OOD accuracy above ``ood_floor``: at the floor everywhere, a
-  zero gain cannot tell "scale does not help" from "these OOD sizes are out of
-  reach of every model in the grid", and the rule would confirm the source by
-  default.
+  with model size *and stays low*. Slice: scratchpad format where present,
+  the largest training set. Two parts, both with 95% intervals over seeds:
+
+  1. *No size lifts OOD accuracy*: for every model size above the smallest,
+     the gain in mean OOD exact match over the smallest size (Welch interval,
+     :func:`bindscale.stats.mean_diff_ci`). Holds when every gain's interval
+     lies below ``margin``; contradicted when any gain's interval lies above
+     it (so a middle size that generalizes counts, not only the two ends).
+     Its deciding number is the gain with the highest lower bound when one
+     lies above ``margin``, else the gain with the highest upper bound (the
+     one nearest to contradicting the source).
+  2. *OOD stays low*: at the largest model, in-distribution minus OOD exact
+     match, paired by seed (:func:`bindscale.stats.mean_ci`). Holds when its
+     interval lies above ``min_ood_drop``; contradicted when it lies below
+     (OOD accuracy is about as high as in distribution).
+
+  Supported when both hold; not supported when either is contradicted (the
+  deciding number is then that part's); inconclusive otherwise. Also
+  inconclusive, whatever the numbers, when a deciding trial's accuracy,
+  size or seed is missing, NaN or infinite, when a model size has fewer than
+  ``MIN_REPLICATES`` distinct seeds, when the deciding cells are degenerate
+  (:func:`bindscale.report.verdicts.degenerate`: a cell constant across its
+  seeds, or one value everywhere), when the largest model's in-distribution
+  exact match is below ``min_id_acc`` (nothing was learned, so OOD failure
+  says nothing), and when no model size reaches a mean OOD accuracy above
+  ``ood_floor`` (at the floor everywhere a zero gain cannot tell "scale does
+  not help" from "these OOD sizes are out of reach of every model in the
+  grid").
 - ``correct_steps_seen_in_training``: a scratchpad step comes out right mostly
-  when its whole ancestor computation occurred in training. Deciding number:
-  over scratchpad trials, the mean of (share of correct nodes whose whole
-  ancestor computation occurs in training) − (the same share among wrong
-  nodes) *at equal graph depth* (``seen_gap_depth``), with its 95% interval
-  over trials: deep nodes are both rarely seen and often wrong, so the raw
-  difference (reported beside it) confounds "seen" with "shallow". Supported
-  when the interval lies above ``margin``; not supported when below it;
-  inconclusive otherwise, and also when there are no scratchpad trials, fewer
-  than ``MIN_REPLICATES`` trials with both correct and wrong nodes, or when
-  seen-ness does not vary (every node seen in every trial, or none): then the
-  gap is 0 by construction and says nothing.
+  when its whole ancestor computation occurred in training. Two parts, over
+  the cells (model size × training-set size) of the scratchpad trials, each
+  the mean of the cell means with a Welch–Satterthwaite interval
+  (:func:`bindscale.stats.strata_mean_ci`):
+
+  1. *Correct steps are seen more often than wrong ones, at equal depth*: the
+     depth-matched gap ``seen_gap_depth`` (share of correct nodes whose whole
+     ancestor computation occurs in training minus that share among wrong
+     nodes, compared within graph depths: deep nodes are both rarely seen and
+     often wrong, so the raw difference, reported beside it, confounds
+     "seen" with "shallow"). Holds when its interval lies above ``margin``,
+     contradicted when below.
+  2. *Correct steps are mostly seen ones*: the share of correct nodes whose
+     whole ancestor computation occurs in training (``seen_correct``). Holds
+     when its interval lies above 0.5, contradicted when below: a gap of
+     0.08 against 0.01 says seen steps help, not that correct steps are
+     mostly seen ones.
+
+  Supported when both hold; not supported when either is contradicted;
+  inconclusive otherwise. A trial without a gap (NaN: no depth has both
+  correct and wrong nodes) is left out and counted in
+  ``trials_without_a_gap``. Inconclusive, whatever the numbers, when there
+  are no scratchpad trials, when a column (``seen_gap_depth``,
+  ``seen_correct``, ``seen_wrong``, ``n_params``, ``seed``) is missing, when
+  a value is infinite or a trial with a gap lacks one of its shares (bad
+  data), when a cell has fewer than ``MIN_REPLICATES`` distinct seeds with a
+  gap, when the gaps are degenerate (constant across seeds or all equal, all
+  zero included), or when seen-ness does not vary (every node seen in every
+  trial, or none: the gap is 0 by construction).
 
 Every verdict's details carry ``seeds_per_cell``: the smallest number of
-seeds in a deciding cell.
+distinct seeds in a deciding cell.
 """
 
 from __future__ import annotations
@@ -44,26 +88,30 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from ..stats import mean_ci, mean_diff_ci
-from .verdicts import MIN_REPLICATES, NAN3, _ci
+from ..stats import mean_ci, mean_diff_ci, strata_mean_ci
+from .verdicts import MIN_REPLICATES, NAN3, _ci, _key, _pooled, degenerate, restrict_to_mode
 
 #: Each claim in words: what Dziri et al. 2023 assert; "supported" = this holds.
 STATEMENTS = {
     "scale_does_not_lift_ood": (
         "Dziri et al. 2023 (Faith and Fate): a transformer trained on a multi-step task gains no "
-        "out-of-distribution exact match from more parameters; its accuracy on larger problems stays low "
-        "as model size grows."),
+        "out-of-distribution exact match from more parameters (no model size of one task beats the smallest "
+        "by the margin), and its out-of-distribution accuracy stays low (the largest model's is clearly below "
+        "its in-distribution accuracy)."),
     "correct_steps_seen_in_training": (
         "Dziri et al. 2023 (Faith and Fate): transformers get a computation step right mostly when its whole "
-        "computation subgraph occurred in training, so at equal depth correct steps are more often seen "
-        "ones than wrong steps are."),
+        "computation subgraph occurred in training: most correct steps are seen ones (share above one half), "
+        "and at equal depth correct steps are more often seen ones than wrong steps are."),
 }
 DEFAULTS = {
-    "scale_does_not_lift_ood": {"margin": 0.05, "ood_floor": 0.05, "min_id_acc": 0.5},
+    "scale_does_not_lift_ood": {"margin": 0.05, "ood_floor": 0.05, "min_id_acc": 0.5, "min_ood_drop": 0.2},
     "correct_steps_seen_in_training": {"margin": 0.05},
 }
 NUMERIC = ("n_params", "n_train", "acc_id", "acc_ood", "seen_correct", "seen_wrong", "seen_gap_depth",
            "compound_eps", "seed")
+#: "Correct steps are mostly seen ones": the seen share of correct steps must exceed one half.
+MOSTLY = 0.5
+_TRUE, _FALSE = {"true", "1", "1.0", "yes", "y", "t"}, {"false", "0", "0.0", "no", "n", "f"}
 
 
 def _prepare(ok: pd.DataFrame, numeric: tuple[str, ...] = NUMERIC) -> pd.DataFrame:
@@ -86,21 +134,6 @@ def _decide(triple: tuple[float, float, float], margin: float) -> str:
     return "inconclusive"
 
 
-def _scratchpad_rows(ok: pd.DataFrame) -> pd.DataFrame:
-    """The scratchpad trials when there are any, else every row."""
-    if "scratchpad" in ok and ok["scratchpad"].astype(bool).any():
-        return ok[ok["scratchpad"].astype(bool)]
-    return ok
-
-
-def focus_rows(ok: pd.DataFrame) -> pd.DataFrame:
-    """The rows the scale comparison uses: scratchpad format when present, the largest training set."""
-    rows = _scratchpad_rows(ok)
-    if "n_train" in rows and len(rows):
-        rows = rows[rows["n_train"] == rows["n_train"].max()]
-    return rows
-
-
 def _decide_below(triple: tuple[float, float, float], margin: float) -> str:
     """Supported when the whole interval lies below ``margin``, not supported when above it."""
     _, lo, hi = triple
@@ -113,105 +146,240 @@ def _decide_below(triple: tuple[float, float, float], margin: float) -> str:
     return "inconclusive"
 
 
-def _seeds_per_cell(rows: pd.DataFrame, by: tuple[str, ...]) -> int:
-    """Smallest number of trials in a cell of ``rows`` grouped by the columns of ``by`` present (0 if empty)."""
-    keys = [c for c in by if c in rows]
-    if rows.empty:
-        return 0
-    return int(rows.groupby(keys).size().min()) if keys else len(rows)
+def _flag(v) -> bool | None:
+    """A scratchpad flag read robustly: booleans, 0/1 and true/false/yes/no strings; anything else is None."""
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, (int, float, np.integer, np.floating)):
+        return None if not np.isfinite(v) or v not in (0, 1) else bool(v)
+    if isinstance(v, str):
+        s = v.strip().lower()
+        return True if s in _TRUE else False if s in _FALSE else None
+    return None
 
 
-def scale_does_not_lift_ood(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
-    """Dziri et al. 2023: OOD exact match does not rise with model size (see the module docstring)."""
-    stat = "OOD exact-match gain, smallest → largest model (largest training set, scratchpad)"
+def scratchpad_flags(ok: pd.DataFrame) -> pd.Series:
+    """Per row True (scratchpad), False (answer only) or None (unknown); all True without the column."""
+    if "scratchpad" not in ok:
+        return pd.Series([True] * len(ok), index=ok.index, dtype=object)
+    return ok["scratchpad"].map(_flag).astype(object)
+
+
+def _scratchpad_rows(ok: pd.DataFrame) -> pd.DataFrame:
+    """The scratchpad trials when there are any, else the answer-only ones (unknown format: never)."""
+    flags = scratchpad_flags(ok)
+    if (flags == True).any():  # noqa: E712 (object Series holding True/False/None)
+        return ok[flags == True]  # noqa: E712
+    return ok[flags == False]  # noqa: E712
+
+
+def focus_rows(ok: pd.DataFrame) -> pd.DataFrame:
+    """Rows of the scale comparison: the most common task (the rules see one at a time), scratchpad format where
+    present, the largest training set."""
+    rows = _scratchpad_rows(restrict_to_mode(ok, ("task",))[0])
+    if "n_train" in rows and rows["n_train"].notna().any():
+        rows = rows[rows["n_train"] == rows["n_train"].max()]
+    return rows
+
+
+def _missing(ok: pd.DataFrame, cols: tuple[str, ...]) -> list[str]:
+    """Columns of ``cols`` absent from ``ok`` or without any value."""
+    return [c for c in cols if c not in ok or not ok[c].notna().any()]
+
+
+def _nonfinite(rows: pd.DataFrame, cols: tuple[str, ...]) -> int:
+    return int(sum((~np.isfinite(rows[c].to_numpy(dtype=float))).sum() for c in cols))
+
+
+def _per_seed(rows: pd.DataFrame, cell: list[str], cols: list[str]) -> pd.DataFrame:
+    """One row per (cell, distinct seed): repeated records of a seed are averaged, not counted as seeds."""
+    return rows.groupby([*cell, "seed"], sort=True)[cols].mean().reset_index()
+
+
+def _combine(parts: list[tuple[str, str, tuple[float, float, float]]]) -> tuple[str, int]:
+    """Overall verdict of parts that must all hold, and the index of the deciding part.
+
+    Not supported when any part is contradicted (the first such part decides); supported when all hold
+    (the first part decides); otherwise inconclusive (the first undecided part).
+    """
+    verdicts = [v for _, v, _ in parts]
+    if "not_supported" in verdicts:
+        return "not_supported", verdicts.index("not_supported")
+    if all(v == "supported" for v in verdicts):
+        return "supported", 0
+    return "inconclusive", verdicts.index("inconclusive")
+
+
+def _scale_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
+    """:func:`scale_does_not_lift_ood` within the rows of one task."""
+    stat = "largest OOD exact-match gain of any model size over the smallest (one task, scratchpad, largest n_train)"
     ok = _prepare(ok)
-    if not {"acc_ood", "acc_id", "n_params"} <= set(ok) or ok["n_params"].nunique() < 2:
+    need = ("acc_ood", "acc_id", "n_params", "seed")
+    if _missing(ok, need):
         return stat, "inconclusive", NAN3, len(ok), {
-            "reason": "needs acc_id and acc_ood at two or more model sizes", "seeds_per_cell": 0}
-    rows = focus_rows(ok)
-    if rows["n_params"].nunique() < 2:
-        return stat, "inconclusive", NAN3, len(rows), {
-            "reason": "the deciding slice (largest training set, scratchpad) has fewer than two model sizes",
+            "reason": f"no {', '.join(_missing(ok, need))} in the table: the rule needs {', '.join(need)}",
             "seeds_per_cell": 0}
-    small, large = rows["n_params"].min(), rows["n_params"].max()
-    a, b = rows[rows["n_params"] == large], rows[rows["n_params"] == small]
-    n = len(a) + len(b)
-    ood_by_params = rows.groupby("n_params")["acc_ood"].mean()
-    details: dict = {
-        "ood_by_params": {str(int(k)): float(v) for k, v in ood_by_params.items()},
-        "id_by_params": {str(int(k)): float(v) for k, v in rows.groupby("n_params")["acc_id"].mean().items()},
-        "largest_model_acc_id": _ci(mean_ci(a["acc_id"], n_boot, seed=seed), len(a)),
-        "largest_model_acc_ood": _ci(mean_ci(a["acc_ood"], n_boot, seed=seed), len(a)),
-        "id_gain": _ci(mean_diff_ci(a["acc_id"], b["acc_id"], n_boot, seed=seed), n),
-        "seeds_per_cell": int(min(len(a), len(b))),
-        "ood_floor": float(p["ood_floor"]),
-        "best_ood_cell": float(ood_by_params.max()) if ood_by_params.notna().any() else math.nan,
-    }
-    big = _scratchpad_rows(ok[ok["n_params"] == large])
-    if "n_train" in big and big["n_train"].nunique() > 1:
-        hi_n, lo_n = big["n_train"].max(), big["n_train"].min()
-        details["data_gain_ood"] = _ci(mean_diff_ci(big[big["n_train"] == hi_n]["acc_ood"],
-                                                    big[big["n_train"] == lo_n]["acc_ood"], n_boot, seed=seed),
-                                       len(big))
-    triple = mean_diff_ci(a["acc_ood"], b["acc_ood"], n_boot, seed=seed)
-    deciding = pd.concat([a, b])
-    bad = int((~np.isfinite(deciding["acc_ood"].to_numpy(dtype=float))).sum()
-              + (~np.isfinite(a["acc_id"].to_numpy(dtype=float))).sum())
+    rows = focus_rows(ok)
+    details: dict = {"ood_floor": float(p["ood_floor"]), "min_ood_drop": float(p["min_ood_drop"]),
+                     "seeds_per_cell": 0}
+    if _pooled(rows, ("steps", "lr", "heads")):
+        details["pooled_over"] = _pooled(rows, ("steps", "lr", "heads"))
+    if rows.empty:
+        details["reason"] = "no trial of a known format (scratchpad or answer only) in the deciding slice"
+        return stat, "inconclusive", NAN3, 0, details
+    bad = _nonfinite(rows, need)
     if bad:
-        details["reason"] = f"{bad} missing or NaN accuracies among the deciding trials"
-        return stat, "inconclusive", triple, n, details
-    if min(len(a), len(b)) < MIN_REPLICATES:
-        details["reason"] = f"fewer than {MIN_REPLICATES} seeds at the smallest or largest model"
-        return stat, "inconclusive", triple, n, details
-    if float(a["acc_id"].mean()) < p["min_id_acc"]:  # nothing learned in distribution: OOD says nothing
-        details["reason"] = (f"the largest model's in-distribution exact match {float(a['acc_id'].mean()):.3f} is "
+        details["reason"] = f"{bad} missing, NaN or infinite accuracies, sizes or seeds among the deciding trials"
+        return stat, "inconclusive", NAN3, len(rows), details
+    cells = _per_seed(rows, ["n_params"], ["acc_id", "acc_ood"])
+    sizes = sorted(cells["n_params"].unique())
+    ood = {s: cells.loc[cells["n_params"] == s, "acc_ood"].to_numpy(float) for s in sizes}
+    n = len(cells)
+    details["seeds_per_cell"] = int(min(v.size for v in ood.values()))
+    details["ood_by_params"] = {_key(s): float(v.mean()) for s, v in ood.items()}
+    details["id_by_params"] = {_key(s): float(g.mean()) for s, g in cells.groupby("n_params")["acc_id"]}
+    if len(sizes) < 2:
+        details["reason"] = "the deciding slice (one task, scratchpad, largest training set) has fewer than two model sizes"
+        return stat, "inconclusive", NAN3, n, details
+    small, large = sizes[0], sizes[-1]
+    big = cells[cells["n_params"] == large]
+    drop = (big["acc_id"] - big["acc_ood"]).to_numpy(float)
+    gains = {s: mean_diff_ci(ood[s], ood[small], n_boot, seed=seed) for s in sizes[1:]}
+    details["ood_gain_over_smallest"] = {_key(s): _ci(g, ood[s].size + ood[small].size) for s, g in gains.items()}
+    details["largest_model_acc_id"] = _ci(mean_ci(big["acc_id"], n_boot, seed=seed), len(big))
+    details["largest_model_acc_ood"] = _ci(mean_ci(big["acc_ood"], n_boot, seed=seed), len(big))
+    drop_ci = mean_ci(drop, n_boot, seed=seed)
+    details["largest_model_id_minus_ood"] = _ci(drop_ci, drop.size)
+    details["best_ood_cell"] = float(max(v.mean() for v in ood.values()))
+    if details["seeds_per_cell"] < MIN_REPLICATES:
+        details["reason"] = f"fewer than {MIN_REPLICATES} distinct seeds at some model size"
+        return stat, "inconclusive", NAN3, n, details
+    why = degenerate(list(ood.values())) or degenerate([drop])
+    if why:
+        details["reason"] = f"degenerate deciding cells: {why}"
+        return stat, "inconclusive", NAN3, n, details
+    if float(big["acc_id"].mean()) < p["min_id_acc"]:  # nothing learned in distribution: OOD says nothing
+        details["reason"] = (f"the largest model's in-distribution exact match {float(big['acc_id'].mean()):.3f} is "
                              f"below {p['min_id_acc']}: it did not learn the task, so its OOD accuracy cannot decide")
-        return stat, "inconclusive", triple, n, details
+        return stat, "inconclusive", NAN3, n, details
     if not details["best_ood_cell"] > p["ood_floor"]:
         details["reason"] = (f"OOD exact match is at most {details['best_ood_cell']:.3f} at every model size, not "
                              f"above the floor {p['ood_floor']}: at the floor a zero gain cannot tell 'scale does "
                              f"not help' from 'no model here can reach these sizes'")
-        return stat, "inconclusive", triple, n, details
-    verdict = _decide_below(triple, p["margin"])
-    details["reason"] = (f"OOD accuracy {float(b['acc_ood'].mean()):.3f} at {int(small):,} parameters → "
-                         f"{float(a['acc_ood'].mean()):.3f} at {int(large):,}; supported when the gain's interval "
-                         f"lies below the margin {p['margin']}, not supported when above it")
-    return stat, verdict, triple, n, details
+        return stat, "inconclusive", NAN3, n, details
+    above = [s for s, g in gains.items() if g[1] > p["margin"]]
+    at = max(above, key=lambda s: gains[s][1]) if above else max(gains, key=lambda s: gains[s][2])
+    details["deciding_size"] = _key(at)
+    parts = [(stat, _decide_below(gains[at], p["margin"]), gains[at]),
+             ("largest model's in-distribution minus OOD exact match (paired by seed)",
+              _decide(drop_ci, p["min_ood_drop"]), drop_ci)]
+    verdict, k = _combine(parts)
+    details["parts"] = {"no_size_lifts_ood": parts[0][1], "ood_stays_low": parts[1][1]}
+    details["reason"] = (f"OOD accuracy by size {', '.join(f'{int(s):,}: {ood[s].mean():.3f}' for s in sizes)}; "
+                         f"largest gain over the smallest at {int(at):,} parameters; no size lifts OOD when every "
+                         f"gain's interval lies below {p['margin']} (not supported when one lies above); OOD stays "
+                         f"low when the largest model's ID − OOD interval lies above {p['min_ood_drop']} (not "
+                         f"supported when below)")
+    return parts[k][0], verdict, parts[k][2], n, details
+
+
+def _steps_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
+    """:func:`correct_steps_seen_in_training` within the rows of one task."""
+    stat = "seen-subgraph share of correct − wrong nodes at equal depth (scratchpad trials, mean of cell means)"
+    ok = _prepare(ok)
+    need = ("seen_gap_depth", "seen_correct", "seen_wrong", "n_params", "seed")
+    if _missing(ok, need):
+        return stat, "inconclusive", NAN3, 0, {
+            "reason": f"no {', '.join(_missing(ok, need))} in the table: the rule needs {', '.join(need)}",
+            "seeds_per_cell": 0}
+    rows = ok[scratchpad_flags(ok) == True]  # noqa: E712
+    details: dict = {"seeds_per_cell": 0}
+    if rows.empty:
+        details["reason"] = "no scratchpad trials: steps are not written"
+        return stat, "inconclusive", NAN3, 0, details
+    vals = rows[list(need)].to_numpy(dtype=float)
+    gap_ok = np.isfinite(rows["seen_gap_depth"].to_numpy(dtype=float))
+    details["trials_without_a_gap"] = int((~gap_ok).sum())
+    bad = int(np.isinf(vals).sum() + np.isnan(vals[gap_ok]).sum())
+    if bad:
+        details["reason"] = (f"{bad} infinite values, or NaN shares, sizes or seeds in trials with a gap: "
+                             "bad data, not a measurement")
+        return stat, "inconclusive", NAN3, len(rows), details
+    cell = [c for c in ("n_params", "n_train") if c in rows and rows[c].notna().all()]
+    per = _per_seed(rows[gap_ok], cell, ["seen_gap_depth", "seen_correct", "seen_wrong"])
+    groups = [g for _, g in per.groupby(cell)] if len(per) else []
+    gaps = [g["seen_gap_depth"].to_numpy(float) for g in groups]
+    correct = [g["seen_correct"].to_numpy(float) for g in groups]
+    n = len(per)
+    details["seeds_per_cell"] = int(min((g.size for g in gaps), default=0))
+    details["cells"] = len(groups)
+    def cells_mean(values: list[np.ndarray]) -> dict:
+        return _ci(strata_mean_ci(values) if values else NAN3, n)
+
+    details["raw_gap_all_depths"] = cells_mean([(g["seen_correct"] - g["seen_wrong"]).to_numpy(float) for g in groups])
+    details["seen_share_correct"] = cells_mean(correct)
+    details["seen_share_wrong"] = cells_mean([g["seen_wrong"].to_numpy(float) for g in groups])
+    if "compound_eps" in rows:
+        details["compounding_eps_median"] = float(np.nanmedian(rows["compound_eps"])) if len(rows) else math.nan
+    if not groups or details["seeds_per_cell"] < MIN_REPLICATES:
+        details["reason"] = f"fewer than {MIN_REPLICATES} distinct seeds with both correct and wrong nodes in a cell"
+        return stat, "inconclusive", NAN3, n, details
+    shares = per[["seen_correct", "seen_wrong"]].to_numpy(float).ravel()
+    if np.all(shares == 0) or np.all(shares == 1):
+        details["reason"] = ("seen-ness does not vary: " + ("every node" if shares[0] == 1 else "no node")
+                             + " occurs in training, so the gap is 0 by construction")
+        return stat, "inconclusive", NAN3, n, details
+    why = degenerate(gaps) or degenerate(correct)
+    if why:
+        details["reason"] = f"degenerate deciding cells: {why}"
+        return stat, "inconclusive", NAN3, n, details
+    gap_ci, share_ci = strata_mean_ci(gaps), strata_mean_ci(correct)
+    parts = [(stat, _decide(gap_ci, p["margin"]), gap_ci),
+             ("seen-subgraph share of correct nodes (scratchpad trials, mean of cell means)",
+              _decide(share_ci, MOSTLY), share_ci)]
+    verdict, k = _combine(parts)
+    details["parts"] = {"correct_more_often_seen_at_equal_depth": parts[0][1], "correct_mostly_seen": parts[1][1]}
+    details["reason"] = (f"{len(groups)} cells; the depth-matched gap must lie above the margin {p['margin']} and "
+                         f"the seen share of correct nodes above {MOSTLY}; a node is 'seen' when its whole ancestor "
+                         f"computation occurs in training")
+    return parts[k][0], verdict, parts[k][2], n, details
+
+
+def _by_task(rule, ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
+    """``rule`` decided within each task; all tasks must hold (:func:`_combine`), tasks are never pooled."""
+    ok = _prepare(ok)
+    tasks = sorted(ok["task"].dropna().unique(), key=str) if "task" in ok else []
+    untasked = int(ok["task"].isna().sum()) if tasks else 0
+    if len(tasks) <= 1:
+        stat, verdict, triple, n, details = rule(ok[ok["task"].notna()] if tasks else ok, p, n_boot, seed)
+        if tasks:
+            details["task_used"] = _key(tasks[0])
+        if untasked:
+            details["trials_without_a_task"] = untasked
+        return stat, verdict, triple, n, details
+    results = [rule(ok[ok["task"] == t], p, n_boot, seed) for t in tasks]
+    verdict, k = _combine([(r[0], r[1], r[2]) for r in results])
+    stat, _, triple, n, details = results[k]
+    by_task = {_key(t): {"verdict": r[1], **_ci(r[2], r[3]), "reason": r[4].get("reason", "")}
+               for t, r in zip(tasks, results)}
+    details = {**details, "task_used": _key(tasks[k]), "by_task": by_task,
+               "seeds_per_cell": int(min(r[4].get("seeds_per_cell", 0) for r in results)),
+               "reason": (f"decided within each of {len(tasks)} tasks (never pooled or compared across tasks): "
+                          f"supported only when every task supports, not supported when any contradicts; task "
+                          f"{_key(tasks[k])} decides: {details.get('reason', '')}")}
+    if untasked:
+        details["trials_without_a_task"] = untasked
+    return f"{stat} [task {_key(tasks[k])}]", verdict, triple, n, details
+
+
+def scale_does_not_lift_ood(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
+    """Dziri et al. 2023: OOD exact match does not rise with model size and stays low (see the module docstring)."""
+    return _by_task(_scale_one_task, ok, {**DEFAULTS["scale_does_not_lift_ood"], **p}, n_boot, seed)
 
 
 def correct_steps_seen_in_training(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
-    """Dziri et al. 2023: correct steps are the ones whose computation was seen (see the module docstring)."""
-    stat = "seen-subgraph share of correct − wrong nodes at equal depth (scratchpad trials)"
-    ok = _prepare(ok)
-    if "seen_gap_depth" not in ok:
-        return stat, "inconclusive", NAN3, 0, {"reason": "no subgraph-coverage metrics", "seeds_per_cell": 0}
-    if "scratchpad" in ok and not ok["scratchpad"].astype(bool).any():
-        return stat, "inconclusive", NAN3, 0, {"reason": "no scratchpad trials: steps are not written",
-                                               "seeds_per_cell": 0}
-    rows = _scratchpad_rows(ok)
-    finite = rows[np.isfinite(rows["seen_gap_depth"].to_numpy(dtype=float))]
-    diff = finite["seen_gap_depth"].to_numpy(dtype=float)
-    raw = (rows["seen_correct"] - rows["seen_wrong"]).to_numpy(dtype=float)
-    details = {
-        "raw_gap_all_depths": _ci(mean_ci(raw, n_boot, seed=seed), int(np.isfinite(raw).sum())),
-        "seen_share_correct": _ci(mean_ci(rows["seen_correct"], n_boot, seed=seed), int(rows["seen_correct"].notna().sum())),
-        "seen_share_wrong": _ci(mean_ci(rows["seen_wrong"], n_boot, seed=seed), int(rows["seen_wrong"].notna().sum())),
-        "trials_without_a_gap": int(len(rows) - len(finite)),
-        "seeds_per_cell": _seeds_per_cell(finite, ("task", "n_params", "n_train")),
-    }
-    if "compound_eps" in rows:
-        details["compounding_eps_median"] = float(np.nanmedian(rows["compound_eps"])) if len(rows) else math.nan
-    triple = mean_ci(diff, n_boot, seed=seed)
-    if diff.size < MIN_REPLICATES:
-        details["reason"] = f"fewer than {MIN_REPLICATES} trials with both correct and wrong nodes"
-        return stat, "inconclusive", triple, int(diff.size), details
-    shares = finite[["seen_correct", "seen_wrong"]].to_numpy(dtype=float).ravel()
-    if np.isfinite(shares).all() and (np.all(shares == 0) or np.all(shares == 1)):
-        details["reason"] = ("seen-ness does not vary: " + ("every node" if shares[0] == 1 else "no node")
-                             + " occurs in training, so the gap is 0 by construction")
-        return stat, "inconclusive", triple, int(diff.size), details
-    details["reason"] = f"margin {p['margin']}; a node is 'seen' when its whole ancestor computation occurs in training"
-    return stat, _decide(triple, p["margin"]), triple, int(diff.size), details
+    """Dziri et al. 2023: correct steps are mostly seen ones, more than wrong ones are (see the module docstring)."""
+    return _by_task(_steps_one_task, ok, {**DEFAULTS["correct_steps_seen_in_training"], **p}, n_boot, seed)
 
 
 RULES = {"scale_does_not_lift_ood": scale_does_not_lift_ood,

@@ -1,0 +1,291 @@
+"""Verdict rules of the subgraphs study (Dziri et al. 2023, "Faith and Fate") on synthetic results tables."""
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bindscale.report import compute_verdicts
+from bindscale.report.subgraph_verdicts import correct_steps_seen_in_training, scale_does_not_lift_ood
+
+
+def _rows(ood_small, ood_large, seen_c, seen_w, acc_id=(0.9, 0.99), gap=None, sizes=(1e5, 1e6), task=None):
+    """Two model sizes, one seed per index; ``gap`` defaults to seen_c − seen_w − 0.1."""
+    rows = []
+    for i, (a, b) in enumerate(zip(ood_small, ood_large)):
+        for n_params, ood, id_acc in ((sizes[0], a, acc_id[0]), (sizes[1], b, acc_id[1])):
+            rows.append({"status": "ok", "n_params": n_params, "n_train": 4000, "scratchpad": True, "acc_id": id_acc,
+                         "acc_ood": ood, "seen_correct": seen_c[i], "seen_wrong": seen_w[i],
+                         "seen_gap_depth": seen_c[i] - seen_w[i] - 0.1 if gap is None else gap[i], "seed": i}
+                        | ({"task": task} if task else {}))
+    return pd.DataFrame(rows)
+
+
+OOD = {"margin": 0.05, "ood_floor": 0.05, "min_id_acc": 0.5, "min_ood_drop": 0.2}
+STEPS = {"margin": 0.05}
+EIGHT = [0.30, 0.31, 0.29, 0.30, 0.32, 0.28, 0.30, 0.31]
+JIT = [0.01 * k for k in (0, 1, -1, 2, -2, 1, 0, -1)]  # seed-to-seed spread, mean 0
+SEEN_C = [0.6 + j for j in JIT]
+SEEN_W = [0.2 - j for j in JIT]  # gap seen_c − seen_w − 0.1 = 0.3 + 2 j: varies across seeds
+
+
+def _plus(values, d):
+    return [v + d for v in values]
+
+
+def test_scale_does_not_lift_ood_holds_when_ood_accuracy_is_flat_above_the_floor():
+    df = _rows(EIGHT, EIGHT[::-1], SEEN_C, SEEN_W)
+    stat, verdict, (value, lo, hi), n, details = scale_does_not_lift_ood(df, OOD, 500, 0)
+    assert value == pytest.approx(0.0) and hi < 0.05 and verdict == "supported" and n == 16
+    assert details["seeds_per_cell"] == 8 and details["best_ood_cell"] == pytest.approx(0.30125)
+    assert details["parts"] == {"no_size_lifts_ood": "supported", "ood_stays_low": "supported"}
+
+
+def test_scale_does_not_lift_ood_fails_where_scale_lifts_ood_accuracy():
+    # The source's claim is false here: the largest model gains 0.4 out of distribution.
+    df = _rows([0.1, 0.2, 0.15], [0.5, 0.6, 0.55], SEEN_C, SEEN_W)
+    stat, verdict, (value, lo, hi), n, details = scale_does_not_lift_ood(df, OOD, 500, 0)
+    assert value == pytest.approx(0.4) and lo > 0.05 and verdict == "not_supported" and n == 6
+    assert details["seeds_per_cell"] == 3
+
+
+def test_all_zero_ood_accuracy_is_inconclusive_not_a_confirmation():
+    # Before: "not supported" (scale does not help) with interval [0, 0], i.e. Faith and Fate confirmed by default.
+    df = _rows([0.0] * 8, [0.0] * 8, SEEN_C, SEEN_W)
+    stat, verdict, (value, lo, hi), n, details = scale_does_not_lift_ood(df, OOD, 500, 0)
+    assert verdict == "inconclusive" and details["best_ood_cell"] == 0.0
+    # Just below the floor everywhere: still inconclusive; lower the floor in the study file and it decides.
+    low = _rows(_plus(JIT, 0.04), _plus(JIT[::-1], 0.04), SEEN_C, SEEN_W)
+    assert scale_does_not_lift_ood(low, OOD, 500, 0)[1] == "inconclusive"
+    assert "floor" in scale_does_not_lift_ood(low, OOD, 500, 0)[4]["reason"]
+    assert scale_does_not_lift_ood(low, {**OOD, "ood_floor": 0.03}, 500, 0)[1] == "supported"
+
+
+@pytest.mark.parametrize("spoil", ["nan_large", "nan_small", "inf_small", "missing_column", "no_id", "one_size",
+                                   "few_seeds", "one_scratchpad_size"])
+def test_scale_does_not_lift_ood_is_inconclusive_on_missing_or_unusable_data(spoil):
+    df = _rows(EIGHT, EIGHT, SEEN_C, SEEN_W)
+    if spoil == "nan_large":
+        df.loc[df.index[df.n_params == 1e6][0], "acc_ood"] = math.nan
+    elif spoil == "nan_small":
+        df.loc[df.index[df.n_params == 1e5][0], "acc_ood"] = math.nan
+    elif spoil == "inf_small":
+        df.loc[df.index[df.n_params == 1e5][0], "acc_id"] = math.inf
+    elif spoil == "missing_column":
+        df = df.drop(columns="acc_ood")
+    elif spoil == "no_id":  # the largest model did not learn the task in distribution
+        df.loc[df.n_params == 1e6, "acc_id"] = 0.2
+    elif spoil == "one_size":
+        df = df[df.n_params == 1e6]
+    elif spoil == "few_seeds":
+        df = df[df.seed < 2]
+    elif spoil == "one_scratchpad_size":  # two sizes, but only one of them with the scratchpad
+        df.loc[df.n_params == 1e5, "scratchpad"] = False
+    stat, verdict, triple, n, details = scale_does_not_lift_ood(df, OOD, 500, 0)
+    assert verdict == "inconclusive" and details["reason"] and "seeds_per_cell" in details
+
+
+# --------------------------------------------- review 2, items 13-17: scale_does_not_lift_ood
+
+def test_high_ood_accuracy_contradicts_the_claim_that_it_stays_low():
+    # Item 13. OOD ≈ 0.9 at both sizes, ID 0.99: flat, but not low. Before: supported.
+    df = _rows(_plus(EIGHT, 0.6), _plus(EIGHT[::-1], 0.6), SEEN_C, SEEN_W)
+    stat, verdict, (value, lo, hi), n, details = scale_does_not_lift_ood(df, OOD, 500, 0)
+    assert verdict == "not_supported" and details["parts"]["ood_stays_low"] == "not_supported"
+    assert value == pytest.approx(0.99 - 0.90125) and hi < OOD["min_ood_drop"] and "in-distribution" in stat
+    # The same table with a smaller required drop: both parts hold.
+    assert scale_does_not_lift_ood(df, {**OOD, "min_ood_drop": 0.05}, 500, 0)[1] == "supported"
+
+
+def test_statement_and_study_file_say_that_ood_accuracy_stays_low():
+    import yaml
+
+    from bindscale.config import VERDICT_PARAMS
+    from bindscale.report.subgraph_verdicts import STATEMENTS, __file__ as module
+
+    assert "stays low" in STATEMENTS["scale_does_not_lift_ood"] and "no model size" in STATEMENTS["scale_does_not_lift_ood"]
+    assert "min_ood_drop" in VERDICT_PARAMS["scale_does_not_lift_ood"]
+    study = yaml.safe_load((Path(module).parents[1] / "studies" / "subgraphs.yaml").read_text())
+    assert study["verdicts"]["scale_does_not_lift_ood"]["min_ood_drop"] == 0.2
+
+
+def test_a_middle_model_size_that_lifts_ood_accuracy_contradicts_the_claim():
+    # Item 14. Ends flat at 0.3, the middle size at 0.8. Before: supported (only the ends were compared).
+    ends = _rows(EIGHT, EIGHT[::-1], SEEN_C, SEEN_W)
+    middle = _rows(EIGHT, _plus(EIGHT, 0.5), SEEN_C, SEEN_W, sizes=(1e5, 3e5)).query("n_params == 3e5")
+    stat, verdict, (value, lo, hi), n, details = scale_does_not_lift_ood(pd.concat([ends, middle]), OOD, 500, 0)
+    assert verdict == "not_supported" and details["deciding_size"] == "300000" and value == pytest.approx(0.5)
+    assert set(details["ood_gain_over_smallest"]) == {"300000", "1000000"} and n == 24
+
+
+def test_tasks_are_decided_separately_never_compared():
+    # Item 15. Multiplication: scale lifts OOD 0.3 → 0.8 (1e5 → 1e6); max-subsequence only at 1e7.
+    # Before: 1e5 (multiplication) was compared with 1e7 (max-subsequence): gain 0, supported.
+    mult = _rows(EIGHT, _plus(EIGHT, 0.5), SEEN_C, SEEN_W, task="multiplication")
+    dp = _rows(EIGHT, EIGHT[::-1], SEEN_C, SEEN_W, sizes=(1e6, 1e7), task="maxsubseq").query("n_params == 1e7")
+    stat, verdict, (value, lo, hi), n, details = scale_does_not_lift_ood(pd.concat([mult, dp]), OOD, 500, 0)
+    assert verdict == "not_supported" and details["task_used"] == "multiplication" and value == pytest.approx(0.5)
+    assert details["by_task"]["maxsubseq"]["verdict"] == "inconclusive" and "multiplication" in stat
+    # Opposite effects in two tasks: pooled they cancelled (before: inconclusive); per task one contradicts.
+    up = _rows(_plus(EIGHT, -0.2), _plus(EIGHT, 0.3), SEEN_C, SEEN_W, task="multiplication")
+    down = _rows(_plus(EIGHT, 0.3), _plus(EIGHT, -0.2), SEEN_C, SEEN_W, task="maxsubseq")
+    assert scale_does_not_lift_ood(pd.concat([up, down]), OOD, 500, 0)[1] == "not_supported"
+    # Flat in each task but at different levels and sizes: before, 0.1 (task A, 1e5) vs 0.6 (task B, 1e7) was
+    # "scale lifts OOD"; each task on its own is flat, so the claim holds in both.
+    a = _rows(_plus(JIT, 0.1), _plus(JIT[::-1], 0.1), SEEN_C, SEEN_W, task="multiplication")
+    b = _rows(_plus(JIT, 0.6), _plus(JIT[::-1], 0.6), SEEN_C, SEEN_W, sizes=(1e6, 1e7), task="maxsubseq")
+    stat, verdict, triple, n, details = scale_does_not_lift_ood(pd.concat([a, b]), OOD, 500, 0)
+    assert verdict == "supported" and set(details["by_task"]) == {"multiplication", "maxsubseq"}
+
+
+def test_ood_accuracy_constant_across_seeds_is_inconclusive():
+    # Item 16. Before: supported with a zero-width interval.
+    for large in ([0.3] * 8, [0.31] * 8):
+        stat, verdict, triple, n, details = scale_does_not_lift_ood(_rows([0.3] * 8, large, SEEN_C, SEEN_W), OOD, 500, 0)
+        assert verdict == "inconclusive" and "degenerate" in details["reason"]
+
+
+def test_seeds_are_counted_and_duplicate_records_averaged():
+    # Item 17. Two seeds, seed 0 recorded twice: before, three rows passed as three seeds (supported).
+    two = _rows([0.3, 0.32], [0.31, 0.29], SEEN_C, SEEN_W)
+    dup = pd.concat([two, two[two.seed == 0]])
+    for rule, p in ((scale_does_not_lift_ood, OOD), (correct_steps_seen_in_training, STEPS)):
+        stat, verdict, triple, n, details = rule(dup, p, 500, 0)
+        assert verdict == "inconclusive" and details["seeds_per_cell"] == 2
+    # Repeated records do not narrow the interval: four copies of three seeds = three seeds.
+    three = _rows([0.30, 0.36, 0.24], [0.31, 0.37, 0.25], SEEN_C, SEEN_W)
+    once, four = (scale_does_not_lift_ood(d, OOD, 500, 0) for d in (three, pd.concat([three] * 4)))
+    assert four[2] == pytest.approx(once[2]) and four[3] == once[3] == 6 and four[4]["seeds_per_cell"] == 3
+    # No seed column: replicates cannot be told apart (directly and through compute_verdicts).
+    no_seed = _rows(EIGHT, EIGHT[::-1], SEEN_C, SEEN_W).drop(columns="seed")
+    for rule, p in ((scale_does_not_lift_ood, OOD), (correct_steps_seen_in_training, STEPS)):
+        assert rule(no_seed, p, 500, 0)[1] == "inconclusive"
+    out = compute_verdicts(no_seed, {"verdicts": {"scale_does_not_lift_ood": {}, "correct_steps_seen_in_training": {}}})
+    assert [o["verdict"] for o in out] == ["inconclusive", "inconclusive"]
+
+
+# --------------------------------------------- correct_steps_seen_in_training
+
+def test_correct_steps_seen_in_training_compares_correct_and_wrong_nodes():
+    seen_c, seen_w = [0.6, 0.7, 0.65], [0.2, 0.32, 0.25]
+    df = _rows([0.1] * 3, [0.2] * 3, seen_c, seen_w)
+    stat, verdict, (value, lo, hi), n, details = correct_steps_seen_in_training(df, STEPS, 500, 0)
+    # The deciding number is the depth-matched gap (mean of the two size cells); the raw gap is reported beside it.
+    assert value == pytest.approx(np.mean([0.3, 0.28, 0.3])) and verdict == "supported" and n == 6
+    assert details["raw_gap_all_depths"]["value"] == pytest.approx(np.mean([0.4, 0.38, 0.4]))
+    assert details["seeds_per_cell"] == 3 and details["cells"] == 2
+    # The source's claim false: wrong steps are seen as often as correct ones at equal depth.
+    same = _rows([0.1] * 3, [0.2] * 3, [0.6, 0.7, 0.65], [0.6, 0.7, 0.65], gap=[0.0, 0.01, -0.01])
+    assert correct_steps_seen_in_training(same, STEPS, 500, 0)[1] == "not_supported"
+
+
+@pytest.mark.parametrize("spoil", ["all_seen", "none_seen", "all_nan", "missing_column", "answer_only"])
+def test_correct_steps_seen_in_training_is_inconclusive_without_evidence(spoil):
+    df = _rows([0.1] * 4, [0.2] * 4, SEEN_C, SEEN_W)
+    if spoil in ("all_seen", "none_seen"):  # seen-ness does not vary: the gap is 0 by construction
+        share = 1.0 if spoil == "all_seen" else 0.0
+        df[["seen_correct", "seen_wrong", "seen_gap_depth"]] = [share, share, 0.0]
+    elif spoil == "all_nan":
+        df["seen_gap_depth"] = math.nan
+    elif spoil == "missing_column":
+        df = df.drop(columns="seen_gap_depth")
+    elif spoil == "answer_only":
+        df["scratchpad"] = False
+    stat, verdict, triple, n, details = correct_steps_seen_in_training(df, STEPS, 500, 0)
+    assert verdict == "inconclusive" and details["reason"]
+
+
+@pytest.mark.parametrize("case", ["constant_gap", "all_zero_gap", "nan_share_all_seen", "plus_inf", "minus_inf",
+                                  "inf_share"])
+def test_correct_steps_bad_or_degenerate_data_is_inconclusive(case):
+    # Item 18. Before: supported (constant gap, ±inf gaps dropped and the rest decided) or not supported
+    # (all-zero gap; every node seen but one NaN share skipped the "seen-ness does not vary" guard).
+    seen_c, seen_w, gap = SEEN_C, SEEN_W, None
+    if case == "constant_gap":
+        gap = [0.3] * 8
+    elif case == "all_zero_gap":
+        seen_c, seen_w, gap = [0.5] * 8, [0.5] * 8, [0.0] * 8
+    elif case == "nan_share_all_seen":
+        seen_c, seen_w, gap = [1.0] * 8, [math.nan] + [1.0] * 7, [0.0] * 8
+    elif case in ("plus_inf", "minus_inf"):
+        gap = [0.3, 0.31, 0.29] + [math.inf if case == "plus_inf" else -math.inf] * 5
+    elif case == "inf_share":
+        seen_w = [math.inf] + SEEN_W[1:]
+    stat, verdict, triple, n, details = correct_steps_seen_in_training(
+        _rows(EIGHT, EIGHT, seen_c, seen_w, gap=gap), STEPS, 500, 0)
+    assert verdict == "inconclusive" and details["reason"]
+
+
+def test_trials_without_a_gap_are_left_out_and_counted():
+    # A NaN gap (no depth with both correct and wrong nodes) is not bad data: the trial is left out.
+    gap = [0.3 + j for j in JIT[:6]] + [math.nan] * 2
+    seen_w = SEEN_W[:6] + [math.nan] * 2  # no wrong nodes in those trials
+    stat, verdict, triple, n, details = correct_steps_seen_in_training(
+        _rows(EIGHT, EIGHT, SEEN_C, seen_w, gap=gap), STEPS, 500, 0)
+    assert verdict == "supported" and details["trials_without_a_gap"] == 4 and details["seeds_per_cell"] == 6
+
+
+def test_correct_steps_must_mostly_be_seen_ones():
+    # Item 19. Seen share of correct steps ≈ 0.08, of wrong steps ≈ 0.01: seen steps help, but correct steps are
+    # mostly unseen ones, so "correct steps are mostly seen ones" is false. Before: supported (gap 0.07 > 0.05).
+    seen_c = [0.08 + j / 4 for j in JIT]
+    seen_w = [0.01] * 8
+    gap = [0.07 + 0.002 * i for i in range(8)]
+    stat, verdict, (value, lo, hi), n, details = correct_steps_seen_in_training(
+        _rows(EIGHT, EIGHT, seen_c, seen_w, gap=gap), STEPS, 500, 0)
+    assert verdict == "not_supported" and details["parts"]["correct_mostly_seen"] == "not_supported"
+    assert value == pytest.approx(0.08) and hi < 0.5 and "share of correct nodes" in stat
+    from bindscale.report.subgraph_verdicts import STATEMENTS
+
+    assert "most correct steps are seen ones" in STATEMENTS["correct_steps_seen_in_training"]
+
+
+@pytest.mark.parametrize("col", ["n_params", "seen_correct", "seen_wrong", "seed"])
+def test_missing_columns_are_inconclusive_never_a_crash(col):
+    # Item 19. Before: KeyError (seen_correct, seen_wrong) or ValueError on NaN n_params through compute_verdicts.
+    df = _rows(EIGHT, EIGHT[::-1], SEEN_C, SEEN_W).drop(columns=col)
+    assert correct_steps_seen_in_training(df, STEPS, 500, 0)[1] == "inconclusive"
+    out = compute_verdicts(df, {"verdicts": {"scale_does_not_lift_ood": {}, "correct_steps_seen_in_training": {}}})
+    assert out[1]["verdict"] == "inconclusive"
+    if col in ("n_params", "seed"):
+        assert out[0]["verdict"] == "inconclusive"
+
+
+@pytest.mark.parametrize("value, scratchpad_trials", [(math.nan, False), ("False", False), ("false", False),
+                                                      ("no", False), ("True", True), (1, True), (1.0, True)])
+def test_the_scratchpad_flag_is_read_robustly(value, scratchpad_trials):
+    # Item 19. Before: NaN and the string "False" were truthy, so answer-only trials counted as scratchpad ones.
+    df = _rows(EIGHT, EIGHT[::-1], SEEN_C, SEEN_W)
+    df["scratchpad"] = value
+    stat, verdict, triple, n, details = correct_steps_seen_in_training(df, STEPS, 500, 0)
+    assert (verdict == "supported") == scratchpad_trials
+    if not scratchpad_trials:
+        assert "scratchpad" in details["reason"]
+
+
+def test_subgraph_claims_are_named_after_the_source_with_statements_and_params():
+    import yaml
+
+    from bindscale.config import VERDICT_PARAMS
+    from bindscale.report import subgraph_verdicts as sv
+    from bindscale.report.verdicts import DEFAULTS, RULES
+
+    assert set(sv.STATEMENTS) == set(sv.RULES) == set(sv.DEFAULTS)
+    assert all("Dziri et al. 2023" in text for text in sv.STATEMENTS.values())
+    for claim, params in sv.DEFAULTS.items():
+        assert RULES[claim] is sv.RULES[claim] and DEFAULTS[claim] == params
+        assert set(VERDICT_PARAMS[claim]) == set(params)
+    assert "ood_scaling" not in RULES and "seen_subgraphs" not in VERDICT_PARAMS
+    study = yaml.safe_load((Path(sv.__file__).parents[1] / "studies" / "subgraphs.yaml").read_text())
+    assert list(study["verdicts"]) == list(sv.RULES) and set(study["anchors"]) == set(sv.RULES)
+
+
+def test_trials_without_a_task_name_are_not_pooled_with_a_named_task():
+    # Item 15. A NaN task could be any task: with one named task, such trials were pooled into its cells.
+    named = _rows(EIGHT, EIGHT[::-1], SEEN_C, SEEN_W, task="maxsubseq")
+    unnamed = _rows(EIGHT, _plus(EIGHT, 0.5), SEEN_C, SEEN_W, sizes=(1e5, 3e5)).query("n_params == 3e5")
+    unnamed = unnamed.assign(task=math.nan)
+    stat, verdict, triple, n, details = scale_does_not_lift_ood(pd.concat([named, unnamed]), OOD, 500, 0)
+    assert verdict == "supported" and details["trials_without_a_task"] == 8 and details["task_used"] == "maxsubseq"
