@@ -174,3 +174,147 @@ def test_contrasts_without_a_pretraining_column_are_inconclusive():
     for rule in (structure_grows_with_width, pretraining_reliability):
         out = rule(_table().drop(columns=["pretraining"]), P_DIFF, 200, 0)
         assert out[1] == "inconclusive" and "pretraining" in out[4]["reason"]
+
+
+# ------------------------------------------------------------- review 2: synthetic tables that must not decide
+
+
+def _seeded_noise(seed: int, sub: float = 0.04, abl: float = -0.04, sd: float = 0.1) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    df = _table()
+    return df.assign(sub_diff=sub + rng.normal(0, sd, len(df)), abl_diff=abl + rng.normal(0, sd, len(df)))
+
+
+def test_point1_structure_that_the_untrained_network_shows_as_well_is_not_supported():
+    # The anchor of Lepori, Serre, Pavlick (2023): a random-init network does not pass the ablation test.
+    _, verdict, (_, lo, hi), _, d = structure_emerges(_table(untrained=(0.3, -0.2)), P_EMERGE, 500, 0)
+    assert verdict == "not_supported" and hi < P_EMERGE["margin"] and "untrained" in d["weakest"]
+    assert d["beyond_untrained_control"]["value"] == pytest.approx(0.0, abs=1e-12)
+    # the same trained effect far beyond an untrained network that shows none: supported
+    assert structure_emerges(_table(), P_EMERGE, 500, 0)[1] == "supported"
+    # without the random-mask control the anchor cannot be checked: never supported
+    no_random = _table().drop(columns=[c for c in _table() if c.startswith("random_")])
+    _, verdict, _, _, d = structure_emerges(no_random, P_EMERGE, 500, 0)
+    assert verdict == "inconclusive" and "random mask" in d["reason"]
+
+
+def test_points2_3_the_verdict_follows_the_reported_number_and_the_margin():
+    # the source's test passes (both means beyond 0 with their intervals) but the effect is below the margin
+    tiny = _table(sub=0.002, abl=-0.002).assign(sub_diff=lambda t: 0.002 + t["seed"] * 1e-4 - 3.5e-4,
+                                                abl_diff=lambda t: -0.002 - t["seed"] * 1e-4 + 3.5e-4)
+    _, verdict, (value, lo, hi), _, d = structure_emerges(tiny, P_EMERGE, 500, 0)
+    assert d["source_test"]["sub_diff_above_0"] and d["source_test"]["abl_diff_below_0"]
+    assert verdict == "not_supported" and hi < P_EMERGE["margin"]
+    # supported only with the whole interval of the reported number above the margin; not supported only with
+    # it below; the two never overlap (noisy small effects: 40 synthetic studies)
+    for s in range(40):
+        _, verdict, (value, lo, hi), _, d = structure_emerges(_seeded_noise(s), P_EMERGE, 500, 0)
+        assert lo <= value <= hi
+        assert (verdict == "supported") == (lo > P_EMERGE["margin"]), s
+        assert (verdict == "not_supported") == (hi < P_EMERGE["margin"]), s
+
+
+def test_point4_non_finite_seeds_make_the_verdict_inconclusive_instead_of_being_dropped():
+    df = _table()
+    contrary = df["seed"] >= 3
+    df.loc[contrary, ["sub_diff", "abl_diff"]] = [-0.5, 0.5]
+    assert structure_emerges(df, P_EMERGE, 500, 0)[1] == "not_supported"
+    for bad in (float("nan"), float("inf")):
+        hidden = df.copy()
+        hidden.loc[contrary, "sub_diff"] = bad
+        _, verdict, triple, _, d = structure_emerges(hidden, P_EMERGE, 500, 0)
+        assert verdict == "inconclusive" and math.isnan(triple[0]) and d["n_nonfinite"] == int(contrary.sum())
+    for rule in (structure_grows_with_width, pretraining_reliability):
+        shares = _table()
+        shares.loc[shares["seed"] == 0, "frac_robust"] = float("inf")
+        out = rule(shares, P_DIFF, 200, 0)
+        assert out[1] == "inconclusive" and out[4]["n_nonfinite"] == 4
+
+
+def test_points5_6_constant_seeds_or_all_zero_deciding_strata_are_inconclusive():
+    constant = _table().assign(sub_diff=0.3, abl_diff=-0.2)
+    _, verdict, triple, _, d = structure_emerges(constant, P_EMERGE, 500, 0)
+    assert verdict == "inconclusive" and math.isnan(triple[0]) and "zero spread" in d["reason"]
+    # all-zero deciding strata; a thin (2-seed, not deciding) architecture with nonzero shares beside them
+    zeros = _table(robust=0.0, robust_spread=0.0)
+    thin = _table(arch="transformer", robust=0.7, widths=(16,)).query("seed < 2")
+    for rule in (structure_grows_with_width, pretraining_reliability):
+        out = rule(pd.concat([zeros, thin]), P_DIFF, 200, 0)
+        assert out[1] == "inconclusive" and "zero spread" in out[4]["reason"]
+        flat = rule(_table(robust_spread=0.0), P_DIFF, 200, 0)  # 0.5 in every seed of every cell
+        assert flat[1] == "inconclusive"
+
+
+def test_point7_repeated_records_of_a_base_model_count_once():
+    once = _table(sub=0.1, abl=-0.1).query("seed < 3").copy()
+    once["sub_diff"] = 0.1 + np.tile([-0.2, 0.0, 0.2], len(once) // 3)
+    once["abl_diff"] = -0.1 + np.tile([0.2, 0.0, -0.2], len(once) // 3)
+    five = pd.concat([once] * 5, ignore_index=True).assign(trial_id=lambda t: range(len(t)))  # re-runs
+    a, b = structure_emerges(once, P_EMERGE, 500, 0), structure_emerges(five, P_EMERGE, 500, 0)
+    assert a[1] == b[1] == "inconclusive" and a[2] == pytest.approx(b[2])
+    assert b[3] == len(once) and b[4]["n_repeated_records"] == 4 * len(once) and b[4]["seeds_per_cell"] == 3
+    up = {(w, p): 0.2 + 0.4 * (w == 64) for w in (16, 64) for p in ("none", "match_count")}
+    c = structure_grows_with_width(_table(robust=up), P_DIFF, 200, 0)
+    d = structure_grows_with_width(pd.concat([_table(robust=up)] * 3), P_DIFF, 200, 0)
+    assert c[2] == pytest.approx(d[2]) and d[3] == c[3]
+
+
+def test_point8_intervals_are_t_intervals_over_base_seeds():
+    from scipy import stats
+
+    one = _table(widths=(16,), pre=("none",))
+    rng = np.random.default_rng(0)
+    one["sub_diff"] = 0.3 + rng.normal(0, 0.05, len(one))
+    _, _, _, _, d = structure_emerges(one, P_EMERGE, 500, 0)
+    ref = stats.ttest_1samp(one["sub_diff"], 0).confidence_interval(0.95)
+    assert (d["mean_sub_diff"]["ci_low"], d["mean_sub_diff"]["ci_high"]) == pytest.approx((ref.low, ref.high))
+    df = _table(widths=(16, 64), pre=("none",))
+    df["frac_robust"] = 0.3 + rng.normal(0, 0.05, len(df)) + 0.3 * (df["width"] == 64)
+    _, _, (value, lo, hi), _, _ = structure_grows_with_width(df, P_DIFF, 500, 0)
+    hi_s, lo_s = (df.loc[df["width"] == w, "frac_robust"] for w in (64, 16))
+    ref = stats.ttest_ind(hi_s, lo_s, equal_var=False).confidence_interval(0.95)
+    assert (lo, hi) == pytest.approx((ref.low, ref.high))
+
+
+def test_point9_a_largest_width_without_usable_trials_makes_the_width_contrast_inconclusive():
+    robust = {(w, p): {16: 0.1, 64: 0.5, 256: 0.1}[w] for w in (16, 64, 256) for p in ("none", "match_count")}
+    df = _table(widths=(16, 64, 256), robust=robust, robust_spread=5.0)
+    assert structure_grows_with_width(df, P_DIFF, 200, 0)[1] == "not_supported"  # 256 − 16: no growth
+    df.loc[df["width"] == 256, "base_acc_test"] = 0.9
+    _, verdict, triple, _, d = structure_grows_with_width(df, P_DIFF, 200, 0)
+    assert verdict == "inconclusive" and math.isnan(triple[0]) and "width 256" in d["reason"]
+
+
+def test_point10_survivors_of_the_accuracy_filter_are_reported_and_a_thinned_side_is_inconclusive():
+    up = {(w, p): 0.2 + 0.4 * (p == "match_count") for w in (16, 64) for p in ("none", "match_count")}
+    df = _table(robust=up)
+    df.loc[(df["pretraining"] == "none") & (df["seed"] < 5), "base_acc_test"] = 0.5  # 3 of 8 survive
+    _, verdict, _, _, d = pretraining_reliability(df, P_DIFF, 200, 0)
+    assert d["seeds_learned_per_side"]["mlp/16 (match_count − scratch)"] == {"seeds_run": [8, 8],
+                                                                            "seeds_learned": [8, 3]}
+    assert "caveat_selection" in d and verdict == "supported"
+    thin = _table(robust=up)
+    thin.loc[(thin["pretraining"] == "none") & (thin["width"] == 16) & (thin["seed"] < 6), "base_acc_test"] = 0.5
+    _, verdict, _, _, d = pretraining_reliability(thin, P_DIFF, 200, 0)  # 2 of 8 survive at width 16
+    assert verdict == "inconclusive" and "mlp/16" in d["reason"]
+    cell = _table()
+    cell.loc[(cell["width"] == 16) & (cell["pretraining"] == "none") & (cell["seed"] < 6), "base_acc_test"] = 0.5
+    _, verdict, _, _, d = structure_emerges(cell, P_EMERGE, 200, 0)
+    assert verdict == "inconclusive" and d["seeds_learned_per_cell"]["mlp/16/none"]["seeds_learned"] == 2
+
+
+@pytest.mark.parametrize("col", ["base_acc_test", "pretraining", "architecture", "seed", "width"])
+def test_points11_12_a_missing_column_is_inconclusive_and_named(col):
+    for claim, rule in RULES.items():
+        out = rule(_table().drop(columns=[col]), DEFAULTS[claim], 200, 0)
+        assert out[1] == "inconclusive" and col in out[4]["reason"], claim
+    out = compute_verdicts(_table().drop(columns=[col]), {"verdicts": dict.fromkeys(RULES)})
+    assert {v["verdict"] for v in out} == {"inconclusive"} and all(col in v["details"]["reason"] for v in out)
+
+
+def test_points11_12_the_raw_sign_share_is_not_needed_to_decide():
+    # frac_structural is reported beside, never deciding: without it the verdicts stand (the old reason
+    # "no trial learned the compound task" was wrong)
+    out = compute_verdicts(_table().drop(columns=["frac_structural"]), {"verdicts": dict.fromkeys(RULES)})
+    assert [v["verdict"] for v in out] == ["supported", "not_supported", "not_supported"]
+    assert "share_raw_signs" not in out[0]["details"]
