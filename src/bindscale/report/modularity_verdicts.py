@@ -42,6 +42,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Mapping
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -189,31 +190,36 @@ def _vals(g: pd.DataFrame, col: str) -> np.ndarray:
     return g[col].to_numpy(dtype=float)
 
 
-def _weakest(parts: Mapping[str, tuple]) -> tuple[tuple, str]:
-    """The smallest of several effects, with an interval: ``(min points, min lows, min highs)`` and its name.
+def _weakest(parts_at: Callable[[float], Mapping[str, tuple]]) -> tuple[tuple, str]:
+    """The smallest of k effects with a 95% interval: ``(min points, min lows, min highs)`` and its name.
 
-    If every part's interval covers its own mean, ``[min lows, min highs]`` covers the smallest mean; with
-    95% t intervals its coverage is about 95% (simulated: module docstring).
+    ``parts_at(confidence)`` gives each effect's t interval at that level. The low end is the smallest of
+    the 95% lows (it exceeds the smallest mean only if that effect's own low does: ≤ 2.5%); the high end
+    the smallest of the highs at level 1 − 0.05/k (Bonferroni: below the smallest mean with ≤ 2.5%), so
+    the interval covers the smallest mean with at least 95% whatever the effects' correlation.
     """
+    parts = parts_at(0.95)
     name = min(parts, key=lambda k: parts[k][0])
-    pts, los, his = zip(*parts.values())
-    return (float(min(pts)), float(min(los)), float(min(his))), name
+    highs = parts_at(1.0 - 0.05 / len(parts)) if len(parts) > 1 else parts
+    return (float(min(v[0] for v in parts.values())), float(min(v[1] for v in parts.values())),
+            float(min(v[2] for v in highs.values()))), name
 
 
 def _neg(t: tuple) -> tuple:
     return -t[0], -t[2], -t[1]
 
 
-def _two_effects(cs: Mapping[tuple, pd.DataFrame], sub: str, abl: str) -> dict[str, tuple]:
+def _two_effects(cs: Mapping[tuple, pd.DataFrame], sub: str, abl: str, confidence: float = 0.95) -> dict[str, tuple]:
     """Mean over cells of SubDiff and of −AblDiff (Welch–Satterthwaite t intervals)."""
-    return {"SubDiff": strata_mean_ci([_vals(g, sub) for g in cs.values()]),
-            "−AblDiff": _neg(strata_mean_ci([_vals(g, abl) for g in cs.values()]))}
+    return {"SubDiff": strata_mean_ci([_vals(g, sub) for g in cs.values()], confidence=confidence),
+            "−AblDiff": _neg(strata_mean_ci([_vals(g, abl) for g in cs.values()], confidence=confidence))}
 
 
-def _net_of_control(cs: Mapping[tuple, pd.DataFrame], src: str) -> tuple[dict[str, tuple] | None, int]:
-    """SubDiff and −AblDiff minus the control's, paired within base models; None where a cell lacks it.
+def _net_of_control(cs: Mapping[tuple, pd.DataFrame], src: str) -> tuple[dict[tuple, pd.DataFrame] | None, int]:
+    """Per cell, SubDiff and AblDiff minus the control's (columns ``sub``, ``abl``), paired within base models.
 
-    Returns (effects or None, number of deciding base models without the control).
+    Returns (the cells, or None when a deciding cell has fewer than ``MIN_REPLICATES`` base models with
+    the control; the number of deciding base models without it).
     """
     c_sub, c_abl = f"{src}_sub_diff", f"{src}_abl_diff"
     if not {c_sub, c_abl} <= set(next(iter(cs.values()))):
@@ -224,9 +230,9 @@ def _net_of_control(cs: Mapping[tuple, pd.DataFrame], src: str) -> tuple[dict[st
         has = np.isfinite(d[["sub", "abl"]].to_numpy(dtype=float)).all(axis=1)
         lacking += int((~has).sum())
         net[k] = d[has]
-    if lacking and any(_seeds(g) < MIN_REPLICATES for g in net.values()):
+    if any(len(g) == 0 or _seeds(g) < MIN_REPLICATES for g in net.values()):
         return None, lacking
-    return _two_effects(net, "sub", "abl"), lacking
+    return net, lacking
 
 
 def _beside(cs: Mapping[tuple, pd.DataFrame], col: str) -> dict | None:
@@ -293,18 +299,23 @@ def structure_emerges(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> t
     details["source_test"] = {"sub_diff_above_0": bool(sub[1] > 0), "abl_diff_below_0": bool(abl[2] < 0),
                               "note": "the source's test (mean SubDiff > 0 and mean AblDiff < 0, each with its "
                                       "interval); reported, the deciding number adds the margin and the controls"}
-    weaker, _ = _weakest(effects)
-    details["weaker_effect"] = _ci(weaker, n)
-    parts = dict(effects)
-    unavailable = []
+    details["weaker_effect"] = _ci(_weakest(partial(_two_effects, cs, "sub_diff", "abl_diff"))[0], n)
+    nets, unavailable = {}, []
     for src, label in CONTROLS:
         net, lacking = _net_of_control(cs, src)
         details[f"n_without_{src}_control"] = lacking
         if net is None:
             unavailable.append(label)
             continue
-        parts |= {f"{k} net of the {label}": v for k, v in net.items()}
-        details[f"beyond_{src}_control"] = _ci(_weakest(net)[0], n - lacking)
+        nets[label] = net
+        details[f"beyond_{src}_control"] = _ci(_weakest(partial(_two_effects, net, "sub", "abl"))[0], n - lacking)
+
+    def parts_at(confidence: float) -> dict[str, tuple]:
+        out = _two_effects(cs, "sub_diff", "abl_diff", confidence)
+        for label, net in nets.items():
+            out |= {f"{k} net of the {label}": v for k, v in _two_effects(net, "sub", "abl", confidence).items()}
+        return out
+
     for f in ("A", "B"):
         for col in ("sub_diff", "abl_diff"):
             if (c := _beside(cs, f"{col}_{f}")) is not None:
@@ -332,7 +343,7 @@ def structure_emerges(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> t
         details["extra_subroutine_heads"] = {
             "mean_sub_diff": _ci(e["SubDiff"], m), "mean_abl_diff": _ci(_neg(e["−AblDiff"]), m),
             "note": "pretrained with one head per subroutine: reported beside, not deciding"}
-    triple, weakest = _weakest(parts)
+    triple, weakest = _weakest(parts_at)
     if not np.isfinite(triple[1]) or not np.isfinite(triple[2]):
         return stop("the interval is undefined", n, triple)
     if triple[2] < margin:
