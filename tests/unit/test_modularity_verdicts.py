@@ -318,3 +318,16 @@ def test_points11_12_the_raw_sign_share_is_not_needed_to_decide():
     out = compute_verdicts(_table().drop(columns=["frac_structural"]), {"verdicts": dict.fromkeys(RULES)})
     assert [v["verdict"] for v in out] == ["supported", "not_supported", "not_supported"]
     assert "share_raw_signs" not in out[0]["details"]
+
+
+def test_point9_a_largest_width_whose_trials_all_failed_is_named_for_compute_verdicts():
+    from bindscale.report.modularity_verdicts import lost_planned_width
+
+    robust = {(w, p): {16: 0.1, 64: 0.5, 256: 0.1}[w] for w in (16, 64, 256) for p in ("none", "match_count")}
+    df = _table(widths=(16, 64, 256), robust=robust, robust_spread=5.0)
+    df.loc[df["width"] == 256, "status"] = "error"
+    out = compute_verdicts(df, {"verdicts": {"structure_grows_with_width": {}}})[0]
+    assert out["details"]["largest_width"] == {"mlp/match_count": 64, "mlp/none": 64}
+    why = lost_planned_width(df, out["details"])
+    assert why is not None and "width 256 planned, 64 compared" in why
+    assert lost_planned_width(df[df["status"] == "ok"], out["details"]) is None

@@ -49,7 +49,7 @@ import pandas as pd
 
 from ..stats import mean_ci, mean_diff_ci, strata_mean_ci
 from .subgraph_verdicts import _decide, _prepare
-from .verdicts import MIN_REPLICATES, NAN3, _ci, _key, degenerate, restrict_to_mode
+from .verdicts import MIN_REPLICATES, NAN3, _ci, _key, _py, degenerate, restrict_to_mode
 
 DEFAULTS = {
     "structure_emerges": {"margin": 0.02, "min_base_acc": 0.95},
@@ -492,7 +492,33 @@ def structure_grows_with_width(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: 
     stat = "share structural beyond noise, largest − smallest width (mean over architecture × pretraining)"
     verdict, triple, n, details = _contrast_verdict(ok, p, ("architecture", "pretraining"), _widest, "two widths",
                                                     _no_extra)
+    every, _, _ = _usable(ok, p["min_base_acc"])
+    if not every.empty:
+        details["largest_width"] = {_cell_name(k): _py(g["width"].max())
+                                    for k, g in _no_extra(every).groupby(["architecture", "pretraining"])}
     return stat, verdict, triple, n, details
+
+
+def lost_planned_width(df: pd.DataFrame, details: Mapping) -> str | None:
+    """Why ``structure_grows_with_width`` compared a smaller width than the table plans, or None.
+
+    The rules see only ok trials; a widest width whose trials all failed (any other status) leaves the
+    rule comparing a smaller one. Inputs: the whole results table (any status) and the rule's details
+    (``largest_width`` per architecture/pretraining). For :func:`bindscale.report.verdicts.compute_verdicts`,
+    which holds the whole table; a reason string means the verdict must be inconclusive.
+    """
+    if "largest_width" not in details or _missing(df, ("architecture", "pretraining", "width")):
+        return None
+    rows = df[df["pretraining"] != EXTRA]
+    planned = pd.to_numeric(rows["width"], errors="coerce").groupby(
+        [rows["architecture"], rows["pretraining"]]).max()
+    short = [f"{_cell_name(k)}: width {_key(w)} planned, {_key(details['largest_width'].get(_cell_name(k)))} "
+             "compared" for k, w in planned.items() if np.isfinite(w)
+             and not details["largest_width"].get(_cell_name(k), -math.inf) >= w]
+    if short:
+        return ("the largest planned width has no ok trial (" + "; ".join(short) + "): the contrast would be "
+                "decided at a smaller width than the study asked about")
+    return None
 
 
 def pretraining_reliability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
