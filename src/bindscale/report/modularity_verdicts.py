@@ -6,31 +6,50 @@ SubDiff and AblDiff (with the chance floor), averaged per trial (``sub_diff``,
 AblDiff < 0: the raw sign criterion, which counts chance-level noise as
 structure) and ``frac_robust`` (both differences beyond two standard errors of
 test-set noise). A *cell* is one (architecture, width, pretraining) condition;
-its base seeds are the replicates. Only trials whose base network learned the
+its base seeds are the replicates; repeated records of one base model (re-runs,
+duplicates) are averaged first, and seeds are counted distinct. Other config
+columns that vary (depth, masked parameters, λ …) are held at their most common
+value within each architecture. Only trials whose base network learned the
 compound task on held-out scenes (``base_acc_test ≥ min_base_acc``; the test
-scenes are disjoint from every training set) count, and a cell needs
-``MIN_REPLICATES`` such base seeds. Other config columns that vary (depth,
-masked parameters, λ …) are held at their most common value within each
-architecture. Trials pretrained with one head per subroutine
-(``pretraining: subroutines``) are a labelled extra: reported beside, never
-deciding (that pretraining nearly builds the result in).
+scenes are disjoint from every training set) count; the survivors are reported
+per cell (``seeds_learned_per_cell`` / ``_per_side``), a deciding cell the filter
+leaves with fewer than ``MIN_REPLICATES`` base seeds makes the verdict
+inconclusive (the survivors are a selection), and unequal survivors on the two
+sides of a contrast give ``caveat_selection``. Trials pretrained with one head
+per subroutine (``pretraining: subroutines``) are a labelled extra: reported
+beside, never deciding (that pretraining nearly builds the result in).
 
-Intervals are 95% bootstrap intervals over base seeds, resampled within each
-cell (stratified), of the statistic below.
+Every rule is inconclusive, with the reason, when a needed column is missing or
+empty, when a deciding trial has a missing, NaN or infinite value
+(``n_nonfinite``: dropping it would let the rest decide), and when the deciding
+cells are degenerate (:func:`bindscale.report.verdicts.degenerate`: the same
+value in every seed of a cell, or one value everywhere).
 
-- ``structure_emerges`` — decided as the source does, on the means across runs:
-  mean SubDiff (mean over cells of the per-cell means) and mean AblDiff, each with
-  its interval. Supported when SubDiff's interval lies above 0 and AblDiff's below
-  0. The deciding number is the weaker of the two, ``min(SubDiff, −AblDiff)``
-  (paired within trials); not supported when its interval lies below ``margin``
-  (one of the two effects is confidently smaller than ``margin`` accuracy);
-  inconclusive otherwise, and when the differences are missing, NaN or all zero.
-  The noise-robust share and the raw sign share are reported beside, with the
-  untrained-network and random-mask controls.
+Intervals: Student / Welch–Satterthwaite t intervals over base seeds
+(:func:`bindscale.stats.strata_mean_ci`: mean of cell means; a contrast is the
+same with weights ±1/H over H strata). Simulated at 8 seeds per cell they cover
+95.2–95.5% (normal, Binomial(6, p)/6 shares); the percentile bootstrap used
+before covered 81–92%.
+
+- ``structure_emerges`` — the source's test is mean SubDiff > 0 and mean AblDiff
+  < 0 across runs (``source_test`` in details, with ``mean_sub_diff`` and
+  ``mean_abl_diff``). The deciding number is the weakest of SubDiff, −AblDiff,
+  and both of them net of the untrained-network control and of the random-mask
+  control (paired within base models): the trained effect must exceed ``margin``
+  and beat both controls by it (the source's anchor: random-init models do not
+  pass the ablation test). Its interval runs from the smallest 95% low to the
+  smallest high at level 1 − 0.05/k over the k effects (Bonferroni), so it covers
+  the weakest mean with ≥ 95% (simulated 97.5–99%). Supported when the interval
+  lies above ``margin``; not supported when below it; inconclusive otherwise, and
+  when a control is missing in a deciding cell (never supported then). The
+  noise-robust and raw sign shares are reported beside.
 - ``structure_grows_with_width`` (a question of this lab, not a claim of the
   paper): per (architecture, pretraining), the noise-robust share at the largest
   width minus at the smallest; the mean over strata. Supported when the interval
-  lies above ``margin``, not supported when below it.
+  lies above ``margin``, not supported when below it. The largest width is the
+  largest that ran (ok trials): if none of its base networks learned the task the
+  verdict is inconclusive; a largest width whose trials all failed is visible only
+  to :func:`lost_planned_width` (the whole table).
 - ``pretraining_reliability``: per (architecture, width), the noise-robust share
   after the generic ``match_count`` pretraining minus from scratch; the mean over
   strata; same rule. The subroutine-head pretraining's difference is reported
