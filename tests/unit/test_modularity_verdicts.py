@@ -312,6 +312,14 @@ def test_points11_12_a_missing_column_is_inconclusive_and_named(col):
     assert {v["verdict"] for v in out} == {"inconclusive"} and all(col in v["details"]["reason"] for v in out)
 
 
+def test_points11_12_a_trial_without_its_seed_or_cell_is_not_dropped_silently():
+    df = _table()
+    df.loc[df["seed"] >= 3, "seed"] = float("nan")  # 5 seeds of 8 cannot be placed
+    for claim, rule in RULES.items():
+        out = rule(df, DEFAULTS[claim], 200, 0)
+        assert out[1] == "inconclusive" and out[4]["n_without_cell_or_seed"] == 20, claim
+
+
 def test_points11_12_the_raw_sign_share_is_not_needed_to_decide():
     # frac_structural is reported beside, never deciding: without it the verdicts stand (the old reason
     # "no trial learned the compound task" was wrong)

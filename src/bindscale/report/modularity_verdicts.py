@@ -143,6 +143,11 @@ def _usable(ok: pd.DataFrame, min_base_acc: float) -> tuple[pd.DataFrame, pd.Dat
     why = _missing(ok, REQUIRED)
     if why or ok.empty:
         return ok.iloc[0:0], ok.iloc[0:0], ({"reason": why} if why else {})
+    keyless = int(ok[["architecture", "width", "pretraining", "seed"]].isna().any(axis=1).sum())
+    if keyless:
+        return ok.iloc[0:0], ok.iloc[0:0], {"n_without_cell_or_seed": keyless, "reason": (
+            f"{keyless} trials lack their architecture, width, pretraining or seed: they cannot be placed in a "
+            "cell, and dropping them would let the rest decide")}
     ok = fill_untrained(ok)
     note: dict = {"min_base_acc": min_base_acc}
     parts = []
@@ -490,8 +495,8 @@ def _contrast_verdict(ok: pd.DataFrame, p: Mapping, strata: tuple[str, ...], pic
     why = degenerate([_vals(b, col) for b in bms])
     if why:
         return stop(f"{why} ({col})", n)
-    details["raw_sign_share_difference"] = _ci(contrast(rows, strata, pick, "frac_structural")[0], n) \
-        if "frac_structural" in rows else None
+    if "frac_structural" in rows:
+        details["raw_sign_share_difference"] = _ci(contrast(rows, strata, pick, "frac_structural")[0], n)
     for src, label in (("untrained", "control_untrained_difference"), ("random", "control_random_mask_difference")):
         c = f"{src}_{col}"
         if c in rows and rows[c].notna().any():
