@@ -301,6 +301,10 @@ def test_point10_survivors_of_the_accuracy_filter_are_reported_and_a_thinned_sid
     cell.loc[(cell["width"] == 16) & (cell["pretraining"] == "none") & (cell["seed"] < 6), "base_acc_test"] = 0.5
     _, verdict, _, _, d = structure_emerges(cell, P_EMERGE, 200, 0)
     assert verdict == "inconclusive" and d["seeds_learned_per_cell"]["mlp/16/none"]["seeds_learned"] == 2
+    # tables concatenated without a new index (repeated labels) are matched trial by trial all the same
+    halves = [cell.iloc[: len(cell) // 2], cell.iloc[len(cell) // 2:].reset_index(drop=True)]
+    assert structure_emerges(pd.concat(halves), P_EMERGE, 200, 0)[4]["seeds_learned_per_cell"] == \
+        d["seeds_learned_per_cell"]
 
 
 @pytest.mark.parametrize("col", ["base_acc_test", "pretraining", "architecture", "seed", "width"])

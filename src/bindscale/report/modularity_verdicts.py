@@ -139,7 +139,7 @@ def _usable(ok: pd.DataFrame, min_base_acc: float) -> tuple[pd.DataFrame, pd.Dat
     The held settings (most common value per architecture) are fixed on all trials first, so the
     accuracy filter's survivors can be counted per cell against the trials that ran.
     """
-    ok = _prepare(ok, NUMERIC)
+    ok = _prepare(ok, NUMERIC).reset_index(drop=True)  # survivors are matched to their trials by index
     why = _missing(ok, REQUIRED)
     if why or ok.empty:
         return ok.iloc[0:0], ok.iloc[0:0], ({"reason": why} if why else {})
