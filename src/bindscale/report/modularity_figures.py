@@ -3,8 +3,8 @@
 Each ``fig_*`` takes the results table and the study's ``min_base_acc`` and
 returns a base64 PNG or None when its data are missing. Rows are the trials the
 verdicts use (base network learned the compound task, other settings held per
-architecture; see :mod:`bindscale.report.modularity_verdicts`). Error bars: 95% bootstrap
-intervals of the mean over base seeds.
+architecture; see :mod:`bindscale.report.modularity_verdicts`). Error bars: 95% Student t
+intervals of the mean over base seeds (:func:`bindscale.stats.mean_ci`).
 """
 
 from __future__ import annotations

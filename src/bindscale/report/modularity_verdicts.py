@@ -6,31 +6,50 @@ SubDiff and AblDiff (with the chance floor), averaged per trial (``sub_diff``,
 AblDiff < 0: the raw sign criterion, which counts chance-level noise as
 structure) and ``frac_robust`` (both differences beyond two standard errors of
 test-set noise). A *cell* is one (architecture, width, pretraining) condition;
-its base seeds are the replicates. Only trials whose base network learned the
+its base seeds are the replicates; repeated records of one base model (re-runs,
+duplicates) are averaged first, and seeds are counted distinct. Other config
+columns that vary (depth, masked parameters, λ …) are held at their most common
+value within each architecture. Only trials whose base network learned the
 compound task on held-out scenes (``base_acc_test ≥ min_base_acc``; the test
-scenes are disjoint from every training set) count, and a cell needs
-``MIN_REPLICATES`` such base seeds. Other config columns that vary (depth,
-masked parameters, λ …) are held at their most common value within each
-architecture. Trials pretrained with one head per subroutine
-(``pretraining: subroutines``) are a labelled extra: reported beside, never
-deciding (that pretraining nearly builds the result in).
+scenes are disjoint from every training set) count; the survivors are reported
+per cell (``seeds_learned_per_cell`` / ``_per_side``), a deciding cell the filter
+leaves with fewer than ``MIN_REPLICATES`` base seeds makes the verdict
+inconclusive (the survivors are a selection), and unequal survivors on the two
+sides of a contrast give ``caveat_selection``. Trials pretrained with one head
+per subroutine (``pretraining: subroutines``) are a labelled extra: reported
+beside, never deciding (that pretraining nearly builds the result in).
 
-Intervals are 95% bootstrap intervals over base seeds, resampled within each
-cell (stratified), of the statistic below.
+Every rule is inconclusive, with the reason, when a needed column is missing or
+empty, when a deciding trial has a missing, NaN or infinite value
+(``n_nonfinite``: dropping it would let the rest decide), and when the deciding
+cells are degenerate (:func:`bindscale.report.verdicts.degenerate`: the same
+value in every seed of a cell, or one value everywhere).
 
-- ``structure_emerges`` — decided as the source does, on the means across runs:
-  mean SubDiff (mean over cells of the per-cell means) and mean AblDiff, each with
-  its interval. Supported when SubDiff's interval lies above 0 and AblDiff's below
-  0. The deciding number is the weaker of the two, ``min(SubDiff, −AblDiff)``
-  (paired within trials); not supported when its interval lies below ``margin``
-  (one of the two effects is confidently smaller than ``margin`` accuracy);
-  inconclusive otherwise, and when the differences are missing, NaN or all zero.
-  The noise-robust share and the raw sign share are reported beside, with the
-  untrained-network and random-mask controls.
+Intervals: Student / Welch–Satterthwaite t intervals over base seeds
+(:func:`bindscale.stats.strata_mean_ci`: mean of cell means; a contrast is the
+same with weights ±1/H over H strata). Simulated at 8 seeds per cell they cover
+95.2–95.5% (normal, Binomial(6, p)/6 shares); the percentile bootstrap used
+before covered 81–92%.
+
+- ``structure_emerges`` — the source's test is mean SubDiff > 0 and mean AblDiff
+  < 0 across runs (``source_test`` in details, with ``mean_sub_diff`` and
+  ``mean_abl_diff``). The deciding number is the weakest of SubDiff, −AblDiff,
+  and both of them net of the untrained-network control and of the random-mask
+  control (paired within base models): the trained effect must exceed ``margin``
+  and beat both controls by it (the source's anchor: random-init models do not
+  pass the ablation test). Its interval runs from the smallest 95% low to the
+  smallest high at level 1 − 0.05/k over the k effects (Bonferroni), so it covers
+  the weakest mean with ≥ 95% (simulated 97.5–99%). Supported when the interval
+  lies above ``margin``; not supported when below it; inconclusive otherwise, and
+  when a control is missing in a deciding cell (never supported then). The
+  noise-robust and raw sign shares are reported beside.
 - ``structure_grows_with_width`` (a question of this lab, not a claim of the
   paper): per (architecture, pretraining), the noise-robust share at the largest
   width minus at the smallest; the mean over strata. Supported when the interval
-  lies above ``margin``, not supported when below it.
+  lies above ``margin``, not supported when below it. The largest width is the
+  largest that ran (ok trials): if none of its base networks learned the task the
+  verdict is inconclusive; a largest width whose trials all failed is visible only
+  to :func:`lost_planned_width` (the whole table).
 - ``pretraining_reliability``: per (architecture, width), the noise-robust share
   after the generic ``match_count`` pretraining minus from scratch; the mean over
   strata; same rule. The subroutine-head pretraining's difference is reported
@@ -40,14 +59,16 @@ cell (stratified), of the statistic below.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Mapping
+from functools import partial
 
 import numpy as np
 import pandas as pd
 
-from ..stats import bootstrap_ci, mean_ci
+from ..stats import mean_ci, mean_diff_ci, strata_mean_ci
 from .subgraph_verdicts import _decide, _prepare
-from .verdicts import MIN_REPLICATES, NAN3, _ci, _key, restrict_to_mode
+from .verdicts import MIN_REPLICATES, NAN3, _ci, _key, _py, degenerate, restrict_to_mode
 
 DEFAULTS = {
     "structure_emerges": {"margin": 0.02, "min_base_acc": 0.95},
@@ -100,151 +121,281 @@ def fill_untrained(ok: pd.DataFrame) -> pd.DataFrame:
     return ok
 
 
-def usable(ok: pd.DataFrame, min_base_acc: float) -> tuple[pd.DataFrame, dict]:
-    """Trials that learned the compound task, other varying settings held per architecture; and a note."""
-    ok = _prepare(ok, NUMERIC)
-    if "frac_structural" not in ok or "architecture" not in ok or ok.empty:
-        return ok.iloc[0:0], {}
+#: Columns every rule needs: the cell, the base seed and the accuracy filter.
+REQUIRED = ("architecture", "width", "pretraining", "seed", "base_acc_test")
+
+
+def _missing(ok: pd.DataFrame, cols: tuple[str, ...]) -> str | None:
+    """Why ``ok`` cannot be used (a column of ``cols`` absent or without any value), or None."""
+    gone = [c for c in cols if c not in ok or not ok[c].notna().any()]
+    if gone:
+        return f"the results lack {', '.join(gone)} (column missing or empty): the rule cannot form its cells"
+    return None
+
+
+def _usable(ok: pd.DataFrame, min_base_acc: float) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """(every trial of the held configuration, those that learned the compound task, a note).
+
+    The held settings (most common value per architecture) are fixed on all trials first, so the
+    accuracy filter's survivors can be counted per cell against the trials that ran.
+    """
+    ok = _prepare(ok, NUMERIC).reset_index(drop=True)  # survivors are matched to their trials by index
+    why = _missing(ok, REQUIRED)
+    if why or ok.empty:
+        return ok.iloc[0:0], ok.iloc[0:0], ({"reason": why} if why else {})
+    keyless = int(ok[["architecture", "width", "pretraining", "seed"]].isna().any(axis=1).sum())
+    if keyless:
+        return ok.iloc[0:0], ok.iloc[0:0], {"n_without_cell_or_seed": keyless, "reason": (
+            f"{keyless} trials lack their architecture, width, pretraining or seed: they cannot be placed in a "
+            "cell, and dropping them would let the rest decide")}
     ok = fill_untrained(ok)
-    learned = ok[ok["base_acc_test"] >= min_base_acc]
-    note: dict = {"min_base_acc": min_base_acc, "n_below_min_base_acc": int(len(ok) - len(learned))}
+    note: dict = {"min_base_acc": min_base_acc}
     parts = []
-    for arch, g in learned.groupby("architecture"):
+    for arch, g in ok.groupby("architecture"):
         g, held = restrict_to_mode(g, tuple(c for c in HELD if c in g))
         if held:
             note[f"held_{arch}"] = held
         parts.append(g)
-    return (pd.concat(parts) if parts else learned.iloc[0:0]), note
+    every = pd.concat(parts) if parts else ok.iloc[0:0]
+    learned = every[every["base_acc_test"] >= min_base_acc]  # NaN accuracy: not shown to have learned
+    note["n_below_min_base_acc"] = int(len(every) - len(learned))
+    note["n_base_acc_missing"] = int(every["base_acc_test"].isna().sum())
+    return every, learned, note
 
 
-def cells(rows: pd.DataFrame, by: tuple[str, ...] = CELL) -> dict[tuple, pd.DataFrame]:
-    """Rows per cell (keys: tuples of the ``by`` values), cells with too few base seeds dropped."""
-    return {k: g for k, g in rows.groupby(list(by), sort=True) if g["seed"].nunique() >= MIN_REPLICATES}
+def usable(ok: pd.DataFrame, min_base_acc: float) -> tuple[pd.DataFrame, dict]:
+    """Trials that learned the compound task, other varying settings held per architecture; and a note."""
+    _, learned, note = _usable(ok, min_base_acc)
+    return learned, note
 
 
 def _cell_name(key: tuple) -> str:
-    return "/".join(_key(v) for v in key)
+    return "/".join(_key(v) for v in (key if isinstance(key, tuple) else (key,)))
 
 
-def _stratified(groups: list[np.ndarray], stat: Callable[..., float], n_boot: int, seed: int) -> tuple:
-    return bootstrap_ci(groups, stat, n_boot=n_boot, seed=seed) if groups else NAN3
+def _seeds(rows: pd.DataFrame) -> int:
+    return int(rows["seed"].nunique())
 
 
-def _mean_of_means(*gs: np.ndarray) -> float:
-    return float(np.mean([np.mean(g) for g in gs]))
+def _survivors(every: pd.DataFrame, learned: pd.DataFrame, by: tuple[str, ...] = CELL) -> dict[str, dict]:
+    """Per cell: base seeds that ran and base seeds that passed the accuracy filter."""
+    out = {}
+    for key, g in every.groupby(list(by), sort=True):
+        kept = learned.loc[learned.index.intersection(g.index)]
+        out[_cell_name(key)] = {"seeds_run": _seeds(g), "seeds_learned": _seeds(kept) if len(kept) else 0}
+    return out
 
 
-def _mean_of_diffs(*gs: np.ndarray) -> float:
-    """Mean over strata of ``mean(gs[2k]) − mean(gs[2k + 1])``."""
-    return float(np.mean([np.mean(a) - np.mean(b) for a, b in zip(gs[0::2], gs[1::2])]))
+def _nonfinite(rows: pd.DataFrame, cols: tuple[str, ...]) -> int:
+    """Rows with a missing, NaN or infinite value in any of ``cols``."""
+    if rows.empty:
+        return 0
+    vals = np.column_stack([pd.to_numeric(rows[c], errors="coerce").to_numpy(dtype=float) if c in rows
+                            else np.full(len(rows), np.nan) for c in cols])
+    return int((~np.isfinite(vals)).any(axis=1).sum())
 
 
-def pooled_share(cs: dict[tuple, pd.DataFrame], col: str, n_boot: int, seed: int) -> tuple:
-    """Mean over cells of the mean of ``col``, with a bootstrap over base seeds within each cell."""
-    groups = [g[col].to_numpy(dtype=float) for g in cs.values()]
-    groups = [x[np.isfinite(x)] for x in groups]
-    return _stratified([x for x in groups if x.size], _mean_of_means, n_boot, seed)
+def base_models(rows: pd.DataFrame, cols: tuple[str, ...]) -> pd.DataFrame:
+    """One row per base model (cell × seed): ``cols`` averaged over repeated records (re-runs, duplicates)."""
+    cols = tuple(c for c in cols if c in rows)
+    if rows.empty:
+        return pd.DataFrame(columns=[*CELL, "seed", *cols])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return rows.groupby([*CELL, "seed"], sort=True)[list(cols)].mean().reset_index()
 
 
 def seeds_per_cell(cs: Mapping[tuple, pd.DataFrame]) -> int:
     """The smallest number of base seeds in any deciding cell (0 when there is none)."""
-    return min((int(g["seed"].nunique()) for g in cs.values()), default=0)
+    return min((_seeds(g) for g in cs.values()), default=0)
 
 
-def _weaker(*gs: np.ndarray) -> float:
-    """``min(mean SubDiff, −mean AblDiff)`` over cells; each group is a cell's ``(n, 2)`` (SubDiff, AblDiff) pairs."""
-    return float(min(np.mean([g[:, 0].mean() for g in gs]), -np.mean([g[:, 1].mean() for g in gs])))
+def _vals(g: pd.DataFrame, col: str) -> np.ndarray:
+    return g[col].to_numpy(dtype=float)
 
 
-def _finite_pairs(rows: pd.DataFrame) -> pd.DataFrame:
-    """The rows whose SubDiff and AblDiff are both finite (none when a column is missing)."""
-    if not {"sub_diff", "abl_diff"} <= set(rows):
-        return rows.iloc[0:0]
-    return rows[np.isfinite(rows[["sub_diff", "abl_diff"]].to_numpy(dtype=float)).all(axis=1)]
+def _weakest(parts_at: Callable[[float], Mapping[str, tuple]]) -> tuple[tuple, str]:
+    """The smallest of k effects with a 95% interval: ``(min points, min lows, min highs)`` and its name.
+
+    ``parts_at(confidence)`` gives each effect's t interval at that level. The low end is the smallest of
+    the 95% lows (it exceeds the smallest mean only if that effect's own low does: ≤ 2.5%); the high end
+    the smallest of the highs at level 1 − 0.05/k (Bonferroni: below the smallest mean with ≤ 2.5%), so
+    the interval covers the smallest mean with at least 95% whatever the effects' correlation.
+    """
+    parts = parts_at(0.95)
+    name = min(parts, key=lambda k: parts[k][0])
+    highs = parts_at(1.0 - 0.05 / len(parts)) if len(parts) > 1 else parts
+    return (float(min(v[0] for v in parts.values())), float(min(v[1] for v in parts.values())),
+            float(min(v[2] for v in highs.values()))), name
 
 
-def _pairs(cs: Mapping[tuple, pd.DataFrame]) -> list[np.ndarray]:
-    """Per cell, its ``(n, 2)`` (SubDiff, AblDiff) pairs (cells come from :func:`_finite_pairs` rows)."""
-    return [g[["sub_diff", "abl_diff"]].to_numpy(dtype=float) for g in cs.values()]
+def _neg(t: tuple) -> tuple:
+    return -t[0], -t[2], -t[1]
+
+
+def _two_effects(cs: Mapping[tuple, pd.DataFrame], sub: str, abl: str, confidence: float = 0.95) -> dict[str, tuple]:
+    """Mean over cells of SubDiff and of −AblDiff (Welch–Satterthwaite t intervals)."""
+    return {"SubDiff": strata_mean_ci([_vals(g, sub) for g in cs.values()], confidence=confidence),
+            "−AblDiff": _neg(strata_mean_ci([_vals(g, abl) for g in cs.values()], confidence=confidence))}
+
+
+def _net_of_control(cs: Mapping[tuple, pd.DataFrame], src: str) -> tuple[dict[tuple, pd.DataFrame] | None, int]:
+    """Per cell, SubDiff and AblDiff minus the control's (columns ``sub``, ``abl``), paired within base models.
+
+    Returns (the cells, or None when a deciding cell has fewer than ``MIN_REPLICATES`` base models with
+    the control; the number of deciding base models without it).
+    """
+    c_sub, c_abl = f"{src}_sub_diff", f"{src}_abl_diff"
+    if not {c_sub, c_abl} <= set(next(iter(cs.values()))):
+        return None, sum(map(len, cs.values()))
+    net, lacking = {}, 0
+    for k, g in cs.items():
+        d = pd.DataFrame({"seed": g["seed"], "sub": g["sub_diff"] - g[c_sub], "abl": g["abl_diff"] - g[c_abl]})
+        has = np.isfinite(d[["sub", "abl"]].to_numpy(dtype=float)).all(axis=1)
+        lacking += int((~has).sum())
+        net[k] = d[has]
+    if any(len(g) == 0 or _seeds(g) < MIN_REPLICATES for g in net.values()):
+        return None, lacking
+    return net, lacking
+
+
+def _beside(cs: Mapping[tuple, pd.DataFrame], col: str) -> dict | None:
+    """Mean over cells of ``col`` (finite values only; reported beside, never deciding), or None."""
+    if not cs or col not in next(iter(cs.values())):
+        return None
+    groups = [_vals(g, col) for g in cs.values()]
+    n = int(sum(np.isfinite(x).sum() for x in groups))
+    return _ci(strata_mean_ci(groups), n) if n else None
+
+
+CONTROLS = (("untrained", "untrained network"), ("random", "random mask"))
 
 
 def structure_emerges(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
-    stat = "min(mean SubDiff, −mean AblDiff) over base models (mean over cells); each mean's interval decides"
-    rows, note = usable(ok, p["min_base_acc"])
-    is_extra = (rows["pretraining"] == EXTRA) if "pretraining" in rows else pd.Series(False, index=rows.index)
-    extra, rows = rows[is_extra.to_numpy()], rows[~is_extra.to_numpy()]
-    cs = cells(_finite_pairs(rows))
-    details: dict = dict(note)
+    margin = p["margin"]
+    stat = ("weakest of mean SubDiff, −mean AblDiff, and each net of the untrained-network and random-mask "
+            "controls (means over cells of base-seed means)")
+    every, rows, details = _usable(ok, p["min_base_acc"])
+
+    def stop(reason: str, n: int = 0, triple: tuple = NAN3) -> tuple:
+        details.setdefault("seeds_per_cell", 0)
+        details["reason"] = reason
+        return stat, "inconclusive", triple, n, details
+
+    if "reason" in details:
+        return stop(details["reason"])
+    if _missing(every, ("sub_diff", "abl_diff")):
+        return stop("the results lack sub_diff or abl_diff: nothing to decide on")
+    deciding_every = every[every["pretraining"] != EXTRA]
+    survivors = _survivors(deciding_every, rows)
+    details["seeds_learned_per_cell"] = survivors
+    thinned = [k for k, v in survivors.items() if 0 < v["seeds_learned"] < MIN_REPLICATES <= v["seeds_run"]]
+    extra, rows = rows[rows["pretraining"] == EXTRA], rows[rows["pretraining"] != EXTRA]
+    cs = {k: g for k, g in rows.groupby(list(CELL), sort=True) if _seeds(g) >= MIN_REPLICATES}
     details["seeds_per_cell"] = seeds_per_cell(cs)
+    if thinned:
+        return stop(f"the accuracy filter (held-out accuracy ≥ {p['min_base_acc']}) left fewer than "
+                    f"{MIN_REPLICATES} base seeds in {', '.join(thinned)}: the survivors are a selection",
+                    len(rows))
     if not cs:
-        details["reason"] = (f"no (architecture, width, pretraining) cell has {MIN_REPLICATES} base seeds that "
-                             f"learned the compound task (held-out accuracy ≥ {p['min_base_acc']}) and finite "
-                             "SubDiff / AblDiff")
-        return stat, "inconclusive", NAN3, len(rows), details
-    used = pd.concat(cs.values())
-    n = len(used)
-    pairs = _pairs(cs)
-    sub = _stratified([x[:, 0] for x in pairs], _mean_of_means, n_boot, seed)
-    abl = _stratified([x[:, 1] for x in pairs], _mean_of_means, n_boot, seed)
-    triple = _stratified(pairs, _weaker, n_boot, seed)
+        return stop(f"no (architecture, width, pretraining) cell has {MIN_REPLICATES} base seeds that learned the "
+                    f"compound task (held-out accuracy ≥ {p['min_base_acc']})", len(rows))
+    if any(v["seeds_learned"] < v["seeds_run"] for v in survivors.values()):
+        details["caveat_selection"] = "the accuracy filter removed some base seeds (seeds_learned_per_cell)"
+    used_rows = pd.concat(cs.values())
+    bad = _nonfinite(used_rows, ("sub_diff", "abl_diff"))
+    details["n_nonfinite"] = bad
+    if bad:
+        return stop(f"{bad} deciding trials have a missing, NaN or infinite SubDiff or AblDiff: dropping them "
+                    "would let the rest decide", len(used_rows))
+    cols = tuple(c for c in used_rows if c in NUMERIC and c not in ("width", "seed"))
+    bm = base_models(used_rows, cols)
+    details["n_repeated_records"] = int(len(used_rows) - len(bm))
+    cs = {k: g for k, g in bm.groupby(list(CELL), sort=True)}
+    n = len(bm)
+    why = degenerate([_vals(g, "sub_diff") for g in cs.values()]) or degenerate(
+        [_vals(g, "abl_diff") for g in cs.values()])
+    if why:
+        return stop(f"{why} (SubDiff / AblDiff)", n)
+    effects = _two_effects(cs, "sub_diff", "abl_diff")
+    sub, abl = effects["SubDiff"], _neg(effects["−AblDiff"])
     details["mean_sub_diff"], details["mean_abl_diff"] = _ci(sub, n), _ci(abl, n)
+    details["source_test"] = {"sub_diff_above_0": bool(sub[1] > 0), "abl_diff_below_0": bool(abl[2] < 0),
+                              "note": "the source's test (mean SubDiff > 0 and mean AblDiff < 0, each with its "
+                                      "interval); reported, the deciding number adds the margin and the controls"}
+    details["weaker_effect"] = _ci(_weakest(partial(_two_effects, cs, "sub_diff", "abl_diff"))[0], n)
+    nets, unavailable = {}, []
+    for src, label in CONTROLS:
+        net, lacking = _net_of_control(cs, src)
+        details[f"n_without_{src}_control"] = lacking
+        if net is None:
+            unavailable.append(label)
+            continue
+        nets[label] = net
+        details[f"beyond_{src}_control"] = _ci(_weakest(partial(_two_effects, net, "sub", "abl"))[0], n - lacking)
+
+    def parts_at(confidence: float) -> dict[str, tuple]:
+        out = _two_effects(cs, "sub_diff", "abl_diff", confidence)
+        for label, net in nets.items():
+            out |= {f"{k} net of the {label}": v for k, v in _two_effects(net, "sub", "abl", confidence).items()}
+        return out
+
     for f in ("A", "B"):
         for col in ("sub_diff", "abl_diff"):
-            if f"{col}_{f}" in used and used[f"{col}_{f}"].notna().any():
-                details[f"mean_{col}_{f}"] = _ci(pooled_share(cs, f"{col}_{f}", n_boot, seed), n)
-    # Beside the means: the per-run shares (noise-robust first: the raw sign share counts noise as structure).
-    if "frac_robust" in used and used["frac_robust"].notna().any():
-        tol = float(used["noise_tolerance"].max()) if "noise_tolerance" in used else math.nan
-        details["share_beyond_noise"] = _ci(pooled_share(cs, "frac_robust", n_boot, seed), n)
+            if (c := _beside(cs, f"{col}_{f}")) is not None:
+                details[f"mean_{col}_{f}"] = c
+    if (c := _beside(cs, "frac_robust")) is not None:
+        tol = float(bm["noise_tolerance"].max()) if "noise_tolerance" in bm else math.nan
+        details["share_beyond_noise"] = c
         details["share_beyond_noise_note"] = (f"SubDiff > {tol:.3f} and AblDiff < −{tol:.3f}: two standard errors "
                                               "of a test-set accuracy difference at chance")
-    details["share_raw_signs"] = _ci(pooled_share(cs, "frac_structural", n_boot, seed), n)
-    details["share_raw_signs_note"] = "SubDiff > 0 and AblDiff < 0 per run: chance-level noise passes half the time"
+    if (c := _beside(cs, "frac_structural")) is not None:
+        details["share_raw_signs"] = c
+        details["share_raw_signs_note"] = "SubDiff > 0 and AblDiff < 0 per run: chance-level noise passes half the time"
     for src, label in (("untrained", "control_untrained"), ("random", "control_random_mask")):
         for col in ("sub_diff", "abl_diff", "frac_robust", "frac_structural"):
-            c = f"{src}_{col}"
-            if c in used and used[c].notna().any():
-                details[f"{label}_{col}"] = _ci(pooled_share(cs, c, n_boot, seed), int(used[c].notna().sum()))
-    details["by_cell"] = {_cell_name(k): {"sub_diff": _ci(mean_ci(g["sub_diff"], n_boot, seed=seed), len(g)),
-                                          "abl_diff": _ci(mean_ci(g["abl_diff"], n_boot, seed=seed), len(g))}
-                          for k, g in cs.items()}
-    if not extra.empty:
-        ex = cells(_finite_pairs(extra))
-        if ex:
-            details["extra_subroutine_heads"] = {
-                "mean_sub_diff": _ci(_stratified([x[:, 0] for x in _pairs(ex)], _mean_of_means, n_boot, seed),
-                                     sum(map(len, ex.values()))),
-                "mean_abl_diff": _ci(_stratified([x[:, 1] for x in _pairs(ex)], _mean_of_means, n_boot, seed),
-                                     sum(map(len, ex.values()))),
-                "note": "pretrained with one head per subroutine: reported beside, not deciding"}
-    values = np.concatenate(pairs)
-    if not np.any(values != 0):
-        verdict, why = "inconclusive", "every SubDiff and AblDiff is exactly 0: no evidence either way"
-        triple = NAN3
-    elif sub[1] > 0 and abl[2] < 0:
-        verdict, why = "supported", "mean SubDiff's interval lies above 0 and mean AblDiff's below 0"
-    elif triple[2] < p["margin"]:
-        verdict, why = "not_supported", (f"the weaker effect, min(SubDiff, −AblDiff), lies below margin "
-                                         f"{p['margin']} with its whole interval")
+            if (c := _beside(cs, f"{src}_{col}")) is not None:
+                details[f"{label}_{col}"] = c
+    details["by_cell"] = {_cell_name(k): {"sub_diff": _ci(mean_ci(g["sub_diff"]), len(g)),
+                                          "abl_diff": _ci(mean_ci(g["abl_diff"]), len(g))} for k, g in cs.items()}
+    ex_rows = extra[np.isfinite(extra[["sub_diff", "abl_diff"]].to_numpy(dtype=float)).all(axis=1)]
+    ex = {k: g for k, g in base_models(ex_rows, ("sub_diff", "abl_diff")).groupby(list(CELL), sort=True)
+          if _seeds(g) >= MIN_REPLICATES}
+    if ex:
+        e = _two_effects(ex, "sub_diff", "abl_diff")
+        m = sum(map(len, ex.values()))
+        details["extra_subroutine_heads"] = {
+            "mean_sub_diff": _ci(e["SubDiff"], m), "mean_abl_diff": _ci(_neg(e["−AblDiff"]), m),
+            "note": "pretrained with one head per subroutine: reported beside, not deciding"}
+    triple, weakest = _weakest(parts_at)
+    if not np.isfinite(triple[1]) or not np.isfinite(triple[2]):
+        return stop("the interval is undefined", n, triple)
+    if triple[2] < margin:
+        verdict, why = "not_supported", (f"the weakest effect ({weakest}) lies below margin {margin} with its "
+                                         "whole interval")
+    elif unavailable:
+        verdict, why = "inconclusive", (f"no {' or '.join(unavailable)} control in every deciding cell: whether "
+                                        "training, not the mask search, makes the structure cannot be checked")
+    elif triple[1] > margin:
+        verdict, why = "supported", (f"SubDiff and −AblDiff, and both net of the untrained-network and random-mask "
+                                     f"controls, lie above margin {margin} with their whole intervals")
     else:
-        verdict, why = "inconclusive", "an interval straddles 0 and the weaker effect may exceed the margin"
-    ctrl = details.get("control_untrained_abl_diff")
-    if verdict == "supported" and ctrl and ctrl["ci_high"] < 0 and details.get("control_untrained_sub_diff", {}).get(
-            "ci_low", math.nan) > 0:
-        why += "; the untrained control passes too (a random network hides such subnetworks as well)"
+        verdict, why = "inconclusive", f"the weakest effect's interval ({weakest}) contains margin {margin}"
+    details["weakest"] = weakest
     details["reason"] = f"{why} ({len(cs)} cells, {n} base models)"
     return stat, verdict, triple, n, details
 
 
 def contrast(rows: pd.DataFrame, strata: tuple[str, ...], pick: Callable[[pd.DataFrame], tuple | None],
-             n_boot: int, seed: int, col: str = "frac_robust") -> tuple[tuple, dict, int]:
-    """Mean over strata of ``mean(col | high) − mean(col | low)`` with a stratified bootstrap.
+             col: str = "frac_robust") -> tuple[tuple, dict, int]:
+    """Mean over strata of ``mean(col | high) − mean(col | low)`` (base-seed means; Welch–Satterthwaite t).
 
-    ``pick(stratum rows) -> (high rows, low rows, label)`` or None (stratum unusable); a
-    side with fewer than ``MIN_REPLICATES`` base seeds drops the stratum.
+    ``pick(stratum rows) -> (high rows, low rows, label)`` or None (stratum unusable); a side with
+    fewer than ``MIN_REPLICATES`` base seeds with a finite value drops the stratum. Repeated records of
+    one base model are averaged first.
 
     Returns:
-        (triple, per-stratum details, number of trials used).
+        (triple, per-stratum details, number of base models used).
     """
     groups, per, n = [], {}, 0
     for key, g in rows.groupby(list(strata), sort=True):
@@ -252,13 +403,20 @@ def contrast(rows: pd.DataFrame, strata: tuple[str, ...], pick: Callable[[pd.Dat
         if picked is None:
             continue
         hi, lo, label = picked
-        if min(hi["seed"].nunique(), lo["seed"].nunique()) < MIN_REPLICATES:
+        sides = []
+        for side in (hi, lo):
+            side = side[np.isfinite(pd.to_numeric(side[col], errors="coerce").to_numpy(dtype=float))]
+            sides.append(base_models(side, (col,)))
+        if min(_seeds(s) if len(s) else 0 for s in sides) < MIN_REPLICATES:
             continue
-        a, b = hi[col].to_numpy(dtype=float), lo[col].to_numpy(dtype=float)
+        a, b = (_vals(s, col) for s in sides)
         groups += [a, b]
         n += len(a) + len(b)
-        per[f"{_cell_name(key)} ({label})"] = _ci(bootstrap_ci([a, b], _mean_of_diffs, n_boot, seed=seed), len(a) + len(b))
-    return _stratified(groups, _mean_of_diffs, n_boot, seed), per, n
+        per[f"{_cell_name(key)} ({label})"] = _ci(mean_diff_ci(a, b), len(a) + len(b))
+    if not groups:
+        return NAN3, per, n
+    h = len(groups) // 2
+    return strata_mean_ci(groups, weights=[1.0 / h, -1.0 / h] * h), per, n
 
 
 def _widest(g: pd.DataFrame) -> tuple | None:
@@ -276,52 +434,78 @@ def _pretrained(kind: str) -> Callable[[pd.DataFrame], tuple | None]:
     return pick
 
 
-def _contrast_verdict(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int, strata: tuple[str, ...],
-                      pick: Callable, what: str, keep: Callable[[pd.DataFrame], pd.DataFrame]) -> tuple:
-    rows, details = usable(ok, p["min_base_acc"])
-    if rows.empty:
-        details |= {"reason": "no trial learned the compound task", "seeds_per_cell": 0}
-        return "inconclusive", NAN3, 0, details
-    if "pretraining" not in rows:
-        details |= {"reason": "no pretraining column in the results", "seeds_per_cell": 0}
-        return "inconclusive", NAN3, 0, details
-    rows = keep(rows)
+def _contrast_verdict(ok: pd.DataFrame, p: Mapping, strata: tuple[str, ...], pick: Callable, what: str,
+                      keep: Callable[[pd.DataFrame], pd.DataFrame]) -> tuple:
+    """The verdict of one contrast: the sides are picked on every trial that ran (the planned design),
+    then compared on those whose base network learned the task."""
+    every, rows, details = _usable(ok, p["min_base_acc"])
+
+    def stop(reason: str, n: int = 0) -> tuple:
+        details.setdefault("seeds_per_cell", 0)
+        details["reason"] = reason
+        return "inconclusive", NAN3, n, details
+
+    if "reason" in details:
+        return stop(details["reason"])
     col = "frac_robust"
-    if col not in rows or not rows[col].notna().any():
-        details |= {"reason": "no noise-robust share (frac_robust) in the results", "seeds_per_cell": 0}
-        return "inconclusive", NAN3, 0, details
-    triple, per, n = contrast(rows, strata, pick, n_boot, seed, col)
+    if _missing(every, (col,)):
+        return stop("no noise-robust share (frac_robust) in the results")
+    every, rows = keep(every), keep(rows)
+    if rows.empty:
+        return stop("no trial learned the compound task")
+    sides, survivors, thinned, uneven, short = [], {}, [], [], []
+    for key, g in every.groupby(list(strata), sort=True):
+        picked = pick(g)
+        if picked is None:
+            continue
+        hi, lo, label = picked
+        name = f"{_cell_name(key)} ({label})"
+        counts = [(_seeds(s), _seeds(rows.loc[rows.index.intersection(s.index)])) for s in (hi, lo)]
+        if min(run for run, _ in counts) < MIN_REPLICATES:
+            continue  # a thin stratum in the design: not deciding
+        survivors[name] = {"seeds_run": [r for r, _ in counts], "seeds_learned": [k for _, k in counts]}
+        if min(k for _, k in counts) < MIN_REPLICATES:
+            (short if counts[0][1] == 0 else thinned).append(name)
+        elif counts[0][1] != counts[1][1]:
+            uneven.append(name)
+        sides += [rows.loc[rows.index.intersection(s.index)] for s in (hi, lo)]
+    details["seeds_learned_per_side"] = survivors
+    if short:
+        return stop(f"no base network of the higher side of {', '.join(short)} learned the compound task: "
+                    "the contrast would be decided on a smaller design than the study ran")
+    if thinned:
+        return stop(f"the accuracy filter (held-out accuracy ≥ {p['min_base_acc']}) left fewer than "
+                    f"{MIN_REPLICATES} base seeds on a side of {', '.join(thinned)}: the survivors are a selection")
+    if not survivors:
+        return stop(f"no stratum has {what} with {MIN_REPLICATES} base seeds on each side")
+    if uneven:
+        details["caveat_selection"] = (f"the accuracy filter kept different numbers of base seeds on the two sides "
+                                       f"of {', '.join(uneven)}: the compared survivors may differ in kind")
+    deciding = pd.concat(sides)
+    bad = _nonfinite(deciding, (col,))
+    details["n_nonfinite"] = bad
+    if bad:
+        return stop(f"{bad} deciding trials have a missing, NaN or infinite {col}: dropping them would let the "
+                    "rest decide", len(deciding))
+    bms = [base_models(s, (col,)) for s in sides]
+    details["n_repeated_records"] = int(len(deciding) - sum(map(len, bms)))
+    details["seeds_per_cell"] = min(map(_seeds, bms))
+    triple, per, n = contrast(rows, strata, pick, col)
     details["by_stratum"] = per
-    details["seeds_per_cell"] = _seeds_per_side(rows, strata, pick)
-    details["raw_sign_share_difference"] = _ci(contrast(rows, strata, pick, n_boot, seed, "frac_structural")[0], n)
+    why = degenerate([_vals(b, col) for b in bms])
+    if why:
+        return stop(f"{why} ({col})", n)
+    if "frac_structural" in rows:
+        details["raw_sign_share_difference"] = _ci(contrast(rows, strata, pick, "frac_structural")[0], n)
     for src, label in (("untrained", "control_untrained_difference"), ("random", "control_random_mask_difference")):
         c = f"{src}_{col}"
         if c in rows and rows[c].notna().any():
-            details[label] = _ci(contrast(rows, strata, pick, n_boot, seed, col=c)[0], n)
-    if not per:
-        details["reason"] = f"no stratum has {what} with {MIN_REPLICATES} base seeds on each side"
-        return "inconclusive", NAN3, n, details
-    values = rows[col].to_numpy(dtype=float)
+            details[label] = _ci(contrast(rows, strata, pick, c)[0], n)
     if not np.isfinite(triple[0]):
-        details["reason"] = "the difference is not finite (missing shares)"
-        return "inconclusive", NAN3, n, details
-    if not np.any(values[np.isfinite(values)] != 0):
-        details["reason"] = "no run was structural beyond test-set noise in any condition: nothing to compare"
-        return "inconclusive", NAN3, n, details
+        return stop("the difference is not finite (missing shares)", n)
     verdict = _decide(triple, p["margin"])
     details["reason"] = f"margin {p['margin']}; {len(per)} strata ({', '.join(strata)})"
     return verdict, triple, n, details
-
-
-def _seeds_per_side(rows: pd.DataFrame, strata: tuple[str, ...], pick: Callable) -> int:
-    """The smallest number of base seeds on either side of any stratum that enters the contrast."""
-    counts = []
-    for _, g in rows.groupby(list(strata)):
-        picked = pick(g)
-        if picked is not None:
-            k = min(picked[0]["seed"].nunique(), picked[1]["seed"].nunique())
-            counts += [k] if k >= MIN_REPLICATES else []
-    return min(counts, default=0)
 
 
 def _no_extra(rows: pd.DataFrame) -> pd.DataFrame:
@@ -330,21 +514,46 @@ def _no_extra(rows: pd.DataFrame) -> pd.DataFrame:
 
 def structure_grows_with_width(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
     stat = "share structural beyond noise, largest − smallest width (mean over architecture × pretraining)"
-    verdict, triple, n, details = _contrast_verdict(ok, p, n_boot, seed, ("architecture", "pretraining"), _widest,
-                                                    "two widths", _no_extra)
+    verdict, triple, n, details = _contrast_verdict(ok, p, ("architecture", "pretraining"), _widest, "two widths",
+                                                    _no_extra)
+    every, _, _ = _usable(ok, p["min_base_acc"])
+    if not every.empty:
+        details["largest_width"] = {_cell_name(k): _py(g["width"].max())
+                                    for k, g in _no_extra(every).groupby(["architecture", "pretraining"])}
     return stat, verdict, triple, n, details
+
+
+def lost_planned_width(df: pd.DataFrame, details: Mapping) -> str | None:
+    """Why ``structure_grows_with_width`` compared a smaller width than the table plans, or None.
+
+    The rules see only ok trials; a widest width whose trials all failed (any other status) leaves the
+    rule comparing a smaller one. Inputs: the whole results table (any status) and the rule's details
+    (``largest_width`` per architecture/pretraining). For :func:`bindscale.report.verdicts.compute_verdicts`,
+    which holds the whole table; a reason string means the verdict must be inconclusive.
+    """
+    if "largest_width" not in details or _missing(df, ("architecture", "pretraining", "width")):
+        return None
+    rows = df[df["pretraining"] != EXTRA]
+    planned = pd.to_numeric(rows["width"], errors="coerce").groupby(
+        [rows["architecture"], rows["pretraining"]]).max()
+    short = [f"{_cell_name(k)}: width {_key(w)} planned, {_key(details['largest_width'].get(_cell_name(k)))} "
+             "compared" for k, w in planned.items() if np.isfinite(w)
+             and not details["largest_width"].get(_cell_name(k), -math.inf) >= w]
+    if short:
+        return ("the largest planned width has no ok trial (" + "; ".join(short) + "): the contrast would be "
+                "decided at a smaller width than the study asked about")
+    return None
 
 
 def pretraining_reliability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
     stat = (f"share structural beyond noise, generic ({GENERIC}) pretraining − from scratch "
             "(mean over architecture × width)")
-    verdict, triple, n, details = _contrast_verdict(ok, p, n_boot, seed, ("architecture", "width"),
-                                                    _pretrained(GENERIC), f"{GENERIC} and from-scratch trials",
+    verdict, triple, n, details = _contrast_verdict(ok, p, ("architecture", "width"), _pretrained(GENERIC),
+                                                    f"{GENERIC} and from-scratch trials",
                                                     lambda r: r[r["pretraining"] != EXTRA])
     rows, _ = usable(ok, p["min_base_acc"])
-    if not rows.empty and {"frac_robust", "pretraining"} <= set(rows) and (rows["pretraining"] == EXTRA).any():
-        ex, per, n_ex = contrast(rows[rows["pretraining"] != GENERIC], ("architecture", "width"), _pretrained(EXTRA),
-                                 n_boot, seed)
+    if not rows.empty and "frac_robust" in rows and (rows["pretraining"] == EXTRA).any():
+        ex, per, n_ex = contrast(rows[rows["pretraining"] != GENERIC], ("architecture", "width"), _pretrained(EXTRA))
         details["extra_subroutine_heads"] = {"difference": _ci(ex, n_ex), "by_stratum": per,
                                              "note": "one head per subroutine during pretraining: reported beside, "
                                                      "not deciding"}
