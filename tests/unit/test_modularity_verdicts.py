@@ -340,6 +340,8 @@ def test_point9_a_largest_width_whose_trials_all_failed_is_named_for_compute_ver
     df.loc[df["width"] == 256, "status"] = "error"
     out = compute_verdicts(df, {"verdicts": {"structure_grows_with_width": {}}})[0]
     assert out["details"]["largest_width"] == {"mlp/match_count": 64, "mlp/none": 64}
+    # compute_verdicts, which holds the whole table, makes it inconclusive (it said supported at 64 vs 16)
+    assert out["verdict"] == "inconclusive" and "width 256 planned, 64 compared" in out["details"]["reason"]
     why = lost_planned_width(df, out["details"])
     assert why is not None and "width 256 planned, 64 compared" in why
     assert lost_planned_width(df[df["status"] == "ok"], out["details"]) is None

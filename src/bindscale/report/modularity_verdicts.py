@@ -562,3 +562,6 @@ def pretraining_reliability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int
 
 RULES = {"structure_emerges": structure_emerges, "structure_grows_with_width": structure_grows_with_width,
          "pretraining_reliability": pretraining_reliability}
+
+#: Checks run by ``compute_verdicts`` on the whole table (any status): see :func:`lost_planned_width`.
+PLANNED_CHECKS = {"structure_grows_with_width": lost_planned_width}

@@ -843,13 +843,13 @@ def lost_largest_widths(df: pd.DataFrame, ok: pd.DataFrame, models: tuple[str, .
     return out
 
 
-def _short_of_planned_width(df: pd.DataFrame, claim: str, details: dict) -> str | None:
+def _short_of_planned_width(df: pd.DataFrame, details: dict, claim: str) -> str | None:
     """Why a largest-scale claim decided below the widest MLP its grid planned, or None.
 
     :func:`lost_largest_widths` catches a widest model with no held-out R² at all; this catches a
     rule whose own slice (deciding metric finite, the most common encoding, …) lost it.
     """
-    if claim not in ("scaling", "hull") or "largest_width" not in details or "model" not in df or "width" not in df:
+    if "largest_width" not in details or "model" not in df or "width" not in df:
         return None
     mlp = design_rows(df[df["model"].astype(str) == "mlp"], withheld=claim == "hull")
     planned = pd.to_numeric(mlp["width"], errors="coerce").max()
@@ -857,6 +857,14 @@ def _short_of_planned_width(df: pd.DataFrame, claim: str, details: dict) -> str 
         return None
     return (f"decided at width {details['largest_width']}, below the largest planned MLP width {_py(planned)}: "
             "its trials lack the deciding metric or the compared configuration there")
+
+
+#: Claim → check(whole results table, the rule's details) -> reason the rule decided below the widest
+#: planned configuration, or None (the rules see ok trials only; families register their own).
+PLANNED_CHECKS: dict[str, Callable[[pd.DataFrame, dict], str | None]] = {
+    "scaling": lambda df, d: _short_of_planned_width(df, d, "scaling"),
+    "hull": lambda df, d: _short_of_planned_width(df, d, "hull"),
+}
 
 
 def compute_verdicts(
@@ -898,7 +906,8 @@ def compute_verdicts(
                                  f"width than the study asked about (its own result there: {verdict}, "
                                  f"{details.get('reason', '')})")
             verdict, triple = INCONCLUSIVE, NAN3
-        short = _short_of_planned_width(df, claim, details) if verdict != INCONCLUSIVE else None
+        check = PLANNED_CHECKS.get(claim)
+        short = check(df, details) if check and verdict != INCONCLUSIVE else None
         if short:
             details["reason"] = short + f" (its own result there: {verdict}, {details.get('reason', '')})"
             details["value_at_a_smaller_width"] = _ci(triple, n)
@@ -918,3 +927,4 @@ for _family in (_subgraphs, _modularity):
     RULES.update(_family.RULES)
     DEFAULTS.update(_family.DEFAULTS)
     STATEMENTS.update(getattr(_family, "STATEMENTS", {}))
+    PLANNED_CHECKS.update(getattr(_family, "PLANNED_CHECKS", {}))
