@@ -124,8 +124,13 @@ def _print_summary(summary: dict, out_dir: str) -> None:
         con.print(table)
         con.print("supported = the cited source's claim holds:", highlight=False)
         for v in summary["verdicts"]:
+            details = v.get("details") or {}
             if v.get("statement"):
                 con.print(f"  {v['claim']}: {v['statement']}", highlight=False)
+            if details.get("reason"):
+                con.print(f"    why {v['verdict']}: {details['reason']}", highlight=False)
+            if details.get("caveat"):
+                con.print(f"    caveat: {details['caveat']}", highlight=False)
     else:
         con.print(f"{summary.get('study')}: no verdicts (the study configures none); the report has the figures "
                   "and tables", highlight=False)

@@ -556,3 +556,13 @@ def test_review_cases_for_decodability_and_hull_are_inconclusive():
     # All-zero R²: no verdict anywhere.
     zero = df.assign(**{c: 0.0 for c in df if c.startswith("r2_")})
     assert all(v["verdict"] == "inconclusive" for v in compute_verdicts(zero, STUDY))
+
+
+def test_degenerate_cells_for_continuous_and_for_share_data():
+    from bindscale.report.verdicts import degenerate
+
+    assert degenerate([np.array([0.1, 0.2]), np.array([0.3, 0.3])]) is not None  # R²: identical seeds
+    # Shares of a few runs: one cell of zeros is data; every cell flat, or one value everywhere, is not.
+    assert degenerate([np.array([0.0, 0.0, 0.0]), np.array([0.0, 1 / 3, 2 / 3])], discrete=True) is None
+    assert degenerate([np.array([0.0, 0.0]), np.array([1.0, 1.0])], discrete=True) is not None
+    assert degenerate([np.array([0.0, 0.0]), np.array([0.0])], discrete=True) is not None

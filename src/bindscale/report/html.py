@@ -197,7 +197,7 @@ def _config_table(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
         return _seq_config_table(ok, MOD_KEYS, MOD_METRICS)
     keys = ["model", "width", "depth", "holdout"]
     # Encoding / split are shown only when they vary (otherwise noise).
-    keys += [c for c in ("encoding", "split") if c in ok and ok[c].nunique() > 1]
+    keys += [c for c in ("encoding", "split", "withheld_pairs") if c in ok and ok[c].nunique() > 1]
     header = keys + ["n_train_combos", "n seeds"] + CONFIG_METRICS + ["n_params"]
     out = []
     for key, g in ok.groupby(keys, sort=True, dropna=False):

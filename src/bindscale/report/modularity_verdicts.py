@@ -492,7 +492,8 @@ def _contrast_verdict(ok: pd.DataFrame, p: Mapping, strata: tuple[str, ...], pic
     details["seeds_per_cell"] = min(map(_seeds, bms))
     triple, per, n = contrast(rows, strata, pick, col)
     details["by_stratum"] = per
-    why = degenerate([_vals(b, col) for b in bms])
+    # Shares of a few mask runs: one cell whose seeds all score 0 is a real measurement.
+    why = degenerate([_vals(b, col) for b in bms], discrete=True)
     if why:
         return stop(f"{why} ({col})", n)
     if "frac_structural" in rows:

@@ -205,18 +205,21 @@ def _finite(s: pd.Series) -> np.ndarray:
     return a[np.isfinite(a)]
 
 
-def degenerate(cells: list[np.ndarray]) -> str | None:
+def degenerate(cells: list[np.ndarray], discrete: bool = False) -> str | None:
     """Why these deciding cells cannot carry a verdict, or None.
 
     Every seed of a real trial differs; identical values across the seeds of a cell, or one value
     in every cell (all zero, say), are the signature of a broken pipeline or copied records, and
     give zero-width intervals that would decide anything (DESIGN §1: missing, NaN or all-zero
-    inputs are inconclusive).
+    inputs are inconclusive). ``discrete``: the values are shares of a few runs (e.g. 0, 1/3, 2/3,
+    1), where one cell's seeds can all be 0 in a real measurement; then only zero spread in every
+    cell, or one value everywhere, is degenerate.
     """
     vals = [np.asarray(c, float) for c in cells if np.size(c)]
     if not vals:
         return "no values"
-    if any(v.size >= 2 and np.ptp(v) == 0 for v in vals):
+    flat = [v.size >= 2 and np.ptp(v) == 0 for v in vals]
+    if (all(flat) if discrete else any(flat)):
         return "a deciding cell has the same value in every seed (zero spread): not a measurement of seed variation"
     allv = np.concatenate(vals)
     if np.ptp(allv) == 0:
