@@ -918,7 +918,8 @@ def compute_verdicts(
         spc = details.get("seeds_per_cell")
         if isinstance(spc, int) and 0 < spc < CONCLUSIVE_SEEDS:
             details["caveat"] = (f"{spc} seeds in a deciding cell, fewer than {CONCLUSIVE_SEEDS}: the interval is "
-                                 "an honest t / bootstrap interval but wide and not for conclusions (quick runs)")
+                                 "an honest t / bootstrap interval but wide and not for conclusions (quick runs, "
+                                 "or seeds removed by a filter such as min_base_acc)")
         out.append(_verdict(claim, stat, verdict, triple, n, details, anchors.get(claim)))
     return out
 
