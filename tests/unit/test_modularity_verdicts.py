@@ -156,7 +156,7 @@ def test_every_claim_has_a_statement_naming_its_source_and_rules_take_their_defa
     out = compute_verdicts(_table(), {"verdicts": {"structure_emerges": {}, "structure_grows_with_width": None,
                                                    "pretraining_reliability": {"margin": 0.9}}})
     assert [v["claim"] for v in out] == list(RULES)
-    assert out[0]["verdict"] == "supported" and out[1]["details"]["reason"].startswith("margin 0.1")
+    assert out[0]["verdict"] == "supported" and "margin 0.1" in out[1]["details"]["reason"]
 
 
 def test_a_pretrained_trial_without_the_control_shares_its_twins_untrained_network():

@@ -505,7 +505,12 @@ def _contrast_verdict(ok: pd.DataFrame, p: Mapping, strata: tuple[str, ...], pic
     if not np.isfinite(triple[0]):
         return stop("the difference is not finite (missing shares)", n)
     verdict = _decide(triple, p["margin"])
-    details["reason"] = f"margin {p['margin']}; {len(per)} strata ({', '.join(strata)})"
+    m = p["margin"]
+    why = {"supported": f"the difference's interval lies above margin {m}",
+           "not_supported": f"the difference's interval lies below margin {m}",
+           "inconclusive": f"the difference's interval contains margin {m}"}[verdict]
+    details["reason"] = (f"{why}: {triple[0]:.3g} [{triple[1]:.3g}, {triple[2]:.3g}], mean over {len(per)} "
+                         f"strata ({', '.join(strata)})")
     return verdict, triple, n, details
 
 
