@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from bindscale import seeding
-from bindscale.config import TrialConfig
+from bindscale.trials import TrialConfig
 from bindscale.metrics import r2_within_task
 from bindscale.tasks import HyperTeacher
 

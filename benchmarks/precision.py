@@ -30,7 +30,7 @@ def _child(width: int, precision: str, steps: int, seeds: int) -> None:
     """Runs in the subprocess: train and print one JSON line."""
     import torch
 
-    from bindscale.config import ModelConfig, TaskConfig, TrainConfig, TrialConfig
+    from bindscale.trials import ModelConfig, TaskConfig, TrainConfig, TrialConfig
     from bindscale.train import train_group
 
     torch.set_num_threads(1)

@@ -55,7 +55,7 @@ import time
 
 import torch
 
-from bindscale.config import ModelConfig, TaskConfig, TrainConfig, TrialConfig
+from bindscale.trials import ModelConfig, TaskConfig, TrainConfig, TrialConfig
 from bindscale.train import train_group
 
 try:

@@ -34,7 +34,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from common import machine, matmul_peak, print_table  # noqa: E402
 from loop_baseline import train_loop  # noqa: E402
 
-from bindscale.config import ModelConfig, StudyConfig, TaskConfig, TrainConfig, TrialConfig, resolve_study  # noqa: E402
+from bindscale.config import StudyConfig, resolve_study
+from bindscale.trials import ModelConfig, TaskConfig, TrainConfig, TrialConfig  # noqa: E402
 from bindscale.runner import run_study  # noqa: E402
 from bindscale.train import train_group  # noqa: E402
 from rich.console import Console  # noqa: E402

@@ -47,7 +47,8 @@ def _fail(msg: str) -> None:
 
 @app.command()
 def run(
-    study: Annotated[str, typer.Argument(help="built-in study name or path to a study YAML")] = "scaling",
+    study: Annotated[Optional[str], typer.Argument(help="built-in study name, a path to a study YAML, or `all` "
+                                                   "(default: the headline study)")] = None,
     quick: Annotated[bool, typer.Option("--quick", help="the study's reduced version (minutes)")] = False,
     out: Annotated[Optional[str], typer.Option("--out", help="run directory: a path or an fsspec URL (default runs/STUDY[-quick])")] = None,
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="override: key=value (e.g. train.steps=500, width=[16,64])")] = None,
@@ -64,6 +65,10 @@ def run(
     if device not in ("auto", "cpu", "cuda"):
         _fail(f"--device {device!r}: allowed: auto, cpu, cuda")
     try:
+        if study is None:
+            from .registry import headline
+
+            study = headline().name
         cfg = resolve_study(study, quick=quick, overrides=set_ or [])
         out_dir = out if out is not None else str(default_out(cfg, quick))  # --out '' is an error, not the default
         summary = run_study(cfg, out_dir, device=device, workers=workers, console=err_console,
@@ -94,21 +99,13 @@ def report(run_dir: Annotated[str, typer.Argument(help="a run directory (path or
 
 @app.command("list")
 def list_() -> None:
-    """Show built-in studies, task families and models."""
-    from .config import ENCODINGS, builtin_studies, load_study_dict
-    from .models import MODELS
-    from .tasks import TASK_FAMILIES
+    """Show the registered studies (built-in and plugins) and their claims."""
+    from . import registry
 
-    con = Console()
-    table = Table(title="studies")
-    table.add_column("name")
-    table.add_column("description")
-    for name in builtin_studies():
-        data, _ = load_study_dict(name)
-        table.add_row(name, str(data.get("description", "")).strip().split("\n")[0])
-    con.print(table)
-    con.print(f"task families: {', '.join(TASK_FAMILIES)}  (encodings: {', '.join(ENCODINGS)})")
-    con.print(f"models: {', '.join(MODELS)}, transformer")
+    for name, s in registry.studies().items():
+        print(f"{name} ({s.kind}): {s.description}")
+        print(f"    claims: {', '.join(c.name for c in s.claims)}")
+    print("run one: bindscale run NAME [--quick]; all built-in ones and their answer page: bindscale run all")
 
 
 def _print_summary(summary: dict, out_dir: str) -> None:

@@ -9,16 +9,14 @@ from pathlib import Path
 import yaml
 from rich.console import Console
 
-from . import seeding
-from .config import StudyConfig, TrialConfig, validate
-from .errors import BindscaleError, ConfigError
+from .config import StudyConfig, TrialBase, validate
+from .errors import ConfigError
 from .lock import RunLock
 from .progress import TrainingProgress
 from .executors import EXECUTORS, RETRIES, execute
 from .records import RECORD_DIR, load_records, write_results
 from .storage import RunStore, StorageError, remove_temporaries
 from .sweep import available_cores, job_cost, pending_trials, plan_jobs, resolve_device
-from .tasks.splits import make_split
 
 STUDY_FILE = "study.yaml"
 MAX_WORKERS = 1024
@@ -38,34 +36,6 @@ def check_out_dir(out: Path) -> None:
         parent = parent.parent
     if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
         raise ConfigError(f"--out {out}: cannot create it, {parent} is not a writable directory")
-
-
-def check_splits(trials: list[TrialConfig]) -> None:
-    """Build every trial's split before anything is written, so an impossible split fails early.
-
-    Raises:
-        ConfigError: naming the trial's M, K, split and holdout; also when a split
-            holds out no combination (``holdout=0``): every claim of the family is
-            measured on held-out combinations, so such a trial could measure nothing.
-    """
-    seen = set()
-    for t in trials:
-        if t.family != "hyperteacher":
-            continue
-        key = (t.task.M, t.task.K, t.task.split, t.task.holdout, t.seed)
-        if key in seen:
-            continue
-        seen.add(key)
-        try:
-            split = make_split(t.task.M, t.task.K, t.task.split, t.task.holdout, seeding.rng(t.seed, "split"),
-                               withheld_pairs=t.task.withheld_pairs)
-        except BindscaleError as err:
-            raise ConfigError(f"split cannot be made (seed {t.seed}): {err}") from None
-        if not split.heldout:
-            raise ConfigError(
-                f"split {t.task.split!r} with holdout {t.task.holdout} holds out no combination of M={t.task.M}, "
-                f"K={t.task.K}: held-out R², hull and decodability are all measured on held-out combinations; "
-                "use holdout > 0")
 
 
 def default_out(study: StudyConfig, quick: bool) -> Path:
@@ -110,7 +80,7 @@ def run_study(
     trials = study.trials()
     if dev != "cuda" and any(getattr(t.train, "precision", None) == "tf32" for t in trials):
         raise ConfigError("train.precision tf32 needs --device cuda; allowed on CPU: fp32, bf16, auto")
-    check_splits(trials)
+    study.plugin.check_trials(trials)  # e.g. a split that cannot be made: fail before anything is written
     if str(out).strip() == "":  # before Path(), which reads "" as the current directory
         raise ConfigError("--out: empty path; give a directory for the run")
     try:
@@ -144,7 +114,7 @@ def run_study(
 
 
 def _run_locked(study: StudyConfig, store: RunStore, dev: str, workers: int | None, console: Console,
-                trials: list[TrialConfig], executor: str | None, retries: int, address: str | None) -> dict:
+                trials: list[TrialBase], executor: str | None, retries: int, address: str | None) -> dict:
     text = yaml.safe_dump(study.model_dump(mode="json"), sort_keys=False)
     if store.exists(STUDY_FILE) and store.read_text(STUDY_FILE) != text:
         # Records are keyed by trial id, so nothing is mixed up; but say that the directory changes study.
@@ -171,7 +141,7 @@ def _run_locked(study: StudyConfig, store: RunStore, dev: str, workers: int | No
     )
     t0 = time.perf_counter()
     if jobs:
-        steps = [len(j) * j[0].train.steps for j in jobs]
+        steps = [sum(study.plugin.steps(t) for t in j) for j in jobs]
         costs = [(s, job_cost(j) / s) for s, j in zip(steps, jobs)]  # for the ETA: a wide stack's step costs more
         with TrainingProgress(console, sum(steps), len(todo), job_costs=costs) as progress:
             payload = [[t.model_dump(mode="json") for t in job] for job in jobs]

@@ -18,109 +18,38 @@ from typing import Any
 
 import torch
 
-from .config import FAMILIES, TrialConfig
+from . import registry
 from .cpu import cpu_training
 from .records import load_records, provenance, write_record
 from .storage import RunStore
-from .train import group_key, train_group
 
 #: Largest number of trials in one stack; free memory lowers it (:func:`max_stack`).
 MAX_STACK = 32
 
-#: A hyperteacher trial-step's cost that does not grow with the model (Python and kernel
-#: launches, data sampling, optimizer bookkeeping), in weights: measured per-trial-step times
-#: of the headline study (two workers, this project's CPU machine) fit 0.36 ms + 1.2e-5 ms per
-#: weight, i.e. ~30 000 weights of overhead; widths 16 and 512 and the hypernets are within 5%
-#: of the fit, widths 64-256 up to 30% above it.
-STEP_OVERHEAD_WEIGHTS = 30_000
-
-
 def parse_trial(d: dict) -> Any:
-    """A trial config of its family (``kind``; absent = hyperteacher) from a plain dict."""
-    return FAMILIES[d.get("kind", "hyperteacher")].model_validate(d)
+    """A trial config of its study (by ``kind``; absent = the study of trials without one) from a plain dict."""
+    return registry.for_trial(d).trial_class.model_validate(d)
 
 
 def job_group_key(trial: Any) -> tuple:
-    """Trials with equal keys train together: stacked hyperteacher shapes; every transformer trial alone."""
-    return group_key(trial) if trial.family == "hyperteacher" else (trial.family, trial.trial_id)
+    """Trials with equal keys train together in one job (their study decides: e.g. stacked shapes)."""
+    return (trial.family, *registry.for_trial(trial).group_key(trial))
 
 
 def run_group(trials: list, device: str, progress: Callable[[int], None] | None = None) -> list:
-    """Train and analyse one job's trials with their family's trainer (CPU settings: :mod:`bindscale.cpu`)."""
+    """Train and analyse one job's trials with their study's trainer (CPU settings: :mod:`bindscale.cpu`)."""
     with cpu_training(device):
-        if trials[0].family == "subgraphs":
-            from .subgraph_trial import run_group as run_subgraphs
-
-            return run_subgraphs(trials, device, progress)
-        if trials[0].family == "modularity":
-            from .modularity_trial import run_group as run_modularity
-
-            return run_modularity(trials, device, progress)
-        return train_group(trials, device, progress)
+        return registry.for_trial(trials[0]).run_group(trials, device, progress)
 
 
-def job_cost(job: list[TrialConfig]) -> float:
-    """Relative cost of a job: trials × steps × rows × weights (the 6·N·D training FLOPs, up to a constant).
-
-    Hyperteacher jobs add :data:`STEP_OVERHEAD_WEIGHTS` per trial-step, so that a
-    width-16 stack is not costed at 1/400 of a width-512 one (measured: 1/18).
-    Used to order and cut jobs (:func:`plan_jobs`) and for the ETA of a run.
-    """
-    t = job[0]
-    if t.family == "subgraphs":
-        m = t.model
-        weights = 12 * m.n_layers * m.d_model**2 + 40 * m.d_model
-        length = (30 if t.task.family == "maxsubseq" else 90) if t.task.scratchpad else 16
-        return len(job) * t.train.steps * t.train.batch_size * length * weights
-    if t.family == "modularity":
-        return len(job) * modularity_cost(t)
-    w, d = t.model.width, t.model.depth
-    weights = w * w * max(d - 1, 0) + w * (t.task.M * t.task.K + t.task.input_dim + t.task.output_dim)
-    if t.model.kind == "hypernet":
-        weights *= 2  # generated weights are applied per task, plus the mixing
-    return len(job) * t.train.steps * t.train.batch_tasks * t.task.samples_per_task * (weights + STEP_OVERHEAD_WEIGHTS)
+def job_cost(job: list) -> float:
+    """Relative cost of a job, as its study estimates it (orders and cuts jobs, weighs the ETA)."""
+    return registry.for_trial(job[0]).job_cost(job)
 
 
-def modularity_cost(t) -> float:
-    """Relative cost of one modularity trial: (pre)training plus every mask search, rows × positions × weights.
-
-    A mask step costs about twice a training step (soft masks, their penalty and Adam on
-    one logit per weight); a transformer reads 4 positions per scene.
-    """
-    m, mk = t.model, t.mask
-    if m.architecture == "mlp":
-        weights, positions = 2 * (t.task.n_shapes + t.task.n_colours) * m.width + (m.depth - 1) * m.width**2, 1
-    else:
-        weights, positions = (4 + 2 * m.mlp_ratio) * m.depth * m.width**2, 4
-    train = (t.train.steps + (t.pretrain.steps if t.pretrain.kind != "none" else 0)) * t.train.batch_size
-    masks = 2 * (mk.n_mask_seeds + mk.control_mask_seeds) * mk.steps * mk.batch_size * 2
-    return (train + masks) * positions * (weights + 1000)
-
-
-def trial_memory_bytes(trial: TrialConfig) -> int:
-    """Upper estimate of one trial's memory inside a stack, in bytes.
-
-    Parameters with their gradient and two AdamW moments; activations of a
-    training step kept for backward (×3 for gradients and autocast copies); the
-    pre-sampled data chunk; evaluation sets; probe activations in float64.
-    """
-    if trial.family == "subgraphs":  # a small transformer, its batch and its evaluation
-        return 512 << 20
-    if trial.family == "modularity":  # one small network, its datasets and a few masked copies
-        return 256 << 20
-    t, m, tr = trial.task, trial.model, trial.train
-    code = t.M * t.K + t.n_shots * (t.input_dim + t.output_dim)  # wider than any encoding
-    widths = m.width * m.depth + code + t.input_dim + t.output_dim
-    params = (code + t.input_dim) * m.width + m.width * m.width * max(m.depth - 1, 0) + m.width * t.output_dim
-    if m.kind == "hypernet":
-        params *= 1 + (m.n_banks or t.M)
-    rows = tr.batch_tasks * t.samples_per_task
-    activations = 3 * rows * widths
-    if m.kind == "hypernet":  # generated weights per task
-        activations += 3 * tr.batch_tasks * params // (1 + (m.n_banks or t.M))
-    data = 2_000_000 + 2 * tr.eval_tasks * t.samples_per_task * (code + t.input_dim + t.output_dim)
-    probes = 2 * 2 * tr.probe_tasks * tr.probe_samples * widths * 2  # float32 acts + float64 rows, fit + score
-    return 4 * (4 * params + activations + data + probes)
+def trial_memory_bytes(trial: Any) -> int:
+    """Upper estimate of one trial's memory inside a job, in bytes (its study's estimate)."""
+    return registry.for_trial(trial).trial_memory_bytes(trial)
 
 
 def available_memory_bytes(device: str = "cpu") -> int:
@@ -137,15 +66,15 @@ def available_memory_bytes(device: str = "cpu") -> int:
     return 8 << 30
 
 
-def max_stack(trial: TrialConfig, n_workers: int, device: str = "cpu", cap: int = MAX_STACK,
+def max_stack(trial: Any, n_workers: int, device: str = "cpu", cap: int = MAX_STACK,
               memory: int | None = None) -> int:
     """Largest stack of ``trial``-shaped trials that fits half of the free memory shared by ``n_workers``."""
     budget = (available_memory_bytes(device) if memory is None else memory) // 2 // max(1, n_workers)
     return max(1, min(cap, budget // trial_memory_bytes(trial)))
 
 
-def plan_jobs(trials: list[TrialConfig], max_stack_size: int = MAX_STACK, n_workers: int = 1,
-              device: str = "cpu", memory: int | None = None) -> list[list[TrialConfig]]:
+def plan_jobs(trials: list[Any], max_stack_size: int = MAX_STACK, n_workers: int = 1,
+              device: str = "cpu", memory: int | None = None) -> list[list[Any]]:
     """Group trials by shape into stacks, largest jobs first.
 
     A stack holds at most ``max_stack_size`` trials and what fits in memory
@@ -153,7 +82,7 @@ def plan_jobs(trials: list[TrialConfig], max_stack_size: int = MAX_STACK, n_work
     largest jobs are cut further until every worker has one and no job is
     longer than an equal share of the total.
     """
-    groups: dict[tuple, list[TrialConfig]] = defaultdict(list)
+    groups: dict[tuple, list[Any]] = defaultdict(list)
     for t in sorted(trials, key=lambda t: t.trial_id):
         groups[job_group_key(t)].append(t)
     jobs = []
@@ -188,7 +117,7 @@ def resolve_device(device: str) -> str:
     return device
 
 
-def make_record(trial: TrialConfig, study: str, result, device: str, executor: str, error: str | None = None) -> dict:
+def make_record(trial: Any, study: str, result, device: str, executor: str, error: str | None = None) -> dict:
     """The record of one trial (see :mod:`bindscale.records`)."""
     return {
         "trial_id": trial.trial_id,
@@ -256,7 +185,7 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def pending_trials(trials: list[TrialConfig], run_dir: "str | Path | RunStore") -> tuple[list[TrialConfig], dict[str, dict]]:
+def pending_trials(trials: list[Any], run_dir: "str | Path | RunStore") -> tuple[list[Any], dict[str, dict]]:
     """Trials still to run (no record, or a ``failed`` one) and the records already there."""
     ids = {t.trial_id for t in trials}
     have = load_records(run_dir, ids)

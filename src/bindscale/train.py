@@ -20,7 +20,7 @@ import torch
 
 from . import seeding
 from .cpu import cpu_training
-from .config import ModelConfig, TrialConfig
+from .trials import ModelConfig, TrialConfig
 from .metrics import r2_task_mean, r2_within_task
 from .models import StackedModel, build_model
 from .optim import StackedAdamW

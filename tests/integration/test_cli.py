@@ -46,7 +46,7 @@ def test_tiny_study_end_to_end_and_report_rebuild(tiny, tmp_path):
 def test_list(tiny):
     r = bindscale("list")
     assert r.returncode == 0
-    assert "scaling" in r.stdout and "hyperteacher" in r.stdout and "hypernet" in r.stdout
+    assert "scaling" in r.stdout and "hyperteacher" in r.stdout and "structure_emerges" in r.stdout
 
 
 @pytest.mark.parametrize(

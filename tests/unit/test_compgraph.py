@@ -2,8 +2,9 @@ import networkx as nx
 import pytest
 import torch
 
-from bindscale.tasks import charvocab, compgraph, maxsubseq, multiplication
-from bindscale.tasks.compgraph import (
+from bindscale.studies.subgraphs.tasks import compgraph, maxsubseq, multiplication
+from bindscale.studies.subgraphs.tasks import charvocab
+from bindscale.studies.subgraphs.tasks.compgraph import (
     ancestors_signature,
     graph_depth,
     graph_width,

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from bindscale.tasks.compound import DATASETS, KINDS, PARTS, CompoundTask, all_scenes, make_datasets, partition_scenes
+from bindscale.studies.modularity.tasks import DATASETS, KINDS, PARTS, CompoundTask, all_scenes, make_datasets, partition_scenes
 
 
 def rng(seed=0):
@@ -142,8 +142,8 @@ def test_every_test_set_is_disjoint_from_every_training_set(shape):
 
 
 def test_the_trial_data_of_the_default_study_are_disjoint():
-    from bindscale.config import ModularityTrial
-    from bindscale.modularity_trial import make_data
+    from bindscale.studies.modularity.config import ModularityTrial
+    from bindscale.studies.modularity.trial import make_data
 
     t = ModularityTrial.model_validate({"task": {"n_shapes": 16, "n_colours": 16}, "seed": 3})
     d = make_data(t)

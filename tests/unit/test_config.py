@@ -2,13 +2,13 @@ import pytest
 
 from bindscale.config import (
     StudyConfig,
-    TrialConfig,
     apply_override,
     builtin_studies,
     parse_override,
     resolve_study,
 )
 from bindscale.errors import ConfigError
+from bindscale.trials import TrialConfig
 
 
 def test_builtin_scaling_study_loads_and_has_both_models():

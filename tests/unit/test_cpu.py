@@ -12,7 +12,7 @@ import torch
 SCRIPT = """
 import resource, sys, torch
 import bindscale.cpu as cpu
-from bindscale.config import ModelConfig, TrainConfig, TrialConfig
+from bindscale.trials import ModelConfig, TrainConfig, TrialConfig
 from bindscale.train import train_group
 torch.set_num_threads(1)
 cpu._done = sys.argv[1] == "default"

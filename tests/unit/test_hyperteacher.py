@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from bindscale import seeding
-from bindscale.config import TaskConfig
+from bindscale.trials import TaskConfig
 from bindscale.tasks import HyperTeacher
 
 

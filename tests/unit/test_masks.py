@@ -13,9 +13,9 @@ from bindscale.analysis.masks import (
     random_mask_like,
     task_loss,
 )
-from bindscale.config import ModelConfig
+from bindscale.trials import ModelConfig
 from bindscale.models.mlp import StackedMLP
-from bindscale.tasks.compound import CompoundTask, make_datasets
+from bindscale.studies.modularity.tasks import CompoundTask, make_datasets
 
 S = C = 4
 K = 4.0  # readout gain: logits ±K/2

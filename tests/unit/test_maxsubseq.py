@@ -3,8 +3,8 @@ import itertools
 import numpy as np
 import pytest
 
-from bindscale.tasks import maxsubseq
-from bindscale.tasks.compgraph import check_consistency, parents
+from bindscale.studies.subgraphs.tasks import maxsubseq
+from bindscale.studies.subgraphs.tasks.compgraph import check_consistency, parents
 
 
 def _brute_force(xs):

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from bindscale.config import ModelConfig
+from bindscale.trials import ModelConfig
 from bindscale.models import build_model
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from bindscale.analysis.modularity import (
+from bindscale.studies.modularity.analysis import (
     SubroutineResult,
     abl_diff,
     chance_level,
@@ -13,7 +13,7 @@ from bindscale.analysis.modularity import (
     sub_diff,
     subroutine_modularity,
 )
-from bindscale.tasks.compound import CompoundTask, make_datasets
+from bindscale.studies.modularity.tasks import CompoundTask, make_datasets
 
 from .test_masks import C, S, hand_built, squeeze
 

@@ -5,9 +5,10 @@ import pytest
 import torch
 
 from bindscale import seeding
-from bindscale.config import ModularityTrial, StudyConfig, validate
+from bindscale.config import StudyConfig, validate
+from bindscale.studies.modularity.config import ModularityTrial
 from bindscale.errors import ConfigError
-from bindscale.modularity_trial import (
+from bindscale.studies.modularity.trial import (
     CompoundNet,
     build_net,
     make_data,
@@ -135,7 +136,7 @@ class _HandBuilt(CompoundNet):
 
     def __init__(self, form):
         super().__init__()
-        from bindscale.tasks.compound import CompoundTask
+        from bindscale.studies.modularity.tasks import CompoundTask
 
         self.net = hand_built(CompoundTask(S, C), form)
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bindscale.report.modularity_verdicts import (
+from bindscale.studies.modularity.verdicts import (
     DEFAULTS,
     RULES,
     STATEMENTS,
@@ -333,7 +333,7 @@ def test_points11_12_the_raw_sign_share_is_not_needed_to_decide():
 
 
 def test_point9_a_largest_width_whose_trials_all_failed_is_named_for_compute_verdicts():
-    from bindscale.report.modularity_verdicts import lost_planned_width
+    from bindscale.studies.modularity.verdicts import lost_planned_width
 
     robust = {(w, p): {16: 0.1, 64: 0.5, 256: 0.1}[w] for w in (16, 64, 256) for p in ("none", "match_count")}
     df = _table(widths=(16, 64, 256), robust=robust, robust_spread=5.0)

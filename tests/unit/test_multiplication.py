@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from bindscale.tasks import multiplication
-from bindscale.tasks.compgraph import check_consistency, node_depths, parents
+from bindscale.studies.subgraphs.tasks import multiplication
+from bindscale.studies.subgraphs.tasks.compgraph import check_consistency, node_depths, parents
 
 
 def test_hand_worked_762_times_31():

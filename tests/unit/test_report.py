@@ -12,7 +12,12 @@ import pandas as pd
 import pytest
 
 from bindscale.report import build_report
-from bindscale.report.figures import FIGURES, fig_decodability, fig_training_curves, make_figures
+from bindscale.report.figures import render
+from bindscale.studies.scaling.figures import FIGURES, fig_decodability, fig_training_curves, figures
+
+
+def make_figures(df, study=None):
+    return render(figures(study), df)
 from bindscale.report.html import to_jsonable
 
 # The synthetic table lives in test_verdicts.py; load it by path so this works
@@ -113,7 +118,7 @@ def test_degenerate_tables_still_build(tmp_path):
 
 
 def test_config_table_says_when_a_mean_covers_fewer_seeds():
-    from bindscale.report.html import _config_table
+    from bindscale.studies.scaling.table import config_table as _config_table
 
     df = pd.DataFrame({
         "status": ["ok"] * 3, "model": ["mlp"] * 3, "width": [16] * 3, "depth": [3] * 3, "holdout": [0.5] * 3,

@@ -5,7 +5,7 @@ import pytest
 from scipy.stats import entropy
 from sklearn.metrics import mutual_info_score
 
-from bindscale.analysis.subgraphs import (
+from bindscale.studies.subgraphs.analysis import (
     accuracy_by,
     classify_nodes,
     fit_compounding,
@@ -14,8 +14,8 @@ from bindscale.analysis.subgraphs import (
     rig_table,
     subgraph_coverage,
 )
-from bindscale.tasks import maxsubseq, multiplication
-from bindscale.tasks.compgraph import read_values, render_target
+from bindscale.studies.subgraphs.tasks import maxsubseq, multiplication
+from bindscale.studies.subgraphs.tasks.compgraph import read_values, render_target
 
 
 def _labels(ex, text):
@@ -173,7 +173,7 @@ def test_accuracy_by():
 
 def _both(ex, values):
     """(Dziri et al.'s labels, bindscale's recomputed labels) of a scratchpad with planted ``values``."""
-    from bindscale.analysis.subgraphs import classify_nodes_dziri
+    from bindscale.studies.subgraphs.analysis import classify_nodes_dziri
 
     pred = read_values(ex, render_target(ex.graph, values))
     return _non_default(classify_nodes_dziri(ex, pred)), _non_default(classify_nodes(ex, pred))
@@ -211,7 +211,7 @@ def test_dziri_taxonomy_on_a_2x2_product_with_carries():
 
 
 def test_dziri_taxonomy_gold_missing_and_unobserved():
-    from bindscale.analysis.subgraphs import classify_nodes_dziri
+    from bindscale.studies.subgraphs.analysis import classify_nodes_dziri
 
     rng = np.random.default_rng(1)
     exs = [multiplication.make_example(a, b, True) for a, b in multiplication.sample_operands(rng, 4, 4, 20)]
@@ -228,7 +228,7 @@ def test_dziri_taxonomy_gold_missing_and_unobserved():
     labels = classify_nodes_dziri(ans, read_values(ans, "23722$"))
     assert labels["y2"] == "local" and labels["y4"] == "correct" and labels["r1"] == "unobserved"
     # Dziri et al.'s right/wrong split is bindscale's: the coverage summary does not depend on the taxonomy.
-    from bindscale.analysis.subgraphs import COARSE
+    from bindscale.studies.subgraphs.analysis import COARSE
 
     pred = read_values(ex, "2,02,6,06,7,07,762;6,06,19,18,21,22,22860;23622$")
     a, b = classify_nodes_dziri(ex, pred), classify_nodes(ex, pred)

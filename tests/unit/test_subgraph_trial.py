@@ -3,9 +3,9 @@ import math
 import pandas as pd
 import pytest
 
-from bindscale.config import SubgraphsTrial
-from bindscale.subgraph_trial import evaluate, make_data, size_cells
-from bindscale.tasks import charvocab
+from bindscale.studies.subgraphs.config import SubgraphsTrial
+from bindscale.studies.subgraphs.trial import evaluate, make_data, size_cells
+from bindscale.studies.subgraphs.tasks import charvocab
 
 
 def _trial(**task):
@@ -101,7 +101,7 @@ def test_default_study_has_eight_seeds_in_every_deciding_cell():
 
 
 def test_depth_matched_gap_removes_the_depth_confound():
-    from bindscale.subgraph_trial import depth_matched_gap
+    from bindscale.studies.subgraphs.trial import depth_matched_gap
 
     # Depth 1: all seen, mostly correct; depth 5: none seen, mostly wrong. Within each
     # depth seen-ness is the same for correct and wrong nodes: the matched gap is 0
@@ -122,7 +122,7 @@ def test_depth_matched_gap_removes_the_depth_confound():
 def test_figures_show_both_depth_conventions_and_both_taxonomies():
     import json
 
-    from bindscale.report.subgraph_figures import SUBGRAPH_FIGURES, fig_acc_by_depth, fig_error_types
+    from bindscale.studies.subgraphs.figures import SUBGRAPH_FIGURES, fig_acc_by_depth, fig_error_types
 
     row = {"status": "ok", "n_params": 1e5, "n_train": 4000, "scratchpad": True, "acc_id": 0.9, "acc_ood": 0.1,
            "compound_eps": 0.1, "compound_r2": 0.5,
@@ -138,7 +138,7 @@ def test_figures_show_both_depth_conventions_and_both_taxonomies():
 
 def test_accuracy_figure_reads_the_scratchpad_flag_robustly_and_keeps_tasks_apart():
     # Review 2, item 19: string flags ("True"/"False" from a CSV) crashed the figure (int("True")).
-    from bindscale.report.subgraph_figures import fig_acc_vs_params
+    from bindscale.studies.subgraphs.figures import fig_acc_vs_params
 
     rows = [{"status": "ok", "task": task, "n_params": n, "n_train": 4000, "scratchpad": flag, "acc_id": 0.9,
              "acc_ood": 0.1 + 0.01 * s, "seed": s}

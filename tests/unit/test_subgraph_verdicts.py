@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from bindscale.report import compute_verdicts
-from bindscale.report.subgraph_verdicts import correct_steps_seen_in_training, scale_does_not_lift_ood
+from bindscale.studies.subgraphs.verdicts import correct_steps_seen_in_training, scale_does_not_lift_ood
 
 
 def _rows(ood_small, ood_large, seen_c, seen_w, acc_id=(0.9, 0.99), gap=None, sizes=(1e5, 1e6), task=None):
@@ -102,12 +102,12 @@ def test_high_ood_accuracy_contradicts_the_claim_that_it_stays_low():
 def test_statement_and_study_file_say_that_ood_accuracy_stays_low():
     import yaml
 
-    from bindscale.config import VERDICT_PARAMS
-    from bindscale.report.subgraph_verdicts import STATEMENTS, __file__ as module
+    from bindscale import registry
+    from bindscale.studies.subgraphs.verdicts import STATEMENTS, __file__ as module
 
     assert "stays low" in STATEMENTS["scale_does_not_lift_ood"] and "no model size" in STATEMENTS["scale_does_not_lift_ood"]
-    assert "min_ood_drop" in VERDICT_PARAMS["scale_does_not_lift_ood"]
-    study = yaml.safe_load((Path(module).parents[1] / "studies" / "subgraphs.yaml").read_text())
+    assert "min_ood_drop" in registry.claim("scale_does_not_lift_ood")[1].thresholds
+    study = yaml.safe_load((Path(module).parent / "subgraphs.yaml").read_text())
     assert study["verdicts"]["scale_does_not_lift_ood"]["min_ood_drop"] == 0.2
 
 
@@ -237,7 +237,7 @@ def test_correct_steps_must_mostly_be_seen_ones():
         _rows(EIGHT, EIGHT, seen_c, seen_w, gap=gap), STEPS, 500, 0)
     assert verdict == "not_supported" and details["parts"]["correct_mostly_seen"] == "not_supported"
     assert value == pytest.approx(0.08) and hi < 0.5 and "share of correct nodes" in stat
-    from bindscale.report.subgraph_verdicts import STATEMENTS
+    from bindscale.studies.subgraphs.verdicts import STATEMENTS
 
     assert "most correct steps are seen ones" in STATEMENTS["correct_steps_seen_in_training"]
 
@@ -268,17 +268,20 @@ def test_the_scratchpad_flag_is_read_robustly(value, scratchpad_trials):
 def test_subgraph_claims_are_named_after_the_source_with_statements_and_params():
     import yaml
 
-    from bindscale.config import VERDICT_PARAMS
-    from bindscale.report import subgraph_verdicts as sv
-    from bindscale.report.verdicts import DEFAULTS, RULES
+    from bindscale import registry
+    from bindscale.study import resolve
+    from bindscale.studies.subgraphs import verdicts as sv
 
     assert set(sv.STATEMENTS) == set(sv.RULES) == set(sv.DEFAULTS)
     assert all("Dziri et al. 2023" in text for text in sv.STATEMENTS.values())
     for claim, params in sv.DEFAULTS.items():
-        assert RULES[claim] is sv.RULES[claim] and DEFAULTS[claim] == params
-        assert set(VERDICT_PARAMS[claim]) == set(params)
-    assert "ood_scaling" not in RULES and "seen_subgraphs" not in VERDICT_PARAMS
-    study = yaml.safe_load((Path(sv.__file__).parents[1] / "studies" / "subgraphs.yaml").read_text())
+        plugin, c = registry.claim(claim)
+        assert plugin.name == "subgraphs" and resolve(c.rule) is sv.RULES[claim] and dict(c.defaults) == params
+        assert set(c.thresholds) == set(params)
+    for old in ("ood_scaling", "seen_subgraphs"):  # renamed: the old names are aliases, not claims
+        with pytest.raises(KeyError):
+            registry.claim(old)
+    study = yaml.safe_load((Path(sv.__file__).parent / "subgraphs.yaml").read_text())
     assert list(study["verdicts"]) == list(sv.RULES) and set(study["anchors"]) == set(sv.RULES)
 
 

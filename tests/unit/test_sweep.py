@@ -1,4 +1,5 @@
-from bindscale.config import ModelConfig, StudyConfig, TrainConfig, TrialConfig
+from bindscale.config import StudyConfig
+from bindscale.trials import ModelConfig, TrainConfig, TrialConfig
 from bindscale.sweep import job_cost, max_stack, plan_jobs, trial_memory_bytes
 from bindscale.train import group_key
 

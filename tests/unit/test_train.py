@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import bindscale.train as train_mod
-from bindscale.config import ModelConfig, TaskConfig, TrainConfig, TrialConfig
+from bindscale.trials import ModelConfig, TaskConfig, TrainConfig, TrialConfig
 from bindscale.tasks import HyperTeacher
 from bindscale.train import train_group
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from ..config import ModelConfig
+from ..trials import ModelConfig
 from .base import StackedModel
 from .hypernet import StackedHypernet
 from .mlp import StackedMLP

@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..config import ModelConfig
+from ..trials import ModelConfig
 from .base import ACTIVATIONS, StackedModel, resolve_init, stacked_init
 
 

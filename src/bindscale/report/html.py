@@ -26,39 +26,13 @@ import yaml
 from bindscale.storage import RunStore
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from bindscale.report.figures import captions, make_figures
-from bindscale.report.verdicts import compute_verdicts, ok_rows, study_as_dict
+from bindscale.report.figures import render
+from bindscale.report.verdicts import compute_verdicts, study_as_dict
 
 __all__ = ["build_report", "to_jsonable", "fmt"]
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 TEMPLATE = "report.html.j2"
-
-# Figures shown in each claim's section; the rest go under "Other figures".
-CLAIM_FIGURES = {
-    "scaling": ["heldout_vs_width", "heldout_vs_train_combos", "training_curves"],
-    "decodability": ["decodability"],
-    "binding": ["heldout_vs_params"],
-    "hull": ["hull_vs_width"],
-    "scale_does_not_lift_ood": ["sg_acc_vs_params", "sg_acc_by_size"],
-    "correct_steps_seen_in_training": ["sg_coverage_by_depth", "sg_error_types", "sg_acc_by_depth"],
-    "structure_emerges": ["mod_scores", "mod_accuracies"],
-    "structure_grows_with_width": ["mod_share_vs_width"],
-    "pretraining_reliability": ["mod_share_by_pretraining"],
-}
-CLAIM_TITLES = {
-    "scaling": "Scaling: width, data and coverage",
-    "decodability": "Linear decodability predicts generalization",
-    "binding": "Explicit binding: hypernetwork vs MLP",
-    "hull": "Inside vs outside the training hull",
-    "scale_does_not_lift_ood": "Out of distribution: does scale help? (Faith and Fate)",
-    "correct_steps_seen_in_training": "Are correct steps the ones seen in training? (Faith and Fate)",
-    "structure_emerges": "Do subroutines live in separable subnetworks? (Break It Down)",
-    "structure_grows_with_width": "Does structural compositionality grow with width? (Break It Down)",
-    "pretraining_reliability": "Does ordinary pretraining make it more reliable? (Break It Down)",
-}
-CONFIG_METRICS = ["r2_id", "r2_heldout", "r2_inhull", "r2_outhull", "decod_best"]
-
 
 # --------------------------------------------------------------- formatting --
 
@@ -154,24 +128,27 @@ def _detail_rows(details: Mapping[str, Any], prefix: str = "") -> list[tuple[str
 
 # ------------------------------------------------------------------ tables --
 
-SEQ_KEYS = ["task", "scratchpad", "n_train", "layers", "d_model"]
-SEQ_METRICS = ["acc_id", "acc_ood", "compound_eps", "seen_correct", "seen_wrong"]
-MOD_KEYS = ["architecture", "width", "depth", "pretraining"]
-MOD_METRICS = ["base_acc_test", "frac_structural", "frac_robust", "sub_diff", "abl_diff", "density",
-               "random_frac_structural", "untrained_frac_structural"]
+def mean_table(ok: pd.DataFrame, keys: list[str], metrics: list[str],
+               counts: tuple[str, ...] = ()) -> tuple[list[str], list[list[str]]]:
+    """Per-configuration means over seeds of ``ok`` rows: (header, formatted rows).
 
-
-def _seq_config_table(ok: pd.DataFrame, keys: list[str] = SEQ_KEYS,
-                      metrics: list[str] = SEQ_METRICS) -> tuple[list[str], list[list[str]]]:
-    """A study family's per-config means over seeds (subgraphs by default; modularity with its keys/metrics)."""
+    One row per combination of the ``keys`` present; the median of each ``counts`` column
+    (e.g. training combinations); each metric's mean over the seeds that have a value
+    ("(n=k)" where fewer than all do); the median ``n_params``.
+    """
     keys = [k for k in keys if k in ok]
-    header = keys + ["n seeds"] + metrics + ["n_params"]
+    if ok.empty or not keys:
+        return [], []
+    counts = tuple(c for c in counts if c in ok)
+    header = keys + list(counts) + ["n seeds"] + metrics + (["n_params"] if "n_params" in ok else [])
     out = []
     for key, g in ok.groupby(keys, sort=True, dropna=False):
-        row = [fmt_cfg(x) for x in key] + [str(len(g))]
-        row += [fmt(float(np.nanmean(pd.to_numeric(g[c], errors="coerce")))) if c in g and
-                pd.to_numeric(g[c], errors="coerce").notna().any() else "—" for c in metrics]
-        row.append(fmt_cfg(pd.to_numeric(g["n_params"], errors="coerce").median()))
+        key = key if isinstance(key, tuple) else (key,)
+        row = [fmt_cfg(x) for x in key]
+        row += [fmt_cfg(pd.to_numeric(g[c], errors="coerce").median()) for c in counts] + [str(len(g))]
+        row += [_mean_cell(pd.to_numeric(g[c], errors="coerce")) if c in g else "—" for c in metrics]
+        if "n_params" in ok:
+            row.append(fmt_cfg(pd.to_numeric(g["n_params"], errors="coerce").median()))
         out.append(row)
     return header, out
 
@@ -186,31 +163,8 @@ def _mean_cell(values: pd.Series) -> str:
     return cell if finite.all() else f"{cell} (n={int(finite.sum())})"
 
 
-def _config_table(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    """Per-config means over seeds of the ok rows: (header, formatted rows)."""
-    ok = ok_rows(df)
-    if ok.empty:
-        return [], []
-    if "acc_id" in ok:  # the subgraphs study
-        return _seq_config_table(ok)
-    if "frac_structural" in ok:  # the modularity study
-        return _seq_config_table(ok, MOD_KEYS, MOD_METRICS)
-    keys = ["model", "width", "depth", "holdout"]
-    # Encoding / split are shown only when they vary (otherwise noise).
-    keys += [c for c in ("encoding", "split", "withheld_pairs") if c in ok and ok[c].nunique() > 1]
-    header = keys + ["n_train_combos", "n seeds"] + CONFIG_METRICS + ["n_params"]
-    out = []
-    for key, g in ok.groupby(keys, sort=True, dropna=False):
-        row = [fmt_cfg(x) for x in key]
-        row += [fmt_cfg(g["n_train_combos"].median()), str(len(g))]
-        row += [_mean_cell(g[c]) for c in CONFIG_METRICS]
-        row.append(fmt_cfg(g["n_params"].median()))
-        out.append(row)
-    return header, out
-
-
-def _problems(df: pd.DataFrame) -> list[dict[str, str]]:
-    """Diverged / failed trials with where they stopped and why."""
+def _problems(df: pd.DataFrame, axes: list[str]) -> list[dict[str, str]]:
+    """Diverged / failed trials with their swept ``axes``, where they stopped and why."""
     if "status" not in df:
         return []
     bad = df[df["status"].astype(str) != "ok"]
@@ -221,9 +175,7 @@ def _problems(df: pd.DataFrame) -> list[dict[str, str]]:
         out.append({
             "trial_id": str(r.get("trial_id", "")),
             "status": str(r["status"]),
-            "config": ", ".join(f"{c}={fmt_cfg(r[c])}" for c in ("model", "architecture", "width", "depth", "holdout",
-                                                                      "pretraining", "seed")
-                                if c in r.index),
+            "config": ", ".join(f"{c}={fmt_cfg(r[c])}" for c in axes if c in r.index),
             "diverged_step": fmt_cfg(r.get("diverged_step")) if "diverged_step" in r.index else "—",
             "error": err if len(err) <= 400 else err[:400] + " …",
         })
@@ -268,9 +220,14 @@ def build_report(run_dir: str | os.PathLike, df: pd.DataFrame, study: Mapping[st
     study = study_as_dict(study)
     name = str(study.get("name") or store.path().rstrip("/").rsplit("/", 1)[-1])
     status = df["status"].astype(str) if "status" in df else pd.Series(["ok"] * len(df))
+    from bindscale import registry
+
+    plugin = registry.for_study(study)
     verdicts = compute_verdicts(df, study, n_boot=n_boot)
-    figures = make_figures(df, study)
-    caption = captions()
+    figure_set = plugin.figures(study)
+    figures = render(figure_set, df)
+    caption = {k: c for k, (_, c) in figure_set.items()}
+    claim_figures = {c.name: list(c.figures) for c in plugin.claims}
 
     summary = to_jsonable({
         "study": name,
@@ -290,11 +247,11 @@ def build_report(run_dir: str | os.PathLike, df: pd.DataFrame, study: Mapping[st
     used: set[str] = set()
     sections = []
     for v in verdicts:
-        figs = [(caption[f], figures[f]) for f in CLAIM_FIGURES.get(v["claim"], []) if figures.get(f)]
-        used.update(CLAIM_FIGURES.get(v["claim"], []))
+        figs = [(caption[f], figures[f]) for f in claim_figures.get(v["claim"], []) if figures.get(f)]
+        used.update(claim_figures.get(v["claim"], []))
         sections.append({
             "claim": v["claim"],
-            "title": CLAIM_TITLES.get(v["claim"], v["claim"]),
+            "title": v.get("title") or v["claim"],
             "statement": v.get("statement") or "",
             "verdict": v["verdict"],
             "statistic": v["statistic"],
@@ -306,7 +263,7 @@ def build_report(run_dir: str | os.PathLike, df: pd.DataFrame, study: Mapping[st
             "figures": figs,
         })
     other = [(caption[k], b64) for k, b64 in figures.items() if b64 and k not in used]
-    header, config_rows = _config_table(df)
+    header, config_rows = plugin.config_table(df)
 
     html = _environment().get_template(TEMPLATE).render(
         name=name,
@@ -316,7 +273,7 @@ def build_report(run_dir: str | os.PathLike, df: pd.DataFrame, study: Mapping[st
         other_figures=other,
         config_header=header,
         config_rows=config_rows,
-        problems=_problems(df),
+        problems=_problems(df, [a for a in plugin.trial_class.AXES if a != "seed"] + ["seed"]),
         study_yaml=yaml.safe_dump(study, sort_keys=False) if study.get("base") else "",
     )
     store.write_text("report.html", html)

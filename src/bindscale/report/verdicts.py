@@ -1,65 +1,34 @@
-"""Verdicts of the headline study (scaling / decodability / binding / hull).
+"""The verdict engine: each claim of a study decided from the results table.
 
-``compute_verdicts(df, study)`` turns the results table (one row per trial,
-see ``bindscale.report``) into one verdict dict per claim named in
-``study["verdicts"]``. Each verdict is decided by one number and its 95%
-percentile-bootstrap interval over seeds/trials (``bindscale.stats``):
+``compute_verdicts(df, study)`` turns the results table (one row per trial)
+into one verdict dict per claim named in ``study["verdicts"]``, using the
+rule, defaults, guards and statement each claim declares in its study plugin
+(:class:`bindscale.study.Claim`, found through :mod:`bindscale.registry`).
+The helpers below are shared by every study's rules: ok rows, restricting a
+comparison to the most common configuration, degenerate-input checks and the
+verdict dict itself. Intervals come from :mod:`bindscale.stats`.
 
-- scaling: Redhardt, Schug, Akram 2025, "Scaling can lead to compositional
-  generalization" (arXiv 2507.07207): plain MLPs reach high held-out R² once
-  width and coverage of the combination space grow.
-- decodability: same source: linear decodability of the constituents from
-  hidden activations predicts held-out success.
-- binding: Schug et al. ICLR 2024, "Discovering modular solutions that
-  generalize compositionally"; Greff, van Steenkiste, Schmidhuber 2020, "On the
-  Binding Problem in Artificial Neural Networks": an explicit binding
-  architecture (hypernetwork over module banks) needs far fewer parameters.
-- hull: the project's synthesis: scale helps for held-out combinations inside
-  the convex hull of training, not outside it.
-
-Only ``status == "ok"`` rows enter the statistics. Width and parameter
-comparisons (scaling, binding, hull) hold encoding, split and (except for
-binding, where depth is part of a config) depth at their most common value,
-and say so in ``details``; decodability pools all MLP trials on purpose, as
-the claim is that decodability predicts success across configurations.
-Other config columns that vary are listed under ``details["pooled_over"]``.
-A verdict whose deciding
-cell has fewer than ``MIN_REPLICATES`` values is "inconclusive": a bootstrap
-over one value has zero width and says nothing about seed variability.
-So is a claim about the largest scale (scaling, hull, binding) when every
-trial of the widest planned model its verdict rests on diverged or failed:
-the rule would otherwise answer at a smaller width than the study asked
-about (:func:`lost_largest_widths`).
+A verdict whose deciding cell has fewer than ``MIN_REPLICATES`` values is
+"inconclusive" (each rule checks); one with fewer than ``CONCLUSIVE_SEEDS``
+seeds in a deciding cell carries a caveat.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import re
-import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from bindscale.stats import (
-    bootstrap_ci,
-    correlation_ci,
-    mean_ci,
-    mean_diff_ci,
-    partial_spearman_within,
-    strata_mean_ci,
-)
-
 __all__ = [
     "compute_verdicts",
     "ok_rows",
     "restrict_to_mode",
-    "DEFAULTS",
-    "RULES",
+    "degenerate",
     "MIN_REPLICATES",
+    "CONCLUSIVE_SEEDS",
     "study_as_dict",
 ]
 
@@ -70,93 +39,27 @@ MIN_REPLICATES = 3
 #: conclusions (the quick variants). Default studies have at least this many (verdicts issue, item 5).
 CONCLUSIVE_SEEDS = 8
 
-#: Each claim in words: what its cited source asserts. "supported" always means this holds.
-STATEMENTS: dict[str, str] = {
-    "scaling": ("Redhardt, Schug, Akram 2025: plain MLPs generalize to held-out module combinations once width "
-                "and coverage of the combination space grow (held-out R² reaches the study's threshold at the "
-                "largest width and best coverage, and widening helps)."),
-    "decodability": ("Redhardt, Schug, Akram 2025: how linearly decodable the constituents are from a network's "
-                     "hidden activations predicts its held-out (compositional) success, beyond the configuration "
-                     "(width, coverage, encoding) and beyond a random-init network's decodability."),
-    "binding": ("Schug et al. 2024 (with Greff, van Steenkiste, Schmidhuber 2020): an explicit binding "
-                "architecture (a hypernetwork over module banks) reaches a given held-out R² with fewer "
-                "parameters than a plain MLP."),
-    "hull": ("The project's synthesis: scale (width) helps held-out combinations inside the convex hull of the "
-             "training combinations and not those outside it (a never-seen pairing), compared at equal numbers "
-             "of active modules."),
-}
-
-# Default thresholds, used for any key the study leaves out.
-DEFAULTS: dict[str, dict[str, float]] = {
-    "scaling": {"r2_threshold": 0.9},
-    "decodability": {"rho_threshold": 0.5},
-    "binding": {"target_r2": 0.9},
-    "hull": {"margin": 0.05},
-}
-
-NUMERIC_COLUMNS = (
-    "width", "depth", "holdout", "M", "K", "steps", "seed", "lr", "weight_decay",
-    "n_params", "batch_tasks", "n_train_combos", "n_heldout_combos", "n_inhull", "n_outhull",
-    "r2_id", "r2_heldout", "r2_inhull", "r2_outhull", "r2_heldout_taskmean", "withheld_pairs",
-    "decod_best", "decod_input", "decod_random", "decod_cv", "decod_random_cv",
-)
-# Config columns that are not sweep axes of a claim; when they vary, the
-# claim pools over them and says so in its details.
-POOLABLE = ("encoding", "split", "M", "K", "steps", "lr", "weight_decay", "batch_tasks", "activation",
-            "withheld_pairs")
-#: Per-arity hull columns written by the trainer: ``r2_inhull_k2``, ``n_outhull_k3``, …
-ARITY_COLUMN = re.compile(r"^(r2|n)_(inhull|outhull)_k(\d+)$")
-
 
 # ----------------------------------------------------------------- helpers --
 
-def ok_rows(df: pd.DataFrame) -> pd.DataFrame:
-    """Copy of the ``status == "ok"`` rows, numeric columns coerced to float.
+def ok_rows(df: pd.DataFrame, numeric: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Copy of the ``status == "ok"`` rows, with the ``numeric`` columns coerced to float.
 
-    Missing numeric columns are added as NaN (an older run without, e.g.,
-    hull metrics makes that claim inconclusive instead of crashing). A table
-    without a ``status`` column is taken as all ok; without ``model``, no row
-    counts as any model.
+    Missing numeric columns are added as NaN (an older run without a metric makes
+    its claim inconclusive instead of crashing). A table without a ``status``
+    column is taken as all ok; a repeated record (same ``trial_id``) counts once.
     """
     out = df.copy()
     if "trial_id" in out.columns:
         out = out.drop_duplicates("trial_id")  # a repeated record is one trial, not another seed
     if "status" in out.columns:
         out = out[out["status"].astype(str) == "ok"].copy()
-    for col in NUMERIC_COLUMNS:
+    for col in numeric:
         out[col] = pd.to_numeric(out[col], errors="coerce") if col in out else np.nan
-    for col in out.columns:
-        if ARITY_COLUMN.match(str(col)):
-            out[col] = pd.to_numeric(out[col], errors="coerce")
-    out["model"] = out["model"].astype(str) if "model" in out else ""
     return out.reset_index(drop=True)
 
 
-def design_rows(rows: pd.DataFrame, withheld: bool) -> pd.DataFrame:
-    """The rows of the grid designed for a claim: withheld module pairs (the hull grid) or none.
-
-    The hull claim needs out-of-hull held-out combinations in every seed, which its grid gets by
-    withholding module pairs (``bindscale.tasks.splits``); the other claims are about random
-    hold-outs as their source uses. Tables without the column, or with only one kind, are used whole.
-    """
-    if "withheld_pairs" not in rows or rows.empty:
-        return rows
-    w = rows["withheld_pairs"].fillna(0) > 0
-    pick = rows[w] if withheld else rows[~w]
-    return pick if len(pick) else rows
-
-
-# Columns held fixed (at their most common value) for width / parameter
-# comparisons: a cell mean must not mix, e.g., identity and token encodings
-# just because an extra grid ran some encodings at one width, nor count runs
-# of different lengths or learning rates as seeds of one cell.
-TRAINING_LIKE = ("M", "K", "steps", "lr", "weight_decay", "batch_tasks", "activation")
-COMPARE_LIKE = ("encoding", "split", "depth") + TRAINING_LIKE
-
-
-def restrict_to_mode(
-    rows: pd.DataFrame, cols: tuple[str, ...] = COMPARE_LIKE
-) -> tuple[pd.DataFrame, dict[str, Any]]:
+def restrict_to_mode(rows: pd.DataFrame, cols: tuple[str, ...]) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Keep the rows at the most common value of each column in ``cols`` that varies.
 
     Columns are fixed in order (each mode is taken among the rows left by the
@@ -227,7 +130,7 @@ def degenerate(cells: list[np.ndarray], discrete: bool = False) -> str | None:
     return None
 
 
-def _pooled(rows: pd.DataFrame, cols: tuple[str, ...] = POOLABLE) -> dict[str, list]:
+def _pooled(rows: pd.DataFrame, cols: tuple[str, ...]) -> dict[str, list]:
     """Columns among ``cols`` that vary across ``rows``: name -> sorted values."""
     out = {}
     for c in cols:
@@ -244,12 +147,13 @@ def _verdict(
     n_trials: int,
     details: dict[str, Any],
     reference: str | None,
+    statement: str | None = None,
 ) -> dict[str, Any]:
     """Assemble the verdict dict in its fixed key order."""
     value, lo, hi = (float(x) for x in triple)
     return {
         "claim": claim,
-        "statement": STATEMENTS.get(claim),
+        "statement": statement,
         "verdict": verdict,
         "statistic": statistic,
         "value": value,
@@ -261,544 +165,41 @@ def _verdict(
     }
 
 
+
+def coerce_numeric(ok: pd.DataFrame, numeric: tuple[str, ...]) -> pd.DataFrame:
+    """A copy with the ``numeric`` columns that are present coerced to numbers."""
+    ok = ok.copy()
+    for c in numeric:
+        if c in ok:
+            ok[c] = pd.to_numeric(ok[c], errors="coerce")
+    return ok
+
+
+def _decide(triple: tuple[float, float, float], margin: float) -> str:
+    """Supported when the whole interval lies above ``margin``, not supported when below it."""
+    _, lo, hi = triple
+    if math.isnan(lo):
+        return "inconclusive"
+    if lo > margin:
+        return "supported"
+    if hi < margin:
+        return "not_supported"
+    return "inconclusive"
+
+
+def _decide_below(triple: tuple[float, float, float], margin: float) -> str:
+    """Supported when the whole interval lies below ``margin``, not supported when above it."""
+    _, lo, hi = triple
+    if math.isnan(lo) or math.isnan(hi):
+        return "inconclusive"
+    if hi < margin:
+        return "supported"
+    if lo > margin:
+        return "not_supported"
+    return "inconclusive"
+
+
 NAN3 = (math.nan, math.nan, math.nan)
-
-
-# ------------------------------------------------------------------ claims --
-
-def _scaling(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
-    """Held-out R² at the largest width and best coverage, plus width gain.
-
-    Returns (statistic name, verdict, triple, n_trials, details).
-    """
-    name = "heldout_r2_at_largest_scale"
-    thr = float(p["r2_threshold"])
-    rows = design_rows(ok[(ok["model"] == "mlp") & np.isfinite(ok["r2_heldout"])], withheld=False)
-    rows, restriction = restrict_to_mode(rows)
-    if rows.empty:
-        return name, INCONCLUSIVE, NAN3, 0, {"reason": "no ok MLP trials with held-out R²"}
-
-    wmax, wmin = rows["width"].max(), rows["width"].min()
-    hmin, hmax = rows["holdout"].min(), rows["holdout"].max()
-
-    def cell(w: float, h: float) -> np.ndarray:
-        return _finite(rows.loc[(rows["width"] == w) & (rows["holdout"] == h), "r2_heldout"])
-
-    top, small, sparse = cell(wmax, hmin), cell(wmin, hmin), cell(wmax, hmax)
-    value = mean_ci(top, n_boot, seed=seed)
-    width_gain = mean_diff_ci(top, small, n_boot, seed=seed + 1) if wmax != wmin else NAN3
-    coverage_gain = mean_diff_ci(top, sparse, n_boot, seed=seed + 2) if hmax != hmin else NAN3
-
-    at_hmin = rows[rows["holdout"] == hmin]
-    per_width = {
-        _key(w): _ci(mean_ci(g["r2_heldout"], n_boot, seed=seed), len(g))
-        for w, g in at_hmin.groupby("width")
-    }
-    at_wmax = rows[rows["width"] == wmax]
-    per_combos = {
-        _key(c): _ci(mean_ci(g["r2_heldout"], n_boot, seed=seed), len(g))
-        for c, g in at_wmax.groupby("n_train_combos")
-    }
-    details: dict[str, Any] = {
-        "r2_threshold": thr,
-        "largest_width": _py(wmax),
-        "smallest_width": _py(wmin),
-        "min_holdout": _py(hmin),
-        "max_holdout": _py(hmax),
-        "n_seeds_top_cell": int(top.size),
-        "seeds_per_cell": int(min(x.size for x in (top, small, sparse) if x.size) if top.size else 0),
-        "width_gain": _ci(width_gain, top.size + small.size),
-        "coverage_gain": _ci(coverage_gain, top.size + sparse.size),
-        "heldout_r2_by_width_at_min_holdout": per_width,
-        "heldout_r2_by_n_train_combos_at_largest_width": per_combos,
-        **restriction,
-    }
-    if "r2_heldout_taskmean" in rows and np.isfinite(rows["r2_heldout_taskmean"]).any():
-        # Item 8: the reference code's R² (mean over tasks of per-task R²) beside ours, which decides.
-        tm = rows.loc[(rows["width"] == wmax) & (rows["holdout"] == hmin), "r2_heldout_taskmean"]
-        details["heldout_r2_taskmean_at_largest_scale"] = _ci(mean_ci(tm), int(np.isfinite(tm).sum()))
-        details["r2_definition"] = ("deciding: pooled within-task R² = 1 − Σ MSE / Σ within-task target variance "
-                                    "over held-out tasks; beside it the reference code's per-task mean R²")
-    if pooled := _pooled(rows):
-        details["pooled_over"] = pooled
-
-    wg_lo, wg_hi = width_gain[1], width_gain[2]
-    # Widening must not hurt at the top: no narrower width clearly beats the largest (at the best coverage).
-    better = [w for w in sorted(at_hmin["width"].unique()) if w != wmax
-              and mean_diff_ci(top, cell(w, hmin))[2] < 0]
-    details["narrower_widths_clearly_better"] = [_py(w) for w in better]
-    broken = degenerate([top, small, sparse])
-    if top.size < MIN_REPLICATES or (wmax != wmin and small.size < MIN_REPLICATES):
-        verdict, reason = INCONCLUSIVE, f"fewer than {MIN_REPLICATES} seeds in a deciding cell"
-    elif broken:
-        verdict, reason = INCONCLUSIVE, broken
-    elif value[2] < thr:
-        verdict, reason = NOT_SUPPORTED, f"CI of held-out R² at largest scale entirely below {thr}"
-    elif coverage_gain[2] < 0:
-        verdict, reason = NOT_SUPPORTED, "coverage gain CI below 0: more training combinations lower held-out R²"
-    elif value[1] >= thr and wg_lo > 0 and not better and not coverage_gain[1] <= 0:
-        verdict, reason = SUPPORTED, (f"CI of held-out R² at largest scale ≥ {thr}, width gain CI > 0"
-                                      + (", coverage gain CI > 0" if hmax != hmin else "")
-                                      + ", and no narrower width clearly better")
-    elif value[1] >= thr and wg_lo > 0 and better:
-        verdict, reason = INCONCLUSIVE, (f"held-out R² clears {thr} but narrower width(s) "
-                                         f"{', '.join(map(str, details['narrower_widths_clearly_better']))} "
-                                         "do clearly better: widening hurts at the top")
-    elif value[1] >= thr and wg_lo > 0:
-        verdict, reason = INCONCLUSIVE, "held-out R² clears the threshold but the coverage gain CI reaches 0"
-    elif value[2] < thr:
-        verdict, reason = NOT_SUPPORTED, f"CI of held-out R² at largest scale entirely below {thr}"
-    elif wg_hi <= 0:
-        verdict, reason = NOT_SUPPORTED, "width gain CI ≤ 0: widening does not help"
-    else:
-        verdict, reason = INCONCLUSIVE, "an interval straddles its threshold"
-    details["reason"] = reason
-    return name, verdict, value, len(rows), details
-
-
-def _layer_means(series: pd.Series) -> dict[str, float]:
-    """Mean R² per layer name over the ``decod_layers`` JSON strings."""
-    acc: dict[str, list[float]] = {}
-    for s in series.dropna():
-        try:
-            layers = json.loads(s) if isinstance(s, str) else dict(s)
-        except (ValueError, TypeError):
-            continue  # a malformed entry drops out rather than failing the report
-        for k, v in layers.items():
-            if v is not None and np.isfinite(float(v)):
-                acc.setdefault(str(k), []).append(float(v))
-    return {k: float(np.mean(v)) for k, v in acc.items()}
-
-
-#: Config columns whose combinations are the cells of the decodability claim's within-cell correlation.
-CELL_AXES = ("width", "depth", "holdout", "withheld_pairs", "encoding", "split", "M", "K", "steps", "lr",
-             "weight_decay", "batch_tasks", "activation")
-
-
-def _cell_design(rows: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
-    """One indicator column per cell of the varying config axes but the first: shape (n, n_cells − 1)."""
-    axes = [c for c in CELL_AXES if c in rows and rows[c].nunique(dropna=True) > 1]
-    if not axes:
-        return np.zeros((len(rows), 0)), []
-    cell = rows[axes].astype(str).agg("|".join, axis=1)
-    dummies = pd.get_dummies(cell, drop_first=True, dtype=float)
-    return dummies.to_numpy(), axes
-
-
-def _decodability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
-    """Spearman(decod_cv, r2_heldout) across MLP trials, pairs-bootstrap CI.
-
-    ``decod_cv`` is the held-out decodability at the layer chosen by cross-validation on
-    in-distribution (fit) tasks, never by the held-out score it then reports (verdicts issue,
-    item 2). Supported needs three things: the Spearman CI above ``rho_threshold``; the
-    within-cell partial Spearman (ranks residualised on one indicator per cell of every swept
-    axis that varies: width, hold-out, encoding, …) above 0; and its excess over the same
-    statistic of a random-init network's decodability above 0. A control that is missing or not
-    finite makes the verdict inconclusive: the excess cannot be computed.
-    """
-    name = "spearman_decodability_vs_heldout_r2"
-    thr = float(p["rho_threshold"])
-    details: dict[str, Any] = {"rho_threshold": thr}
-    mlp = design_rows(ok[ok["model"] == "mlp"], withheld=False)
-    if not np.isfinite(mlp["decod_cv"]).any():
-        details["reason"] = ("no trial has a decodability at a layer chosen on fit data (decod_cv): records "
-                             "written before that column existed chose the layer by its held-out score")
-        return name, INCONCLUSIVE, NAN3, 0, details
-    rows = mlp[np.isfinite(mlp["decod_cv"]) & np.isfinite(mlp["r2_heldout"])]
-    n = len(rows)
-    if n < CONCLUSIVE_SEEDS:
-        details["reason"] = f"fewer than {CONCLUSIVE_SEEDS} trials with decodability and held-out R²"
-        return name, INCONCLUSIVE, NAN3, n, details
-    x, y = rows["decod_cv"].to_numpy(float), rows["r2_heldout"].to_numpy(float)
-    ctrl = rows["decod_random_cv"].to_numpy(float)
-    rho = correlation_ci(x, y, "spearman", n_boot, seed=seed)
-    r = correlation_ci(x, y, "pearson", n_boot, seed=seed)
-    design, axes = _cell_design(rows)
-    k = design.shape[1]
-    # A resample is a row of ``a``, shape (R, n, columns): columns x, y, control, then the design.
-    cols = np.column_stack([x, y, ctrl, design])
-
-    def within(a: np.ndarray, i: int) -> np.ndarray:
-        return partial_spearman_within(a[..., i], a[..., 1], a[..., 3:3 + k])
-
-    partial = bootstrap_ci(cols, lambda a: within(a, 0), n_boot, seed=seed, vectorized=True)
-    control_ok = bool(np.all(np.isfinite(ctrl)) and np.ptp(ctrl) > 0)  # a constant control was not measured
-    partial_rnd = bootstrap_ci(cols, lambda a: within(a, 2), n_boot, seed=seed, vectorized=True) if control_ok \
-        else NAN3
-    excess = (bootstrap_ci(cols, lambda a: within(a, 0) - within(a, 2), n_boot, seed=seed, vectorized=True)
-              if control_ok else NAN3)
-    rho_rnd = correlation_ci(ctrl, y, "spearman", n_boot, seed=seed) if control_ok else NAN3
-    high = rows[rows["r2_heldout"] >= 0.95]
-    details.update({
-        "layer_choice": "cross-validation on in-distribution tasks (decod_cv_layer); the held-out score is "
-                        "read at that layer",
-        "within_cell_partial_spearman": _ci(partial, n),
-        "cells_over": axes,
-        "n_cells": k + 1,
-        "control_within_cell_partial_spearman_random_init": _ci(partial_rnd, n),
-        "within_cell_partial_spearman_excess_over_random_init": _ci(excess, n),
-        "control_spearman_random_init_vs_heldout_r2": _ci(rho_rnd, n),
-        "pearson": _ci(r, n),
-        "mean_decod_cv": _ci(mean_ci(x), n),
-        "mean_decod_best_any_layer": _ci(mean_ci(rows["decod_best"]), int(np.isfinite(rows["decod_best"]).sum())),
-        "mean_decod_input": _ci(mean_ci(rows["decod_input"]), int(np.isfinite(rows["decod_input"]).sum())),
-        "mean_decod_random_cv": _ci(mean_ci(ctrl), int(np.isfinite(ctrl).sum())),
-        "mean_decod_by_layer": _layer_means(rows["decod_layers"]) if "decod_layers" in rows else {},
-        "chosen_layers": ({str(k_): int(v) for k_, v in rows["decod_cv_layer"].astype(str).value_counts().items()}
-                          if "decod_cv_layer" in rows else {}),
-        # The paper's anchor: decoder R² 0.90-0.99 whenever held-out R² ≥ 0.95.
-        "n_trials_heldout_r2_ge_0.95": len(high),
-        "min_decod_cv_when_heldout_r2_ge_0.95": float(high["decod_cv"].min()) if len(high) else math.nan,
-        "seeds_per_cell": int(rows.groupby(axes).size().min()) if axes else n,
-    })
-    if pooled := _pooled(rows, POOLABLE + ("width", "depth", "holdout")):
-        details["pooled_over"] = pooled
-    spc = details["seeds_per_cell"]
-    if not np.isfinite(rho[0]):
-        verdict, reason = INCONCLUSIVE, "correlation undefined (constant input)"
-    elif spc < MIN_REPLICATES:
-        verdict, reason = INCONCLUSIVE, (f"a cell of the swept axes has {spc} trial(s), fewer than "
-                                         f"{MIN_REPLICATES}: the within-cell correlation has nothing to work with")
-    elif rho[2] < thr:
-        verdict, reason = NOT_SUPPORTED, f"Spearman CI entirely below {thr}"
-    elif np.isfinite(partial[2]) and partial[2] <= 0:
-        verdict, reason = NOT_SUPPORTED, ("the correlation is carried by the configuration: within cells of the "
-                                          "swept axes decodability does not predict held-out R² (within-cell "
-                                          "partial Spearman CI at or below 0)")
-    elif not control_ok:
-        verdict, reason = INCONCLUSIVE, ("the random-init control is missing or not finite in "
-                                         f"{int((~np.isfinite(ctrl)).sum())} of {n} trials, or the same in every "
-                                         "trial: whether training adds decodability beyond a random network's "
-                                         "cannot be decided")
-    elif rho[1] > thr and partial[1] > 0 and excess[1] > 0:
-        verdict, reason = SUPPORTED, (f"Spearman CI entirely above {thr}, decodability predicts held-out R² "
-                                      "within cells of the swept axes (partial Spearman CI above 0), more than a "
-                                      "random-init network's does (excess CI above 0)")
-    elif rho[1] > thr and partial[1] > 0:
-        verdict, reason = INCONCLUSIVE, ("decodability predicts held-out R² within cells, but a random-init "
-                                         "network's decodability does nearly as well: the excess of the trained "
-                                         "partial Spearman over the control's has a CI reaching 0")
-    elif rho[1] > thr:
-        verdict, reason = INCONCLUSIVE, (f"Spearman CI entirely above {thr}, but the within-cell partial Spearman "
-                                         "is not clearly above 0 (its CI reaches 0): the correlation may be "
-                                         "carried by the swept axes")
-    else:
-        verdict, reason = INCONCLUSIVE, f"Spearman CI straddles {thr}"
-    details["reason"] = reason
-    return name, verdict, rho, n, details
-
-
-def params_to_target(means: np.ndarray, params: np.ndarray, target: float) -> tuple[float, str]:
-    """Parameters a model family needs to reach ``target`` held-out R², interpolated on the grid.
-
-    Cells are taken in order of parameter count; at the first cell whose mean reaches the target,
-    log(parameters) is interpolated linearly in R² from the cell before it (Redhardt et al. 2025 and
-    Schug et al. 2024 read such thresholds off curves over a log-parameter axis). Output:
-    ``(parameters, kind)`` with kind ``"interpolated"``; ``"at_most"`` when the smallest cell already
-    reaches it (the value is an upper bound); ``"not_reached"`` (NaN) when no cell does.
-    """
-    order = np.argsort(params, kind="stable")
-    m, p = np.asarray(means, float)[order], np.asarray(params, float)[order]
-    hit = np.flatnonzero(m >= target)
-    if hit.size == 0:
-        return math.nan, "not_reached"
-    i = int(hit[0])
-    if i == 0:
-        return float(p[0]), "at_most"
-    t = (target - m[i - 1]) / (m[i] - m[i - 1])
-    return float(np.exp(np.log(p[i - 1]) + t * (np.log(p[i]) - np.log(p[i - 1])))), "interpolated"
-
-
-def _param_ratio(m_means: np.ndarray, m_params: np.ndarray, h_means: np.ndarray, h_params: np.ndarray,
-                 target: float) -> float:
-    """params_mlp / params_hypernet at ``target``. When only the hypernet reaches it, the lower bound
-    (largest MLP's parameters / the hypernet's): the MLP needs more than its grid, by an unknown
-    amount. NaN when the hypernet never does (unknown, not 0: a larger hypernet might reach it)."""
-    pm, _ = params_to_target(m_means, m_params, target)
-    ph, _ = params_to_target(h_means, h_params, target)
-    if math.isnan(ph):
-        return math.nan
-    return float(np.max(m_params)) / ph if math.isnan(pm) else pm / ph
-
-
-def _binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
-    """Parameter ratio MLP / hypernet to reach the study's fixed target held-out R².
-
-    The target is the study file's ``target_r2``, never derived from the results (a target set by
-    the best MLP cell's mean rises with the noise of that maximum, against the hypernet; verdicts
-    issue, item 6). Parameters-to-target are interpolated in log-parameters between grid points
-    (:func:`params_to_target`), and the ratio's interval is a percentile bootstrap over the seeds of
-    every cell (each cell resampled independently).
-    """
-    name = "param_ratio_mlp_over_hypernet"
-    target = float(p["target_r2"])
-    details: dict[str, Any] = {"target_r2": target}
-    base = design_rows(ok[np.isfinite(ok["r2_heldout"])], withheld=False)
-    mlp, hyp = base[base["model"] == "mlp"], base[base["model"] == "hypernet"]
-    if hyp.empty or mlp.empty:
-        details["reason"] = f"no ok {'hypernet' if hyp.empty else 'MLP'} trials"
-        return name, INCONCLUSIVE, NAN3, 0, details
-    common = set(mlp["holdout"].dropna()) & set(hyp["holdout"].dropna())
-    if not common:
-        details["reason"] = "MLP and hypernet share no holdout value"
-        return name, INCONCLUSIVE, NAN3, 0, details
-    h = min(common)
-    details["holdout"] = _py(h)
-    # Same encoding / split for both models (depth is part of a config here).
-    at_h, restriction = restrict_to_mode(base[base["holdout"] == h], ("encoding", "split") + TRAINING_LIKE)
-    details.update(restriction)
-    mlp, hyp = at_h[at_h["model"] == "mlp"], at_h[at_h["model"] == "hypernet"]
-    if hyp.empty or mlp.empty:
-        details["reason"] = "MLP and hypernet share no encoding / split at this holdout"
-        return name, INCONCLUSIVE, NAN3, 0, details
-
-    def cells(rows: pd.DataFrame) -> tuple[list[tuple], list[np.ndarray], np.ndarray]:
-        keys, vals, params = [], [], []
-        for (w, d), g in rows.groupby(["width", "depth"], dropna=False):
-            keys.append((_py(w), _py(d)))
-            vals.append(g["r2_heldout"].to_numpy(float))
-            params.append(float(np.nanmedian(g["n_params"])))
-        return keys, vals, np.asarray(params)
-
-    m_keys, m_vals, m_par = cells(mlp)
-    h_keys, h_vals, h_par = cells(hyp)
-    n_m = len(m_vals)
-
-    def stat(*groups: np.ndarray) -> float:
-        means = np.array([g.mean() for g in groups])
-        return _param_ratio(means[:n_m], m_par, means[n_m:], h_par, target)
-
-    ratio = bootstrap_ci(m_vals + h_vals, stat, n_boot, seed=seed)
-    m_means = np.array([v.mean() for v in m_vals])
-    h_means = np.array([v.mean() for v in h_vals])
-    pm, m_kind = params_to_target(m_means, m_par, target)
-    ph, h_kind = params_to_target(h_means, h_par, target)
-
-    def describe(keys, vals, par, i):
-        return {"width": keys[i][0], "depth": keys[i][1], "n_params": _py(par[i]),
-                "mean_r2_heldout": float(vals[i].mean()), "n_seeds": int(vals[i].size)}
-
-    def bracket(means, par, kind):
-        """Indices of the cells the interpolation used (the ones that decide the number)."""
-        if kind == "not_reached":
-            return []
-        order = np.argsort(par, kind="stable")
-        i = int(np.flatnonzero(means[order] >= target)[0])
-        return [int(order[j]) for j in ((i,) if i == 0 else (i - 1, i))]
-
-    matched = []
-    for j in range(len(h_keys)):
-        # The MLP config nearest in log parameter count.
-        i = int(np.argmin(np.abs(np.log(m_par) - np.log(h_par[j]))))
-        matched.append({
-            "hypernet": describe(h_keys, h_vals, h_par, j),
-            "mlp": describe(m_keys, m_vals, m_par, i),
-            "r2_diff_hypernet_minus_mlp": _ci(mean_diff_ci(h_vals[j], m_vals[i]), h_vals[j].size + m_vals[i].size),
-        })
-    m_br, h_br = bracket(m_means, m_par, m_kind), bracket(h_means, h_par, h_kind)
-    # A model that never reaches the target is decided by its largest cell.
-    m_br = m_br or [int(np.argmax(m_par))]
-    h_br = h_br or [int(np.argmax(h_par))]
-    deciding = [m_vals[i] for i in m_br] + [h_vals[i] for i in h_br]
-    details.update({
-        "mlp_params_to_target": pm, "mlp_params_to_target_kind": m_kind,
-        "hypernet_params_to_target": ph, "hypernet_params_to_target_kind": h_kind,
-        "mlp_best_mean_r2_heldout": float(m_means.max()),
-        "mlp_reaching": describe(m_keys, m_vals, m_par, m_br[-1]) if m_kind != "not_reached" else None,
-        "hypernet_reaching": describe(h_keys, h_vals, h_par, h_br[-1]) if h_kind != "not_reached" else None,
-        "matched_params": matched,
-        "seeds_per_cell": int(min(v.size for v in deciding)) if deciding else 0,
-        "interval_method": ("percentile bootstrap over the seeds of each cell (simulated coverage at 8 seeds per "
-                            "cell: about 88%, below the nominal 95%)"),
-    })
-    rows_used = pd.concat([mlp, hyp])
-    if pooled := _pooled(rows_used):
-        details["pooled_over"] = pooled
-
-    broken = degenerate(deciding)
-    # One-sided numbers: a parameters-to-target that is only a bound makes the ratio a bound too.
-    ratio_is = ("a lower bound" if m_kind == "not_reached" or h_kind == "at_most" else "") or \
-               ("an upper bound" if m_kind == "at_most" else "exact (interpolated)")
-    if m_kind == "at_most" and h_kind in ("at_most", "not_reached"):
-        ratio_is = "unknown"
-    details["ratio_is"] = ratio_is
-    if any(v.size < MIN_REPLICATES for v in deciding) or not deciding:
-        verdict, reason = INCONCLUSIVE, f"fewer than {MIN_REPLICATES} seeds in a deciding cell"
-    elif broken:
-        verdict, reason = INCONCLUSIVE, broken
-    elif h_kind == "not_reached" and m_kind != "not_reached":
-        # The hypernet needs more than its largest config: the ratio is below this bound.
-        bound = float(pm / h_par.max())
-        details["ratio_upper_bound"] = bound
-        if bound <= 1:
-            verdict, reason = NOT_SUPPORTED, (
-                f"no hypernet config reaches held-out R² {target:.3g}, and the largest has {int(h_par.max())} "
-                f"parameters, already at least the {pm:.0f} the MLP needs: the ratio is at most {bound:.3g}")
-        else:
-            verdict, reason = INCONCLUSIVE, (
-                f"no hypernet config reaches held-out R² {target:.3g}; the largest has {int(h_par.max())} "
-                f"parameters vs the {pm:.0f} the MLP needs, so the ratio is unknown (below {bound:.3g}): "
-                "extend the hypernet widths")
-    elif h_kind == "not_reached":
-        verdict, reason = INCONCLUSIVE, f"neither model reaches held-out R² {target:.3g} on its grid"
-    elif ratio_is == "unknown":
-        verdict, reason = INCONCLUSIVE, ("the smallest MLP already reaches the target and the hypernet's "
-                                         "parameters-to-target is not exact: extend the grids downward")
-    elif ratio[1] > 1 and ratio_is != "an upper bound":
-        verdict, reason = SUPPORTED, "CI of the parameter ratio entirely above 1" + (
-            f" (the ratio is {ratio_is})" if ratio_is == "a lower bound" else "")
-    elif ratio[2] <= 1 and ratio_is != "a lower bound":
-        verdict, reason = NOT_SUPPORTED, "CI of the parameter ratio ≤ 1" + (
-            f" (the ratio is {ratio_is})" if ratio_is == "an upper bound" else "")
-    elif ratio_is != "exact (interpolated)" and (ratio[1] > 1 or ratio[2] <= 1):
-        verdict, reason = INCONCLUSIVE, (f"the ratio is only {ratio_is} (a model reaches the target at its "
-                                         "grid's edge), and that bound does not decide the claim")
-    else:
-        verdict, reason = INCONCLUSIVE, "CI of the parameter ratio straddles 1"
-    if m_kind == "not_reached":
-        details["ratio_lower_bound"] = float(m_par.max() / ph)
-    if "at_most" in (m_kind, h_kind):
-        reason += ("; the smallest " + " and ".join(k for k, kind in (("MLP", m_kind), ("hypernet", h_kind))
-                                                    if kind == "at_most")
-                   + " already reaches the target, so its parameters-to-target is an upper bound")
-    details["reason"] = reason
-    return name, verdict, ratio, len(rows_used), details
-
-
-def arity_matched_hull(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per trial, in-hull and out-of-hull R² at equal numbers of active modules.
-
-    For each number of active modules k with both in-hull and out-of-hull held-out combinations in
-    the trial (columns ``r2_inhull_k{k}``, ``r2_outhull_k{k}``; counts ``n_*_k{k}`` when present),
-    the two R² are averaged over those k with equal weight. Out-of-hull combinations are mostly
-    triples and triples are harder than pairs, so an unmatched comparison mixes "outside the hull"
-    with "more modules". Output: columns ``in_matched``, ``out_matched`` (NaN without a shared k)
-    and ``arities`` (the k used, as a string), indexed like ``rows``.
-    """
-    ks = sorted({int(m.group(3)) for c in rows.columns if (m := ARITY_COLUMN.match(str(c))) and m.group(1) == "r2"})
-    ins, outs, used = [], [], []
-    for k in ks:
-        a = rows.get(f"r2_inhull_k{k}", pd.Series(np.nan, index=rows.index)).to_numpy(float)
-        b = rows.get(f"r2_outhull_k{k}", pd.Series(np.nan, index=rows.index)).to_numpy(float)
-        both = np.isfinite(a) & np.isfinite(b)
-        for side in ("inhull", "outhull"):
-            if f"n_{side}_k{k}" in rows:
-                both &= rows[f"n_{side}_k{k}"].fillna(0).to_numpy(float) > 0
-        ins.append(np.where(both, a, np.nan))
-        outs.append(np.where(both, b, np.nan))
-        used.append(np.where(both, str(k), ""))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows: no shared arity
-        in_m = np.nanmean(np.vstack(ins), axis=0) if ks else np.full(len(rows), np.nan)
-        out_m = np.nanmean(np.vstack(outs), axis=0) if ks else np.full(len(rows), np.nan)
-    arities = [",".join(x for x in col if x) for col in zip(*used)] if ks else [""] * len(rows)
-    return pd.DataFrame({"in_matched": in_m, "out_matched": out_m, "arities": arities}, index=rows.index)
-
-
-def _hull(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
-    """Does width help inside the hull of the training combinations and not outside it?
-
-    The claim is two-sided, and both sides are compared at equal numbers of active modules
-    (:func:`arity_matched_hull`) and on the grid designed for it (withheld module pairs: every seed
-    at every coverage has out-of-hull combinations). Cells are (width, hold-out); each number below
-    is a mean of cell means over the hold-outs with a Welch–Satterthwaite t interval
-    (:func:`bindscale.stats.strata_mean_ci`). Deciding number: the out-of-hull width gain (largest
-    minus smallest width). supported: in-hull gain CI above 0, out-of-hull gain CI at most
-    ``margin``, and in-hull − out-of-hull at the largest width CI above ``margin``. not_supported:
-    out-of-hull gain CI above ``margin`` (scale helps outside the hull), or the in − out gap at the
-    largest width CI at most ``margin`` (outside the hull does as well as inside), or in-hull gain CI
-    at most 0 (scale does not help inside either). Otherwise inconclusive.
-    """
-    name = "outhull_r2_width_gain"
-    margin = float(p["margin"])
-    details: dict[str, Any] = {"margin": margin}
-    mlp = ok[ok["model"] == "mlp"]
-    if "n_outhull" in mlp and len(mlp):
-        # Visible in the report: splits whose held-out set has no out-of-hull combination.
-        none = mlp[mlp["n_outhull"].fillna(0) == 0]
-        details["trials_without_outhull_combinations"] = int(len(none))
-        if len(none):
-            details["trials_without_outhull_by_width_holdout"] = {
-                f"width {_key(w)}, holdout {_key(h)}": int(len(g)) for (w, h), g in none.groupby(["width", "holdout"])}
-    mlp = design_rows(mlp, withheld=True)
-    if not any(ARITY_COLUMN.match(str(c)) for c in mlp.columns):
-        details["reason"] = ("the records have no per-arity hull R² (r2_inhull_k*, r2_outhull_k*): in- and "
-                             "out-of-hull cannot be compared at equal numbers of active modules; re-run the study")
-        return name, INCONCLUSIVE, NAN3, 0, details
-    rows = pd.concat([mlp, arity_matched_hull(mlp)], axis=1)
-    rows = rows[np.isfinite(rows["in_matched"]) & np.isfinite(rows["out_matched"])]
-    rows, restriction = restrict_to_mode(rows)
-    details.update(restriction)
-    if rows.empty:
-        details["reason"] = "no ok MLP trial has in-hull and out-of-hull combinations with the same number of modules"
-        return name, INCONCLUSIVE, NAN3, 0, details
-    wmax, wmin = rows["width"].max(), rows["width"].min()
-    holdouts = sorted(set(rows.loc[rows["width"] == wmax, "holdout"]) & set(rows.loc[rows["width"] == wmin, "holdout"]))
-    rows = rows[rows["holdout"].isin(holdouts)]
-    big = [rows[(rows["width"] == wmax) & (rows["holdout"] == h)] for h in holdouts]
-    small = [rows[(rows["width"] == wmin) & (rows["holdout"] == h)] for h in holdouts]
-    H = len(holdouts)
-    if not H:
-        details["reason"] = "the smallest and largest widths share no hold-out value (or the columns are missing)"
-        return name, INCONCLUSIVE, NAN3, len(rows), details
-
-    def gain(col: str) -> tuple[float, float, float]:
-        if wmax == wmin or not H:
-            return NAN3
-        return strata_mean_ci([g[col] for g in big] + [g[col] for g in small], [1 / H] * H + [-1 / H] * H)
-
-    gains = {"in": gain("in_matched"), "out": gain("out_matched")}
-    gap = strata_mean_ci([g["in_matched"] - g["out_matched"] for g in big]) if H else NAN3
-    per_width = {}
-    for w, g in rows.groupby("width"):
-        per_width[_key(w)] = {"inhull": _ci(mean_ci(g["in_matched"]), len(g)),
-                              "outhull": _ci(mean_ci(g["out_matched"]), len(g)),
-                              "inhull_all_arities": _ci(mean_ci(g["r2_inhull"]), len(g)),
-                              "outhull_all_arities": _ci(mean_ci(g["r2_outhull"]), len(g))}
-    n_cells = [len(g) for g in big + small]
-    value = gains["out"]
-    details.update({"largest_width": _py(wmax), "smallest_width": _py(wmin), "holdouts": [_py(h) for h in holdouts],
-                    "comparison": "in- vs out-of-hull R² averaged over the numbers of active modules that have both",
-                    "arities_used": {str(k): int(v) for k, v in rows["arities"].value_counts().items()},
-                    "seeds_per_cell": int(min(n_cells)) if n_cells else 0,
-                    "inhull_width_gain": _ci(gains["in"], sum(n_cells)),
-                    "outhull_width_gain": _ci(gains["out"], sum(n_cells)),
-                    "inhull_minus_outhull_at_largest_width": _ci(gap, sum(len(g) for g in big)),
-                    "r2_by_width": per_width})
-    if pooled := _pooled(rows, POOLABLE + ("holdout",)):
-        details["pooled_over"] = pooled
-
-    broken = degenerate([g[c] for g in big + small for c in ("in_matched", "out_matched")])
-    if wmax == wmin:
-        verdict, reason = INCONCLUSIVE, "only one width has in- and out-of-hull combinations of the same size"
-    elif broken:
-        verdict, reason = INCONCLUSIVE, broken
-    elif min(n_cells) < MIN_REPLICATES:
-        verdict, reason = INCONCLUSIVE, f"fewer than {MIN_REPLICATES} trials in a (width, holdout) deciding cell"
-    elif value[1] > margin:
-        verdict, reason = NOT_SUPPORTED, f"out-of-hull R² grows with width: gain CI entirely above {margin}"
-    elif gap[2] <= margin:
-        verdict, reason = NOT_SUPPORTED, (f"at the largest width out-of-hull R² is within {margin} of in-hull "
-                                          "(gap CI at or below the margin): the hull does not limit scale")
-    elif gains["in"][2] <= 0:
-        verdict, reason = NOT_SUPPORTED, "in-hull R² does not grow with width (gain CI at or below 0)"
-    elif value[2] <= margin and gains["in"][1] > 0 and gap[1] > margin:
-        verdict, reason = SUPPORTED, (f"in-hull R² grows with width (gain CI above 0), the out-of-hull gain CI "
-                                      f"stays at or below {margin}, and at the largest width in-hull exceeds "
-                                      f"out-of-hull by more than {margin} (gap CI)")
-    else:
-        verdict, reason = INCONCLUSIVE, "the intervals do not separate in-hull help from out-of-hull failure"
-    details["reason"] = reason
-    return name, verdict, value, len(rows), details
-
-
-# claim -> rule(ok rows, params, n_boot, seed) -> (statistic, verdict, triple, n, details)
-RULES: dict[str, Callable[..., tuple]] = {
-    "scaling": _scaling,
-    "decodability": _decodability,
-    "binding": _binding,
-    "hull": _hull,
-}
 
 
 def study_as_dict(study: Any) -> dict[str, Any]:
@@ -808,127 +209,56 @@ def study_as_dict(study: Any) -> dict[str, Any]:
     return dict(study or {})
 
 
-#: Claim → the models whose largest width its verdict depends on, given the rule's details
-#: (:func:`lost_largest_widths`). Binding's target is the MLP's best R²; its hypernet side needs
-#: the widest hypernet only when no hypernet reached the target (the verdict then rests on it).
-LARGEST_SCALE_CLAIMS: dict[str, Callable[[dict], tuple[str, ...]]] = {
-    "scaling": lambda d: ("mlp",),
-    "hull": lambda d: ("mlp",),
-    "binding": lambda d: ("mlp",) if d.get("hypernet_reaching") else ("mlp", "hypernet"),
-}
-
-
-def lost_largest_widths(df: pd.DataFrame, ok: pd.DataFrame, models: tuple[str, ...]) -> dict[str, dict]:
-    """Models whose widest planned configuration has no ok trial with a held-out R².
-
-    Inputs: every row of the results table (any status) and its ok rows
-    (:func:`ok_rows`). Output: model → ``{"planned_largest_width",
-    "largest_ok_width" (None if none), "n_planned", "statuses"}`` (statuses of
-    the widest planned configuration's trials, with counts); empty when nothing
-    was lost.
-    """
-    if "model" not in df or "width" not in df:
-        return {}
-    out = {}
-    widths = pd.to_numeric(df["width"], errors="coerce")
-    for m in models:
-        planned = widths[df["model"].astype(str) == m].dropna()
-        if planned.empty:
-            continue
-        wmax = planned.max()
-        got = ok.loc[(ok["model"] == m) & np.isfinite(ok["r2_heldout"]), "width"].dropna()
-        if not got.empty and got.max() >= wmax:
-            continue
-        at = df[(df["model"].astype(str) == m) & (widths == wmax)]
-        statuses = at["status"].astype(str).value_counts() if "status" in at else pd.Series(dtype=int)
-        out[m] = {"planned_largest_width": _py(wmax), "largest_ok_width": _py(got.max()) if not got.empty else None,
-                  "n_planned": len(at), "statuses": {str(k): int(v) for k, v in statuses.items()}}
-    return out
-
-
-def _short_of_planned_width(df: pd.DataFrame, details: dict, claim: str) -> str | None:
-    """Why a largest-scale claim decided below the widest MLP its grid planned, or None.
-
-    :func:`lost_largest_widths` catches a widest model with no held-out R² at all; this catches a
-    rule whose own slice (deciding metric finite, the most common encoding, …) lost it.
-    """
-    if "largest_width" not in details or "model" not in df or "width" not in df:
-        return None
-    mlp = design_rows(df[df["model"].astype(str) == "mlp"], withheld=claim == "hull")
-    planned = pd.to_numeric(mlp["width"], errors="coerce").max()
-    if not np.isfinite(planned) or details["largest_width"] >= planned:
-        return None
-    return (f"decided at width {details['largest_width']}, below the largest planned MLP width {_py(planned)}: "
-            "its trials lack the deciding metric or the compared configuration there")
-
-
-#: Claim → check(whole results table, the rule's details) -> reason the rule decided below the widest
-#: planned configuration, or None (the rules see ok trials only; families register their own).
-PLANNED_CHECKS: dict[str, Callable[[pd.DataFrame, dict], str | None]] = {
-    "scaling": lambda df, d: _short_of_planned_width(df, d, "scaling"),
-    "hull": lambda df, d: _short_of_planned_width(df, d, "hull"),
-}
-
-
 def compute_verdicts(
     df: pd.DataFrame, study: Mapping[str, Any], n_boot: int = 2000, seed: int = 0
 ) -> list[dict[str, Any]]:
     """Verdict dicts for the claims listed in ``study["verdicts"]``.
 
-    Inputs: the results table (one row per trial; only ``status == "ok"``
-    rows are used), the study config as a dict (``verdicts``: claim ->
-    threshold dict, missing keys take ``DEFAULTS``; ``anchors``: claim ->
+    Inputs: the results table (one row per trial; each claim's study prepares
+    its ok rows), the study config as a dict (``verdicts``: claim -> threshold
+    dict, missing keys take the claim's defaults; ``anchors``: claim ->
     reference text), bootstrap size and seed.
     Output: a list, in the study's order, of dicts with keys ``claim,
-    verdict, statistic, value, ci_low, ci_high, n_trials, details,
-    reference``; ``verdict`` is "supported", "not_supported" or
-    "inconclusive"; numbers are Python floats (NaN/inf possible; the report
-    converts them for strict JSON). Claims without a rule here are skipped.
+    statement, verdict, statistic, value, ci_low, ci_high, n_trials, details,
+    reference, title, source, side``; ``verdict`` is "supported",
+    "not_supported" or "inconclusive"; numbers are Python floats (NaN/inf
+    possible; the report converts them for strict JSON). Claims no registered
+    study defines are skipped.
     """
+    from bindscale import registry
+    from bindscale.study import resolve
+
     study = study_as_dict(study)
     rules = study.get("verdicts") or {}
     anchors = study.get("anchors") or {}
-    ok = ok_rows(df)
+    prepared: dict[str, pd.DataFrame] = {}
     out = []
-    for claim, params in rules.items():
-        if claim not in RULES:
+    for name, params in rules.items():
+        try:
+            plugin, claim = registry.claim(name)
+        except KeyError:
             continue
+        if plugin.name not in prepared:
+            prepared[plugin.name] = plugin.prepare_rows(df)
+        ok = prepared[plugin.name]
         given = {k: v for k, v in dict(params or {}).items() if v is not None}
-        merged = {**DEFAULTS[claim], **given}
-        stat, verdict, triple, n, details = RULES[claim](ok, merged, n_boot, seed)
-        lost = lost_largest_widths(df, ok, LARGEST_SCALE_CLAIMS[claim](details) if claim in LARGEST_SCALE_CLAIMS else ())
-        if lost:
-            # The statistic was computed at a smaller width than its name says: kept in details only.
-            details["lost_largest_width"] = lost
-            details["value_without_the_lost_width"] = _ci(triple, n)
-            widths = " and ".join(
-                f"{m} width {v['planned_largest_width']:g} "
-                f"({', '.join(f'{c} {k}' for k, c in v['statuses'].items()) or 'no trials'})"
-                for m, v in lost.items())
-            details["reason"] = (f"no ok trial at the largest planned {widths}: the rule would decide at a smaller "
-                                 f"width than the study asked about (its own result there: {verdict}, "
-                                 f"{details.get('reason', '')})")
-            verdict, triple = INCONCLUSIVE, NAN3
-        check = PLANNED_CHECKS.get(claim)
-        short = check(df, details) if check and verdict != INCONCLUSIVE else None
-        if short:
-            details["reason"] = short + f" (its own result there: {verdict}, {details.get('reason', '')})"
-            details["value_at_a_smaller_width"] = _ci(triple, n)
-            verdict, triple = INCONCLUSIVE, NAN3
+        merged = {**claim.defaults, **given}
+        stat, verdict, triple, n, details = resolve(claim.rule)(ok, merged, n_boot, seed)
+        for guard in claim.guards:
+            # A guard sees the whole table (failed and diverged trials too): e.g. the widest planned
+            # model has no result, so the rule answered at a smaller scale than the study asked about.
+            hit = resolve(guard)(df, ok, details, verdict)
+            if hit:
+                reason, key = hit
+                details["reason"] = f"{reason} (its own result there: {verdict}, {details.get('reason', '')})"
+                details[key] = _ci(triple, n)
+                verdict, triple = INCONCLUSIVE, NAN3
         spc = details.get("seeds_per_cell")
         if isinstance(spc, int) and 0 < spc < CONCLUSIVE_SEEDS:
             details["caveat"] = (f"{spc} seeds in a deciding cell, fewer than {CONCLUSIVE_SEEDS}: the interval is "
                                  "an honest t / bootstrap interval but wide and not for conclusions (quick runs, "
                                  "or seeds removed by a filter such as min_base_acc)")
-        out.append(_verdict(claim, stat, verdict, triple, n, details, anchors.get(claim)))
+        v = _verdict(name, stat, verdict, triple, n, details, anchors.get(name), claim.statement)
+        v.update(title=claim.title, source=claim.source, side=claim.side, study_kind=plugin.kind)
+        out.append(v)
     return out
-
-
-# The subgraphs and modularity studies' rules live in their own modules (imported last: they use the helpers above).
-from . import modularity_verdicts as _modularity, subgraph_verdicts as _subgraphs  # noqa: E402
-
-for _family in (_subgraphs, _modularity):
-    RULES.update(_family.RULES)
-    DEFAULTS.update(_family.DEFAULTS)
-    STATEMENTS.update(getattr(_family, "STATEMENTS", {}))
-    PLANNED_CHECKS.update(getattr(_family, "PLANNED_CHECKS", {}))

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import torch
 
 from .. import seeding
-from ..config import TaskConfig
+from ..trials import TaskConfig
 from ..models.base import truncated_normal
 from .encodings import W_HIGH, W_LOW, WEIGHT_LEVELS, Encoder
 from .splits import Split, make_split

@@ -18,10 +18,11 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from ..stats import mean_ci
-from .figures import N_BOOT, _errorbar, _log_x, _new_figure, _summary, _to_b64
-from .modularity_verdicts import DEFAULTS, usable
-from .verdicts import ok_rows
+from bindscale.report.figures import N_BOOT, _errorbar, _log_x, _new_figure, _summary, _to_b64
+from bindscale.report.verdicts import ok_rows
+from bindscale.stats import mean_ci
+
+from .verdicts import DEFAULTS, usable
 
 #: Score sources shown side by side: column prefix, label, colour.
 SOURCES = (("", "trained network", "C0"), ("random_", "random mask (control)", "C1"),

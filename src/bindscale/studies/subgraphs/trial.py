@@ -39,14 +39,15 @@ import numpy as np
 import pandas as pd
 import torch
 
-from . import seeding
-from .analysis.subgraphs import TAXONOMIES, fit_compounding, label_table, rig_table, subgraph_coverage
+from bindscale import seeding
+from bindscale.models.transformer import Transformer
+from bindscale.seqtrain import greedy_predictions, train_seq_model
+from bindscale.train import TrialResult
+
+from .analysis import TAXONOMIES, fit_compounding, label_table, rig_table, subgraph_coverage
 from .config import SubgraphsTrial
-from .models.transformer import Transformer
-from .seqtrain import greedy_predictions, train_seq_model
 from .tasks import charvocab, maxsubseq, multiplication
 from .tasks.compgraph import Example, predicted_answer, read_values
-from .train import TrialResult
 
 #: Tries per test example to find one that is not in the training set.
 _TRIES = 20

@@ -20,10 +20,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..stats import mean_ci
-from .figures import N_BOOT, _new_figure, _to_b64
-from .subgraph_verdicts import _prepare, focus_rows, scratchpad_flags
-from .verdicts import ok_rows
+from bindscale.report.figures import N_BOOT, _new_figure, _to_b64
+from bindscale.report.verdicts import ok_rows
+from bindscale.stats import mean_ci
+
+from .verdicts import _prepare, focus_rows, scratchpad_flags
 
 LABEL_COLOURS = {"correct": "tab:green", "restoration": "tab:olive", "propagation": "tab:orange",
                  "local": "tab:red", "missing": "tab:gray"}
@@ -235,3 +236,8 @@ SUBGRAPH_FIGURES: dict[str, tuple[Any, str]] = {
                                                   "digit from the best single input and pair of inputs, computed from "
                                                   "the training data (a property of the task, not of a model)."),
 }
+
+
+def figures(study: dict[str, Any] | None = None) -> dict[str, tuple[Any, str]]:
+    """The study's figure set (:data:`SUBGRAPH_FIGURES`; nothing depends on the study file)."""
+    return dict(SUBGRAPH_FIGURES)

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import curve_fit
 
-from ..tasks.compgraph import Example, Node, answer_nodes, node_depths, parents, recompute, signatures, topo_order
+from .tasks.compgraph import Example, Node, answer_nodes, node_depths, parents, recompute, signatures, topo_order
 
 LABELS = ("correct", "local", "propagation", "restoration", "missing", "unobserved")
 # Coarse grouping used by the coverage summary: did the node end up with the right value?

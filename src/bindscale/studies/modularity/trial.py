@@ -55,15 +55,17 @@ import numpy as np
 import torch
 from torch import nn
 
-from . import seeding
-from .analysis.masks import accuracy, apply_mask
-from .analysis.modularity import SubroutineResult, subroutine_modularity
-from .config import ModelConfig, ModularityModelConfig, ModularityTrial
-from .models.mlp import StackedMLP
-from .models.transformer import Transformer
-from .seqtrain import _batch_indices, fit_minibatches
-from .tasks.compound import FACTORS, CompoundDataset, CompoundTask, make_datasets
-from .train import TrialResult
+from bindscale import seeding
+from bindscale.analysis.masks import accuracy, apply_mask
+from bindscale.models.mlp import StackedMLP
+from bindscale.models.transformer import Transformer
+from bindscale.seqtrain import _batch_indices, fit_minibatches
+from bindscale.train import TrialResult
+from bindscale.trials import ModelConfig
+
+from .analysis import SubroutineResult, subroutine_modularity
+from .config import ModularityModelConfig, ModularityTrial
+from .tasks import FACTORS, CompoundDataset, CompoundTask, make_datasets
 
 #: Networks a mask is searched on, by their index in the "mask" seed sub-stream key.
 NETS = ("trained", "untrained")

@@ -66,28 +66,14 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from ..stats import mean_ci, mean_diff_ci, strata_mean_ci
-from .subgraph_verdicts import _decide, _prepare
-from .verdicts import MIN_REPLICATES, NAN3, _ci, _key, _py, degenerate, restrict_to_mode
+from bindscale.report.verdicts import MIN_REPLICATES, NAN3, _ci, _decide, _key, _py, coerce_numeric, degenerate, restrict_to_mode
+from bindscale.stats import mean_ci, mean_diff_ci, strata_mean_ci
 
-DEFAULTS = {
-    "structure_emerges": {"margin": 0.02, "min_base_acc": 0.95},
-    "structure_grows_with_width": {"margin": 0.1, "min_base_acc": 0.95},
-    "pretraining_reliability": {"margin": 0.1, "min_base_acc": 0.95},
-}
-#: Each claim in words: what "supported" asserts (supported = the source's claim holds).
-STATEMENTS = {
-    "structure_emerges": "Lepori, Serre, Pavlick (2023) claim that a network trained on a compound task implements "
-                         "each subroutine in its own subnetwork: across runs, the subnetwork found for a subroutine "
-                         "solves it better than the other (mean SubDiff > 0) and ablating it hurts that subroutine "
-                         "more than the other (mean AblDiff < 0).",
-    "structure_grows_with_width": "Not a claim of Lepori, Serre, Pavlick (2023) but this lab's question: the share of "
-                                  "runs with structural compositionality beyond test-set noise grows from the "
-                                  "smallest to the largest width.",
-    "pretraining_reliability": "Lepori, Serre, Pavlick (2023) claim that pretrained models show structural "
-                               "compositionality more reliably than models trained from scratch (here: generic "
-                               "match-count pretraining raises the share of runs structural beyond test-set noise).",
-}
+from . import CLAIMS  # noqa: E402  (the plugin object: claims, their statements and defaults)
+
+#: Each claim in words (supported = the source's claim holds), and its default thresholds.
+STATEMENTS = {c.name: c.statement for c in CLAIMS}
+DEFAULTS = {c.name: dict(c.defaults) for c in CLAIMS}
 CELL = ("architecture", "width", "pretraining")
 #: The pretraining condition reported beside the verdicts, never deciding them (one head per subroutine).
 EXTRA = "subroutines"
@@ -139,7 +125,7 @@ def _usable(ok: pd.DataFrame, min_base_acc: float) -> tuple[pd.DataFrame, pd.Dat
     The held settings (most common value per architecture) are fixed on all trials first, so the
     accuracy filter's survivors can be counted per cell against the trials that ran.
     """
-    ok = _prepare(ok, NUMERIC).reset_index(drop=True)  # survivors are matched to their trials by index
+    ok = coerce_numeric(ok, NUMERIC).reset_index(drop=True)  # survivors are matched to their trials by index
     why = _missing(ok, REQUIRED)
     if why or ok.empty:
         return ok.iloc[0:0], ok.iloc[0:0], ({"reason": why} if why else {})
@@ -566,8 +552,14 @@ def pretraining_reliability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int
     return stat, verdict, triple, n, details
 
 
+def planned_width_guard(df: pd.DataFrame, ok: pd.DataFrame, details: dict, verdict: str) -> tuple[str, str] | None:
+    """A guard (:data:`bindscale.study.Guard`): :func:`lost_planned_width` for a decided verdict."""
+    if verdict == "inconclusive":
+        return None
+    reason = lost_planned_width(df, details)
+    return (reason, "value_at_a_smaller_width") if reason else None
+
+
+#: Claim name → rule (the plugin's claims reference these).
 RULES = {"structure_emerges": structure_emerges, "structure_grows_with_width": structure_grows_with_width,
          "pretraining_reliability": pretraining_reliability}
-
-#: Checks run by ``compute_verdicts`` on the whole table (any status): see :func:`lost_planned_width`.
-PLANNED_CHECKS = {"structure_grows_with_width": lost_planned_width}

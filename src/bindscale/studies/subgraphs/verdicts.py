@@ -88,25 +88,26 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from ..stats import mean_ci, mean_diff_ci, strata_mean_ci
-from .verdicts import MIN_REPLICATES, NAN3, _ci, _key, _pooled, degenerate, restrict_to_mode
+from bindscale.report.verdicts import (
+    MIN_REPLICATES,
+    NAN3,
+    _ci,
+    _decide,
+    _decide_below,
+    _key,
+    _pooled,
+    coerce_numeric,
+    degenerate,
+    restrict_to_mode,
+)
+from bindscale.stats import mean_ci, mean_diff_ci, strata_mean_ci
 
-#: Each claim in words: what Dziri et al. 2023 assert; "supported" = this holds.
-STATEMENTS = {
-    "scale_does_not_lift_ood": (
-        "Dziri et al. 2023 (Faith and Fate): a transformer trained on a multi-step task gains no "
-        "out-of-distribution exact match from more parameters (no model size of one task beats the smallest "
-        "by the margin), and its out-of-distribution accuracy stays low (the largest model's is clearly below "
-        "its in-distribution accuracy)."),
-    "correct_steps_seen_in_training": (
-        "Dziri et al. 2023 (Faith and Fate): transformers get a computation step right mostly when its whole "
-        "computation subgraph occurred in training: most correct steps are seen ones (share above one half), "
-        "and at equal depth correct steps are more often seen ones than wrong steps are."),
-}
-DEFAULTS = {
-    "scale_does_not_lift_ood": {"margin": 0.05, "ood_floor": 0.05, "min_id_acc": 0.5, "min_ood_drop": 0.2},
-    "correct_steps_seen_in_training": {"margin": 0.05},
-}
+
+from . import CLAIMS  # noqa: E402  (the plugin object: claims, their statements and defaults)
+
+#: Each claim in words (supported = the source's claim holds), and its default thresholds.
+STATEMENTS = {c.name: c.statement for c in CLAIMS}
+DEFAULTS = {c.name: dict(c.defaults) for c in CLAIMS}
 NUMERIC = ("n_params", "n_train", "acc_id", "acc_ood", "seen_correct", "seen_wrong", "seen_gap_depth",
            "compound_eps", "seed")
 #: "Correct steps are mostly seen ones": the seen share of correct steps must exceed one half.
@@ -115,35 +116,8 @@ _TRUE, _FALSE = {"true", "1", "1.0", "yes", "y", "t"}, {"false", "0", "0.0", "no
 
 
 def _prepare(ok: pd.DataFrame, numeric: tuple[str, ...] = NUMERIC) -> pd.DataFrame:
-    """A copy with the ``numeric`` columns that are present coerced to numbers."""
-    ok = ok.copy()
-    for c in numeric:
-        if c in ok:
-            ok[c] = pd.to_numeric(ok[c], errors="coerce")
-    return ok
-
-
-def _decide(triple: tuple[float, float, float], margin: float) -> str:
-    _, lo, hi = triple
-    if math.isnan(lo):
-        return "inconclusive"
-    if lo > margin:
-        return "supported"
-    if hi < margin:
-        return "not_supported"
-    return "inconclusive"
-
-
-def _decide_below(triple: tuple[float, float, float], margin: float) -> str:
-    """Supported when the whole interval lies below ``margin``, not supported when above it."""
-    _, lo, hi = triple
-    if math.isnan(lo) or math.isnan(hi):
-        return "inconclusive"
-    if hi < margin:
-        return "supported"
-    if lo > margin:
-        return "not_supported"
-    return "inconclusive"
+    """A copy with this study's ``numeric`` columns that are present coerced to numbers."""
+    return coerce_numeric(ok, numeric)
 
 
 def _flag(v) -> bool | None:
@@ -382,5 +356,6 @@ def correct_steps_seen_in_training(ok: pd.DataFrame, p: Mapping, n_boot: int, se
     return _by_task(_steps_one_task, ok, {**DEFAULTS["correct_steps_seen_in_training"], **p}, n_boot, seed)
 
 
+#: Claim name → rule (the plugin's claims reference these).
 RULES = {"scale_does_not_lift_ood": scale_does_not_lift_ood,
          "correct_steps_seen_in_training": correct_steps_seen_in_training}

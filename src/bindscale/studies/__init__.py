@@ -1,0 +1,1 @@
+"""Built-in studies, one package each (see :mod:`bindscale.study` and :mod:`bindscale.registry`)."""

@@ -1,0 +1,67 @@
+"""The ``modularity`` study: is a compound task ("same shape AND same colour") solved by separable
+subnetworks, one per subroutine? After Lepori, Serre, Pavlick 2023, "Break It Down: Evidence for
+Structural Compositionality in Neural Networks" (NeurIPS).
+
+Modules: :mod:`.config` (trial config), :mod:`.tasks` (scenes and datasets), :mod:`.trial`
+(train a base network, search its masks), :mod:`.analysis` (SubDiff / AblDiff), :mod:`.verdicts`,
+:mod:`.figures`, :mod:`.table`, :mod:`.plan`; the mask search itself is shared
+(:mod:`bindscale.analysis.masks`).
+"""
+
+from pathlib import Path
+
+from bindscale.study import Claim, StudyPlugin
+
+_LEPORI = ('Lepori, Serre, Pavlick 2023, "Break It Down: Evidence for Structural Compositionality in Neural '
+           'Networks" (NeurIPS)')
+_V = "bindscale.studies.modularity.verdicts"
+_T = {"margin": (0.0, 1.0), "min_base_acc": (0.0, 1.0)}
+
+CLAIMS = (
+    Claim(
+        name="structure_emerges", title="Do subroutines live in separable subnetworks? (Break It Down)",
+        source=_LEPORI, side="scale_suffices",
+        statement=("Lepori, Serre, Pavlick (2023) claim that a network trained on a compound task implements each "
+                   "subroutine in its own subnetwork: across runs, the subnetwork found for a subroutine solves it "
+                   "better than the other (mean SubDiff > 0) and ablating it hurts that subroutine more than the "
+                   "other (mean AblDiff < 0)."),
+        statistic="the weaker of mean SubDiff and −AblDiff, net of the controls",
+        rule=f"{_V}:structure_emerges", thresholds=_T, defaults={"margin": 0.02, "min_base_acc": 0.95},
+        figures=("mod_scores", "mod_accuracies"), retired=("min_fraction",),
+    ),
+    Claim(
+        name="structure_grows_with_width", title="Does structural compositionality grow with width? (Break It Down)",
+        source="bindscale's question on the setting of " + _LEPORI + " (not a claim of the paper)",
+        side="scale_suffices",
+        statement=("Not a claim of Lepori, Serre, Pavlick (2023) but this lab's question: the share of runs with "
+                   "structural compositionality beyond test-set noise grows from the smallest to the largest width."),
+        statistic="share of runs structural beyond noise, largest minus smallest width",
+        rule=f"{_V}:structure_grows_with_width", thresholds=_T, defaults={"margin": 0.1, "min_base_acc": 0.95},
+        figures=("mod_share_vs_width",), guards=(f"{_V}:planned_width_guard",),
+    ),
+    Claim(
+        name="pretraining_reliability", title="Does ordinary pretraining make it more reliable? (Break It Down)",
+        source=_LEPORI, side="scale_suffices",
+        statement=("Lepori, Serre, Pavlick (2023) claim that pretrained models show structural compositionality more "
+                   "reliably than models trained from scratch (here: generic match-count pretraining raises the "
+                   "share of runs structural beyond test-set noise)."),
+        statistic="share of runs structural beyond noise, generic pretraining minus from scratch",
+        rule=f"{_V}:pretraining_reliability", thresholds=_T, defaults={"margin": 0.1, "min_base_acc": 0.95},
+        figures=("mod_share_by_pretraining",),
+    ),
+)
+
+STUDY = StudyPlugin(
+    name="modularity",
+    kind="modularity",
+    trial_config="bindscale.studies.modularity.config:ModularityTrial",
+    claims=CLAIMS,
+    description="Are a compound task's subroutines separable subnetworks, more so with width or pretraining? "
+                "(Lepori, Serre, Pavlick 2023)",
+    directory=Path(__file__).parent,
+    trainer="bindscale.studies.modularity.trial:run_group",
+    cost="bindscale.studies.modularity.plan:job_cost",
+    memory="bindscale.studies.modularity.plan:trial_memory_bytes",
+    figure_set="bindscale.studies.modularity.figures:modularity_figures",
+    table="bindscale.studies.modularity.table:config_table",
+)

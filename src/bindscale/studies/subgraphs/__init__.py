@@ -1,0 +1,58 @@
+"""The ``subgraphs`` study: transformers trained from scratch on multi-step tasks with computation
+graphs (long multiplication, a dynamic program), after Dziri et al. 2023, "Faith and Fate: Limits
+of Transformers on Compositionality" (NeurIPS).
+
+Modules: :mod:`.config` (trial config), :mod:`.tasks` (generators with their graphs),
+:mod:`.trial` (train and analyse one trial), :mod:`.analysis` (subgraph statistics and error
+taxonomy), :mod:`.verdicts`, :mod:`.figures`, :mod:`.table`, :mod:`.plan`.
+"""
+
+from pathlib import Path
+
+from bindscale.study import Claim, StudyPlugin
+
+_DZIRI = 'Dziri et al. 2023, "Faith and Fate: Limits of Transformers on Compositionality" (NeurIPS)'
+_V = "bindscale.studies.subgraphs.verdicts"
+
+CLAIMS = (
+    Claim(
+        name="scale_does_not_lift_ood", title="Out of distribution: does scale help? (Faith and Fate)",
+        source=_DZIRI, side="where_scale_stops",
+        statement=("Dziri et al. 2023 (Faith and Fate): a transformer trained on a multi-step task gains no "
+                   "out-of-distribution exact match from more parameters (no model size of one task beats the "
+                   "smallest by the margin), and its out-of-distribution accuracy stays low (the largest model's "
+                   "is clearly below its in-distribution accuracy)."),
+        statistic="largest out-of-distribution exact-match gain of any model size over the smallest",
+        rule=f"{_V}:scale_does_not_lift_ood",
+        thresholds={"margin": (0.0, 1.0), "ood_floor": (0.0, 1.0), "min_id_acc": (0.0, 1.0),
+                    "min_ood_drop": (0.0, 1.0)},
+        defaults={"margin": 0.05, "ood_floor": 0.05, "min_id_acc": 0.5, "min_ood_drop": 0.2},
+        figures=("sg_acc_vs_params", "sg_acc_by_size"), aliases=("ood_scaling",),
+    ),
+    Claim(
+        name="correct_steps_seen_in_training",
+        title="Are correct steps the ones seen in training? (Faith and Fate)", source=_DZIRI,
+        side="where_scale_stops",
+        statement=("Dziri et al. 2023 (Faith and Fate): transformers get a computation step right mostly when its "
+                   "whole computation subgraph occurred in training: most correct steps are seen ones (share above "
+                   "one half), and at equal depth correct steps are more often seen ones than wrong steps are."),
+        statistic="seen-subgraph share of correct minus wrong steps at equal depth",
+        rule=f"{_V}:correct_steps_seen_in_training", thresholds={"margin": (0.0, 1.0)}, defaults={"margin": 0.05},
+        figures=("sg_coverage_by_depth", "sg_error_types", "sg_acc_by_depth"), aliases=("seen_subgraphs",),
+    ),
+)
+
+STUDY = StudyPlugin(
+    name="subgraphs",
+    kind="subgraphs",
+    trial_config="bindscale.studies.subgraphs.config:SubgraphsTrial",
+    claims=CLAIMS,
+    description="Does scale lift out-of-distribution accuracy on multi-step tasks, and are correct steps the "
+                "ones seen in training? (Dziri et al. 2023)",
+    directory=Path(__file__).parent,
+    trainer="bindscale.studies.subgraphs.trial:run_group",
+    cost="bindscale.studies.subgraphs.plan:job_cost",
+    memory="bindscale.studies.subgraphs.plan:trial_memory_bytes",
+    figure_set="bindscale.studies.subgraphs.figures:figures",
+    table="bindscale.studies.subgraphs.table:config_table",
+)

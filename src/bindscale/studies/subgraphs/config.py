@@ -1,0 +1,54 @@
+"""The subgraphs study's trial config: one transformer trained from scratch on one multi-step task."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import Field, model_validator
+
+from ...config import StrictModel, TrialBase
+from ...trials import SeqTrainConfig, TransformerConfig
+
+
+class SeqTaskConfig(StrictModel):
+    """Multi-step tasks with computation graphs (Dziri et al. 2023, "Faith and Fate").
+
+    ``multiplication``: operand digit counts are the sizes; in distribution both
+    ≤ ``id_max``, out of distribution the cells with a larger operand up to ``ood_max``.
+    ``maxsubseq`` (max-sum non-adjacent subsequence, dynamic programming): the
+    sequence length is the size; in distribution ≤ ``id_max``, OOD up to ``ood_max``.
+    """
+
+    family: Literal["multiplication", "maxsubseq"] = "maxsubseq"
+    scratchpad: bool = True
+    n_train: int = Field(4000, ge=1, le=10_000_000, description="training examples (a fixed set)")
+    id_max: int = Field(5, ge=1, le=20, description="largest in-distribution size (digits / sequence length)")
+    ood_max: int = Field(7, ge=1, le=30, description="largest out-of-distribution size")
+    n_test: int = Field(32, ge=1, le=100_000, description="test examples per size cell")
+
+    @model_validator(mode="after")
+    def _sizes(self) -> "SeqTaskConfig":
+        if self.ood_max < self.id_max:
+            raise ValueError(f"ood_max={self.ood_max} must be at least id_max={self.id_max}")
+        return self
+
+
+class SubgraphsTrial(TrialBase):
+    """A subgraphs trial: one transformer trained from scratch on one multi-step task."""
+
+    AXES: ClassVar[dict[str, str]] = {
+        "task": "task.family",
+        "scratchpad": "task.scratchpad",
+        "n_train": "task.n_train",
+        "layers": "model.n_layers",
+        "d_model": "model.d_model",
+        "heads": "model.n_heads",
+        "steps": "train.steps",
+        "lr": "train.lr",
+        "seed": "seed",
+    }
+    kind: Literal["subgraphs"] = "subgraphs"
+    task: SeqTaskConfig = SeqTaskConfig()
+    model: TransformerConfig = TransformerConfig()
+    train: SeqTrainConfig = SeqTrainConfig()
+    seed: int = Field(0, ge=0, le=2**31 - 1)

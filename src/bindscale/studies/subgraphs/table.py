@@ -1,0 +1,16 @@
+"""The subgraphs study's per-configuration table in its report."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from bindscale.report.html import mean_table
+from bindscale.report.verdicts import ok_rows
+
+KEYS = ["task", "scratchpad", "n_train", "layers", "d_model"]
+METRICS = ["acc_id", "acc_ood", "compound_eps", "seen_correct", "seen_wrong"]
+
+
+def config_table(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """Means over seeds per task × scratchpad × training-set size × model shape."""
+    return mean_table(ok_rows(df), KEYS, METRICS)
