@@ -64,6 +64,8 @@ def run(
 
     if device not in ("auto", "cpu", "cuda"):
         _fail(f"--device {device!r}: allowed: auto, cpu, cuda")
+    if study == "all":
+        return _run_all(quick, out, set_, device, workers, executor, address, retries)
     try:
         if study is None:
             from .registry import headline
@@ -78,12 +80,54 @@ def run(
     _print_summary(summary, out_dir)
 
 
+def _run_all(quick, out, set_, device, workers, executor, address, retries) -> None:
+    from .runner import run_all
+
+    if set_:
+        _fail("--set applies to one study; `run all` runs every built-in study as its file says (run a study "
+              "by name to change it)")
+    out_dir = out if out is not None else ("runs/all-quick" if quick else "runs/all")
+    try:
+        result = run_all(out_dir, quick=quick, console=err_console, device=device, workers=workers,
+                         executor=executor, retries=retries, address=address)
+    except BindscaleError as err:
+        _fail(str(err))
+    for name, summary in result["studies"].items():
+        _print_summary(summary, RunStore(out_dir).where(name))
+    _print_answer(result["answer"], out_dir)
+
+
+def _print_answer(answer: dict, out_dir: str) -> None:
+    con = Console(width=None if sys.stdout.isatty() else 160)
+    con.print(f"[bold]The answer so far[/] ({answer['question']})", highlight=False)
+    for line in answer["synthesis"]["answer"]:
+        con.print(f"  - {line}", highlight=False)
+    if answer["missing"]["smoke_tests"]:
+        con.print(f"  smoke tests only (not counted): {', '.join(answer['missing']['smoke_tests'])}", highlight=False)
+    for label, name in (("answer page", "answer.html"), ("answer data", "answer.json")):
+        con.print(f"{label}: {RunStore(out_dir).where(name)}", soft_wrap=True, highlight=False)
+
+
 @app.command()
 def report(run_dir: Annotated[str, typer.Argument(help="a run directory (path or URL) written by `bindscale run`")]) -> None:
     """Rebuild results.parquet, report.html and summary.json from a run's records."""
     from .lock import RunLock, RunLocked
     from .runner import build_outputs, load_run_study
 
+    from .runner import is_multi_run, rebuild_all
+
+    if is_multi_run(run_dir):
+        try:
+            result = rebuild_all(run_dir)
+        except RunLocked as err:
+            _fail(f"run directory {err.where} is being written by a live bindscale run ({err.holder}); run "
+                  "`bindscale report` after it finishes")
+        except BindscaleError as err:
+            _fail(str(err))
+        for name, summary in result["studies"].items():
+            _print_summary(summary, RunStore(run_dir).where(name))
+        _print_answer(result["answer"], run_dir)
+        return
     try:
         study = load_run_study(run_dir)
         # Under the run's lock: a live run writes these files itself when it ends.

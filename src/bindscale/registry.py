@@ -54,6 +54,10 @@ def _load() -> dict[str, Study]:
     return found
 
 
+#: Where each study came from: a built-in package name or an entry point's value.
+_origin: dict[str, str] = {}
+
+
 def _add(found: dict[str, Study], plugin: Any, where: str) -> None:
     if not isinstance(plugin, Study):
         raise ConfigError(f"{where}: STUDY does not implement bindscale.study.Study")
@@ -62,11 +66,19 @@ def _add(found: dict[str, Study], plugin: Any, where: str) -> None:
     if any(s.kind == plugin.kind for s in found.values()):
         raise ConfigError(f"two studies use trial kind {plugin.kind!r} ({where})")
     found[plugin.name] = plugin
+    _origin[plugin.name] = where
 
 
 def studies() -> dict[str, Study]:
     """Every registered study, by name (built-ins first, in name order)."""
     return dict(_load())
+
+
+def builtin() -> dict[str, Study]:
+    """The studies shipped with bindscale (its ``bindscale/studies/`` packages), by name."""
+    from . import studies as package
+
+    return {n: s for n, s in _load().items() if _origin.get(n, "").startswith(package.__name__ + ".")}
 
 
 def get(name: str) -> Study:

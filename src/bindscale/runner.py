@@ -158,6 +158,62 @@ def _run_locked(study: StudyConfig, store: RunStore, dev: str, workers: int | No
     return summary
 
 
+ALL = "all"
+
+
+def run_all(out: "str | Path", quick: bool = False, console: Console | None = None, **kwargs) -> dict:
+    """Run (or resume) every built-in study into ``out/<study>`` and write ``out/answer.html`` and
+    ``out/answer.json`` (:mod:`bindscale.answer`); returns ``{"studies": {name: summary}, "answer": data}``.
+
+    Every study is resolved and checked before any trains; a study whose trials all have records
+    is only re-reported. ``kwargs`` go to :func:`run_study` (device, workers, executor, ...).
+
+    Raises:
+        ConfigError: as :func:`run_study`, for any of the studies, before anything is written.
+    """
+    from . import registry
+    from .answer import build_answer
+    from .config import resolve_study
+
+    console = console or Console(stderr=True)
+    if str(out).strip() == "":
+        raise ConfigError("--out: empty path; give a directory for the runs")
+    studies = {name: resolve_study(name, quick=quick) for name in registry.builtin()}
+    for study in studies.values():
+        study.plugin.check_trials(study.trials())
+    store = RunStore.of(out)
+    summaries = {}
+    for i, (name, study) in enumerate(studies.items(), 1):
+        console.print(f"[bold]study {i} of {len(studies)}[/]: {name}", highlight=False)
+        summaries[name] = run_study(study, store.where(name), console=console, **kwargs)
+    answer = build_answer(out)
+    return {"studies": summaries, "answer": answer}
+
+
+def is_multi_run(run_dir: "str | Path") -> bool:
+    """A directory written by ``bindscale run all``: no study of its own, studies in subdirectories."""
+    from . import registry
+
+    store = RunStore.of(run_dir)
+    return not store.exists(STUDY_FILE) and any(store.exists(f"{n}/{STUDY_FILE}") for n in registry.builtin())
+
+
+def rebuild_all(run_dir: "str | Path") -> dict:
+    """``bindscale report`` of a ``run all`` directory: every study's outputs, then the answer page."""
+    from . import registry
+    from .answer import build_answer
+    from .lock import RunLock
+
+    store = RunStore.of(run_dir)
+    summaries = {}
+    for name in registry.builtin():
+        if store.exists(f"{name}/{STUDY_FILE}"):
+            sub = store.where(name)
+            with RunLock(sub):
+                summaries[name] = build_outputs(sub, load_run_study(sub))
+    return {"studies": summaries, "answer": build_answer(run_dir)}
+
+
 def load_run_study(run_dir: "str | Path | RunStore") -> StudyConfig:
     """The resolved study a run directory was made with.
 

@@ -277,5 +277,11 @@ def build_report(run_dir: str | os.PathLike, df: pd.DataFrame, study: Mapping[st
         study_yaml=yaml.safe_dump(study, sort_keys=False) if study.get("base") else "",
     )
     store.write_text("report.html", html)
+    # Each figure also as a file, for papers, notebooks and the answer page (figures/<name>.png).
+    import base64
+
+    for key, b64 in figures.items():
+        if b64:
+            store.write_bytes(f"figures/{key}.png", base64.b64decode(b64))
     store.write_text("summary.json", json.dumps(summary, indent=2, allow_nan=False) + "\n")
     return summary

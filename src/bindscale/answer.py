@@ -1,0 +1,186 @@
+"""The answer page: every claim of every study on one page, and a synthesis written by rules.
+
+``build_answer(run_dir)`` reads the ``summary.json`` of each study's run in
+``run_dir/<study>/`` (written by ``bindscale run all`` or ``bindscale report``)
+and writes ``answer.html`` and ``answer.json``. Nothing on it is typed by hand:
+the claim table is the verdicts, each claim's side comes from its study plugin
+(:data:`bindscale.study.SIDES`), and the synthesis applies :data:`RULES` (shown
+on the page) to the tally of verdicts per side.
+
+Tallies count only firm verdicts: a run that is a quick variant or has trials
+missing gives smoke-test results, which are listed but never counted.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import json
+from pathlib import Path
+from typing import Any
+
+from . import registry
+from .storage import RunStore
+from .study import SIDES
+
+QUESTION = ("Can scaling alone — more parameters, more data, more coverage of combinations — produce compositional "
+            "generalization, or do networks need explicit binding mechanisms?")
+
+#: The synthesis rules, in the words the page prints; :func:`synthesis` implements them.
+RULES = (
+    "A claim counts only when its verdict is firm: supported or not supported, from a full run with every "
+    "planned trial recorded (quick or unfinished runs are smoke tests and are not counted).",
+    "A supported claim is evidence for the side of the question it bears on; a not-supported claim is evidence "
+    "against that side; an inconclusive one is evidence for neither.",
+    "A side holds when it has evidence for it and none against; it is contested when it has both; it is "
+    "rejected when it has only evidence against; it is open when it has neither.",
+    "The answer is read off the sides: scale suffices where 'scale suffices' holds and 'where scale stops' does "
+    "not hold; binding is needed where 'binding needed' holds; every other combination is stated as it stands.",
+)
+
+
+def _status_of(summary: dict) -> str:
+    """"firm" for a full, finished run; else why its verdicts are smoke tests."""
+    if summary.get("quick"):
+        return "quick variant (smoke test)"
+    if summary.get("n_missing"):
+        return f"{summary['n_missing']} of {summary.get('n_planned')} trials missing (unfinished run)"
+    return "firm"
+
+
+def side_state(n_for: int, n_against: int) -> str:
+    """Rule 3: holds / contested / rejected / open from the firm evidence for and against a side."""
+    if n_for and not n_against:
+        return "holds"
+    if n_for and n_against:
+        return "contested"
+    if n_against:
+        return "rejected"
+    return "open"
+
+
+def synthesis(claims: list[dict]) -> dict[str, Any]:
+    """Apply :data:`RULES` to the claim rows: per-side tallies and states, and the answer's sentences.
+
+    Input: claim rows with ``claim``, ``side``, ``verdict`` and ``firm`` (bool).
+    Output: ``{"sides": {side: {"for", "against", "open", "smoke", "state"}}, "answer": [sentences]}``.
+    """
+    sides: dict[str, dict[str, Any]] = {}
+    for side in SIDES:
+        rows = [c for c in claims if c["side"] == side]
+        firm = [c for c in rows if c["firm"]]
+        tally = {
+            "for": [c["claim"] for c in firm if c["verdict"] == "supported"],
+            "against": [c["claim"] for c in firm if c["verdict"] == "not_supported"],
+            "open": [c["claim"] for c in firm if c["verdict"] == "inconclusive"],
+            "smoke": [c["claim"] for c in rows if not c["firm"]],
+        }
+        tally["state"] = side_state(len(tally["for"]), len(tally["against"]))
+        sides[side] = tally
+
+    def names(xs: list[str]) -> str:
+        return ", ".join(xs) if xs else "none"
+
+    scale, binding, stops = (sides[s]["state"] for s in ("scale_suffices", "binding_needed", "where_scale_stops"))
+    answer = []
+    if scale == "holds" and stops != "holds":
+        answer.append(f"Scale suffices in what was tested: every firm claim on that side is supported "
+                      f"({names(sides['scale_suffices']['for'])}), and no claim that scale stops somewhere holds "
+                      f"(supported: {names(sides['where_scale_stops']['for'])}; "
+                      f"not supported: {names(sides['where_scale_stops']['against'])}).")
+    elif scale in ("holds", "contested") and stops in ("holds", "contested"):
+        answer.append(f"Scale helps, with limits: supported for scale — {names(sides['scale_suffices']['for'])}; "
+                      f"supported that scale stops — {names(sides['where_scale_stops']['for'])}.")
+    elif scale == "contested":
+        answer.append(f"Whether scale suffices is contested: supported — {names(sides['scale_suffices']['for'])}; "
+                      f"not supported — {names(sides['scale_suffices']['against'])}.")
+    elif scale == "rejected":
+        answer.append(f"The evidence is against scale sufficing: not supported — "
+                      f"{names(sides['scale_suffices']['against'])}.")
+    else:
+        answer.append("No firm evidence yet on whether scale suffices.")
+    if scale == "contested" and stops != "holds":
+        answer.append(f"No claim that scale stops somewhere holds (supported: {names(sides['where_scale_stops']['for'])}; "
+                      f"not supported: {names(sides['where_scale_stops']['against'])}).")
+    if binding == "holds":
+        answer.append(f"Explicit binding has the advantage its sources claim where tested "
+                      f"({names(sides['binding_needed']['for'])}; each claim's statement says which).")
+    elif binding == "rejected":
+        answer.append(f"Explicit binding showed no advantage ({names(sides['binding_needed']['against'])}).")
+    elif binding == "contested":
+        answer.append(f"The evidence on explicit binding is mixed: supported — {names(sides['binding_needed']['for'])}; "
+                      f"not supported — {names(sides['binding_needed']['against'])}.")
+    else:
+        answer.append("No firm evidence yet on explicit binding.")
+    return {"sides": sides, "answer": answer}
+
+
+def _seeds(details: dict) -> Any:
+    spc = details.get("seeds_per_cell")
+    return spc if isinstance(spc, int) else None
+
+
+def collect(run_dir: "str | Path") -> dict[str, Any]:
+    """The answer's data from the study runs in ``run_dir``: one entry per built-in study (run or not),
+    one row per claim of each run study (see ``answer.json``)."""
+    store = RunStore.of(run_dir)
+    studies: dict[str, dict] = {}
+    claims: list[dict] = []
+    for name, plugin in registry.builtin().items():
+        sub = RunStore.of(store.where(name))
+        if not sub.exists("summary.json"):
+            studies[name] = {"run": False, "claims": [c.name for c in plugin.claims]}
+            continue
+        summary = json.loads(sub.read_text("summary.json"))
+        status = _status_of(summary)
+        studies[name] = {"run": True, "status": status, "report": f"{name}/report.html",
+                         "n_trials": summary.get("n_trials"), "n_ok": summary.get("n_ok"),
+                         "n_failed": summary.get("n_failed"), "n_diverged": summary.get("n_diverged"),
+                         "quick": bool(summary.get("quick")), "generated": summary.get("generated")}
+        by_name = {c.name: c for c in plugin.claims}
+        for v in summary.get("verdicts", []):
+            c = by_name.get(v["claim"])
+            details = v.get("details") or {}
+            figure = next((f for f in (c.figures if c else ()) if sub.exists(f"figures/{f}.png")), None)
+            claims.append({
+                "study": name, "claim": v["claim"], "title": v.get("title") or (c.title if c else v["claim"]),
+                "source": v.get("source") or (c.source if c else ""), "statement": v.get("statement"),
+                "side": v.get("side") or (c.side if c else ""), "verdict": v["verdict"],
+                "statistic": v.get("statistic"), "value": v.get("value"), "ci_low": v.get("ci_low"),
+                "ci_high": v.get("ci_high"), "n_trials": v.get("n_trials"), "seeds_per_cell": _seeds(details),
+                "reason": details.get("reason"), "caveat": details.get("caveat"),
+                "firm": status == "firm", "run_status": status,
+                "figure": f"{name}/figures/{figure}.png" if figure else None,
+                "report": f"{name}/report.html#claim-{v['claim']}",
+            })
+    syn = synthesis(claims)
+    missing = {
+        "studies_not_run": [n for n, s in studies.items() if not s["run"]],
+        "inconclusive": [{"claim": c["claim"], "study": c["study"], "reason": c["reason"]}
+                         for c in claims if c["verdict"] == "inconclusive"],
+        "smoke_tests": [n for n, s in studies.items() if s["run"] and s["status"] != "firm"],
+    }
+    return {"question": QUESTION, "generated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "rules": list(RULES), "sides": dict(SIDES), "studies": studies, "claims": claims,
+            "synthesis": syn, "missing": missing}
+
+
+def build_answer(run_dir: "str | Path") -> dict[str, Any]:
+    """Write ``answer.html`` and ``answer.json`` in ``run_dir`` from its studies' summaries; returns the data.
+
+    The HTML is self-contained: each deciding figure is embedded as a data URI (and the link
+    goes to the study's own report beside it).
+    """
+    from .report.html import _environment, fmt, fmt_ci, to_jsonable
+
+    store = RunStore.of(run_dir)
+    data = to_jsonable(collect(run_dir))
+    images = {}
+    for c in data["claims"]:
+        if c["figure"]:
+            images[c["claim"]] = base64.b64encode(store.read_bytes(c["figure"])).decode("ascii")
+    html = _environment().get_template("answer.html.j2").render(
+        data=data, images=images, fmt=fmt, fmt_ci=fmt_ci, sides=SIDES)
+    store.write_text("answer.html", html)
+    store.write_text("answer.json", json.dumps(data, indent=2, allow_nan=False) + "\n")
+    return data

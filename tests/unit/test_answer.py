@@ -1,0 +1,80 @@
+"""The answer page's synthesis rules on synthetic verdict tables, and the page built from study summaries."""
+
+import json
+
+import pytest
+
+from bindscale.answer import RULES, build_answer, side_state, synthesis
+
+
+def _row(claim, side, verdict, firm=True):
+    return {"claim": claim, "side": side, "verdict": verdict, "firm": firm}
+
+
+@pytest.mark.parametrize("n_for,n_against,state", [(1, 0, "holds"), (2, 1, "contested"), (0, 2, "rejected"),
+                                                   (0, 0, "open")])
+def test_side_states(n_for, n_against, state):
+    assert side_state(n_for, n_against) == state
+
+
+def test_scale_suffices_only_when_no_limit_holds():
+    rows = [_row("a", "scale_suffices", "supported"), _row("h", "where_scale_stops", "not_supported")]
+    out = synthesis(rows)
+    assert out["sides"]["scale_suffices"]["state"] == "holds" and out["answer"][0].startswith("Scale suffices")
+    # the same table with a supported limit of scale: not "scale suffices"
+    rows[1] = _row("h", "where_scale_stops", "supported")
+    out = synthesis(rows)
+    assert out["answer"][0].startswith("Scale helps, with limits") and "h" in out["answer"][0]
+
+
+def test_claim_false_everywhere_gives_the_opposite_answer():
+    rows = [_row("a", "scale_suffices", "not_supported"), _row("b", "binding_needed", "not_supported")]
+    out = synthesis(rows)
+    assert out["sides"]["scale_suffices"]["state"] == "rejected"
+    assert "against scale sufficing" in out["answer"][0] and "no advantage" in out["answer"][1]
+
+
+def test_smoke_tests_and_inconclusive_are_not_counted():
+    rows = [_row("a", "scale_suffices", "supported", firm=False), _row("b", "binding_needed", "inconclusive")]
+    out = synthesis(rows)
+    assert out["sides"]["scale_suffices"] == {"for": [], "against": [], "open": [], "smoke": ["a"], "state": "open"}
+    assert out["sides"]["binding_needed"]["open"] == ["b"]
+    assert out["answer"] == ["No firm evidence yet on whether scale suffices.", "No firm evidence yet on explicit binding."]
+
+
+def test_no_claims_at_all():
+    assert synthesis([])["answer"][0] == "No firm evidence yet on whether scale suffices."
+
+
+def _summary(verdicts, **kw):
+    return {"study": "x", "verdicts": verdicts, "n_trials": 10, "n_ok": 10, "n_failed": 0, "n_diverged": 0,
+            "quick": False, "n_planned": 10, "n_missing": 0, **kw}
+
+
+def _verdict(claim, verdict, value=0.5, **details):
+    return {"claim": claim, "verdict": verdict, "statistic": "s", "value": value, "ci_low": value - 0.1,
+            "ci_high": value + 0.1, "n_trials": 10, "details": {"seeds_per_cell": 8, **details}}
+
+
+def test_page_from_summaries_lists_every_claim_missing_studies_and_smoke_tests(tmp_path):
+    (tmp_path / "scaling").mkdir()
+    (tmp_path / "scaling" / "summary.json").write_text(json.dumps(_summary(
+        [_verdict("scaling", "supported"), _verdict("hull", "inconclusive", reason="too few seeds"),
+         _verdict("binding", "supported"), _verdict("decodability", "not_supported")])))
+    (tmp_path / "subgraphs").mkdir()
+    (tmp_path / "subgraphs" / "summary.json").write_text(json.dumps(_summary(
+        [_verdict("scale_does_not_lift_ood", "supported")], quick=True)))
+    data = build_answer(tmp_path)
+    assert [c["claim"] for c in data["claims"]] == ["scaling", "hull", "binding", "decodability",
+                                                    "scale_does_not_lift_ood"]
+    assert data["missing"]["studies_not_run"] == ["modularity"]
+    assert data["missing"]["smoke_tests"] == ["subgraphs"]
+    assert data["missing"]["inconclusive"] == [{"claim": "hull", "study": "scaling", "reason": "too few seeds"}]
+    sides = data["synthesis"]["sides"]
+    assert sides["where_scale_stops"]["smoke"] == ["scale_does_not_lift_ood"]  # quick run: not counted
+    assert sides["scale_suffices"]["state"] == "contested" and sides["binding_needed"]["state"] == "holds"
+    html = (tmp_path / "answer.html").read_text()
+    assert "smoke test: supported" in html and "scaling/report.html#claim-scaling" in html
+    for rule in RULES:
+        assert rule.split(":")[0][:40] in html.replace("&#39;", "'")
+    assert json.loads((tmp_path / "answer.json").read_text())["question"].startswith("Can scaling alone")
