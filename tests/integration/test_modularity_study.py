@@ -3,6 +3,8 @@ import json
 import pandas as pd
 import pytest
 
+from bindscale.report.browser import assert_fits
+
 from .conftest import TINY, assert_resumes, bindscale, run_quick
 
 TINY_MOD = TINY.parent / "tiny_modularity.yaml"
@@ -38,6 +40,7 @@ def test_quick_modularity_study_gives_verdicts(tmp_path):
     # Wall time is printed by run_quick and measured in benchmarks/, never asserted in a test.
     _, summary = run_quick("modularity", tmp_path / "q")
     assert [v["claim"] for v in summary["verdicts"]] == CLAIMS
+    assert_fits(tmp_path / "q" / "report.html", skip_if_missing=False)  # nothing wider than 1024 or 800 px (Chromium)
     assert summary["n_ok"] == summary["n_trials"] == 18
     # 3 base seeds per cell, some of them filtered out by min_base_acc on held-out scenes: a decided claim
     # carries its number and interval, an undecided one says why

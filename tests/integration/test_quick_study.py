@@ -3,6 +3,8 @@ import json
 import pandas as pd
 import pytest
 
+from bindscale.report.browser import assert_fits
+
 from .conftest import bindscale
 
 
@@ -35,3 +37,4 @@ def test_quick_headline_study_shows_width_and_coverage_effects(tmp_path):
     assert set(got["stack_size"]) != set(ref["stack_size"]) and set(got["precision_used"]) == {"fp32"}
     cols = ["status", "r2_id", "r2_heldout", "r2_inhull", "final_loss", "decod_best", "decod_input"]
     pd.testing.assert_frame_equal(got[cols], ref[cols], check_exact=True)
+    assert_fits(out / "report.html", skip_if_missing=False)  # nothing wider than 1024 or 800 px (Chromium)

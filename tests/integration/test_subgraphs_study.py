@@ -3,6 +3,8 @@ import json
 import pandas as pd
 import pytest
 
+from bindscale.report.browser import assert_fits
+
 from .conftest import TINY, assert_resumes, bindscale, run_quick
 
 TINY_SG = TINY.parent / "tiny_subgraphs.yaml"
@@ -34,3 +36,4 @@ def test_a_tiny_subgraphs_study_runs_end_to_end_and_reports_its_claims(tmp_path)
 def test_quick_subgraphs_study_gives_verdicts(tmp_path):
     _, summary = run_quick("subgraphs", tmp_path / "q")
     assert {v["claim"] for v in summary["verdicts"]} == {"scale_does_not_lift_ood", "correct_steps_seen_in_training"}
+    assert_fits(tmp_path / "q" / "report.html", skip_if_missing=False)  # nothing wider than 1024 or 800 px (Chromium)

@@ -78,3 +78,15 @@ def test_page_from_summaries_lists_every_claim_missing_studies_and_smoke_tests(t
     for rule in RULES:
         assert rule.split(":")[0][:40] in html.replace("&#39;", "'")
     assert json.loads((tmp_path / "answer.json").read_text())["question"].startswith("Can scaling alone")
+
+
+def test_answer_page_fits_the_viewport(tmp_path):
+    from bindscale.report.browser import assert_fits
+
+    (tmp_path / "scaling").mkdir()
+    long = "a reason " * 60 + "without_any_break_" * 12
+    (tmp_path / "scaling" / "summary.json").write_text(json.dumps(_summary(
+        [_verdict("scaling", "supported"), _verdict("hull", "inconclusive", reason=long),
+         _verdict("binding", "supported", caveat=long), _verdict("decodability", "not_supported")])))
+    build_answer(tmp_path)
+    assert_fits([tmp_path / "answer.html"])

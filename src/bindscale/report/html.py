@@ -27,6 +27,7 @@ from bindscale.storage import RunStore
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from bindscale.report.figures import render
+from bindscale.report.text import SEP, breakable, child_label, detail_label
 from bindscale.report.verdicts import compute_verdicts, study_as_dict
 
 __all__ = ["build_report", "to_jsonable", "fmt"]
@@ -98,31 +99,43 @@ def fmt_ci(value: Any, low: Any, high: Any, n: Any = None) -> str:
     return text + (f" (n={n})" if n is not None else "")
 
 
-def _detail_rows(details: Mapping[str, Any], prefix: str = "") -> list[tuple[str, str]]:
-    """Flatten a verdict's details into (key, text) rows for the page.
+def _scalar_items(parent: str, v: Mapping[str, Any]) -> str:
+    """A dict of plain scalars on one line: 'width: 16; n seeds: 3' (keys read as ``child_label``)."""
+    return "; ".join(f"{child_label(parent, a)}: {fmt(b)}" for a, b in v.items())
 
-    CI dicts print as 'value [low, high] (n=..)'; a dict of plain scalars
-    prints on one row as 'k=v, ...'; nested dicts/lists become 'a › b' keys.
+
+def _detail_rows(details: Mapping[str, Any], path: tuple[str, ...] = ()) -> list[tuple[str, str, str]]:
+    """Flatten a verdict's details into (label, raw key, text) rows for the page.
+
+    The label is readable (``detail_label``: 'held-out R² by width at min holdout › width 256'); the
+    raw key ('heldout_r2_by_width_at_min_holdout › 256') goes into the label's hover title.
+    CI dicts print as 'value [low, high] (n=..)'; a dict of plain scalars prints on one row as
+    'k: v; ...'; nested dicts/lists become 'a › b' keys (list items '[i]', read '#i+1').
     """
-    rows: list[tuple[str, str]] = []
+    rows: list[tuple[str, str, str]] = []
     for k, v in details.items():
-        key = f"{prefix}{k}"
+        here = (*path, str(k))
+        label, raw = detail_label(here), SEP.join(here)
+
+        def row(text: str) -> tuple[str, str, str]:
+            return label, raw, text
+
         if _is_ci(v):
-            rows.append((key, fmt_ci(v["value"], v["ci_low"], v["ci_high"], v.get("n"))))
+            rows.append(row(fmt_ci(v["value"], v["ci_low"], v["ci_high"], v.get("n"))))
         elif isinstance(v, Mapping):
             if v and all(not isinstance(x, (Mapping, list, tuple)) for x in v.values()):
-                rows.append((key, ", ".join(f"{a}={fmt(b)}" for a, b in v.items())))
+                rows.append(row(_scalar_items(str(k), v)))
             elif v:
-                rows.extend(_detail_rows(v, key + " › "))
+                rows.extend(_detail_rows(v, here))
         elif isinstance(v, (list, tuple)):
             if all(not isinstance(x, (Mapping, list, tuple)) for x in v):
-                rows.append((key, ", ".join(fmt(x) for x in v)))
+                rows.append(row(", ".join(fmt(x) for x in v)))
             else:
                 for i, x in enumerate(v):
                     item = x if isinstance(x, Mapping) else {"value": x}
-                    rows.extend(_detail_rows(item, f"{key} › [{i}] › "))
+                    rows.extend(_detail_rows(item, (*here, f"[{i}]")))
         else:
-            rows.append((key, fmt(v)))
+            rows.append(row(fmt(v)))
     return rows
 
 
@@ -200,6 +213,7 @@ def _environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters["fmt"] = fmt
+    env.filters["breakable"] = breakable
     return env
 
 
