@@ -126,7 +126,9 @@ def collect(run_dir: "str | Path") -> dict[str, Any]:
     store = RunStore.of(run_dir)
     studies: dict[str, dict] = {}
     claims: list[dict] = []
-    for name, plugin in registry.builtin().items():
+    names = sorted(registry.builtin(), key=lambda n: (n != registry.headline().name, n))  # as `run all` runs them
+    for name in names:
+        plugin = registry.builtin()[name]
         sub = RunStore.of(store.where(name))
         if not sub.exists("summary.json"):
             studies[name] = {"run": False, "claims": [c.name for c in plugin.claims]}
@@ -153,6 +155,8 @@ def collect(run_dir: "str | Path") -> dict[str, Any]:
                 "figure": f"{name}/figures/{figure}.png" if figure else None,
                 "report": f"{name}/report.html#claim-{v['claim']}",
             })
+    order = list(SIDES)
+    claims.sort(key=lambda c: order.index(c["side"]) if c["side"] in order else len(order))  # stable: study order
     syn = synthesis(claims)
     missing = {
         "studies_not_run": [n for n, s in studies.items() if not s["run"]],
