@@ -1,0 +1,43 @@
+"""`bindscale run all --quick` as a user runs it: every built-in study, the answer page, resume, report."""
+
+import json
+import time
+
+import pytest
+
+from bindscale import registry
+from bindscale.report.browser import assert_fits
+
+from .conftest import bindscale
+
+
+@pytest.mark.slow
+def test_run_all_quick_answers_every_claim_and_resumes(tmp_path):
+    out = tmp_path / "all"
+    t0 = time.perf_counter()
+    r = bindscale("run", "all", "--quick", "--out", out, timeout=1800)
+    print(f"\nrun all --quick: {time.perf_counter() - t0:.0f} s")
+    assert r.returncode == 0, r.stderr[-3000:]
+    data = json.loads((out / "answer.json").read_text())
+    expected = {(n, c.name) for n, s in registry.builtin().items() for c in s.claims}
+    assert {(c["study"], c["claim"]) for c in data["claims"]} == expected
+    assert data["missing"]["studies_not_run"] == []
+    # a quick run is a smoke test: listed, never counted
+    assert set(data["missing"]["smoke_tests"]) == set(registry.builtin())
+    assert all(not c["firm"] for c in data["claims"])
+    assert all(not s["for"] and not s["against"] for s in data["synthesis"]["sides"].values())
+    html = (out / "answer.html").read_text()
+    assert "smoke test:" in html and "The rules that wrote this synthesis" in html
+    assert_fits([out / "answer.html"] + [out / n / "report.html" for n in registry.builtin()], skip_if_missing=False)
+    # resume: every finished study is reused, nothing re-runs
+    r = bindscale("run", "all", "--quick", "--out", out, timeout=600)
+    assert r.returncode == 0 and r.stderr.count(", 0 to run in") == len(registry.builtin()), r.stderr[-2000:]
+    (out / "answer.html").unlink()
+    r = bindscale("report", out, timeout=600)
+    assert r.returncode == 0 and (out / "answer.html").exists(), r.stderr[-2000:]
+
+
+def test_run_all_refuses_set(tmp_path):
+    r = bindscale("run", "all", "--quick", "--set", "seed=[0]", "--out", tmp_path / "x")
+    assert r.returncode == 2 and "--set applies to one study" in r.stderr
+    assert not (tmp_path / "x").exists()
