@@ -126,7 +126,8 @@ def test_pretraining_reliability_is_decided_by_generic_pretraining_not_subroutin
               for p in ("none", "match_count", "subroutines")}
     df = _table(robust=robust, pre=("none", "match_count", "subroutines"))
     stat, verdict, triple, n, d = pretraining_reliability(df, P_DIFF, 500, 0)
-    assert "match_count" in stat and verdict == "not_supported" and triple[0] == pytest.approx(0.0)
+    assert stat == "share_structural_gain_pretrained_vs_scratch" and verdict == "not_supported"
+    assert triple[0] == pytest.approx(0.0)
     assert d["extra_subroutine_heads"]["difference"]["value"] == pytest.approx(0.7)
     assert set(d["by_stratum"]) == {"mlp/16 (match_count − scratch)", "mlp/64 (match_count − scratch)"}
     up = {k: v + 0.5 * (k[1] == "match_count") for k, v in robust.items()}

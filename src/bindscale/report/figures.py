@@ -2,8 +2,15 @@
 
 A study's figures (its plugin's ``figures(study)``) map a name to a function of
 the results table (all rows) returning a base64-encoded PNG, or None when its
-data are missing. Error bars are 95% intervals of the mean over seeds
-(``bindscale.stats.mean_ci``, Student t).
+data are missing. Conventions every figure follows (issue "Report fit to read", item 5):
+
+- every plotted mean over seeds carries its 95% Student t interval
+  (``bindscale.stats.mean_ci``) as an error bar or band, and the figure says how
+  many seeds (:func:`_ci_note`);
+- legends sit outside the axes, below them (:func:`_legend`), in font size 8;
+- an axis of problem size or depth with an in-distribution range shades it and the
+  out-of-distribution range beyond it, each labelled (:func:`_id_ood_spans`);
+- axes are labelled in words with units, never with a raw column name.
 
 Figures are drawn on ``matplotlib.figure.Figure`` with the Agg canvas
 directly, never through pyplot, so building a report touches no global
@@ -24,14 +31,21 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.transforms import blended_transform_factory
 
 from bindscale.stats import mean_ci
 
 __all__ = ["render", "N_BOOT", "FIGSIZE"]
 
 log = logging.getLogger(__name__)
-N_BOOT = 1000  # error bars only; verdicts use their own, larger bootstrap
+N_BOOT = 1000  # unused by the t intervals of the error bars; kept for callers' signatures
 FIGSIZE = (6.0, 4.0)
+#: Font size of legends and in-axes labels (the report shows figures about 576 px wide: no smaller).
+SMALL = 8
+#: Colours of the in- and out-of-distribution spans.
+ID_COLOUR, OOD_COLOUR = "tab:green", "tab:red"
+#: What the interval of every plotted mean is, for titles and captions.
+CI_WORDS = "mean ± 95% t interval over seeds"
 
 
 # ----------------------------------------------------------------- helpers --
@@ -52,21 +66,140 @@ def _to_b64(fig: Figure) -> str:
 
 
 def _summary(rows: pd.DataFrame, by: str | list[str], col: str) -> pd.DataFrame:
-    """Mean of ``col`` per group with bootstrap CI: columns by..., mean, lo, hi, n."""
+    """Mean of ``col`` per group with its Student t 95% interval: columns by..., mean, lo, hi, n."""
     out = []
     for key, g in rows.groupby(by, sort=True):
         m, lo, hi = mean_ci(g[col], N_BOOT)
         key = key if isinstance(key, tuple) else (key,)
-        out.append((*key, m, lo, hi, int(np.isfinite(g[col]).sum())))
+        out.append((*key, m, lo, hi, int(np.isfinite(pd.to_numeric(g[col], errors="coerce")).sum())))
     cols = ([by] if isinstance(by, str) else list(by)) + ["mean", "lo", "hi", "n"]
     return pd.DataFrame(out, columns=cols)
 
 
-def _errorbar(ax: Any, x: Any, s: pd.DataFrame, **kw: Any) -> None:
-    """Plot means with asymmetric CI error bars (NaN bounds draw no bar)."""
-    yerr = np.vstack([s["mean"] - s["lo"], s["hi"] - s["mean"]])
-    yerr = np.nan_to_num(np.clip(yerr, 0, None))
-    ax.errorbar(x, s["mean"], yerr=yerr, marker="o", capsize=3, **kw)
+def _summary_of(values: Mapping[Any, Any], key: str = "x") -> pd.DataFrame:
+    """Mean and Student t 95% interval of each list in ``values`` (x -> values over seeds): columns key, mean, lo, hi, n.
+
+    Rows in the order of sorted x; an x without a finite value is left out.
+    """
+    out = []
+    for x in sorted(values):
+        v = np.asarray([float(u) for u in values[x]], dtype=float)
+        v = v[np.isfinite(v)]
+        if v.size:
+            out.append((x, *mean_ci(v), int(v.size)))
+    return pd.DataFrame(out, columns=[key, "mean", "lo", "hi", "n"])
+
+
+def _yerr(s: pd.DataFrame, bounds: tuple[float, float] | None = None) -> np.ndarray:
+    """Asymmetric error-bar lengths from columns mean, lo, hi (NaN bounds draw no bar).
+
+    ``bounds``: the range the quantity can take (a share: (0, 1)); the interval is drawn clipped to it.
+    """
+    lo, hi = s["lo"].to_numpy(float), s["hi"].to_numpy(float)
+    if bounds is not None:
+        lo, hi = np.clip(lo, *bounds), np.clip(hi, *bounds)
+    yerr = np.vstack([s["mean"].to_numpy(float) - lo, hi - s["mean"].to_numpy(float)])
+    return np.nan_to_num(np.clip(yerr, 0, None))
+
+
+def _errorbar(ax: Any, x: Any, s: pd.DataFrame, bounds: tuple[float, float] | None = None, **kw: Any) -> Any:
+    """Plot means with their asymmetric 95% interval as error bars (NaN bounds draw no bar)."""
+    if "fmt" not in kw:
+        kw.setdefault("marker", "o")
+    kw.setdefault("capsize", 3)
+    return ax.errorbar(x, s["mean"], yerr=_yerr(s, bounds), **kw)
+
+
+def _band(ax: Any, x: Any, s: pd.DataFrame, bounds: tuple[float, float] | None = None, **kw: Any) -> None:
+    """Plot means as a line with their 95% interval as a shaded band (for dense x, e.g. training steps)."""
+    (line,) = ax.plot(x, s["mean"], **kw)
+    lo, hi = s["lo"].to_numpy(float), s["hi"].to_numpy(float)
+    if bounds is not None:
+        lo, hi = np.clip(lo, *bounds), np.clip(hi, *bounds)
+    ok = np.isfinite(lo) & np.isfinite(hi)
+    ax.fill_between(np.asarray(x, dtype=float)[ok], lo[ok], hi[ok], color=line.get_color(), alpha=0.2, lw=0)
+
+
+def _n_seeds(ns: Any) -> str:
+    """'n = 8' or 'n = 4–8' for the seeds behind each plotted mean."""
+    ns = [int(n) for n in np.ravel(np.asarray(ns, dtype=float)) if np.isfinite(n) and n > 0]
+    if not ns:
+        return "n = 0"
+    lo, hi = min(ns), max(ns)
+    return f"n = {lo}" if lo == hi else f"n = {lo}–{hi}"
+
+
+def _ci_note(ns: Any, over: str = "seeds") -> str:
+    """Title qualifier saying what the error bars are: 'mean ± 95% t interval over seeds, n = 8'.
+
+    ``over``: what a mean is over, when not seeds alone (e.g. 'seeds × hold-outs', 'base models').
+    """
+    return f"{CI_WORDS.replace('seeds', over)}, {_n_seeds(ns)}"
+
+
+def _legend(ax: Any, ncol: int | None = None, handles: list | None = None, labels: list | None = None,
+            title: str | None = None) -> None:
+    """The legend below the axes (outside them: it never covers a point), font size :data:`SMALL`.
+
+    The figure grows taller by the legend's height, so the axes keep their size and the figure its
+    width (the report shows figures at a fixed width: a wider figure would shrink every font).
+    ``ncol``: columns (default 3), fewer where they would not fit the figure's width.
+    """
+    fig = ax.figure
+    if handles is None:
+        handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return
+    w, h = fig.get_size_inches()
+    renderer = fig.canvas.get_renderer()
+    cols = ncol or min(3, len(handles))
+    while True:
+        leg = fig.legend(handles, labels, loc="outside lower center", ncol=cols, fontsize=SMALL,
+                         title=title, title_fontsize=SMALL, frameon=False)
+        box = leg.get_window_extent(renderer)
+        if cols == 1 or box.width <= 0.98 * w * fig.dpi:
+            break
+        leg.remove()
+        cols -= 1
+    fig.set_size_inches(w, h + box.height / fig.dpi + 0.05)
+
+
+def _id_ood_spans(ax: Any, boundary: float, in_label: str = "in distribution",
+                  out_label: str = "out of distribution") -> None:
+    """Shade the x range up to ``boundary`` (in distribution) and beyond it (out of distribution).
+
+    Each span is labelled at the top inside the axes (callers leave head room above their data,
+    e.g. ``ylim`` up to 1.2 for an accuracy); a dotted line marks the boundary. Call after plotting:
+    the spans cover the current x limits, which are kept.
+    """
+    lo, hi = ax.get_xlim()
+    trans = blended_transform_factory(ax.transData, ax.transAxes)
+    for a, b, colour, label in ((lo, min(boundary, hi), ID_COLOUR, in_label),
+                                (max(boundary, lo), hi, OOD_COLOUR, out_label)):
+        if b > a:
+            ax.axvspan(a, b, color=colour, alpha=0.08, lw=0, zorder=0)
+            ax.text((a + b) / 2, 0.985, label, transform=trans, ha="center", va="top", fontsize=SMALL,
+                    color=colour, fontweight="bold")
+    if lo < boundary < hi:
+        ax.axvline(boundary, color="grey", ls=":", lw=1, zorder=1)
+    ax.set_xlim(lo, hi)
+
+
+def _count(v: float) -> str:
+    """A count for a tick label: 950, 26.6k, 1.2M."""
+    for div, suffix in ((1e6, "M"), (1e3, "k")):
+        if abs(v) >= div:
+            return f"{v / div:.3g}{suffix}"
+    return f"{v:g}"
+
+
+def _log_counts(ax: Any, values: Any) -> None:
+    """Log x axis of counts (parameters) with the actual values as tick labels (26.6k, 101k) when few."""
+    vals = sorted(set(float(v) for v in values if np.isfinite(v) and v > 0))
+    ax.set_xscale("log")
+    if 1 <= len(vals) <= 8:
+        ax.set_xticks(vals, [_count(v) for v in vals])
+        ax.minorticks_off()
 
 
 def _log_x(ax: Any, values: Any, base: int = 2) -> None:
@@ -85,8 +218,16 @@ def _fixed(note: dict[str, Any]) -> list[str]:
 
 
 def _title(ax: Any, main: str, quals: list[str]) -> None:
-    """Title with its qualifiers (holdout, fixed depth...) on a smaller second line."""
-    ax.set_title(main + (f"\n({', '.join(quals)})" if quals else ""), fontsize=11)
+    """Title with its qualifiers (holdout, fixed depth, what the error bars are...) in parentheses below
+    it, wrapped to the figure's width."""
+    lines: list[str] = []
+    for q in quals:  # break between qualifiers, never inside one
+        if lines and len(lines[-1]) + len(q) + 2 <= 66:
+            lines[-1] += f", {q}"
+        else:
+            lines.append(q)
+    quals_text = ",\n".join(lines)
+    ax.set_title(main + (f"\n({quals_text})" if quals_text else ""), fontsize=11)
 
 
 def _two(v: float) -> str:

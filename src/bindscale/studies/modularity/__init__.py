@@ -25,7 +25,10 @@ CLAIMS = (
                    "subroutine in its own subnetwork: across runs, the subnetwork found for a subroutine solves it "
                    "better than the other (mean SubDiff > 0) and ablating it hurts that subroutine more than the "
                    "other (mean AblDiff < 0)."),
-        statistic="the weaker of mean SubDiff and −AblDiff, net of the controls",
+        statistic=("The smallest of mean SubDiff, −mean AblDiff, and each of the two net of the untrained-network "
+                   "and of the random-mask control (paired within base models), each a mean over (architecture, "
+                   "width, pretraining) cells of base-seed means; its interval takes the smallest 95% low end and "
+                   "a Bonferroni-adjusted high end."),
         rule=f"{_V}:structure_emerges", thresholds=_T, defaults={"margin": 0.02, "min_base_acc": 0.95},
         figures=("mod_scores", "mod_accuracies"), retired=("min_fraction",),
     ),
@@ -35,7 +38,9 @@ CLAIMS = (
         side="scale_suffices",
         statement=("Not a claim of Lepori, Serre, Pavlick (2023) but this lab's question: the share of runs with "
                    "structural compositionality beyond test-set noise grows from the smallest to the largest width."),
-        statistic="share of runs structural beyond noise, largest minus smallest width",
+        statistic=("The share of (base model × mask seed) runs structural beyond test-set noise at the largest "
+                   "width minus at the smallest, mean over (architecture, pretraining) strata of base-seed means "
+                   "(Welch–Satterthwaite interval)."),
         rule=f"{_V}:structure_grows_with_width", thresholds=_T, defaults={"margin": 0.1, "min_base_acc": 0.95},
         figures=("mod_share_vs_width",), guards=(f"{_V}:planned_width_guard",),
     ),
@@ -45,7 +50,10 @@ CLAIMS = (
         statement=("Lepori, Serre, Pavlick (2023) claim that pretrained models show structural compositionality more "
                    "reliably than models trained from scratch (here: generic match-count pretraining raises the "
                    "share of runs structural beyond test-set noise)."),
-        statistic="share of runs structural beyond noise, generic pretraining minus from scratch",
+        statistic=("The share of runs structural beyond test-set noise after generic (match-count) pretraining "
+                   "minus from scratch, mean over (architecture, width) strata of base-seed means "
+                   "(Welch–Satterthwaite interval); subroutine-head pretraining is reported beside it, not "
+                   "deciding."),
         rule=f"{_V}:pretraining_reliability", thresholds=_T, defaults={"margin": 0.1, "min_base_acc": 0.95},
         figures=("mod_share_by_pretraining",),
     ),

@@ -3,13 +3,16 @@
 Each ``fig_*`` takes the results table and the study's ``min_base_acc`` and
 returns a base64 PNG or None when its data are missing. Rows are the trials the
 verdicts use (base network learned the compound task, other settings held per
-architecture; see :mod:`bindscale.report.modularity_verdicts`). Error bars: 95% Student t
-intervals of the mean over base seeds (:func:`bindscale.stats.mean_ci`).
+architecture; see :mod:`.verdicts`). Error bars: 95% Student t
+intervals of the mean over base seeds (:func:`bindscale.stats.mean_ci`), drawn clipped to the
+range of the quantity (a share or an accuracy lies in [0, 1]); the title gives n. Legends sit
+below the axes.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
@@ -18,7 +21,18 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from bindscale.report.figures import N_BOOT, _errorbar, _log_x, _new_figure, _summary, _to_b64
+from bindscale.report.figures import (
+    N_BOOT,
+    SMALL,
+    _ci_note,
+    _errorbar,
+    _legend,
+    _log_x,
+    _new_figure,
+    _summary,
+    _title,
+    _to_b64,
+)
 from bindscale.report.verdicts import ok_rows
 from bindscale.stats import mean_ci
 
@@ -29,6 +43,10 @@ SOURCES = (("", "trained network", "C0"), ("random_", "random mask (control)", "
            ("untrained_", "untrained network (control)", "C7"))
 PRETRAINING = {"none": "from scratch", "match_count": "generic pretraining (match count)",
                "subroutines": "subroutine heads (extra)"}
+ARCHITECTURES = {"mlp": "MLP", "transformer": "transformer"}
+UNIT = (0.0, 1.0)
+SHARE_ROBUST = "share of runs structural beyond noise\n(SubDiff > tol and AblDiff < −tol)"
+SHARE_RAW = "share of runs with SubDiff > 0 and AblDiff < 0"
 
 
 def _share_col(rows: pd.DataFrame) -> str:
@@ -44,16 +62,43 @@ def _rows(df: pd.DataFrame, min_base_acc: float) -> pd.DataFrame:
     return rows
 
 
+def _runs(cell: Any) -> list[dict]:
+    """One trial's mask-search runs: a JSON string or a list of mappings (an Arrow list column), else []."""
+    if isinstance(cell, str):
+        try:
+            cell = json.loads(cell)
+        except ValueError:
+            return []
+    if cell is None or isinstance(cell, (float, int)):
+        return []
+    try:
+        return [dict(r) for r in cell if isinstance(r, Mapping)]
+    except TypeError:
+        return []
+
+
+def _arch(arch: Any) -> str:
+    return ARCHITECTURES.get(str(arch), str(arch))
+
+
 def _condition(key: tuple) -> str:
     arch, pre = key
-    return f"{arch}\n{PRETRAINING.get(pre, pre)}"
+    return f"{_arch(arch)}\n{PRETRAINING.get(pre, pre)}"
 
 
-def _bar(ax: Any, x: float, values: pd.Series, width: float, **kw: Any) -> None:
+def _bar(ax: Any, x: float, values: pd.Series, width: float, bounds: tuple[float, float] | None = None,
+         **kw: Any) -> int:
+    """One bar: the mean of ``values`` with its t interval (clipped to ``bounds``); returns n (0: no bar)."""
     m, lo, hi = mean_ci(values, N_BOOT)
-    if np.isfinite(m):
-        err = np.nan_to_num(np.clip([[m - lo], [hi - m]], 0, None))
-        ax.bar(x, m, width, yerr=err, capsize=2, **kw)
+    if not np.isfinite(m):
+        return 0
+    if bounds is not None:
+        lo, hi = np.clip(lo, *bounds), np.clip(hi, *bounds)
+    err = np.nan_to_num(np.clip([[m - lo], [hi - m]], 0, None))
+    ax.bar(x, m, width, yerr=err, capsize=2, **kw)
+    if bounds is not None and m == bounds[0]:  # a bar of height 0 is invisible: say so
+        ax.text(x, bounds[0], "0", ha="center", va="bottom", fontsize=SMALL)
+    return int(np.isfinite(pd.to_numeric(values, errors="coerce")).sum())
 
 
 def fig_scores(df: pd.DataFrame, min_base_acc: float = MIN_BASE_ACC) -> str | None:
@@ -61,11 +106,12 @@ def fig_scores(df: pd.DataFrame, min_base_acc: float = MIN_BASE_ACC) -> str | No
     rows = _rows(df, min_base_acc)
     if rows.empty or "sub_diff_A" not in rows:
         return None
-    fig = Figure(figsize=(7.5, 5.5), dpi=100, layout="constrained")
+    fig = Figure(figsize=(6.0, 5.5), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(2, 1, sharex=True)
     groups = list(rows.groupby(["architecture", "pretraining"], sort=True))
     bar_w = 0.8 / (2 * len(SOURCES))
+    ns = []
     for ax, score, wanted in zip(axes, ("sub_diff", "abl_diff"), ("> 0", "< 0")):
         for gi, (_, g) in enumerate(groups):
             j = 0
@@ -73,14 +119,19 @@ def fig_scores(df: pd.DataFrame, min_base_acc: float = MIN_BASE_ACC) -> str | No
                 for f, hatch in (("A", ""), ("B", "//")):
                     col = f"{prefix}{score}_{f}"
                     if col in g and g[col].notna().any():
-                        _bar(ax, gi - 0.4 + (j + 0.5) * bar_w, g[col], bar_w, color=colour, hatch=hatch,
-                             edgecolor="k", linewidth=0.3, label=f"{label}, subroutine {f}" if gi == 0 else None)
+                        ns.append(_bar(ax, gi - 0.4 + (j + 0.5) * bar_w, g[col], bar_w, color=colour, hatch=hatch,
+                                       edgecolor="k", linewidth=0.3,
+                                       label=f"{label}, subroutine {f}" if gi == 0 else None))
                     j += 1
         ax.axhline(0, color="k", linewidth=0.8)
-        ax.set_ylabel(f"{'SubDiff' if score == 'sub_diff' else 'AblDiff'} (structural: {wanted})")
+        name = "SubDiff" if score == "sub_diff" else "AblDiff"
+        ax.set_ylabel(f"{name} (accuracy difference)\nstructural: {wanted}")
         ax.grid(True, axis="y", alpha=0.3)
-    axes[1].set_xticks(range(len(groups)), [_condition(k) for k, _ in groups], fontsize=8)
-    axes[0].legend(fontsize=6, ncol=3, loc="upper right")
+    axes[1].set_xticks(range(len(groups)), [_condition(k) for k, _ in groups], fontsize=SMALL)
+    axes[1].set_xlabel("condition (architecture, pretraining)")
+    _title(axes[0], "Structure scores per condition, pooled over widths",
+           [_ci_note(ns, "base models")])
+    _legend(axes[0], ncol=2)
     return _to_b64(fig)
 
 
@@ -89,13 +140,14 @@ def fig_accuracies(df: pd.DataFrame, min_base_acc: float = MIN_BASE_ACC) -> str 
     rows = _rows(df, min_base_acc)
     if rows.empty or "runs" not in rows:
         return None
+    accs = ("acc_sub_target", "acc_sub_other", "acc_abl_target", "acc_abl_other")
     recs = []
     for (arch, pre), g in rows.groupby(["architecture", "pretraining"], sort=True):
-        for runs in g["runs"]:
-            for r in json.loads(runs) if isinstance(runs, str) else []:
-                if r["net"] == "trained":
-                    recs.append({"cond": (arch, pre), **{k: r[k] for k in
-                                 ("acc_sub_target", "acc_sub_other", "acc_abl_target", "acc_abl_other")}})
+        for cell in g["runs"]:
+            trained = [r for r in _runs(cell) if r.get("net") == "trained"]
+            if trained:  # one value per base model: its mask seeds' runs averaged (they share the network)
+                recs.append({"cond": (arch, pre), **{k: float(np.nanmean([float(r.get(k, np.nan)) for r in trained]))
+                                                     for k in accs}})
     if not recs:
         return None
     runs = pd.DataFrame(recs)
@@ -106,16 +158,20 @@ def fig_accuracies(df: pd.DataFrame, min_base_acc: float = MIN_BASE_ACC) -> str 
             ("acc_abl_target", "ablated, its subroutine", "C3", ""),
             ("acc_abl_other", "ablated, other subroutine", "C3", "//"))
     bar_w = 0.8 / len(cols)
+    ns = []
     for ci, cond in enumerate(conds):
         g = runs[runs["cond"] == cond]
         for j, (col, label, colour, hatch) in enumerate(cols):
-            _bar(ax, ci - 0.4 + (j + 0.5) * bar_w, g[col], bar_w, color=colour, hatch=hatch, edgecolor="k",
-                 linewidth=0.3, label=label if ci == 0 else None)
-    ax.axhline(0.5, color="k", linestyle=":", linewidth=1, label="chance")
-    ax.set_xticks(range(len(conds)), [_condition(c) for c in conds], fontsize=8)
-    ax.set_ylabel("accuracy on the subroutine test sets")
+            ns.append(_bar(ax, ci - 0.4 + (j + 0.5) * bar_w, g[col], bar_w, UNIT, color=colour, hatch=hatch,
+                           edgecolor="k", linewidth=0.3, label=label if ci == 0 else None))
+    ax.axhline(0.5, color="k", linestyle=":", linewidth=1, label="chance (0.5)")
+    ax.set_xticks(range(len(conds)), [_condition(c) for c in conds], fontsize=SMALL)
+    ax.set_xlabel("condition (architecture, pretraining)")
+    ax.set_ylabel("accuracy on the subroutine test sets\n(fraction correct)")
     ax.set_ylim(0, 1.05)
-    ax.legend(fontsize=6, loc="lower right")
+    _title(ax, "Found subnetwork vs ablated rest, trained networks",
+           [_ci_note(ns, "base models")])
+    _legend(ax, ncol=2)
     return _to_b64(fig)
 
 
@@ -126,21 +182,28 @@ def fig_share_vs_width(df: pd.DataFrame, min_base_acc: float = MIN_BASE_ACC) -> 
         return None
     fig, ax = _new_figure()
     col = _share_col(rows)
-    for i, ((arch, pre), g) in enumerate(rows.groupby(["architecture", "pretraining"], sort=True)):
-        s = _summary(g, "width", col)
-        _errorbar(ax, s["width"], s, color=f"C{i}", label=f"{arch}, {PRETRAINING.get(pre, pre)}")
-    # The untrained network does not depend on pretraining: one control line per architecture.
+    lines = [(f"{_arch(arch)}, {PRETRAINING.get(pre, pre)}", g, col, {"color": f"C{i}"})
+             for i, ((arch, pre), g) in enumerate(rows.groupby(["architecture", "pretraining"], sort=True))]
+    # The untrained network does not depend on pretraining: one control line per architecture, one value per
+    # network (its twins in the other pretraining conditions carry the same value: fill_untrained).
     for arch, g in rows.groupby("architecture", sort=True):
         if f"untrained_{col}" in g and g[f"untrained_{col}"].notna().any():
-            s = _summary(g, "width", f"untrained_{col}")
-            ax.plot(s["width"], s["mean"], ":", color="k" if arch == "mlp" else "C7", marker="x",
-                    label=f"{arch}, untrained control")
+            keys = [k for k in ("width", "seed") if k in g]
+            g = g.groupby(keys, sort=True)[[f"untrained_{col}"]].mean().reset_index()
+            lines.append((f"{_arch(arch)}, untrained network (control)", g, f"untrained_{col}",
+                          {"color": "k" if arch == "mlp" else "C7", "ls": ":", "marker": "x"}))
+    ns = []
+    for i, (label, g, c, style) in enumerate(lines):
+        s = _summary(g, "width", c)
+        ns += list(s["n"])
+        shift = 1.04 ** (i - (len(lines) - 1) / 2)  # lines side by side at a shared width (log axis)
+        _errorbar(ax, s["width"] * shift, s, bounds=UNIT, label=label, **style)
     _log_x(ax, rows["width"])
-    ax.set_xlabel("width (MLP hidden units / transformer d_model)")
-    ax.set_ylabel("share with SubDiff > tol and AblDiff < −tol" if col == "frac_robust"
-                  else "share meeting SubDiff > 0 and AblDiff < 0")
+    ax.set_xlabel("width (MLP hidden units / transformer model dimension)")
+    ax.set_ylabel(SHARE_ROBUST if col == "frac_robust" else SHARE_RAW)
     ax.set_ylim(-0.03, 1.03)
-    ax.legend(fontsize=7)
+    _title(ax, "Structural compositionality vs width", [_ci_note(ns, "base seeds")])
+    _legend(ax, ncol=2)
     return _to_b64(fig)
 
 
@@ -154,33 +217,43 @@ def fig_share_by_pretraining(df: pd.DataFrame, min_base_acc: float = MIN_BASE_AC
     col = _share_col(rows)
     conds = [c for c in PRETRAINING if c in set(rows["pretraining"])]
     bar_w = 0.8 / len(conds)
+    ns = []
     for j, pre in enumerate(conds):
         colour = {"none": "C7", "match_count": "C0", "subroutines": "C2"}[pre]
         for k, key in enumerate(keys):
             g = rows[(rows["architecture"] == key[0]) & (rows["width"] == key[1]) & (rows["pretraining"] == pre)]
             if len(g):
-                _bar(ax, k - 0.4 + (j + 0.5) * bar_w, g[col], bar_w, color=colour,
-                     hatch="//" if pre == "subroutines" else "", label=PRETRAINING[pre] if k == 0 else None)
-    ax.set_xticks(range(len(keys)), [f"{a}\n{int(w)}" for a, w in keys], fontsize=8)
-    ax.set_ylabel("share structural beyond noise" if col == "frac_robust" else "share meeting both criteria")
+                ns.append(_bar(ax, k - 0.4 + (j + 0.5) * bar_w, g[col], bar_w, UNIT, color=colour,
+                               hatch="//" if pre == "subroutines" else "", edgecolor="k", linewidth=0.3,
+                               label=PRETRAINING[pre] if k == 0 else None))
+    ax.set_xticks(range(len(keys)), [f"{_arch(a)}\nwidth {int(w)}" for a, w in keys], fontsize=SMALL)
+    ax.set_xlabel("architecture and width (hidden units / model dimension)")
+    ax.set_ylabel(SHARE_ROBUST if col == "frac_robust" else SHARE_RAW)
     ax.set_ylim(0, 1.05)
-    ax.legend(fontsize=8)
+    _title(ax, "Structural compositionality by pretraining", [_ci_note(ns, "base seeds")])
+    _legend(ax)
     return _to_b64(fig)
 
 
+_CI = "mean ± 95% t interval over base seeds, clipped to [0, 1] where a share (n in the title)"
+
 MODULARITY_FIGURES: dict[str, tuple[Any, str]] = {
     "mod_scores": (fig_scores, "SubDiff and AblDiff per subroutine (A plain, B hatched) and condition, pooled over "
-                               "widths, beside the random-mask and untrained-network controls; mean ± 95% CI over "
-                               "base seeds."),
+                               "widths, beside the random-mask and untrained-network controls; mean ± 95% t interval "
+                               "over base models (n in the title)."),
     "mod_accuracies": (fig_accuracies, "Accuracy of the found subnetwork and of the ablated model (the rest of the "
-                                       "network) on each subroutine's test set, trained networks; chance 0.5."),
+                                       "network) on each subroutine's test set, trained networks, pooled over widths; "
+                                       "chance 0.5; mean ± 95% t interval over base models (a model's mask seeds "
+                                       "averaged first; n in the title)."),
     "mod_share_vs_width": (fig_share_vs_width, "Share of (base model × mask seed) runs structural beyond test-set "
                                                "noise (SubDiff > tol, AblDiff < −tol) vs width, per architecture and "
-                                               "pretraining; dotted: untrained control."),
+                                               "pretraining (side by side at a shared width); dotted: untrained "
+                                               f"control; {_CI}."),
     "mod_share_by_pretraining": (fig_share_by_pretraining, "Share structural beyond test-set noise from scratch, "
                                                            "after generic (match-count) pretraining — which decides "
                                                            "— and after subroutine-head pretraining (hatched, a "
-                                                           "labelled extra), per architecture and width."),
+                                                           "labelled extra), per architecture and width; "
+                                                           f"{_CI}."),
 }
 
 

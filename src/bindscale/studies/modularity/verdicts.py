@@ -259,8 +259,7 @@ CONTROLS = (("untrained", "untrained network"), ("random", "random mask"))
 
 def structure_emerges(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
     margin = p["margin"]
-    stat = ("weakest of mean SubDiff, −mean AblDiff, and each net of the untrained-network and random-mask "
-            "controls (means over cells of base-seed means)")
+    stat = "weakest_structure_effect_net_of_controls"
     every, rows, details = _usable(ok, p["min_base_acc"])
 
     def stop(reason: str, n: int = 0, triple: tuple = NAN3) -> tuple:
@@ -505,7 +504,7 @@ def _no_extra(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def structure_grows_with_width(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
-    stat = "share structural beyond noise, largest − smallest width (mean over architecture × pretraining)"
+    stat = "share_structural_gain_widest_vs_narrowest"
     verdict, triple, n, details = _contrast_verdict(ok, p, ("architecture", "pretraining"), _widest, "two widths",
                                                     _no_extra)
     every, _, _ = _usable(ok, p["min_base_acc"])
@@ -538,8 +537,7 @@ def lost_planned_width(df: pd.DataFrame, details: Mapping) -> str | None:
 
 
 def pretraining_reliability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
-    stat = (f"share structural beyond noise, generic ({GENERIC}) pretraining − from scratch "
-            "(mean over architecture × width)")
+    stat = "share_structural_gain_pretrained_vs_scratch"
     verdict, triple, n, details = _contrast_verdict(ok, p, ("architecture", "width"), _pretrained(GENERIC),
                                                     f"{GENERIC} and from-scratch trials",
                                                     lambda r: r[r["pretraining"] != EXTRA])

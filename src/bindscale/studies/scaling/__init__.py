@@ -22,7 +22,8 @@ CLAIMS = (
         statement=("Redhardt, Schug, Akram 2025: plain MLPs generalize to held-out module combinations once width "
                    "and coverage of the combination space grow (held-out R² reaches the study's threshold at the "
                    "largest width and best coverage, and widening helps)."),
-        statistic="held-out R² of the widest MLP at the best coverage (mean over seeds)",
+        statistic=("Held-out R² of the widest MLP at the best coverage (smallest hold-out), mean over seeds with "
+                   "a Student t interval."),
         rule=f"{_V}:_scaling", thresholds={"r2_threshold": (0.0, 1.0)}, defaults={"r2_threshold": 0.9},
         figures=("heldout_vs_width", "heldout_vs_train_combos", "training_curves"),
         guards=(f"{_V}:SCALING_GUARDS.lost", f"{_V}:SCALING_GUARDS.planned"),
@@ -33,7 +34,9 @@ CLAIMS = (
         statement=("Redhardt, Schug, Akram 2025: how linearly decodable the constituents are from a network's "
                    "hidden activations predicts its held-out (compositional) success, beyond the configuration "
                    "(width, coverage, encoding) and beyond a random-init network's decodability."),
-        statistic="Spearman correlation of decodability with held-out R², within configuration cells",
+        statistic=("Spearman correlation, across MLP trials, of the constituents' linear decodability (probe R² at "
+                   "the layer chosen on in-distribution tasks) with held-out R² (pairs-bootstrap interval); the "
+                   "within-cell partial Spearman and its excess over a random-init network's decide beside it."),
         rule=f"{_V}:_decodability", thresholds={"rho_threshold": (-1.0, 1.0)}, defaults={"rho_threshold": 0.5},
         figures=("decodability",),
     ),
@@ -45,7 +48,9 @@ CLAIMS = (
         statement=("Schug et al. 2024 (with Greff, van Steenkiste, Schmidhuber 2020): an explicit binding "
                    "architecture (a hypernetwork over module banks) reaches a given held-out R² with fewer "
                    "parameters than a plain MLP."),
-        statistic="parameters an MLP needs over those a hypernetwork needs to reach the target R² (ratio)",
+        statistic=("Parameters an MLP needs over those a hypernetwork needs to reach the target held-out R² "
+                   "(ratio; each count interpolated in log-parameters between grid points; percentile bootstrap "
+                   "over the seeds of every cell)."),
         rule=f"{_V}:_binding", thresholds={"target_r2": (0.0, 1.0)}, defaults={"target_r2": 0.9},
         figures=("heldout_vs_params",), guards=(f"{_V}:BINDING_GUARDS.lost",), retired=("tolerance",),
     ),
@@ -56,7 +61,9 @@ CLAIMS = (
         statement=("The project's synthesis: scale (width) helps held-out combinations inside the convex hull of the "
                    "training combinations and not those outside it (a never-seen pairing), compared at equal numbers "
                    "of active modules."),
-        statistic="out-of-hull R² gain from the narrowest to the widest MLP, against the in-hull gain",
+        statistic=("Out-of-hull held-out R² of the widest minus the narrowest MLP, at equal numbers of active "
+                   "modules, mean over hold-outs of cell means (Welch–Satterthwaite interval); the in-hull gain and "
+                   "the in − out gap at the largest width decide beside it."),
         rule=f"{_V}:_hull", thresholds={"margin": (0.0, 1.0)}, defaults={"margin": 0.05},
         figures=("hull_vs_width",),
         guards=(f"{_V}:HULL_GUARDS.lost", f"{_V}:HULL_GUARDS.planned"),

@@ -14,12 +14,17 @@ from matplotlib.colors import LogNorm
 
 from bindscale.report.figures import (
     N_BOOT,
+    SMALL,
     _as_list,
+    _band,
+    _ci_note,
     _errorbar,
     _fixed,
+    _legend,
     _log_x,
     _new_figure,
     _summary,
+    _summary_of,
     _title,
     _to_b64,
     _two,
@@ -42,6 +47,12 @@ def _mlp(df: pd.DataFrame, *cols: str, withheld: bool = False) -> pd.DataFrame:
 
 # ----------------------------------------------------------------- figures --
 
+#: Axis labels in words (never a raw column name).
+WIDTH = "MLP width (hidden units per layer)"
+R2 = "held-out R²"
+MODELS = {"mlp": "MLP", "hypernet": "hypernetwork (explicit binding)"}
+
+
 def fig_heldout_vs_width(df: pd.DataFrame, threshold: float | None = None) -> str | None:
     """Held-out R² vs MLP width, one line per coverage (labelled by training combos).
 
@@ -52,17 +63,19 @@ def fig_heldout_vs_width(df: pd.DataFrame, threshold: float | None = None) -> st
     if rows.empty:
         return None
     fig, ax = _new_figure()
+    ns = []
     for h, g in rows.groupby("holdout"):
         s = _summary(g, "width", "r2_heldout")
+        ns += list(s["n"])
         n_train = g["n_train_combos"].median()
-        label = (f"{n_train:.0f} train combos" if np.isfinite(n_train) else "") + f" (holdout {h:g})"
-        _errorbar(ax, s["width"], s, label=label.strip())
+        label = f"hold-out {h:g}" + (f" ({n_train:.0f} training combinations)" if np.isfinite(n_train) else "")
+        _errorbar(ax, s["width"], s, label=label)
     if threshold is not None:
-        ax.axhline(threshold, ls="--", c="grey", lw=1, label=f"threshold {threshold:g}")
+        ax.axhline(threshold, ls="--", c="grey", lw=1, label=f"the claim's threshold, R² = {threshold:g}")
     _log_x(ax, rows["width"])
-    ax.set(xlabel="MLP width", ylabel="held-out R²")
-    _title(ax, "Held-out R² vs width", _fixed(note))
-    ax.legend(fontsize=8)
+    ax.set(xlabel=WIDTH, ylabel=R2)
+    _title(ax, "Held-out R² vs width", _fixed(note) + [_ci_note(ns)])
+    _legend(ax)
     return _to_b64(fig)
 
 
@@ -72,15 +85,17 @@ def fig_heldout_vs_train_combos(df: pd.DataFrame) -> str | None:
     if rows.empty:
         return None
     fig, ax = _new_figure()
+    ns = []
     for w, g in rows.groupby("width"):
         s = _summary(g, "holdout", "r2_heldout")
+        ns += list(s["n"])
         # x: median combos per holdout (the count is fixed by the split).
         x = [g.loc[g["holdout"] == h, "n_train_combos"].median() for h in s["holdout"]]
         order = np.argsort(x)
         _errorbar(ax, np.asarray(x)[order], s.iloc[order], label=f"width {w:g}")
-    ax.set(xlabel="number of training combinations", ylabel="held-out R²")
-    _title(ax, "Held-out R² vs training combinations", _fixed(note))
-    ax.legend(fontsize=8)
+    ax.set(xlabel="training combinations of modules (count)", ylabel=R2)
+    _title(ax, "Held-out R² vs training combinations", _fixed(note) + [_ci_note(ns)])
+    _legend(ax)
     return _to_b64(fig)
 
 
@@ -88,7 +103,8 @@ def fig_decodability(df: pd.DataFrame) -> str | None:
     """Decodability (best hidden layer) vs held-out R², coloured by width.
 
     The random-init control (``decod_random``) is a second marker set and the
-    input-encoding baseline (mean ``decod_input``) a dotted vertical line.
+    input-encoding baseline (mean ``decod_input``) a dotted vertical line. A point is
+    one trial (no means: nothing to put an interval on).
     """
     rows = _mlp(df, "decod_best", "r2_heldout")
     if rows.empty:
@@ -99,26 +115,26 @@ def fig_decodability(df: pd.DataFrame) -> str | None:
     norm = LogNorm(widths[finite_w].min(), widths[finite_w].max()) if finite_w.any() and np.ptp(widths[finite_w]) > 0 else None
     colour = {"c": widths, "norm": norm, "cmap": "viridis"} if norm is not None else {}
     sc = ax.scatter(rows["decod_best"], rows["r2_heldout"], s=30,
-                    label="trained (best hidden layer)", **colour)
+                    label="trained network (best hidden layer), one trial each", **colour)
     ctrl = rows[np.isfinite(rows["decod_random"])]
     if not ctrl.empty:
         ax.scatter(ctrl["decod_random"], ctrl["r2_heldout"], marker="x", c="grey", s=25,
-                   label="random-init control")
+                   label="same probe on a random-init network (control)")
     base = rows["decod_input"].to_numpy(float)
     if np.isfinite(base).any():
-        ax.axvline(np.nanmean(base), ls=":", c="k", lw=1, label="input encoding (baseline)")
+        ax.axvline(np.nanmean(base), ls=":", c="k", lw=1, label="probe on the input encoding (baseline)")
     if norm is not None:
-        cbar = fig.colorbar(sc, ax=ax, label="width")
+        cbar = fig.colorbar(sc, ax=ax, label=WIDTH)
         ticks = sorted(set(widths[finite_w]))
         if len(ticks) <= 8:  # label the actual widths, not 10^k
             cbar.set_ticks(ticks, labels=[f"{t:g}" for t in ticks])
             cbar.ax.minorticks_off()
     rho = correlation_ci(rows["decod_best"], rows["r2_heldout"], "spearman", N_BOOT)[0]
     r = correlation_ci(rows["decod_best"], rows["r2_heldout"], "pearson", N_BOOT)[0]
-    ax.set(xlabel="linear decodability of constituents (probe R²)", ylabel="held-out R²",
-           title=f"Spearman ρ = {_two(rho)}, Pearson r = {_two(r)} (n = {len(rows)})")
+    ax.set(xlabel="linear decodability of the constituents (probe R²)", ylabel=R2,
+           title=f"Spearman ρ = {_two(rho)}, Pearson r = {_two(r)} (n = {len(rows)} trials)")
     ax.title.set_fontsize(11)
-    ax.legend(fontsize=8)
+    _legend(ax, ncol=1)
     return _to_b64(fig)
 
 
@@ -136,16 +152,18 @@ def fig_heldout_vs_params(df: pd.DataFrame) -> str | None:
     h = min(shared) if shared else rows["holdout"].min()
     rows, note = restrict_to_mode(rows[rows["holdout"] == h], ("encoding", "split"))
     fig, ax = _new_figure()
+    ns = []
     for model, g in rows.groupby("model"):
         s = _summary(g, ["width", "depth"], "r2_heldout")
+        ns += list(s["n"])
         s["n_params"] = [g.loc[(g["width"] == w) & (g["depth"] == d), "n_params"].median()
                          for w, d in zip(s["width"], s["depth"])]
         s = s.sort_values("n_params")
-        _errorbar(ax, s["n_params"], s, label=model)
+        _errorbar(ax, s["n_params"], s, label=MODELS.get(str(model), str(model)))
     ax.set_xscale("log")
-    ax.set(xlabel="parameter count", ylabel="held-out R²")
-    _title(ax, "Held-out R² vs parameters", [f"holdout {h:g}", *_fixed(note)])
-    ax.legend(fontsize=8)
+    ax.set(xlabel="parameters (count, log scale)", ylabel=R2)
+    _title(ax, "Held-out R² vs parameters", [f"hold-out {h:g}", *_fixed(note), _ci_note(ns)])
+    _legend(ax)
     return _to_b64(fig)
 
 
@@ -154,7 +172,8 @@ def fig_hull_vs_width(df: pd.DataFrame) -> str | None:
 
     Uses the hull claim's rows and comparison (:func:`bindscale.report.verdicts.arity_matched_hull`:
     the withheld-pair grid where there is one; R² averaged over the numbers of active modules that
-    have both kinds); the unmatched out-of-hull R² is drawn dashed beside it.
+    have both kinds); the unmatched out-of-hull R² is drawn dashed beside it. In-hull (blue, circles)
+    and out-of-hull (red, squares) are also written at the lines' right ends.
     """
     rows = _mlp(df, "r2_inhull", "r2_outhull", withheld=True)
     if not any(ARITY_COLUMN.match(str(c)) for c in rows.columns):
@@ -164,20 +183,35 @@ def fig_hull_vs_width(df: pd.DataFrame) -> str | None:
     if rows.empty:
         return None
     fig, ax = _new_figure()
-    for col, label, style in (("in_matched", "in-hull", "-"), ("out_matched", "out-of-hull", "-"),
-                              ("r2_outhull", "out-of-hull, all sizes (unmatched)", "--")):
+    ns = []
+    for col, label, style, colour, marker, tag in (
+            ("in_matched", "in hull: held-out combinations inside the convex hull of the training ones",
+             "-", "tab:blue", "o", "in hull"),
+            ("out_matched", "out of hull: a module pairing never seen in training (same numbers of modules)",
+             "-", "tab:red", "s", "out of hull"),
+            ("r2_outhull", "out of hull, all numbers of modules (not matched)", "--", "tab:red", "s", None)):
         s = _summary(rows, "width", col)
-        _errorbar(ax, s["width"], s, label=label, linestyle=style)
+        ns += list(s["n"])
+        _errorbar(ax, s["width"], s, label=label, linestyle=style, color=colour, marker=marker,
+                  alpha=1.0 if tag else 0.45, mfc=colour if tag else "none")
+        if tag and len(s):
+            ax.annotate(tag, (s["width"].iloc[-1], s["mean"].iloc[-1]), xytext=(8, 0), textcoords="offset points",
+                        va="center", ha="left", fontsize=SMALL, color=colour, fontweight="bold")
     _log_x(ax, rows["width"])
-    pooled = ["holdouts pooled"] if rows["holdout"].nunique() > 1 else []
-    ax.set(xlabel="MLP width", ylabel="held-out R²")
-    _title(ax, "Inside vs outside the training hull, equal numbers of modules", _fixed(note) + pooled)
-    ax.legend(fontsize=8)
+    lo, hi = ax.get_xlim()
+    ax.set_xlim(lo, hi * (hi / lo) ** 0.3)  # room for the line-end labels (log axis)
+    pooled = rows["holdout"].nunique() > 1
+    ax.set(xlabel=WIDTH, ylabel=R2)
+    _title(ax, "Inside vs outside the training hull, equal numbers of modules",
+           _fixed(note) + (["hold-outs pooled", _ci_note(ns, "seeds × hold-outs")] if pooled
+                           else [_ci_note(ns)]))
+    _legend(ax, ncol=1)
     return _to_b64(fig)
 
 
 def fig_training_curves(df: pd.DataFrame) -> str | None:
-    """Held-out R² over training steps, mean over seeds per width, at min holdout."""
+    """Held-out R² over training steps at the smallest hold-out: mean over seeds per width with its
+    95% t interval as a band."""
     if "curve_steps" not in df or "curve_r2_heldout" not in df:
         return None
     rows, note = restrict_to_mode(_mlp(df, "width", "holdout"), COMPARE_LIKE)
@@ -185,7 +219,7 @@ def fig_training_curves(df: pd.DataFrame) -> str | None:
         return None
     rows = rows[rows["holdout"] == rows["holdout"].min()]
     fig, ax = _new_figure()
-    drawn = False
+    ns = []
     for w, g in rows.groupby("width"):
         by_step: dict[float, list[float]] = {}
         for steps, vals in zip(g["curve_steps"], g["curve_r2_heldout"]):
@@ -195,34 +229,37 @@ def fig_training_curves(df: pd.DataFrame) -> str | None:
             for st, v in zip(steps, vals):
                 if math.isfinite(v):
                     by_step.setdefault(st, []).append(v)
-        if by_step:
-            xs = sorted(by_step)
-            ax.plot(xs, [np.mean(by_step[x]) for x in xs], marker=".", label=f"width {w:g}")
-            drawn = True
-    if not drawn:
+        s = _summary_of(by_step, "step")
+        if len(s):
+            ns += list(s["n"])
+            _band(ax, s["step"], s, marker=".", label=f"width {w:g}")
+    if not ns:
         return None
-    ax.set(xlabel="training step", ylabel="held-out R² (mean over seeds)")
-    _title(ax, "Training curves", [f"holdout {rows['holdout'].min():g}", *_fixed(note)])
-    ax.legend(fontsize=8)
+    ax.set(xlabel="training step (optimizer updates)", ylabel=R2)
+    _title(ax, "Training curves", [f"hold-out {rows['holdout'].min():g}", *_fixed(note), _ci_note(ns)])
+    _legend(ax)
     return _to_b64(fig)
 
+
+_CI = "mean ± 95% t interval over seeds (n seeds per point in the title)"
 
 # name -> (function, caption); the order is the report's order.
 FIGURES: dict[str, tuple[Callable[..., str | None], str]] = {
     "heldout_vs_width": (fig_heldout_vs_width,
-                         "Held-out R² vs MLP width, one line per coverage; mean ± 95% CI over seeds."),
+                         f"Held-out R² vs MLP width, one line per coverage (hold-out fraction); {_CI}."),
     "heldout_vs_train_combos": (fig_heldout_vs_train_combos,
-                                "Held-out R² vs number of training combinations, one line per width."),
+                                f"Held-out R² vs number of training combinations, one line per width; {_CI}."),
     "training_curves": (fig_training_curves,
-                        "Held-out R² during training at the best coverage, mean over seeds."),
+                        f"Held-out R² during training at the best coverage; {_CI} (band)."),
     "decodability": (fig_decodability,
-                     "Linear decodability of the constituents vs held-out R²; "
+                     "Linear decodability of the constituents vs held-out R², one point per trial; "
                      "crosses: same probe on a random-init network (control)."),
     "heldout_vs_params": (fig_heldout_vs_params,
                           "Held-out R² vs parameter count, one line per model "
-                          "(MLP vs hypernetwork, where both were trained: explicit binding)."),
+                          f"(MLP vs hypernetwork, where both were trained: explicit binding); {_CI}."),
     "hull_vs_width": (fig_hull_vs_width,
-                      "Held-out R² inside vs outside the convex hull of training combinations."),
+                      "Held-out R² inside (blue) vs outside (red) the convex hull of the training combinations, "
+                      f"at equal numbers of active modules; dashed: out of hull unmatched; {_CI}."),
 }
 
 

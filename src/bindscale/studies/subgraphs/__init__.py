@@ -22,7 +22,13 @@ CLAIMS = (
                    "out-of-distribution exact match from more parameters (no model size of one task beats the "
                    "smallest by the margin), and its out-of-distribution accuracy stays low (the largest model's "
                    "is clearly below its in-distribution accuracy)."),
-        statistic="largest out-of-distribution exact-match gain of any model size over the smallest",
+        statistic=("The out-of-distribution exact-match gain over the smallest model of the model size that gains "
+                   "most (by its interval's low end among sizes whose gain clears the margin, else by its high end): "
+                   "a difference of means over seeds with Welch's interval, within one task, scratchpad trials, "
+                   "the largest training set. Where the other part decides (out-of-distribution accuracy stays "
+                   "low) the rule returns id_minus_ood_acc_largest_model instead: the largest model's "
+                   "in-distribution minus out-of-distribution exact match, paired by seed (t interval). With "
+                   "several tasks each is decided within its task; the details name the deciding one (task_used)."),
         rule=f"{_V}:scale_does_not_lift_ood",
         thresholds={"margin": (0.0, 1.0), "ood_floor": (0.0, 1.0), "min_id_acc": (0.0, 1.0),
                     "min_ood_drop": (0.0, 1.0)},
@@ -36,7 +42,12 @@ CLAIMS = (
         statement=("Dziri et al. 2023 (Faith and Fate): transformers get a computation step right mostly when its "
                    "whole computation subgraph occurred in training: most correct steps are seen ones (share above "
                    "one half), and at equal depth correct steps are more often seen ones than wrong steps are."),
-        statistic="seen-subgraph share of correct minus wrong steps at equal depth",
+        statistic=("The share of correct scratchpad steps whose whole computation subgraph occurs in training "
+                   "minus that share among wrong steps, at equal depth (per trial, depths weighted by the pairs "
+                   "they can form), mean of (model size, training set) cell means over seeds with a "
+                   "Welch–Satterthwaite interval. Where the other part decides (most correct steps are seen ones) "
+                   "the rule returns seen_share_correct instead: the seen share of correct steps over all depths, "
+                   "same cells. Decided within each task; the details name the deciding one (task_used)."),
         rule=f"{_V}:correct_steps_seen_in_training", thresholds={"margin": (0.0, 1.0)}, defaults={"margin": 0.05},
         figures=("sg_coverage_by_depth", "sg_error_types", "sg_acc_by_depth"), aliases=("seen_subgraphs",),
     ),

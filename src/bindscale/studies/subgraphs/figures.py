@@ -2,9 +2,12 @@
 
 Each ``fig_*`` takes the results table and returns a base64 PNG or None when
 its data are missing. Per-trial tables (accuracy by depth, error types, …) are
-JSON strings in the table; they are averaged over the seeds of the focus
+JSON strings in the table (a mapping is read as well); they are averaged over the seeds of the focus
 condition: the largest model, scratchpad format where present, the largest
-training set. Error bars: 95% bootstrap intervals of the mean over seeds.
+training set. Every plotted mean carries its 95% Student t interval over seeds
+(:func:`bindscale.stats.mean_ci`; the title gives n). Axes of problem size and depth shade the
+in-distribution range (sizes ≤ ``task.id_max``; depths reached by such problems) and the
+out-of-distribution range beyond it.
 The error-type figure ``sg_error_types`` labels nodes with Dziri et al.'s
 definitions (:func:`bindscale.analysis.subgraphs.classify_nodes_dziri`);
 ``sg_error_types_recomputed`` shows bindscale's recomputed labels beside it.
@@ -15,19 +18,41 @@ Faith and Fate's (:func:`bindscale.tasks.multiplication.source_depth`).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
+from matplotlib.patches import Rectangle
 
-from bindscale.report.figures import N_BOOT, _new_figure, _to_b64
+from bindscale.report.figures import (
+    ID_COLOUR,
+    OOD_COLOUR,
+    SMALL,
+    _ci_note,
+    _errorbar,
+    _id_ood_spans,
+    _legend,
+    _log_counts,
+    _new_figure,
+    _summary,
+    _summary_of,
+    _title,
+    _to_b64,
+    _yerr,
+)
 from bindscale.report.verdicts import ok_rows
-from bindscale.stats import mean_ci
 
 from .verdicts import _prepare, focus_rows, scratchpad_flags
 
 LABEL_COLOURS = {"correct": "tab:green", "restoration": "tab:olive", "propagation": "tab:orange",
                  "local": "tab:red", "missing": "tab:gray"}
+#: Accuracies and shares lie in [0, 1]: intervals are drawn clipped to it.
+UNIT = (0.0, 1.0)
+#: y limits of an accuracy axis with room above 1 for the in/out-of-distribution labels.
+HEADROOM = (-0.03, 1.22)
+EXACT = "exact match (fraction of test problems)"
 
 
 def _ok(df: pd.DataFrame) -> pd.DataFrame:
@@ -39,19 +64,32 @@ def _largest(df: pd.DataFrame) -> pd.DataFrame:
     return rows[rows["n_params"] == rows["n_params"].max()] if len(rows) else rows
 
 
-def _finish(fig, ax, xlabel: str, ylabel: str, legend: int | None = 8, unit: bool = True) -> str:
-    """Label the axes (y in [0, 1] when ``unit``), add the legend, render."""
+def _finish(fig, ax, xlabel: str, ylabel: str, legend: bool = True, ylim: tuple[float, float] | None = (-0.03, 1.03),
+            ncol: int | None = None) -> str:
+    """Label the axes, set ``ylim``, put the legend below the axes, render."""
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    if unit:
-        ax.set_ylim(-0.03, 1.03)
+    if ylim:
+        ax.set_ylim(*ylim)
     if legend:
-        ax.legend(fontsize=legend)
+        _legend(ax, ncol=ncol)
     return _to_b64(fig)
 
 
+def _table(v: Any) -> dict | None:
+    """One trial's table: a JSON string or a mapping (a struct column), else None."""
+    if isinstance(v, str):
+        try:
+            v = json.loads(v)
+        except ValueError:
+            return None
+    return dict(v) if isinstance(v, Mapping) else None
+
+
 def _tables(rows: pd.DataFrame, col: str) -> list[dict]:
-    return [json.loads(v) for v in rows[col] if isinstance(v, str)] if col in rows else []
+    if col not in rows:
+        return []
+    return [t for t in map(_table, rows[col]) if t is not None]
 
 
 def _gather(tables: list[dict], levels: int, pick: Any = lambda leaf: leaf) -> dict:
@@ -75,33 +113,118 @@ def _gather(tables: list[dict], levels: int, pick: Any = lambda leaf: leaf) -> d
     return out
 
 
+# ------------------------------------------------------- distribution ranges --
+
+def _setting(rows: pd.DataFrame, col: str) -> int | None:
+    """The value of a task setting shared by ``rows`` (e.g. ``task.id_max``), or None when absent or mixed."""
+    if col not in rows:
+        return None
+    vals = pd.to_numeric(rows[col], errors="coerce").dropna().unique()
+    return int(vals[0]) if len(vals) == 1 else None
+
+
+def _family(rows: pd.DataFrame) -> str | None:
+    for col in ("task.family", "task"):
+        if col in rows and rows[col].nunique(dropna=True) == 1:
+            return str(rows[col].dropna().iloc[0])
+    return None
+
+
+def _size_word(rows: pd.DataFrame) -> str:
+    return {"maxsubseq": "length", "multiplication": "digits"}.get(_family(rows) or "", "size")
+
+
+def _ranges(rows: pd.DataFrame) -> tuple[str, str]:
+    """Words for the in- and out-of-distribution size ranges: ('length ≤ 5', 'length 6–7')."""
+    word, id_max, ood_max = _size_word(rows), _setting(rows, "task.id_max"), _setting(rows, "task.ood_max")
+    if id_max is None:
+        return "", ""
+    out = f"{word} {id_max + 1}–{ood_max}" if ood_max and ood_max > id_max + 1 else f"{word} > {id_max}"
+    return f"{word} ≤ {id_max}", out
+
+
+def deepest_in_distribution(rows: pd.DataFrame) -> int | None:
+    """The largest bindscale graph depth of an in-distribution problem (sizes ≤ ``task.id_max``), or None.
+
+    Read off the task's own graph at its largest in-distribution size (maxsubseq: depth ``n + 1``;
+    multiplication: ``n + max(m, 2) + 1``), so it follows the task code.
+    """
+    id_max, family = _setting(rows, "task.id_max"), _family(rows)
+    if id_max is None or id_max < 1:
+        return None
+    try:
+        if family == "maxsubseq":
+            from .tasks import maxsubseq
+            return int(maxsubseq.make_example([1] * id_max, True).depth)
+        if family == "multiplication":
+            from .tasks import multiplication
+            big = int("9" * id_max)
+            return int(multiplication.make_example(big, big, True).depth)
+    except Exception:  # noqa: BLE001 - a figure without spans beats no figure
+        return None
+    return None
+
+
+def _depth_spans(ax: Any, rows: pd.DataFrame, nodes: bool = False) -> None:
+    """Shade the depths that in-distribution problems reach (green) and the depths beyond them (red: only
+    out-of-distribution problems go there). ``nodes``: the axis is a node's depth, not a problem's."""
+    d = deepest_in_distribution(rows)
+    if d is None:
+        return
+    if nodes:
+        _id_ood_spans(ax, d + 0.5, f"node depths that occur\nin training (≤ {d})", f"deeper than any\ntraining node (> {d})")
+    else:
+        _id_ood_spans(ax, d + 0.5, f"depths of in-distribution\nproblems (≤ {d})",
+                      f"deeper than any\ntraining problem (> {d})")
+
+
+def _size_spans(ax: Any, rows: pd.DataFrame) -> None:
+    id_max = _setting(rows, "task.id_max")
+    if id_max is not None:
+        inside, outside = _ranges(rows)
+        _id_ood_spans(ax, id_max + 0.5, f"in distribution\n({inside})", f"out of distribution\n({outside})")
+
+
+# ------------------------------------------------------------------ figures --
+
 def fig_acc_vs_params(df: pd.DataFrame) -> str | None:
+    """Exact match in (solid) and out of distribution (dashed) vs parameters, one colour per task, format and
+    training-set size; mean ± 95% t interval over seeds."""
     ok = _ok(df)
     if "acc_ood" not in ok or ok.empty:
         return None
     fig, ax = _new_figure()
     ok = ok.assign(scratchpad=scratchpad_flags(ok))  # read robustly: NaN / odd strings are unknown, left out
     cols = [c for c in ("task", "scratchpad", "n_train") if c in ok and ok[c].notna().any()]
-    label = {"task": str, "scratchpad": lambda k: "scratchpad" if k else "answer only", "n_train": lambda k: f"{int(k)} ex."}
-    for i, (key, g) in enumerate(ok.groupby(cols)):  # tasks are never pooled into one curve
+    label = {"task": str, "scratchpad": lambda k: "scratchpad" if k else "answer only",
+             "n_train": lambda k: f"{int(k)} training examples"}
+    groups = list(ok.groupby(cols)) if cols else [((), ok)]
+    handles, labels, ns = [], [], []
+    for i, (key, g) in enumerate(groups):  # tasks are never pooled into one curve
         key = key if isinstance(key, tuple) else (key,)
-        name = ", ".join(label[c](k) for c, k in zip(cols, key))
-        for col, style in (("acc_id", "-"), ("acc_ood", "--")):
-            xs, ms, lo, hi = [], [], [], []
-            for n, gg in g.groupby("n_params"):
-                m, a, b = mean_ci(gg[col], N_BOOT)
-                xs.append(n), ms.append(m), lo.append(m - a), hi.append(b - m)
-            ax.errorbar(xs, ms, yerr=[lo, hi], fmt="o" + style, color=f"C{i}", capsize=3,
-                        label=f"{'in' if col == 'acc_id' else 'out of'} distribution, {name}")
-    ax.set_xscale("log")
-    return _finish(fig, ax, "parameters", "exact match (final answer)", legend=7)
+        name = ", ".join(label[c](k) for c, k in zip(cols, key)) or "all trials"
+        shift = 1.06 ** (i - (len(groups) - 1) / 2)  # conditions side by side at a shared size
+        for col, style, marker, face in (("acc_id", "-", "o", f"C{i}"), ("acc_ood", "--", "s", "white")):
+            s = _summary(g, "n_params", col)
+            ns += list(s["n"])
+            _errorbar(ax, s["n_params"] * shift, s, bounds=UNIT, ls=style, marker=marker, mfc=face, color=f"C{i}")
+        handles.append(Line2D([], [], color=f"C{i}", lw=6))
+        labels.append(name)
+    inside, outside = _ranges(ok)
+    handles += [Line2D([], [], color="k", ls="-", marker="o"), Line2D([], [], color="k", ls="--", marker="s", mfc="white")]
+    labels += [f"in distribution{f' ({inside})' if inside else ''}",
+               f"out of distribution{f' ({outside})' if outside else ''}"]
+    _log_counts(ax, ok["n_params"])
+    _title(ax, "Exact match vs model size", [_ci_note(ns)])
+    ax.set(xlabel="parameters (count, log scale)", ylabel=EXACT, ylim=(-0.03, 1.03))
+    _legend(ax, ncol=2, handles=handles, labels=labels)
+    return _to_b64(fig)
 
 
-def _mean_by_depth(tables: list[dict]) -> tuple[list[int], list[float]]:
-    """Depths and the mean over trials of each depth's accuracy (``{depth: [n, accuracy]}`` tables)."""
+def _by_depth(tables: list[dict]) -> pd.DataFrame:
+    """Per depth, the mean over trials of its accuracy (``{depth: [n, accuracy]}`` tables) with its t interval."""
     acc = {int(d): v for d, v in _gather(tables, 1, lambda na: na[1]).items()}
-    depths = sorted(acc)
-    return depths, [float(np.mean(acc[d])) for d in depths]
+    return _summary_of(acc, "depth")
 
 
 def fig_acc_by_depth(df: pd.DataFrame) -> str | None:
@@ -111,55 +234,83 @@ def fig_acc_by_depth(df: pd.DataFrame) -> str | None:
     if not tables:
         return None
     fig, ax = _new_figure()
-    depths, means = _mean_by_depth(tables)
-    ax.plot(depths, means, "o-", label="bindscale's graph depth (largest model)")
+    s = _by_depth(tables)
+    _errorbar(ax, s["depth"], s, bounds=UNIT, label="bindscale's graph depth (largest model)")
+    ns = list(s["n"])
     source = [t for t in _tables(rows, "acc_by_depth_source") if t]
     if source:
-        ax.plot(*_mean_by_depth(source), "s:", color="tab:purple",
-                label="Faith and Fate's graph depth (same predictions)")
+        f = _by_depth(source)
+        ns += list(f["n"])
+        _errorbar(ax, f["depth"], f, bounds=UNIT, fmt="s:", color="tab:purple",
+                  label="Faith and Fate's graph depth (same predictions)")
     eps = float(np.nanmedian(rows["compound_eps"])) if "compound_eps" in rows else np.nan
     if np.isfinite(eps):
-        grid = np.linspace(min(depths), max(depths), 50)
+        grid = np.linspace(s["depth"].min(), s["depth"].max(), 50)
         r2 = float(np.nanmedian(rows["compound_r2"])) if "compound_r2" in rows else np.nan
-        ax.plot(grid, (1 - eps) ** grid, "k--", label=f"(1 − ε)^depth, ε = {eps:.3f} (fit R² {r2:.2f})")
-    return _finish(fig, ax, "computation-graph depth", "exact match")
+        ax.plot(grid, (1 - eps) ** grid, "k--", label=f"(1 − ε)^depth, ε = {eps:.3f} (median fit, R² {r2:.2f})")
+    ax.set_xlim(s["depth"].min() - 0.5, s["depth"].max() + 0.5)
+    ax.set_ylim(*HEADROOM)
+    _depth_spans(ax, rows)
+    _title(ax, "Exact match by computation-graph depth", [_ci_note(ns)])
+    return _finish(fig, ax, "computation-graph depth (longest input-to-answer path, edges)", EXACT, ylim=None,
+                   ncol=1)
 
 
 def fig_error_types(df: pd.DataFrame, column: str = "taxonomy_dziri_by_depth") -> str | None:
-    """Stacked shares of node labels by depth; ``column`` picks the taxonomy (Dziri et al.'s by default)."""
+    """Share of each node label by depth, one line per label; ``column`` picks the taxonomy (Dziri et al.'s by
+    default). A label absent from a trial's table at a depth has share 0 there."""
     rows = _largest(df)
     tables = _tables(rows, column)
     if not tables:
         return None
-    share = {int(d): labs for d, labs in _gather(tables, 2).items()}
-    depths = sorted(share)
-    n_trials = {d: sum(str(d) in t for t in tables) for d in depths}
+    depths = sorted({int(d) for t in tables for d in t})
     fig, ax = _new_figure()
-    bottom = np.zeros(len(depths))
-    for lab, colour in LABEL_COLOURS.items():
-        # a label absent from a trial's table has share 0 there: average over every trial with that depth
-        vals = np.array([sum(share[d].get(lab, [])) / n_trials[d] for d in depths])
-        if vals.any():
-            ax.bar(depths, vals, bottom=bottom, color=colour, label=lab)
-            bottom += vals
-    return _finish(fig, ax, "node depth", "share of scratchpad nodes", legend=7, unit=False)
+    present = [lab for lab in LABEL_COLOURS if any(lab in labs for t in tables for labs in t.values())]
+    ns = []
+    for j, lab in enumerate(present):
+        per = {d: [float((t[str(d)] or {}).get(lab, 0.0)) for t in tables if str(d) in t] for d in depths}
+        s = _summary_of(per, "depth")
+        ns += list(s["n"])
+        shift = 0.08 * (j - (len(present) - 1) / 2)  # labels side by side at a depth
+        _errorbar(ax, s["depth"] + shift, s, bounds=UNIT, color=LABEL_COLOURS[lab], label=lab, markersize=4)
+    ax.set_xticks(depths)
+    ax.set_xlim(min(depths) - 0.5, max(depths) + 0.5)
+    ax.set_ylim(*HEADROOM)
+    _depth_spans(ax, rows, nodes=True)
+    _title(ax, "Scratchpad node labels by depth", [_ci_note(ns)])
+    return _finish(fig, ax, "node depth (edges from the inputs)", "share of the scratchpad nodes at that depth",
+                   ylim=None, ncol=len(present))
 
 
 def fig_coverage_by_depth(df: pd.DataFrame) -> str | None:
+    """Share of correct and of wrong nodes whose whole ancestry occurs in training, by depth."""
     rows = _largest(df)
     tables = _tables(rows, "coverage_by_depth")
     if not tables:
         return None
     seen = _gather(tables, 2, lambda ns: ns[1])  # depth → label → shares
     fig, ax = _new_figure()
-    for lab, colour in (("correct", "tab:green"), ("wrong", "tab:red")):
-        ds = sorted(int(d) for d, labs in seen.items() if lab in labs)
-        if ds:
-            ax.plot(ds, [np.mean(seen[str(d)][lab]) for d in ds], "o-", color=colour, label=f"{lab} nodes")
-    return _finish(fig, ax, "node depth", "share with whole ancestry seen in training")
+    depths, ns = set(), []
+    for lab, colour, shift in (("correct", "tab:green", -0.05), ("wrong", "tab:red", 0.05)):
+        s = _summary_of({int(d): labs[lab] for d, labs in seen.items() if lab in labs}, "depth")
+        if len(s):
+            depths |= set(s["depth"])
+            ns += list(s["n"])
+            _errorbar(ax, s["depth"] + shift, s, bounds=UNIT, color=colour, label=f"{lab} nodes")
+    if not depths:
+        return None
+    ax.set_xticks(sorted(depths))
+    ax.set_xlim(min(depths) - 0.5, max(depths) + 0.5)
+    ax.set_ylim(*HEADROOM)
+    _depth_spans(ax, rows, nodes=True)
+    _title(ax, "Nodes whose whole computation was seen in training", [_ci_note(ns)])
+    return _finish(fig, ax, "node depth (edges from the inputs)", "share with whole ancestry seen in training",
+                   ylim=None)
 
 
 def fig_acc_by_size(df: pd.DataFrame) -> str | None:
+    """Exact match by problem size: bars with error bars (maxsubseq) or a heat map over the operands' digit
+    counts (multiplication, each cell 'mean ± half-width of its interval'); the in-distribution range marked."""
     rows = _largest(df)
     tables = _tables(rows, "acc_by_size")
     if not tables:
@@ -171,70 +322,117 @@ def fig_acc_by_size(df: pd.DataFrame) -> str | None:
         da = sorted({int(k.split("x")[0]) for k in keys})
         db = sorted({int(k.split("x")[1]) for k in keys})
         grid = np.full((len(da), len(db)), np.nan)
+        half = np.full_like(grid, np.nan)
+        ns = []
         for k, v in acc.items():
             a, b = map(int, k.split("x"))
-            grid[da.index(a), db.index(b)] = np.mean(v)
+            s = _summary_of({0: v})
+            if len(s):
+                grid[da.index(a), db.index(b)] = s["mean"].iloc[0]
+                half[da.index(a), db.index(b)] = (s["hi"] - s["mean"]).iloc[0]
+                ns += list(s["n"])
         im = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", origin="lower")
         ax.set_xticks(range(len(db)), db)
         ax.set_yticks(range(len(da)), da)
-        ax.set_xlabel("digits of b")
-        ax.set_ylabel("digits of a")
+        ax.set_xlabel("digits of the second operand b")
+        ax.set_ylabel("digits of the first operand a")
         for i in range(len(da)):
             for j in range(len(db)):
                 if np.isfinite(grid[i, j]):
-                    ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=7, color="w")
-        ax.figure.colorbar(im, ax=ax, label="exact match")
+                    pm = f"\n±{half[i, j]:.2f}" if np.isfinite(half[i, j]) else ""
+                    ax.text(j, i, f"{grid[i, j]:.2f}{pm}", ha="center", va="center", fontsize=SMALL,
+                            color="w" if grid[i, j] < 0.6 else "k")
+        ax.figure.colorbar(im, ax=ax, label=EXACT)
         ax.grid(False)
+        id_max, ood_max = _setting(rows, "task.id_max"), _setting(rows, "task.ood_max")
+        if id_max is not None:
+            ia, ib = sum(a <= id_max for a in da), sum(b <= id_max for b in db)
+            if ia and ib:
+                ax.add_patch(Rectangle((-0.5, -0.5), ib, ia, fill=False, ec=ID_COLOUR, lw=3,
+                                       label=f"in distribution: inside the box (both operands ≤ {id_max} digits)"))
+            if ia < len(da) or ib < len(db):
+                top = f" (up to {ood_max} digits)" if ood_max else ""
+                ax.plot([], [], ls="none", marker="s", ms=8, mfc="none", mec=OOD_COLOUR,
+                        label=f"out of distribution: the cells outside the box{top}")
+        _title(ax, "Exact match by operand size", ["cell: mean ± half-width of its interval", _ci_note(ns)])
+        _legend(ax, ncol=1)
     else:
-        xs = sorted(int(k) for k in keys)
-        ax.bar(xs, [np.mean(acc[str(x)]) for x in xs])
-        ax.set_xlabel("sequence length")
-        ax.set_ylabel("exact match")
-        ax.set_ylim(0, 1.03)
+        s = _summary_of({int(k): v for k, v in acc.items()}, "size")
+        ax.bar(s["size"], s["mean"], yerr=_yerr(s, UNIT), capsize=3, color="tab:blue")
+        ax.set_xticks(s["size"])
+        ax.set_xlim(s["size"].min() - 0.6, s["size"].max() + 0.6)
+        ax.set_ylim(*HEADROOM)
+        _size_spans(ax, rows)
+        ax.set_xlabel("sequence length (elements)" if _size_word(rows) == "length" else "problem size")
+        ax.set_ylabel(EXACT)
+        _title(ax, "Exact match by problem size, largest model", [_ci_note(s["n"])])
     return _to_b64(fig)
 
 
 def fig_information_gain(df: pd.DataFrame) -> str | None:
-    """Per answer digit, the largest relative information gain from one input and from two."""
+    """Per answer digit, the largest relative information gain from one input and from two (mean over the
+    trials' training sets, with its t interval)."""
     ok = _ok(df)
-    tables = _tables(ok, "rig_top")
-    if not tables:
+    if not _tables(ok, "rig_top"):
         return None
-    best = _gather(tables, 2, lambda nr: nr[1])  # answer digit → order → gains
+    # Trials of one seed share their training set (the "train" stream): one value per seed (and task).
+    keys = [c for c in ("task", "seed") if c in ok and ok[c].notna().all()]
+    best: dict = {}  # answer digit → order → one gain per seed
+    for _, g in (ok.groupby(keys) if keys else [((), ok)]):
+        per_seed = _gather(_tables(g, "rig_top"), 2, lambda nr: nr[1])
+        for out, orders in per_seed.items():
+            for order, gains in orders.items():
+                best.setdefault(out, {}).setdefault(order, []).append(float(np.mean(gains)))
+    if not best:
+        return None
     outs = sorted(best, key=lambda k: (len(k), k))
-    x = np.arange(len(outs))
     fig, ax = _new_figure()
+    ns = []
     for j, order in enumerate(("1", "2")):
-        ax.bar(x + (j - 0.5) * 0.4, [np.mean(best[o][order]) if best[o].get(order) else 0.0 for o in outs], 0.4,
-               label=f"best {'single input' if order == '1' else 'pair of inputs'}")
-    ax.set_xticks(x, outs, rotation=45, fontsize=7)
-    return _finish(fig, ax, "answer digit", "relative information gain")
+        s = _summary_of({i: best[o].get(order, []) for i, o in enumerate(outs)}, "out")
+        if len(s):
+            ns += list(s["n"])
+            ax.bar(s["out"] + (j - 0.5) * 0.4, s["mean"], 0.4, yerr=_yerr(s, UNIT), capsize=3,
+                   label=f"best {'single input' if order == '1' else 'pair of inputs'}")
+    ax.set_xticks(range(len(outs)), outs, rotation=45 if len(outs) > 6 else 0, fontsize=SMALL)
+    _title(ax, "Information about each answer digit in the inputs", [_ci_note(ns, "seeds (training sets)")])
+    return _finish(fig, ax, "answer digit (output node of the computation graph)",
+                   "relative information gain (fraction of H(Y))")
 
+
+_CI = "mean ± 95% t interval over seeds (n in the title)"
 
 SUBGRAPH_FIGURES: dict[str, tuple[Any, str]] = {
-    "sg_acc_vs_params": (fig_acc_vs_params, "Exact match in distribution (solid) and out of distribution (dashed) "
-                                            "vs parameters, per task, format and training-set size; mean ± 95% CI over seeds."),
+    "sg_acc_vs_params": (fig_acc_vs_params, "Exact match in distribution (solid line, filled circles) and out of "
+                                            "distribution (dashed line, open squares) "
+                                            "vs parameters, one colour per task, format and training-set size "
+                                            f"(side by side at a shared size); {_CI}."),
     "sg_acc_by_size": (fig_acc_by_size, "Exact match by problem size, largest model (scratchpad, largest training "
-                                        "set), mean over seeds."),
+                                        "set); the in-distribution sizes shaded green, the out-of-distribution "
+                                        f"ones red; {_CI}."),
     "sg_acc_by_depth": (fig_acc_by_depth, "Exact match by computation-graph depth with the compounding fit "
-                                          "(1 − ε)^depth (bindscale's depth), largest model. For multiplication "
-                                          "the same accuracies are also shown by depth in Faith and Fate's graph "
-                                          "convention (n + 3 to 2n + 2 edges, set by carries; bindscale's is "
-                                          "n + max(m, 2) + 1), to set beside the paper's figures."),
+                                          "(1 − ε)^depth (bindscale's depth), largest model; shaded: depths that "
+                                          "in-distribution problems reach (green) and deeper ones (red). For "
+                                          "multiplication the same accuracies are also shown by depth in Faith and "
+                                          "Fate's graph convention (n + 3 to 2n + 2 edges, set by carries; "
+                                          "bindscale's is n + max(m, 2) + 1), to set beside the paper's figures; "
+                                          f"{_CI}."),
     "sg_error_types": (fig_error_types, "Scratchpad node error types by depth with Dziri et al.'s definitions "
                                         "(local: wrong although its parents are right; propagation: wrong with a "
                                         "wrong parent; restoration: right although a parent is wrong), largest "
-                                        "model, mean over seeds."),
+                                        f"model; {_CI}."),
     "sg_error_types_recomputed": (lambda df: fig_error_types(df, "taxonomy_by_depth"),
                                   "Scratchpad node error types by depth with bindscale's recomputed labels (local: "
                                   "the op on the predicted parents does not give the node's value; propagation: it "
                                   "does, on wrong parents; restoration: right where the predicted parents would "
-                                  "give a wrong value), largest model, mean over seeds."),
+                                  f"give a wrong value), largest model; {_CI}."),
     "sg_coverage_by_depth": (fig_coverage_by_depth, "Share of correct vs wrong scratchpad nodes whose whole "
-                                                    "ancestor computation occurs in training, by depth."),
+                                                    "ancestor computation occurs in training, by depth, largest "
+                                                    f"model; {_CI}."),
     "sg_information_gain": (fig_information_gain, "Relative information gain (H(Y) − H(Y|X_S)) / H(Y) of each answer "
                                                   "digit from the best single input and pair of inputs, computed from "
-                                                  "the training data (a property of the task, not of a model)."),
+                                                  "the training data (a property of the task, not of a model); mean "
+                                                  "± 95% t interval over the seeds' training sets."),
 }
 
 

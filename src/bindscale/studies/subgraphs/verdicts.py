@@ -186,7 +186,7 @@ def _combine(parts: list[tuple[str, str, tuple[float, float, float]]]) -> tuple[
 
 def _scale_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
     """:func:`scale_does_not_lift_ood` within the rows of one task."""
-    stat = "largest OOD exact-match gain of any model size over the smallest (one task, scratchpad, largest n_train)"
+    stat = "ood_acc_gain_best_size_vs_smallest"
     ok = _prepare(ok)
     need = ("acc_ood", "acc_id", "n_params", "seed")
     if _missing(ok, need):
@@ -245,7 +245,7 @@ def _scale_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tup
     at = max(above, key=lambda s: gains[s][1]) if above else max(gains, key=lambda s: gains[s][2])
     details["deciding_size"] = _key(at)
     parts = [(stat, _decide_below(gains[at], p["margin"]), gains[at]),
-             ("largest model's in-distribution minus OOD exact match (paired by seed)",
+             ("id_minus_ood_acc_largest_model",
               _decide(drop_ci, p["min_ood_drop"]), drop_ci)]
     verdict, k = _combine(parts)
     details["parts"] = {"no_size_lifts_ood": parts[0][1], "ood_stays_low": parts[1][1]}
@@ -259,7 +259,7 @@ def _scale_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tup
 
 def _steps_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
     """:func:`correct_steps_seen_in_training` within the rows of one task."""
-    stat = "seen-subgraph share of correct − wrong nodes at equal depth (scratchpad trials, mean of cell means)"
+    stat = "seen_share_gap_correct_vs_wrong"
     ok = _prepare(ok)
     need = ("seen_gap_depth", "seen_correct", "seen_wrong", "n_params", "seed")
     if _missing(ok, need):
@@ -309,7 +309,7 @@ def _steps_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tup
         return stat, "inconclusive", NAN3, n, details
     gap_ci, share_ci = strata_mean_ci(gaps), strata_mean_ci(correct)
     parts = [(stat, _decide(gap_ci, p["margin"]), gap_ci),
-             ("seen-subgraph share of correct nodes (scratchpad trials, mean of cell means)",
+             ("seen_share_correct",
               _decide(share_ci, MOSTLY), share_ci)]
     verdict, k = _combine(parts)
     details["parts"] = {"correct_more_often_seen_at_equal_depth": parts[0][1], "correct_mostly_seen": parts[1][1]}
@@ -343,7 +343,7 @@ def _by_task(rule, ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tupl
                           f"{_key(tasks[k])} decides: {details.get('reason', '')}")}
     if untasked:
         details["trials_without_a_task"] = untasked
-    return f"{stat} [task {_key(tasks[k])}]", verdict, triple, n, details
+    return stat, verdict, triple, n, details  # the deciding task is details["task_used"]
 
 
 def scale_does_not_lift_ood(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:

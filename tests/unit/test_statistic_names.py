@@ -1,0 +1,83 @@
+"""One statistic naming style across studies (issue "Report fit to read", item 5).
+
+Every verdict rule returns a short snake_case identifier as its statistic; what the number is, in
+words, lives in its claim's ``statistic`` field (:class:`bindscale.study.Claim`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+from bindscale import registry
+from bindscale.report import compute_verdicts
+
+SNAKE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def _fixtures(name: str):
+    """A sibling test module (its synthetic tables), loaded by path: tests/ need not be a package."""
+    spec = importlib.util.spec_from_file_location(f"_names_{name}", Path(__file__).with_name(f"{name}.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _tables() -> dict[str, list]:
+    """Per study, synthetic tables that reach the rules' different exits (decided, the second part deciding,
+    several tasks, inconclusive for lack of data)."""
+    sc, sg, mo = _fixtures("test_verdicts"), _fixtures("test_subgraph_verdicts"), _fixtures("test_modularity_verdicts")
+    flat_high = sg._rows(sg._plus(sg.EIGHT, 0.6), sg._plus(sg.EIGHT[::-1], 0.6), sg.SEEN_C, sg.SEEN_W)
+    unseen = sg._rows(sg.EIGHT, sg.EIGHT, [0.08 + j / 4 for j in sg.JIT], [0.01] * 8,
+                      gap=[0.07 + 0.002 * i for i in range(8)])
+    two_tasks = sg.pd.concat([sg._rows(sg.EIGHT, sg._plus(sg.EIGHT, 0.5), sg.SEEN_C, sg.SEEN_W, task="multiplication"),
+                              sg._rows(sg.EIGHT, sg.EIGHT, sg.SEEN_C, sg.SEEN_W, task="maxsubseq")])
+    tables = {
+        "scaling": [sc.make_results(effect=True, n_seeds=3), sc.make_results(effect=False, hypernet=False, n_seeds=2)],
+        "subgraphs": [sg._rows(sg.EIGHT, sg.EIGHT, sg.SEEN_C, sg.SEEN_W), flat_high, unseen, two_tasks],
+        "modularity": [mo._table(), mo._table(acc=0.5), mo._table(pre=("none",))],
+    }
+    for ts in tables.values():
+        ts.append(ts[0].iloc[:0])  # no trial at all
+    return tables
+
+
+@pytest.fixture(scope="module")
+def statistics() -> dict[str, set[str]]:
+    """Claim name -> every statistic its rule returned on the synthetic tables."""
+    seen: dict[str, set[str]] = {}
+    for study, tables in _tables().items():
+        claims = registry.get(study).claims
+        for df in tables:
+            for v in compute_verdicts(df, {"verdicts": {c.name: {} for c in claims}}, n_boot=100):
+                seen.setdefault(v["claim"], set()).add(v["statistic"])
+    return seen
+
+
+def test_every_rule_returns_a_snake_case_statistic(statistics):
+    claims = {c.name for s in registry.studies().values() for c in s.claims}
+    assert set(statistics) == claims  # every claim of every registered study was exercised
+    bad = {claim: stat for claim, stats in statistics.items() for stat in stats if not SNAKE.match(stat)}
+    assert not bad, bad
+
+
+def test_a_rule_with_two_deciding_parts_names_each_and_its_claim_says_both_in_words(statistics):
+    assert statistics["scale_does_not_lift_ood"] == {"ood_acc_gain_best_size_vs_smallest",
+                                                     "id_minus_ood_acc_largest_model"}
+    assert statistics["correct_steps_seen_in_training"] == {"seen_share_gap_correct_vs_wrong", "seen_share_correct"}
+    claims = {c.name: c for s in registry.studies().values() for c in s.claims}
+    assert "id_minus_ood_acc_largest_model" in claims["scale_does_not_lift_ood"].statistic
+    assert "seen_share_correct" in claims["correct_steps_seen_in_training"].statistic
+    assert statistics["pretraining_reliability"] == {"share_structural_gain_pretrained_vs_scratch"}
+    assert statistics["structure_grows_with_width"] == {"share_structural_gain_widest_vs_narrowest"}
+    assert statistics["structure_emerges"] == {"weakest_structure_effect_net_of_controls"}
+
+
+def test_every_claim_says_its_statistic_in_words():
+    for study in registry.studies().values():
+        for claim in study.claims:
+            words = claim.statistic.strip()
+            assert words and not SNAKE.match(words) and len(words.split()) >= 6, (claim.name, words)
