@@ -168,6 +168,8 @@ def _print_summary(summary: dict, out_dir: str) -> None:
             details = v.get("details") or {}
             if v.get("statement"):
                 con.print(f"  {v['claim']}: {v['statement']}", highlight=False)
+            if v.get("statistic_text"):
+                con.print(f"    deciding number ({v['statistic']}): {v['statistic_text']}", highlight=False)
             if details.get("reason"):
                 con.print(f"    why {v['verdict']}: {details['reason']}", highlight=False)
             if details.get("caveat"):

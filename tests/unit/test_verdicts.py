@@ -137,7 +137,7 @@ def null() -> dict[str, dict]:
 
 
 KEYS = {"claim", "statement", "verdict", "statistic", "value", "ci_low", "ci_high", "n_trials",
-        "details", "reference", "title", "source", "side", "study_kind"}
+        "details", "reference", "statistic_text", "title", "source", "side", "study_kind"}
 
 
 def test_verdict_dicts_have_exact_keys(planted):

@@ -269,6 +269,7 @@ def build_report(run_dir: str | os.PathLike, df: pd.DataFrame, study: Mapping[st
             "statement": v.get("statement") or "",
             "verdict": v["verdict"],
             "statistic": v["statistic"],
+            "statistic_text": v.get("statistic_text") or "",
             "value": fmt_ci(v["value"], v["ci_low"], v["ci_high"]),
             "n_trials": v["n_trials"],
             "reference": v["reference"],

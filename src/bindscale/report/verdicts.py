@@ -220,7 +220,8 @@ def compute_verdicts(
     reference text), bootstrap size and seed.
     Output: a list, in the study's order, of dicts with keys ``claim,
     statement, verdict, statistic, value, ci_low, ci_high, n_trials, details,
-    reference, title, source, side``; ``verdict`` is "supported",
+    reference, statistic_text (the deciding statistic in words), title, source,
+    side, study_kind``; ``verdict`` is "supported",
     "not_supported" or "inconclusive"; numbers are Python floats (NaN/inf
     possible; the report converts them for strict JSON). Claims no registered
     study defines are skipped.
@@ -259,6 +260,7 @@ def compute_verdicts(
                                  "an honest t / bootstrap interval but wide and not for conclusions (quick runs, "
                                  "or seeds removed by a filter such as min_base_acc)")
         v = _verdict(name, stat, verdict, triple, n, details, anchors.get(name), claim.statement)
-        v.update(title=claim.title, source=claim.source, side=claim.side, study_kind=plugin.kind)
+        v.update(statistic_text=claim.statistic, title=claim.title, source=claim.source, side=claim.side,
+                 study_kind=plugin.kind)
         out.append(v)
     return out
