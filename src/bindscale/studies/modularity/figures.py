@@ -9,7 +9,6 @@ intervals of the mean over base seeds (:func:`bindscale.stats.mean_ci`).
 
 from __future__ import annotations
 
-import json
 from functools import partial
 from typing import Any
 
@@ -18,6 +17,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from bindscale.records import metric_items
 from bindscale.report.figures import N_BOOT, _errorbar, _log_x, _new_figure, _summary, _to_b64
 from bindscale.report.verdicts import ok_rows
 from bindscale.stats import mean_ci
@@ -92,7 +92,7 @@ def fig_accuracies(df: pd.DataFrame, min_base_acc: float = MIN_BASE_ACC) -> str 
     recs = []
     for (arch, pre), g in rows.groupby(["architecture", "pretraining"], sort=True):
         for runs in g["runs"]:
-            for r in json.loads(runs) if isinstance(runs, str) else []:
+            for r in metric_items(runs):  # list<struct> cell (JSON text in older tables)
                 if r["net"] == "trained":
                     recs.append({"cond": (arch, pre), **{k: r[k] for k in
                                  ("acc_sub_target", "acc_sub_other", "acc_abl_target", "acc_abl_other")}})

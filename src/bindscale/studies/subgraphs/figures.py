@@ -2,7 +2,8 @@
 
 Each ``fig_*`` takes the results table and returns a base64 PNG or None when
 its data are missing. Per-trial tables (accuracy by depth, error types, …) are
-JSON strings in the table; they are averaged over the seeds of the focus
+list<struct> cells of the table (``SubgraphsTrial.NESTED_METRICS``), read back
+as nested dicts; they are averaged over the seeds of the focus
 condition: the largest model, scratchpad format where present, the largest
 training set. Error bars: 95% bootstrap intervals of the mean over seeds.
 The error-type figure ``sg_error_types`` labels nodes with Dziri et al.'s
@@ -14,16 +15,17 @@ Faith and Fate's (:func:`bindscale.tasks.multiplication.source_depth`).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from bindscale.records import metric_table
 from bindscale.report.figures import N_BOOT, _new_figure, _to_b64
 from bindscale.report.verdicts import ok_rows
 from bindscale.stats import mean_ci
 
+from .config import SubgraphsTrial
 from .verdicts import _prepare, focus_rows, scratchpad_flags
 
 LABEL_COLOURS = {"correct": "tab:green", "restoration": "tab:olive", "propagation": "tab:orange",
@@ -51,7 +53,11 @@ def _finish(fig, ax, xlabel: str, ylabel: str, legend: int | None = 8, unit: boo
 
 
 def _tables(rows: pd.DataFrame, col: str) -> list[dict]:
-    return [json.loads(v) for v in rows[col] if isinstance(v, str)] if col in rows else []
+    """Each trial's keyed table ``col`` as its nested dict (see :func:`bindscale.records.metric_table`)."""
+    if col not in rows:
+        return []
+    spec = SubgraphsTrial.NESTED_METRICS[col]
+    return [t for t in (metric_table(v, *spec) for v in rows[col]) if t is not None]
 
 
 def _gather(tables: list[dict], levels: int, pick: Any = lambda leaf: leaf) -> dict:
