@@ -13,6 +13,7 @@ import copy
 import hashlib
 import itertools
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -33,7 +34,8 @@ class TrialBase(StrictModel):
     """Base of every study's trial config: hashed id and flat record columns.
 
     Subclasses set :attr:`AXES` (short sweep-axis names → dotted paths), :attr:`SECTIONS`,
-    and either a ``kind`` field (a ``Literal``) or :attr:`KIND` (the study of trials without one).
+    and either a ``kind`` field (a ``Literal``) or :attr:`KIND` (the study of trials without one);
+    :attr:`NESTED_METRICS` names the key levels and values of their keyed-table metrics.
     """
 
     #: Config sections whose fields become dotted record columns and sweep paths.
@@ -42,6 +44,9 @@ class TrialBase(StrictModel):
     AXES: ClassVar[dict[str, str]] = {"seed": "seed"}
     #: Kind of a trial class without a ``kind`` field.
     KIND: ClassVar[str] = ""
+    #: Metrics that are keyed tables (nested dicts), stored in the results table as rows
+    #: (:func:`bindscale.records.metric_rows`): metric → (names of its key levels, names of its values).
+    NESTED_METRICS: ClassVar[dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {}
 
     @property
     def trial_id(self) -> str:
@@ -55,15 +60,25 @@ class TrialBase(StrictModel):
         return getattr(self, "kind", None) or self.KIND
 
     def flat(self) -> dict[str, Any]:
-        """Config columns of a record: the study's short axis names plus every dotted field."""
-        out: dict[str, Any] = {}
+        """Config columns of a record, one per field: the study's short axis name where it
+        defines one (``width``), the dotted path otherwise (``train.grad_clip``)."""
         d = self.model_dump(mode="json")
-        for section in self.SECTIONS:
-            for k, v in d[section].items():
-                out[f"{section}.{k}"] = v
+        out: dict[str, Any] = {f"{section}.{k}": v for section in self.SECTIONS for k, v in d[section].items()}
         out["seed"] = self.seed
-        for alias, path in self.AXES.items():
-            out[alias] = out[path] if path != "seed" else self.seed
+        return self.config_columns(out)
+
+    @classmethod
+    def config_columns(cls, flat: Mapping[str, Any]) -> dict[str, Any]:
+        """Config columns with one name per field, from a record's ``config`` in either form.
+
+        Records written before the table had one column per field hold each aliased field twice
+        (``width`` and ``model.width``, equal values); the short name is kept. Keys that are
+        neither an alias nor an aliased path pass through unchanged.
+        """
+        alias = {path: name for name, path in cls.AXES.items()}
+        out: dict[str, Any] = {}
+        for key, value in flat.items():
+            out.setdefault(alias.get(key, key), value)
         return out
 
 

@@ -245,7 +245,7 @@ def build_outputs(run_dir: "str | Path | RunStore", study: StudyConfig) -> dict:
         raise ConfigError(f"none of the {n_other} records in {store.where(RECORD_DIR)} belongs to this study's "
                           f"{len(ids)} trials: they were written for other trial configurations (an earlier "
                           "bindscale, whose defaults or config fields differed); re-run the study to get its records")
-    df = write_results(run_dir, [recs[i] for i in ids if i in recs])
+    df = write_results(run_dir, [recs[i] for i in ids if i in recs], type(study.base))
     run_info = {"quick": study.is_quick, "n_planned": len(ids), "n_missing": len(ids) - len(recs),
                 "steps": sorted({t.train.steps for t in trials})}
     return build_report(run_dir, df, study.model_dump(mode="json"), run_info=run_info)

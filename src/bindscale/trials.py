@@ -114,6 +114,11 @@ class TrialConfig(TrialBase):
         "batch_tasks": "train.batch_tasks",
         "seed": "seed",
     }
+    #: Linear-probe R² per activation point (``input``, ``hidden.k``, ``random.hidden.k``).
+    NESTED_METRICS: ClassVar[dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
+        "decod_layers": (("layer",), ("r2",)),
+        "decod_layers_cv": (("layer",), ("r2",)),
+    }
     task: TaskConfig = TaskConfig()
     model: ModelConfig = ModelConfig()
     train: TrainConfig = TrainConfig()

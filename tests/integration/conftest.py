@@ -38,6 +38,39 @@ def assert_resumes(study: Path, out: Path, n_trials: int) -> None:
     assert f"{n_trials} already recorded, 0 to run" in r.stderr.replace("\n", " ")
 
 
+def assert_typed_table(out: Path):
+    """``results.parquet`` of a finished run: one column per config field (no two columns with equal
+    content are the same field), no JSON text, and curves and keyed tables equal to the records'.
+    Returns the table."""
+    import itertools
+
+    import pandas as pd
+
+    from bindscale.records import load_records, metric_table
+    from bindscale.runner import load_run_study
+
+    df = pd.read_parquet(Path(out) / "results.parquet")
+    cls = type(load_run_study(out).base)
+    same = {frozenset((a, p)) for a, p in cls.AXES.items() if a != p}
+    for a, b in itertools.combinations(df.columns, 2):
+        assert not (frozenset((a, b)) in same and df[a].equals(df[b])), f"{a} and {b} are one field"
+    assert not {p for a, p in cls.AXES.items() if a != p} & set(df.columns)
+    json_text = [c for c in df.columns if df[c].map(lambda v: isinstance(v, str) and v.startswith(("[", "{"))).any()]
+    assert json_text == []
+    rows = df.set_index("trial_id")
+    for tid, rec in load_records(out).items():
+        m = rec["metrics"]
+        for k in ("curve_steps", "curve_loss", "curve_r2_heldout"):
+            if k in m:
+                got = [None if x != x else x for x in rows.at[tid, k].tolist()]  # NaN is null in both
+                assert got == m[k], (tid, k)
+        for k, spec in cls.NESTED_METRICS.items():
+            if k in m:
+                assert json.dumps(metric_table(rows.at[tid, k], *spec), sort_keys=True) == \
+                    json.dumps(m[k], sort_keys=True), (tid, k)
+    return df
+
+
 @pytest.fixture
 def tiny():
     return TINY

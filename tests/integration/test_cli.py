@@ -4,7 +4,7 @@ import os
 import pandas as pd
 import pytest
 
-from .conftest import bindscale
+from .conftest import assert_typed_table, bindscale
 
 
 def test_tiny_study_end_to_end_and_report_rebuild(tiny, tmp_path):
@@ -20,6 +20,7 @@ def test_tiny_study_end_to_end_and_report_rebuild(tiny, tmp_path):
     df = pd.read_parquet(out / "results.parquet")
     assert len(df) == 16 and df.trial_id.is_unique and set(df.status) == {"ok"}
     assert {"r2_heldout", "r2_inhull", "r2_outhull", "decod_best", "n_params", "width", "prov_git_hash"} <= set(df)
+    assert "model.width" not in df and assert_typed_table(out).equals(df)
     html = (out / "report.html").read_text()
     assert "<script>alert(1)</script>" not in html and "data:image/png;base64" in html
     # Rebuild from records alone.

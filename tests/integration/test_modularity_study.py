@@ -5,7 +5,7 @@ import pytest
 
 from bindscale.report.browser import assert_fits
 
-from .conftest import TINY, assert_resumes, bindscale, run_quick
+from .conftest import TINY, assert_resumes, assert_typed_table, bindscale, run_quick
 
 TINY_MOD = TINY.parent / "tiny_modularity.yaml"
 CLAIMS = ["structure_emerges", "structure_grows_with_width", "pretraining_reliability"]
@@ -27,11 +27,12 @@ def test_a_tiny_modularity_study_runs_end_to_end_and_reports_its_claims(tmp_path
     for col in ("base_acc_test", "frac_structural", "frac_robust", "sub_diff_A", "abl_diff_B", "random_frac_structural",
                 "untrained_frac_structural", "density"):
         assert df[col].dtype == float and df[col].notna().all(), col
-    runs = json.loads(df["runs"].iloc[0])  # every mask run survives as JSON
+    runs = list(df["runs"].iloc[0])  # every mask run survives, as a list of structs
     assert len(runs) == 2 * (2 + 1) and {r["net"] for r in runs} == {"trained", "untrained"}
     html = (out / "report.html").read_text()
     assert "Do subroutines live in separable subnetworks?" in html and "data:image/png;base64," in html
     assert "frac_structural" in html  # the per-config table
+    assert_typed_table(out)
     assert_resumes(TINY_MOD, out, 6)
 
 

@@ -5,7 +5,7 @@ import pytest
 
 from bindscale.report.browser import assert_fits
 
-from .conftest import TINY, assert_resumes, bindscale, run_quick
+from .conftest import TINY, assert_resumes, assert_typed_table, bindscale, run_quick
 
 TINY_SG = TINY.parent / "tiny_subgraphs.yaml"
 
@@ -25,7 +25,8 @@ def test_a_tiny_subgraphs_study_runs_end_to_end_and_reports_its_claims(tmp_path)
                 "acc_by_depth_source"):
         assert col in df
     assert all("seeds_per_cell" in v["details"] for v in summary["verdicts"])
-    assert json.loads(df["acc_by_size"].iloc[0])  # per-size table survives as JSON
+    assert len(df["acc_by_size"].iloc[0]) and set(df["acc_by_size"].iloc[0][0]) == {"size", "n", "acc"}  # rows
+    assert_typed_table(out)
     html = (out / "report.html").read_text()
     assert "Out of distribution: does scale help?" in html and "data:image/png;base64," in html
     assert "Dziri et al.&#39;s definitions" in html or "Dziri et al.'s definitions" in html  # error-type caption

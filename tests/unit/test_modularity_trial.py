@@ -46,7 +46,8 @@ def test_config_axes_and_validation():
     t = _trial(model=TRANSFORMER, pretrain={"kind": "subroutines"}, seed=3)
     flat = t.flat()
     assert flat["architecture"] == "transformer" and flat["width"] == 8 and flat["pretraining"] == "subroutines"
-    assert flat["mask.params"] == "hidden" and flat["mask_seeds"] == 2 and flat["seed"] == 3
+    assert flat["mask_params"] == "hidden" and flat["mask_seeds"] == 2 and flat["seed"] == 3
+    assert flat["mask.lr"] == 0.05 and "mask.params" not in flat  # one column per field: the short name
     with pytest.raises(ValueError, match="heads of even size"):
         _trial(model={"architecture": "transformer", "width": 12, "n_heads": 4})
     _trial(model={"architecture": "mlp", "width": 12, "n_heads": 4})  # heads do not matter for an MLP

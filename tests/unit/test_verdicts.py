@@ -6,7 +6,6 @@ has; ``test_report.py`` reuses it.
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
@@ -53,7 +52,7 @@ def _row(i: int, **kw) -> dict:
         "n_inhull": int(0.7 * n_held), "n_outhull": n_held - int(0.7 * n_held),
         "r2_id": min(1.0, r2 + 0.05), "r2_heldout": r2, "r2_inhull": r2, "r2_outhull": r2,
         "decod_best": math.nan, "decod_input": 0.99, "decod_random": math.nan,
-        "decod_layers": json.dumps({}),
+        "decod_layers": [],  # rows of (layer, r2), as results.parquet holds them
         "curve_steps": [0, 250, 500, 1000],
         "curve_r2_heldout": [0.0, 0.5 * r2, 0.8 * r2, r2],
         "train_seconds": 1.0, "eval_seconds": 0.1, "probe_seconds": 0.1,
@@ -102,7 +101,7 @@ def make_results(effect: bool = True, n_seeds: int = 8, seed: int = 0,
                     i, model="mlp", width=w, depth=2, holdout=h, seed=s, r2_heldout=r2,
                     n_params=mlp_params(w, 2), decod_best=decod,
                     decod_random=0.3 + rng.normal(0, 0.02),
-                    decod_layers=json.dumps({"h0": 0.9 * decod, "h1": decod}),
+                    decod_layers=[{"layer": "h0", "r2": 0.9 * decod}, {"layer": "h1", "r2": decod}],
                     r2_inhull=inh, r2_outhull=outh))
                 i += 1
     if hypernet:

@@ -11,8 +11,6 @@ below the axes.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
@@ -33,6 +31,7 @@ from bindscale.report.figures import (
     _title,
     _to_b64,
 )
+from bindscale.records import metric_items
 from bindscale.report.verdicts import ok_rows
 from bindscale.stats import mean_ci
 
@@ -60,21 +59,6 @@ def _rows(df: pd.DataFrame, min_base_acc: float) -> pd.DataFrame:
         return df
     rows, _ = usable(ok_rows(df), min_base_acc)
     return rows
-
-
-def _runs(cell: Any) -> list[dict]:
-    """One trial's mask-search runs: a JSON string or a list of mappings (an Arrow list column), else []."""
-    if isinstance(cell, str):
-        try:
-            cell = json.loads(cell)
-        except ValueError:
-            return []
-    if cell is None or isinstance(cell, (float, int)):
-        return []
-    try:
-        return [dict(r) for r in cell if isinstance(r, Mapping)]
-    except TypeError:
-        return []
 
 
 def _arch(arch: Any) -> str:
@@ -144,7 +128,7 @@ def fig_accuracies(df: pd.DataFrame, min_base_acc: float = MIN_BASE_ACC) -> str 
     recs = []
     for (arch, pre), g in rows.groupby(["architecture", "pretraining"], sort=True):
         for cell in g["runs"]:
-            trained = [r for r in _runs(cell) if r.get("net") == "trained"]
+            trained = [r for r in metric_items(cell) if r.get("net") == "trained"]  # list<struct> (JSON text in older tables)
             if trained:  # one value per base model: its mask seeds' runs averaged (they share the network)
                 recs.append({"cond": (arch, pre), **{k: float(np.nanmean([float(r.get(k, np.nan)) for r in trained]))
                                                      for k in accs}})

@@ -46,7 +46,6 @@ below ``task.n_train`` for them to be distinct runs.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Callable
@@ -386,7 +385,8 @@ def run_trial(trial: ModularityTrial, device: str | torch.device = "cpu",
         if pre["status"] != "ok":
             return TrialResult(status=pre["status"], diverged_step=pre["diverged_step"], metrics=metrics)
     fit = train_compound(net, data, trial, device, on_step=(lambda step, loss: progress(1)) if progress else None)
-    metrics |= {"final_loss": fit["final_loss"], "curve": json.dumps(fit["loss_curve"])}
+    metrics |= {"final_loss": fit["final_loss"], "curve_steps": [st for st, _ in fit["loss_curve"]],
+                "curve_loss": [loss for _, loss in fit["loss_curve"]]}
     if fit["status"] != "ok":
         return TrialResult(status=fit["status"], diverged_step=fit["diverged_step"], metrics=metrics)
     t_train = time.perf_counter() - t0

@@ -32,7 +32,6 @@ about (:func:`lost_largest_widths`).
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import warnings
@@ -42,6 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bindscale.records import metric_table
 from bindscale.report.verdicts import (
     CONCLUSIVE_SEEDS,
     INCONCLUSIVE,
@@ -66,6 +66,7 @@ from bindscale.stats import (
     partial_spearman_within,
     strata_mean_ci,
 )
+from bindscale.trials import TrialConfig
 
 from . import CLAIMS  # noqa: E402  (the plugin object: claims, their statements and defaults)
 
@@ -212,16 +213,18 @@ def _scaling(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
 
 
 def _layer_means(series: pd.Series) -> dict[str, float]:
-    """Mean R² per layer name over the ``decod_layers`` JSON strings."""
+    """Mean R² per layer name over the ``decod_layers`` cells (rows of layer and R²; or the JSON
+    text of older tables)."""
     acc: dict[str, list[float]] = {}
-    for s in series.dropna():
-        try:
-            layers = json.loads(s) if isinstance(s, str) else dict(s)
-        except (ValueError, TypeError):
-            continue  # a malformed entry drops out rather than failing the report
-        for k, v in layers.items():
-            if v is not None and np.isfinite(float(v)):
-                acc.setdefault(str(k), []).append(float(v))
+    for s in series:
+        layers = metric_table(s, *TrialConfig.NESTED_METRICS["decod_layers"])
+        for k, v in (layers or {}).items():  # a malformed entry drops out rather than failing the report
+            try:
+                v = float(v)
+            except (TypeError, ValueError):
+                continue
+            if np.isfinite(v):
+                acc.setdefault(str(k), []).append(v)
     return {k: float(np.mean(v)) for k, v in acc.items()}
 
 

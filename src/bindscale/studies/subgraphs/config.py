@@ -47,6 +47,17 @@ class SubgraphsTrial(TrialBase):
         "lr": "train.lr",
         "seed": "seed",
     }
+    #: Per-trial tables (:mod:`bindscale.studies.subgraphs.trial`): depth / size keys are strings.
+    NESTED_METRICS: ClassVar[dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
+        "acc_by_size": (("size",), ("n", "acc")),
+        "acc_by_depth": (("depth",), ("n", "acc")),
+        "acc_by_depth_source": (("depth",), ("n", "acc")),
+        "acc_by_width": (("width",), ("n", "acc")),
+        "taxonomy_by_depth": (("depth", "label"), ("share",)),
+        "taxonomy_dziri_by_depth": (("depth", "label"), ("share",)),
+        "coverage_by_depth": (("depth", "label"), ("n", "share")),
+        "rig_top": (("output", "order"), ("inputs", "gain")),
+    }
     kind: Literal["subgraphs"] = "subgraphs"
     task: SeqTaskConfig = SeqTaskConfig()
     model: TransformerConfig = TransformerConfig()

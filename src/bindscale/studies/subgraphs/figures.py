@@ -2,7 +2,8 @@
 
 Each ``fig_*`` takes the results table and returns a base64 PNG or None when
 its data are missing. Per-trial tables (accuracy by depth, error types, …) are
-JSON strings in the table (a mapping is read as well); they are averaged over the seeds of the focus
+list<struct> cells of the table (``SubgraphsTrial.NESTED_METRICS``), read back
+as nested dicts; they are averaged over the seeds of the focus
 condition: the largest model, scratchpad format where present, the largest
 training set. Every plotted mean carries its 95% Student t interval over seeds
 (:func:`bindscale.stats.mean_ci`; the title gives n). Axes of problem size and depth shade the
@@ -17,8 +18,6 @@ Faith and Fate's (:func:`bindscale.tasks.multiplication.source_depth`).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -26,6 +25,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
+from bindscale.records import metric_table
 from bindscale.report.figures import (
     ID_COLOUR,
     OOD_COLOUR,
@@ -44,6 +44,7 @@ from bindscale.report.figures import (
 )
 from bindscale.report.verdicts import ok_rows
 
+from .config import SubgraphsTrial
 from .verdicts import _prepare, focus_rows, scratchpad_flags
 
 LABEL_COLOURS = {"correct": "tab:green", "restoration": "tab:olive", "propagation": "tab:orange",
@@ -76,20 +77,12 @@ def _finish(fig, ax, xlabel: str, ylabel: str, legend: bool = True, ylim: tuple[
     return _to_b64(fig)
 
 
-def _table(v: Any) -> dict | None:
-    """One trial's table: a JSON string or a mapping (a struct column), else None."""
-    if isinstance(v, str):
-        try:
-            v = json.loads(v)
-        except ValueError:
-            return None
-    return dict(v) if isinstance(v, Mapping) else None
-
-
 def _tables(rows: pd.DataFrame, col: str) -> list[dict]:
+    """Each trial's keyed table ``col`` as its nested dict (see :func:`bindscale.records.metric_table`)."""
     if col not in rows:
         return []
-    return [t for t in map(_table, rows[col]) if t is not None]
+    spec = SubgraphsTrial.NESTED_METRICS[col]
+    return [t for t in (metric_table(v, *spec) for v in rows[col]) if t is not None]
 
 
 def _gather(tables: list[dict], levels: int, pick: Any = lambda leaf: leaf) -> dict:

@@ -31,7 +31,6 @@ target only, then decodes greedily. Metrics (all on the test examples):
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 
@@ -212,7 +211,8 @@ def run_trial(trial: SubgraphsTrial, device: str | torch.device = "cpu",
     )
     t_train = time.perf_counter() - t0
     metrics = {"n_params": model.n_params(), "final_loss": fit["final_loss"],
-               "curve": json.dumps(fit["loss_curve"]), "steps_per_s": fit["steps_per_s"],
+               "curve_steps": [st for st, _ in fit["loss_curve"]],
+               "curve_loss": [loss for _, loss in fit["loss_curve"]], "steps_per_s": fit["steps_per_s"],
                "n_train_examples": len(train), "max_target_len": max(len(ex.target) for ex in train)}
     if fit["status"] != "ok":
         return TrialResult(status=fit["status"], diverged_step=fit.get("diverged_step"), metrics=metrics)
