@@ -136,6 +136,8 @@ class StudyConfig(StrictModel):
     is_quick: bool = Field(False, description="set by --quick: this is the study's quick variant")
     verdicts: dict[str, dict[str, float]] = Field(default_factory=dict, description="claim → thresholds (each claim's ``thresholds``)")
     anchors: dict[str, str] = Field(default_factory=dict)
+    save_models: bool = Field(False, description="also write each trial's trained model to models/<trial_id>.pt "
+                              "(bindscale.checkpoints); not part of any trial id")
 
     @model_validator(mode="before")
     @classmethod

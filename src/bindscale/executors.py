@@ -33,6 +33,7 @@ from multiprocessing import get_context
 
 import torch
 
+from .checkpoints import MODEL_DIR
 from .errors import ConfigError
 from .records import RECORD_DIR
 from .storage import RunStore, remove_temporaries
@@ -50,7 +51,7 @@ def execute(
     payload: list[list[dict]], run_dir: str, study: str, device: str, *, executor: str = "process",
     workers: int = 1, retries: int = RETRIES, address: str | None = None, gpu_fraction: float = 1.0,
     on_progress: Progress = lambda n, job: None, on_job_done: JobDone = lambda s: None,
-    on_note: Callable[[str], None] = lambda msg: None,
+    on_note: Callable[[str], None] = lambda msg: None, save_models: bool = False,
 ) -> None:
     """Run every job of ``payload`` (lists of trial-config dicts) and write their records.
 
@@ -62,6 +63,7 @@ def execute(
             ``payload`` (negative steps take back those of a job that is re-run);
             on_job_done: with the statuses of a finished job; on_note: with a line
             for the user (a worker died and jobs are re-run).
+        save_models: workers also write each trial's trained model (:func:`bindscale.sweep.run_job`).
 
     Raises:
         ConfigError: unknown executor, or Ray asked for but not installed / unreachable.
@@ -74,14 +76,17 @@ def execute(
     if executor == "inline":
         torch.set_num_threads(THREADS_PER_WORKER)
         for i, job in enumerate(payload):
-            on_job_done(run_job(job, run_dir, study, device, "inline", lambda n, i=i: on_progress(n, i)))
+            on_job_done(run_job(job, run_dir, study, device, "inline", lambda n, i=i: on_progress(n, i),
+                                save_models=save_models))
     elif executor == "process":
-        _execute_pool(payload, run_dir, study, device, workers, retries, on_progress, on_job_done, on_note)
+        _execute_pool(payload, run_dir, study, device, workers, retries, on_progress, on_job_done, on_note,
+                      save_models)
     else:
         from .ray_executor import execute_ray
 
         execute_ray(payload, run_dir, study, device, workers=workers, retries=retries, address=address,
-                    gpu_fraction=gpu_fraction, on_progress=on_progress, on_job_done=on_job_done)
+                    gpu_fraction=gpu_fraction, on_progress=on_progress, on_job_done=on_job_done,
+                    save_models=save_models)
 
 
 # ----------------------------------------------------------------------------- process pool
@@ -117,13 +122,14 @@ def _watch_parent(parent: int, every: float = 0.2) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _pool_job(idx, job, run_dir, study, device):
+def _pool_job(idx, job, run_dir, study, device, save_models=False):
     q = _QUEUE
     q.put(("start", idx, os.getpid()))
-    return run_job(job, run_dir, study, device, "process", lambda n: q.put(("steps", idx, n)))
+    return run_job(job, run_dir, study, device, "process", lambda n: q.put(("steps", idx, n)), save_models=save_models)
 
 
-def _execute_pool(payload, run_dir, study, device, workers, retries, on_progress, on_job_done, on_note) -> None:
+def _execute_pool(payload, run_dir, study, device, workers, retries, on_progress, on_job_done, on_note,
+                  save_models=False) -> None:
     ctx = get_context("spawn")  # fork after torch has started threads is unsafe
     # A plain queue inherited by the workers: no manager process that could outlive a killed driver.
     q = ctx.Queue()
@@ -150,7 +156,7 @@ def _execute_pool(payload, run_dir, study, device, workers, retries, on_progress
         procs: dict[int, object] = {}
         broken = False
         try:
-            futures = {pool.submit(_pool_job, i, payload[i], run_dir, study, device): i for i in todo}
+            futures = {pool.submit(_pool_job, i, payload[i], run_dir, study, device, save_models): i for i in todo}
             todo = []
             pending = set(futures)
             while pending:
@@ -180,6 +186,7 @@ def _execute_pool(payload, run_dir, study, device, workers, retries, on_progress
             break
         # Every worker of a broken pool is dead now: a write it was making is an orphan temp file.
         remove_temporaries(RunStore(run_dir), RECORD_DIR)
+        remove_temporaries(RunStore(run_dir), MODEL_DIR)
         lost = len(todo)
         todo = _after_break(sorted(todo), running, procs, deaths, steps_done, retries, on_progress,
                             lambda i, why: on_job_done(write_failed(payload[i], run_dir, study, device, "process",

@@ -30,11 +30,12 @@ def check_ray_installed() -> None:
         raise ConfigError(NO_RAY)
 
 
-def _ray_job(job: list[dict], run_dir: str, study: str, device: str, threads: int, index: int, queue) -> list[str]:
+def _ray_job(job: list[dict], run_dir: str, study: str, device: str, threads: int, index: int, queue,
+             save_models: bool = False) -> list[str]:
     import torch
 
     torch.set_num_threads(threads)  # Ray workers are reused: pin on every task
-    return run_job(job, run_dir, study, device, "ray", lambda n: queue.put((index, n)))
+    return run_job(job, run_dir, study, device, "ray", lambda n: queue.put((index, n)), save_models=save_models)
 
 
 def _steps(job: list[dict]) -> int:
@@ -43,7 +44,7 @@ def _steps(job: list[dict]) -> int:
 
 def execute_ray(
     payload: list[list[dict]], run_dir: str, study: str, device: str, *, workers: int, retries: int,
-    address: str | None, gpu_fraction: float, on_progress, on_job_done,
+    address: str | None, gpu_fraction: float, on_progress, on_job_done, save_models: bool = False,
 ) -> None:
     """Run ``payload`` as Ray tasks (see :func:`bindscale.executors.execute`).
 
@@ -79,7 +80,8 @@ def execute_ray(
     from ray.util.queue import Queue
 
     queue = Queue(actor_options={"num_cpus": 0})
-    refs = {task.remote(job, run_dir, study, device, threads, i, queue): i for i, job in enumerate(payload)}
+    refs = {task.remote(job, run_dir, study, device, threads, i, queue, save_models): i
+            for i, job in enumerate(payload)}
     reported = [0] * len(payload)  # trial-steps reported per job (a retried job reports again)
 
     def drain() -> None:

@@ -20,7 +20,7 @@ DuckDB (``SELECT ... FROM 'results.parquet'``) read it as it is:
 - scalar metrics: int64 / double / bool / string;
 - curves: ``curve_steps`` (list<int64>) and one list<double> per curve of the
   same length (``curve_loss`` in every study; ``curve_r2_heldout`` and
-  ``curve_r2_heldout_taskmean`` in the hyperteacher trainer's); NaN is null. Records written
+  ``curve_r2_heldout_taskmean`` of the stacked trainer); NaN is null. Records written
   before curves were lists hold ``curve`` as JSON text of ``[step, loss]``
   pairs; the table splits it into ``curve_steps`` and ``curve_loss``;
 - keyed per-trial tables (per-layer decodability, accuracy by depth, error

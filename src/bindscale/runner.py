@@ -9,6 +9,7 @@ from pathlib import Path
 import yaml
 from rich.console import Console
 
+from .checkpoints import MODEL_DIR
 from .config import StudyConfig, TrialBase, validate
 from .errors import ConfigError
 from .lock import RunLock
@@ -81,6 +82,8 @@ def run_study(
     if dev != "cuda" and any(getattr(t.train, "precision", None) == "tf32" for t in trials):
         raise ConfigError("train.precision tf32 needs --device cuda; allowed on CPU: fp32, bf16, auto")
     study.plugin.check_trials(trials)  # e.g. a split that cannot be made: fail before anything is written
+    if study.save_models and not getattr(study.plugin, "returns_models", lambda: False)():
+        raise ConfigError(f"save_models: the {study.plugin.name} study's trainer cannot hand back trained models")
     if str(out).strip() == "":  # before Path(), which reads "" as the current directory
         raise ConfigError("--out: empty path; give a directory for the run")
     try:
@@ -124,6 +127,7 @@ def _run_locked(study: StudyConfig, store: RunStore, dev: str, workers: int | No
     # A worker killed mid-write leaves a temporary file (never a half record): clear them under the lock.
     if n := remove_temporaries(store, RECORD_DIR):
         console.print(f"removed {n} unfinished record write(s) left by an interrupted run")
+    remove_temporaries(store, MODEL_DIR)
     todo, have = pending_trials(trials, store)
     if executor == "ray" and address:
         n_workers = workers or len(todo) or 1  # the cluster's scheduler decides placement
@@ -149,7 +153,8 @@ def _run_locked(study: StudyConfig, store: RunStore, dev: str, workers: int | No
                 execute(payload, str(store), study.name, dev, executor=executor, workers=n_workers,
                         retries=retries, address=address, on_progress=progress.advance,
                         on_job_done=progress.job_done,
-                        on_note=lambda msg: console.print(f"note: {msg}", highlight=False))
+                        on_note=lambda msg: console.print(f"note: {msg}", highlight=False),
+                        save_models=study.save_models)
             except StorageError as err:
                 raise StorageError(f"{err}; the sweep stopped, finished trials are kept: fix the storage "
                                    "and re-run the same command to resume") from None

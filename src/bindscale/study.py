@@ -156,6 +156,13 @@ class StudyPlugin:
 
     Hooks left ``None`` take a default: every trial its own job, cost ``steps`` per trial,
     256 MiB per trial, no extra checks, ok rows untouched, no figures, no config table.
+
+    Optional hooks of the Python API (:mod:`bindscale.api`), none by default:
+    ``models`` — ``function(trial, **model_kwargs) -> nn.Module``, the trial's untrained
+    model (the one its trainer hands back with ``return_models=True``, before training;
+    ``model_kwargs`` are those the trainer's results carry); ``tasks`` —
+    ``function(trial, device) -> object``, what the trainer builds its data from. A trainer
+    that can hand back its trained models takes a keyword argument ``return_models``.
     """
 
     name: str
@@ -174,6 +181,8 @@ class StudyPlugin:
     rows: Any = None
     figure_set: Any = None
     table: Any = None
+    models: Any = None
+    tasks: Any = None
 
     def __post_init__(self) -> None:
         if self.trainer is None:
@@ -195,8 +204,45 @@ class StudyPlugin:
     def group_key(self, trial: Any) -> tuple:
         return resolve(self.grouper)(trial) if self.grouper else _default_group_key(trial)
 
-    def run_group(self, trials: list, device: str, progress: Callable[[int], None] | None = None) -> list:
-        return resolve(self.trainer)(trials, device, progress)
+    def run_group(self, trials: list, device: str, progress: Callable[[int], None] | None = None,
+                  return_models: bool = False) -> list:
+        """Its trainer on ``trials``; ``return_models=True`` asks it for the trained models too
+        (``TrialResult.model``; see :meth:`returns_models`)."""
+        if not return_models:
+            return resolve(self.trainer)(trials, device, progress)
+        if not self.returns_models():
+            raise NotImplementedError(f"study {self.name}: its trainer cannot hand back trained models "
+                                      "(no return_models argument)")
+        return resolve(self.trainer)(trials, device, progress, return_models=True)
+
+    def returns_models(self) -> bool:
+        """Whether its trainer takes ``return_models`` and it has a ``models`` builder (models can be
+        returned, saved and rebuilt)."""
+        import inspect
+
+        if self.models is None:
+            return False
+        return "return_models" in inspect.signature(resolve(self.trainer)).parameters
+
+    def build_model(self, trial: Any, **model_kwargs: Any) -> Any:
+        """The trial's untrained model (its ``models`` hook).
+
+        Raises:
+            NotImplementedError: the study has no ``models`` hook.
+        """
+        if self.models is None:
+            raise NotImplementedError(f"study {self.name} does not build models outside its trainer (no models hook)")
+        return resolve(self.models)(trial, **model_kwargs)
+
+    def build_tasks(self, trial: Any, device: str = "cpu") -> Any:
+        """What the trial's trainer builds its data from (its ``tasks`` hook).
+
+        Raises:
+            NotImplementedError: the study has no ``tasks`` hook.
+        """
+        if self.tasks is None:
+            raise NotImplementedError(f"study {self.name} does not expose its tasks (no tasks hook)")
+        return resolve(self.tasks)(trial, device)
 
     def steps(self, trial: Any) -> int:
         return int(trial.train.steps)

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from . import registry
+from .checkpoints import save_model
 from .cpu import cpu_training
 from .records import load_records, provenance, write_record
 from .storage import RunStore
@@ -36,10 +37,22 @@ def job_group_key(trial: Any) -> tuple:
     return (trial.family, *registry.for_trial(trial).group_key(trial))
 
 
-def run_group(trials: list, device: str, progress: Callable[[int], None] | None = None) -> list:
-    """Train and analyse one job's trials with their study's trainer (CPU settings: :mod:`bindscale.cpu`)."""
+def run_group(trials: list, device: str, progress: Callable[[int], None] | None = None,
+              return_models: bool = False) -> list:
+    """Train and analyse one job's trials with their study's trainer (CPU settings: :mod:`bindscale.cpu`).
+
+    ``return_models``: each result also carries its trained model (``TrialResult.model``).
+
+    Raises:
+        NotImplementedError: models asked for from a study whose trainer cannot return them.
+    """
+    plugin = registry.for_trial(trials[0])
     with cpu_training(device):
-        return registry.for_trial(trials[0]).run_group(trials, device, progress)
+        if not return_models:
+            return plugin.run_group(trials, device, progress)
+        if not getattr(plugin, "returns_models", lambda: False)():
+            raise NotImplementedError(f"study {plugin.name}: its trainer cannot hand back trained models")
+        return plugin.run_group(trials, device, progress, return_models=True)
 
 
 def job_cost(job: list) -> float:
@@ -134,13 +147,15 @@ def make_record(trial: Any, study: str, result, device: str, executor: str, erro
 
 def run_job(
     job: list[dict], run_dir: str, study: str, device: str, executor: str,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int], None] | None = None, save_models: bool = False,
 ) -> list[str]:
     """Train one stacked job and write its records. Exceptions in training become ``failed`` records.
 
     Args:
         job: trial configs as plain dicts (picklable across processes).
         run_dir: the run directory's path or URL (:class:`~bindscale.storage.RunStore`).
+        save_models: also write each trained trial's model to ``models/<trial_id>.pt``
+            (:mod:`bindscale.checkpoints`), before its record.
 
     Raises:
         StorageError: a record cannot be written (disk full, permission denied): that
@@ -151,12 +166,16 @@ def run_job(
     """
     trials = [parse_trial(d) for d in job]
     try:
-        results = run_group(trials, device, progress)
+        results = run_group(trials, device, progress, return_models=save_models)
         recs = [make_record(t, study, r, device, executor) for t, r in zip(trials, results)]
     except Exception as err:  # the sweep goes on; the error is kept in each trial's record
         msg = f"{type(err).__name__}: {err}\n{traceback.format_exc(limit=5)}"
         recs = [make_record(t, study, None, device, executor, error=msg) for t in trials]
-    for rec in recs:
+        results = [None] * len(trials)
+    for trial, result, rec in zip(trials, results, recs):
+        # The model first: a trial with a record (which a resumed run skips) has its model file.
+        if save_models and result is not None and result.model is not None:
+            save_model(run_dir, trial, registry.for_trial(trial).name, result.model, result.model_kwargs)
         write_record(run_dir, rec)
     return [r["status"] for r in recs]
 

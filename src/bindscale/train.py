@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -95,11 +96,19 @@ def resolve_precision(precision: str, device: torch.device, model: ModelConfig) 
 
 @dataclass
 class TrialResult:
-    """What training and analysis produced for one trial (becomes part of its record)."""
+    """What training and analysis produced for one trial (becomes part of its record).
+
+    ``model`` (the trained single-trial ``nn.Module``, in eval mode) and ``model_kwargs``
+    (what its study's model builder needs beyond the trial config to rebuild it) are set
+    only when a trainer is asked for its models (``return_models=True``); they are not
+    part of the record.
+    """
 
     status: str = "ok"
     diverged_step: int | None = None
     metrics: dict = field(default_factory=dict)
+    model: Any = field(default=None, repr=False, compare=False)
+    model_kwargs: dict = field(default_factory=dict, repr=False, compare=False)
 
 
 BATCH_FIELDS = ("code", "z", "x", "y", "combo")
@@ -129,6 +138,7 @@ def train_group(
     trials: list[TrialConfig],
     device: str | torch.device = "cpu",
     progress: Callable[[int], None] | None = None,
+    return_models: bool = False,
 ) -> list[TrialResult]:
     """Train and analyse ``trials`` (all with one :func:`group_key`) as one stacked model.
 
@@ -136,6 +146,9 @@ def train_group(
         trials: the group; order is kept in the results.
         device: torch device for models and data.
         progress: called with the number of *trial-steps* done since the last call.
+        return_models: also hand back each trial's trained model (``TrialResult.model``: its
+            member of the stack as a plain :class:`~bindscale.models.MLP` or
+            :class:`~bindscale.models.Hypernet`, in eval mode); metrics are the same either way.
 
     Returns:
         One :class:`TrialResult` per trial. Metrics: ``r2_id``, ``r2_heldout``,
@@ -157,10 +170,26 @@ def train_group(
         raise ValueError("train_group needs trials with one group_key")
     device = torch.device(device)
     with cpu_training(device):  # no page faults per step, no denormal arithmetic (bindscale.cpu)
-        return _train_group(trials, device, progress)
+        return _train_group(trials, device, progress, return_models)
 
 
-def _train_group(trials: list[TrialConfig], device: torch.device, progress) -> list[TrialResult]:
+def untrained_model(trial: TrialConfig) -> torch.nn.Module:
+    """The trial's student as :func:`train_group` initialises it (its "init" stream), as a plain
+    single-trial module (:meth:`~bindscale.models.StackedModel.member`), on the CPU."""
+    t = trial.task
+    code_dim = encoding_dim(t.encoding, t.M, t.K, (t.input_dim, t.output_dim), t.n_shots)
+    stack = build_model(trial.model, code_dim, t.input_dim, t.output_dim, t.M, [seeding.generator(trial.seed, "init")])
+    return stack.member(0)
+
+
+def task_family(trial: TrialConfig, device: str | torch.device = "cpu") -> HyperTeacher:
+    """The trial's task family as :func:`train_group` builds it: its :class:`~bindscale.tasks.HyperTeacher`
+    (teacher, split and encoding of the trial's seed); ``.sample(n, generator)`` draws batches."""
+    return HyperTeacher(trial.task, trial.seed, device)
+
+
+def _train_group(trials: list[TrialConfig], device: torch.device, progress, return_models: bool = False
+                 ) -> list[TrialResult]:
     T, cfg = len(trials), trials[0]
     tasks = [HyperTeacher(t.task, t.seed, device) for t in trials]
     model = build_model(
@@ -270,7 +299,7 @@ def _train_group(trials: list[TrialConfig], device: torch.device, progress) -> l
         step_t = int(diverged_at[t])
         div = step_t >= 0 or not math.isfinite(m["r2_id"])
         results.append(TrialResult(status="diverged" if div else "ok", diverged_step=step_t if step_t >= 0 else None,
-                                   metrics=m))
+                                   metrics=m, model=model.member(t).eval() if return_models else None))
     return results
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import torch
 
 from ..trials import ModelConfig
-from .base import StackedModel
-from .hypernet import StackedHypernet
-from .mlp import StackedMLP
+from .base import Dense, StackedModel
+from .hypernet import GeneratedDense, Hypernet, StackedHypernet
+from .mlp import MLP, StackedMLP
 
 MODELS: dict[str, type[StackedModel]] = {"mlp": StackedMLP, "hypernet": StackedHypernet}
 
@@ -26,4 +26,5 @@ def build_model(
     return MODELS[cfg.kind](cfg, code_dim, x_dim, out_dim, n_modules, gens)
 
 
-__all__ = ["MODELS", "StackedModel", "StackedMLP", "StackedHypernet", "build_model"]
+__all__ = ["MODELS", "StackedModel", "StackedMLP", "StackedHypernet", "build_model", "MLP", "Hypernet", "Dense",
+           "GeneratedDense"]

@@ -99,3 +99,35 @@ class StackedModel(nn.Module):
     def activation_shapes(self, B: int, S: int) -> dict[str, tuple[int, ...]]:  # pragma: no cover - abstract
         """Name → shape of every activation point for a batch of ``B`` tasks × ``S`` inputs."""
         raise NotImplementedError
+
+    def member(self, i: int) -> nn.Module:  # pragma: no cover - abstract
+        """Trial ``i`` of the stack as a plain single-trial module (a copy of its weights, same device).
+
+        Its forward takes ``code`` ``(B, E)`` and ``x`` ``(B, S, I)`` and returns ``(B, S, O)``,
+        the stack's output for that trial; its activation points are submodules named like the
+        stack's (``input``, ``hidden.0`` …, ``output``), so forward hooks
+        (:func:`bindscale.api.collect_activations`) read them.
+        """
+        raise NotImplementedError
+
+
+class Dense(nn.Module):
+    """``activation(h @ weight + bias)`` over the last dimension of ``h`` (no activation: a readout).
+
+    ``weight`` is ``(in, out)`` (the stacked models' layout, one trial's slice), ``bias`` ``(out,)``.
+    """
+
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor, activation: str | None = None):
+        super().__init__()
+        self.weight = nn.Parameter(weight.detach().clone())
+        self.bias = nn.Parameter(bias.detach().reshape(-1).clone())
+        self.activation = activation
+
+    def extra_repr(self) -> str:
+        return f"in={self.weight.shape[0]}, out={self.weight.shape[1]}, activation={self.activation}"
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        # The stack's batched product with a stack of one: the same bits as the trial's slice of the stack.
+        out = torch.baddbmm(self.bias.view(1, 1, -1), h.reshape(1, -1, h.shape[-1]), self.weight.unsqueeze(0))
+        out = out.view(*h.shape[:-1], -1)
+        return ACTIVATIONS[self.activation](out) if self.activation else out

@@ -9,6 +9,10 @@ Activation points (for a batch of B tasks × S inputs, T trials)::
     input      (T, B, S, E + I)   code ‖ x
     hidden.i   (T, B, S, width)   post-activation of hidden layer i, i = 0..depth-1
     output     (T, B, S, O)
+
+:meth:`StackedMLP.member` gives one trial as a plain :class:`MLP` (``code`` ``(B, E)``,
+``x`` ``(B, S, I)``), whose submodules ``input``, ``hidden.i`` and ``output`` output
+the same points without the ``T`` dimension.
 """
 
 from __future__ import annotations
@@ -17,13 +21,14 @@ import torch
 from torch import nn
 
 from ..trials import ModelConfig
-from .base import ACTIVATIONS, StackedModel, resolve_init, stacked_init
+from .base import ACTIVATIONS, Dense, StackedModel, resolve_init, stacked_init
 
 
 class StackedMLP(StackedModel):
     def __init__(self, cfg: ModelConfig, code_dim: int, x_dim: int, out_dim: int, n_modules: int, gens):
         super().__init__()
         self.n_trials, self.act = len(gens), ACTIVATIONS[cfg.activation]
+        self.activation = cfg.activation
         init = resolve_init(cfg)
         self.dims = [code_dim + x_dim] + [cfg.width] * cfg.depth + [out_dim]
         self.weights = nn.ParameterList()
@@ -56,3 +61,41 @@ class StackedMLP(StackedModel):
         if acts is not None:
             acts["output"] = out
         return out
+
+    def member(self, i: int) -> "MLP":
+        """Trial ``i`` as a plain :class:`MLP` (a copy of its weights)."""
+        if not -self.n_trials <= i < self.n_trials:
+            raise IndexError(f"trial {i} of a stack of {self.n_trials}")
+        last = len(self.weights) - 1
+        layers = [Dense(W[i], b[i], None if j == last else self.activation)
+                  for j, (W, b) in enumerate(zip(self.weights, self.biases))]
+        return MLP(layers[:-1], layers[-1])
+
+
+class MLP(nn.Module):
+    """One trial's MLP (:meth:`StackedMLP.member`): ``forward(code (B, E), x (B, S, I)) -> (B, S, O)``.
+
+    Submodules, each named after the activation point it outputs::
+
+        input      nn.Identity  (B, S, E + I)   code ‖ x
+        hidden.i   Dense        (B, S, width)   post-activation of hidden layer i
+        output     Dense        (B, S, O)       linear readout
+
+    Parameters ``hidden.i.weight`` ``(in, out)``, ``hidden.i.bias``, ``output.weight``, ``output.bias``.
+    """
+
+    def __init__(self, hidden: list[Dense], output: Dense):
+        super().__init__()
+        self.input = nn.Identity()
+        self.hidden = nn.ModuleList(hidden)
+        self.output = output
+
+    def n_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def forward(self, code: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        B, S, _ = x.shape
+        h = self.input(torch.cat([code.unsqueeze(1).expand(B, S, code.shape[-1]), x], dim=-1))
+        for layer in self.hidden:
+            h = layer(h)
+        return self.output(h)

@@ -72,4 +72,6 @@ STUDY = StudyPlugin(
     memory="bindscale.studies.modularity.plan:trial_memory_bytes",
     figure_set="bindscale.studies.modularity.figures:modularity_figures",
     table="bindscale.studies.modularity.table:config_table",
+    models="bindscale.studies.modularity.trial:untrained_model",
+    tasks="bindscale.studies.modularity.trial:task_family",
 )

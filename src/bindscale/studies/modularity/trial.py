@@ -361,8 +361,19 @@ def summarise(runs: list[dict], tolerance: float = 0.0) -> dict[str, float]:
     return out
 
 
+def untrained_model(trial: ModularityTrial) -> CompoundNet:
+    """The trial's base network as :func:`run_trial` initialises it ("init" stream), on the CPU."""
+    return build_net(trial, "init")
+
+
+def task_family(trial: ModularityTrial, device: str | torch.device = "cpu") -> dict[str, CompoundDataset]:
+    """The trial's data as :func:`run_trial` builds it (:func:`make_data`: dataset name → dataset; each
+    dataset's ``.xy(view)`` gives inputs and labels; ``device`` is unused)."""
+    return make_data(trial)
+
+
 def run_trial(trial: ModularityTrial, device: str | torch.device = "cpu",
-              progress: Callable[[int], None] | None = None) -> TrialResult:
+              progress: Callable[[int], None] | None = None, return_models: bool = False) -> TrialResult:
     """Train, search masks and score one modularity trial; a non-finite loss gives status ``diverged``.
 
     Metrics: ``n_params``; ``base_acc_train`` / ``base_acc_test`` (compound task),
@@ -372,10 +383,15 @@ def run_trial(trial: ModularityTrial, device: str | torch.device = "cpu",
     ``noise_tolerance`` (:func:`noise_tolerance` of the subroutine test sets) and the
     summary of :func:`summarise`; ``n_masked`` (weights under the mask);
     ``runs`` (every mask run, a list of dicts) and ``timings``.
+
+    ``return_models``: also hand back the trained base network (``TrialResult.model``, a
+    :class:`CompoundNet` in eval mode; the mask search leaves its weights alone); the metrics
+    are the same either way.
     """
     t0 = time.perf_counter()
     data = make_data(trial)
     net = build_net(trial, "init").to(device)
+    kept = {"model": net} if return_models else {}
     metrics: dict = {"n_params": net.n_params(),
                      "n_masked": sum(dict(net.named_parameters())[n].numel() for n in net.mask_names(trial.mask.params))}
     if trial.pretrain.kind != "none":
@@ -383,12 +399,14 @@ def run_trial(trial: ModularityTrial, device: str | torch.device = "cpu",
         metrics |= {"pretrain_loss": pre["final_loss"], "pretrain_acc": pre["acc"]}
         metrics |= {f"pretrain_acc_{f}": pre[f"acc_{f}"] for f in FACTORS if f"acc_{f}" in pre}
         if pre["status"] != "ok":
-            return TrialResult(status=pre["status"], diverged_step=pre["diverged_step"], metrics=metrics)
+            return TrialResult(status=pre["status"], diverged_step=pre["diverged_step"], metrics=metrics,
+                               **_eval_mode(kept))
     fit = train_compound(net, data, trial, device, on_step=(lambda step, loss: progress(1)) if progress else None)
     metrics |= {"final_loss": fit["final_loss"], "curve_steps": [st for st, _ in fit["loss_curve"]],
                 "curve_loss": [loss for _, loss in fit["loss_curve"]]}
     if fit["status"] != "ok":
-        return TrialResult(status=fit["status"], diverged_step=fit["diverged_step"], metrics=metrics)
+        return TrialResult(status=fit["status"], diverged_step=fit["diverged_step"], metrics=metrics,
+                           **_eval_mode(kept))
     t_train = time.perf_counter() - t0
     for key, name in (("base_acc_train", "compound_train"), ("base_acc_test", "compound_test"),
                       ("base_acc_sub_A", "sub_A_test"), ("base_acc_sub_B", "sub_B_test")):
@@ -404,10 +422,16 @@ def run_trial(trial: ModularityTrial, device: str | torch.device = "cpu",
     metrics["runs"] = runs
     metrics["timings"] = {"train_s": t_train, "mask_s": t_mask,
                           "control_s": time.perf_counter() - t0 - t_train - t_mask}
-    return TrialResult(status="ok", metrics=metrics)
+    return TrialResult(status="ok", metrics=metrics, **_eval_mode(kept))
+
+
+def _eval_mode(kept: dict) -> dict:
+    if kept:
+        kept["model"].eval()
+    return kept
 
 
 def run_group(trials: list[ModularityTrial], device: str | torch.device = "cpu",
-              progress: Callable[[int], None] | None = None) -> list[TrialResult]:
-    """Trials one after another (modularity trials are not stacked)."""
-    return [run_trial(t, device, progress) for t in trials]
+              progress: Callable[[int], None] | None = None, return_models: bool = False) -> list[TrialResult]:
+    """Trials one after another (modularity trials are not stacked); ``return_models``: see :func:`run_trial`."""
+    return [run_trial(t, device, progress, return_models) for t in trials]

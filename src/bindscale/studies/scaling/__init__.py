@@ -88,4 +88,6 @@ STUDY = StudyPlugin(
     rows=f"{_V}:ok_rows",
     figure_set="bindscale.studies.scaling.figures:figures",
     table="bindscale.studies.scaling.table:config_table",
+    models="bindscale.train:untrained_model",
+    tasks="bindscale.train:task_family",
 )

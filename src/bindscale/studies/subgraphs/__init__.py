@@ -66,4 +66,6 @@ STUDY = StudyPlugin(
     memory="bindscale.studies.subgraphs.plan:trial_memory_bytes",
     figure_set="bindscale.studies.subgraphs.figures:figures",
     table="bindscale.studies.subgraphs.table:config_table",
+    models="bindscale.studies.subgraphs.trial:untrained_model",
+    tasks="bindscale.studies.subgraphs.trial:task_family",
 )

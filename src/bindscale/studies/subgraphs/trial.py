@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -107,6 +108,39 @@ def make_data(trial: SubgraphsTrial) -> tuple[list[Example], list[Example], list
         test += got
         in_dist += [cell in id_cells] * len(got)
     return train, test, in_dist
+
+
+class SeqData(NamedTuple):
+    """A trial's data as its trainer builds it (:func:`make_data`): the fixed training set, the test
+    examples and, per test example, whether it is in distribution; ``max_len`` is the model's."""
+
+    train: list[Example]
+    test: list[Example]
+    in_dist: list[bool]
+    max_len: int
+
+
+def model_max_len(train: list[Example], test: list[Example]) -> int:
+    """Longest sequence the trial's model is built for: training or test prompt plus target, plus slack."""
+    tokens, _ = charvocab.pack(train)
+    return max(tokens.shape[1], max(len(ex.prompt) + len(ex.target) for ex in test)) + 8
+
+
+def task_family(trial: SubgraphsTrial, device: str | torch.device = "cpu") -> SeqData:
+    """The trial's data (:class:`SeqData`; the sets are fixed, so nothing is left to sample; ``device`` is unused)."""
+    train, test, in_dist = make_data(trial)
+    return SeqData(train, test, in_dist, model_max_len(train, test))
+
+
+def untrained_model(trial: SubgraphsTrial, max_len: int | None = None) -> Transformer:
+    """The trial's transformer as :func:`run_trial` initialises it ("init" stream), on the CPU.
+
+    ``max_len`` (the rotary table's length; :func:`model_max_len`) changes no weight; without it,
+    it is computed from the trial's data (seconds to a minute for multiplication).
+    """
+    if max_len is None:
+        max_len = task_family(trial).max_len
+    return build_model(trial, max_len)
 
 
 def build_model(trial: SubgraphsTrial, max_len: int) -> Transformer:
@@ -195,13 +229,18 @@ def depth_matched_gap(nodes: pd.DataFrame) -> float:
 
 
 def run_trial(trial: SubgraphsTrial, device: str | torch.device = "cpu",
-              progress: Callable[[int], None] | None = None) -> TrialResult:
-    """Train and evaluate one subgraphs trial; a non-finite loss gives status ``diverged``."""
+              progress: Callable[[int], None] | None = None, return_models: bool = False) -> TrialResult:
+    """Train and evaluate one subgraphs trial; a non-finite loss gives status ``diverged``.
+
+    ``return_models``: also hand back the trained transformer (``TrialResult.model``, eval mode;
+    ``model_kwargs`` holds its ``max_len``); the metrics are the same either way.
+    """
     t0 = time.perf_counter()
     train, test, in_dist = make_data(trial)
     tokens, mask = charvocab.pack(train)
-    max_len = max(tokens.shape[1], max(len(ex.prompt) + len(ex.target) for ex in test)) + 8
+    max_len = model_max_len(train, test)
     model = build_model(trial, max_len).to(device)
+    kept = {"model": model, "model_kwargs": {"max_len": max_len}} if return_models else {}
     tr = trial.train
     fit = train_seq_model(
         model, tokens, mask, steps=tr.steps, batch_size=tr.batch_size, lr=tr.lr, weight_decay=tr.weight_decay,
@@ -215,12 +254,19 @@ def run_trial(trial: SubgraphsTrial, device: str | torch.device = "cpu",
                "curve_loss": [loss for _, loss in fit["loss_curve"]], "steps_per_s": fit["steps_per_s"],
                "n_train_examples": len(train), "max_target_len": max(len(ex.target) for ex in train)}
     if fit["status"] != "ok":
-        return TrialResult(status=fit["status"], diverged_step=fit.get("diverged_step"), metrics=metrics)
+        return TrialResult(status=fit["status"], diverged_step=fit.get("diverged_step"), metrics=metrics,
+                           **_eval_mode(kept))
     metrics |= evaluate(model, train, test, in_dist, device)
     rig = rig_table(train[:_RIG_EXAMPLES], max_order=2)
     metrics["rig_top"] = _rig_summary(rig)
     metrics["timings"] = {"train_s": t_train, "eval_s": time.perf_counter() - t0 - t_train}
-    return TrialResult(status="ok", metrics=metrics)
+    return TrialResult(status="ok", metrics=metrics, **_eval_mode(kept))
+
+
+def _eval_mode(kept: dict) -> dict:
+    if kept:
+        kept["model"].eval()
+    return kept
 
 
 def _rig_summary(rig: pd.DataFrame) -> dict:
@@ -236,6 +282,6 @@ def _rig_summary(rig: pd.DataFrame) -> dict:
 
 
 def run_group(trials: list[SubgraphsTrial], device: str | torch.device = "cpu",
-              progress: Callable[[int], None] | None = None) -> list[TrialResult]:
-    """Trials one after another (transformer trials are not stacked)."""
-    return [run_trial(t, device, progress) for t in trials]
+              progress: Callable[[int], None] | None = None, return_models: bool = False) -> list[TrialResult]:
+    """Trials one after another (transformer trials are not stacked); ``return_models``: see :func:`run_trial`."""
+    return [run_trial(t, device, progress, return_models) for t in trials]

@@ -1,0 +1,392 @@
+"""bindscale's Python API, for notebooks and scripts (also importable from :mod:`bindscale` itself).
+
+Studies and runs::
+
+    resolve_study(name_or_path, quick=False, overrides=None) -> StudyConfig
+    run_study(study_or_name, out, quick=False, overrides=None, workers=None, device="auto") -> dict
+    load_results(run_dir) -> pandas.DataFrame
+    load_model(run_dir, trial_id, device="cpu") -> torch.nn.Module
+
+One trial in this process::
+
+    run_trial(config, device="cpu") -> (record: dict, model: torch.nn.Module)
+    build_tasks(config, device="cpu") -> the trial's task family / data   (alias: task_family)
+    build_model(config, **model_kwargs) -> torch.nn.Module                 (untrained)
+    collect_activations(model, inputs, names=None) -> dict[str, Tensor]
+
+``config`` is a trial config (``study.trials()[i]``) or a plain dict of one (a record's
+``trial_config``; ``kind`` picks the study, absent = hyperteacher). What each study
+returns:
+
+============  ======================================  ==============================================
+trial kind    model (run_trial, build_model,          build_tasks
+              load_model)
+============  ======================================  ==============================================
+hyperteacher  :class:`~bindscale.models.MLP` or        :class:`~bindscale.tasks.HyperTeacher`
+              :class:`~bindscale.models.Hypernet`:     (``.sample(n_tasks, generator)`` → a
+              ``model(code (B, E), x (B, S, I))``      :class:`~bindscale.tasks.Batch` with ``code``,
+              → ``(B, S, O)``                          ``x``, ``y`` and the constituents ``z``)
+subgraphs     :class:`~bindscale.models.transformer.  ``SeqData(train, test, in_dist, max_len)``
+              Transformer`: ``model(tokens (B, L))``   (examples with their computation graphs)
+              → logits ``(B, L, V)``
+modularity    the base network                         dataset name → ``CompoundDataset``
+              (``CompoundNet``): ``model(x)`` → one    (``.xy("onehot" | "tokens")``)
+              logit per scene
+============  ======================================  ==============================================
+
+Importing this module (or :mod:`bindscale`) does not import torch: every function
+imports what it needs when called.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import registry
+from .config import StudyConfig, TrialBase
+from .config import resolve_study as _resolve_study
+from .errors import ConfigError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+    import torch
+
+__all__ = [
+    "resolve_study", "run_study", "run_trial", "load_results", "load_model", "build_tasks", "task_family",
+    "build_model", "collect_activations",
+]
+
+
+# --------------------------------------------------------------------------- studies and runs
+
+def resolve_study(name_or_path: str | Path, quick: bool = False,
+                  overrides: Sequence[str] | Mapping[str, Any] | None = None) -> StudyConfig:
+    """A validated study: a built-in name (``"scaling"``, ``"subgraphs"``, ``"modularity"``) or a YAML path.
+
+    Args:
+        quick: merge the study's ``quick`` variant (``bindscale run --quick``).
+        overrides: ``--set`` overrides, as ``["train.steps=50", "width=[8,16]"]`` or as a mapping
+            ``{"train.steps": 50, "width": [8, 16]}`` (a list value sweeps that axis).
+
+    Returns:
+        The :class:`~bindscale.config.StudyConfig`; ``.trials()`` lists its trial configs.
+
+    Raises:
+        ConfigError: unknown study or field, bad value (one line, as the CLI prints it).
+    """
+    return _resolve_study(str(name_or_path), quick=quick, overrides=_overrides(overrides))
+
+
+def _overrides(overrides: Sequence[str] | Mapping[str, Any] | None) -> list[str]:
+    if overrides is None:
+        return []
+    if isinstance(overrides, Mapping):
+        # JSON is YAML: a value comes back as itself from parse_override.
+        return [f"{k}={json.dumps(v)}" for k, v in overrides.items()]
+    if isinstance(overrides, str):
+        return [overrides]
+    return list(overrides)
+
+
+def run_study(study_or_name: StudyConfig | str | Path, out: str | Path, quick: bool = False,
+              overrides: Sequence[str] | Mapping[str, Any] | None = None, workers: int | None = None,
+              device: str = "auto", executor: str | None = None) -> dict:
+    """Run (or resume) a study into ``out`` and write its records, ``results.parquet`` and report,
+    as ``bindscale run`` does; returns the summary (``summary.json``'s content).
+
+    Args:
+        study_or_name: a :class:`~bindscale.config.StudyConfig` (from :func:`resolve_study`) or
+            what :func:`resolve_study` takes (then ``quick`` and ``overrides`` apply).
+        out: the run directory (a path or an fsspec URL).
+        workers: worker processes (default: one per core). From a script (not a notebook),
+            more than one needs the script's code under ``if __name__ == "__main__":``
+            (workers are spawned and import the main module); ``workers=1`` trains in this process.
+        device: ``auto``, ``cpu`` or ``cuda``.
+        executor: ``inline``, ``process`` or ``ray`` (default: ``process`` with more than one worker).
+
+    Raises:
+        ConfigError: a bad study, device or run directory (before anything is written);
+            ``quick``/``overrides`` given with a resolved study.
+    """
+    from .runner import run_study as _run
+
+    if isinstance(study_or_name, StudyConfig):
+        if quick or overrides:
+            raise ConfigError("run_study: quick and overrides apply to a study name or path; "
+                              "give them to resolve_study instead")
+        study = study_or_name
+    else:
+        study = resolve_study(study_or_name, quick=quick, overrides=overrides)
+    return _run(study, out, device=device, workers=workers, executor=executor)
+
+
+def load_results(run_dir: str | Path) -> "pd.DataFrame":
+    """The records of a run, one row per trial (the columns of ``results.parquet``).
+
+    Read from ``results.parquet`` when it is current (it holds the same trials with the same
+    statuses as the record files), else built from the records themselves (a run still in
+    progress, or stopped before its table was written). Only the trials of the run's study
+    (its ``study.yaml``) are included, in the study's order; a directory of records without
+    ``study.yaml`` gives all its records.
+
+    Raises:
+        ConfigError: ``run_dir`` holds neither ``study.yaml`` nor records.
+    """
+    import pandas as pd
+
+    from .records import RECORD_DIR, load_records, records_table
+    from .runner import STUDY_FILE, load_run_study
+    from .storage import RunStore
+
+    store = RunStore.of(run_dir)
+    if store.exists(STUDY_FILE):
+        ids = [t.trial_id for t in load_run_study(store).trials()]
+        recs = load_records(store, set(ids))
+        records = [recs[i] for i in ids if i in recs]
+    elif store.list(RECORD_DIR, ".json"):
+        records = list(load_records(store).values())
+    else:
+        raise ConfigError(f"{run_dir} is not a bindscale run directory (no {STUDY_FILE}, no {RECORD_DIR}/)")
+    if store.exists("results.parquet"):
+        try:
+            df = pd.read_parquet(io.BytesIO(store.read_bytes("results.parquet")))
+        except (OSError, ValueError):
+            df = None
+        if (df is not None and {"trial_id", "status"} <= set(df.columns)
+                and list(zip(df["trial_id"], df["status"])) == [(r["trial_id"], r["status"]) for r in records]):
+            return df
+    return records_table(records)
+
+
+def load_model(run_dir: str | Path, trial_id: str, device: str = "cpu") -> "torch.nn.Module":
+    """A trained model saved by a sweep with ``save_models: true`` (``models/<trial_id>.pt``).
+
+    The model is rebuilt from the saved trial config with its study's model builder (as
+    :func:`build_model`), its weights loaded, and put in eval mode on ``device``. Only trials
+    trained while ``save_models`` was on have a file (a resumed run does not re-train trials it
+    has records of).
+
+    Raises:
+        FileNotFoundError: no model file for that trial.
+        ValueError: the file is not a bindscale model file.
+    """
+    from .checkpoints import read_model_file
+
+    payload = read_model_file(run_dir, trial_id)
+    model = build_model(payload["trial_config"], **payload.get("model_kwargs", {}))
+    model.load_state_dict(payload["state_dict"])
+    return model.to(device).eval()
+
+
+# --------------------------------------------------------------------------- one trial
+
+def _trial(config: TrialBase | Mapping[str, Any]) -> TrialBase:
+    """A trial config from a config or a plain dict (its ``kind`` picks the study)."""
+    if isinstance(config, TrialBase):
+        return config
+    if isinstance(config, Mapping):
+        from .config import validate
+
+        return validate(registry.for_trial(dict(config)).trial_class, dict(config), where="trial config")
+    raise TypeError(f"expected a trial config or a dict of one, got {type(config).__name__}")
+
+
+@contextlib.contextmanager
+def _sweep_threads() -> Iterator[None]:
+    """Torch threads as a sweep's worker has them (one: the same bits as the sweep), restored afterwards."""
+    import torch
+
+    from .sweep import THREADS_PER_WORKER
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(THREADS_PER_WORKER)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def run_trial(config: TrialBase | Mapping[str, Any], device: str = "cpu") -> tuple[dict, "torch.nn.Module"]:
+    """Train and analyse one trial in this process, as a sweep would.
+
+    Args:
+        config: a trial config or a dict of one (``kind`` picks the study; absent = hyperteacher).
+        device: ``cpu``, ``cuda`` or ``auto``.
+
+    Returns:
+        ``(record, model)``: the record a sweep writes for this trial (:func:`bindscale.sweep.make_record`,
+        as read back from its JSON file: NaN is ``None``; ``study`` is the study plugin's name,
+        ``provenance.executor`` is ``"api"``), and the trained model in eval mode (see the module
+        docstring). Training uses one torch thread, as a sweep's workers do, so the metrics are
+        those a sweep records for the same config (timings aside).
+
+    Raises:
+        ConfigError: an invalid config or device.
+        NotImplementedError: the study's trainer cannot hand back its model.
+    """
+    from .records import _clean
+    from .sweep import make_record, resolve_device, run_group
+
+    trial = _trial(config)
+    try:
+        dev = resolve_device(device)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+    registry.for_trial(trial).check_trials([trial])
+    with _sweep_threads():
+        result = run_group([trial], dev, None, return_models=True)[0]
+    record = make_record(trial, registry.for_trial(trial).name, result, dev, "api")
+    record = json.loads(json.dumps(_clean(record), allow_nan=False))  # as a record file reads back
+    return record, result.model.eval()
+
+
+def build_tasks(config: TrialBase | Mapping[str, Any], device: str = "cpu") -> Any:
+    """What the trial's trainer builds its data from, seeded like the trial (see the module docstring):
+    the :class:`~bindscale.tasks.HyperTeacher` of a hyperteacher trial, the fixed example sets of a
+    subgraphs trial, the datasets of a modularity trial.
+
+    Raises:
+        NotImplementedError: the trial's study does not expose its tasks.
+    """
+    trial = _trial(config)
+    return registry.for_trial(trial).build_tasks(trial, device)
+
+
+#: The same function under the name of the issue's sketch.
+task_family = build_tasks
+
+
+def build_model(config: TrialBase | Mapping[str, Any], **model_kwargs: Any) -> "torch.nn.Module":
+    """The trial's model before training (the trial's own initialisation, on the CPU, train mode):
+    what :func:`run_trial` trains and hands back.
+
+    ``model_kwargs``: what the study's builder takes beyond the config (subgraphs: ``max_len``, the
+    transformer's longest sequence, else computed from the trial's data; :func:`load_model` passes
+    the saved ones).
+
+    Raises:
+        NotImplementedError: the trial's study builds no models outside its trainer.
+    """
+    trial = _trial(config)
+    return registry.for_trial(trial).build_model(trial, **model_kwargs)
+
+
+# --------------------------------------------------------------------------- activations
+
+def collect_activations(model: "torch.nn.Module", inputs: Any, names: Sequence[str] | None = None
+                        ) -> "dict[str, torch.Tensor]":
+    """Run ``model`` once on ``inputs`` and return its named activations (in the spirit of
+    TransformerLens's ``run_with_cache``), without gradients.
+
+    Two kinds of names:
+
+    - **module outputs**: the output of every submodule named as in ``model.named_modules()``,
+      read by a forward hook;
+    - **activation points** of modules whose forward fills an ``acts`` dict (the stacked
+      students, :class:`~bindscale.models.transformer.Transformer`): named ``<module>.<point>``,
+      or ``<point>`` for the model itself (a forward pre-hook passes them an ``acts`` dict).
+
+    Names by model (``B`` tasks or sequences, ``S`` inputs per task, ``L`` tokens)::
+
+        MLP (hyperteacher, run_trial)        input (B, S, E+I) code ‖ x; hidden.{i} (B, S, width)
+                                             post-activation; output (B, S, O)
+        Hypernet (hyperteacher)              input (B, E) code; mixing (B, n_banks) α;
+                                             hidden.{i} (B, S, width); output (B, S, O)
+        Transformer (subgraphs)              modules: embed, blocks.{i}, blocks.{i}.ln1, .attn,
+                                             .attn.qkv, .attn.proj, .ln2, .mlp, .mlp.fc (pre-GELU),
+                                             .mlp.proj, ln_f, head (logits);
+                                             points: resid.{i}, attn.{i}.pattern (B, H, L, L),
+                                             attn.{i}.head_out, attn.{i}.out, mlp.{i}.out, resid.final
+        CompoundNet (modularity)             MLP: net.input, net.hidden.{i}, net.output, each
+                                             (1, N, 1, ·) (a stack of one trial; module "net" on
+                                             request); transformer: net.embed …, net.resid.{i} …
+
+    Args:
+        model: any ``torch.nn.Module``.
+        inputs: the forward's arguments: a tuple or list (positional), a dict (keywords), a
+            hyperteacher :class:`~bindscale.tasks.Batch` (its ``code`` and ``x``), or one tensor.
+        names: what to return; ``None``: every leaf module that ran, and every activation point.
+
+    Returns:
+        Name → tensor (detached). A module run more than once keeps its last output; a module
+        that did not run has no entry. Asking for activation points makes the transformer
+        compute attention explicitly (the same result to float rounding).
+
+    Raises:
+        KeyError: a name in ``names`` that the model does not produce (the message lists those it does).
+    """
+    import inspect
+
+    import torch
+
+    modules = dict(model.named_modules())
+    wanted = None if names is None else list(dict.fromkeys(names))
+    leaves = {n for n, m in modules.items() if n and not any(True for _ in m.children())}
+    hook_modules = leaves if wanted is None else {n for n in wanted if n in modules}
+    # Modules with named activation points: a forward(…, acts=None, …) that fills the dict.
+    capable: dict[str, int] = {}
+    for n, m in modules.items():
+        if hasattr(m, "activation_shapes"):
+            params = [p for p in inspect.signature(m.forward).parameters]
+            if "acts" in params:
+                capable[n] = params.index("acts")
+    if wanted is not None:
+        capable = {n: i for n, i in capable.items()
+                   if any(w not in modules and (not n or w.startswith(n + ".")) for w in wanted)}
+
+    found: dict[str, Any] = {}
+    handles = []
+
+    def keep(name: str):
+        def hook(_mod, _args, out):
+            found[name] = out.detach() if isinstance(out, torch.Tensor) else out
+        return hook
+
+    def inject(idx: int):
+        def pre(_mod, args, kwargs):
+            if len(args) > idx:
+                # A caller's own dict is read afterwards; acts=None given positionally becomes a dict.
+                return None if args[idx] is not None else ((*args[:idx], {}, *args[idx + 1:]), kwargs)
+            if kwargs.get("acts") is not None:
+                return None
+            return args, {**kwargs, "acts": {}}
+        return pre
+
+    def read(prefix: str, idx: int):
+        def hook(_mod, args, kwargs, _out):
+            acts = args[idx] if len(args) > idx else kwargs.get("acts")
+            for k, v in (acts or {}).items():
+                found[f"{prefix}.{k}" if prefix else k] = v.detach() if isinstance(v, torch.Tensor) else v
+        return hook
+
+    if hasattr(inputs, "code") and hasattr(inputs, "x") and not isinstance(inputs, torch.Tensor):
+        inputs = (inputs.code, inputs.x)
+    try:
+        for n in hook_modules:
+            handles.append(modules[n].register_forward_hook(keep(n)))
+        for n, idx in capable.items():
+            handles.append(modules[n].register_forward_pre_hook(inject(idx), with_kwargs=True))
+            handles.append(modules[n].register_forward_hook(read(n, idx), with_kwargs=True))
+        with torch.no_grad():
+            if isinstance(inputs, Mapping):
+                model(**inputs)
+            elif isinstance(inputs, (tuple, list)):
+                model(*inputs)
+            else:
+                model(inputs)
+    finally:
+        for h in handles:
+            h.remove()
+    if wanted is None:
+        return found
+    missing = [n for n in wanted if n not in found]
+    if missing:
+        available = sorted(collect_activations(model, inputs))
+        raise KeyError(f"no activation named {', '.join(map(repr, missing))}; this model and input give: "
+                       f"{', '.join(available) or 'nothing'} (and any module of model.named_modules() that runs)")
+    return {n: found[n] for n in wanted}

@@ -1,0 +1,23 @@
+"""examples/notebook.py runs as a script (this is how CI runs the notebook example)."""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "notebook.py"
+
+
+def test_the_notebook_example_runs_and_prints_its_results(tmp_path):
+    env = os.environ | {"TMPDIR": str(tmp_path), "PYTHONUNBUFFERED": "1"}  # its run directory goes under tmp_path
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, str(EXAMPLE)], capture_output=True, text=True, env=env, timeout=600)
+    elapsed = time.perf_counter() - t0
+    assert r.returncode == 0, r.stderr
+    print(f"\nexamples/notebook.py: {elapsed:.0f} s")
+    out = r.stdout
+    assert "ok, held-out R²" in out and "ridge probe hidden.1 -> z" in out and "logistic probe" in out
+    assert "hypernet" in out and "best trial" in out
+    run = next(tmp_path.glob("bindscale-example-*")) / "run"
+    assert (run / "results.parquet").exists() and len(list((run / "models").glob("*.pt"))) == 4
