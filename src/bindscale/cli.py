@@ -57,10 +57,13 @@ def run(
     executor: Annotated[Optional[str], typer.Option("--executor", help="inline | process | ray (default: process with >1 worker)")] = None,
     address: Annotated[Optional[str], typer.Option("--address", help="Ray cluster address (default: start a local Ray)")] = None,
     retries: Annotated[int, typer.Option("--retries", help="re-runs of a job whose worker died, then its trials are failed")] = 2,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="print the trials per grid, the stacked jobs and an estimated time; run and write nothing")] = False,
+    print_config: Annotated[bool, typer.Option("--print-config", help="print the resolved study YAML (after --quick and --set); run nothing")] = False,
 ) -> None:
     """Run (or resume) a study and write records, results.parquet, report.html and summary.json."""
+    # Only torch-free modules until the study is known to be valid: a one-line error answers at once
+    # (runner, sweep and executors import torch, and the report modules scikit-learn).
     from .config import resolve_study
-    from .runner import default_out, run_study
 
     if device not in ("auto", "cpu", "cuda"):
         _fail(f"--device {device!r}: allowed: auto, cpu, cuda")
@@ -72,6 +75,27 @@ def run(
 
             study = headline().name
         cfg = resolve_study(study, quick=quick, overrides=set_ or [])
+    except BindscaleError as err:
+        _fail(str(err))
+    if print_config:
+        from .plan import study_yaml
+
+        print(study_yaml(cfg), end="", flush=True)
+    if print_config or dry_run:
+        if dry_run:
+            from .plan import describe_plan
+            from .runner import default_out
+
+            try:
+                text = describe_plan(cfg, workers=workers, device=device, executor=executor,
+                                     out=out if out is not None else str(default_out(cfg, quick)))
+            except BindscaleError as err:
+                _fail(str(err))
+            print(text, flush=True)
+        return
+    from .runner import default_out, run_study
+
+    try:
         out_dir = out if out is not None else str(default_out(cfg, quick))  # --out '' is an error, not the default
         summary = run_study(cfg, out_dir, device=device, workers=workers, console=err_console,
                             executor=executor, retries=retries, address=address)
@@ -146,10 +170,42 @@ def list_() -> None:
     """Show the registered studies (built-in and plugins) and their claims."""
     from . import registry
 
-    for name, s in registry.studies().items():
-        print(f"{name} ({s.kind}): {s.description}")
-        print(f"    claims: {', '.join(c.name for c in s.claims)}")
-    print("run one: bindscale run NAME [--quick]; all built-in ones and their answer page: bindscale run all")
+    con = Console()
+    studies = registry.studies()
+    width = max(map(len, studies), default=0)
+
+    def line(text: str) -> None:  # one line per study, cut to the console's width (a pipe: 80 columns)
+        con.print(escape(text if len(text) <= con.width else text[: con.width - 1].rstrip() + "…"),
+                  highlight=False, no_wrap=True, overflow="ignore")
+
+    con.print("studies:", highlight=False)
+    for name, s in studies.items():
+        line(f"  {name:<{width}}  ({s.kind}) {first_sentence(s.description)}")
+    con.print("claims:", highlight=False)
+    for name, s in studies.items():
+        line(f"  {name:<{width}}  {', '.join(c.name for c in s.claims)}")
+    con.print("run one: bindscale run NAME [--quick]; all built-in ones and their answer page: bindscale run all",
+              highlight=False)
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of ``text`` on one line: up to the first ``.``, ``?`` or ``!`` outside
+    parentheses and quotes that ends the text or is followed by a space and a capital letter
+    (so "Schug et al. 2024" and "(e.g. …)" do not end it)."""
+    text = " ".join(text.split())
+    depth, quoted = 0, False
+    for i, c in enumerate(text):
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth = max(0, depth - 1)
+        elif c == '"':
+            quoted = not quoted
+        elif c in ".?!" and depth == 0 and not quoted:
+            rest = text[i + 1:]
+            if not rest or (rest[0] == " " and rest[1:2].isupper()):
+                return text[: i + 1]
+    return text
 
 
 def _print_summary(summary: dict, out_dir: str) -> None:

@@ -14,6 +14,7 @@ import hashlib
 import itertools
 import json
 from collections.abc import Mapping
+import re
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -150,6 +151,9 @@ class StudyConfig(StrictModel):
         base = data.get("base")
         if base is None or isinstance(base, dict):
             data = {**data, "base": _validate_base(base or {})}
+        elif not isinstance(base, TrialBase):
+            raise ValidationError.from_exception_data(cls.__name__, [{"type": "dict_type", "loc": ("base",),
+                                                                      "input": base}])
         if isinstance(data.get("verdicts"), dict):
             from . import registry
 
@@ -250,15 +254,20 @@ def format_validation_error(err: ValidationError, where: str = "") -> str:
     """One line naming the first offending field, what was given and what is allowed."""
     e = err.errors()[0]
     parts = list(e["loc"])
-    loc = ".".join(str(p) for p in parts) or "(top level)"
+    loc = ".".join(str(p) for p in parts)  # empty: the whole study (say the file, ``where``, instead)
     msg = e["msg"]
+    if msg.startswith(_PYDANTIC_PREFIX):  # a validator's own words, without pydantic's label
+        msg = msg[len(_PYDANTIC_PREFIX):]
     if e["type"] == "extra_forbidden":
         parent = tuple(parts[:-1])
         msg = f"unknown field; allowed: {', '.join(_allowed_fields(err.title, parent))}"
     given = e.get("input")
     given_s = "" if e["type"] in ("extra_forbidden", "missing") or isinstance(given, dict) else f" (got {given!r})"
-    prefix = f"{where}: " if where else ""
-    return f"{prefix}{loc}: {msg}{given_s}"
+    prefix = "".join(f"{part}: " for part in (where, loc) if part)
+    return f"{prefix}{msg}{given_s}"
+
+
+_PYDANTIC_PREFIX = "Value error, "
 
 
 def _allowed_fields(title: str, parent: tuple) -> list[str]:
@@ -301,6 +310,9 @@ def load_study_dict(ref: str) -> tuple[dict, str]:
         ConfigError: unknown study, unreadable file or malformed YAML.
     """
     studies = builtin_studies()
+    if not str(ref).strip():  # before Path(), which reads "" as the current directory
+        raise ConfigError(f"the study name is empty; give a built-in study ({', '.join(studies)}) or a path to a "
+                          "study YAML file")
     path = studies.get(ref)
     if path is None:
         p = Path(ref)
@@ -313,7 +325,10 @@ def load_study_dict(ref: str) -> tuple[dict, str]:
         else:
             raise ConfigError(f"unknown study {ref!r}; built-in studies: {', '.join(studies)} (or a path to a .yaml file)")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.load(path.read_text(), Loader=StudyLoader)  # noqa: S506 (a SafeLoader)
+    except DuplicateKeyError as err:
+        raise ConfigError(f"{path}: {err.problem} at line {err.problem_mark.line + 1}"
+                          f" (first at line {err.first_line}); give each key once") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -324,7 +339,34 @@ def load_study_dict(ref: str) -> tuple[dict, str]:
         raise ConfigError(f"study file {path} is not UTF-8 text") from None
     if not isinstance(data, dict):
         raise ConfigError(f"study file {path} must be a YAML mapping with at least a 'name' field")
-    return data, str(path)
+    return _numbers(data), str(path)
+
+
+class DuplicateKeyError(yaml.constructor.ConstructorError):
+    """A mapping of a study file gives the same key twice (PyYAML would keep the last one silently)."""
+
+    def __init__(self, key: Any, mark: Any, first: Any):
+        super().__init__(None, None, f"duplicate key {key!r}", mark)
+        self.first_line = first.line + 1
+
+
+class StudyLoader(yaml.SafeLoader):
+    """``yaml.safe_load`` that refuses a key given twice in one mapping."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict:
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, Any] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor` may be overridden: that is its use
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    first = seen.setdefault(key, key_node.start_mark)
+                except TypeError:  # an unhashable key: construct_mapping reports it
+                    continue
+                if first is not key_node.start_mark:
+                    raise DuplicateKeyError(key, key_node.start_mark, first)
+        return super().construct_mapping(node, deep)
 
 
 def deep_merge(a: dict, b: dict) -> dict:
@@ -348,21 +390,35 @@ def parse_override(item: str) -> tuple[str, Any]:
         raise ConfigError(f"--set {item!r}: expected key=value, e.g. train.steps=500 or width=[16,64]")
     key, raw = item.split("=", 1)
     try:
-        value = yaml.safe_load(raw)
+        value = yaml.load(raw, Loader=StudyLoader)  # noqa: S506 (a SafeLoader)
+    except DuplicateKeyError as err:
+        raise ConfigError(f"--set {item!r}: {err.problem}; give each key once") from None
     except yaml.YAMLError:
         raise ConfigError(f"--set {item!r}: value is not valid YAML") from None
     return key.strip(), _numbers(value)
 
 
+_DECIMAL = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+_EXPONENT_INT = re.compile(r"([-+]?[0-9]+)[eE]\+?([0-9]+)")  # 1e3, 2E+4: no dot, exponent >= 0
+
+
 def _numbers(value: Any) -> Any:
-    """YAML 1.1 reads ``3e-4`` (no dot) as text; a researcher means the number."""
+    """Numbers YAML 1.1 reads as text, as numbers: a researcher writing ``3e-4`` or ``1e3`` means the number.
+
+    YAML 1.1 reads an exponent only after a dot and with a sign (``1.0e-3``), so ``3e-4``,
+    ``1e3`` and ``1.5e3`` arrive as strings. They become floats, except an integral number
+    written in exponent form without a dot (``1e3``, ``2E+4``), which becomes an int so that
+    int fields take it (``steps: 1e3``); ``1000.0`` stays a float. Applies to the values of
+    mappings and lists, recursively (not to keys).
+    """
+    if isinstance(value, dict):
+        return {k: _numbers(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_numbers(v) for v in value]
-    if isinstance(value, str):
-        try:
-            return float(value) if any(c in value.lower() for c in "e.") else value
-        except ValueError:
-            return value
+    if isinstance(value, str) and any(c in value for c in "eE.") and _DECIMAL.fullmatch(value):
+        if (m := _EXPONENT_INT.fullmatch(value)) and int(m[2]) <= 18:  # (beyond int64 it stays a float)
+            return int(m[1]) * 10 ** int(m[2])
+        return float(value)
     return value
 
 
@@ -436,32 +492,48 @@ def resolve_study(ref: str, quick: bool = False, overrides: list[str] | None = N
                 d = apply_override(d, key, value)
         return d
 
+    data_set = merged(True)
     try:
-        study = StudyConfig.model_validate(merged(True))
-    except ValidationError as err:
-        # Blame the --set values when the study is valid without them.
+        study = _validate_study(data_set)
+    except (ValidationError, ConfigError) as err:
+        # Blame the --set values when the study is valid without them; else the study file.
         where = source
         if parsed:
             try:
-                StudyConfig.model_validate(merged(False))
+                _validate_study(merged(False))
                 where = "--set " + " ".join(overrides or [])
-            except ValidationError:
+            except (ValidationError, ConfigError):
                 pass
-        raise ConfigError(format_validation_error(err, where)) from None
+        raise ConfigError(format_validation_error(err, where) if isinstance(err, ValidationError)
+                          else f"{where}: {err}") from None
     try:
         trials = study.trials()
-    except ConfigError as err:  # a grid value made invalid by --set: say so
-        if parsed and _trials_ok(merged(False)):
-            raise ConfigError(f"--set {' '.join(overrides or [])}: {err}") from None
-        raise
+    except ConfigError as err:  # a grid value out of range: in the file, or made so by --set
+        where = "--set " + " ".join(overrides or []) if parsed and _trials_ok(merged(False)) else source
+        raise ConfigError(f"{where}: {err}") from None
     if not trials:
         raise ConfigError(f"{source}: the study has no trials")
     return study
 
 
+def _validate_study(data: dict) -> StudyConfig:
+    """``StudyConfig.model_validate`` after the shape checks its before-validators rely on.
+
+    Raises:
+        ValidationError, ConfigError: without the file's name (the caller adds it).
+    """
+    verdicts = data.get("verdicts")
+    if isinstance(verdicts, dict):
+        for claim, params in verdicts.items():
+            if params is not None and not isinstance(params, dict):
+                raise ConfigError(f"verdicts.{claim}: expected a mapping of thresholds, e.g. {{margin: 0.05}} "
+                                  f"(got {params!r})")
+    return StudyConfig.model_validate(data)
+
+
 def _trials_ok(data: dict) -> bool:
     try:
-        StudyConfig.model_validate(data).trials()
+        _validate_study(data).trials()
         return True
     except (ValidationError, ConfigError):
         return False

@@ -128,9 +128,58 @@ def _pool_job(idx, job, run_dir, study, device, save_models=False):
     return run_job(job, run_dir, study, device, "process", lambda n: q.put(("steps", idx, n)), save_models=save_models)
 
 
+def _leak_warning_filter() -> str:
+    """``-W``-style filters that ignore exactly the resource tracker's "leaked semaphore objects" warning.
+
+    The warning is matched by its text's start, its category, its module and the line(s) of its
+    ``warnings.warn`` call in this Python's ``multiprocessing/resource_tracker.py`` (the same
+    tracker's other warnings, e.g. a failed clean-up, stay on); without the source, no line.
+    """
+    import inspect
+    from multiprocessing import resource_tracker
+
+    rule = "ignore:resource_tracker:UserWarning:multiprocessing.resource_tracker"
+    try:
+        lines, first = inspect.getsourcelines(resource_tracker.main)
+    except (OSError, TypeError):
+        return rule
+    for i, line in enumerate(lines):
+        if "leaked" in line:
+            start = next((j for j in range(i, max(-1, i - 4), -1) if "warnings.warn(" in lines[j]), i)
+            return ",".join(f"{rule}:{first + j}" for j in range(start, i + 1))
+    return rule
+
+
+def _start_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker (if not running) without its "leaked semaphore" warning.
+
+    The pool's queues hold named POSIX semaphores (the spawn context needs names for the
+    workers to open them); the driver unlinks them when it exits. A driver killed with
+    SIGKILL cannot: the tracker, which outlives it, unlinks them and warns "There appear
+    to be N leaked semaphore objects to clean up at shutdown" on the user's terminal. That
+    clean-up is what it is for (nothing is left in /dev/shm), so the warning is only noise
+    after a ``kill -9``; it is turned off in the tracker process alone, through the
+    environment it starts with, and the driver's and workers' environments are unchanged.
+    """
+    from multiprocessing import resource_tracker
+
+    if getattr(resource_tracker._resource_tracker, "_fd", None) is not None:  # already running
+        return
+    old = os.environ.get("PYTHONWARNINGS")
+    os.environ["PYTHONWARNINGS"] = ",".join(filter(None, (old, _leak_warning_filter())))
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        if old is None:
+            os.environ.pop("PYTHONWARNINGS", None)
+        else:
+            os.environ["PYTHONWARNINGS"] = old
+
+
 def _execute_pool(payload, run_dir, study, device, workers, retries, on_progress, on_job_done, on_note,
                   save_models=False) -> None:
     ctx = get_context("spawn")  # fork after torch has started threads is unsafe
+    _start_resource_tracker()  # before the first semaphore: it starts the tracker otherwise
     # A plain queue inherited by the workers: no manager process that could outlive a killed driver.
     q = ctx.Queue()
     todo = list(range(len(payload)))

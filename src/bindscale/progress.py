@@ -9,6 +9,12 @@ of a width-512 stack costs ~18 steps of a width-16 one, and the widest stacks
 run first, so counting trial-steps alone, the headline study showed "ETA
 0:46:13" after 31 s of a run that took 6 minutes. Each job's trial-steps are
 weighted by its cost per trial-step (:func:`bindscale.sweep.job_cost`).
+
+The ETA is measured from the first progress report, not from the start: worker
+start-up (spawning, importing torch, building the data) is not training, and
+extrapolating from it, a 32-minute run's log read "0:00:36 elapsed, ETA
+5:46:24". Until ``eta_after_s`` seconds and ``eta_after_frac`` of the work have
+passed since that first report, the ETA reads "estimating…".
 """
 
 from __future__ import annotations
@@ -17,7 +23,9 @@ import math
 import time
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+ESTIMATING = "ETA estimating…"
 
 
 def _clock(seconds: float) -> str:
@@ -34,14 +42,18 @@ class TrainingProgress:
         every: seconds between plain lines off a terminal.
         job_costs: ``(trial-steps, cost of one trial-step)`` of each job, by job
             index; None: every trial-step counts the same.
+        eta_after_s, eta_after_frac: no ETA until this many seconds and this fraction
+            of the work have passed since the first progress report.
 
     Raises:
         ValueError: a cost that is not positive and finite, or no work at all.
     """
 
     def __init__(self, console: Console, total: int, n_trials: int, every: float = 30.0,
-                 job_costs: list[tuple[int, float]] | None = None):
+                 job_costs: list[tuple[int, float]] | None = None, eta_after_s: float = 10.0,
+                 eta_after_frac: float = 0.01):
         self.console, self.total, self.n_trials, self.every = console, max(1, total), n_trials, every
+        self.eta_after_s, self.eta_after_frac = eta_after_s, eta_after_frac
         self._weight: list[float] | None = None
         if job_costs is not None:
             work = sum(s * c for s, c in job_costs)
@@ -54,14 +66,17 @@ class TrainingProgress:
         self.live = console.is_terminal
         self._bar: Progress | None = None
         self._t0 = self._last = time.monotonic()
+        self._t1: float | None = None  # time of the first progress report, and the work it reported
+        self._w1 = 0.0
 
     def __enter__(self) -> "TrainingProgress":
         if self.live:
             columns = (TextColumn("[progress.description]{task.description}"), BarColumn(), TaskProgressColumn(),
                        TextColumn("{task.fields[steps]}/{task.fields[total_steps]} trial-steps"),
-                       TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+                       TimeElapsedColumn(), TextColumn("{task.fields[eta]}"))
             self._bar = Progress(*columns, console=self.console, transient=False).__enter__()
-            self._task = self._bar.add_task("training", total=self.total, steps=0, total_steps=self.total)
+            self._task = self._bar.add_task("training", total=self.total, steps=0, total_steps=self.total,
+                                            eta=ESTIMATING)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -76,12 +91,24 @@ class TrainingProgress:
 
         ``job`` indexes ``job_costs``; without them it is ignored.
         """
+        now = time.monotonic()
         self.steps += n
         self.work += n * (1.0 if self._weight is None else self._weight[job])
+        if self._t1 is None and n > 0:
+            self._t1, self._w1 = now, self.work
         if self._bar is not None:
-            self._bar.update(self._task, completed=self.work, steps=self.steps)
-        elif time.monotonic() - self._last >= self.every:
+            self._bar.update(self._task, completed=self.work, steps=self.steps, eta=self._eta(now))
+        elif now - self._last >= self.every:
             self._line()
+
+    def _eta(self, now: float) -> str:
+        """"ETA h:mm:ss" at the rate measured since the first progress report, or "ETA estimating…"."""
+        if self._t1 is None:
+            return ESTIMATING
+        seconds, work = now - self._t1, self.work - self._w1
+        if seconds < self.eta_after_s or work <= 0 or work < self.eta_after_frac * self.total:
+            return ESTIMATING
+        return f"ETA {_clock(max(0.0, self.total - self.work) * seconds / work)}"
 
     def job_done(self, statuses: list[str]) -> None:
         """A job finished with these trial statuses."""
@@ -96,6 +123,6 @@ class TrainingProgress:
         self._last = now = time.monotonic()
         frac = min(1.0, max(0.0, self.work / self.total))
         elapsed = now - self._t0
-        eta = f", ETA {_clock(elapsed * (1 - frac) / frac)}" if 0 < frac < 1 else ""
+        eta = f", {self._eta(now)}" if frac < 1 else ""
         self.console.print(f"{self._label()}: {frac:.0%} done ({self.steps}/{self.total} trial-steps), "
                            f"{_clock(elapsed)} elapsed{eta}", highlight=False)

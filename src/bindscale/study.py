@@ -173,6 +173,10 @@ class StudyPlugin:
     directory: Path | None = None  # where its YAML files are
     implicit_kind: bool = False
     headline: bool = False  # what `bindscale run` runs without a study name (first verdicts in minutes)
+    #: CPU-seconds per unit of ``job_cost`` and per trial, for ``--dry-run``'s estimate (None: no estimate),
+    #: and whether the factor was measured on whole jobs of the study (else a rough fit).
+    seconds_per_cost: tuple[float, float] | None = None
+    seconds_measured: bool = False
     trainer: Any = None
     grouper: Any = None
     cost: Any = None

@@ -54,12 +54,15 @@ def test_fraction_done_and_eta_weigh_each_jobs_steps_by_their_cost(monkeypatch):
     con, buf = plain_console()
     # Job 0: 100 trial-steps costing 9 each (900); job 1: 300 costing 1 each (300): 1200 in all.
     with TrainingProgress(con, total=400, n_trials=2, every=0.0, job_costs=[(100, 9.0), (300, 1.0)]) as p:
-        clock[0] = 30.0
-        p.advance(50, job=0)  # 450 of 1200 done in 30 s
+        clock[0] = 10.0
+        p.advance(10, job=0)  # first report (the ETA is measured from here): 90 of 1200
+        clock[0] = 40.0
+        p.advance(40, job=0)  # + 360 = 450 of 1200, 360 of them in 30 s
         p.advance(60, job=1)  # + 60 = 510
-    first, second = buf.getvalue().splitlines()
-    # By trial-steps, 50/400 = 12% would give ETA 0:03:30; by work, 450/1200 = 38%, ETA 0:00:50.
-    assert first.startswith("training (0/2 trials): 38% done (50/400 trial-steps), 0:00:30 elapsed, ETA 0:00:50")
+    _, first, second = buf.getvalue().splitlines()
+    # By trial-steps, 50/400 = 12% and 40 steps in 30 s would give ETA 0:04:22; by work,
+    # 450/1200 = 38% and 360 in 30 s, 750 left: ETA 0:01:02.
+    assert first.startswith("training (0/2 trials): 38% done (50/400 trial-steps), 0:00:40 elapsed, ETA 0:01:02")
     assert second.startswith("training (0/2 trials): 42% done (110/400 trial-steps)")
     with pytest.raises(ValueError, match="positive and finite"):
         TrainingProgress(con, total=10, n_trials=1, job_costs=[(10, 0.0)])

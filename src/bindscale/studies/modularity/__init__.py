@@ -74,4 +74,7 @@ STUDY = StudyPlugin(
     table="bindscale.studies.modularity.table:config_table",
     models="bindscale.studies.modularity.trial:untrained_model",
     tasks="bindscale.studies.modularity.trial:task_family",
+    # A rough fit through two per-trial CPU times in modularity.yaml's comments (width 16 ~15 s, width 64
+    # ~30 s) on the 2-core Xeon, one torch thread.
+    seconds_per_cost=(3.3e-10, 11.5),
 )

@@ -68,4 +68,7 @@ STUDY = StudyPlugin(
     table="bindscale.studies.subgraphs.table:config_table",
     models="bindscale.studies.subgraphs.trial:untrained_model",
     tasks="bindscale.studies.subgraphs.trial:task_family",
+    # A rough fit through two per-trial CPU times in subgraphs.yaml's comments (2x32: 29 s, 3x128: 129 s
+    # at 1000 steps) on the 2-core Xeon, one torch thread.
+    seconds_per_cost=(9.2e-11, 24.5),
 )

@@ -1,0 +1,156 @@
+"""What ``bindscale run --dry-run`` and ``--print-config`` print: the resolved study, its trials,
+the stacked jobs a run would train and an estimated time. Nothing is run and nothing is written.
+
+The time estimate turns :func:`bindscale.sweep.job_cost` into CPU-seconds with each study's
+factor (its plugin's ``seconds_per_cost``: per unit of cost, plus a per-trial part for evaluation
+and analysis; where it was measured is written beside it), then schedules the jobs, in the
+order a run submits them, on the workers. The factors were measured on this project's 2-core
+CPU machine at one torch thread per worker; another machine, another load or a GPU changes
+them, so the figure is an estimate.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any
+
+import yaml
+
+from .config import StudyConfig
+from .errors import ConfigError
+
+#: What the factors were measured on (the wall-time estimate also assumes a core per worker).
+MACHINE = "a 2-core Intel Xeon (the project's CPU machine), one torch thread per worker"
+#: Seconds a run spends besides training: starting the workers (import torch) and building the report.
+#: A round allowance from measurements at load ~3.5 on the 2-core machine: a worker's imports took
+#: 4.3 s; `bindscale run scaling --quick --workers 2` ended training 133 s after its start (start-up
+#: included) and exited at 144 s, so ~11 s for the report.
+OVERHEAD_S = 30.0
+
+
+def study_yaml(study: StudyConfig) -> str:
+    """The resolved study as YAML, as a run writes it to ``study.yaml`` (it loads back as the same study)."""
+    return yaml.safe_dump(study.model_dump(mode="json"), sort_keys=False)
+
+
+def job_seconds(job: list) -> float:
+    """Estimated CPU-seconds of one stacked job from its study's ``seconds_per_cost``; NaN when the
+    study has no such factor."""
+    from . import registry
+    from .sweep import job_cost
+
+    factor = getattr(registry.for_trial(job[0]), "seconds_per_cost", None)
+    if not factor:
+        return float("nan")
+    per_cost, per_trial = factor
+    return per_cost * job_cost(job) + per_trial * len(job)
+
+
+def schedule(seconds: list[float], workers: int) -> float:
+    """Wall seconds of jobs taken in this order by the first free of ``workers`` workers."""
+    free = [0.0] * max(1, workers)
+    for s in seconds:
+        heapq.heappush(free, heapq.heappop(free) + s)
+    return max(free)
+
+
+def _clock(seconds: float) -> str:
+    m = round(seconds / 60)
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    return f"{seconds:.0f} s" if seconds < 90 else f"{m} min" if m < 90 else f"{m // 60} h {m % 60:02d} min"
+
+
+def _values(values: list[Any]) -> str:
+    return "/".join(map(str, values)) if len(values) <= 5 else f"×{len(values)}"
+
+
+def grid_counts(study: StudyConfig) -> list[tuple[dict[str, list[Any]], int]]:
+    """Each grid with its number of distinct trials (a trial in two grids counts in both)."""
+    return [(grid, len(study.model_copy(update={"grids": [grid]}).trials())) for grid in study.grids]
+
+
+def describe_plan(study: StudyConfig, workers: int | None = None, device: str = "auto",
+                  executor: str | None = None, out: str | None = None) -> str:
+    """The dry run's text: trials per grid, stacked jobs, estimated time. Runs and writes nothing.
+
+    Args:
+        workers, device, executor: as ``bindscale run`` takes them.
+        out: the run directory, read (not written) to leave out trials already recorded.
+
+    Raises:
+        ConfigError: an option the run would refuse (device, workers, executor), or a split
+            that cannot be made.
+    """
+    from .executors import EXECUTORS
+    from .records import load_records
+    from . import registry
+    from .runner import MAX_WORKERS
+    from .storage import StorageError
+    from .sweep import available_cores, plan_jobs, resolve_device
+
+    if executor is not None and executor not in EXECUTORS:
+        raise ConfigError(f"--executor {executor!r}: allowed: {', '.join(EXECUTORS)}")
+    try:
+        dev = resolve_device(device)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+    cores = available_cores()
+    if workers is not None and not 1 <= workers <= MAX_WORKERS:
+        raise ConfigError(f"--workers {workers}: allowed 1 to {MAX_WORKERS} (this machine has {cores} cores)")
+    if out is not None and not str(out).strip():
+        raise ConfigError("--out: empty path; give a directory for the run")
+    trials = study.trials()
+    study.plugin.check_trials(trials)
+
+    lines = [f"{study.name}{' (quick)' if study.is_quick else ''}: {len(trials)} trials"]
+    counts = grid_counts(study)
+    for i, (grid, n) in enumerate(counts, 1):
+        axes = ", ".join(f"{axis} {_values(values)}" for axis, values in grid.items()) or "the base trial"
+        lines.append(f"  grid {i}: {n} trials ({axes})")
+    if sum(n for _, n in counts) > len(trials):
+        lines.append("  (a trial in several grids runs once)")
+
+    done = 0
+    if out is not None:
+        try:
+            have = load_records(out, {t.trial_id for t in trials})
+        except (StorageError, OSError):
+            have = {}
+        recorded = {tid for tid, rec in have.items() if rec.get("status") != "failed"}
+        todo = [t for t in trials if t.trial_id not in recorded]
+        done = len(trials) - len(todo)
+    else:
+        todo = trials
+    if done:
+        lines.append(f"{done} already recorded in {out}, {len(todo)} to run")
+    if not todo:
+        lines.append("nothing to run: every trial has a record (a run would only rebuild the report)")
+        return "\n".join(lines)
+
+    if workers is not None:
+        n_workers = 1 if executor == "inline" else min(workers, cores)
+    else:
+        n_workers = 1 if dev == "cuda" or executor == "inline" else min(cores, len(todo))
+    jobs = plan_jobs(todo, n_workers=n_workers, device=dev)
+    n_workers = max(1, min(n_workers, len(jobs)))
+    executor = executor or ("process" if n_workers > 1 else "inline")
+    sizes = sorted((len(j) for j in jobs), reverse=True)
+    shown = ", ".join(map(str, sizes[:20])) + (f", … ({len(sizes) - 20} more)" if len(sizes) > 20 else "")
+    lines.append(f"{len(jobs)} stacked jobs on {n_workers} worker(s) ({executor}), device {dev}; "
+                 f"trials per stack: {shown}")
+
+    seconds = [job_seconds(j) for j in jobs]
+    if any(x != x for x in seconds):  # NaN: no calibration
+        lines.append(f"no time estimate: study {study.plugin.name} gives no cost-to-seconds factor")
+        lines.append("dry run: nothing was run or written")
+        return "\n".join(lines)
+    wall = schedule(seconds, n_workers) + OVERHEAD_S
+    measured = all(getattr(registry.for_trial(j[0]), "seconds_measured", False) for j in jobs)
+    how = "measured" if measured else "a rough estimate (fitted to a few measured trial times)"
+    lines.append(f"estimated time: ~{_clock(wall)} wall on {n_workers} worker(s) ({_clock(sum(seconds))} CPU time of "
+                 f"training, + ~{OVERHEAD_S:.0f} s start-up and report)")
+    lines.append(f"  (an estimate: the cost-to-seconds factor is {how} on {MACHINE}; another machine or "
+                 "its load changes it" + ("; on a GPU it is not calibrated" if dev == "cuda" else "") + ")")
+    lines.append("dry run: nothing was run or written")
+    return "\n".join(lines)
