@@ -126,7 +126,7 @@ def collect(run_dir: "str | Path") -> dict[str, Any]:
     store = RunStore.of(run_dir)
     studies: dict[str, dict] = {}
     claims: list[dict] = []
-    names = sorted(registry.builtin(), key=lambda n: (n != registry.headline().name, n))  # as `run all` runs them
+    names = registry.run_order()  # as `run all` runs them
     for name in names:
         plugin = registry.builtin()[name]
         sub = RunStore.of(store.where(name))

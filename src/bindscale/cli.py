@@ -68,7 +68,7 @@ def run(
     if device not in ("auto", "cpu", "cuda"):
         _fail(f"--device {device!r}: allowed: auto, cpu, cuda")
     if study == "all":
-        return _run_all(quick, out, set_, device, workers, executor, address, retries)
+        return _run_all(quick, out, set_, device, workers, executor, address, retries, dry_run, print_config)
     try:
         if study is None:
             from .registry import headline
@@ -104,13 +104,31 @@ def run(
     _print_summary(summary, out_dir)
 
 
-def _run_all(quick, out, set_, device, workers, executor, address, retries) -> None:
-    from .runner import run_all
+def _run_all(quick, out, set_, device, workers, executor, address, retries, dry_run=False,
+             print_config=False) -> None:
+    from . import registry
+    from .config import resolve_study
 
     if set_:
         _fail("--set applies to one study; `run all` runs every built-in study as its file says (run a study "
               "by name to change it)")
     out_dir = out if out is not None else ("runs/all-quick" if quick else "runs/all")
+    if dry_run or print_config:  # each study's plan / resolved file, in the order `run all` runs them
+        from .plan import describe_plan, study_yaml
+
+        try:
+            for name in registry.run_order():
+                cfg = resolve_study(name, quick=quick)
+                if print_config:
+                    print(f"# {name}\n{study_yaml(cfg)}", end="", flush=True)
+                if dry_run:
+                    print(describe_plan(cfg, workers=workers, device=device, executor=executor,
+                                        out=RunStore(out_dir).where(name)), flush=True)
+        except BindscaleError as err:
+            _fail(str(err))
+        return
+    from .runner import run_all
+
     try:
         result = run_all(out_dir, quick=quick, console=err_console, device=device, workers=workers,
                          executor=executor, retries=retries, address=address)

@@ -151,6 +151,11 @@ def headline() -> Study:
     return next((s for s in found.values() if getattr(s, "headline", False)), next(iter(found.values())))
 
 
+def run_order() -> list[str]:
+    """The built-in studies in the order ``run all`` runs and the answer page lists them: headline first."""
+    return sorted(builtin(), key=lambda n: (n != headline().name, n))
+
+
 def builtin_files() -> dict[str, Any]:
     """Every study YAML shipped by a registered study: file stem → path."""
     out: dict[str, Any] = {}

@@ -183,7 +183,7 @@ def run_all(out: "str | Path", quick: bool = False, console: Console | None = No
     console = console or Console(stderr=True)
     if str(out).strip() == "":
         raise ConfigError("--out: empty path; give a directory for the runs")
-    names = sorted(registry.builtin(), key=lambda n: (n != registry.headline().name, n))  # headline first
+    names = registry.run_order()  # headline first
     studies = {name: resolve_study(name, quick=quick) for name in names}
     for study in studies.values():
         study.plugin.check_trials(study.trials())

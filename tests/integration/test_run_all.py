@@ -41,3 +41,14 @@ def test_run_all_refuses_set(tmp_path):
     r = bindscale("run", "all", "--quick", "--set", "seed=[0]", "--out", tmp_path / "x")
     assert r.returncode == 2 and "--set applies to one study" in r.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_run_all_dry_run_and_print_config_run_nothing(tmp_path):
+    r = bindscale("run", "all", "--quick", "--dry-run", "--out", tmp_path / "x")
+    assert r.returncode == 0, r.stderr
+    assert [line.split(":")[0] for line in r.stdout.splitlines() if "trials" in line and not line.startswith(" ")
+            and "stacked" not in line] == ["scaling (quick)", "modularity (quick)", "subgraphs (quick)"]
+    assert r.stdout.count("dry run: nothing was run or written") == 3
+    r = bindscale("run", "all", "--print-config")
+    assert r.returncode == 0 and "# scaling\nname: scaling" in r.stdout
+    assert not (tmp_path / "x").exists()
