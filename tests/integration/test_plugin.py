@@ -2,6 +2,7 @@
 ``bindscale.studies`` entry-point group: run, resume and report through the CLI."""
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -32,7 +33,7 @@ def _cli(env, *args, cwd=None):
 
 def test_toy_plugin_runs_resumes_and_reports(toy_env, tmp_path):
     r = _cli(toy_env, "list")
-    assert r.returncode == 0 and "toy (toy)" in r.stdout and "toy_fits" in r.stdout, r.stderr
+    assert r.returncode == 0 and re.search(r"\n  toy +\(toy\) A toy study", r.stdout) and "toy_fits" in r.stdout, r.stderr
     out = tmp_path / "run"
     r = _cli(toy_env, "run", "toy", "--out", out, "--workers", "1")
     assert r.returncode == 0, r.stderr
