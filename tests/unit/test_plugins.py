@@ -60,3 +60,45 @@ def test_resolving_a_study_imports_no_heavy_module():
             "print(sorted(m for m in ('torch', 'sklearn', 'pandas', 'matplotlib', 'scipy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def _module_imports() -> dict[str, set[str]]:
+    """bindscale module → the bindscale modules it imports at module level (not inside functions)."""
+    import ast
+
+    mods = {}
+    for p in SRC.rglob("*.py"):
+        name = "bindscale." + ".".join(p.relative_to(SRC).with_suffix("").parts)
+        mods[name.removesuffix(".__init__")] = p
+    graph = {}
+    for name, p in mods.items():
+        pkg = name if p.name == "__init__.py" else name.rsplit(".", 1)[0]
+        deps = set()
+        for node in ast.parse(p.read_text()).body:
+            if isinstance(node, ast.ImportFrom):
+                base = pkg
+                for _ in range(max(node.level - 1, 0)):
+                    base = base.rsplit(".", 1)[0]
+                target = (base + ("." + node.module if node.module else "")) if node.level else node.module
+                deps |= {t for t in [target] + [f"{target}.{a.name}" for a in node.names] if t in mods}
+            elif isinstance(node, ast.Import):
+                deps |= {a.name for a in node.names if a.name in mods}
+        graph[name] = deps - {name}
+    return graph
+
+
+def test_no_import_cycles_at_module_level():
+    graph = _module_imports()
+    state: dict[str, int] = {}
+
+    def visit(n, path):
+        state[n] = 1
+        for d in graph[n]:
+            assert state.get(d) != 1, "import cycle: " + " -> ".join(path + [d])
+            if d not in state:
+                visit(d, path + [d])
+        state[n] = 2
+
+    for n in graph:
+        if n not in state:
+            visit(n, [n])
