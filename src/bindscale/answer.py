@@ -39,13 +39,32 @@ RULES = (
 )
 
 
-def _status_of(summary: dict) -> str:
-    """"firm" for a full, finished run; else why its verdicts are smoke tests."""
+def _status_of(summary: dict, sub: RunStore, name: str) -> str:
+    """"firm" for a finished run of the built-in study exactly as shipped; else why its verdicts are
+    smoke tests (quick variant, trials missing, or a configuration that differs from the built-in one:
+    other trials, seeds or thresholds — a run with ``--set train.steps=30`` says nothing about the source)."""
+    why = []
     if summary.get("quick"):
-        return "quick variant (smoke test)"
+        why.append("quick variant")
     if summary.get("n_missing"):
-        return f"{summary['n_missing']} of {summary.get('n_planned')} trials missing (unfinished run)"
-    return "firm"
+        why.append(f"{summary['n_missing']} of {summary.get('n_planned')} trials missing (unfinished run)")
+    if not summary.get("quick") and not _as_shipped(sub, name):
+        why.append("its configuration differs from the built-in study (other trials, seeds or thresholds)")
+    return "firm" if not why else "; ".join(why) + ": smoke test"
+
+
+def _as_shipped(sub: RunStore, name: str) -> bool:
+    """Whether the run's resolved study has the built-in study's trials and verdict thresholds."""
+    from .config import resolve_study
+    from .errors import BindscaleError
+    from .runner import load_run_study
+
+    try:
+        run, shipped = load_run_study(sub), resolve_study(name)
+    except BindscaleError:
+        return False
+    same_trials = {t.trial_id for t in run.trials()} == {t.trial_id for t in shipped.trials()}
+    return same_trials and run.verdicts == shipped.verdicts and not run.is_quick
 
 
 def side_state(n_for: int, n_against: int) -> str:
@@ -134,7 +153,7 @@ def collect(run_dir: "str | Path") -> dict[str, Any]:
             studies[name] = {"run": False, "claims": [c.name for c in plugin.claims]}
             continue
         summary = json.loads(sub.read_text("summary.json"))
-        status = _status_of(summary)
+        status = _status_of(summary, sub, name)
         studies[name] = {"run": True, "status": status, "report": f"{name}/report.html",
                          "n_trials": summary.get("n_trials"), "n_ok": summary.get("n_ok"),
                          "n_failed": summary.get("n_failed"), "n_diverged": summary.get("n_diverged"),

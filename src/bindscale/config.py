@@ -431,6 +431,8 @@ def apply_override(study: dict, key: str, value: Any) -> dict:
     """
     study = copy.deepcopy(study)
     top = set(StudyConfig.model_fields) - {"base", "grids"}
+    if key.split(".")[0] == "is_quick":  # set by --quick only: a run must not pass for what it is not
+        raise ConfigError(f"--set {key}: is_quick is set by --quick, not by --set")
     if key.split(".")[0] in top:
         _set_path(study, key, value)
         return study

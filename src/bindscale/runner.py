@@ -40,7 +40,8 @@ def check_out_dir(out: Path) -> None:
 
 
 def default_out(study: StudyConfig, quick: bool) -> Path:
-    return Path("runs") / (study.name + ("-quick" if quick else ""))
+    """``runs/NAME``, or ``runs/NAME-quick`` for a quick variant (``--quick`` or a file saying ``is_quick``)."""
+    return Path("runs") / (study.name + ("-quick" if quick or study.is_quick else ""))
 
 
 def run_study(
@@ -229,6 +230,8 @@ def load_run_study(run_dir: "str | Path | RunStore") -> StudyConfig:
     store = RunStore.of(run_dir)
     path = store.where(STUDY_FILE)
     if not store.exists(STUDY_FILE):
+        if store.local is not None and not store.local.exists():
+            raise ConfigError(f"{run_dir} does not exist")
         raise ConfigError(f"{run_dir} is not a bindscale run directory (no {STUDY_FILE})")
     try:
         data = yaml.safe_load(store.read_text(STUDY_FILE))

@@ -56,8 +56,19 @@ def _verdict(claim, verdict, value=0.5, **details):
             "ci_high": value + 0.1, "n_trials": 10, "details": {"seeds_per_cell": 8, **details}}
 
 
+def _study_file(directory, name, overrides=()):
+    """The run's study.yaml as `bindscale run NAME [--set …]` writes it."""
+    import yaml
+
+    from bindscale.config import resolve_study
+
+    (directory / "study.yaml").write_text(yaml.safe_dump(resolve_study(name, overrides=list(overrides))
+                                                         .model_dump(mode="json"), sort_keys=False))
+
+
 def test_page_from_summaries_lists_every_claim_missing_studies_and_smoke_tests(tmp_path):
     (tmp_path / "scaling").mkdir()
+    _study_file(tmp_path / "scaling", "scaling")
     (tmp_path / "scaling" / "summary.json").write_text(json.dumps(_summary(
         [_verdict("scaling", "supported"), _verdict("hull", "inconclusive", reason="too few seeds"),
          _verdict("binding", "supported"), _verdict("decodability", "not_supported")])))
@@ -90,3 +101,23 @@ def test_answer_page_fits_the_viewport(tmp_path):
          _verdict("binding", "supported", caveat=long), _verdict("decodability", "not_supported")])))
     build_answer(tmp_path)
     assert_fits([tmp_path / "answer.html"])
+
+
+@pytest.mark.parametrize("overrides", [["train.steps=30"], ["seed=[0,1,2]"], ["verdicts.scaling.r2_threshold=0.1"]])
+def test_a_run_not_as_shipped_is_a_smoke_test(tmp_path, overrides):
+    (tmp_path / "scaling").mkdir()
+    _study_file(tmp_path / "scaling", "scaling", overrides)
+    (tmp_path / "scaling" / "summary.json").write_text(json.dumps(_summary([_verdict("scaling", "not_supported")])))
+    data = build_answer(tmp_path)
+    (claim,) = data["claims"]
+    assert not claim["firm"] and "differs from the built-in study" in claim["run_status"]
+    assert data["synthesis"]["sides"]["scale_suffices"]["against"] == []  # never counted
+    assert data["missing"]["smoke_tests"] == ["scaling"]
+
+
+def test_quick_run_with_missing_trials_says_both(tmp_path):
+    (tmp_path / "scaling").mkdir()
+    (tmp_path / "scaling" / "summary.json").write_text(json.dumps(_summary(
+        [_verdict("scaling", "supported")], quick=True, n_missing=5, n_planned=39)))
+    (claim,) = build_answer(tmp_path)["claims"]
+    assert "quick variant" in claim["run_status"] and "5 of 39 trials missing" in claim["run_status"]

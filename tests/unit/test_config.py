@@ -111,3 +111,27 @@ def test_a_report_over_records_of_other_trial_configurations_says_so(tmp_path):
     (tmp_path / "records" / "0123456789abcdef.json").write_text("{}")
     with pytest.raises(ConfigError, match="none of the 1 records .* belongs to this study's"):
         build_outputs(tmp_path, resolve_study("scaling", quick=True))
+
+
+def test_is_quick_cannot_be_set_and_a_quick_file_defaults_to_the_quick_directory(tmp_path):
+    import yaml
+
+    from bindscale.runner import default_out
+
+    with pytest.raises(ConfigError, match="is_quick is set by --quick"):
+        resolve_study("scaling", quick=True, overrides=["is_quick=false"])
+    quick = resolve_study("scaling", quick=True)
+    p = tmp_path / "q.yaml"
+    p.write_text(yaml.safe_dump(quick.model_dump(mode="json")))  # what --print-config prints
+    again = resolve_study(str(p))
+    assert again.is_quick and str(default_out(again, quick=False)) == "runs/scaling-quick"
+    assert {t.trial_id for t in again.trials()} == {t.trial_id for t in quick.trials()}
+
+
+def test_report_of_a_missing_directory_says_so(tmp_path):
+    from bindscale.runner import load_run_study
+
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_run_study(tmp_path / "nope")
+    with pytest.raises(ConfigError, match="not a bindscale run directory"):
+        load_run_study(tmp_path)

@@ -477,8 +477,8 @@ def _binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
     # One-sided numbers: a parameters-to-target that is only a bound makes the ratio a bound too.
     ratio_is = ("a lower bound" if m_kind == "not_reached" or h_kind == "at_most" else "") or \
                ("an upper bound" if m_kind == "at_most" else "exact (interpolated)")
-    if m_kind == "at_most" and h_kind in ("at_most", "not_reached"):
-        ratio_is = "unknown"
+    if (m_kind == "at_most" and h_kind in ("at_most", "not_reached")) or (m_kind == h_kind == "not_reached"):
+        ratio_is = "unknown"  # neither side pins its parameters to the target (or both only bound it)
     details["ratio_is"] = ratio_is
     if any(v.size < MIN_REPLICATES for v in deciding) or not deciding:
         verdict, reason = INCONCLUSIVE, f"fewer than {MIN_REPLICATES} seeds in a deciding cell"
