@@ -66,7 +66,7 @@ __all__ = [
 
 def resolve_study(name_or_path: str | Path, quick: bool = False,
                   overrides: Sequence[str] | Mapping[str, Any] | None = None) -> StudyConfig:
-    """A validated study: a built-in name (``"scaling"``, ``"subgraphs"``, ``"modularity"``) or a YAML path.
+    """A validated study: a registered study's name (`bindscale list`; e.g. the headline study's) or a YAML path.
 
     Args:
         quick: merge the study's ``quick`` variant (``bindscale run --quick``).

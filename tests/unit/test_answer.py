@@ -121,3 +121,19 @@ def test_quick_run_with_missing_trials_says_both(tmp_path):
         [_verdict("scaling", "supported")], quick=True, n_missing=5, n_planned=39)))
     (claim,) = build_answer(tmp_path)["claims"]
     assert "quick variant" in claim["run_status"] and "5 of 39 trials missing" in claim["run_status"]
+
+
+def test_missing_nan_and_unknown_values_build_a_page_and_count_nothing_wrongly(tmp_path):
+    (tmp_path / "scaling").mkdir()
+    _study_file(tmp_path / "scaling", "scaling")
+    nan_verdict = {"claim": "scaling", "verdict": "inconclusive", "statistic": "s", "value": None, "ci_low": None,
+                   "ci_high": None, "n_trials": 0, "details": {}}
+    unknown = _verdict("not_a_claim_of_any_study", "supported")
+    (tmp_path / "scaling" / "summary.json").write_text(json.dumps(_summary([nan_verdict, unknown])))
+    (tmp_path / "subgraphs").mkdir()
+    (tmp_path / "subgraphs" / "summary.json").write_text(json.dumps({"study": "subgraphs"}))  # no verdicts at all
+    data = build_answer(tmp_path)
+    assert [c["claim"] for c in data["claims"]] == ["scaling", "not_a_claim_of_any_study"]
+    assert data["claims"][1]["side"] == ""  # no side: counted on none
+    assert all(not (s["for"] or s["against"]) for s in data["synthesis"]["sides"].values())
+    assert "— [—, —]" in (tmp_path / "answer.html").read_text()
