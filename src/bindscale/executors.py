@@ -35,13 +35,12 @@ import torch
 
 from .checkpoints import MODEL_DIR
 from .errors import ConfigError
+from .options import EXECUTORS, RETRIES
 from .records import RECORD_DIR
 from .storage import RunStore, remove_temporaries
 from .sweep import THREADS_PER_WORKER, run_job, write_failed
 
-EXECUTORS = ("inline", "process", "ray")
 #: Default number of re-runs of a job whose worker died.
-RETRIES = 2
 
 Progress = Callable[[int, int], None]
 JobDone = Callable[[list[str]], None]

@@ -82,24 +82,19 @@ def describe_plan(study: StudyConfig, workers: int | None = None, device: str = 
         ConfigError: an option the run would refuse (device, workers, executor), or a split
             that cannot be made.
     """
-    from .executors import EXECUTORS
-    from .records import load_records
     from . import registry
-    from .runner import MAX_WORKERS
-    from .storage import StorageError
-    from .sweep import available_cores, plan_jobs, resolve_device
+    from .options import available_cores, check_run_options
 
-    if executor is not None and executor not in EXECUTORS:
-        raise ConfigError(f"--executor {executor!r}: allowed: {', '.join(EXECUTORS)}")
+    check_run_options(executor, workers=workers, out=out)  # what a run refuses, refused the same way
+    from .records import load_records
+    from .storage import StorageError
+    from .sweep import plan_jobs, resolve_device
+
     try:
         dev = resolve_device(device)
     except ValueError as err:
         raise ConfigError(str(err)) from None
     cores = available_cores()
-    if workers is not None and not 1 <= workers <= MAX_WORKERS:
-        raise ConfigError(f"--workers {workers}: allowed 1 to {MAX_WORKERS} (this machine has {cores} cores)")
-    if out is not None and not str(out).strip():
-        raise ConfigError("--out: empty path; give a directory for the run")
     trials = study.trials()
     study.plugin.check_trials(trials)
 

@@ -14,13 +14,12 @@ from .config import StudyConfig, TrialBase, validate
 from .errors import ConfigError
 from .lock import RunLock
 from .progress import TrainingProgress
-from .executors import EXECUTORS, RETRIES, execute
-from .records import RECORD_DIR, load_records, write_results
+from .options import RETRIES, available_cores, check_run_options
 from .storage import RunStore, StorageError, remove_temporaries
-from .sweep import available_cores, job_cost, pending_trials, plan_jobs, resolve_device
 
+# The executors, the sweep (torch) and the records (pandas) are imported where a run needs them, so
+# that a refused option or study answers in well under a second.
 STUDY_FILE = "study.yaml"
-MAX_WORKERS = 1024
 
 
 def check_out_dir(out: Path) -> None:
@@ -65,16 +64,13 @@ def run_study(
         StorageError: records cannot be written during the run (finished trials are kept).
     """
     console = console or Console(stderr=True)
-    if executor is not None and executor not in EXECUTORS:
-        raise ConfigError(f"--executor {executor!r}: allowed: {', '.join(EXECUTORS)}")
-    if retries < 0:
-        raise ConfigError(f"--retries {retries}: must be 0 or more")
-    if address and executor != "ray":
-        raise ConfigError("--address is the Ray cluster's address: it needs --executor ray")
+    check_run_options(executor, retries, address, workers, out)
     if executor == "ray":
         from .ray_executor import check_ray_installed  # Ray itself is not imported here
 
         check_ray_installed()
+    from .sweep import resolve_device
+
     try:
         dev = resolve_device(device)
     except ValueError as err:
@@ -85,8 +81,6 @@ def run_study(
     study.plugin.check_trials(trials)  # e.g. a split that cannot be made: fail before anything is written
     if study.save_models and not getattr(study.plugin, "returns_models", lambda: False)():
         raise ConfigError(f"save_models: the {study.plugin.name} study's trainer cannot hand back trained models")
-    if str(out).strip() == "":  # before Path(), which reads "" as the current directory
-        raise ConfigError("--out: empty path; give a directory for the run")
     try:
         store = RunStore.of(out)
     except StorageError as err:
@@ -99,8 +93,6 @@ def run_study(
         raise ConfigError(f"--out {out}: a memory:// filesystem lives inside one process, so worker processes "
                           "cannot share it; use --executor inline (and nothing survives the run), or a path")
     cores = available_cores()
-    if workers is not None and not 1 <= workers <= MAX_WORKERS:
-        raise ConfigError(f"--workers {workers}: allowed 1 to {MAX_WORKERS} (this machine has {cores} cores)")
     if executor == "inline" and workers is not None and workers > 1:
         console.print(f"note: --workers {workers} ignored: the inline executor trains in this process, one job "
                       "at a time", highlight=False)
@@ -119,6 +111,10 @@ def run_study(
 
 def _run_locked(study: StudyConfig, store: RunStore, dev: str, workers: int | None, console: Console,
                 trials: list[TrialBase], executor: str | None, retries: int, address: str | None) -> dict:
+    from .executors import execute
+    from .records import RECORD_DIR
+    from .sweep import job_cost, pending_trials, plan_jobs
+
     text = yaml.safe_dump(study.model_dump(mode="json"), sort_keys=False)
     if store.exists(STUDY_FILE) and store.read_text(STUDY_FILE) != text:
         # Records are keyed by trial id, so nothing is mixed up; but say that the directory changes study.
@@ -243,6 +239,7 @@ def load_run_study(run_dir: "str | Path | RunStore") -> StudyConfig:
 
 def build_outputs(run_dir: "str | Path | RunStore", study: StudyConfig) -> dict:
     """``results.parquet``, ``report.html`` and ``summary.json`` from the records of the study's trials."""
+    from .records import RECORD_DIR, load_records, write_results
     from .report import build_report
 
     trials = study.trials()

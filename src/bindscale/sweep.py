@@ -9,7 +9,6 @@ command skips trials that have a record (failed ones are retried).
 
 from __future__ import annotations
 
-import os
 import traceback
 from collections import defaultdict
 from collections.abc import Callable
@@ -21,6 +20,7 @@ import torch
 from . import registry
 from .checkpoints import save_model
 from .cpu import cpu_training
+from .options import available_cores  # noqa: F401  (re-exported: bindscale.sweep.available_cores)
 from .records import load_records, provenance, write_record
 from .storage import RunStore
 
@@ -194,14 +194,6 @@ def write_failed(job: list[dict], run_dir: str, study: str, device: str, executo
 #: held-out R² apart by up to 2.6e-3), and a resumed run, or one with another --workers, would
 #: not reproduce. Parallelism comes from workers, one per core.
 THREADS_PER_WORKER = 1
-
-
-def available_cores() -> int:
-    """Cores this process may run on: its CPU affinity (taskset, Slurm, cgroup cpusets), else ``os.cpu_count()``."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # no sched_getaffinity (macOS, Windows)
-        return os.cpu_count() or 1
 
 
 def pending_trials(trials: list[Any], run_dir: "str | Path | RunStore") -> tuple[list[Any], dict[str, dict]]:

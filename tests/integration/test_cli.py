@@ -63,7 +63,7 @@ def test_list(tiny):
         (["run", "--device", "tpu"], "--device 'tpu'"),
         (["run", "--workers", "0"], "--workers 0"),
         (["run", "--set", "train.steps"], "expected key=value"),
-        (["report", "/nonexistent/dir"], "not a bindscale run directory"),
+        (["report", "/nonexistent/dir"], "/nonexistent/dir does not exist"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, needle):

@@ -253,7 +253,10 @@ except SystemExit as e:
 
 
 @pytest.mark.parametrize("args", [["run", "nosuchstudy"], ["run", "scaling", "--set", "width=-1"], ["run", ""],
-                                  ["run", "scaling", "--set", "widht=3"], ["run", "--device", "tpu"]])
+                                  ["run", "scaling", "--set", "widht=3"], ["run", "--device", "tpu"],
+                                  ["run", "--workers", "0"], ["run", "--executor", "foo"], ["run", "--retries", "-1"],
+                                  ["run", "--address", "x"], ["run", "--out", ""], ["run", "--workers", "0", "--dry-run"],
+                                  ["report", "/nonexistent/dir"]])
 def test_a_bad_study_is_refused_before_torch_or_sklearn_is_imported(tmp_path, args):
     env = os.environ | {"PYTHONPATH": SRC}
     r = subprocess.run([sys.executable, "-c", _IMPORTS_AFTER, *args], capture_output=True, text=True, env=env,

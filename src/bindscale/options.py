@@ -1,0 +1,44 @@
+"""The options of ``bindscale run`` that can be checked without torch: executor names, retries,
+worker limits, ``--address`` and ``--out``. :func:`check_run_options` is shared by a run
+(:func:`bindscale.runner.run_study`) and a dry run (:mod:`bindscale.plan`), so both refuse the same
+input with the same one line, in well under a second (nothing heavy is imported here)."""
+
+from __future__ import annotations
+
+import os
+
+from .errors import ConfigError
+
+EXECUTORS = ("inline", "process", "ray")
+#: Re-runs of a job whose worker died, then its trials are recorded ``failed``.
+RETRIES = 2
+MAX_WORKERS = 1024
+
+
+def available_cores() -> int:
+    """Cores this process may run on: its CPU affinity (taskset, Slurm, cgroup cpusets), else ``os.cpu_count()``."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no sched_getaffinity (macOS, Windows)
+        return os.cpu_count() or 1
+
+
+def check_run_options(executor: str | None = None, retries: int = RETRIES, address: str | None = None,
+                      workers: int | None = None, out: object = None) -> None:
+    """Raise :class:`ConfigError` (one line) for an option a run would refuse; creates nothing.
+
+    Args:
+        out: the run directory as given (``None``: not checked; ``""`` is refused, since a path
+            would read it as the current directory).
+    """
+    if executor is not None and executor not in EXECUTORS:
+        raise ConfigError(f"--executor {executor!r}: allowed: {', '.join(EXECUTORS)}")
+    if retries < 0:
+        raise ConfigError(f"--retries {retries}: must be 0 or more")
+    if address and executor != "ray":
+        raise ConfigError("--address is the Ray cluster's address: it needs --executor ray")
+    if workers is not None and not 1 <= workers <= MAX_WORKERS:
+        raise ConfigError(f"--workers {workers}: allowed 1 to {MAX_WORKERS} (this machine has {available_cores()} "
+                          "cores)")
+    if out is not None and str(out).strip() == "":
+        raise ConfigError("--out: empty path; give a directory for the run")
