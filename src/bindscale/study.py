@@ -271,9 +271,3 @@ class StudyPlugin:
 
     def config_table(self, df: Any) -> tuple[list[str], list[list[str]]]:
         return resolve(self.table)(df) if self.table else ([], [])
-
-    def claim(self, name: str) -> Claim:
-        for c in self.claims:
-            if c.name == name:
-                return c
-        raise KeyError(name)
