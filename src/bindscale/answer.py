@@ -101,12 +101,14 @@ def synthesis(claims: list[dict]) -> dict[str, Any]:
         return ", ".join(xs) if xs else "none"
 
     scale, binding, stops = (sides[s]["state"] for s in ("scale_suffices", "binding_needed", "where_scale_stops"))
+    # what the firm claims that scale stops somewhere said, used by two of the sentences below
+    stops_said = (f"(supported: {names(sides['where_scale_stops']['for'])}; "
+                  f"not supported: {names(sides['where_scale_stops']['against'])})")
     answer = []
     if scale == "holds" and stops != "holds":
         answer.append(f"Scale suffices in what was tested: every firm claim on that side is supported "
                       f"({names(sides['scale_suffices']['for'])}), and no claim that scale stops somewhere holds "
-                      f"(supported: {names(sides['where_scale_stops']['for'])}; "
-                      f"not supported: {names(sides['where_scale_stops']['against'])}).")
+                      f"{stops_said}.")
     elif scale in ("holds", "contested") and stops in ("holds", "contested"):
         answer.append(f"Scale helps, with limits: supported for scale — {names(sides['scale_suffices']['for'])}; "
                       f"supported that scale stops — {names(sides['where_scale_stops']['for'])}.")
@@ -119,8 +121,7 @@ def synthesis(claims: list[dict]) -> dict[str, Any]:
     else:
         answer.append("No firm evidence yet on whether scale suffices.")
     if scale == "contested" and stops != "holds":
-        answer.append(f"No claim that scale stops somewhere holds (supported: {names(sides['where_scale_stops']['for'])}; "
-                      f"not supported: {names(sides['where_scale_stops']['against'])}).")
+        answer.append(f"No claim that scale stops somewhere holds {stops_said}.")
     if binding == "holds":
         answer.append(f"Explicit binding has the advantage its sources claim where tested "
                       f"({names(sides['binding_needed']['for'])}; each claim's statement says which).")
