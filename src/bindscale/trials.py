@@ -141,6 +141,23 @@ class TransformerConfig(StrictModel):
         return self
 
 
+class PositionalTransformerConfig(TransformerConfig):
+    """:class:`TransformerConfig` with a choice of positions (``rope`` / ``learned`` / ``none``).
+
+    A separate class so the configs, and hence trial ids, of studies written before the option
+    existed are unchanged (the field would enter every dumped config).
+    """
+
+    pos: Literal["rope", "learned", "none"] = "rope"
+
+    @model_validator(mode="after")
+    def _heads(self) -> "PositionalTransformerConfig":
+        if self.d_model % self.n_heads or (self.pos == "rope" and (self.d_model // self.n_heads) % 2):
+            raise ValueError(f"d_model={self.d_model} must split into n_heads={self.n_heads} heads"
+                             + (" of even size (RoPE)" if self.pos == "rope" else ""))
+        return self
+
+
 class SeqTrainConfig(StrictModel):
     """AdamW with warm-up and cosine decay on a fixed training set (bindscale.seqtrain)."""
 

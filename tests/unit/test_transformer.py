@@ -166,3 +166,54 @@ def test_bad_shapes_are_refused():
         Transformer(V, 1, 6, 2)
     with pytest.raises(ValueError, match="max_len"):
         model()(torch.zeros(1, 65, dtype=torch.long))
+
+
+def test_rope_default_draws_the_same_weights_as_before_the_pos_option():
+    # Same generator, default pos: identical to an explicit pos="rope" and with no position table.
+    a, b = model(seed=0), model(seed=0, pos="rope")
+    assert a.pos_embed is None and a.rope is not None
+    for (n, p), (_, q) in zip(a.named_parameters(), b.named_parameters()):
+        torch.testing.assert_close(p, q, msg=n)
+
+
+@pytest.mark.parametrize("pos", ["learned", "none"])
+def test_non_rotary_positions_run_and_cache_matches_full_forward(pos):
+    m = model(seed=1, pos=pos)
+    assert m.rope is None and (m.pos_embed is not None) == (pos == "learned")
+    tokens = torch.randint(1, V, (2, 9), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        full = m(tokens)
+        cache = m.new_cache(2, 16)
+        step = torch.cat([m(tokens[:, :5], cache=cache), m(tokens[:, 5:], cache=cache)], dim=1)
+    torch.testing.assert_close(step, full, atol=1e-5, rtol=1e-5)
+
+
+def test_nope_is_blind_to_position_but_learned_is_not():
+    # With no positional signal the first position's output depends on its token alone, and a
+    # sequence of one repeated token gives the same logits at every position (causal averaging of
+    # identical values); a learned position table breaks that symmetry.
+    tokens = torch.full((1, 6), 3)
+    with torch.no_grad():
+        nope = model(seed=2, pos="none")(tokens)[0]
+        learned = model(seed=2, pos="learned")(tokens)[0]
+    torch.testing.assert_close(nope, nope[:1].expand_as(nope), atol=1e-5, rtol=1e-5)
+    assert (learned - learned[:1]).abs().max() > 1e-3
+
+
+def test_pos_is_checked_and_learned_table_bounds_the_length():
+    with pytest.raises(ValueError, match="pos must be one of"):
+        model(seed=0, pos="alibi")
+    m = model(seed=0, pos="learned")
+    with pytest.raises(ValueError, match="max_len"):
+        m(torch.ones(1, 65, dtype=torch.long))
+    # Odd head dimension is fine without rotary positions.
+    Transformer(V, 1, 12, 4, max_len=8, pos="none")
+
+
+def test_positional_config_keeps_old_ids_and_checks_heads():
+    from bindscale.trials import PositionalTransformerConfig, TransformerConfig
+
+    assert "pos" not in TransformerConfig().model_dump()
+    assert PositionalTransformerConfig(pos="none", d_model=12, n_heads=4).pos == "none"
+    with pytest.raises(ValueError, match="even size"):
+        PositionalTransformerConfig(d_model=12, n_heads=4)

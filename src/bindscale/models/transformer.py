@@ -3,10 +3,15 @@
 One model, one trial (no stacking over trials, unlike the MLP students): token
 embedding → ``n_layers`` pre-LayerNorm blocks (Radford et al. 2019, GPT-2;
 Xiong et al. 2020, "On Layer Normalization in the Transformer Architecture")
-→ final LayerNorm → an *untied* linear head to the vocabulary. There is no
-learned position embedding: rotary position embeddings (Su et al. 2021,
+→ final LayerNorm → an *untied* linear head to the vocabulary. Positions, by
+``pos``: ``"rope"`` (the default) — rotary position embeddings (Su et al. 2021,
 "RoFormer") rotate queries and keys, so attention scores depend only on
-relative position and sequences of different lengths share one mechanism.
+relative position and sequences of different lengths share one mechanism;
+``"learned"`` — an absolute learned position embedding added to the token
+embedding (Radford et al. 2019, GPT-2; Vaswani et al. 2017); ``"none"`` — no
+positional signal at all ("NoPE"; Kazemnejad et al. 2023, "The Impact of
+Positional Encoding on Length Generalization in Transformers": a causal mask
+alone lets a decoder infer position).
 Attention is causal; the MLP is ``d_model → mlp_ratio·d_model → d_model`` with
 exact (erf) GELU (Hendrycks & Gimpel 2016). No dropout: the studies train on
 fixed sets and read generalization off held-out data, not off regularisation.
@@ -127,7 +132,8 @@ class CausalSelfAttention(nn.Module):
         B, L, d = x.shape
         H, dh = self.n_heads, self.d_head
         q, k, v = self.qkv(x).view(B, L, 3, H, dh).permute(2, 0, 3, 1, 4)  # each (B, H, L, dh)
-        q, k = Rotary.rotate(q, cos, sin), Rotary.rotate(k, cos, sin)
+        if cos is not None:  # rotary positions; None for learned or no positions
+            q, k = Rotary.rotate(q, cos, sin), Rotary.rotate(k, cos, sin)
         start = 0
         if cache is not None:
             start = cache.length
@@ -198,16 +204,21 @@ class Transformer(nn.Module):
         vocab_size: number of token ids V.
         n_layers, d_model, n_heads: depth, residual width, heads per layer.
         mlp_ratio: MLP hidden width as a multiple of ``d_model``.
-        max_len: longest sequence (prompt plus generated tokens) the rotary table covers.
+        max_len: longest sequence (prompt plus generated tokens) the rotary or learned
+            position table covers.
+        pos: ``"rope"``, ``"learned"`` or ``"none"`` (see the module docstring).
         generator: source of every initial weight; ``None`` uses torch's global RNG.
 
     Raises:
-        ValueError: ``d_model`` not divisible by ``n_heads``, an odd head dimension,
-            or a non-positive size.
+        ValueError: ``d_model`` not divisible by ``n_heads``, an odd head dimension
+            with rotary positions, an unknown ``pos``, or a non-positive size.
     """
 
+    #: Position schemes: rotary, absolute learned, none.
+    POSITIONS = ("rope", "learned", "none")
+
     def __init__(self, vocab_size: int, n_layers: int, d_model: int, n_heads: int, mlp_ratio: int = 4,
-                 max_len: int = 1024, generator: torch.Generator | None = None):
+                 max_len: int = 1024, generator: torch.Generator | None = None, pos: str = "rope"):
         super().__init__()
         for name, v in (("vocab_size", vocab_size), ("n_layers", n_layers), ("d_model", d_model),
                         ("n_heads", n_heads), ("mlp_ratio", mlp_ratio), ("max_len", max_len)):
@@ -215,12 +226,17 @@ class Transformer(nn.Module):
                 raise ValueError(f"{name} must be a positive integer, got {v}")
         if d_model % n_heads:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        if pos not in self.POSITIONS:
+            raise ValueError(f"pos must be one of {', '.join(self.POSITIONS)}; got {pos!r}")
+        self.pos = pos
         self.vocab_size, self.n_layers, self.d_model, self.n_heads = vocab_size, n_layers, d_model, n_heads
         self.d_head, self.max_len = d_model // n_heads, max_len
         # PyTorch's default inits draw from the global RNG; keep its state untouched, we re-draw below.
         with torch.random.fork_rng(devices=[]):
             self.embed = nn.Embedding(vocab_size, d_model)
-            self.rope = Rotary(self.d_head, max_len)
+            # Registered only when used, so a rotary model's weights draw exactly as before this option existed.
+            self.rope = Rotary(self.d_head, max_len) if pos == "rope" else None
+            self.pos_embed = nn.Embedding(max_len, d_model) if pos == "learned" else None
             self.blocks = nn.ModuleList(Block(i, d_model, n_heads, mlp_ratio) for i in range(n_layers))
             self.ln_f = nn.LayerNorm(d_model)
             self.head = nn.Linear(d_model, vocab_size, bias=False)  # untied from the embedding
@@ -313,9 +329,15 @@ class Transformer(nn.Module):
         start = 0 if cache is None else cache.length
         if cache is not None and start + L > cache.capacity:
             raise ValueError(f"KV cache holds {cache.capacity} positions; {start + L} needed")
-        cos, sin = self.rope.angles(start, L)  # each (L, d_head/2)
+        if start + L > self.max_len:
+            raise ValueError(f"sequence reaches position {start + L} but the model was built with max_len={self.max_len}")
+        cos = sin = None
+        if self.rope is not None:
+            cos, sin = self.rope.angles(start, L)  # each (L, d_head/2)
         patches = self._patches(ablate, ablate_with, tokens.device)
         x = self.embed(tokens)  # (B, L, d)
+        if self.pos_embed is not None:
+            x = x + self.pos_embed(torch.arange(start, start + L, device=tokens.device))  # (L, d) broadcast
         for i, block in enumerate(self.blocks):
             if acts is not None:
                 acts[f"resid.{i}"] = x
