@@ -1,0 +1,289 @@
+"""One ``geometry-lm`` trial: a pretrained Hugging Face model over a CoNLL-U treebank, probed layer by layer.
+
+Claim under test (Diego-Simón et al., NeurIPS 2024, "A polar coordinate system represents syntax in
+large language models"): the polar probe (distance *and* angle of edge vectors) reads relation type
+and direction that Hewitt & Manning's (2019, "A structural probe for finding syntax in word
+representations") distance-only structural probe misses. Here on real models and real trees.
+
+Steps (seed streams of :mod:`bindscale.seeding`):
+
+1. Sentences (:func:`treebank_splits`): the ``fit_split`` file (EWT dev) is shuffled (stream ``probe``)
+   into ``n_fit`` fitting and ``n_dev`` dev sentences, disjoint; the ``test_split`` file (EWT test)
+   is scored.
+2. Activations (:mod:`.lm`): every hidden state of the model (0 = input embeddings), subwords
+   averaged into words, cached on disk per layer (``data.cache_dir``); a re-run with the same model,
+   sentences and alignment rule reads the cache and never loads the model.
+3. Probes (:mod:`.probes`, :mod:`.scores`): structural and polar on every ``model.layer_stride``-th
+   hidden state (the first and last always), fit on fit, stopped early on dev, scored on dev and
+   test; each kind's best layer is the one with the best dev LAS (PolarProbe's convention,
+   :data:`SELECT`).
+4. Controls, at the trained model's best layers (those of the structural and of the polar probe):
+   the identity probe (no learned map) and, when ``probe.untrained_control``, all three probes on
+   the same architecture built from its config with random weights (stream ``random_init``).
+   Layer 0 of the trained model is the input-embedding control.
+
+Scalar metrics (test sentences; ``metric`` in :data:`SCALARS`): ``{kind}_{metric}`` at the kind's best
+dev layer (identity: at the polar probe's best layer), ``untrained_{kind}_{metric}`` (random model, at
+the trained model's best layer of that kind; identity at the polar one), ``embed_{kind}_{metric}``
+(layer 0), ``best_layer_{kind}``, ``polar_minus_structural_las_pp`` / ``_hm``, ``n_params``,
+``n_layers``, ``n_fit`` / ``n_dev`` / ``n_test`` sentences, activation seconds. Tables as the
+synthetic trial: ``probe_layers`` (``{"trained"|"untrained": {kind: {layer: {split: METRICS}}}}``),
+``confusion`` (polar probe at its best layer, test) and ``polar_edges`` (the polar picture).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bindscale import seeding
+from bindscale.errors import ConfigError
+
+from .treebank import Sentence, read_conllu
+
+#: Metrics per (probe, layer, split), in the order of the ``probe_layers`` table (as the synthetic trial).
+METRICS = ("uuas_hm", "las_hm", "luas_hm", "uuas_pp", "las_pp", "luas_pp", "spearman", "rel_acc", "dir_acc")
+#: Scalar test metrics recorded per probe kind.
+SCALARS = ("uuas_hm", "las_hm", "uuas_pp", "las_pp", "spearman", "rel_acc", "dir_acc")
+#: Dev metric choosing each probe's layer.
+SELECT = "las_pp"
+
+
+def is_lm_trial(trial: Any) -> bool:
+    """Whether a geometry trial probes a pretrained model (``model.source == "pretrained"``)."""
+    return getattr(getattr(trial, "model", None), "source", None) == "pretrained"
+
+
+def default_cache_dir() -> Path:
+    """``$BINDSCALE_CACHE/activations``, else ``~/.cache/bindscale/activations``."""
+    root = os.environ.get("BINDSCALE_CACHE")
+    return Path(root) / "activations" if root else Path.home() / ".cache" / "bindscale" / "activations"
+
+
+def split_file(treebank: str | Path, split: str) -> Path:
+    """The CoNLL-U file of ``split`` in a treebank folder (or beside a given file of it).
+
+    Raises:
+        ConfigError: no such folder, or no / several matching files (one line naming the folder).
+    """
+    p = Path(treebank).expanduser()
+    folder = p.parent if p.is_file() else p
+    if not folder.is_dir():
+        raise ConfigError(f"data.treebank: {treebank} is no folder or file")
+    for pattern in (f"*-ud-{split}.conllu", f"*{split}*.conllu"):
+        found = sorted(folder.glob(pattern))
+        if len(found) == 1:
+            return found[0]
+        if len(found) > 1:
+            raise ConfigError(f"data.treebank: {len(found)} files in {folder} match {pattern} "
+                              f"({', '.join(f.name for f in found)}); keep one per split")
+    raise ConfigError(f"data.treebank: no {split} file (*-ud-{split}.conllu) in {folder}")
+
+
+def check_trial(trial: Any) -> None:
+    """Refuse, with one line, a pretrained-model trial that cannot run: no treebank, missing files, no extra.
+
+    Raises:
+        ConfigError: ``data.treebank`` unset or without the split files, or the ``lm`` extra not installed.
+    """
+    if getattr(trial.data, "source", None) != "treebank":
+        raise ConfigError("a pretrained model (model.source: pretrained) is probed over a treebank: "
+                          "set data.source: treebank and data.treebank=PATH")
+    if not trial.data.treebank:
+        raise ConfigError("data.treebank is not set: give the folder of a CoNLL-U treebank with its dev and test "
+                          "files, e.g. --set data.treebank=PATH/ud-english-ewt")
+    for split in (trial.data.fit_split, trial.data.test_split):
+        split_file(trial.data.treebank, split)
+    from .lm import require_lm
+
+    require_lm()
+
+
+def treebank_splits(trial: Any) -> dict[str, list[Sentence]]:
+    """The trial's ``fit``, ``dev`` (disjoint draws from the fit-split file) and ``test`` sentences.
+
+    Raises:
+        ConfigError: the fit-split file has fewer than ``n_dev + 1`` sentences (``n_fit`` more when set).
+    """
+    d = trial.data
+    pool = read_conllu(split_file(d.treebank, d.fit_split))
+    need = d.n_dev + max(d.n_fit, 1)
+    if len(pool) < need:
+        raise ConfigError(f"data.n_fit + data.n_dev: {need} sentences needed, the {d.fit_split} file has {len(pool)}")
+    order = seeding.rng(trial.seed, "probe").permutation(len(pool))
+    dev = sorted(order[:d.n_dev].tolist())
+    fit = sorted(order[d.n_dev:d.n_dev + d.n_fit].tolist() if d.n_fit else order[d.n_dev:].tolist())
+    test = read_conllu(split_file(d.treebank, d.test_split))
+    return {"fit": [pool[i] for i in fit], "dev": [pool[i] for i in dev],
+            "test": test[:d.n_test] if d.n_test else test}
+
+
+def probed_layers(n_layers: int, stride: int) -> list[int]:
+    """Hidden states probed: ``0, stride, 2·stride, …`` and always the last (``n_layers − 1``)."""
+    return sorted(set(range(0, n_layers, stride)) | {n_layers - 1})
+
+
+class _Units:
+    """Turns fractions of a trial's work into whole progress units (``total`` in all)."""
+
+    def __init__(self, total: int, progress: Callable[[int], None] | None):
+        self.total, self.progress, self.done, self.frac = max(int(total), 1), progress, 0, 0.0
+
+    def add(self, frac: float) -> None:
+        self.frac = min(1.0, self.frac + frac)
+        target = int(self.frac * self.total)
+        if self.progress and target > self.done:
+            self.progress(target - self.done)
+        self.done = max(self.done, target)
+
+    def finish(self) -> None:
+        self.add(1.0)
+
+
+def _settings(trial: Any):
+    from .probes import ProbeSettings
+
+    p = trial.probe
+    return ProbeSettings(rank=p.rank, angular_weight=p.angular_weight, lr=p.lr, batch_size=p.batch_size,
+                         max_epochs=p.max_epochs, patience=p.patience, lr_decay=p.lr_decay)
+
+
+def _scores(probe, pairs) -> list[float]:
+    from .scores import score
+
+    s = score(probe, pairs)
+    return [float(s[m]) for m in METRICS]
+
+
+def _best(table: dict, kind: str) -> int | None:
+    """Layer with the highest finite dev :data:`SELECT` of probe ``kind`` (first on ties), None if none."""
+    k, best, where = METRICS.index(SELECT), -math.inf, None
+    for layer, splits in sorted(table.get(kind, {}).items(), key=lambda kv: int(kv[0])):
+        v = splits["dev"][k]
+        if math.isfinite(v) and v > best:
+            best, where = v, int(layer)
+    return where
+
+
+class _Source:
+    """Activations of one model (trained or untrained) over the trial's splits, through the cache."""
+
+    def __init__(self, source, splits: dict[str, list[Sentence]], cache_dir: Path, untrained: bool, seed: int,
+                 batch_size: int, device: str, units: _Units, share: float):
+        from .lm import cache_activations, cache_key, load_model
+
+        loaded: list = []
+
+        def loader():
+            if not loaded:
+                loaded.append(load_model(source, untrained=untrained, seed=seed, device=device))
+            return loaded[0]
+
+        fitdev = splits["fit"] + splits["dev"]
+        total = len(fitdev) + len(splits["test"])
+        step = (lambda n: units.add(share * n / total))
+        self.caches = {}
+        for name, sents in (("fitdev", fitdev), ("test", splits["test"])):
+            self.caches[name] = cache_activations(loader, sents, cache_dir, cache_key(source, sents, untrained, seed),
+                                                  batch_size=batch_size, device=device, progress=step)
+        self.loaded = bool(loaded)
+        del loaded
+        self.n_fit, self.splits = len(splits["fit"]), splits
+        self.n_layers = self.caches["test"].n_layers
+
+    def pairs(self, layer: int) -> tuple[list, list, list]:
+        fd = self.caches["fitdev"].layer(layer)
+        te = self.caches["test"].layer(layer)
+        s = self.splits
+        return (list(zip(fd[:self.n_fit], s["fit"])), list(zip(fd[self.n_fit:], s["dev"])), list(zip(te, s["test"])))
+
+
+def _probe(pairs_at: Callable[[int], tuple], layers: Sequence[int], kinds: Sequence[str], settings, seed: int,
+           table: dict, probes: dict, on_done: Callable[[], None]) -> None:
+    from .probes import fit_probe
+
+    for layer in layers:
+        fit, dev, test = pairs_at(layer)
+        for kind in kinds:
+            probe = fit_probe(kind, fit, dev, settings, seed)
+            probes[(kind, layer)] = probe
+            table.setdefault(kind, {})[str(layer)] = {"dev": _scores(probe, dev), "test": _scores(probe, test)}
+            on_done()
+
+
+def _at(table: dict, kind: str, layer: int | None, prefix: str) -> dict[str, float]:
+    row = table.get(kind, {}).get(str(layer), {}).get("test") if layer is not None else None
+    return {f"{prefix}{kind}_{m}": (float(row[METRICS.index(m)]) if row else math.nan) for m in SCALARS}
+
+
+def run_lm_trial(trial: Any, device: str = "cpu", progress: Callable[[int], None] | None = None):
+    """Probe one pretrained model over a treebank (module docstring); returns a :class:`~bindscale.train.TrialResult`.
+
+    Progress: ``trial.train.steps`` units in all (activations about half, probes the rest).
+    """
+    from bindscale.train import TrialResult
+
+    check_trial(trial)
+    from .lm import resolve_model
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    units = _Units(trial.train.steps, progress)
+    splits = treebank_splits(trial)
+    source = resolve_model(trial.model.name)
+    cache_dir = Path(trial.data.cache_dir).expanduser() if trial.data.cache_dir else default_cache_dir()
+    control = bool(trial.probe.untrained_control)
+    share_fwd = 0.35 if control else 0.5
+    trained = _Source(source, splits, cache_dir, False, 0, trial.model.batch_size, device, units, share_fwd)
+    units.frac = max(units.frac, share_fwd)
+    t_act = time.perf_counter() - t0
+    settings = _settings(trial)
+    layers = probed_layers(trained.n_layers, trial.model.layer_stride)
+    n_main = 2 * len(layers)
+    share_main = 0.5 if control else 0.45
+    table: dict = {}
+    probes: dict = {}
+    _probe(trained.pairs, layers, ("structural", "polar"), settings, trial.seed, table, probes,
+           lambda: units.add(share_main / n_main))
+    best = {k: _best(table, k) for k in ("structural", "polar")}
+    control_layers = sorted({b for b in best.values() if b is not None})
+    _probe(trained.pairs, control_layers, ("identity",), settings, trial.seed, table, probes, lambda: None)
+    metrics: dict = {"n_layers": trained.n_layers, "n_params": trained.caches["test"].meta["n_params"],
+                     "n_fit": len(splits["fit"]), "n_dev": len(splits["dev"]), "n_test": len(splits["test"]),
+                     "activations_loaded_model": trained.loaded}
+    for kind in ("structural", "polar"):
+        metrics |= _at(table, kind, best[kind], "")
+        metrics[f"best_layer_{kind}"] = best[kind] if best[kind] is not None else -1
+        metrics |= _at(table, kind, 0, "embed_")
+    metrics |= _at(table, "identity", best["polar"], "")
+    layers_table = {"trained": table}
+    if control:
+        rand = _Source(source, splits, cache_dir, True, seeding.stream_seed(trial.seed, "random_init") % 2**31,
+                       trial.model.batch_size, device, units, 0.1)
+        utable: dict = {}
+        _probe(rand.pairs, control_layers, ("structural", "polar", "identity"), settings, trial.seed, utable, {},
+               lambda: None)
+        layers_table["untrained"] = utable
+        for kind in ("structural", "polar"):
+            metrics |= _at(utable, kind, best[kind], "untrained_")
+        metrics |= _at(utable, "identity", best["polar"], "untrained_")
+    for conv in ("pp", "hm"):
+        metrics[f"polar_minus_structural_las_{conv}"] = metrics[f"polar_las_{conv}"] - metrics[f"structural_las_{conv}"]
+    metrics["probe_layers"] = layers_table
+    if best["polar"] is not None:
+        fit, _, test = trained.pairs(best["polar"])
+        from .layers import polar_picture, relation_confusion
+
+        probe = probes[("polar", best["polar"])]
+        metrics["confusion"] = relation_confusion(probe, test)
+        metrics["polar_edges"] = polar_picture(probe, fit, test, trial.probe.n_picture_edges,
+                                               seeding.rng(trial.seed, "probe_score"))
+    metrics["timings"] = {"activations_s": t_act, "probe_s": time.perf_counter() - t0 - t_act,
+                          "cpu_s": time.process_time() - c0}
+    units.finish()
+    return TrialResult(status="ok", metrics=metrics)

