@@ -31,9 +31,9 @@ class TreebankDataConfig(StrictModel):
     treebank: str | None = Field(None, description="folder holding the CoNLL-U files (required: --set data.treebank=PATH)")
     fit_split: str = Field("dev", min_length=1, description="split whose file the probes are fit and chosen on")
     test_split: str = Field("test", min_length=1, description="split whose file the probes are scored on")
-    n_fit: int = Field(800, ge=0, le=10_000_000, description="sentences the probes are fit on (0: all not in dev)")
+    n_fit: int = Field(500, ge=0, le=10_000_000, description="sentences the probes are fit on (0: all not in dev)")
     n_dev: int = Field(200, ge=1, le=10_000_000, description="sentences stopping the fit and choosing the layer")
-    n_test: int = Field(0, ge=0, le=10_000_000, description="test sentences scored (0: all, else the first n)")
+    n_test: int = Field(0, ge=0, le=10_000_000, description="test sentences scored (0: all, else a seeded draw of n)")
     cache_dir: str | None = Field(None, description="activation cache folder (default: $BINDSCALE_CACHE/activations, "
                                                     "else ~/.cache/bindscale/activations)")
 

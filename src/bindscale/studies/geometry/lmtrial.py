@@ -9,7 +9,7 @@ Steps (seed streams of :mod:`bindscale.seeding`):
 
 1. Sentences (:func:`treebank_splits`): the ``fit_split`` file (EWT dev) is shuffled (stream ``probe``)
    into ``n_fit`` fitting and ``n_dev`` dev sentences, disjoint; the ``test_split`` file (EWT test)
-   is scored.
+   is scored (all of it, or a seeded draw of ``n_test`` sentences, stream ``test``).
 2. Activations (:mod:`.lm`): every hidden state of the model (0 = input embeddings), subwords
    averaged into words, cached on disk per layer (``data.cache_dir``); a re-run with the same model,
    sentences and alignment rule reads the cache and never loads the model.
@@ -17,10 +17,11 @@ Steps (seed streams of :mod:`bindscale.seeding`):
    hidden state (the first and last always), fit on fit, stopped early on dev, scored on dev and
    test; each kind's best layer is the one with the best dev LAS (PolarProbe's convention,
    :data:`SELECT`).
-4. Controls, at the trained model's best layers (those of the structural and of the polar probe):
-   the identity probe (no learned map) and, when ``probe.untrained_control``, all three probes on
-   the same architecture built from its config with random weights (stream ``random_init``).
-   Layer 0 of the trained model is the input-embedding control.
+4. Controls, where they are compared: the identity probe (no learned map) at the polar probe's best
+   layer; when ``probe.untrained_control``, the same architecture built from its config with random
+   weights (stream ``random_init``), probed with the structural probe at the structural probe's best
+   layer and with the polar and identity probes at the polar probe's best layer. Layer 0 of the
+   trained model is the input-embedding control. (Only there, to keep a re-run within minutes.)
 
 Scalar metrics (test sentences; ``metric`` in :data:`SCALARS`): ``{kind}_{metric}`` at the kind's best
 dev layer (identity: at the polar probe's best layer), ``untrained_{kind}_{metric}`` (random model, at
@@ -120,8 +121,9 @@ def treebank_splits(trial: Any) -> dict[str, list[Sentence]]:
     dev = sorted(order[:d.n_dev].tolist())
     fit = sorted(order[d.n_dev:d.n_dev + d.n_fit].tolist() if d.n_fit else order[d.n_dev:].tolist())
     test = read_conllu(split_file(d.treebank, d.test_split))
-    return {"fit": [pool[i] for i in fit], "dev": [pool[i] for i in dev],
-            "test": test[:d.n_test] if d.n_test else test}
+    if d.n_test and d.n_test < len(test):
+        test = [test[i] for i in sorted(seeding.rng(trial.seed, "test").choice(len(test), d.n_test, replace=False))]
+    return {"fit": [pool[i] for i in fit], "dev": [pool[i] for i in dev], "test": test}
 
 
 def probed_layers(n_layers: int, stride: int) -> list[int]:
@@ -204,11 +206,12 @@ class _Source:
         return (list(zip(fd[:self.n_fit], s["fit"])), list(zip(fd[self.n_fit:], s["dev"])), list(zip(te, s["test"])))
 
 
-def _probe(pairs_at: Callable[[int], tuple], layers: Sequence[int], kinds: Sequence[str], settings, seed: int,
+def _probe(pairs_at: Callable[[int], tuple], plan: dict[int, Sequence[str]], settings, seed: int,
            table: dict, probes: dict, on_done: Callable[[], None]) -> None:
+    """Fit the probe kinds ``plan[layer]`` at each layer; scores into ``table[kind][str(layer)][split]``."""
     from .probes import fit_probe
 
-    for layer in layers:
+    for layer, kinds in sorted(plan.items()):
         fit, dev, test = pairs_at(layer)
         for kind in kinds:
             probe = fit_probe(kind, fit, dev, settings, seed)
@@ -248,11 +251,18 @@ def run_lm_trial(trial: Any, device: str = "cpu", progress: Callable[[int], None
     share_main = 0.5 if control else 0.45
     table: dict = {}
     probes: dict = {}
-    _probe(trained.pairs, layers, ("structural", "polar"), settings, trial.seed, table, probes,
+    _probe(trained.pairs, {layer: ("structural", "polar") for layer in layers}, settings, trial.seed, table, probes,
            lambda: units.add(share_main / n_main))
     best = {k: _best(table, k) for k in ("structural", "polar")}
-    control_layers = sorted({b for b in best.values() if b is not None})
-    _probe(trained.pairs, control_layers, ("identity",), settings, trial.seed, table, probes, lambda: None)
+    # controls where they are compared: each kind's best layer; the identity probe beside the polar one
+    plan: dict[int, list[str]] = {}
+    for kind in ("structural", "polar"):
+        if best[kind] is not None:
+            plan.setdefault(best[kind], []).append(kind)
+    if best["polar"] is not None:
+        plan[best["polar"]].append("identity")
+    _probe(trained.pairs, {best["polar"]: ("identity",)} if best["polar"] is not None else {}, settings, trial.seed,
+           table, probes, lambda: None)
     metrics: dict = {"n_layers": trained.n_layers, "n_params": trained.caches["test"].meta["n_params"],
                      "n_fit": len(splits["fit"]), "n_dev": len(splits["dev"]), "n_test": len(splits["test"]),
                      "activations_loaded_model": trained.loaded}
@@ -266,8 +276,7 @@ def run_lm_trial(trial: Any, device: str = "cpu", progress: Callable[[int], None
         rand = _Source(source, splits, cache_dir, True, seeding.stream_seed(trial.seed, "random_init") % 2**31,
                        trial.model.batch_size, device, units, 0.1)
         utable: dict = {}
-        _probe(rand.pairs, control_layers, ("structural", "polar", "identity"), settings, trial.seed, utable, {},
-               lambda: None)
+        _probe(rand.pairs, plan, settings, trial.seed, utable, {}, lambda: None)
         layers_table["untrained"] = utable
         for kind in ("structural", "polar"):
             metrics |= _at(utable, kind, best[kind], "untrained_")
