@@ -296,3 +296,28 @@ def run_lm_trial(trial: Any, device: str = "cpu", progress: Callable[[int], None
                           "cpu_s": time.process_time() - c0}
     units.finish()
     return TrialResult(status="ok", metrics=metrics)
+
+
+def check_trials(trials: Sequence[Any]) -> None:
+    """The study's ``checker`` part for pretrained-model trials: :func:`check_trial` on each (others pass).
+
+    Raises:
+        ConfigError: see :func:`check_trial`.
+    """
+    for t in trials:
+        if is_lm_trial(t):
+            check_trial(t)
+
+
+def job_cost(trial: Any) -> float:
+    """Relative cost of one pretrained-model trial, in the synthetic trials' units (a rough guess: the
+    forward passes dominate for a large model, the probes for a small one)."""
+    d = trial.data
+    sentences = d.n_dev + (d.n_fit or 2000) + (d.n_test or 2000)
+    models = 2 if trial.probe.untrained_control else 1
+    return float(models * sentences * 4e9)
+
+
+def trial_memory_bytes(trial: Any) -> int:
+    """A ~100M-parameter model in float32, one batch of hidden states and one layer of activations: 2 GiB."""
+    return 2 << 30
