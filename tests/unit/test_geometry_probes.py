@@ -55,11 +55,12 @@ def test_hand_labelled_treebank_scores_under_both_conventions(tmp_path):
     assert label_edge(probe.project(pairs[1][0]), 0, 1, probe.relations, probe.centroids) == ("nsubj", 1, 0)
 
 
-def test_mst_matches_networkx_and_ignores_zero_distances():
+def test_mst_matches_networkx_and_scipy_and_keeps_zero_distances():
     import networkx as nx
+    from scipy.sparse.csgraph import minimum_spanning_tree
 
     rng = np.random.default_rng(0)
-    for n in (2, 5, 12):
+    for n in (2, 5, 12, 40):
         x = rng.normal(size=(n, 3))
         d = ((x[:, None] - x[None]) ** 2).sum(-1)
         d[0, 1] = d[1, 0] = 0.0  # identical words: a zero distance is still an edge
@@ -67,6 +68,12 @@ def test_mst_matches_networkx_and_ignores_zero_distances():
         g.add_weighted_edges_from((i, j, d[i, j]) for i in range(n) for j in range(i + 1, n))
         want = {tuple(sorted(e)) for e in nx.minimum_spanning_tree(g).edges()}
         assert mst_edges(d) == want and len(want) == n - 1
+        tree = minimum_spanning_tree(np.triu(d + 1.0, 1)).tocoo()  # +1: scipy reads a 0 as no edge
+        assert {(int(min(a, b)), int(max(a, b))) for a, b in zip(tree.row, tree.col)} == want
+        keep = [0, 2, 3] if n > 3 else [0, 1]
+        sub = {tuple(sorted((keep[a], keep[b]))) for a, b in
+               nx.minimum_spanning_tree(nx.from_numpy_array(d[np.ix_(keep, keep)] + 1.0)).edges()}
+        assert mst_edges(d, keep) == sub
 
 
 def test_row_spearman_equals_scipy_with_ties():

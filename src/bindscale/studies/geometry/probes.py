@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 import torch
@@ -69,23 +70,30 @@ class ProbeSettings:
 
     rank: int = 32
     angular_weight: float = 1.0
-    lr: float = 3e-3
+    lr: float = 1e-2
     batch_size: int = 32
-    max_epochs: int = 40
-    patience: int = 3
-    lr_decay: float = 0.3
+    max_epochs: int = 20
+    patience: int = 2
+    lr_decay: float = 0.5
 
 
 def tree_distances(heads: Sequence[int]) -> np.ndarray:
     """Path lengths between every pair of words of a dependency tree, ``(n, n)`` float (0 on the diagonal).
 
     ``heads``: 1-based heads, 0 for the root (as :class:`Sentence`). Computed by
-    :func:`scipy.sparse.csgraph.shortest_path` on the undirected tree.
+    :func:`scipy.sparse.csgraph.shortest_path` on the undirected tree (cached per tree; read-only).
     """
+    return _tree_distances(tuple(int(h) for h in heads))
+
+
+@lru_cache(maxsize=100_000)
+def _tree_distances(heads: tuple[int, ...]) -> np.ndarray:
     n = len(heads)
     deps = [i for i in range(n) if heads[i] > 0]
     graph = csr_matrix((np.ones(len(deps)), (deps, [heads[i] - 1 for i in deps])), shape=(n, n))
-    return shortest_path(graph, directed=False, unweighted=True)
+    out = shortest_path(graph, directed=False, unweighted=True)
+    out.setflags(write=False)
+    return out
 
 
 def gold_edges(s: Sentence) -> list[tuple[int, int, str]]:
@@ -175,8 +183,8 @@ class _Batch:
 
 def _loss(B: torch.Tensor, batch: _Batch, kind: str, angular_weight: float) -> torch.Tensor:
     P = batch.H @ B.T  # (b, L, k)
-    diff = P[:, :, None, :] - P[:, None, :, :]  # (b, L, L, k)
-    pred = (diff * diff).sum(-1)  # (b, L, L)
+    sq = (P * P).sum(-1)  # (b, L)
+    pred = sq[:, :, None] + sq[:, None, :] - 2 * P @ P.transpose(1, 2)  # (b, L, L) squared distances
     err = ((pred - batch.D).abs() * batch.M).sum((1, 2)) / batch.lengths**2  # per sentence
     loss = err.mean()
     if kind == "polar":
