@@ -16,6 +16,7 @@ import json
 from collections.abc import Mapping
 import re
 from pathlib import Path
+import typing
 from typing import Any, ClassVar
 
 import yaml
@@ -112,10 +113,16 @@ def axis_path(name: str, cls: type[TrialBase]) -> str:
 
 
 def _trial_paths(cls: type[TrialBase]) -> set[str]:
+    """Dotted paths of every trial field, including those of each member of a section typed as a union of
+    configs (e.g. ``data: GrammarData | TreebankData``, told apart by a ``source`` field)."""
     d = cls().model_dump()
     paths = {"seed"}
     for section in cls.SECTIONS:
         paths |= {f"{section}.{k}" for k in d[section]}
+        ann = cls.model_fields[section].annotation
+        for member in typing.get_args(ann) or (ann,):
+            if isinstance(member, type) and issubclass(member, BaseModel):
+                paths |= {f"{section}.{k}" for k in member.model_fields}
     return paths
 
 

@@ -84,6 +84,7 @@ STUDY = StudyPlugin(
     trainer="bindscale.studies.geometry.trial:run_group",
     cost="bindscale.studies.geometry.plan:job_cost",
     memory="bindscale.studies.geometry.plan:trial_memory_bytes",
+    checker="bindscale.studies.geometry.lmtrial:check_trials",
     figure_set="bindscale.studies.geometry.figures:figures",
     table="bindscale.studies.geometry.table:config_table",
     models="bindscale.studies.geometry.trial:untrained_model",

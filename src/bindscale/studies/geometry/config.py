@@ -23,6 +23,7 @@ from pydantic import Field
 
 from ...config import StrictModel, TrialBase
 from ...trials import SeqTrainConfig, TransformerConfig
+from .lmconfig import PretrainedModelConfig, TreebankDataConfig
 
 
 class GrammarDataConfig(StrictModel):
@@ -90,8 +91,10 @@ class GeometryTrial(TrialBase):
         "polar_edges": (("edge",), ("rel", "angle", "sqdist")),
     }
     kind: Literal["geometry"] = "geometry"
-    data: GrammarDataConfig = GrammarDataConfig()
-    model: GeometryModelConfig = GeometryModelConfig(n_layers=2, d_model=64, n_heads=4)
+    # source: treebank / pretrained = a pretrained model over a CoNLL-U treebank (.lmconfig, .lmtrial)
+    data: GrammarDataConfig | TreebankDataConfig = Field(GrammarDataConfig(), discriminator="source")
+    model: GeometryModelConfig | PretrainedModelConfig = Field(GeometryModelConfig(n_layers=2, d_model=64, n_heads=4),
+                                                               discriminator="source")
     train: SeqTrainConfig = SeqTrainConfig(steps=1000, batch_size=32, lr=2e-3, weight_decay=0.1, warmup_steps=50)
     probe: ProbeConfig = ProbeConfig()
     seed: int = Field(0, ge=0, le=2**31 - 1)

@@ -33,7 +33,9 @@ def _rows(df: pd.DataFrame) -> pd.DataFrame:
     ok = ok_rows(df) if len(df) else df
     if ok.empty or "n_params" not in ok:
         return ok.iloc[0:0]
-    return deciding_rows(coerce_numeric(ok, ("n_params", "seed")))[0]
+    ok = coerce_numeric(ok, ("n_params", "seed"))
+    rows = deciding_rows(ok)[0]
+    return rows if not rows.empty else ok  # pretrained models only (geometry-lm): each model is one size
 
 
 def _figure(ncols: int = 1, width: float = FIGSIZE[0]):

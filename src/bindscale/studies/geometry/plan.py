@@ -9,8 +9,13 @@ _TOKENS_PER_SENTENCE = 13.6
 def job_cost(job: list) -> float:
     """Relative cost: LM training (steps × batch × tokens × weights, 6·N·D up to a constant) plus probing
     (layers × probe sentences × width, scaled to be comparable), summed over the job's trials."""
+    from . import lmtrial
+
     total = 0.0
     for t in job:
+        if lmtrial.is_lm_trial(t):
+            total += lmtrial.job_cost(t)
+            continue
         m = t.model
         weights = 12 * m.n_layers * m.d_model**2 + 2 * 160 * m.d_model
         train = t.train.steps * t.train.batch_size * _TOKENS_PER_SENTENCE * weights
@@ -23,4 +28,6 @@ def job_cost(job: list) -> float:
 
 def trial_memory_bytes(trial) -> int:
     """A small LM, its activations for the probe sentences at every layer and the probe batches: 512 MiB."""
-    return 512 << 20
+    from . import lmtrial
+
+    return lmtrial.trial_memory_bytes(trial) if lmtrial.is_lm_trial(trial) else 512 << 20

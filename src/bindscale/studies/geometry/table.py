@@ -7,7 +7,7 @@ import pandas as pd
 from bindscale.report.html import mean_table
 from bindscale.report.verdicts import ok_rows
 
-KEYS = ["layers", "d_model", "steps", "n_lm"]
+KEYS = ["model.name", "layers", "d_model", "steps", "n_lm"]  # model.name: pretrained models (geometry-lm)
 METRICS = ["lm_test_loss", "structural_uuas_pp", "structural_las_pp", "polar_uuas_pp", "polar_las_pp",
            "identity_las_pp", "structural_uuas_hm", "structural_las_hm", "polar_uuas_hm", "polar_las_hm",
            "polar_rel_acc", "polar_dir_acc", "polar_spearman", "untrained_polar_las_pp", "embed_polar_las_pp"]

@@ -192,5 +192,9 @@ def run_trial(trial: GeometryTrial, device: str | torch.device = "cpu",
 
 def run_group(trials: list[GeometryTrial], device: str | torch.device = "cpu",
               progress: Callable[[int], None] | None = None, return_models: bool = False) -> list[TrialResult]:
-    """Trials one after another (transformers are not stacked); ``return_models``: the trained LMs too."""
-    return [run_trial(t, device, progress, return_models) for t in trials]
+    """Trials one after another (transformers are not stacked); ``return_models``: the trained LMs too.
+    A pretrained-model trial (``model.source: pretrained``) runs :func:`.lmtrial.run_lm_trial`."""
+    from .lmtrial import is_lm_trial, run_lm_trial
+
+    return [run_lm_trial(t, device, progress) if is_lm_trial(t) else run_trial(t, device, progress, return_models)
+            for t in trials]
