@@ -214,12 +214,18 @@ def test_cache_matches_direct_forward_and_second_run_needs_no_model(tmp_path, bu
     assert cache.meta["n_words"] == sum(len(s) for s in sents) and cache.meta["alignment"] == lm.ALIGNMENT
     # independent computation for one sentence, alone (no padding): tokens grouped by the tokenizer's own
     # pre-tokenized word index (word_ids), averaged
+    # (the Llama tokenizer adds nothing in front: its BOS token goes first; BERT's adds [CLS] itself)
     s = sents[7]
     enc = tok(" ".join(s.words), return_tensors="pt")
-    wid = enc.word_ids(0)
+    wid, ids = enc.word_ids(0), enc["input_ids"]
     assert max(w for w in wid if w is not None) == len(s) - 1
+    if wid[0] is not None:
+        assert cache.meta["start_token"] == tok.bos_token_id
+        ids, wid = torch.cat([torch.tensor([[tok.bos_token_id]]), ids], 1), [None, *wid]
+    else:
+        assert tok.convert_ids_to_tokens(int(ids[0, 0])) == "[CLS]"
     with torch.no_grad():
-        hs = model(input_ids=enc["input_ids"], output_hidden_states=True).hidden_states
+        hs = model(input_ids=ids, output_hidden_states=True).hidden_states
     for layer in range(3):
         h = hs[layer][0].numpy()
         want = np.stack([h[[t for t, w in enumerate(wid) if w == i]].mean(0) for i in range(len(s))])

