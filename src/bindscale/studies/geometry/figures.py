@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from bindscale.records import metric_table
 from bindscale.report.figures import FIGSIZE, SMALL, _ci_note, _errorbar, _legend, _summary, _summary_of, _to_b64
@@ -81,6 +82,7 @@ def fig_by_layer(df: pd.DataFrame, metric: str = "las") -> str | None:
                 _errorbar(ax, s["x"], s, UNIT, color=colour, linestyle=style, markersize=3,
                           label=f"{_size_label(size)} {kind}" if conv == "pp" else None)
         ax.set_title(name, fontsize=SMALL + 1)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("layer (0 = input embeddings)")
         ax.set_ylabel(f"test {metric.upper()}")
     if not drawn:
@@ -139,6 +141,10 @@ def fig_controls(df: pd.DataFrame) -> str | None:
                 ax.bar(j + (i - 1) * 0.27, s["mean"], 0.25, color=PROBE_COLOURS[kind],
                        label=f"{kind} probe" if j == 0 and m == "uuas_pp" else None)
                 _errorbar(ax, [j + (i - 1) * 0.27], s, UNIT, fmt="none", color="black")
+        chain = f"chain_{m}"
+        if m == "uuas_pp" and chain in big and pd.to_numeric(big[chain], errors="coerce").notna().any():
+            ax.axhline(float(pd.to_numeric(big[chain], errors="coerce").mean()), color="black", ls=":",
+                       label="linear chain baseline")
         ax.set_xticks([0, 1, 2], ["trained", "untrained", "embeddings"])
         ax.set_ylabel(f"test {m.split('_')[0].upper()} (PolarProbe convention)")
         ax.set_ylim(0, 1)
@@ -219,7 +225,8 @@ GEOMETRY_FIGURES = {
                           "beside structural (dashed), both conventions."),
     "geo_controls": (fig_controls, "Controls at the largest model: identity, structural and polar probes on the "
                      "trained model (best layer), on the untrained model of the same architecture (best layer) "
-                     "and on the input embeddings (layer 0)."),
+                     "and on the input embeddings (layer 0); dotted: UUAS of the linear chain (each word attached "
+                     "to its neighbour, Hewitt & Manning's right-branching baseline)."),
     "geo_confusion": (fig_confusion, "Relation-type confusion of the polar probe on gold test edges (largest model, "
                       "best layer; rows sum to 1)."),
     "geo_polar_picture": (fig_polar_picture, "The polar picture: each test edge's angle in the main plane of the "

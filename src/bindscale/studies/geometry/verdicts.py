@@ -115,6 +115,9 @@ def _controls(rows: pd.DataFrame, n_boot: int, seed: int) -> dict:
                 vals = pd.to_numeric(rows[col], errors="coerce")
                 out.setdefault(name, {}).setdefault(kind, {})[m] = {
                     _key(s): float(vals[rows["n_params"] == s].mean()) for s in sorted(rows["n_params"].unique())}
+    for m in ("uuas_pp", "uuas_hm"):
+        if f"chain_{m}" in rows:
+            out.setdefault("linear chain baseline", {})[m] = float(pd.to_numeric(rows[f"chain_{m}"], errors="coerce").mean())
     return out
 
 
