@@ -215,6 +215,34 @@ def fig_polar_picture(df: pd.DataFrame) -> str | None:
     return _to_b64(fig)
 
 
+def fig_tokens(df: pd.DataFrame) -> str | None:
+    """Test LAS (PolarProbe convention) against training tokens, for model sizes trained for several step counts."""
+    ok = ok_rows(df) if len(df) else df
+    need = ("n_params", "seed", "train_tokens", "steps", "polar_las_pp", "structural_las_pp")
+    if ok.empty or any(c not in ok for c in need):
+        return None
+    ok = coerce_numeric(ok, need)
+    if "model.source" in ok:
+        ok = ok[ok["model.source"].fillna("trained").astype(str) == "trained"]
+    sizes = [s for s, g in ok.groupby("n_params") if g["steps"].nunique() > 1]
+    if not sizes:
+        return None
+    fig, (ax,) = _figure()
+    for i, size in enumerate(sizes):
+        rows = ok[ok["n_params"] == size]
+        for col, kind, style in (("polar_las_pp", "polar", "-"), ("structural_las_pp", "structural", "--")):
+            s = _summary(rows, "steps", col)
+            x = rows.groupby("steps")["train_tokens"].mean().loc[s["steps"]].to_numpy()
+            _errorbar(ax, x, s, UNIT, color=f"C{i}", linestyle=style, label=f"{_size_label(size)} {kind}")
+    ax.set_xscale("log")
+    ax.set_xlabel("training tokens (input positions)")
+    ax.set_ylabel("test LAS (per sentence, punctuation included)")
+    ax.set_title(f"LAS against training tokens; {_ci_note(ok.groupby(['n_params', 'steps'])['seed'].nunique())}",
+                 fontsize=SMALL + 1)
+    _legend(ax)
+    return _to_b64(fig)
+
+
 GEOMETRY_FIGURES = {
     "geo_best_layer": (fig_best_layer, "Test LAS (PolarProbe convention) at each probe's best dev layer against "
                        "model size: polar, structural and identity probes, and the polar probe on the untrained "
@@ -228,6 +256,8 @@ GEOMETRY_FIGURES = {
                      "trained model (best layer), on the untrained model of the same architecture (best layer) "
                      "and on the input embeddings (layer 0); dotted: UUAS of the linear chain (each word attached "
                      "to its neighbour, Hewitt & Manning's right-branching baseline)."),
+    "geo_tokens": (fig_tokens, "The training-tokens axis: test LAS of the polar (solid) and structural (dashed) "
+                   "probes at each probe's best dev layer, for model sizes trained for several step counts."),
     "geo_confusion": (fig_confusion, "Relation-type confusion of the polar probe on gold test edges (largest model, "
                       "best layer; rows sum to 1)."),
     "geo_polar_picture": (fig_polar_picture, "The polar picture: each test edge's angle in the main plane of the "
