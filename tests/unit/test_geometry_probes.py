@@ -7,7 +7,7 @@ from scipy.stats import spearmanr
 
 from bindscale.studies.geometry.grammar import GrammarConfig, make_splits
 from bindscale.studies.geometry.probes import Probe, ProbeSettings, fit_probe, tree_distances
-from bindscale.studies.geometry.scores import hm_spearman, label_edge, mst_edges, row_spearman, score
+from bindscale.studies.geometry.scores import chain_uuas, hm_spearman, label_edge, mst_edges, row_spearman, score
 from bindscale.studies.geometry.treebank import read_conllu
 
 HAND = """# sent_id = s1
@@ -53,6 +53,9 @@ def test_hand_labelled_treebank_scores_under_both_conventions(tmp_path):
     assert mst_edges(probe.distances(pairs[1][0])) == {(0, 1), (1, 2), (2, 3)}
     assert mst_edges(probe.distances(pairs[1][0]), keep=[0, 1, 2]) == {(0, 1), (1, 2)}
     assert label_edge(probe.project(pairs[1][0]), 0, 1, probe.relations, probe.centroids) == ("nsubj", 1, 0)
+    # linear chain: s1 The–cat–sat–. is its tree; s2 dogs–run–fast–. misses run–. (2/3); without punctuation
+    # every gold edge is a chain edge: 4/4
+    assert chain_uuas([s for _, s in pairs]) == {"uuas_hm": 1.0, "uuas_pp": pytest.approx(5 / 6)}
 
 
 def test_mst_matches_networkx_and_scipy_and_keeps_zero_distances():

@@ -76,3 +76,13 @@ def test_growth_needs_two_sizes_and_other_settings_are_fixed():
                                                     trial_id=lambda x: x["trial_id"] + "-short")
     _, verdict, _, _, d = run(polar_beats_structural, pd.concat([df, extra]))
     assert verdict == "supported" and d["steps_used"] == 800  # the steps axis is fixed at its most common value
+
+
+def test_figures_render_on_a_table_and_skip_missing_data():
+    from bindscale.studies.geometry.figures import figures
+
+    df = table([.2, .3, .4, .5], [.1] * 4)
+    figs = figures({})
+    assert figs["geo_best_layer"][0](df)  # a base64 PNG
+    assert figs["geo_by_layer"][0](df) is None and figs["geo_confusion"][0](df) is None  # no per-trial tables
+    assert all(fn(df.iloc[0:0]) is None for fn, _ in figs.values())

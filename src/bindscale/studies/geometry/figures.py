@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from bindscale.records import metric_table
 from bindscale.report.figures import FIGSIZE, SMALL, _ci_note, _errorbar, _legend, _summary, _summary_of, _to_b64
@@ -83,6 +84,7 @@ def fig_by_layer(df: pd.DataFrame, metric: str = "las") -> str | None:
                 _errorbar(ax, s["x"], s, UNIT, color=colour, linestyle=style, markersize=3,
                           label=f"{_size_label(size)} {kind}" if conv == "pp" else None)
         ax.set_title(name, fontsize=SMALL + 1)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("layer (0 = input embeddings)")
         ax.set_ylabel(f"test {metric.upper()}")
     if not drawn:
@@ -141,6 +143,10 @@ def fig_controls(df: pd.DataFrame) -> str | None:
                 ax.bar(j + (i - 1) * 0.27, s["mean"], 0.25, color=PROBE_COLOURS[kind],
                        label=f"{kind} probe" if j == 0 and m == "uuas_pp" else None)
                 _errorbar(ax, [j + (i - 1) * 0.27], s, UNIT, fmt="none", color="black")
+        chain = f"chain_{m}"
+        if m == "uuas_pp" and chain in big and pd.to_numeric(big[chain], errors="coerce").notna().any():
+            ax.axhline(float(pd.to_numeric(big[chain], errors="coerce").mean()), color="black", ls=":",
+                       label="linear chain baseline")
         ax.set_xticks([0, 1, 2], ["trained", "untrained", "embeddings"])
         ax.set_ylabel(f"test {m.split('_')[0].upper()} (PolarProbe convention)")
         ax.set_ylim(0, 1)
@@ -165,14 +171,15 @@ def fig_confusion(df: pd.DataFrame) -> str | None:
                 counts[(gold, pred)] = counts.get((gold, pred), 0) + float(n or 0)
     if not counts:
         return None
-    rels = sorted({g for g, _ in counts} | {p for _, p in counts})
-    M = np.array([[counts.get((g, p), 0.0) for p in rels] for g in rels])
+    gold = sorted({g for g, _ in counts})
+    cols = gold + sorted({p for _, p in counts} - set(gold))  # "?": no direction (a zero edge vector)
+    M = np.array([[counts.get((g, p), 0.0) for p in cols] for g in gold])
     M = M / np.maximum(M.sum(1, keepdims=True), 1)
     fig, (ax,) = _figure(1, 6.5)
     ax.grid(False)
     im = ax.imshow(M, vmin=0, vmax=1, cmap="Blues")
-    ax.set_xticks(range(len(rels)), rels, rotation=60, fontsize=SMALL)
-    ax.set_yticks(range(len(rels)), rels, fontsize=SMALL)
+    ax.set_xticks(range(len(cols)), cols, rotation=60, fontsize=SMALL)
+    ax.set_yticks(range(len(gold)), gold, fontsize=SMALL)
     ax.set_xlabel("predicted relation (nearest centroid)")
     ax.set_ylabel("gold relation")
     fig.colorbar(im, ax=ax, label="share of the gold relation's edges")
@@ -210,6 +217,34 @@ def fig_polar_picture(df: pd.DataFrame) -> str | None:
     return _to_b64(fig)
 
 
+def fig_tokens(df: pd.DataFrame) -> str | None:
+    """Test LAS (PolarProbe convention) against training tokens, for model sizes trained for several step counts."""
+    ok = ok_rows(df) if len(df) else df
+    need = ("n_params", "seed", "train_tokens", "steps", "polar_las_pp", "structural_las_pp")
+    if ok.empty or any(c not in ok for c in need):
+        return None
+    ok = coerce_numeric(ok, need)
+    if "model.source" in ok:
+        ok = ok[ok["model.source"].fillna("trained").astype(str) == "trained"]
+    sizes = [s for s, g in ok.groupby("n_params") if g["steps"].nunique() > 1]
+    if not sizes:
+        return None
+    fig, (ax,) = _figure()
+    for i, size in enumerate(sizes):
+        rows = ok[ok["n_params"] == size]
+        for col, kind, style in (("polar_las_pp", "polar", "-"), ("structural_las_pp", "structural", "--")):
+            s = _summary(rows, "steps", col)
+            x = rows.groupby("steps")["train_tokens"].mean().loc[s["steps"]].to_numpy()
+            _errorbar(ax, x, s, UNIT, color=f"C{i}", linestyle=style, label=f"{_size_label(size)} {kind}")
+    ax.set_xscale("log")
+    ax.set_xlabel("training tokens (input positions)")
+    ax.set_ylabel("test LAS (per sentence, punctuation included)")
+    ax.set_title(f"LAS against training tokens; {_ci_note(ok.groupby(['n_params', 'steps'])['seed'].nunique())}",
+                 fontsize=SMALL + 1)
+    _legend(ax)
+    return _to_b64(fig)
+
+
 GEOMETRY_FIGURES = {
     "geo_best_layer": (fig_best_layer, "Test LAS (PolarProbe convention) at each probe's best dev layer against "
                        "model size: polar, structural and identity probes, and the polar probe on the untrained "
@@ -221,7 +256,10 @@ GEOMETRY_FIGURES = {
                           "beside structural (dashed), both conventions."),
     "geo_controls": (fig_controls, "Controls at the largest model: identity, structural and polar probes on the "
                      "trained model (best layer), on the untrained model of the same architecture (best layer) "
-                     "and on the input embeddings (layer 0)."),
+                     "and on the input embeddings (layer 0); dotted: UUAS of the linear chain (each word attached "
+                     "to its neighbour, Hewitt & Manning's right-branching baseline)."),
+    "geo_tokens": (fig_tokens, "The training-tokens axis: test LAS of the polar (solid) and structural (dashed) "
+                   "probes at each probe's best dev layer, for model sizes trained for several step counts."),
     "geo_confusion": (fig_confusion, "Relation-type confusion of the polar probe on gold test edges (largest model, "
                       "best layer; rows sum to 1)."),
     "geo_polar_picture": (fig_polar_picture, "The polar picture: each test edge's angle in the main plane of the "

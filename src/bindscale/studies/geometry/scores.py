@@ -43,7 +43,7 @@ from scipy.stats import rankdata
 from .probes import Pair, Probe, gold_edges, tree_distances
 from .treebank import Sentence
 
-__all__ = ["mst_edges", "label_edge", "score", "row_spearman", "hm_spearman", "sentence_counts"]
+__all__ = ["mst_edges", "label_edge", "score", "row_spearman", "hm_spearman", "sentence_counts", "chain_uuas"]
 
 PUNCT = "PUNCT"
 #: Sentence lengths over which Hewitt & Manning average the distance Spearman.
@@ -173,3 +173,30 @@ def score(probe: Probe, pairs: Sequence[Pair]) -> dict[str, float]:
     out["dir_acc"] = dir_ok / n_edges if n_edges else nan
     out["n_sentences"] = len(pairs)
     return out
+
+
+def chain_uuas(sentences: Sequence[Sentence]) -> dict[str, float]:
+    """UUAS of the linear-chain baseline (each word attached to its neighbour; Hewitt & Manning 2019's
+    right-branching baseline, "LINEAR"), under both conventions: ``uuas_hm``, ``uuas_pp``.
+
+    The chain is the minimum spanning tree of ``|i − j|`` over the kept words, so punctuation is
+    skipped (its neighbours join) in Hewitt & Manning's convention.
+    """
+    gold_tot = hit_tot = 0
+    per = []
+    for s in sentences:
+        pos = np.arange(len(s), dtype=float)
+        dist = np.abs(pos[:, None] - pos[None, :])
+        for punct in (False, True):
+            keep = [i for i in range(len(s)) if punct or s.upos[i] != PUNCT]
+            kept = set(keep)
+            gold = [(min(d, h), max(d, h)) for d, h, _ in gold_edges(s) if d in kept and h in kept]
+            if len(keep) < 2 or not gold:
+                continue
+            hits = len(set(gold) & mst_edges(dist, keep))
+            if punct:
+                per.append(hits / len(gold))
+            else:
+                gold_tot, hit_tot = gold_tot + len(gold), hit_tot + hits
+    nan = float("nan")
+    return {"uuas_hm": hit_tot / gold_tot if gold_tot else nan, "uuas_pp": float(np.mean(per)) if per else nan}

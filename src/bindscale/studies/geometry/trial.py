@@ -25,7 +25,8 @@ Scalar metrics (test sentences, each probe at its own best dev layer): ``{kind}_
 trained model, ``untrained_{kind}_{metric}`` (untrained model, its own best layer),
 ``embed_{kind}_{metric}`` (layer 0 of the trained model: the input-embedding control), with
 ``metric`` in ``uuas_hm las_hm uuas_pp las_pp spearman rel_acc dir_acc``; ``best_layer_{kind}``;
-``polar_minus_structural_las_pp`` (and ``_hm``); ``n_params``, ``train_tokens`` (input positions
+``polar_minus_structural_las_pp`` (and ``_hm``); ``chain_uuas_hm`` / ``_pp`` (the linear-chain
+baseline, :func:`.scores.chain_uuas`); ``n_params``, ``train_tokens`` (input positions
 trained on), ``lm_test_loss``. Tables: ``probe_layers``, ``confusion`` (polar probe at its best
 layer), ``polar_edges`` (:func:`.layers.polar_picture`).
 """
@@ -48,6 +49,7 @@ from .config import GeometryTrial
 from .grammar import GrammarConfig, make_splits, vocabulary
 from .layers import METRICS, best_layer, polar_picture, probe_layers, relation_confusion
 from .probes import KINDS, ProbeSettings
+from .scores import chain_uuas
 from .treebank import Sentence
 
 BOS_ID, EOS_ID = 1, 2
@@ -167,6 +169,8 @@ def run_trial(trial: GeometryTrial, device: str | torch.device = "cpu",
     with torch.no_grad():
         tt, tm = encode(splits["test"])
         metrics["lm_test_loss"] = float(seq_loss(model, tt, tm))
+    chain = chain_uuas(splits["test"])
+    metrics |= {"chain_uuas_hm": chain["uuas_hm"], "chain_uuas_pp": chain["uuas_pp"]}
     settings = probe_settings(trial)
     trained_pairs = _layer_pairs(model, splits)
     table, probes = probe_layers(trained_pairs, KINDS, settings, trial.seed)

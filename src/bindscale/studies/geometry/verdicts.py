@@ -115,6 +115,9 @@ def _controls(rows: pd.DataFrame, n_boot: int, seed: int) -> dict:
                 vals = pd.to_numeric(rows[col], errors="coerce")
                 out.setdefault(name, {}).setdefault(kind, {})[m] = {
                     _key(s): float(vals[rows["n_params"] == s].mean()) for s in sorted(rows["n_params"].unique())}
+    for m in ("uuas_pp", "uuas_hm"):
+        if f"chain_{m}" in rows:
+            out.setdefault("linear chain baseline", {})[m] = float(pd.to_numeric(rows[f"chain_{m}"], errors="coerce").mean())
     return out
 
 
@@ -135,6 +138,11 @@ def polar_beats_structural(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int)
             _key(s): _ci(mean_ci(v, n_boot, seed=seed), v.size) for s, v in hm.items()}
     details["controls"] = _controls(rows, n_boot, seed)
     details["largest_model_params"] = int(largest)
+    big = rows[rows["n_params"] == largest]
+    details["best_layers_largest_model"] = {  # layer (0 = input embeddings) -> trials choosing it, per probe
+        kind: {_key(k): int(v) for k, v in pd.to_numeric(big[f"best_layer_{kind}"], errors="coerce").value_counts()
+               .sort_index().items()}
+        for kind in ("polar", "structural") if f"best_layer_{kind}" in big}
     why = degenerate([diff]) or degenerate([cells[largest], *(c for c in cells.values())])
     if why:
         details["reason"] = f"degenerate deciding cells: {why}"
