@@ -257,7 +257,8 @@ def test_byte_level_tokens_split_words_as_the_text_reads(tmp_path):
 @pytest.mark.slow
 def test_lm_trial_runs_and_reruns_from_cache(tmp_path):
     pytest.importorskip("transformers")
-    from bindscale.studies.geometry.lmtrial import METRICS, run_lm_trial
+    from bindscale.studies.geometry.layers import METRICS
+    from bindscale.studies.geometry.lmtrial import run_lm_trial
 
     tb = _treebank(tmp_path)
     model_dir = _bert_dir(tmp_path)

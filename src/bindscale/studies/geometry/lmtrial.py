@@ -16,7 +16,7 @@ Steps (seed streams of :mod:`bindscale.seeding`):
 3. Probes (:mod:`.probes`, :mod:`.scores`): structural and polar on every ``model.layer_stride``-th
    hidden state (the first and last always), fit on fit, stopped early on dev, scored on dev and
    test; each kind's best layer is the one with the best dev LAS (PolarProbe's convention,
-   :data:`SELECT`).
+   :data:`.layers.SELECT`).
 4. Controls, where they are compared: the identity probe (no learned map) at the polar probe's best
    layer; when ``probe.untrained_control``, the same architecture built from its config with random
    weights (stream ``random_init``), probed with the structural probe at the structural probe's best
@@ -43,17 +43,10 @@ from typing import Any
 
 import numpy as np
 
-from bindscale import seeding
 from bindscale.errors import ConfigError
 
 from .treebank import Sentence, read_conllu
 
-#: Metrics per (probe, layer, split), in the order of the ``probe_layers`` table (as the synthetic trial).
-METRICS = ("uuas_hm", "las_hm", "luas_hm", "uuas_pp", "las_pp", "luas_pp", "spearman", "rel_acc", "dir_acc")
-#: Scalar test metrics recorded per probe kind.
-SCALARS = ("uuas_hm", "las_hm", "uuas_pp", "las_pp", "spearman", "rel_acc", "dir_acc")
-#: Dev metric choosing each probe's layer.
-SELECT = "las_pp"
 
 
 def is_lm_trial(trial: Any) -> bool:
@@ -112,6 +105,8 @@ def treebank_splits(trial: Any) -> dict[str, list[Sentence]]:
     Raises:
         ConfigError: the fit-split file has fewer than ``n_dev + 1`` sentences (``n_fit`` more when set).
     """
+    from bindscale import seeding
+
     d = trial.data
     pool = read_conllu(split_file(d.treebank, d.fit_split))
     need = d.n_dev + max(d.n_fit, 1)
@@ -157,6 +152,7 @@ def _settings(trial: Any):
 
 
 def _scores(probe, pairs) -> list[float]:
+    from .layers import METRICS
     from .scores import score
 
     s = score(probe, pairs)
@@ -164,13 +160,11 @@ def _scores(probe, pairs) -> list[float]:
 
 
 def _best(table: dict, kind: str) -> int | None:
-    """Layer with the highest finite dev :data:`SELECT` of probe ``kind`` (first on ties), None if none."""
-    k, best, where = METRICS.index(SELECT), -math.inf, None
-    for layer, splits in sorted(table.get(kind, {}).items(), key=lambda kv: int(kv[0])):
-        v = splits["dev"][k]
-        if math.isfinite(v) and v > best:
-            best, where = v, int(layer)
-    return where
+    """:func:`.layers.best_layer` (dev LAS, PolarProbe's convention) as an int, None when there is none."""
+    from .layers import best_layer
+
+    layer = best_layer(table, kind)
+    return int(layer) if layer is not None else None
 
 
 class _Source:
@@ -221,6 +215,10 @@ def _probe(pairs_at: Callable[[int], tuple], plan: dict[int, Sequence[str]], set
 
 
 def _at(table: dict, kind: str, layer: int | None, prefix: str) -> dict[str, float]:
+    """Test scores of probe ``kind`` at ``layer`` as ``{prefix}{kind}_{metric}`` (NaN where it was not probed)."""
+    from .layers import METRICS
+    from .trial import SCALARS
+
     row = table.get(kind, {}).get(str(layer), {}).get("test") if layer is not None else None
     return {f"{prefix}{kind}_{m}": (float(row[METRICS.index(m)]) if row else math.nan) for m in SCALARS}
 
@@ -231,6 +229,7 @@ def run_lm_trial(trial: Any, device: str = "cpu", progress: Callable[[int], None
     Progress: ``trial.train.steps`` units in all (with the control: trained activations 30%, its probes 40%,
     the untrained model's activations 25%, its probes the rest).
     """
+    from bindscale import seeding
     from bindscale.train import TrialResult
 
     check_trial(trial)
