@@ -119,10 +119,15 @@ def _trial_paths(cls: type[TrialBase]) -> set[str]:
     paths = {"seed"}
     for section in cls.SECTIONS:
         paths |= {f"{section}.{k}" for k in d[section]}
-        ann = cls.model_fields[section].annotation
-        for member in typing.get_args(ann) or (ann,):
-            if isinstance(member, type) and issubclass(member, BaseModel):
-                paths |= {f"{section}.{k}" for k in member.model_fields}
+        todo = [cls.model_fields[section].annotation]
+        while todo:  # unwrap unions and Annotated[...] (a tagged union's members)
+            ann = todo.pop()
+            if isinstance(ann, type) and issubclass(ann, BaseModel):
+                paths |= {f"{section}.{k}" for k in ann.model_fields}
+            elif typing.get_origin(ann) is typing.Annotated:
+                todo.append(typing.get_args(ann)[0])
+            else:
+                todo += list(typing.get_args(ann))
     return paths
 
 

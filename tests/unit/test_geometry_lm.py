@@ -353,3 +353,16 @@ def test_cli_without_treebank_says_so_in_one_line(tmp_path):
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert r.returncode == 2 and len(lines) == 1 and "data.treebank is not set" in lines[0], r.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_sections_without_source_stay_synthetic():
+    from bindscale.studies.geometry.config import GeometryTrial
+    from bindscale.studies.geometry.lmconfig import PretrainedModelConfig, TreebankDataConfig
+
+    t = GeometryTrial(model={"n_layers": 1, "d_model": 16, "n_heads": 4}, data={"n_fit": 10})
+    assert (t.model.source, t.data.source, t.data.n_fit) == ("trained", "grammar", 10)
+    p = GeometryTrial(model={"source": "pretrained", "name": "x"}, data={"source": "treebank", "treebank": "/t"})
+    assert isinstance(p.model, PretrainedModelConfig) and isinstance(p.data, TreebankDataConfig)
+    assert GeometryTrial.model_validate(p.model_dump()) == p
+    with pytest.raises(Exception, match="source"):
+        GeometryTrial(model={"source": "bogus"})

@@ -17,9 +17,9 @@ probe code and the report; this module only knows the synthetic sources.
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Discriminator, Field, Tag
 
 from ...config import StrictModel, TrialBase
 from ...trials import SeqTrainConfig, TransformerConfig
@@ -66,6 +66,11 @@ class ProbeConfig(StrictModel):
     n_picture_edges: int = Field(200, ge=0, le=5000, description="test edges kept for the polar picture")
 
 
+def _source(default: str):
+    """A section's ``source`` (dict or config), ``default`` when it names none."""
+    return lambda v: (v.get("source", default) if isinstance(v, dict) else getattr(v, "source", default))
+
+
 class GeometryTrial(TrialBase):
     """A geometry trial: one language model (or other activation source), probed at every layer."""
 
@@ -91,10 +96,12 @@ class GeometryTrial(TrialBase):
         "polar_edges": (("edge",), ("rel", "angle", "sqdist")),
     }
     kind: Literal["geometry"] = "geometry"
-    # source: treebank / pretrained = a pretrained model over a CoNLL-U treebank (.lmconfig, .lmtrial)
-    data: GrammarDataConfig | TreebankDataConfig = Field(GrammarDataConfig(), discriminator="source")
-    model: GeometryModelConfig | PretrainedModelConfig = Field(GeometryModelConfig(n_layers=2, d_model=64, n_heads=4),
-                                                               discriminator="source")
+    # source: treebank / pretrained = a pretrained model over a CoNLL-U treebank (.lmconfig, .lmtrial);
+    # without a source a section is the synthetic one (grammar / trained), as before sources existed
+    data: Annotated[Annotated[GrammarDataConfig, Tag("grammar")] | Annotated[TreebankDataConfig, Tag("treebank")],
+                    Discriminator(_source("grammar"))] = GrammarDataConfig()
+    model: Annotated[Annotated[GeometryModelConfig, Tag("trained")] | Annotated[PretrainedModelConfig, Tag("pretrained")],
+                     Discriminator(_source("trained"))] = GeometryModelConfig(n_layers=2, d_model=64, n_heads=4)
     train: SeqTrainConfig = SeqTrainConfig(steps=1000, batch_size=32, lr=2e-3, weight_decay=0.1, warmup_steps=50)
     probe: ProbeConfig = ProbeConfig()
     seed: int = Field(0, ge=0, le=2**31 - 1)
