@@ -1,0 +1,91 @@
+"""The ``geometry`` study: do language models encode syntax as distance *and* angle, and does it grow with scale?
+
+Claim under test: Diego-Simón, D'Ascoli, Chemla, Lakretz, King 2024, "A polar coordinate system
+represents syntax in large language models" (NeurIPS): the relation type and direction of a
+dependency are coded by the direction of the difference between head and dependent vectors, so a
+*polar probe* beats the distance-only *structural probe* of Hewitt & Manning 2019, "A structural
+probe for finding syntax in word representations" (NAACL). The synthetic study trains word-level
+transformer LMs of several sizes from scratch on a probabilistic dependency grammar and probes every
+layer.
+
+**Probing any model** — the entry point takes word-level activations from anywhere::
+
+    from bindscale.studies.geometry.layers import probe_layers, best_layer
+    from bindscale.studies.geometry.probes import ProbeSettings, fit_probe
+    from bindscale.studies.geometry.scores import score
+    from bindscale.studies.geometry.treebank import read_conllu
+
+    # pairs: list of (activations: np.ndarray (n_words, d), Sentence) — one per sentence
+    probe = fit_probe("polar", fit_pairs, dev_pairs, ProbeSettings(rank=64), seed=0)
+    metrics = score(probe, test_pairs)   # uuas_hm, las_hm, uuas_pp, las_pp, spearman, rel_acc, dir_acc, ...
+    table, probes = probe_layers({"0": (fit0, dev0, test0), "1": (fit1, dev1, test1)})
+    layer = best_layer(table, "polar")   # chosen on dev LAS (PolarProbe's convention)
+
+Modules: :mod:`.treebank` (CoNLL-U ``Sentence``, reader, writer), :mod:`.grammar` (synthetic treebank),
+:mod:`.probes` (structural, polar, identity probes), :mod:`.scores` (MST decoding, UUAS/LAS under
+Hewitt & Manning's and PolarProbe's conventions, distance Spearman, relation and direction
+accuracy), :mod:`.layers` (every layer, best layer, confusion, polar picture), :mod:`.config`
+(trial config; ``data.source`` / ``model.source`` say where sentences and activations come from),
+:mod:`.trial` (train an LM and probe it), :mod:`.verdicts`, :mod:`.figures`, :mod:`.table`, :mod:`.plan`.
+
+Sides: both claims are read as *scale suffices*: the seed reads polar coding of syntactic relations
+as binding-compatible (role–filler) structure that plain language models acquire without any
+binding mechanism built in. Polar beating structural says that structure is present; its growth
+with model size says scale brings it.
+"""
+
+from pathlib import Path
+
+from bindscale.study import Claim, StudyPlugin
+
+_POLAR = ('Diego-Simón, D\'Ascoli, Chemla, Lakretz, King 2024, "A polar coordinate system represents syntax in '
+          'large language models" (NeurIPS); Hewitt & Manning 2019, "A structural probe for finding syntax in '
+          'word representations"')
+_V = "bindscale.studies.geometry.verdicts"
+
+CLAIMS = (
+    Claim(
+        name="polar_beats_structural",
+        title="Does a polar probe read syntax better than a structural one? (PolarProbe)",
+        source=_POLAR, side="scale_suffices",
+        statement=("Diego-Simón et al. 2024: language models code a dependency's type and direction by the "
+                   "direction of the difference of the two words' vectors, not only its existence by their "
+                   "distance: a polar probe (distance and angle) reaches a higher labelled attachment score "
+                   "than the distance-only structural probe of Hewitt & Manning 2019, each at its best layer."),
+        statistic=("Polar minus structural LAS on test sentences (PolarProbe's convention: per sentence, "
+                   "punctuation included), each probe at its own best layer chosen on dev sentences, at the "
+                   "largest trained model; mean over seeds with Student's t interval."),
+        rule=f"{_V}:polar_beats_structural", thresholds={"margin": (-1.0, 1.0)}, defaults={"margin": 0.0},
+        figures=("geo_best_layer", "geo_by_layer", "geo_polar_picture", "geo_confusion"),
+    ),
+    Claim(
+        name="geometry_grows_with_scale",
+        title="Does the polar syntax geometry grow with model size? (PolarProbe)",
+        source=_POLAR, side="scale_suffices",
+        statement=("The seed's reading of Diego-Simón et al. 2024 (who find the polar code in large models): "
+                   "the syntax geometry a polar probe reads grows with model size without being built in — "
+                   "the polar probe's labelled attachment score rises from the smallest to the largest model "
+                   "by more than the margin."),
+        statistic=("Polar-probe LAS (PolarProbe's convention, best dev layer, test sentences) of the largest "
+                   "model minus that of the smallest; difference of means over seeds with Welch's interval."),
+        rule=f"{_V}:geometry_grows_with_scale", thresholds={"margin": (-1.0, 1.0)}, defaults={"margin": 0.02},
+        figures=("geo_best_layer", "geo_controls"),
+    ),
+)
+
+STUDY = StudyPlugin(
+    name="geometry",
+    kind="geometry",
+    trial_config="bindscale.studies.geometry.config:GeometryTrial",
+    claims=CLAIMS,
+    description="Do language models code syntax by distance and angle (polar probe beats structural probe), and "
+                "does it grow with scale? (Diego-Simón et al. 2024; Hewitt & Manning 2019)",
+    directory=Path(__file__).parent,
+    trainer="bindscale.studies.geometry.trial:run_group",
+    cost="bindscale.studies.geometry.plan:job_cost",
+    memory="bindscale.studies.geometry.plan:trial_memory_bytes",
+    figure_set="bindscale.studies.geometry.figures:figures",
+    table="bindscale.studies.geometry.table:config_table",
+    models="bindscale.studies.geometry.trial:untrained_model",
+    tasks="bindscale.studies.geometry.trial:task_family",
+)

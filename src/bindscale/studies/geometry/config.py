@@ -1,0 +1,97 @@
+"""The geometry study's trial config: where the sentences and the activations come from, and how probes are fit.
+
+Sections (each field is a record column, ``data.n_fit`` …; short axis names in :attr:`GeometryTrial.AXES`):
+
+- ``data``: the sentences. ``source: grammar`` draws them from the synthetic grammar
+  (:mod:`.grammar`): ``n_lm`` for the language model's corpus, ``n_fit`` / ``n_dev`` / ``n_test`` for
+  fitting probes, choosing their layer and scoring them, all disjoint.
+- ``model``: where activations come from. ``source: trained`` = a decoder transformer
+  (:mod:`bindscale.models.transformer`) trained from scratch on the ``lm`` sentences as a next-word
+  language model; its untrained twin (same initial weights) is the random-model control.
+- ``train``: the sequence trainer's settings (:mod:`bindscale.seqtrain`).
+- ``probe``: probe fitting (:class:`.probes.ProbeSettings`) and layer choice.
+
+The ``source`` fields let other front-ends (a pretrained model over a CoNLL-U treebank) share the
+probe code and the report; this module only knows the synthetic sources.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from ...config import StrictModel, TrialBase
+from ...trials import SeqTrainConfig, TransformerConfig
+
+
+class GrammarDataConfig(StrictModel):
+    """Sentences from the synthetic grammar (:class:`.grammar.GrammarConfig` holds the meaning of each p_*)."""
+
+    source: Literal["grammar"] = "grammar"
+    n_lm: int = Field(4000, ge=1, le=10_000_000, description="language-model training sentences")
+    n_fit: int = Field(300, ge=2, le=1_000_000, description="sentences the probes are fit on")
+    n_dev: int = Field(100, ge=1, le=1_000_000, description="sentences choosing the layer and stopping the fit")
+    n_test: int = Field(200, ge=1, le=1_000_000, description="sentences the probes are scored on")
+    max_words: int = Field(30, ge=4, le=200)
+    p_adj: float = Field(0.35, ge=0.0, le=0.9)
+    p_nmod: float = Field(0.3, ge=0.0, le=1.0)
+    p_np_coord: float = Field(0.1, ge=0.0, le=1.0)
+    p_obl: float = Field(0.3, ge=0.0, le=1.0)
+    p_adv: float = Field(0.25, ge=0.0, le=1.0)
+    p_clause_coord: float = Field(0.2, ge=0.0, le=1.0)
+    p_say: float = Field(0.15, ge=0.0, le=1.0)
+    p_trans: float = Field(0.65, ge=0.0, le=1.0)
+    decay: float = Field(0.5, ge=0.0, le=0.95)
+
+
+class GeometryModelConfig(TransformerConfig):
+    """A decoder transformer trained from scratch on the grammar's sentences (word tokens)."""
+
+    source: Literal["trained"] = "trained"
+
+
+class ProbeConfig(StrictModel):
+    """Probe fitting (:class:`.probes.ProbeSettings`) and controls."""
+
+    rank: int = Field(32, ge=1, le=4096, description="rows of the probe map B (capped at the model width)")
+    angular_weight: float = Field(1.0, ge=0.0, le=100.0, description="weight of the polar probe's angular term")
+    lr: float = Field(1e-2, gt=0.0, le=1.0)
+    batch_size: int = Field(32, ge=1, le=4096)
+    max_epochs: int = Field(20, ge=1, le=10_000)
+    patience: int = Field(2, ge=1, le=100)
+    lr_decay: float = Field(0.5, gt=0.0, le=1.0)
+    untrained_control: bool = Field(True, description="also probe the untrained model (same initial weights)")
+    n_picture_edges: int = Field(200, ge=0, le=5000, description="test edges kept for the polar picture")
+
+
+class GeometryTrial(TrialBase):
+    """A geometry trial: one language model (or other activation source), probed at every layer."""
+
+    SECTIONS: ClassVar[tuple[str, ...]] = ("data", "model", "train", "probe")
+    AXES: ClassVar[dict[str, str]] = {
+        "layers": "model.n_layers",
+        "d_model": "model.d_model",
+        "heads": "model.n_heads",
+        "n_lm": "data.n_lm",
+        "steps": "train.steps",
+        "lr": "train.lr",
+        "rank": "probe.rank",
+        "angular_weight": "probe.angular_weight",
+        "seed": "seed",
+    }
+    #: Per-trial tables: probe scores per (model, probe, layer, split); relation confusion of the polar
+    #: probe at its best layer; a sample of test edges for the polar picture.
+    NESTED_METRICS: ClassVar[dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
+        "probe_layers": (("model", "probe", "layer", "split"),
+                         ("uuas_hm", "las_hm", "luas_hm", "uuas_pp", "las_pp", "luas_pp", "spearman",
+                          "rel_acc", "dir_acc")),
+        "confusion": (("gold", "pred"), ("n",)),
+        "polar_edges": (("edge",), ("rel", "angle", "sqdist")),
+    }
+    kind: Literal["geometry"] = "geometry"
+    data: GrammarDataConfig = GrammarDataConfig()
+    model: GeometryModelConfig = GeometryModelConfig(n_layers=2, d_model=64, n_heads=4)
+    train: SeqTrainConfig = SeqTrainConfig(steps=1000, batch_size=32, lr=2e-3, weight_decay=0.1, warmup_steps=50)
+    probe: ProbeConfig = ProbeConfig()
+    seed: int = Field(0, ge=0, le=2**31 - 1)

@@ -1,0 +1,108 @@
+"""Probe every layer of one activation source and pick each probe's best layer on dev data.
+
+This is the entry point for any model: give it, per layer, the ``(activations (n_words, d), Sentence)``
+pairs of the fit, dev and test sentences; it fits the structural, polar and identity probes
+(:mod:`.probes`), scores them on dev and test (:mod:`.scores`), and reports per probe the layer with
+the best dev score. Layers are names (``"0"`` = input embeddings, ``"1"`` … in the synthetic study).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+from .probes import KINDS, Pair, Probe, ProbeSettings, fit_probe, gold_edges
+from .scores import score
+
+#: The metrics stored per (probe, layer, split), in the order of the trial's ``probe_layers`` table.
+METRICS = ("uuas_hm", "las_hm", "luas_hm", "uuas_pp", "las_pp", "luas_pp", "spearman", "rel_acc", "dir_acc")
+#: Dev metric that chooses a probe's layer (PolarProbe's convention: the anchors' numbers use it).
+SELECT = "las_pp"
+
+
+def probe_layers(layers: Mapping[str, tuple[Sequence[Pair], Sequence[Pair], Sequence[Pair]]],
+                 kinds: Sequence[str] = KINDS, settings: ProbeSettings = ProbeSettings(), seed: int = 0,
+                 on_layer: Callable[[str], None] | None = None) -> tuple[dict, dict[tuple[str, str], Probe]]:
+    """Fit and score every probe kind on every layer.
+
+    Args:
+        layers: layer name → (fit, dev, test) pairs.
+        kinds: probe kinds (:data:`.probes.KINDS`).
+        settings: probe fitting settings.
+        seed: the probes' initialisation and batch order (the same for every layer).
+        on_layer: called with each layer's name once it is done (progress).
+
+    Returns:
+        ``table[kind][layer][split]`` = list of :data:`METRICS` values (split ``dev`` / ``test``), and
+        the fitted probes by ``(kind, layer)``.
+    """
+    table: dict = {}
+    probes: dict[tuple[str, str], Probe] = {}
+    for layer, (fit, dev, test) in layers.items():
+        for kind in kinds:
+            probe = fit_probe(kind, fit, dev, settings, seed)
+            probes[(kind, layer)] = probe
+            scored = {split: score(probe, pairs) for split, pairs in (("dev", dev), ("test", test))}
+            table.setdefault(kind, {})[layer] = {split: [sc[m] for m in METRICS] for split, sc in scored.items()}
+        if on_layer:
+            on_layer(layer)
+    return table, probes
+
+
+def best_layer(table: Mapping, kind: str, select: str = SELECT) -> str | None:
+    """The layer whose dev ``select`` score is highest for probe ``kind`` (first on ties; None when all NaN)."""
+    k = METRICS.index(select)
+    best, where = -math.inf, None
+    for layer, splits in table.get(kind, {}).items():
+        v = splits["dev"][k]
+        if v is not None and math.isfinite(v) and v > best:
+            best, where = v, layer
+    return where
+
+
+def relation_confusion(probe: Probe, pairs: Sequence[Pair]) -> dict[str, dict[str, int]]:
+    """Counts of (gold relation → predicted relation) over gold edges read in their gold direction."""
+    out: dict[str, dict[str, int]] = {}
+    for acts, s in pairs:
+        p = probe.project(acts)
+        for d, h, r in gold_edges(s):
+            v = p[d] - p[h]
+            nv = np.linalg.norm(v)
+            pred = probe.relations[int(np.argmax(probe.centroids @ (v / nv)))] if nv > 0 and probe.relations else "?"
+            out.setdefault(r, {})
+            out[r][pred] = out[r].get(pred, 0) + 1
+    return out
+
+
+def polar_picture(probe: Probe, fit: Sequence[Pair], test: Sequence[Pair], n_edges: int,
+                  rng: np.random.Generator) -> dict[str, list]:
+    """Up to ``n_edges`` test edges as ``[relation, angle (radians), squared length]`` for the polar picture.
+
+    Each gold edge vector ``B(h_dep − h_head)`` is placed in the plane of the first two principal axes of
+    the fit sentences' edge vectors (uncentred: direction matters); its angle there is
+    ``atan2(y, x)``; its squared length is the full-space ``‖B(h_dep − h_head)‖²`` (the predicted tree
+    distance of an edge, ideally 1).
+    """
+    def edges(pairs):
+        rows = []
+        for acts, s in pairs:
+            p = probe.project(acts)
+            rows += [(r, p[d] - p[h]) for d, h, r in gold_edges(s)]
+        return rows
+
+    train = edges(fit)
+    if not train or n_edges == 0:
+        return {}
+    V = np.stack([v for _, v in train])
+    _, _, vt = np.linalg.svd(V, full_matrices=False)
+    axes = vt[:2] if vt.shape[0] >= 2 else np.vstack([vt, np.zeros_like(vt)])
+    test_edges = edges(test)
+    pick = rng.choice(len(test_edges), size=min(n_edges, len(test_edges)), replace=False) if test_edges else []
+    out = {}
+    for n, i in enumerate(sorted(int(i) for i in pick)):
+        r, v = test_edges[i]
+        xy = axes @ v
+        out[str(n)] = [r, float(math.atan2(xy[1], xy[0])), float(v @ v)]
+    return out

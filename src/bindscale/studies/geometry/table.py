@@ -1,0 +1,18 @@
+"""The geometry study's per-configuration table in its report."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from bindscale.report.html import mean_table
+from bindscale.report.verdicts import ok_rows
+
+KEYS = ["layers", "d_model", "steps", "n_lm"]
+METRICS = ["lm_test_loss", "structural_uuas_pp", "structural_las_pp", "polar_uuas_pp", "polar_las_pp",
+           "identity_las_pp", "structural_uuas_hm", "structural_las_hm", "polar_uuas_hm", "polar_las_hm",
+           "polar_rel_acc", "polar_dir_acc", "polar_spearman", "untrained_polar_las_pp", "embed_polar_las_pp"]
+
+
+def config_table(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """Means over seeds per model shape × training steps × corpus size (test scores at each probe's best dev layer)."""
+    return mean_table(ok_rows(df), KEYS, METRICS)

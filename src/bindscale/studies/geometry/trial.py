@@ -1,0 +1,200 @@
+"""One trial of the ``geometry`` study: train a word-level language model on the grammar, probe every layer.
+
+Claim under test (Diego-Simón et al., NeurIPS 2024, "A polar coordinate system represents syntax in
+large language models"): word representations encode dependency structure by distance (Hewitt &
+Manning 2019, "A structural probe for finding syntax in word representations") *and* by angle, so a
+polar probe reads relation types and directions that the distance-only structural probe misses.
+
+Steps (independent seed streams, :mod:`bindscale.seeding`):
+
+1. Sentences (:func:`.grammar.make_splits`): the LM corpus (``train``), probe fit (``probe``), dev
+   (``heldout``) and test (``test``), disjoint.
+2. Language model: a decoder transformer (:class:`bindscale.models.transformer.Transformer`, init
+   stream ``init``) over word tokens, sequences ``<s> w_1 … w_n </s>``, trained as a next-word model
+   (every position scored) with :func:`bindscale.seqtrain.train_seq_model` (batch order: ``train``).
+   Its test loss (nats per predicted token on the test sentences) is recorded.
+3. Activations: word ``i``'s vector at layer ``l`` is the residual stream at its position (input
+   ``<s> w_1 … w_n``; causal, so a word sees only itself and the words before it): layer 0 is
+   ``resid.0`` (the input embeddings), layer ``l`` = ``resid.{l}`` after block ``l-1``, the last layer
+   ``resid.final``. The same for the untrained model (same initial weights: the random-model
+   control) when ``probe.untrained_control``.
+4. Probes (:func:`.layers.probe_layers`): structural, polar and identity on every layer, fit on the
+   fit sentences, stopped and layer-chosen on dev (:data:`.layers.SELECT`), scored on test.
+
+Scalar metrics (test sentences, each probe at its own best dev layer): ``{kind}_{metric}`` for the
+trained model, ``untrained_{kind}_{metric}`` (untrained model, its own best layer),
+``embed_{kind}_{metric}`` (layer 0 of the trained model: the input-embedding control), with
+``metric`` in ``uuas_hm las_hm uuas_pp las_pp spearman rel_acc dir_acc``; ``best_layer_{kind}``;
+``polar_minus_structural_las_pp`` (and ``_hm``); ``chain_uuas_hm`` / ``_pp`` (the linear-chain
+baseline, :func:`.scores.chain_uuas`); ``n_params``, ``train_tokens`` (input positions
+trained on), ``lm_test_loss``. Tables: ``probe_layers``, ``confusion`` (polar probe at its best
+layer), ``polar_edges`` (:func:`.layers.polar_picture`).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from bindscale import seeding
+from bindscale.models.transformer import Transformer
+from bindscale.seqtrain import PAD_ID, seq_loss, train_seq_model
+from bindscale.train import TrialResult
+
+from .config import GeometryTrial
+from .grammar import GrammarConfig, make_splits, vocabulary
+from .layers import METRICS, best_layer, polar_picture, probe_layers, relation_confusion
+from .probes import KINDS, ProbeSettings
+from .scores import chain_uuas
+from .treebank import Sentence
+
+BOS_ID, EOS_ID = 1, 2
+#: Scalar metrics recorded per probe kind (a subset of :data:`.layers.METRICS`).
+SCALARS = ("uuas_hm", "las_hm", "uuas_pp", "las_pp", "spearman", "rel_acc", "dir_acc")
+
+
+def grammar_config(trial: GeometryTrial) -> GrammarConfig:
+    d = trial.data
+    return GrammarConfig(p_adj=d.p_adj, p_nmod=d.p_nmod, p_np_coord=d.p_np_coord, p_obl=d.p_obl, p_adv=d.p_adv,
+                         p_clause_coord=d.p_clause_coord, p_say=d.p_say, p_trans=d.p_trans, decay=d.decay,
+                         max_words=d.max_words)
+
+
+def task_family(trial: GeometryTrial, device: str | torch.device = "cpu") -> dict[str, list[Sentence]]:
+    """The trial's sentences: ``lm``, ``fit``, ``dev``, ``test`` (``device`` unused)."""
+    d = trial.data
+    return make_splits(trial.seed, d.n_lm, d.n_fit, d.n_dev, d.n_test, grammar_config(trial))
+
+
+def word_ids() -> dict[str, int]:
+    """Word → token id (0 pad, 1 ``<s>``, 2 ``</s>``, words from 3)."""
+    return {w: i + 3 for i, w in enumerate(vocabulary())}
+
+
+def encode(sentences: list[Sentence], with_eos: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """Tokens ``(N, L)`` (``<s> w_1 … w_n [</s>]``, right-padded) and the loss mask (every next token scored)."""
+    ids = word_ids()
+    seqs = [[BOS_ID, *(ids[w] for w in s.words), *([EOS_ID] if with_eos else [])] for s in sentences]
+    L = max(len(q) for q in seqs)
+    tokens = torch.full((len(seqs), L), PAD_ID, dtype=torch.long)
+    mask = torch.zeros((len(seqs), L), dtype=torch.bool)
+    for n, q in enumerate(seqs):
+        tokens[n, :len(q)] = torch.tensor(q)
+        mask[n, :len(q) - 1] = True
+    return tokens, mask
+
+
+def build_model(trial: GeometryTrial) -> Transformer:
+    """The trial's untrained transformer (``init`` stream)."""
+    m = trial.model
+    return Transformer(len(vocabulary()) + 3, m.n_layers, m.d_model, m.n_heads, m.mlp_ratio,
+                       max_len=trial.data.max_words + 2, generator=seeding.generator(trial.seed, "init"))
+
+
+def untrained_model(trial: GeometryTrial) -> Transformer:
+    """The ``models`` hook: the trial's transformer before training."""
+    return build_model(trial)
+
+
+@torch.no_grad()
+def word_activations(model: Transformer, sentences: list[Sentence], batch: int = 256) -> dict[str, list[np.ndarray]]:
+    """Layer name (``"0"`` … ``str(n_layers)``) → per sentence its words' vectors ``(n_words, d_model)``."""
+    model.eval()
+    out: dict[str, list[np.ndarray]] = {str(l): [] for l in range(model.n_layers + 1)}
+    for i in range(0, len(sentences), batch):
+        chunk = sentences[i:i + batch]
+        tokens, _ = encode(chunk, with_eos=False)
+        acts: dict = {}
+        model(tokens, acts)
+        points = [acts[f"resid.{l}"] for l in range(model.n_layers)] + [acts["resid.final"]]
+        for l, x in enumerate(points):
+            x = x.numpy()
+            out[str(l)] += [x[n, 1:len(s) + 1].copy() for n, s in enumerate(chunk)]
+    return out
+
+
+def _layer_pairs(model: Transformer, splits: dict[str, list[Sentence]]) -> dict:
+    acts = {k: word_activations(model, splits[k]) for k in ("fit", "dev", "test")}
+    return {layer: tuple(list(zip(acts[k][layer], splits[k])) for k in ("fit", "dev", "test"))
+            for layer in acts["fit"]}
+
+
+def probe_settings(trial: GeometryTrial) -> ProbeSettings:
+    p = trial.probe
+    return ProbeSettings(rank=p.rank, angular_weight=p.angular_weight, lr=p.lr, batch_size=p.batch_size,
+                         max_epochs=p.max_epochs, patience=p.patience, lr_decay=p.lr_decay)
+
+
+def summarise(table: dict, prefix: str, layer: str | None = None) -> dict:
+    """Scalar test metrics per probe kind at its best dev layer (or at ``layer``), keys ``{prefix}{kind}_{metric}``."""
+    out = {}
+    for kind in KINDS:
+        at = layer if layer is not None else best_layer(table, kind)
+        row = table.get(kind, {}).get(at, {}).get("test") if at is not None else None
+        for m in SCALARS:
+            out[f"{prefix}{kind}_{m}"] = float(row[METRICS.index(m)]) if row else float("nan")
+        if layer is None:
+            out[f"{prefix}best_layer_{kind}"] = int(at) if at is not None else -1
+    return out
+
+
+def run_trial(trial: GeometryTrial, device: str | torch.device = "cpu",
+              progress: Callable[[int], None] | None = None, return_models: bool = False) -> TrialResult:
+    """Train, probe and score one geometry trial (see the module docstring); a NaN loss gives ``diverged``."""
+    t0 = time.perf_counter()
+    splits = task_family(trial)
+    tokens, mask = encode(splits["lm"])
+    model = build_model(trial)
+    untrained = copy.deepcopy(model)
+    tr = trial.train
+    fit = train_seq_model(model, tokens, mask, steps=tr.steps, batch_size=tr.batch_size, lr=tr.lr,
+                          weight_decay=tr.weight_decay, warmup_steps=min(tr.warmup_steps, tr.steps // 2),
+                          grad_clip=tr.grad_clip, generator=seeding.generator(trial.seed, "train"), device=device,
+                          on_step=(lambda step, loss: progress(1)) if progress else None)
+    model.cpu().eval()
+    kept = {"model": model} if return_models else {}
+    lengths = mask.sum(1).float()
+    metrics: dict = {"n_params": model.n_params(), "final_loss": fit["final_loss"],
+                     "train_tokens": float(tr.steps * tr.batch_size * lengths.mean()),
+                     "curve_steps": [s for s, _ in fit["loss_curve"]],
+                     "curve_loss": [v for _, v in fit["loss_curve"]], "steps_per_s": fit["steps_per_s"],
+                     "lm_sentences": len(splits["lm"])}
+    if fit["status"] != "ok":
+        return TrialResult(status=fit["status"], diverged_step=fit.get("diverged_step"), metrics=metrics, **kept)
+    t_train = time.perf_counter() - t0
+    with torch.no_grad():
+        tt, tm = encode(splits["test"])
+        metrics["lm_test_loss"] = float(seq_loss(model, tt, tm))
+    chain = chain_uuas(splits["test"])
+    metrics |= {"chain_uuas_hm": chain["uuas_hm"], "chain_uuas_pp": chain["uuas_pp"]}
+    settings = probe_settings(trial)
+    trained_pairs = _layer_pairs(model, splits)
+    table, probes = probe_layers(trained_pairs, KINDS, settings, trial.seed)
+    layers_table = {"trained": table}
+    metrics |= summarise(table, "") | summarise(table, "embed_", layer="0")
+    if trial.probe.untrained_control:
+        utable, _ = probe_layers(_layer_pairs(untrained, splits), KINDS, settings, trial.seed)
+        layers_table["untrained"] = utable
+        metrics |= summarise(utable, "untrained_")
+    for conv in ("pp", "hm"):
+        metrics[f"polar_minus_structural_las_{conv}"] = metrics[f"polar_las_{conv}"] - metrics[f"structural_las_{conv}"]
+    metrics["probe_layers"] = layers_table
+    polar_at = best_layer(table, "polar")
+    if polar_at is not None:
+        fit_pairs, _, test_pairs = trained_pairs[polar_at]
+        probe = probes[("polar", polar_at)]
+        metrics["confusion"] = relation_confusion(probe, test_pairs)
+        metrics["polar_edges"] = polar_picture(probe, fit_pairs, test_pairs, trial.probe.n_picture_edges,
+                                               seeding.rng(trial.seed, "probe_score"))
+    metrics["timings"] = {"train_s": t_train, "probe_s": time.perf_counter() - t0 - t_train}
+    return TrialResult(status="ok", metrics=metrics, **kept)
+
+
+def run_group(trials: list[GeometryTrial], device: str | torch.device = "cpu",
+              progress: Callable[[int], None] | None = None, return_models: bool = False) -> list[TrialResult]:
+    """Trials one after another (transformers are not stacked); ``return_models``: the trained LMs too."""
+    return [run_trial(t, device, progress, return_models) for t in trials]

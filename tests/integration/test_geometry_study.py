@@ -1,0 +1,38 @@
+"""The geometry study end to end: a tiny study through the CLI, and (slow) the quick study."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from .conftest import TINY, assert_resumes, assert_typed_table, bindscale, run_quick
+
+TINY_GEO = TINY.parent / "tiny_geometry.yaml"
+CLAIMS = ["polar_beats_structural", "geometry_grows_with_scale"]
+
+
+def test_a_tiny_geometry_study_runs_end_to_end_and_reports_its_claims(tmp_path):
+    out = tmp_path / "geo"
+    r = bindscale("run", TINY_GEO, "--out", out, "--workers", "1")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert [v["claim"] for v in summary["verdicts"]] == CLAIMS
+    assert all(v["verdict"] == "inconclusive" for v in summary["verdicts"])  # one seed per size
+    df = pd.read_parquet(out / "results.parquet")
+    assert len(df) == 2 and set(df["status"]) == {"ok"}
+    for col in ("polar_las_pp", "structural_uuas_hm", "identity_las_pp", "untrained_polar_las_pp",
+                "embed_structural_uuas_pp", "chain_uuas_pp", "probe_layers", "confusion", "polar_edges"):
+        assert col in df, col
+    assert_typed_table(out)
+    html = (out / "report.html").read_text()
+    assert "Does a polar probe read syntax better" in html and "data:image/png;base64," in html
+    assert_resumes(TINY_GEO, out, 2)
+
+
+@pytest.mark.slow
+def test_quick_geometry_study_gives_verdicts(tmp_path):
+    _, summary = run_quick("geometry", tmp_path / "q")
+    assert [v["claim"] for v in summary["verdicts"]] == CLAIMS
+    for v in summary["verdicts"]:
+        assert v["verdict"] in ("supported", "not_supported", "inconclusive")
+        assert v["details"]["seeds_per_cell"] == 3 and "caveat" in v["details"]

@@ -1,0 +1,182 @@
+"""Probes, decoding and metrics of the geometry study on planted geometries and a hand-labelled treebank."""
+
+import numpy as np
+import pytest
+import torch
+from scipy.stats import spearmanr
+
+from bindscale.studies.geometry.grammar import GrammarConfig, make_splits
+from bindscale.studies.geometry.probes import Probe, ProbeSettings, fit_probe, tree_distances
+from bindscale.studies.geometry.scores import chain_uuas, hm_spearman, label_edge, mst_edges, row_spearman, score
+from bindscale.studies.geometry.treebank import read_conllu
+
+HAND = """# sent_id = s1
+1\tThe\tthe\tDET\t_\t_\t2\tdet\t_\t_
+2\tcat\tcat\tNOUN\t_\t_\t3\tnsubj\t_\t_
+3\tsat\tsit\tVERB\t_\t_\t0\troot\t_\t_
+4\t.\t.\tPUNCT\t_\t_\t3\tpunct\t_\t_
+
+# sent_id = s2
+1\tdogs\tdog\tNOUN\t_\t_\t2\tnsubj\t_\t_
+2\trun\trun\tVERB\t_\t_\t0\troot\t_\t_
+3\tfast\tfast\tADV\t_\t_\t2\tadvmod\t_\t_
+4\t.\t.\tPUNCT\t_\t_\t2\tpunct\t_\t_
+"""
+
+
+def _hand(tmp_path):
+    p = tmp_path / "hand.conllu"
+    p.write_text(HAND)
+    s1, s2 = read_conllu(p)
+    # identity probe in 4 dims, one axis per relation: det, nsubj, punct, advmod
+    probe = Probe("identity", np.eye(4), 1.0, ["det", "nsubj", "punct", "advmod"], np.eye(4))
+    a1 = np.array([[1, 1, 0, 0], [0, 1, 0, 0], [0, 0, 0, 0], [0, 0, 1, 0]], float)  # The cat sat .
+    a2 = np.array([[0, -1, 0, 0], [0, 0, 0, 0], [0, 0, 0, 1], [0, 0, 0.5, 1]], float)  # dogs run fast .
+    return probe, [(a1, s1), (a2, s2)]
+
+
+def test_hand_labelled_treebank_scores_under_both_conventions(tmp_path):
+    """Worked by hand. s1: the spanning tree is the gold tree and every edge points along its relation
+    axis: all right. s2: '.' lies 0.25 from 'fast' and 1.25 from 'run', so the tree takes fast–. instead
+    of run–. (PolarProbe convention: 2 of 3 edges; without punctuation 2 of 2); dogs − run = −nsubj axis,
+    so nsubj is found but read as run depending on dogs (direction wrong); run–fast is advmod, right.
+    Hewitt & Manning (corpus, no punctuation): UUAS 4/4, LUAS 4/4, LAS 3/4. PolarProbe (per sentence,
+    punctuation): UUAS (1 + 2/3)/2, LUAS (1 + 2/3)/2, LAS (1 + 1/3)/2. Relation accuracy on the 6 gold
+    edges in gold direction: dogs→run scores −1 on nsubj, 0 elsewhere (argmax: det, wrong); '.'→run is
+    (0,0,.5,1)/|.|: advmod (wrong): 4/6. Direction: only dogs→run is reversed: 5/6."""
+    probe, pairs = _hand(tmp_path)
+    sc = score(probe, pairs)
+    assert sc["uuas_hm"] == 1.0 and sc["luas_hm"] == 1.0 and sc["las_hm"] == 0.75
+    assert sc["uuas_pp"] == pytest.approx(5 / 6) and sc["luas_pp"] == pytest.approx(5 / 6)
+    assert sc["las_pp"] == pytest.approx(2 / 3)
+    assert sc["rel_acc"] == pytest.approx(4 / 6) and sc["dir_acc"] == pytest.approx(5 / 6)
+    assert mst_edges(probe.distances(pairs[1][0])) == {(0, 1), (1, 2), (2, 3)}
+    assert mst_edges(probe.distances(pairs[1][0]), keep=[0, 1, 2]) == {(0, 1), (1, 2)}
+    assert label_edge(probe.project(pairs[1][0]), 0, 1, probe.relations, probe.centroids) == ("nsubj", 1, 0)
+    # linear chain: s1 The–cat–sat–. is its tree; s2 dogs–run–fast–. misses run–. (2/3); without punctuation
+    # every gold edge is a chain edge: 4/4
+    assert chain_uuas([s for _, s in pairs]) == {"uuas_hm": 1.0, "uuas_pp": pytest.approx(5 / 6)}
+
+
+def test_mst_matches_networkx_and_scipy_and_keeps_zero_distances():
+    import networkx as nx
+    from scipy.sparse.csgraph import minimum_spanning_tree
+
+    rng = np.random.default_rng(0)
+    for n in (2, 5, 12, 40):
+        x = rng.normal(size=(n, 3))
+        d = ((x[:, None] - x[None]) ** 2).sum(-1)
+        d[0, 1] = d[1, 0] = 0.0  # identical words: a zero distance is still an edge
+        g = nx.Graph()
+        g.add_weighted_edges_from((i, j, d[i, j]) for i in range(n) for j in range(i + 1, n))
+        want = {tuple(sorted(e)) for e in nx.minimum_spanning_tree(g).edges()}
+        assert mst_edges(d) == want and len(want) == n - 1
+        tree = minimum_spanning_tree(np.triu(d + 1.0, 1)).tocoo()  # +1: scipy reads a 0 as no edge
+        assert {(int(min(a, b)), int(max(a, b))) for a, b in zip(tree.row, tree.col)} == want
+        keep = [0, 2, 3] if n > 3 else [0, 1]
+        sub = {tuple(sorted((keep[a], keep[b]))) for a, b in
+               nx.minimum_spanning_tree(nx.from_numpy_array(d[np.ix_(keep, keep)] + 1.0)).edges()}
+        assert mst_edges(d, keep) == sub
+
+
+def test_row_spearman_equals_scipy_with_ties():
+    rng = np.random.default_rng(1)
+    pred = rng.integers(0, 4, size=(6, 9)).astype(float)
+    gold = rng.integers(0, 3, size=(6, 9)).astype(float)
+    pred[2] = 1.0  # constant row: NaN, as scipy
+    ours = row_spearman(pred, gold)
+    for r in range(6):
+        want = spearmanr(pred[r], gold[r]).statistic
+        assert (np.isnan(ours[r]) and np.isnan(want)) or ours[r] == pytest.approx(want)
+    # Hewitt & Manning's average: per length over all rows, then over lengths 5..50 only
+    assert hm_spearman({4: [np.array([0.0])], 5: [np.array([1.0, 0.5]), np.array([0.0])],
+                        7: [np.array([0.9, np.nan])]}) == pytest.approx((0.5 + 0.9) / 2)
+    assert np.isnan(hm_spearman({3: [np.array([1.0])]}))
+
+
+def _planted(sents, with_relations, d=48, seed=0):
+    """Planted geometry, rotated into ``d`` dimensions. Word vector = sum over the edges on its path to
+    the root of a one-hot per edge slot (the dependent's position), so ‖h_i − h_j‖² is exactly the tree
+    distance. ``with_relations``: each edge contributes 0.5 × its slot's one-hot + a one-hot of its
+    relation instead, so an edge's direction names its relation (cos ≈ 0.8 to the relation's axis) and
+    the sign its direction; adjacent words stay nearest (1.25 vs at least 2.5) as long as no word has
+    two dependents of one relation (the angle test draws sentences without adjectives)."""
+    from bindscale.studies.geometry.grammar import RELATIONS
+
+    S = 12 + (len(RELATIONS) if with_relations else 0)
+    A = np.linalg.qr(np.random.default_rng(seed).normal(size=(d, S)))[0]
+    out = []
+    for s in sents:
+        X = np.zeros((len(s), S))
+        for i in range(len(s)):
+            j = i
+            while s.heads[j] > 0:
+                X[i, j] += 0.5 if with_relations else 1.0
+                if with_relations:
+                    X[i, 12 + RELATIONS.index(s.deprels[j])] += 1.0
+                j = s.heads[j] - 1
+        out.append((X @ A.T, s))
+    return out
+
+
+@pytest.fixture(scope="module")
+def short_splits():
+    torch.set_num_threads(1)
+    return make_splits(1, 0, 200, 40, 40, GrammarConfig(max_words=12))
+
+
+SLOW_FIT = ProbeSettings(rank=24, max_epochs=300, patience=8, lr=1e-2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["structural", "polar"])
+def test_probes_recover_planted_distances(short_splits, kind):
+    fit, dev, test = (_planted(short_splits[k], False) for k in ("fit", "dev", "test"))
+    probe = fit_probe(kind, fit, dev, SLOW_FIT if kind == "structural" else
+                      ProbeSettings(**{**SLOW_FIT.__dict__, "angular_weight": 0.0}), seed=0)
+    err = np.mean([np.abs(probe.distances(a) - tree_distances(s.heads)).mean() for a, s in test])
+    assert err < 0.1  # squared probe distance ≈ tree distance (units: edges)
+    sc = score(probe, test)
+    assert sc["uuas_pp"] == 1.0 and sc["uuas_hm"] == 1.0 and sc["spearman"] > 0.9
+    ident = score(fit_probe("identity", fit, dev), test)  # distances exact: every tree, ρ = 1
+    assert ident["uuas_pp"] == 1.0 and ident["spearman"] == pytest.approx(1.0)
+
+
+@pytest.mark.slow
+def test_polar_probe_recovers_planted_angles():
+    splits = make_splits(2, 0, 200, 40, 40, GrammarConfig(max_words=12, p_adj=0.0))
+    fit, dev, test = (_planted(splits[k], True) for k in ("fit", "dev", "test"))
+    polar = fit_probe("polar", fit, dev, SLOW_FIT, seed=0)
+    sc = score(polar, test)
+    assert sc["rel_acc"] == 1.0 and sc["dir_acc"] == 1.0 and sc["uuas_pp"] >= 0.97 and sc["las_pp"] >= 0.95
+    # same-relation edges are nearly parallel in the polar probe's space, other pairs nearly orthogonal,
+    # more so than in the structural probe's (fit on distances alone)
+    same, diff = _cosines(polar, test)
+    assert same > 0.8 and diff < 0.3
+    s_same, s_diff = _cosines(fit_probe("structural", fit, dev, SLOW_FIT, seed=0), test)
+    assert same - diff > s_same - s_diff
+
+
+def _cosines(probe, pairs):
+    """Mean cosine of gold edge vectors B(h_dep − h_head) of one relation, and mean |cos| across relations."""
+    vecs, rels = [], []
+    for a, s in pairs:
+        p = probe.project(a)
+        for d in range(len(s)):
+            if s.heads[d] > 0:
+                v = p[d] - p[s.heads[d] - 1]
+                vecs.append(v / np.linalg.norm(v))
+                rels.append(s.deprels[d])
+    u, rel = np.stack(vecs), np.array(rels)
+    c = u @ u.T
+    same = rel[:, None] == rel[None, :]
+    off = ~np.eye(len(u), dtype=bool)
+    return float(c[same & off].mean()), float(np.abs(c[~same]).mean())
+
+
+def test_fit_probe_rejects_mismatched_activations(short_splits):
+    s = short_splits["fit"][0]
+    with pytest.raises(ValueError, match=f"train: sentence {s.sent_id} has {len(s)} words"):
+        fit_probe("structural", [(np.zeros((len(s) + 1, 4)), s)], [])
+    with pytest.raises(ValueError, match="probe kind 'cubic'"):
+        fit_probe("cubic", [(np.zeros((len(s), 4)), s)], [])

@@ -1,0 +1,60 @@
+"""One geometry trial: word tokens, activation alignment, metrics and tables (tiny settings)."""
+
+import numpy as np
+import pytest
+import torch
+
+from bindscale.studies.geometry.config import GeometryTrial
+from bindscale.studies.geometry.grammar import vocabulary
+from bindscale.studies.geometry.trial import (
+    BOS_ID,
+    EOS_ID,
+    build_model,
+    encode,
+    run_trial,
+    task_family,
+    word_activations,
+    word_ids,
+)
+
+TINY = GeometryTrial(data={"n_lm": 40, "n_fit": 16, "n_dev": 6, "n_test": 6, "max_words": 12},
+                     model={"n_layers": 1, "d_model": 16, "n_heads": 2}, train={"steps": 4, "batch_size": 8},
+                     probe={"max_epochs": 2, "rank": 8, "n_picture_edges": 10})
+
+
+def test_tokens_mask_and_activations_align_with_words():
+    torch.set_num_threads(1)
+    splits = task_family(TINY)
+    s = splits["fit"][0]
+    tokens, mask = encode([s])
+    ids = word_ids()
+    assert tokens[0].tolist() == [BOS_ID, *(ids[w] for w in s.words), EOS_ID]
+    assert mask[0].tolist() == [True] * (len(s) + 1) + [False]  # every next word and </s> scored
+    assert len(ids) == len(vocabulary()) and min(ids.values()) == 3
+    model = build_model(TINY)
+    acts = word_activations(model, splits["fit"][:3])
+    assert set(acts) == {"0", "1"}
+    assert [a.shape for a in acts["0"]] == [(len(x), 16) for x in splits["fit"][:3]]
+    emb = model.embed.weight.detach().numpy()
+    np.testing.assert_allclose(acts["0"][0], emb[[ids[w] for w in s.words]], rtol=1e-6)  # layer 0 = embeddings
+
+
+@pytest.mark.slow
+def test_a_tiny_trial_records_every_metric_and_table():
+    torch.set_num_threads(1)
+    r = run_trial(TINY)
+    m = r.metrics
+    assert r.status == "ok"
+    for prefix in ("", "untrained_", "embed_"):
+        for kind in ("structural", "polar", "identity"):
+            for metric in ("uuas_hm", "las_hm", "uuas_pp", "las_pp", "spearman", "rel_acc", "dir_acc"):
+                v = m[f"{prefix}{kind}_{metric}"]
+                assert np.isnan(v) or 0.0 <= v <= 1.0 or metric == "spearman"
+    assert set(m["probe_layers"]) == {"trained", "untrained"}
+    assert set(m["probe_layers"]["trained"]["polar"]) == {"0", "1"}
+    assert m["best_layer_polar"] in (0, 1) and m["n_params"] == build_model(TINY).n_params()
+    assert m["polar_minus_structural_las_pp"] == pytest.approx(m["polar_las_pp"] - m["structural_las_pp"])
+    assert sum(sum(v.values()) for v in m["confusion"].values()) > 0
+    assert all(len(v) == 3 for v in m["polar_edges"].values())
+    assert r.metrics == run_trial(TINY).metrics | {"steps_per_s": r.metrics["steps_per_s"],
+                                                     "timings": r.metrics["timings"]}  # deterministic
