@@ -52,9 +52,13 @@ CLAIMS = (
                    "direction of the difference of the two words' vectors, not only its existence by their "
                    "distance: a polar probe (distance and angle) reaches a higher labelled attachment score "
                    "than the distance-only structural probe of Hewitt & Manning 2019, each at its best layer."),
-        statistic=("Polar minus structural LAS on test sentences (PolarProbe's convention: per sentence, "
-                   "punctuation included), each probe at its own best layer chosen on dev sentences, at the "
-                   "largest trained model; mean over seeds with Student's t interval."),
+        statistic=("polar_minus_structural_las_pp_net_of_untrained_largest_model: at the largest trained model, "
+                   "per seed, (polar minus structural LAS of the trained model) minus (the same of the untrained "
+                   "model with the same initial weights), on test sentences (PolarProbe's convention: per "
+                   "sentence, punctuation included), each probe at its own best layer among layers >= 1 (layer 0, "
+                   "the context-free input embeddings, excluded) chosen on dev sentences; mean over seeds with "
+                   "Student's t interval. Supported only if the polar probe's UUAS also beats the linear-chain "
+                   "baseline (paired per seed, interval above 0)."),
         rule=f"{_V}:polar_beats_structural", thresholds={"margin": (-1.0, 1.0)}, defaults={"margin": 0.0},
         figures=("geo_best_layer", "geo_by_layer", "geo_polar_picture", "geo_confusion"),
     ),

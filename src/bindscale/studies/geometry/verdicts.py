@@ -11,12 +11,24 @@ size (``n_params``); its replicates are distinct seeds (repeated records of a se
 Each probe is scored at its own best layer chosen on dev sentences, on test sentences, in
 PolarProbe's convention (``_pp``: per-sentence LAS with punctuation, the convention of the anchors).
 
-- ``polar_beats_structural``: at the largest model, polar LAS − structural LAS
-  (``polar_minus_structural_las_pp``), paired within each trial, mean over seeds with Student's t
-  interval (:func:`bindscale.stats.mean_ci`). Supported when the interval lies above ``margin``; not
-  supported when it lies below; inconclusive otherwise. The same difference at every size and in
-  Hewitt & Manning's convention, and both probes' UUAS/LAS with the identity-probe, untrained-model and
-  input-embedding controls, are in the details.
+*Contextual layers only*: the rules re-choose each probe's best dev layer among layers ≥ 1 from the
+per-layer table every trial records (``probe_layers``), for the trained and for the untrained model.
+Layer 0 is the input embedding (``resid.0``; rotary positions act only inside attention), a
+word-type vector without context: a probe that wins there reads the lexicon, not a sentence's
+syntax, and in the default run it won there in 31 of 32 trials. The scalar ``{kind}_las_pp``
+columns (best layer over all layers, 0 included) stay in the details for reference.
+
+- ``polar_beats_structural``: at the largest model, per seed, (polar − structural LAS of the trained
+  model) minus (polar − structural LAS of the untrained model with the same initial weights), each
+  probe at its best contextual layer (``net_polar_minus_structural_las_pp``); mean over seeds with
+  Student's t interval (:func:`bindscale.stats.mean_ci`). A gap the untrained model shows as well is
+  not learned syntax. Supported when the interval lies above ``margin`` *and* the polar probe's UUAS
+  beats the linear-chain baseline (``chain_uuas_pp``; paired per seed, interval above 0) — a probe
+  that recovers fewer edges than "attach each word to the next" reads no tree, so its advantage over
+  another probe says nothing about syntax; otherwise such a result is inconclusive. Not supported when
+  the interval lies below ``margin``; inconclusive otherwise. The same difference at every size, the
+  trained and untrained gaps alone, the all-layers gap, the layers chosen and both probes' UUAS/LAS
+  with the identity-probe, untrained-model and input-embedding controls are in the details.
 - ``geometry_grows_with_scale``: polar LAS at the largest model minus at the smallest, Welch's
   interval over seeds (:func:`bindscale.stats.mean_diff_ci`). Supported when it lies above ``margin``
   (LAS points as a share); not supported when below; inconclusive otherwise. The untrained model's
@@ -36,6 +48,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from bindscale.records import metric_table
 from bindscale.report.verdicts import (
     MIN_REPLICATES,
     NAN3,
@@ -49,12 +62,86 @@ from bindscale.report.verdicts import (
 from bindscale.stats import mean_ci, mean_diff_ci
 
 from . import CLAIMS
+from .config import GeometryTrial
+from .layers import best_layer
 
 DEFAULTS = {c.name: dict(c.defaults) for c in CLAIMS}
 #: Swept settings fixed at their most common value before deciding.
 FIXED = ("steps", "n_lm", "lr", "rank", "angular_weight", "heads")
 KINDS = ("structural", "polar", "identity")
 CONTROL_PREFIXES = {"trained": "", "untrained model": "untrained_", "input embeddings": "embed_"}
+#: The input-embedding layer's name in ``probe_layers`` (word-type vectors, no context).
+INPUT_LAYER = "0"
+#: Per-probe test scores re-read at the best contextual layer (``ctx_{model}{kind}_{metric}``).
+CTX_METRICS = ("las_pp", "uuas_pp", "las_hm", "uuas_hm")
+NET_GAP = "net_polar_minus_structural_las_pp"
+CHAIN_MARGIN = "ctx_polar_uuas_pp_minus_chain"
+
+
+def contextual_scores(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per row, each probe's test scores at its best dev layer among layers ≥ 1, from ``probe_layers``.
+
+    Columns ``ctx_{kind}_{metric}`` (trained model) and ``ctx_untrained_{kind}_{metric}`` (untrained
+    model), ``ctx_[untrained_]best_layer_{kind}``, for ``kind`` polar / structural and ``metric`` in
+    :data:`CTX_METRICS`, plus the differences the rules decide on: ``ctx_polar_minus_structural_las_pp``,
+    ``ctx_untrained_polar_minus_structural_las_pp``, :data:`NET_GAP`, ``net_polar_las_pp`` (trained −
+    untrained polar LAS) and :data:`CHAIN_MARGIN` (polar UUAS − the linear-chain baseline). NaN where a
+    row has no per-layer table, no untrained model or no contextual layer. The layer is chosen as the
+    trial chose it (:func:`.layers.best_layer`: dev LAS, PolarProbe's convention), layer 0 left out.
+    """
+    keys, values = GeometryTrial.NESTED_METRICS["probe_layers"]
+    cells = rows["probe_layers"] if "probe_layers" in rows else pd.Series([None] * len(rows), index=rows.index)
+    out = []
+    for cell in cells:
+        table = metric_table(cell, keys, values) or {}
+        rec: dict = {}
+        for model, prefix in (("trained", ""), ("untrained", "untrained_")):
+            by_kind = {kind: {layer: splits for layer, splits in ((table.get(model) or {}).get(kind) or {}).items()
+                              if layer != INPUT_LAYER} for kind in ("polar", "structural")}
+            for kind, layers in by_kind.items():
+                at = best_layer(by_kind, kind)
+                test = (layers.get(at) or {}).get("test") if at is not None else None
+                for m in CTX_METRICS:
+                    v = test[values.index(m)] if test else None
+                    rec[f"ctx_{prefix}{kind}_{m}"] = float(v) if v is not None else np.nan
+                rec[f"ctx_{prefix}best_layer_{kind}"] = float(at) if at is not None and at.isdigit() else np.nan
+        out.append(rec)
+    ctx = pd.DataFrame(out, index=rows.index, dtype=float)
+    if ctx.empty:
+        return ctx
+    ctx["ctx_polar_minus_structural_las_pp"] = ctx["ctx_polar_las_pp"] - ctx["ctx_structural_las_pp"]
+    ctx["ctx_untrained_polar_minus_structural_las_pp"] = (ctx["ctx_untrained_polar_las_pp"]
+                                                          - ctx["ctx_untrained_structural_las_pp"])
+    ctx[NET_GAP] = ctx["ctx_polar_minus_structural_las_pp"] - ctx["ctx_untrained_polar_minus_structural_las_pp"]
+    ctx["net_polar_las_pp"] = ctx["ctx_polar_las_pp"] - ctx["ctx_untrained_polar_las_pp"]
+    chain = pd.to_numeric(rows["chain_uuas_pp"], errors="coerce") if "chain_uuas_pp" in rows else np.nan
+    ctx[CHAIN_MARGIN] = ctx["ctx_polar_uuas_pp"] - chain
+    return ctx
+
+
+def with_contextual(ok: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """``ok`` with :func:`contextual_scores` joined, and why the rules cannot use them (None when they can)."""
+    if "probe_layers" not in ok or not ok["probe_layers"].notna().any():
+        return ok, ("no per-layer probe table (probe_layers) in the table: the rules choose each probe's layer "
+                    "among the contextual layers (≥ 1) and subtract the untrained model, which needs it")
+    ctx = contextual_scores(ok)
+    out = pd.concat([ok.drop(columns=[c for c in ctx if c in ok]), ctx], axis=1)
+    if not out["ctx_untrained_polar_las_pp"].notna().any():
+        return out, ("no untrained-model scores in probe_layers (probe.untrained_control off?): the rules subtract "
+                     "the untrained model's numbers from the trained model's")
+    return out, None
+
+
+def _counts(col: pd.Series) -> dict[str, int]:
+    return {_key(k): int(v) for k, v in pd.to_numeric(col, errors="coerce").value_counts().sort_index().items()}
+
+
+def _by_size(rows: pd.DataFrame, col: str, n_boot: int, seed: int) -> dict:
+    """Mean and t interval over seeds of ``col`` per model size (NaN-free columns only)."""
+    if col not in rows or not np.isfinite(pd.to_numeric(rows[col], errors="coerce")).all():
+        return {}
+    return {_key(s): _ci(mean_ci(v, n_boot, seed=seed), v.size)
+            for s, v in _cells(coerce_numeric(rows, (col,)), col).items()}
 
 
 def deciding_rows(ok: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
@@ -124,34 +211,60 @@ def _controls(rows: pd.DataFrame, n_boot: int, seed: int) -> dict:
 def polar_beats_structural(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
     """Diego-Simón et al. 2024: the polar probe's LAS beats the structural probe's (see the module docstring)."""
     p = {**DEFAULTS["polar_beats_structural"], **p}
-    stat = "polar_minus_structural_las_pp_largest_model"
-    rows, details = _screen(ok, ("polar_minus_structural_las_pp", "polar_las_pp", "structural_las_pp"))
+    stat = "polar_minus_structural_las_pp_net_of_untrained_largest_model"
+    ok, why = with_contextual(ok)
+    if why:
+        return stat, "inconclusive", NAN3, 0, {"seeds_per_cell": 0, "reason": why}
+    rows, details = _screen(ok, (NET_GAP, "ctx_polar_las_pp", "ctx_structural_las_pp", "ctx_untrained_polar_las_pp",
+                                 "ctx_untrained_structural_las_pp", CHAIN_MARGIN))
     if rows is None:
         return stat, "inconclusive", NAN3, 0, details
-    cells = _cells(rows, "polar_minus_structural_las_pp")
+    cells = _cells(rows, NET_GAP)
     largest = max(cells)
     diff = cells[largest]
     details["by_size"] = {_key(s): _ci(mean_ci(v, n_boot, seed=seed), v.size) for s, v in cells.items()}
-    if "polar_minus_structural_las_hm" in rows:
-        hm = _cells(coerce_numeric(rows, ("polar_minus_structural_las_hm",)), "polar_minus_structural_las_hm")
-        details["by_size_hewitt_manning_convention"] = {
-            _key(s): _ci(mean_ci(v, n_boot, seed=seed), v.size) for s, v in hm.items()}
+    details["trained_gap_by_size"] = _by_size(rows, "ctx_polar_minus_structural_las_pp", n_boot, seed)
+    details["untrained_gap_by_size"] = _by_size(rows, "ctx_untrained_polar_minus_structural_las_pp", n_boot, seed)
+    details["all_layers_gap_by_size"] = _by_size(rows, "polar_minus_structural_las_pp", n_boot, seed)
+    details["by_size_hewitt_manning_convention_all_layers"] = _by_size(rows, "polar_minus_structural_las_hm",
+                                                                       n_boot, seed)
     details["controls"] = _controls(rows, n_boot, seed)
     details["largest_model_params"] = int(largest)
     big = rows[rows["n_params"] == largest]
-    details["best_layers_largest_model"] = {  # layer (0 = input embeddings) -> trials choosing it, per probe
-        kind: {_key(k): int(v) for k, v in pd.to_numeric(big[f"best_layer_{kind}"], errors="coerce").value_counts()
-               .sort_index().items()}
-        for kind in ("polar", "structural") if f"best_layer_{kind}" in big}
+    details["best_layers_largest_model"] = {  # contextual layer (≥ 1) -> trials choosing it, per probe
+        kind: _counts(big[f"ctx_best_layer_{kind}"]) for kind in ("polar", "structural")}
+    details["best_layers_all_layers_largest_model"] = {  # the trial's own choice, layer 0 allowed
+        kind: _counts(big[f"best_layer_{kind}"]) for kind in ("polar", "structural") if f"best_layer_{kind}" in big}
+    if "best_layer_polar" in rows:
+        details["share_of_trials_whose_polar_probe_wins_at_the_input_embeddings"] = float(
+            (pd.to_numeric(rows["best_layer_polar"], errors="coerce") == 0).mean())
+    chain = _cells(rows, CHAIN_MARGIN)[largest]
+    chain_ci = mean_ci(chain, n_boot, seed=seed)
+    details["polar_uuas_pp_minus_chain_largest_model"] = _ci(chain_ci, chain.size)
+    details["polar_uuas_by_size_vs_chain"] = {
+        "polar_uuas_pp": _by_size(rows, "ctx_polar_uuas_pp", n_boot, seed),
+        "polar_uuas_hm": _by_size(rows, "ctx_polar_uuas_hm", n_boot, seed),
+        "chain_uuas_pp": float(pd.to_numeric(rows["chain_uuas_pp"], errors="coerce").mean()),
+        "chain_uuas_hm": float(pd.to_numeric(rows["chain_uuas_hm"], errors="coerce").mean())
+        if "chain_uuas_hm" in rows else float("nan")}
     why = degenerate([diff]) or degenerate([cells[largest], *(c for c in cells.values())])
     if why:
         details["reason"] = f"degenerate deciding cells: {why}"
         return stat, "inconclusive", NAN3, len(diff), details
     triple = mean_ci(diff, n_boot, seed=seed)
     verdict = _decide(triple, float(p["margin"]))
-    details["reason"] = (f"polar − structural LAS (PolarProbe convention, each probe at its best dev layer) at the "
-                         f"largest model ({int(largest):,} parameters) over {diff.size} seeds; supported when the "
-                         f"interval lies above {p['margin']}, not supported when below")
+    details["reason"] = (f"(polar − structural LAS of the trained model) − (the same of the untrained model), "
+                         f"PolarProbe convention, each probe at its best dev layer among layers ≥ 1, at the largest "
+                         f"model ({int(largest):,} parameters) over {diff.size} seeds; supported when the interval "
+                         f"lies above {p['margin']} and the polar probe's UUAS beats the linear-chain baseline, "
+                         f"not supported when it lies below")
+    if verdict == "supported" and not chain_ci[1] > 0:
+        verdict = "inconclusive"
+        details["reason"] = (f"the polar − structural gap net of the untrained model lies above {p['margin']}, but the "
+                             f"polar probe's UUAS does not beat the linear-chain baseline (UUAS − chain "
+                             f"{chain_ci[0]:+.3f} [{chain_ci[1]:+.3f}, {chain_ci[2]:+.3f}]): a probe that recovers "
+                             f"fewer edges than attaching each word to the next reads no tree, so its lead over "
+                             f"another probe does not show syntax coded by angle; " + details["reason"])
     return stat, verdict, triple, len(diff), details
 
 
