@@ -41,9 +41,10 @@ def table(polar_by_size, structural_by_size, seeds=8, noise=0.02, seed=0, untrai
     the trained model's numbers replaced by the untrained model's (the reviewer's check).
     """
     rng = np.random.default_rng(seed)
+    untrained_by_size = untrained if isinstance(untrained, list) else [untrained] * len(SIZES)
     offsets = seed_effect * rng.normal(size=seeds)
     rows = []
-    for size, width, pm, sm in zip(SIZES, WIDTHS, polar_by_size, structural_by_size):
+    for size, width, pm, sm, untrained in zip(SIZES, WIDTHS, polar_by_size, structural_by_size, untrained_by_size):
         for s in range(seeds):
             p, q = pm + offsets[s] + noise * rng.normal(), sm + noise * rng.normal()
             up, uq = untrained[0] + noise * rng.normal(), untrained[1] + noise * rng.normal()
@@ -125,6 +126,30 @@ def test_growth_supported_and_not():
     assert verdict == "supported" and lo > 0.02 and "untrained_model_gain" in d
     _, verdict, (v, lo, hi), _, _ = run(geometry_grows_with_scale, table([.5, .45, .4, .3], [.1] * 4))
     assert verdict == "not_supported" and hi < 0.02
+
+
+def test_growth_the_untrained_model_shows_as_well_is_not_learned():
+    """Review item 2: polar LAS rising with size in the trained and the untrained model alike is no growth of
+    learned syntax; the decision is on trained − untrained."""
+    df = table([.2, .3, .4, .5], [.1] * 4, untrained=[(.1, .1), (.2, .1), (.3, .1), (.4, .1)])
+    stat, verdict, (v, lo, hi), _, d = run(geometry_grows_with_scale, df)
+    assert stat == "polar_las_pp_net_of_untrained_gain_largest_vs_smallest"
+    assert verdict != "supported" and abs(v) < 0.03, d["reason"]
+    assert d["trained_model_gain"]["value"] > 0.25 and d["untrained_model_gain"]["value"] > 0.25
+    shrinking = table([.3] * 4, [.1] * 4, untrained=[(.05, .05), (.1, .05), (.15, .05), (.25, .05)])
+    assert run(geometry_grows_with_scale, shrinking)[1] == "not_supported"
+
+
+def test_growth_ignores_the_input_embeddings_and_states_the_probe_rank():
+    """Review item 2: a gain only at layer 0 is not decided on; the rank min(rank, d_model) per size is stated."""
+    df = table([.2] * 4, [.1] * 4, untrained=[(.1, .1)] * 4, noise=0.005)
+    df["probe_layers"] = [[{**r, "las_pp": r["las_pp"] + 0.1 * SIZES.index(n)} if r["layer"] == "0" else r
+                           for r in cell] for cell, n in zip(df["probe_layers"], df["n_params"])]
+    df["polar_las_pp"] = df["polar_las_pp"] + 0.1 * df["n_params"].map(SIZES.index)  # the old, all-layers column
+    _, verdict, (v, lo, hi), _, d = run(geometry_grows_with_scale, df)
+    assert verdict == "not_supported" and abs(v) < 0.01
+    assert d["probe_rank_by_size"] == {"20000": [16], "80000": [32], "300000": [32], "900000": [32]}
+    assert "probe capacity" in d["probe_rank_note"] and "probe capacity" in d["reason"]
 
 
 def _broken(good: pd.DataFrame):

@@ -70,8 +70,12 @@ CLAIMS = (
                    "the syntax geometry a polar probe reads grows with model size without being built in — "
                    "the polar probe's labelled attachment score rises from the smallest to the largest model "
                    "by more than the margin."),
-        statistic=("Polar-probe LAS (PolarProbe's convention, best dev layer, test sentences) of the largest "
-                   "model minus that of the smallest; difference of means over seeds with Welch's interval."),
+        statistic=("polar_las_pp_net_of_untrained_gain_largest_vs_smallest: polar-probe LAS of the trained model "
+                   "minus that of the untrained model with the same initial weights (PolarProbe's convention, "
+                   "each at its best dev layer among layers >= 1, test sentences), at the largest model minus at "
+                   "the smallest; difference of means over seeds with Welch's interval. The probe's rank is "
+                   "min(rank, d_model), so with the default rank 32 the width-16 model gets a rank-16 probe: part "
+                   "of a gain can be probe capacity (the details list the rank per size)."),
         rule=f"{_V}:geometry_grows_with_scale", thresholds={"margin": (-1.0, 1.0)}, defaults={"margin": 0.02},
         figures=("geo_best_layer", "geo_controls"),
     ),

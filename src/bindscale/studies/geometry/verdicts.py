@@ -29,11 +29,16 @@ columns (best layer over all layers, 0 included) stay in the details for referen
   the interval lies below ``margin``; inconclusive otherwise. The same difference at every size, the
   trained and untrained gaps alone, the all-layers gap, the layers chosen and both probes' UUAS/LAS
   with the identity-probe, untrained-model and input-embedding controls are in the details.
-- ``geometry_grows_with_scale``: polar LAS at the largest model minus at the smallest, Welch's
-  interval over seeds (:func:`bindscale.stats.mean_diff_ci`). Supported when it lies above ``margin``
-  (LAS points as a share); not supported when below; inconclusive otherwise. The untrained model's
-  and the identity probe's polar LAS per size are beside it: growth the controls show as well is not
-  learned syntax (the details say so; the verdict is the source's claim about trained models).
+- ``geometry_grows_with_scale``: the polar LAS of the trained model minus that of the untrained model
+  with the same initial weights (``net_polar_las_pp``, each at its best contextual layer), at the
+  largest model minus at the smallest; Welch's interval over seeds
+  (:func:`bindscale.stats.mean_diff_ci`). Supported when it lies above ``margin`` (LAS points as a
+  share); not supported when below; inconclusive otherwise. Growth the untrained model shows as well
+  (a wider random network already separates word types better) is not learned syntax; the trained
+  model's gain alone, the untrained model's, the input embeddings' and the identity probe's are in the
+  details. The probe's rank is ``min(rank, d_model)``: with the default rank 32 the smallest models
+  (width 16) get a rank-16 probe and the rest rank 32, so a gain can partly be probe capacity; the
+  details list the rank per size (``probe_rank_by_size``) and say when it varies.
 
 Inconclusive, whatever the numbers, when a needed column is missing, a deciding value is NaN or
 infinite, fewer than two model sizes are present, a size has fewer than ``MIN_REPLICATES`` distinct
@@ -268,22 +273,49 @@ def polar_beats_structural(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int)
     return stat, verdict, triple, len(diff), details
 
 
+def _probe_rank(rows: pd.DataFrame) -> tuple[dict, str | None]:
+    """The probe's rank ``min(rank, d_model)`` per model size, and a note when it differs between sizes."""
+    if "d_model" not in rows:
+        return {}, None
+    rank = pd.to_numeric(rows["rank"], errors="coerce") if "rank" in rows else pd.Series(32.0, index=rows.index)
+    k = np.minimum(rank, pd.to_numeric(rows["d_model"], errors="coerce"))
+    by_size = {_key(s): sorted(int(v) for v in k[rows["n_params"] == s].dropna().unique())
+               for s in sorted(rows["n_params"].unique())}
+    if len({v for vs in by_size.values() for v in vs}) <= 1:
+        return by_size, None
+    return by_size, ("the probe's rank is min(rank, d_model) and differs between the sizes compared "
+                     f"({by_size}): part of a gain with size can be probe capacity, not the model's geometry")
+
+
 def geometry_grows_with_scale(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
-    """The polar probe's LAS grows from the smallest to the largest model (see the module docstring)."""
+    """The seed's hypothesis: the polar probe's LAS, net of the untrained model, grows from the smallest to the
+    largest model (see the module docstring)."""
     p = {**DEFAULTS["geometry_grows_with_scale"], **p}
-    stat = "polar_las_pp_gain_largest_vs_smallest"
-    rows, details = _screen(ok, ("polar_las_pp",), min_sizes=2)
+    stat = "polar_las_pp_net_of_untrained_gain_largest_vs_smallest"
+    ok, why = with_contextual(ok)
+    if why:
+        return stat, "inconclusive", NAN3, 0, {"seeds_per_cell": 0, "reason": why}
+    rows, details = _screen(ok, ("net_polar_las_pp", "ctx_polar_las_pp", "ctx_untrained_polar_las_pp"), min_sizes=2)
     if rows is None:
         return stat, "inconclusive", NAN3, 0, details
-    cells = _cells(rows, "polar_las_pp")
+    cells = _cells(rows, "net_polar_las_pp")
     small, large = min(cells), max(cells)
-    details["polar_las_pp_by_size"] = {_key(s): _ci(mean_ci(v, n_boot, seed=seed), v.size) for s, v in cells.items()}
+    details["smallest_model_params"], details["largest_model_params"] = int(small), int(large)
+    details["net_polar_las_pp_by_size"] = {_key(s): _ci(mean_ci(v, n_boot, seed=seed), v.size) for s, v in cells.items()}
+    details["polar_las_pp_by_size"] = _by_size(rows, "ctx_polar_las_pp", n_boot, seed)
     details["controls"] = _controls(rows, n_boot, seed)
-    for name, prefix in (("untrained_model", "untrained_"), ("identity_probe", ""), ("input_embeddings", "embed_")):
-        col = f"{prefix}{'identity' if name == 'identity_probe' else 'polar'}_las_pp"
-        if col in rows:
+    details["best_layers_polar_by_size"] = {_key(s): _counts(g["ctx_best_layer_polar"])
+                                            for s, g in rows.groupby("n_params")}
+    details["probe_rank_by_size"], rank_note = _probe_rank(rows)
+    if rank_note:
+        details["probe_rank_note"] = rank_note
+    for name, col in (("trained_model", "ctx_polar_las_pp"), ("untrained_model", "ctx_untrained_polar_las_pp"),
+                      ("all_layers_trained_model", "polar_las_pp"), ("input_embeddings", "embed_polar_las_pp"),
+                      ("identity_probe", "identity_las_pp")):
+        if col in rows and np.isfinite(pd.to_numeric(rows[col], errors="coerce")).all():
             c = _cells(coerce_numeric(rows, (col,)), col)
-            details[f"{name}_gain"] = _ci(mean_diff_ci(c[large], c[small], n_boot, seed=seed), c[large].size + c[small].size)
+            details[f"{name}_gain"] = _ci(mean_diff_ci(c[large], c[small], n_boot, seed=seed),
+                                          c[large].size + c[small].size)
     n = cells[large].size + cells[small].size
     why = degenerate(list(cells.values()))
     if why:
@@ -291,6 +323,8 @@ def geometry_grows_with_scale(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: i
         return stat, "inconclusive", NAN3, n, details
     triple = mean_diff_ci(cells[large], cells[small], n_boot, seed=seed)
     verdict = _decide(triple, float(p["margin"]))
-    details["reason"] = (f"polar LAS (PolarProbe convention, best dev layer) at {int(large):,} minus at {int(small):,} "
-                         f"parameters; supported when the interval lies above {p['margin']}, not supported when below")
+    details["reason"] = (f"polar LAS of the trained minus the untrained model (PolarProbe convention, best dev layer "
+                         f"among layers >= 1) at {int(large):,} minus at {int(small):,} parameters; supported when "
+                         f"the interval lies above {p['margin']}, not supported when below"
+                         + (f"; note: {rank_note}" if rank_note else ""))
     return stat, verdict, triple, n, details
