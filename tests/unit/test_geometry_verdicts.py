@@ -152,6 +152,20 @@ def test_growth_ignores_the_input_embeddings_and_states_the_probe_rank():
     assert "probe capacity" in d["probe_rank_note"] and "probe capacity" in d["reason"]
 
 
+def test_growth_is_paired_by_seed():
+    """Review item 5: a seed draws the same sentences at every size, so the sizes are paired: a seed effect
+    shared by the sizes must not widen the interval (the unpaired Welch interval is given for reference)."""
+    df = table([.2, .22, .25, .28], [.1] * 4, seed_effect=0.1, noise=0.005)
+    stat, verdict, (v, lo, hi), n, d = run(geometry_grows_with_scale, df)
+    assert verdict == "supported" and n == 8 and d["seeds_paired"] == 8 and lo > 0.02, d["reason"]
+    welch = d["welch_interval_unpaired_for_reference"]
+    assert welch["ci_low"] < 0.02 < welch["ci_high"] and "paired by seed" in d["reason"]
+    # 4 seeds at each end but none at both: nothing to pair
+    apart = df[~((df["n_params"] == SIZES[0]) & (df["seed"] >= 4)) & ~((df["n_params"] == SIZES[-1]) & (df["seed"] < 4))]
+    _, verdict, triple, n, d = run(geometry_grows_with_scale, apart)
+    assert verdict == "inconclusive" and n == 0 and "present at both" in d["reason"]
+
+
 def _broken(good: pd.DataFrame):
     """Tables every rule must answer inconclusive: missing, NaN, all-zero inputs, too few seeds, no trial."""
     nan_layers = good.assign(probe_layers=[[{**r, "las_pp": np.nan} for r in cell] for cell in good["probe_layers"]])

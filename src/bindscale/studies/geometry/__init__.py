@@ -73,7 +73,7 @@ CLAIMS = (
         statistic=("polar_las_pp_net_of_untrained_gain_largest_vs_smallest: polar-probe LAS of the trained model "
                    "minus that of the untrained model with the same initial weights (PolarProbe's convention, "
                    "each at its best dev layer among layers >= 1, test sentences), at the largest model minus at "
-                   "the smallest; difference of means over seeds with Welch's interval. The probe's rank is "
+                   "the smallest, paired by seed (mean of the per-seed differences, Student's t interval). The probe's rank is "
                    "min(rank, d_model), so with the default rank 32 the width-16 model gets a rank-16 probe: part "
                    "of a gain can be probe capacity (the details list the rank per size)."),
         rule=f"{_V}:geometry_grows_with_scale", thresholds={"margin": (-1.0, 1.0)}, defaults={"margin": 0.02},

@@ -31,8 +31,9 @@ columns (best layer over all layers, 0 included) stay in the details for referen
   with the identity-probe, untrained-model and input-embedding controls are in the details.
 - ``geometry_grows_with_scale``: the polar LAS of the trained model minus that of the untrained model
   with the same initial weights (``net_polar_las_pp``, each at its best contextual layer), at the
-  largest model minus at the smallest; Welch's interval over seeds
-  (:func:`bindscale.stats.mean_diff_ci`). Supported when it lies above ``margin`` (LAS points as a
+  largest model minus at the smallest, paired by seed (a seed draws the same sentences at every size,
+  so the sizes are not independent samples): mean of the per-seed differences with Student's t
+  interval (:func:`bindscale.stats.mean_ci`) over the seeds present at both sizes. Supported when it lies above ``margin`` (LAS points as a
   share); not supported when below; inconclusive otherwise. Growth the untrained model shows as well
   (a wider random network already separates word types better) is not learned syntax; the trained
   model's gain alone, the untrained model's, the input embeddings' and the identity probe's are in the
@@ -287,6 +288,12 @@ def _probe_rank(rows: pd.DataFrame) -> tuple[dict, str | None]:
                      f"({by_size}): part of a gain with size can be probe capacity, not the model's geometry")
 
 
+def _paired(rows: pd.DataFrame, col: str, small: float, large: float) -> np.ndarray:
+    """Per seed present at both sizes, ``col`` at ``large`` minus at ``small`` (a repeated seed's records averaged)."""
+    per_seed = rows.groupby(["seed", "n_params"])[col].mean().unstack("n_params")
+    return (per_seed[large] - per_seed[small]).dropna().to_numpy(float)
+
+
 def geometry_grows_with_scale(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
     """The seed's hypothesis: the polar probe's LAS, net of the untrained model, grows from the smallest to the
     largest model (see the module docstring)."""
@@ -313,18 +320,24 @@ def geometry_grows_with_scale(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: i
                       ("all_layers_trained_model", "polar_las_pp"), ("input_embeddings", "embed_polar_las_pp"),
                       ("identity_probe", "identity_las_pp")):
         if col in rows and np.isfinite(pd.to_numeric(rows[col], errors="coerce")).all():
-            c = _cells(coerce_numeric(rows, (col,)), col)
-            details[f"{name}_gain"] = _ci(mean_diff_ci(c[large], c[small], n_boot, seed=seed),
-                                          c[large].size + c[small].size)
-    n = cells[large].size + cells[small].size
+            g = _paired(coerce_numeric(rows, (col,)), col, small, large)
+            details[f"{name}_gain"] = _ci(mean_ci(g, n_boot, seed=seed) if g.size >= 2 else NAN3, g.size)
+    gain = _paired(rows, "net_polar_las_pp", small, large)
+    details["seeds_paired"] = int(gain.size)
+    if gain.size < MIN_REPLICATES:
+        details["reason"] = (f"{gain.size} seed(s) present at both {int(small):,} and {int(large):,} parameters; the "
+                             f"paired difference needs {MIN_REPLICATES}")
+        return stat, "inconclusive", NAN3, int(gain.size), details
     why = degenerate(list(cells.values()))
     if why:
         details["reason"] = f"degenerate deciding cells: {why}"
-        return stat, "inconclusive", NAN3, n, details
-    triple = mean_diff_ci(cells[large], cells[small], n_boot, seed=seed)
+        return stat, "inconclusive", NAN3, int(gain.size), details
+    triple = mean_ci(gain, n_boot, seed=seed)
     verdict = _decide(triple, float(p["margin"]))
+    details["welch_interval_unpaired_for_reference"] = _ci(mean_diff_ci(cells[large], cells[small], n_boot, seed=seed),
+                                                           cells[large].size + cells[small].size)
     details["reason"] = (f"polar LAS of the trained minus the untrained model (PolarProbe convention, best dev layer "
-                         f"among layers >= 1) at {int(large):,} minus at {int(small):,} parameters; supported when "
-                         f"the interval lies above {p['margin']}, not supported when below"
-                         + (f"; note: {rank_note}" if rank_note else ""))
-    return stat, verdict, triple, n, details
+                         f"among layers >= 1) at {int(large):,} minus at {int(small):,} parameters, paired by seed over "
+                         f"{gain.size} seeds; supported when the interval lies above {p['margin']}, not supported when "
+                         f"below" + (f"; note: {rank_note}" if rank_note else ""))
+    return stat, verdict, triple, int(gain.size), details
