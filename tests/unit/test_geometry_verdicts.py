@@ -10,13 +10,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bindscale.report import compute_verdicts
 from bindscale.report.verdicts import ok_rows
 
 from bindscale.studies.geometry.layers import METRICS
-from bindscale.studies.geometry.verdicts import geometry_grows_with_scale, polar_beats_structural
+from bindscale.studies.geometry.verdicts import (geometry_grows_with_scale, planned_params, polar_beats_structural,
+                                                 transformer_params)
 
-SIZES = (20_000, 80_000, 300_000, 900_000)
-WIDTHS = (16, 32, 64, 128)
+#: (layers, d_model) of the default study's four sizes, and their parameter counts (8304 … 365664).
+SHAPES = ((1, 16), (2, 32), (2, 64), (3, 96))
+SIZES = tuple(transformer_params(L, d) for L, d in SHAPES)
+WIDTHS = tuple(d for _, d in SHAPES)
+LAYERS = tuple(L for L, _ in SHAPES)
 KINDS = ("structural", "polar", "identity")
 
 
@@ -44,7 +49,8 @@ def table(polar_by_size, structural_by_size, seeds=8, noise=0.02, seed=0, untrai
     untrained_by_size = untrained if isinstance(untrained, list) else [untrained] * len(SIZES)
     offsets = seed_effect * rng.normal(size=seeds)
     rows = []
-    for size, width, pm, sm, untrained in zip(SIZES, WIDTHS, polar_by_size, structural_by_size, untrained_by_size):
+    for size, layers_, width, pm, sm, untrained in zip(SIZES, LAYERS, WIDTHS, polar_by_size, structural_by_size,
+                                                       untrained_by_size):
         for s in range(seeds):
             p, q = pm + offsets[s] + noise * rng.normal(), sm + noise * rng.normal()
             up, uq = untrained[0] + noise * rng.normal(), untrained[1] + noise * rng.normal()
@@ -65,7 +71,7 @@ def table(polar_by_size, structural_by_size, seeds=8, noise=0.02, seed=0, untrai
                     if model == "trained":
                         flat[f"embed_{kind}_las_pp"] = by_layer["0"][0]
             rows.append({"status": "ok", "trial_id": f"{size}-{s}", "n_params": size, "seed": s, "steps": 800,
-                         "layers": 2, "d_model": width, "model.mlp_ratio": 4, "rank": 32, **flat,
+                         "layers": layers_, "d_model": width, "model.mlp_ratio": 4, "rank": 32, **flat,
                          "polar_minus_structural_las_pp": flat["polar_las_pp"] - flat["structural_las_pp"],
                          "polar_minus_structural_las_hm": flat["polar_las_pp"] - flat["structural_las_pp"] - 0.01,
                          "chain_uuas_pp": chain, "chain_uuas_hm": chain - 0.02, "probe_layers": layers})
@@ -148,7 +154,7 @@ def test_growth_ignores_the_input_embeddings_and_states_the_probe_rank():
     df["polar_las_pp"] = df["polar_las_pp"] + 0.1 * df["n_params"].map(SIZES.index)  # the old, all-layers column
     _, verdict, (v, lo, hi), _, d = run(geometry_grows_with_scale, df)
     assert verdict == "not_supported" and abs(v) < 0.01
-    assert d["probe_rank_by_size"] == {"20000": [16], "80000": [32], "300000": [32], "900000": [32]}
+    assert d["probe_rank_by_size"] == {str(n): [16 if n == SIZES[0] else 32] for n in SIZES}
     assert "probe capacity" in d["probe_rank_note"] and "probe capacity" in d["reason"]
 
 
@@ -164,6 +170,48 @@ def test_growth_is_paired_by_seed():
     apart = df[~((df["n_params"] == SIZES[0]) & (df["seed"] >= 4)) & ~((df["n_params"] == SIZES[-1]) & (df["seed"] < 4))]
     _, verdict, triple, n, d = run(geometry_grows_with_scale, apart)
     assert verdict == "inconclusive" and n == 0 and "present at both" in d["reason"]
+
+
+def test_parameter_count_of_a_shape_matches_the_model():
+    from bindscale.studies.geometry.config import GeometryTrial
+    from bindscale.studies.geometry.trial import build_model
+
+    for L, d in SHAPES:
+        trial = GeometryTrial(model={"n_layers": L, "d_model": d, "n_heads": 4})
+        assert build_model(trial).n_params() == transformer_params(L, d)
+    df = table([.3] * 4, [.2] * 4)
+    assert (planned_params(df.assign(n_params=np.nan)) == df["n_params"]).all()
+
+
+def _fail(df: pd.DataFrame, size: int, keep_params: bool) -> pd.DataFrame:
+    """The trials of one size failed (a crash records no metrics: no n_params unless ``keep_params``)."""
+    out = df.copy()
+    hit = out["n_params"] == size
+    out.loc[hit, "status"] = "failed"
+    out["probe_layers"] = [None if h else c for h, c in zip(hit, out["probe_layers"])]
+    if not keep_params:
+        out.loc[hit, "n_params"] = np.nan
+    return out
+
+
+def test_a_failed_planned_size_makes_the_claims_inconclusive():
+    """Review item 3: the largest size failing must not leave the claim decided on the next size (nor, for the
+    growth claim, the smallest failing on the next one up)."""
+    study = {"verdicts": {"polar_beats_structural": {}, "geometry_grows_with_scale": {}}}
+    df = table([.2, .3, .4, .5], [.1] * 4)
+    assert [v["verdict"] for v in compute_verdicts(df, study, n_boot=100)] == ["supported", "supported"]
+    for keep in (True, False):
+        for v in compute_verdicts(_fail(df, SIZES[-1], keep), study, n_boot=100):
+            assert v["verdict"] == "inconclusive" and "largest planned model" in v["details"]["reason"], v["claim"]
+            assert v["details"]["value_at_other_sizes"]["value"] > 0 and math.isnan(v["value"])
+        growth = compute_verdicts(_fail(df, SIZES[0], keep), study, n_boot=100)[1]
+        assert growth["verdict"] == "inconclusive" and "smallest planned model" in growth["details"]["reason"]
+    diverged = df.assign(status=np.where(df["n_params"] == SIZES[-1], "diverged", "ok"))
+    assert {v["verdict"] for v in compute_verdicts(diverged, study, n_boot=100)} == {"inconclusive"}
+    shorter = pd.concat([df, _fail(df, SIZES[-1], False)[lambda x: x["status"] == "failed"].assign(
+        steps=200, trial_id=lambda x: x["trial_id"] + "-short")], ignore_index=True)
+    # a failed trial at other settings than the deciding ones is not a planned deciding cell
+    assert [v["verdict"] for v in compute_verdicts(shorter, study, n_boot=100)] == ["supported", "supported"]
 
 
 def _broken(good: pd.DataFrame):

@@ -60,6 +60,7 @@ CLAIMS = (
                    "Student's t interval. Supported only if the polar probe's UUAS also beats the linear-chain "
                    "baseline (paired per seed, interval above 0)."),
         rule=f"{_V}:polar_beats_structural", thresholds={"margin": (-1.0, 1.0)}, defaults={"margin": 0.0},
+        guards=(f"{_V}:planned_size_guard",),
         figures=("geo_best_layer", "geo_by_layer", "geo_polar_picture", "geo_confusion"),
     ),
     Claim(
@@ -77,6 +78,7 @@ CLAIMS = (
                    "min(rank, d_model), so with the default rank 32 the width-16 model gets a rank-16 probe: part "
                    "of a gain can be probe capacity (the details list the rank per size)."),
         rule=f"{_V}:geometry_grows_with_scale", thresholds={"margin": (-1.0, 1.0)}, defaults={"margin": 0.02},
+        guards=(f"{_V}:planned_size_guard",),
         figures=("geo_best_layer", "geo_controls"),
     ),
 )

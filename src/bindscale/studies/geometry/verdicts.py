@@ -41,6 +41,12 @@ columns (best layer over all layers, 0 included) stay in the details for referen
   (width 16) get a rank-16 probe and the rest rank 32, so a gain can partly be probe capacity; the
   details list the rank per size (``probe_rank_by_size``) and say when it varies.
 
+Planned sizes (guard :func:`planned_size_guard`, which sees the whole table, failed and diverged
+trials too): a verdict decided at a smaller largest size (or, for growth, a larger smallest size) than
+the table plans at the deciding settings is inconclusive — the largest model failing must not leave
+the claim decided on the next one. A row's size is its ``n_params``, else that of an ok row of the
+same shape, else the transformer's count from the shape (:func:`transformer_params`).
+
 Inconclusive, whatever the numbers, when a needed column is missing, a deciding value is NaN or
 infinite, fewer than two model sizes are present, a size has fewer than ``MIN_REPLICATES`` distinct
 seeds, or the deciding cells are degenerate (:func:`bindscale.report.verdicts.degenerate`: zero
@@ -69,6 +75,7 @@ from bindscale.stats import mean_ci, mean_diff_ci
 
 from . import CLAIMS
 from .config import GeometryTrial
+from .grammar import vocabulary
 from .layers import best_layer
 
 DEFAULTS = {c.name: dict(c.defaults) for c in CLAIMS}
@@ -341,3 +348,72 @@ def geometry_grows_with_scale(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: i
                          f"{gain.size} seeds; supported when the interval lies above {p['margin']}, not supported when "
                          f"below" + (f"; note: {rank_note}" if rank_note else ""))
     return stat, verdict, triple, int(gain.size), details
+
+
+def transformer_params(n_layers: int, d_model: int, mlp_ratio: int = 4) -> int:
+    """Parameters of the study's word-level transformer (:func:`.trial.build_model`: untied embedding and head
+    over the grammar's vocabulary plus 3 special tokens, pre-LN blocks with biases, final LayerNorm, rotary
+    positions without weights)."""
+    V, d, L, r = len(vocabulary()) + 3, d_model, n_layers, mlp_ratio
+    return 2 * V * d + L * ((4 + 2 * r) * d * d + (9 + r) * d) + 2 * d
+
+
+def planned_params(df: pd.DataFrame) -> pd.Series:
+    """Each row's model size, failed rows included: its recorded ``n_params``, else that of a row with the same
+    shape (``layers``, ``d_model``, ``model.mlp_ratio``), else :func:`transformer_params` of the shape; NaN
+    when neither is known."""
+    size = pd.to_numeric(df["n_params"], errors="coerce") if "n_params" in df else pd.Series(np.nan, index=df.index)
+    if "layers" not in df or "d_model" not in df:
+        return size
+    shape = pd.DataFrame({"layers": pd.to_numeric(df["layers"], errors="coerce"),
+                          "d_model": pd.to_numeric(df["d_model"], errors="coerce"),
+                          "mlp": pd.to_numeric(df["model.mlp_ratio"], errors="coerce") if "model.mlp_ratio" in df
+                          else 4.0}, index=df.index)
+    known = size.groupby([shape["layers"], shape["d_model"], shape["mlp"]]).transform("max")
+    size = size.fillna(known)
+    counted = [transformer_params(int(L), int(d), int(m)) if np.isfinite([L, d, m]).all() else np.nan
+               for L, d, m in shape.to_numpy(float)]
+    return size.fillna(pd.Series(counted, index=df.index, dtype=float))
+
+
+def lost_planned_size(df: pd.DataFrame, ok: pd.DataFrame, details: Mapping) -> str | None:
+    """Why a rule compared a smaller largest (or a larger smallest) model than the table plans, or None.
+
+    Inputs: the whole results table (any status), the ok rows the rule saw, and its details
+    (``largest_model_params``, ``smallest_model_params``). Planned rows: trained models at the deciding
+    settings (each :data:`FIXED` setting at the single value the deciding rows have).
+    """
+    if "largest_model_params" not in details:
+        return None
+    rows = df.drop_duplicates("trial_id") if "trial_id" in df else df
+    if "model.source" in rows:
+        rows = rows[rows["model.source"].fillna("trained").astype(str) == "trained"]
+    deciding, _ = deciding_rows(ok)
+    for col in FIXED:
+        if col in rows and col in deciding:
+            used = pd.to_numeric(deciding[col], errors="coerce").dropna().unique()
+            if len(used) == 1:
+                rows = rows[pd.to_numeric(rows[col], errors="coerce") == used[0]]
+    planned = planned_params(rows)
+    if planned.isna().any():
+        return (f"{int(planned.isna().sum())} planned trial(s) have neither a parameter count nor a model shape: "
+                "whether the largest planned model produced a result cannot be told")
+    short = []
+    if planned.max() > details["largest_model_params"]:
+        short.append(f"largest planned model {int(planned.max()):,} parameters, compared "
+                     f"{int(details['largest_model_params']):,}")
+    if "smallest_model_params" in details and planned.min() < details["smallest_model_params"]:
+        short.append(f"smallest planned model {int(planned.min()):,} parameters, compared "
+                     f"{int(details['smallest_model_params']):,}")
+    if short:
+        return ("a planned model size has no usable ok trial (" + "; ".join(short) + "): the claim would be decided "
+                "at other sizes than the study asked about")
+    return None
+
+
+def planned_size_guard(df: pd.DataFrame, ok: pd.DataFrame, details: dict, verdict: str) -> tuple[str, str] | None:
+    """A guard (:data:`bindscale.study.Guard`): :func:`lost_planned_size` for a decided verdict."""
+    if verdict == "inconclusive":
+        return None
+    reason = lost_planned_size(df, ok, details)
+    return (reason, "value_at_other_sizes") if reason else None
