@@ -214,6 +214,23 @@ def test_a_failed_planned_size_makes_the_claims_inconclusive():
     assert [v["verdict"] for v in compute_verdicts(shorter, study, n_boot=100)] == ["supported", "supported"]
 
 
+def test_default_study_plans_eight_seeds_per_deciding_cell_and_details_report_them():
+    """Review item 4 (MIN_REPLICATES = 3 stays the project convention): the default YAML has 8 seeds in every
+    deciding cell, and both rules report ``seeds_per_cell`` (a run with fewer carries the engine's caveat)."""
+    import yaml
+
+    from bindscale.studies.geometry import STUDY
+
+    spec = yaml.safe_load((STUDY.directory / "geometry.yaml").read_text())
+    deciding = [g for g in spec["grids"] if "steps" not in g]  # the verdicts use the base steps
+    assert len(deciding) == 4 and all(len(g["seed"]) == 8 for g in deciding)
+    study = {"verdicts": {"polar_beats_structural": {}, "geometry_grows_with_scale": {}}}
+    for v in compute_verdicts(table([.2, .3, .4, .5], [.1] * 4), study, n_boot=100):
+        assert v["details"]["seeds_per_cell"] == 8 and "caveat" not in v["details"]
+    for v in compute_verdicts(table([.2, .3, .4, .5], [.1] * 4, seeds=5), study, n_boot=100):
+        assert v["details"]["seeds_per_cell"] == 5 and "caveat" in v["details"]
+
+
 def _broken(good: pd.DataFrame):
     """Tables every rule must answer inconclusive: missing, NaN, all-zero inputs, too few seeds, no trial."""
     nan_layers = good.assign(probe_layers=[[{**r, "las_pp": np.nan} for r in cell] for cell in good["probe_layers"]])
