@@ -231,6 +231,18 @@ def test_default_study_plans_eight_seeds_per_deciding_cell_and_details_report_th
         assert v["details"]["seeds_per_cell"] == 5 and "caveat" in v["details"]
 
 
+def test_growth_claim_is_cited_as_the_seeds_hypothesis_not_the_papers():
+    """Review item 6: supported must mean the cited source's claim holds; the paper does not assert growth with
+    size, so the growth claim names the seed's hypothesis as its source."""
+    from bindscale.studies.geometry import CLAIMS
+
+    claims = {c.name: c for c in CLAIMS}
+    growth = claims["geometry_grows_with_scale"]
+    assert growth.source.startswith("the seed's hypothesis") and "do not claim" in growth.source
+    assert "PolarProbe" not in growth.title and "seed's hypothesis" in growth.statement
+    assert claims["polar_beats_structural"].source.startswith("Diego-Simón")
+
+
 def _broken(good: pd.DataFrame):
     """Tables every rule must answer inconclusive: missing, NaN, all-zero inputs, too few seeds, no trial."""
     nan_layers = good.assign(probe_layers=[[{**r, "las_pp": np.nan} for r in cell] for cell in good["probe_layers"]])

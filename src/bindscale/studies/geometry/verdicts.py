@@ -2,7 +2,9 @@
 system represents syntax in large language models"; Hewitt & Manning 2019, "A structural probe for
 finding syntax in word representations").
 
-Each claim is named after what its source asserts, so "supported" means the source is right.
+Each claim is named after what its source asserts, so "supported" means the source is right: for
+``polar_beats_structural`` Diego-Simón et al.; for ``geometry_grows_with_scale`` the seed's hypothesis
+(the paper does not assert growth with model size; the claim's ``source`` says so).
 
 Deciding rows: ok trials whose model was trained here (``model.source`` trained or absent), at the
 most common value of every other swept setting (training steps, corpus size, learning rate, probe
