@@ -243,6 +243,15 @@ def test_growth_claim_is_cited_as_the_seeds_hypothesis_not_the_papers():
     assert claims["polar_beats_structural"].source.startswith("Diego-Simón")
 
 
+@pytest.mark.parametrize("rule", [polar_beats_structural, geometry_grows_with_scale])
+def test_details_state_the_punctuation_convention_and_hewitt_mannings(rule):
+    """Review item 7: punctuation is UPOS PUNCT here, PTB xpos in Hewitt & Manning's code: the report says so."""
+    from bindscale.studies.geometry.scores import HM_PUNCT_XPOS
+
+    note = run(rule, table([.2, .3, .4, .5], [.1] * 4))[4]["punctuation_convention"]
+    assert "UPOS" in note and "xpos" in note and all(tag in note for tag in HM_PUNCT_XPOS)
+
+
 def _broken(good: pd.DataFrame):
     """Tables every rule must answer inconclusive: missing, NaN, all-zero inputs, too few seeds, no trial."""
     nan_layers = good.assign(probe_layers=[[{**r, "las_pp": np.nan} for r in cell] for cell in good["probe_layers"]])

@@ -79,6 +79,7 @@ from . import CLAIMS
 from .config import GeometryTrial
 from .grammar import vocabulary
 from .layers import best_layer
+from .scores import PUNCT_CONVENTION
 
 DEFAULTS = {c.name: dict(c.defaults) for c in CLAIMS}
 #: Swept settings fixed at their most common value before deciding.
@@ -177,7 +178,7 @@ def _screen(ok: pd.DataFrame, cols: tuple[str, ...], min_sizes: int = 1) -> tupl
     """The deciding rows, or None with a reason in the details (missing, NaN, fewer than ``min_sizes``
     model sizes or too few seeds)."""
     need = ("n_params", "seed", *cols)
-    details: dict = {"seeds_per_cell": 0}
+    details: dict = {"seeds_per_cell": 0, "punctuation_convention": PUNCT_CONVENTION}
     missing = [c for c in need if c not in ok or not ok[c].notna().any()]
     if missing:
         details["reason"] = f"no {', '.join(missing)} in the table: the rule needs {', '.join(need)}"
