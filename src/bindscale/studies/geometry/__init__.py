@@ -62,7 +62,7 @@ CLAIMS = (
                    "direction of the difference of the two words' vectors, not only its existence by their "
                    "distance: a polar probe (distance and angle) reaches a higher labelled attachment score "
                    "than the distance-only structural probe of Hewitt & Manning 2019, each at its best layer."),
-        statistic=("polar_minus_structural_las_pp_net_of_untrained_largest_model: at the largest trained model, "
+        statistic=("At the largest trained model, "
                    "per seed, (polar minus structural LAS of the trained model) minus (the same of the untrained "
                    "model with the same initial weights), on test sentences (PolarProbe's convention: per "
                    "sentence, punctuation included), each probe at its own best layer among layers >= 1 (layer 0, "
@@ -82,7 +82,7 @@ CLAIMS = (
                    "probe reads is learned and grows with model size without being built in — the polar probe's "
                    "labelled attachment score, net of the untrained model's, rises from the smallest to the "
                    "largest model by more than the margin. 'Supported' means the seed's hypothesis holds here."),
-        statistic=("polar_las_pp_net_of_untrained_gain_largest_vs_smallest: polar-probe LAS of the trained model "
+        statistic=("Polar-probe LAS of the trained model "
                    "minus that of the untrained model with the same initial weights (PolarProbe's convention, "
                    "each at its best dev layer among layers >= 1, test sentences), at the largest model minus at "
                    "the smallest, paired by seed (mean of the per-seed differences, Student's t interval). The probe's rank is "
