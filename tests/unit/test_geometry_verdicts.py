@@ -125,6 +125,8 @@ def test_polar_beats_structural_needs_the_polar_probe_above_the_chain_baseline()
     _, verdict, (v, lo, hi), _, d = run(polar_beats_structural, below)
     assert verdict == "inconclusive" and lo > 0 and "linear-chain baseline" in d["reason"]
     assert d["polar_uuas_pp_minus_chain_largest_model"]["ci_high"] < 0
+    _, verdict, _, _, d = run(polar_beats_structural, table([.3] * 4, [.4] * 4, uuas=0.4, chain=0.46))
+    assert verdict == "not_supported" and "also not above the linear-chain baseline" in d["reason"]
 
 
 def test_growth_supported_and_not():

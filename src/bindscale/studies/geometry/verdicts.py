@@ -274,6 +274,9 @@ def polar_beats_structural(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int)
                          f"model ({int(largest):,} parameters) over {diff.size} seeds; supported when the interval "
                          f"lies above {p['margin']} and the polar probe's UUAS beats the linear-chain baseline, "
                          f"not supported when it lies below")
+    if verdict != "supported" and not chain_ci[1] > 0:
+        details["reason"] += (f"; the polar probe's UUAS is also not above the linear-chain baseline (UUAS − chain "
+                              f"{chain_ci[0]:+.3f} [{chain_ci[1]:+.3f}, {chain_ci[2]:+.3f}])")
     if verdict == "supported" and not chain_ci[1] > 0:
         verdict = "inconclusive"
         details["reason"] = (f"the polar − structural gap net of the untrained model lies above {p['margin']}, but the "
