@@ -28,6 +28,10 @@ accuracy), :mod:`.layers` (every layer, best layer, confusion, polar picture), :
 (trial config; ``data.source`` / ``model.source`` say where sentences and activations come from),
 :mod:`.trial` (train an LM and probe it), :mod:`.verdicts`, :mod:`.figures`, :mod:`.table`, :mod:`.plan`.
 
+Sources: ``polar_beats_structural`` is Diego-Simón et al.'s claim; ``geometry_grows_with_scale`` is
+the seed's hypothesis (the paper reports the polar code in large pretrained models, not its growth
+with size), and its ``source`` says so.
+
 Sides: both claims are read as *scale suffices*: the seed reads polar coding of syntactic relations
 as binding-compatible (role–filler) structure that plain language models acquire without any
 binding mechanism built in. Polar beating structural says that structure is present; its growth
@@ -41,6 +45,12 @@ from bindscale.study import Claim, StudyPlugin
 _POLAR = ('Diego-Simón, D\'Ascoli, Chemla, Lakretz, King 2024, "A polar coordinate system represents syntax in '
           'large language models" (NeurIPS); Hewitt & Manning 2019, "A structural probe for finding syntax in '
           'word representations"')
+#: The growth claim is the seed's hypothesis, not the paper's: Diego-Simón et al. report the polar code in
+#: large pretrained models and compare it with a random (untrained) model, but assert nothing about its
+#: growth with model size.
+_SEED_GROWTH = ("the seed's hypothesis (its reading of Diego-Simón et al. 2024, \"A polar coordinate system "
+                "represents syntax in large language models\", who report the polar code in large pretrained "
+                "models but do not claim that it grows with model size)")
 _V = "bindscale.studies.geometry.verdicts"
 
 CLAIMS = (
@@ -52,23 +62,34 @@ CLAIMS = (
                    "direction of the difference of the two words' vectors, not only its existence by their "
                    "distance: a polar probe (distance and angle) reaches a higher labelled attachment score "
                    "than the distance-only structural probe of Hewitt & Manning 2019, each at its best layer."),
-        statistic=("Polar minus structural LAS on test sentences (PolarProbe's convention: per sentence, "
-                   "punctuation included), each probe at its own best layer chosen on dev sentences, at the "
-                   "largest trained model; mean over seeds with Student's t interval."),
+        statistic=("At the largest trained model, "
+                   "per seed, (polar minus structural LAS of the trained model) minus (the same of the untrained "
+                   "model with the same initial weights), on test sentences (PolarProbe's convention: per "
+                   "sentence, punctuation included), each probe at its own best layer among layers >= 1 (layer 0, "
+                   "the context-free input embeddings, excluded) chosen on dev sentences; mean over seeds with "
+                   "Student's t interval. Supported only if the polar probe's UUAS also beats the linear-chain "
+                   "baseline (paired per seed, interval above 0)."),
         rule=f"{_V}:polar_beats_structural", thresholds={"margin": (-1.0, 1.0)}, defaults={"margin": 0.0},
+        guards=(f"{_V}:planned_size_guard",),
         figures=("geo_best_layer", "geo_by_layer", "geo_polar_picture", "geo_confusion"),
     ),
     Claim(
         name="geometry_grows_with_scale",
-        title="Does the polar syntax geometry grow with model size? (PolarProbe)",
-        source=_POLAR, side="scale_suffices",
-        statement=("The seed's reading of Diego-Simón et al. 2024 (who find the polar code in large models): "
-                   "the syntax geometry a polar probe reads grows with model size without being built in — "
-                   "the polar probe's labelled attachment score rises from the smallest to the largest model "
-                   "by more than the margin."),
-        statistic=("Polar-probe LAS (PolarProbe's convention, best dev layer, test sentences) of the largest "
-                   "model minus that of the smallest; difference of means over seeds with Welch's interval."),
+        title="Does the polar syntax geometry grow with model size? (the seed's hypothesis)",
+        source=_SEED_GROWTH, side="scale_suffices",
+        statement=("The seed's hypothesis, not a claim of Diego-Simón et al. 2024 (who find the polar code in "
+                   "large pretrained models and do not study its growth with size): the syntax geometry a polar "
+                   "probe reads is learned and grows with model size without being built in — the polar probe's "
+                   "labelled attachment score, net of the untrained model's, rises from the smallest to the "
+                   "largest model by more than the margin. 'Supported' means the seed's hypothesis holds here."),
+        statistic=("Polar-probe LAS of the trained model "
+                   "minus that of the untrained model with the same initial weights (PolarProbe's convention, "
+                   "each at its best dev layer among layers >= 1, test sentences), at the largest model minus at "
+                   "the smallest, paired by seed (mean of the per-seed differences, Student's t interval). The probe's rank is "
+                   "min(rank, d_model), so with the default rank 32 the width-16 model gets a rank-16 probe: part "
+                   "of a gain can be probe capacity (the details list the rank per size)."),
         rule=f"{_V}:geometry_grows_with_scale", thresholds={"margin": (-1.0, 1.0)}, defaults={"margin": 0.02},
+        guards=(f"{_V}:planned_size_guard",),
         figures=("geo_best_layer", "geo_controls"),
     ),
 )

@@ -17,6 +17,12 @@ Metrics, each under two conventions (suffix ``_hm`` and ``_pp``):
   algorithm skipping punctuation on both the gold and the predicted distances; with punctuation
   as leaves, as in UD, that is the same edge set). Sentences with fewer than two non-punctuation
   words are skipped.
+  *Which words are punctuation differs from their code*: bindscale drops words whose UPOS is
+  ``PUNCT``; Hewitt & Manning's code drops words whose PTB xpos is one of :data:`HM_PUNCT_XPOS`
+  (``'' , . : `` -LRB- -RRB-``). On the synthetic grammar (punctuation is only "," and ".", no
+  xpos) the two pick the same words; on UD treebanks they differ, e.g. hyphens (xpos ``HYPH``) and
+  ``NFP`` tokens are UPOS ``PUNCT`` (dropped here, kept by Hewitt & Manning) and ``$`` / ``#`` are
+  xpos ``$`` / ``#`` (kept by both). :data:`PUNCT_CONVENTION` says so in the verdict details.
 - ``_pp`` — PolarProbe's evaluation: per sentence (correct ÷ the sentence's gold edges), punctuation
   included, averaged over sentences.
 
@@ -46,6 +52,14 @@ from .treebank import Sentence
 __all__ = ["mst_edges", "label_edge", "score", "row_spearman", "hm_spearman", "sentence_counts", "chain_uuas"]
 
 PUNCT = "PUNCT"
+#: The PTB xpos tags Hewitt & Manning's code (structural-probes, ``reporter.py``) leaves out of the trees.
+HM_PUNCT_XPOS = ("''", ",", ".", ":", "``", "-LRB-", "-RRB-")
+#: The punctuation convention in words, for the report (where it differs from the source's code).
+PUNCT_CONVENTION = (
+    "Hewitt & Manning convention (_hm) here: punctuation = words whose UPOS is PUNCT. Hewitt & Manning's code "
+    "instead drops words whose PTB xpos is one of " + " ".join(HM_PUNCT_XPOS) + ". Same words on the synthetic "
+    "grammar (punctuation is only ',' and '.'); on UD treebanks they differ (e.g. HYPH and NFP tokens are UPOS "
+    "PUNCT, dropped here and kept by Hewitt & Manning). PolarProbe's convention (_pp) keeps all punctuation.")
 #: Sentence lengths over which Hewitt & Manning average the distance Spearman.
 SPEARMAN_LENGTHS = (5, 50)
 

@@ -2,7 +2,9 @@
 system represents syntax in large language models"; Hewitt & Manning 2019, "A structural probe for
 finding syntax in word representations").
 
-Each claim is named after what its source asserts, so "supported" means the source is right.
+Each claim is named after what its source asserts, so "supported" means the source is right: for
+``polar_beats_structural`` Diego-Simón et al.; for ``geometry_grows_with_scale`` the seed's hypothesis
+(the paper does not assert growth with model size; the claim's ``source`` says so).
 
 Deciding rows: ok trials whose model was trained here (``model.source`` trained or absent), at the
 most common value of every other swept setting (training steps, corpus size, learning rate, probe
@@ -11,17 +13,41 @@ size (``n_params``); its replicates are distinct seeds (repeated records of a se
 Each probe is scored at its own best layer chosen on dev sentences, on test sentences, in
 PolarProbe's convention (``_pp``: per-sentence LAS with punctuation, the convention of the anchors).
 
-- ``polar_beats_structural``: at the largest model, polar LAS − structural LAS
-  (``polar_minus_structural_las_pp``), paired within each trial, mean over seeds with Student's t
-  interval (:func:`bindscale.stats.mean_ci`). Supported when the interval lies above ``margin``; not
-  supported when it lies below; inconclusive otherwise. The same difference at every size and in
-  Hewitt & Manning's convention, and both probes' UUAS/LAS with the identity-probe, untrained-model and
-  input-embedding controls, are in the details.
-- ``geometry_grows_with_scale``: polar LAS at the largest model minus at the smallest, Welch's
-  interval over seeds (:func:`bindscale.stats.mean_diff_ci`). Supported when it lies above ``margin``
-  (LAS points as a share); not supported when below; inconclusive otherwise. The untrained model's
-  and the identity probe's polar LAS per size are beside it: growth the controls show as well is not
-  learned syntax (the details say so; the verdict is the source's claim about trained models).
+*Contextual layers only*: the rules re-choose each probe's best dev layer among layers ≥ 1 from the
+per-layer table every trial records (``probe_layers``), for the trained and for the untrained model.
+Layer 0 is the input embedding (``resid.0``; rotary positions act only inside attention), a
+word-type vector without context: a probe that wins there reads the lexicon, not a sentence's
+syntax, and in the default run it won there in 31 of 32 trials. The scalar ``{kind}_las_pp``
+columns (best layer over all layers, 0 included) stay in the details for reference.
+
+- ``polar_beats_structural``: at the largest model, per seed, (polar − structural LAS of the trained
+  model) minus (polar − structural LAS of the untrained model with the same initial weights), each
+  probe at its best contextual layer (``net_polar_minus_structural_las_pp``); mean over seeds with
+  Student's t interval (:func:`bindscale.stats.mean_ci`). A gap the untrained model shows as well is
+  not learned syntax. Supported when the interval lies above ``margin`` *and* the polar probe's UUAS
+  beats the linear-chain baseline (``chain_uuas_pp``; paired per seed, interval above 0) — a probe
+  that recovers fewer edges than "attach each word to the next" reads no tree, so its advantage over
+  another probe says nothing about syntax; otherwise such a result is inconclusive. Not supported when
+  the interval lies below ``margin``; inconclusive otherwise. The same difference at every size, the
+  trained and untrained gaps alone, the all-layers gap, the layers chosen and both probes' UUAS/LAS
+  with the identity-probe, untrained-model and input-embedding controls are in the details.
+- ``geometry_grows_with_scale``: the polar LAS of the trained model minus that of the untrained model
+  with the same initial weights (``net_polar_las_pp``, each at its best contextual layer), at the
+  largest model minus at the smallest, paired by seed (a seed draws the same sentences at every size,
+  so the sizes are not independent samples): mean of the per-seed differences with Student's t
+  interval (:func:`bindscale.stats.mean_ci`) over the seeds present at both sizes. Supported when it lies above ``margin`` (LAS points as a
+  share); not supported when below; inconclusive otherwise. Growth the untrained model shows as well
+  (a wider random network already separates word types better) is not learned syntax; the trained
+  model's gain alone, the untrained model's, the input embeddings' and the identity probe's are in the
+  details. The probe's rank is ``min(rank, d_model)``: with the default rank 32 the smallest models
+  (width 16) get a rank-16 probe and the rest rank 32, so a gain can partly be probe capacity; the
+  details list the rank per size (``probe_rank_by_size``) and say when it varies.
+
+Planned sizes (guard :func:`planned_size_guard`, which sees the whole table, failed and diverged
+trials too): a verdict decided at a smaller largest size (or, for growth, a larger smallest size) than
+the table plans at the deciding settings is inconclusive — the largest model failing must not leave
+the claim decided on the next one. A row's size is its ``n_params``, else that of an ok row of the
+same shape, else the transformer's count from the shape (:func:`transformer_params`).
 
 Inconclusive, whatever the numbers, when a needed column is missing, a deciding value is NaN or
 infinite, fewer than two model sizes are present, a size has fewer than ``MIN_REPLICATES`` distinct
@@ -36,6 +62,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from bindscale.records import metric_table
 from bindscale.report.verdicts import (
     MIN_REPLICATES,
     NAN3,
@@ -49,12 +76,88 @@ from bindscale.report.verdicts import (
 from bindscale.stats import mean_ci, mean_diff_ci
 
 from . import CLAIMS
+from .config import GeometryTrial
+from .grammar import vocabulary
+from .layers import best_layer
+from .scores import PUNCT_CONVENTION
 
 DEFAULTS = {c.name: dict(c.defaults) for c in CLAIMS}
 #: Swept settings fixed at their most common value before deciding.
 FIXED = ("steps", "n_lm", "lr", "rank", "angular_weight", "heads")
 KINDS = ("structural", "polar", "identity")
 CONTROL_PREFIXES = {"trained": "", "untrained model": "untrained_", "input embeddings": "embed_"}
+#: The input-embedding layer's name in ``probe_layers`` (word-type vectors, no context).
+INPUT_LAYER = "0"
+#: Per-probe test scores re-read at the best contextual layer (``ctx_{model}{kind}_{metric}``).
+CTX_METRICS = ("las_pp", "uuas_pp", "las_hm", "uuas_hm")
+NET_GAP = "net_polar_minus_structural_las_pp"
+CHAIN_MARGIN = "ctx_polar_uuas_pp_minus_chain"
+
+
+def contextual_scores(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per row, each probe's test scores at its best dev layer among layers ≥ 1, from ``probe_layers``.
+
+    Columns ``ctx_{kind}_{metric}`` (trained model) and ``ctx_untrained_{kind}_{metric}`` (untrained
+    model), ``ctx_[untrained_]best_layer_{kind}``, for ``kind`` polar / structural and ``metric`` in
+    :data:`CTX_METRICS`, plus the differences the rules decide on: ``ctx_polar_minus_structural_las_pp``,
+    ``ctx_untrained_polar_minus_structural_las_pp``, :data:`NET_GAP`, ``net_polar_las_pp`` (trained −
+    untrained polar LAS) and :data:`CHAIN_MARGIN` (polar UUAS − the linear-chain baseline). NaN where a
+    row has no per-layer table, no untrained model or no contextual layer. The layer is chosen as the
+    trial chose it (:func:`.layers.best_layer`: dev LAS, PolarProbe's convention), layer 0 left out.
+    """
+    keys, values = GeometryTrial.NESTED_METRICS["probe_layers"]
+    cells = rows["probe_layers"] if "probe_layers" in rows else pd.Series([None] * len(rows), index=rows.index)
+    out = []
+    for cell in cells:
+        table = metric_table(cell, keys, values) or {}
+        rec: dict = {}
+        for model, prefix in (("trained", ""), ("untrained", "untrained_")):
+            by_kind = {kind: {layer: splits for layer, splits in ((table.get(model) or {}).get(kind) or {}).items()
+                              if layer != INPUT_LAYER} for kind in ("polar", "structural")}
+            for kind, layers in by_kind.items():
+                at = best_layer(by_kind, kind)
+                test = (layers.get(at) or {}).get("test") if at is not None else None
+                for m in CTX_METRICS:
+                    v = test[values.index(m)] if test else None
+                    rec[f"ctx_{prefix}{kind}_{m}"] = float(v) if v is not None else np.nan
+                rec[f"ctx_{prefix}best_layer_{kind}"] = float(at) if at is not None and at.isdigit() else np.nan
+        out.append(rec)
+    ctx = pd.DataFrame(out, index=rows.index, dtype=float)
+    if ctx.empty:
+        return ctx
+    ctx["ctx_polar_minus_structural_las_pp"] = ctx["ctx_polar_las_pp"] - ctx["ctx_structural_las_pp"]
+    ctx["ctx_untrained_polar_minus_structural_las_pp"] = (ctx["ctx_untrained_polar_las_pp"]
+                                                          - ctx["ctx_untrained_structural_las_pp"])
+    ctx[NET_GAP] = ctx["ctx_polar_minus_structural_las_pp"] - ctx["ctx_untrained_polar_minus_structural_las_pp"]
+    ctx["net_polar_las_pp"] = ctx["ctx_polar_las_pp"] - ctx["ctx_untrained_polar_las_pp"]
+    chain = pd.to_numeric(rows["chain_uuas_pp"], errors="coerce") if "chain_uuas_pp" in rows else np.nan
+    ctx[CHAIN_MARGIN] = ctx["ctx_polar_uuas_pp"] - chain
+    return ctx
+
+
+def with_contextual(ok: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """``ok`` with :func:`contextual_scores` joined, and why the rules cannot use them (None when they can)."""
+    if "probe_layers" not in ok or not ok["probe_layers"].notna().any():
+        return ok, ("no per-layer probe table (probe_layers) in the table: the rules choose each probe's layer "
+                    "among the contextual layers (≥ 1) and subtract the untrained model, which needs it")
+    ctx = contextual_scores(ok)
+    out = pd.concat([ok.drop(columns=[c for c in ctx if c in ok]), ctx], axis=1)
+    if not out["ctx_untrained_polar_las_pp"].notna().any():
+        return out, ("no untrained-model scores in probe_layers (probe.untrained_control off?): the rules subtract "
+                     "the untrained model's numbers from the trained model's")
+    return out, None
+
+
+def _counts(col: pd.Series) -> dict[str, int]:
+    return {_key(k): int(v) for k, v in pd.to_numeric(col, errors="coerce").value_counts().sort_index().items()}
+
+
+def _by_size(rows: pd.DataFrame, col: str, n_boot: int, seed: int) -> dict:
+    """Mean and t interval over seeds of ``col`` per model size (NaN-free columns only)."""
+    if col not in rows or not np.isfinite(pd.to_numeric(rows[col], errors="coerce")).all():
+        return {}
+    return {_key(s): _ci(mean_ci(v, n_boot, seed=seed), v.size)
+            for s, v in _cells(coerce_numeric(rows, (col,)), col).items()}
 
 
 def deciding_rows(ok: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
@@ -75,7 +178,7 @@ def _screen(ok: pd.DataFrame, cols: tuple[str, ...], min_sizes: int = 1) -> tupl
     """The deciding rows, or None with a reason in the details (missing, NaN, fewer than ``min_sizes``
     model sizes or too few seeds)."""
     need = ("n_params", "seed", *cols)
-    details: dict = {"seeds_per_cell": 0}
+    details: dict = {"seeds_per_cell": 0, "punctuation_convention": PUNCT_CONVENTION}
     missing = [c for c in need if c not in ok or not ok[c].notna().any()]
     if missing:
         details["reason"] = f"no {', '.join(missing)} in the table: the rule needs {', '.join(need)}"
@@ -124,60 +227,199 @@ def _controls(rows: pd.DataFrame, n_boot: int, seed: int) -> dict:
 def polar_beats_structural(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
     """Diego-Simón et al. 2024: the polar probe's LAS beats the structural probe's (see the module docstring)."""
     p = {**DEFAULTS["polar_beats_structural"], **p}
-    stat = "polar_minus_structural_las_pp_largest_model"
-    rows, details = _screen(ok, ("polar_minus_structural_las_pp", "polar_las_pp", "structural_las_pp"))
+    stat = "polar_minus_structural_las_pp_net_of_untrained_largest_model"
+    ok, why = with_contextual(ok)
+    if why:
+        return stat, "inconclusive", NAN3, 0, {"seeds_per_cell": 0, "reason": why}
+    rows, details = _screen(ok, (NET_GAP, "ctx_polar_las_pp", "ctx_structural_las_pp", "ctx_untrained_polar_las_pp",
+                                 "ctx_untrained_structural_las_pp", CHAIN_MARGIN))
     if rows is None:
         return stat, "inconclusive", NAN3, 0, details
-    cells = _cells(rows, "polar_minus_structural_las_pp")
+    cells = _cells(rows, NET_GAP)
     largest = max(cells)
     diff = cells[largest]
     details["by_size"] = {_key(s): _ci(mean_ci(v, n_boot, seed=seed), v.size) for s, v in cells.items()}
-    if "polar_minus_structural_las_hm" in rows:
-        hm = _cells(coerce_numeric(rows, ("polar_minus_structural_las_hm",)), "polar_minus_structural_las_hm")
-        details["by_size_hewitt_manning_convention"] = {
-            _key(s): _ci(mean_ci(v, n_boot, seed=seed), v.size) for s, v in hm.items()}
+    details["trained_gap_by_size"] = _by_size(rows, "ctx_polar_minus_structural_las_pp", n_boot, seed)
+    details["untrained_gap_by_size"] = _by_size(rows, "ctx_untrained_polar_minus_structural_las_pp", n_boot, seed)
+    details["all_layers_gap_by_size"] = _by_size(rows, "polar_minus_structural_las_pp", n_boot, seed)
+    details["by_size_hewitt_manning_convention_all_layers"] = _by_size(rows, "polar_minus_structural_las_hm",
+                                                                       n_boot, seed)
     details["controls"] = _controls(rows, n_boot, seed)
     details["largest_model_params"] = int(largest)
     big = rows[rows["n_params"] == largest]
-    details["best_layers_largest_model"] = {  # layer (0 = input embeddings) -> trials choosing it, per probe
-        kind: {_key(k): int(v) for k, v in pd.to_numeric(big[f"best_layer_{kind}"], errors="coerce").value_counts()
-               .sort_index().items()}
-        for kind in ("polar", "structural") if f"best_layer_{kind}" in big}
+    details["best_layers_largest_model"] = {  # contextual layer (≥ 1) -> trials choosing it, per probe
+        kind: _counts(big[f"ctx_best_layer_{kind}"]) for kind in ("polar", "structural")}
+    details["best_layers_all_layers_largest_model"] = {  # the trial's own choice, layer 0 allowed
+        kind: _counts(big[f"best_layer_{kind}"]) for kind in ("polar", "structural") if f"best_layer_{kind}" in big}
+    if "best_layer_polar" in rows:
+        details["share_of_trials_whose_polar_probe_wins_at_the_input_embeddings"] = float(
+            (pd.to_numeric(rows["best_layer_polar"], errors="coerce") == 0).mean())
+    chain = _cells(rows, CHAIN_MARGIN)[largest]
+    chain_ci = mean_ci(chain, n_boot, seed=seed)
+    details["polar_uuas_pp_minus_chain_largest_model"] = _ci(chain_ci, chain.size)
+    details["polar_uuas_by_size_vs_chain"] = {
+        "polar_uuas_pp": _by_size(rows, "ctx_polar_uuas_pp", n_boot, seed),
+        "polar_uuas_hm": _by_size(rows, "ctx_polar_uuas_hm", n_boot, seed),
+        "chain_uuas_pp": float(pd.to_numeric(rows["chain_uuas_pp"], errors="coerce").mean()),
+        "chain_uuas_hm": float(pd.to_numeric(rows["chain_uuas_hm"], errors="coerce").mean())
+        if "chain_uuas_hm" in rows else float("nan")}
     why = degenerate([diff]) or degenerate([cells[largest], *(c for c in cells.values())])
     if why:
         details["reason"] = f"degenerate deciding cells: {why}"
         return stat, "inconclusive", NAN3, len(diff), details
     triple = mean_ci(diff, n_boot, seed=seed)
     verdict = _decide(triple, float(p["margin"]))
-    details["reason"] = (f"polar − structural LAS (PolarProbe convention, each probe at its best dev layer) at the "
-                         f"largest model ({int(largest):,} parameters) over {diff.size} seeds; supported when the "
-                         f"interval lies above {p['margin']}, not supported when below")
+    details["reason"] = (f"(polar − structural LAS of the trained model) − (the same of the untrained model), "
+                         f"PolarProbe convention, each probe at its best dev layer among layers ≥ 1, at the largest "
+                         f"model ({int(largest):,} parameters) over {diff.size} seeds; supported when the interval "
+                         f"lies above {p['margin']} and the polar probe's UUAS beats the linear-chain baseline, "
+                         f"not supported when it lies below")
+    if verdict != "supported" and not chain_ci[1] > 0:
+        details["reason"] += (f"; the polar probe's UUAS is also not above the linear-chain baseline (UUAS − chain "
+                              f"{chain_ci[0]:+.3f} [{chain_ci[1]:+.3f}, {chain_ci[2]:+.3f}])")
+    if verdict == "supported" and not chain_ci[1] > 0:
+        verdict = "inconclusive"
+        details["reason"] = (f"the polar − structural gap net of the untrained model lies above {p['margin']}, but the "
+                             f"polar probe's UUAS does not beat the linear-chain baseline (UUAS − chain "
+                             f"{chain_ci[0]:+.3f} [{chain_ci[1]:+.3f}, {chain_ci[2]:+.3f}]): a probe that recovers "
+                             f"fewer edges than attaching each word to the next reads no tree, so its lead over "
+                             f"another probe does not show syntax coded by angle; " + details["reason"])
     return stat, verdict, triple, len(diff), details
 
 
+def _probe_rank(rows: pd.DataFrame) -> tuple[dict, str | None]:
+    """The probe's rank ``min(rank, d_model)`` per model size, and a note when it differs between sizes."""
+    if "d_model" not in rows:
+        return {}, None
+    rank = pd.to_numeric(rows["rank"], errors="coerce") if "rank" in rows else pd.Series(32.0, index=rows.index)
+    k = np.minimum(rank, pd.to_numeric(rows["d_model"], errors="coerce"))
+    by_size = {_key(s): sorted(int(v) for v in k[rows["n_params"] == s].dropna().unique())
+               for s in sorted(rows["n_params"].unique())}
+    if len({v for vs in by_size.values() for v in vs}) <= 1:
+        return by_size, None
+    return by_size, ("the probe's rank is min(rank, d_model) and differs between the sizes compared "
+                     f"({by_size}): part of a gain with size can be probe capacity, not the model's geometry")
+
+
+def _paired(rows: pd.DataFrame, col: str, small: float, large: float) -> np.ndarray:
+    """Per seed present at both sizes, ``col`` at ``large`` minus at ``small`` (a repeated seed's records averaged)."""
+    per_seed = rows.groupby(["seed", "n_params"])[col].mean().unstack("n_params")
+    return (per_seed[large] - per_seed[small]).dropna().to_numpy(float)
+
+
 def geometry_grows_with_scale(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
-    """The polar probe's LAS grows from the smallest to the largest model (see the module docstring)."""
+    """The seed's hypothesis: the polar probe's LAS, net of the untrained model, grows from the smallest to the
+    largest model (see the module docstring)."""
     p = {**DEFAULTS["geometry_grows_with_scale"], **p}
-    stat = "polar_las_pp_gain_largest_vs_smallest"
-    rows, details = _screen(ok, ("polar_las_pp",), min_sizes=2)
+    stat = "polar_las_pp_net_of_untrained_gain_largest_vs_smallest"
+    ok, why = with_contextual(ok)
+    if why:
+        return stat, "inconclusive", NAN3, 0, {"seeds_per_cell": 0, "reason": why}
+    rows, details = _screen(ok, ("net_polar_las_pp", "ctx_polar_las_pp", "ctx_untrained_polar_las_pp"), min_sizes=2)
     if rows is None:
         return stat, "inconclusive", NAN3, 0, details
-    cells = _cells(rows, "polar_las_pp")
+    cells = _cells(rows, "net_polar_las_pp")
     small, large = min(cells), max(cells)
-    details["polar_las_pp_by_size"] = {_key(s): _ci(mean_ci(v, n_boot, seed=seed), v.size) for s, v in cells.items()}
+    details["smallest_model_params"], details["largest_model_params"] = int(small), int(large)
+    details["net_polar_las_pp_by_size"] = {_key(s): _ci(mean_ci(v, n_boot, seed=seed), v.size) for s, v in cells.items()}
+    details["polar_las_pp_by_size"] = _by_size(rows, "ctx_polar_las_pp", n_boot, seed)
     details["controls"] = _controls(rows, n_boot, seed)
-    for name, prefix in (("untrained_model", "untrained_"), ("identity_probe", ""), ("input_embeddings", "embed_")):
-        col = f"{prefix}{'identity' if name == 'identity_probe' else 'polar'}_las_pp"
-        if col in rows:
-            c = _cells(coerce_numeric(rows, (col,)), col)
-            details[f"{name}_gain"] = _ci(mean_diff_ci(c[large], c[small], n_boot, seed=seed), c[large].size + c[small].size)
-    n = cells[large].size + cells[small].size
+    details["best_layers_polar_by_size"] = {_key(s): _counts(g["ctx_best_layer_polar"])
+                                            for s, g in rows.groupby("n_params")}
+    details["probe_rank_by_size"], rank_note = _probe_rank(rows)
+    if rank_note:
+        details["probe_rank_note"] = rank_note
+    for name, col in (("trained_model", "ctx_polar_las_pp"), ("untrained_model", "ctx_untrained_polar_las_pp"),
+                      ("all_layers_trained_model", "polar_las_pp"), ("input_embeddings", "embed_polar_las_pp"),
+                      ("identity_probe", "identity_las_pp")):
+        if col in rows and np.isfinite(pd.to_numeric(rows[col], errors="coerce")).all():
+            g = _paired(coerce_numeric(rows, (col,)), col, small, large)
+            details[f"{name}_gain"] = _ci(mean_ci(g, n_boot, seed=seed) if g.size >= 2 else NAN3, g.size)
+    gain = _paired(rows, "net_polar_las_pp", small, large)
+    details["seeds_paired"] = int(gain.size)
+    if gain.size < MIN_REPLICATES:
+        details["reason"] = (f"{gain.size} seed(s) present at both {int(small):,} and {int(large):,} parameters; the "
+                             f"paired difference needs {MIN_REPLICATES}")
+        return stat, "inconclusive", NAN3, int(gain.size), details
     why = degenerate(list(cells.values()))
     if why:
         details["reason"] = f"degenerate deciding cells: {why}"
-        return stat, "inconclusive", NAN3, n, details
-    triple = mean_diff_ci(cells[large], cells[small], n_boot, seed=seed)
+        return stat, "inconclusive", NAN3, int(gain.size), details
+    triple = mean_ci(gain, n_boot, seed=seed)
     verdict = _decide(triple, float(p["margin"]))
-    details["reason"] = (f"polar LAS (PolarProbe convention, best dev layer) at {int(large):,} minus at {int(small):,} "
-                         f"parameters; supported when the interval lies above {p['margin']}, not supported when below")
-    return stat, verdict, triple, n, details
+    details["welch_interval_unpaired_for_reference"] = _ci(mean_diff_ci(cells[large], cells[small], n_boot, seed=seed),
+                                                           cells[large].size + cells[small].size)
+    details["reason"] = (f"polar LAS of the trained minus the untrained model (PolarProbe convention, best dev layer "
+                         f"among layers >= 1) at {int(large):,} minus at {int(small):,} parameters, paired by seed over "
+                         f"{gain.size} seeds; supported when the interval lies above {p['margin']}, not supported when "
+                         f"below" + (f"; note: {rank_note}" if rank_note else ""))
+    return stat, verdict, triple, int(gain.size), details
+
+
+def transformer_params(n_layers: int, d_model: int, mlp_ratio: int = 4) -> int:
+    """Parameters of the study's word-level transformer (:func:`.trial.build_model`: untied embedding and head
+    over the grammar's vocabulary plus 3 special tokens, pre-LN blocks with biases, final LayerNorm, rotary
+    positions without weights)."""
+    V, d, L, r = len(vocabulary()) + 3, d_model, n_layers, mlp_ratio
+    return 2 * V * d + L * ((4 + 2 * r) * d * d + (9 + r) * d) + 2 * d
+
+
+def planned_params(df: pd.DataFrame) -> pd.Series:
+    """Each row's model size, failed rows included: its recorded ``n_params``, else that of a row with the same
+    shape (``layers``, ``d_model``, ``model.mlp_ratio``), else :func:`transformer_params` of the shape; NaN
+    when neither is known."""
+    size = pd.to_numeric(df["n_params"], errors="coerce") if "n_params" in df else pd.Series(np.nan, index=df.index)
+    if "layers" not in df or "d_model" not in df:
+        return size
+    shape = pd.DataFrame({"layers": pd.to_numeric(df["layers"], errors="coerce"),
+                          "d_model": pd.to_numeric(df["d_model"], errors="coerce"),
+                          "mlp": pd.to_numeric(df["model.mlp_ratio"], errors="coerce") if "model.mlp_ratio" in df
+                          else 4.0}, index=df.index)
+    known = size.groupby([shape["layers"], shape["d_model"], shape["mlp"]]).transform("max")
+    size = size.fillna(known)
+    counted = [transformer_params(int(L), int(d), int(m)) if np.isfinite([L, d, m]).all() else np.nan
+               for L, d, m in shape.to_numpy(float)]
+    return size.fillna(pd.Series(counted, index=df.index, dtype=float))
+
+
+def lost_planned_size(df: pd.DataFrame, ok: pd.DataFrame, details: Mapping) -> str | None:
+    """Why a rule compared a smaller largest (or a larger smallest) model than the table plans, or None.
+
+    Inputs: the whole results table (any status), the ok rows the rule saw, and its details
+    (``largest_model_params``, ``smallest_model_params``). Planned rows: trained models at the deciding
+    settings (each :data:`FIXED` setting at the single value the deciding rows have).
+    """
+    if "largest_model_params" not in details:
+        return None
+    rows = df.drop_duplicates("trial_id") if "trial_id" in df else df
+    if "model.source" in rows:
+        rows = rows[rows["model.source"].fillna("trained").astype(str) == "trained"]
+    deciding, _ = deciding_rows(ok)
+    for col in FIXED:
+        if col in rows and col in deciding:
+            used = pd.to_numeric(deciding[col], errors="coerce").dropna().unique()
+            if len(used) == 1:
+                rows = rows[pd.to_numeric(rows[col], errors="coerce") == used[0]]
+    planned = planned_params(rows)
+    if planned.isna().any():
+        return (f"{int(planned.isna().sum())} planned trial(s) have neither a parameter count nor a model shape: "
+                "whether the largest planned model produced a result cannot be told")
+    short = []
+    if planned.max() > details["largest_model_params"]:
+        short.append(f"largest planned model {int(planned.max()):,} parameters, compared "
+                     f"{int(details['largest_model_params']):,}")
+    if "smallest_model_params" in details and planned.min() < details["smallest_model_params"]:
+        short.append(f"smallest planned model {int(planned.min()):,} parameters, compared "
+                     f"{int(details['smallest_model_params']):,}")
+    if short:
+        return ("a planned model size has no usable ok trial (" + "; ".join(short) + "): the claim would be decided "
+                "at other sizes than the study asked about")
+    return None
+
+
+def planned_size_guard(df: pd.DataFrame, ok: pd.DataFrame, details: dict, verdict: str) -> tuple[str, str] | None:
+    """A guard (:data:`bindscale.study.Guard`): :func:`lost_planned_size` for a decided verdict."""
+    if verdict == "inconclusive":
+        return None
+    reason = lost_planned_size(df, ok, details)
+    return (reason, "value_at_other_sizes") if reason else None
