@@ -30,6 +30,7 @@ def _tables() -> dict[str, list]:
     """Per study, synthetic tables that reach the rules' different exits (decided, the second part deciding,
     several tasks, inconclusive for lack of data)."""
     sc, sg, mo = _fixtures("test_verdicts"), _fixtures("test_subgraph_verdicts"), _fixtures("test_modularity_verdicts")
+    lt = _fixtures("test_length_transfer_verdicts")
     flat_high = sg._rows(sg._plus(sg.EIGHT, 0.6), sg._plus(sg.EIGHT[::-1], 0.6), sg.SEEN_C, sg.SEEN_W)
     unseen = sg._rows(sg.EIGHT, sg.EIGHT, [0.08 + j / 4 for j in sg.JIT], [0.01] * 8,
                       gap=[0.07 + 0.002 * i for i in range(8)])
@@ -39,6 +40,7 @@ def _tables() -> dict[str, list]:
         "scaling": [sc.make_results(effect=True, n_seeds=3), sc.make_results(effect=False, hypernet=False, n_seeds=2)],
         "subgraphs": [sg._rows(sg.EIGHT, sg.EIGHT, sg.SEEN_C, sg.SEEN_W), flat_high, unseen, two_tasks],
         "modularity": [mo._table(), mo._table(acc=0.5), mo._table(pre=("none",))],
+        "length_transfer": [lt.table(), lt.table(related=(0.0, 0.0))],
     }
     for ts in tables.values():
         ts.append(ts[0].iloc[:0])  # no trial at all
