@@ -92,5 +92,7 @@ STUDY = StudyPlugin(
     table="bindscale.studies.length_transfer.table:config_table",
     models="bindscale.studies.length_transfer.trial:untrained_model",
     tasks="bindscale.studies.length_transfer.trial:task_family",
-    seconds_per_cost=(1.0e-10, 2.0),
+    # A rough fit through four per-trial CPU times (2 x 64: copy alone 14 s, + mqar 27 s, caprev + cap+rev
+    # 21 s; 3 x 64 copy + sub ~33 s; 600 steps) on the 2-core Xeon, one torch thread.
+    seconds_per_cost=(1.67e-10, 9.0),
 )
