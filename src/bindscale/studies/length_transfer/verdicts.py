@@ -167,6 +167,7 @@ def _gain_rule(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int, other: str,
     details["gain_by_size"] = {_key(s): _ci(mean_diff_ci(d[other], d["alone"]), d[other].size + d["alone"].size)
                                for s, d in sizes.items() if other in d and "alone" in d}
     _beside(ok, details, other)
+    details["gain_by_pos_same_pair"] = _by_pos(ok, details["main_used"], details["related_aux_used"], other)
     if details["seeds_per_cell"] < MIN_REPLICATES:
         details["reason"] = f"fewer than {MIN_REPLICATES} distinct seeds in a deciding cell"
         return stat, "inconclusive", NAN3, n, details
@@ -197,6 +198,24 @@ def _beside(ok: pd.DataFrame, details: dict, other: str) -> None:
     if "pos" in co:
         for pos, g in co.groupby("pos"):
             details[f"gain_{pos}_all_cells"] = _ci(mean_ci(g["transfer_gain"]), len(g))
+
+
+def _by_pos(ok: pd.DataFrame, main: str, aux: str, other: str) -> dict:
+    """Per position scheme, the ``other``-minus-alone gain beyond L of the deciding main task (and related
+    set) at the largest size that has both, Welch interval: RoPE vs NoPE side by side (Cai et al. report
+    RoPE transferring better than NoPE)."""
+    if "pos" not in ok:
+        return {}
+    out = {}
+    for pos, g in ok[ok["main"] == main].groupby(ok["pos"].astype(str)):
+        g = g[(g["condition"] != "related") | (g["aux"] == aux)]
+        sizes = _by_size(g)
+        have = [s for s, d in sizes.items() if "alone" in d and other in d]
+        if have:
+            d = sizes[max(have)]
+            out[pos] = {**_ci(mean_diff_ci(d[other], d["alone"]), d[other].size + d["alone"].size),
+                        "n_params": _key(max(have))}
+    return out
 
 
 def length_transfer_exists(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
