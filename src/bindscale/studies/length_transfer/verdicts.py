@@ -144,6 +144,10 @@ def _common(ok: pd.DataFrame, p: Mapping, stat: str, other: str) -> tuple:
         return (stat, "inconclusive", NAN3, len(rows), details), None
     sizes = _by_size(rows)
     details["acc_beyond_by_size"] = {_key(s): {c: float(v.mean()) for c, v in d.items()} for s, d in sizes.items()}
+    for col in ("acc_in", "acc_past"):  # within L, and past the auxiliary's length, beside "beyond L"
+        if col in rows:
+            details[f"{col}_by_size"] = {_key(s): {c: float(gc[col].mean()) for c, gc in g.groupby("condition")}
+                                         for s, g in rows.groupby("n_params")}
     have = [s for s, d in sizes.items() if "alone" in d and other in d]
     if not have:
         details["reason"] = f"no model size has both main-alone and {other} trials in the deciding slice"
