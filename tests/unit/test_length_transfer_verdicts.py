@@ -19,7 +19,8 @@ P = {c.name: dict(c.defaults) for c in CLAIMS}
 SIZES = {32: 27_000, 64: 101_000}
 
 
-def table(related=(0.05, 0.45), unrelated=(0.0, 0.0), alone_in=0.9, seeds=8, reuse=1.0, noise=0.03, seed=0):
+def table(related=(0.05, 0.45), unrelated=(0.0, 0.0), alone_in=0.9, seeds=8, reuse=1.0, noise=0.03, seed=0,
+          aux_in=0.9):
     """Copy trials alone / + mqar (related) / + sub (unrelated) at two sizes; ``related`` and ``unrelated`` are
     the true gains beyond L at the (small, large) size over an alone level of 0.05; ``reuse`` is the correlation's
     sign: each co-trained trial's head similarity follows its gain (1), its negative (-1) or neither (0)."""
@@ -34,6 +35,8 @@ def table(related=(0.05, 0.45), unrelated=(0.0, 0.0), alone_in=0.9, seeds=8, reu
                              "main_len": 8, "aux_len": 16, "layers": 2, "d_model": d, "heads": 4, "steps": 600,
                              "lr": 0.003, "n_train": 8000, "n_params": n_params, "seed": s,
                              "acc_in": float(np.clip(alone_in + rng.normal(0, 0.02), 0, 1)), "acc_beyond": beyond,
+                             "aux_acc_in": np.nan if aux == "none" else float(np.clip(aux_in + rng.normal(0, 0.02),
+                                                                                       0, 1)),
                              "head_corr": (np.nan if aux == "none" else
                                            float(np.tanh(reuse * 3 * (beyond - 0.05) + noise_sim)))})
     return pd.DataFrame(rows)
@@ -78,7 +81,10 @@ def test_gain_rules_are_inconclusive_on_missing_nan_all_zero_or_unlearned_inputs
     out = rule(fn, zero, name)
     assert out[1] == "inconclusive" and "degenerate" in out[4]["reason"]
     out = rule(fn, table(alone_in=0.1), name)
-    assert out[1] == "inconclusive" and "not learned" in out[4]["reason"]
+    assert out[1] == "inconclusive" and "main task alone" in out[4]["reason"]
+    out = rule(fn, table(aux_in=0.1, unrelated=(0.3, 0.3)), name)  # the auxiliary itself was not learned
+    assert out[1] == "inconclusive" and "auxiliary reached" in out[4]["reason"]
+    assert rule(fn, df.drop(columns=["aux_acc_in"]), name)[1] == "inconclusive"
     assert rule(fn, df[df["seed"] < 2], name)[1] == "inconclusive"  # two seeds per cell
     assert rule(fn, df.iloc[0:0], name)[1] == "inconclusive"
     assert rule(fn, df.assign(acc_beyond=0.3), name)[1] == "inconclusive"  # one value everywhere
@@ -99,7 +105,8 @@ def test_unrelated_control_supported_when_it_gives_nothing_and_not_when_it_trans
 def test_size_supported_when_the_gain_grows_and_not_when_it_stays():
     _, verdict, (v, lo, _), _, d = rule(transfer_grows_with_size, table(), "transfer_grows_with_size")
     assert verdict == "supported" and v == pytest.approx(0.4, abs=0.05) and d["smallest_size"] == "27000"
-    _, verdict, (_, _, hi), _, _ = rule(transfer_grows_with_size, table(related=(0.4, 0.4)), "transfer_grows_with_size")
+    _, verdict, (_, _, hi), _, _ = rule(transfer_grows_with_size, table(related=(0.4, 0.4), noise=0.01),
+                                  "transfer_grows_with_size")
     assert verdict == "not_supported" and hi < 0.05
     one = table()
     assert rule(transfer_grows_with_size, one[one["d_model"] == 64], "transfer_grows_with_size")[1] == "inconclusive"

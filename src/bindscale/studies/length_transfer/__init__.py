@@ -20,7 +20,8 @@ from bindscale.study import Claim, StudyPlugin
 _CAI = ('Cai et al. 2025, "Extrapolation by Association: Length Generalization Transfer in Transformers" '
         '(arXiv 2506.09251)')
 _V = "bindscale.studies.length_transfer.verdicts"
-_T = {"margin": (-1.0, 1.0), "min_in_acc": (0.0, 1.0)}
+_T = {"margin": (-1.0, 1.0), "min_in_acc": (0.0, 1.0), "min_aux_acc": (0.0, 1.0)}
+_D = {"margin": 0.05, "min_in_acc": 0.5, "min_aux_acc": 0.5}
 
 CLAIMS = (
     Claim(
@@ -33,7 +34,7 @@ CLAIMS = (
                    "equally) co-trained with its related auxiliary minus trained alone, at the largest model size, "
                    "RoPE, the most common main task; a difference of means over seeds with Welch's interval. NoPE "
                    "and the other sizes and task pairs are reported beside it."),
-        rule=f"{_V}:length_transfer_exists", thresholds=_T, defaults={"margin": 0.05, "min_in_acc": 0.5},
+        rule=f"{_V}:length_transfer_exists", thresholds=_T, defaults=_D,
         figures=("lt_acc_by_length", "lt_gain_vs_size"),
     ),
     Claim(
@@ -44,7 +45,7 @@ CLAIMS = (
         statistic=("Gain of the unrelated control: mean exact match of the main task at lengths L+1..aux_len "
                    "co-trained with an unrelated auxiliary minus trained alone, same cell as the transfer claim "
                    "(largest size, RoPE, most common main task); Welch's interval."),
-        rule=f"{_V}:unrelated_aux_no_transfer", thresholds=_T, defaults={"margin": 0.05, "min_in_acc": 0.5},
+        rule=f"{_V}:unrelated_aux_no_transfer", thresholds=_T, defaults=_D,
         figures=("lt_acc_by_length",),
     ),
     Claim(
@@ -71,7 +72,7 @@ CLAIMS = (
         statistic=("Difference in differences: (related − alone) at the largest size minus (related − alone) at the "
                    "smallest, exact match at lengths L+1..aux_len, RoPE, the most common main task; four independent "
                    "seed groups, Welch–Satterthwaite interval."),
-        rule=f"{_V}:transfer_grows_with_size", thresholds=_T, defaults={"margin": 0.05, "min_in_acc": 0.5},
+        rule=f"{_V}:transfer_grows_with_size", thresholds=_T, defaults=_D,
         figures=("lt_gain_vs_size",),
     ),
 )

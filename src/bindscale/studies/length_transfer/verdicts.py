@@ -34,9 +34,11 @@ Every rule is inconclusive, whatever the numbers, when a column it needs is miss
 value is NaN or infinite, a deciding cell has fewer than ``MIN_REPLICATES`` seeds, the deciding
 cells are degenerate (:func:`bindscale.report.verdicts.degenerate` with ``discrete=True``:
 accuracies are shares of a few test examples, so one all-zero cell is a measurement, but every
-cell flat or one value everywhere — all zero included — is not), or the main task alone was not
+cell flat or one value everywhere — all zero included — is not), the main task alone was not
 learned within its training lengths (mean ``acc_in`` below ``min_in_acc``: failing beyond L then
-says nothing). Details carry ``seeds_per_cell`` and the numbers reported beside the deciding one
+says nothing), or the compared auxiliary was not learned within its own lengths (mean
+``aux_acc_in`` of its trials at the deciding size below ``min_aux_acc``: it has no length skill to
+transfer or withhold). Details carry ``seeds_per_cell`` and the numbers reported beside the deciding one
 (NoPE, other sizes, other task pairs, past the auxiliary's length).
 """
 
@@ -155,8 +157,26 @@ def _common(ok: pd.DataFrame, p: Mapping, stat: str, other: str) -> tuple:
     largest = max(have)
     alone_in = rows[(rows["n_params"] == largest) & (rows["condition"] == "alone")]
     details["alone_acc_in_largest"] = float(alone_in["acc_in"].mean())
+    co = rows[(rows["n_params"] == largest) & (rows["condition"] == other)]
+    details[f"{other}_aux_acc_in_largest"] = (float(co["aux_acc_in"].mean()) if "aux_acc_in" in co
+                                              and co["aux_acc_in"].notna().any() else float("nan"))
     details["deciding_size"] = _key(largest)
     return None, (rows, sizes, largest, details)
+
+
+def _unlearned(details: dict, p: Mapping, other: str) -> str | None:
+    """Why the deciding cell cannot speak, or None: the main task alone was not learned within L, or the
+    auxiliary was not learned within its own lengths (then there is nothing it could transfer)."""
+    if details["alone_acc_in_largest"] < p["min_in_acc"]:
+        return (f"the main task alone reached exact match {details['alone_acc_in_largest']:.3f} within its "
+                f"training lengths at the largest size, below min_in_acc {p['min_in_acc']}: it was not learned, so "
+                f"failing beyond L says nothing about transfer")
+    aux = details[f"{other}_aux_acc_in_largest"]
+    if not aux >= p["min_aux_acc"]:  # NaN too: no auxiliary accuracy recorded
+        return (f"the {other} auxiliary reached exact match {aux:.3f} within its own training lengths at the largest "
+                f"size, below min_aux_acc {p['min_aux_acc']}: it was not learned, so it has no length skill to "
+                f"transfer (or to withhold)")
+    return None
 
 
 def _gain_rule(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int, other: str, stat: str, decide) -> tuple:
@@ -175,15 +195,14 @@ def _gain_rule(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int, other: str,
     if details["seeds_per_cell"] < MIN_REPLICATES:
         details["reason"] = f"fewer than {MIN_REPLICATES} distinct seeds in a deciding cell"
         return stat, "inconclusive", NAN3, n, details
+    why = _unlearned(details, p, other)
+    if why:
+        details["reason"] = why
+        return stat, "inconclusive", NAN3, n, details
     why = degenerate([a, b], discrete=True)
     if why:
         details["reason"] = (f"degenerate deciding cells: {why} (no trial of the cell reached any exact match beyond "
                              f"L, or every seed gave the same value)")
-        return stat, "inconclusive", NAN3, n, details
-    if details["alone_acc_in_largest"] < p["min_in_acc"]:
-        details["reason"] = (f"the main task alone reached exact match {details['alone_acc_in_largest']:.3f} within "
-                             f"its training lengths, below {p['min_in_acc']}: it was not learned, so failing beyond "
-                             f"L says nothing about transfer")
         return stat, "inconclusive", NAN3, n, details
     details["reason"] = (f"main task {details['main_used']}, largest size {details['deciding_size']} parameters: "
                          f"{other} {a.mean():.3f} vs alone {b.mean():.3f} exact match beyond L; margin {p['margin']}")
@@ -254,13 +273,13 @@ def transfer_grows_with_size(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: in
     if details["seeds_per_cell"] < MIN_REPLICATES:
         details["reason"] = f"fewer than {MIN_REPLICATES} distinct seeds in a deciding cell"
         return stat, "inconclusive", NAN3, n, details
+    why = _unlearned(details, p, "related")
+    if why:
+        details["reason"] = why
+        return stat, "inconclusive", NAN3, n, details
     why = degenerate(groups, discrete=True)
     if why:
         details["reason"] = f"degenerate deciding cells: {why}"
-        return stat, "inconclusive", NAN3, n, details
-    if details["alone_acc_in_largest"] < p["min_in_acc"]:
-        details["reason"] = (f"the main task alone reached exact match {details['alone_acc_in_largest']:.3f} within "
-                             f"its training lengths at the largest size, below {p['min_in_acc']}: not learned")
         return stat, "inconclusive", NAN3, n, details
     details["reason"] = (f"gain beyond L {triple[0]:+.3f} larger at {details['deciding_size']} than at "
                          f"{details['smallest_size']} parameters; margin {p['margin']}")
