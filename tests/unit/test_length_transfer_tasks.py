@@ -106,6 +106,16 @@ def test_relation_labels():
     assert T.relation("copy", ("sub",)) == "unrelated"
 
 
+def test_relation_labels_part_of_a_related_set_or_a_mixed_set_partial_not_unrelated():
+    # review item 11: these were labelled "unrelated" and entered the unrelated control
+    assert T.relation("add", ("add_nocarry",)) == "partial"
+    assert T.relation("add", ("add_carry",)) == "partial"
+    assert T.relation("add", ("sub", "add_nocarry")) == "partial"
+    assert T.relation("copy", ("mqar", "sub")) == "partial"
+    assert T.relation("add", ("copy",)) == "unrelated"
+    assert T.relation("caprev", ("cap",)) == "partial"
+
+
 def _trial(**task):
     base = {"main": "add", "aux": "sub", "main_len": 3, "aux_len": 6, "test_max": 8, "n_train": 600,
             "n_test": 10, "n_ablate": 12, "n_reference": 12}

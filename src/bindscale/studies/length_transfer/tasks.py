@@ -239,8 +239,14 @@ def sequence_length(task: str, n: int) -> int:
 
 
 def relation(main: str, aux: tuple[str, ...]) -> str:
-    """``"alone"`` (no auxiliary), ``"related"`` (a related set of :data:`RELATED`) or ``"unrelated"``."""
+    """``"alone"`` (no auxiliary), ``"related"`` (exactly a related set of :data:`RELATED`), ``"partial"``
+    (shares a task with a related set but is not one: part of a set, e.g. ``add`` + ``add_nocarry``, or a
+    related set mixed with other tasks, e.g. ``copy`` + ``mqar`` + ``sub``) or ``"unrelated"`` (no task of
+    any related set). Partial trials are neither treatment nor control and no verdict uses them."""
     if not aux:
         return "alone"
-    return "related" if frozenset(aux) in RELATED.get(main, ()) else "unrelated"
+    sets = RELATED.get(main, ())
+    if frozenset(aux) in sets:
+        return "related"
+    return "partial" if any(frozenset(aux) & s for s in sets) else "unrelated"
 
