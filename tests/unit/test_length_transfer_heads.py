@@ -151,3 +151,12 @@ def test_topk_jaccard_on_hand_cases_and_against_sklearn():
     with pytest.raises(ValueError, match="k must lie"):
         top_k(a, 0)
     assert default_k(8) == 2 and default_k(16) == 4 and default_k(1) == 1
+
+
+def test_topk_jaccard_is_nan_for_a_constant_map():
+    # review item 12: two constant maps scored 1.0 (top k picked by index) while the correlation is NaN
+    z = np.zeros((2, 4))
+    assert math.isnan(topk_jaccard(z, z, 2)) and math.isnan(map_correlation(z, z))
+    assert math.isnan(topk_jaccard(z, np.arange(8.0).reshape(2, 4), 2))
+    with pytest.raises(ValueError, match="k must lie"):
+        topk_jaccard(z, z, 0)

@@ -148,7 +148,9 @@ def top_k(a: np.ndarray, k: int) -> set[int]:
 def topk_jaccard(a: np.ndarray, b: np.ndarray, k: int) -> float:
     """Jaccard index ``|A ∩ B| / |A ∪ B|`` of the top-``k`` heads of two maps (Jaccard 1912).
 
-    NaN when either map holds a non-finite value.
+    NaN when either map holds a non-finite value or is constant (no head matters more than another:
+    its top k would be picked by index alone, so two constant maps would score 1.0 with nothing
+    reused; :func:`map_correlation` is NaN there too).
 
     Raises:
         ValueError: shapes differ or ``k`` is out of range.
@@ -157,6 +159,9 @@ def topk_jaccard(a: np.ndarray, b: np.ndarray, k: int) -> float:
     if a.shape != b.shape:
         raise ValueError(f"head maps differ in shape: {a.shape} vs {b.shape}")
     if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        return math.nan
+    if a.size and (np.ptp(a) == 0 or np.ptp(b) == 0):
+        top_k(a, k)  # still reject a bad k
         return math.nan
     A, B = top_k(a, k), top_k(b, k)
     return len(A & B) / len(A | B)
