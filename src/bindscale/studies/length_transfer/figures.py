@@ -2,7 +2,7 @@
 
 Every function takes the results table (all rows) and returns a base64 PNG, or None when its
 data are missing. Each shows the deciding slice of :mod:`.verdicts` (RoPE where marked, the
-most common main task with a related auxiliary) unless it says otherwise.
+deciding trials: copy alone / + mqar / + sub) unless it says otherwise.
 """
 
 from __future__ import annotations
@@ -33,25 +33,23 @@ from bindscale.report.figures import (
 )
 
 from .config import LengthTransferTrial
-from .verdicts import _slice, prepare_rows
+from .verdicts import DECIDING, _deciding, prepare_rows
 
 COLOURS = {"alone": "tab:grey", "related": "tab:blue", "unrelated": "tab:red"}
 STYLES = {"rope": "-", "none": "--", "learned": ":"}
 
 
 def _rows(df: pd.DataFrame, rope_only: bool = False) -> tuple[pd.DataFrame, dict]:
-    """The ok rows of the deciding main task (all positions unless ``rope_only``), with the slice's names."""
+    """The ok rows of the deciding trials (:data:`.verdicts.DECIDING`: copy alone / + mqar / + sub; all
+    positions unless ``rope_only``), with their names; partial auxiliary sets are left out."""
     ok = prepare_rows(df)
     if ok.empty or "condition" not in ok or "acc_beyond" not in ok:
         return ok.iloc[0:0], {}
-    details: dict = {}
-    _, main, aux = _slice(ok if rope_only else ok.assign(pos="rope"), details)
-    if main is None:
+    rows = _deciding(ok.assign(pos="rope")) if not rope_only else _deciding(ok)
+    rows = ok.loc[rows.index]
+    if not (rows["condition"] == "related").any():
         return ok.iloc[0:0], {}
-    rows = ok[(ok["main"] == main) & ((ok["condition"] != "related") | (ok["aux"] == aux))]
-    if rope_only and "pos" in rows:
-        rows = rows[rows["pos"].astype(str) == "rope"]
-    return rows, details
+    return rows, {"main_used": DECIDING["main"], "related_aux_used": DECIDING["related"]}
 
 
 def acc_by_length(df: pd.DataFrame) -> str | None:
