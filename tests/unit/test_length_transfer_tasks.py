@@ -159,3 +159,17 @@ def test_config_rejects_bad_pairs_with_one_line():
         _trial(aux="add")
     with pytest.raises(Exception, match="main_len < aux_len <= test_max"):
         _trial(main_len=6, aux_len=6)
+
+
+def test_ablation_examples_overlap_training_as_the_trial_docstring_states():
+    # review item 12: the ablation set is drawn at training lengths, not excluded from the training set
+    from bindscale.studies.length_transfer import trial as TR
+    from bindscale.studies.length_transfer.config import LengthTransferTrial
+
+    t = LengthTransferTrial(task={"main": "copy", "aux": "mqar", "main_len": 4, "aux_len": 8, "test_max": 10,
+                                  "n_train": 8000, "n_test": 4, "n_ablate": 96, "n_reference": 8})
+    d = TR.make_data(t)
+    seen = {e.prompt for e in d.train}
+    shared = sum(e.prompt in seen for e in d.ablate_main)
+    assert 0 < shared < len(d.ablate_main)
+    assert "not excluded" in TR.__doc__ and "training examples" in TR.__doc__

@@ -11,6 +11,11 @@ stream) of main examples at lengths 1..L and auxiliary examples at 1..aux_len (t
 test examples ("test" stream) at every length 2..test_max whose prompt is not in the training
 set; the examples scored under head ablation ("heldout" stream, training lengths); the
 reference batch whose mean head outputs replace a head ("probe" stream, training lengths).
+The ablation and reference examples are drawn independently of the training set, not excluded
+from it: at short lengths many of them are training examples (review item 12: 42 of the 96 main
+ablation examples of the default copy trial at L = 4, whose short lengths have few distinct
+strings). Head importance is therefore measured on seen and unseen examples alike — on the
+computation the model uses at training lengths, not on held-out generalization.
 Training (``init`` and ``train`` streams) is the shared sequence trainer, loss on the answer.
 
 Metrics: exact match of the main task by length (teacher forcing, equal to greedy exact match:
