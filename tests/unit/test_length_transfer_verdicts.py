@@ -331,3 +331,10 @@ def test_item12_size_anchor_does_not_cite_the_rope_nope_finding():
 
     anchors = resolve_study("length_transfer").anchors
     assert "NoPE" not in anchors["transfer_grows_with_size"]
+
+
+def test_item3_head_reuse_needs_replicate_seeds_per_cell():
+    d = table(seeds=1)  # t2.py: one seed in each of 12 cells, 24 trials
+    d = pd.concat([d.assign(layers=layer, trial_id=d.trial_id + str(layer)) for layer in range(2, 8)])
+    out = rule(head_reuse_predicts_transfer, d, "head_reuse_predicts_transfer")
+    assert out[1] == "inconclusive" and out[4]["seeds_per_cell"] == 1 and "seeds" in out[4]["reason"]

@@ -35,8 +35,8 @@ Rules (95% intervals; ``margin`` and the others are thresholds of the study file
   size, task pair and position scheme cannot drive both), over the related and unrelated co-trained
   trials that pass the learning checks (their ``acc_in`` and ``aux_acc_in``, and their cell's
   main-alone ``acc_in``); pairs bootstrap. Supported when the interval lies above ``margin``, not
-  supported when below it (reuse predicts transfer weakly at best), inconclusive when it straddles it
-  or with fewer than ``min_trials`` trials.
+  supported when below it (reuse predicts transfer weakly at best), inconclusive when it straddles it,
+  with fewer than ``min_trials`` trials or with fewer than ``MIN_REPLICATES`` seeds in a cell and condition.
 - ``transfer_grows_with_size``: (related − alone) at the largest size minus at the smallest, four
   independent seed groups (:func:`bindscale.stats.strata_mean_ci`, weights 1, −1, −1, 1), every check
   at both sizes. Supported above ``margin``, not supported below.
@@ -413,6 +413,10 @@ def head_reuse_predicts_transfer(ok: pd.DataFrame, p: Mapping, n_boot: int, seed
     if n < p["min_trials"]:
         details["reason"] = (f"{n} co-trained trials with a head similarity, a gain and passing the learning checks, "
                              f"fewer than {int(p['min_trials'])}")
+        return stat, "inconclusive", NAN3, n, details
+    if details["seeds_per_cell"] < MIN_REPLICATES:
+        details["reason"] = (f"fewer than {MIN_REPLICATES} distinct seeds in a cell and condition: within-cell "
+                             "differences of one or two seeds are no measurement of seed variation")
         return stat, "inconclusive", NAN3, n, details
     why = degenerate([x[keep]]) or degenerate([y[keep]])
     if why:
