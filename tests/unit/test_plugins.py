@@ -17,14 +17,14 @@ SRC = Path(registry.__file__).parent
 
 def test_builtin_studies_are_registered_with_unique_kinds_and_claims():
     studies = registry.builtin()
-    assert set(studies) == {"scaling", "subgraphs", "modularity", "geometry"}
+    assert set(studies) == {"scaling", "subgraphs", "modularity", "geometry", "length_transfer"}
     assert all(isinstance(s, Study) for s in studies.values())
     assert registry.by_kind(None).name == "scaling" and registry.headline().name == "scaling"
     names = [c.name for s in studies.values() for c in s.claims]
     assert len(names) == len(set(names))
 
 
-@pytest.mark.parametrize("name", ["scaling", "subgraphs", "modularity", "geometry"])
+@pytest.mark.parametrize("name", ["scaling", "subgraphs", "modularity", "geometry", "length_transfer"])
 def test_every_claim_is_complete_and_its_references_resolve(name):
     study = registry.get(name)
     assert study.study_files()[name].exists()
@@ -56,7 +56,7 @@ def test_resolving_a_study_imports_no_heavy_module():
     import sys
 
     code = ("import sys; from bindscale.config import resolve_study; "
-            "[resolve_study(n, quick=True).trials() for n in ('scaling', 'subgraphs', 'modularity', 'geometry')]; "
+            "[resolve_study(n, quick=True).trials() for n in ('scaling', 'subgraphs', 'modularity', 'geometry', 'length_transfer')]; "
             "print(sorted(m for m in ('torch', 'sklearn', 'pandas', 'matplotlib', 'scipy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

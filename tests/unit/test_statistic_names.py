@@ -31,6 +31,7 @@ def _tables() -> dict[str, list]:
     several tasks, inconclusive for lack of data)."""
     sc, sg, mo = _fixtures("test_verdicts"), _fixtures("test_subgraph_verdicts"), _fixtures("test_modularity_verdicts")
     geo = _fixtures("test_geometry_verdicts")
+    lt = _fixtures("test_length_transfer_verdicts")
     flat_high = sg._rows(sg._plus(sg.EIGHT, 0.6), sg._plus(sg.EIGHT[::-1], 0.6), sg.SEEN_C, sg.SEEN_W)
     unseen = sg._rows(sg.EIGHT, sg.EIGHT, [0.08 + j / 4 for j in sg.JIT], [0.01] * 8,
                       gap=[0.07 + 0.002 * i for i in range(8)])
@@ -41,6 +42,7 @@ def _tables() -> dict[str, list]:
         "subgraphs": [sg._rows(sg.EIGHT, sg.EIGHT, sg.SEEN_C, sg.SEEN_W), flat_high, unseen, two_tasks],
         "modularity": [mo._table(), mo._table(acc=0.5), mo._table(pre=("none",))],
         "geometry": [geo.table([.2, .3, .4, .5], [.1] * 4), geo.table([.5, .4, .3, .2], [.6] * 4)],
+        "length_transfer": [lt.table(), lt.table(related=(0.0, 0.0))],
     }
     for ts in tables.values():
         ts.append(ts[0].iloc[:0])  # no trial at all

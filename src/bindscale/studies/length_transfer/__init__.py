@@ -1,0 +1,111 @@
+"""The ``length_transfer`` study: does a task extrapolate in length when trained beside a related
+longer task, and do the two reuse the same attention heads? After Cai et al. 2025,
+"Extrapolation by Association: Length Generalization Transfer in Transformers" (arXiv 2506.09251).
+
+Modules: :mod:`.config` (trial config), :mod:`.tasks` (task generators), :mod:`.trial` (train and
+analyse one trial), :mod:`.heads` (teacher-forced scoring, mean-ablation importance, map
+similarity), :mod:`.verdicts`, :mod:`.figures`, :mod:`.table`, :mod:`.plan`.
+
+Sides on the answer page: transfer, its growth with size and head reuse are the seed's reading of
+Cai et al. — reusable computational scaffolding that scale and training build with no binding
+mechanism — so they bear on "scale suffices"; the unrelated control (more training data at long
+lengths, but of an unrelated task, gives no extrapolation) marks a limit of data scale alone:
+"where scale stops". Cai et al. claim transfer from *related* auxiliaries; the unrelated control is
+the seed's reading of that qualifier (no separate unrelated-auxiliary result of theirs is cited).
+"""
+
+from pathlib import Path
+
+from bindscale.study import Claim, StudyPlugin
+
+_CAI = ('Cai et al. 2025, "Extrapolation by Association: Length Generalization Transfer in Transformers" '
+        '(arXiv 2506.09251)')
+_V = "bindscale.studies.length_transfer.verdicts"
+_T = {"margin": (-1.0, 1.0), "min_in_acc": (0.0, 1.0), "min_aux_acc": (0.0, 1.0)}
+_D = {"margin": 0.05, "min_in_acc": 0.5, "min_aux_acc": 0.5}
+#: Decided at the largest (and smallest) planned size or not at all (review item 2).
+_G = (f"{_V}:planned_size_guard",)
+
+CLAIMS = (
+    Claim(
+        name="length_transfer_exists", title="Does a related longer task extend the main task's length? (Cai et al.)",
+        source=_CAI, side="scale_suffices",
+        statement=("Cai et al. 2025: a main task trained only up to length L, co-trained with a related auxiliary "
+                   "task seen up to a longer length, reaches higher exact match beyond L (toward the auxiliary's "
+                   "length) than the main task trained alone."),
+        statistic=("Transfer gain: mean exact match of the main task at lengths L+1..aux_len (each length weighted "
+                   "equally) co-trained with its related auxiliary minus trained alone, copy with MQAR (the study's "
+                   "deciding pair), RoPE, one cell at the largest planned model size; a difference of means over "
+                   "seeds with Welch's interval. NoPE and the other sizes and task pairs are reported beside it."),
+        rule=f"{_V}:length_transfer_exists", thresholds=_T, defaults=_D, guards=_G,
+        figures=("lt_acc_by_length", "lt_gain_vs_size"),
+    ),
+    Claim(
+        name="unrelated_aux_no_transfer", title="Does an unrelated longer task give no transfer? (Cai et al.)",
+        source=_CAI, side="where_scale_stops",
+        statement=("The control implied by Cai et al. 2025, who claim transfer from a *related* auxiliary (abstract: "
+                   "\"training a model with a longer and related auxiliary task can lead it to generalize to unseen "
+                   "and longer inputs from some other target task\"): where a related auxiliary transfers, an "
+                   "unrelated auxiliary seen at the same longer lengths gives the main task no extrapolation beyond L "
+                   "(its gain over the main task alone stays below the margin). No separate unrelated-auxiliary "
+                   "result of theirs was found to cite; the claim is the seed's reading of their qualifier."),
+        statistic=("Gain of the unrelated control: mean exact match of the main task at lengths L+1..aux_len "
+                   "co-trained with subtraction (unrelated) minus trained alone, same cell as the transfer claim "
+                   "(copy, RoPE, largest planned size), decided only where the related auxiliary transfers there; "
+                   "Welch's interval. Related minus unrelated is reported beside."),
+        rule=f"{_V}:unrelated_aux_no_transfer", thresholds=_T, defaults=_D, guards=_G,
+        figures=("lt_acc_by_length",),
+    ),
+    Claim(
+        name="head_reuse_predicts_transfer", title="Does head reuse predict transfer? (Cai et al.)",
+        source=_CAI, side="scale_suffices",
+        statement=("Cai et al. 2025: tasks that transfer reuse the same attention heads: across co-trained models "
+                   "(task pairs and seeds), the similarity of the main and auxiliary tasks' head-importance maps "
+                   "correlates positively with the transfer gain."),
+        statistic=("Spearman correlation within cells (ranks residualised on cell indicators: size, task pair and "
+                   "position scheme cannot drive both), over the related and unrelated co-trained trials that pass "
+                   "the learning checks, between the Pearson correlation of the main and auxiliary mean-ablation "
+                   "loss-rise maps and the trial's transfer gain (its exact match beyond L minus the mean of the "
+                   "main-alone trials of its cell); pairs-bootstrap 95% interval against one threshold."),
+        rule=f"{_V}:head_reuse_predicts_transfer",
+        thresholds={"margin": (-1.0, 1.0), "min_trials": (3.0, 10_000.0), "min_in_acc": (0.0, 1.0),
+                    "min_aux_acc": (0.0, 1.0)},
+        defaults={"margin": 0.2, "min_trials": 10.0, "min_in_acc": 0.5, "min_aux_acc": 0.5},
+        retired=("null_band",),
+        figures=("lt_reuse_scatter", "lt_head_maps"),
+    ),
+    Claim(
+        name="transfer_grows_with_size", title="Does transfer grow with model size? (Cai et al.)",
+        source="bindscale's question on the setting of " + _CAI + " (the seed's reading)",
+        side="scale_suffices",
+        statement=("The transfer gain (co-trained with the related auxiliary minus alone, beyond L) is larger at the "
+                   "largest model size than at the smallest."),
+        statistic=("Difference in differences: (related − alone) at the largest planned size minus (related − "
+                   "alone) at the smallest, exact match at lengths L+1..aux_len, copy with MQAR, RoPE, every "
+                   "learning check at both sizes; four independent seed groups, Welch–Satterthwaite interval."),
+        rule=f"{_V}:transfer_grows_with_size", thresholds=_T, defaults=_D, guards=_G,
+        figures=("lt_gain_vs_size",),
+    ),
+)
+
+STUDY = StudyPlugin(
+    name="length_transfer",
+    kind="length_transfer",
+    trial_config="bindscale.studies.length_transfer.config:LengthTransferTrial",
+    claims=CLAIMS,
+    description="Does a task extrapolate in length beside a related longer task, and do the two reuse the same "
+                "heads? (Cai et al. 2025)",
+    directory=Path(__file__).parent,
+    trainer="bindscale.studies.length_transfer.trial:run_group",
+    cost="bindscale.studies.length_transfer.plan:job_cost",
+    memory="bindscale.studies.length_transfer.plan:trial_memory_bytes",
+    rows="bindscale.studies.length_transfer.verdicts:prepare_rows",
+    figure_set="bindscale.studies.length_transfer.figures:figures",
+    table="bindscale.studies.length_transfer.table:config_table",
+    models="bindscale.studies.length_transfer.trial:untrained_model",
+    tasks="bindscale.studies.length_transfer.trial:task_family",
+    # A rough fit through four per-trial CPU times (2 x 64: copy alone 14 s, + mqar 27 s, caprev + cap+rev
+    # 21 s; 3 x 64 copy + sub ~33 s; 600 steps) on the 2-core Xeon, one torch thread; checked on the default's
+    # 48 trials at widths 32 and 64 (L = 4, 1000 steps): ~790 CPU-s measured, 780 estimated.
+    seconds_per_cost=(1.67e-10, 9.0),
+)

@@ -1,0 +1,17 @@
+"""The length_transfer study's per-configuration table in its report."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from bindscale.report.html import mean_table
+
+from .verdicts import prepare_rows
+
+KEYS = ["main", "aux", "pos", "layers", "d_model"]
+METRICS = ["acc_in", "acc_beyond", "acc_past", "aux_acc_in", "transfer_gain", "head_corr", "head_jaccard"]
+
+
+def config_table(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
+    """Means over seeds per main task × auxiliary × positions × model shape."""
+    return mean_table(prepare_rows(df), KEYS, METRICS)

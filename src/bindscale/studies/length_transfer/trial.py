@@ -1,0 +1,189 @@
+"""One trial of the ``length_transfer`` study: co-train a transformer on a main task (lengths ≤ L)
+and auxiliary tasks (lengths ≤ aux_len), then measure length extrapolation and head reuse.
+
+Claim under test (Cai et al. 2025, "Extrapolation by Association: Length Generalization
+Transfer in Transformers", arXiv 2506.09251): a main task trained only up to length L
+extrapolates beyond L when trained jointly with a related auxiliary task seen at longer
+lengths; unrelated auxiliaries give no transfer; tasks that transfer reuse the same heads.
+
+Data (independent seed streams, :mod:`bindscale.seeding`): a fixed training set ("train"
+stream) of main examples at lengths 1..L and auxiliary examples at 1..aux_len (tasks in turn);
+test examples ("test" stream) at every length 2..test_max whose prompt is not in the training
+set; the examples scored under head ablation ("heldout" stream, training lengths); the
+reference batch whose mean head outputs replace a head ("probe" stream, training lengths).
+The ablation and reference examples are drawn independently of the training set, not excluded
+from it: at short lengths many of them are training examples (review item 12: 42 of the 96 main
+ablation examples of the default copy trial at L = 4, whose short lengths have few distinct
+strings). Head importance is therefore measured on seen and unseen examples alike — on the
+computation the model uses at training lengths, not on held-out generalization.
+Training (``init`` and ``train`` streams) is the shared sequence trainer, loss on the answer.
+
+Metrics: exact match of the main task by length (teacher forcing, equal to greedy exact match:
+:func:`.heads.answer_scores`) and its means over lengths in training (``acc_in``: 2..L), beyond L
+within the auxiliary's range (``acc_beyond``: L+1..aux_len) and past it (``acc_past``); the same
+for every auxiliary (``aux_acc_by_length``, ``aux_acc_in``); per-head mean-ablation importance
+maps of the main task and of the auxiliaries pooled (``heads_main``, ``heads_aux``), and their
+similarity: Pearson correlation of the loss-rise maps (``head_corr``), of the exact-match-drop
+maps (``head_corr_em``) and the top-k Jaccard overlap (``head_jaccard``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from bindscale import seeding
+from bindscale.models.transformer import Transformer
+from bindscale.seqtrain import train_seq_model
+from bindscale.train import TrialResult
+
+from . import tasks as T
+from .config import LengthTransferTrial
+from .heads import answer_scores, default_k, head_importance, map_correlation, topk_jaccard
+
+
+class LengthData(NamedTuple):
+    """A trial's data (:func:`make_data`). ``test``/``aux_test``: length → examples (aux: task → length → …);
+    ``ablate_*``/``reference_*``: examples at training lengths; ``max_len``: the model's position table."""
+
+    train: list[T.Example]
+    test: dict[int, list[T.Example]]
+    aux_test: dict[str, dict[int, list[T.Example]]]
+    ablate_main: list[T.Example]
+    ablate_aux: list[T.Example]
+    reference_main: list[T.Example]
+    reference_aux: list[T.Example]
+    max_len: int
+
+
+def make_data(trial: LengthTransferTrial) -> LengthData:
+    """Every example of a trial (see the module docstring); train and test are disjoint by prompt."""
+    t = trial.task
+    aux = list(t.aux_tasks)
+    rng = seeding.rng(trial.seed, "train")
+    n_aux = round(t.n_train * t.aux_share) if aux else 0
+    train = T.sample_set([t.main], t.main_len, t.n_train - n_aux, rng)
+    if aux:
+        train += T.sample_set(aux, t.aux_len, n_aux, rng)
+    seen = {ex.prompt for ex in train}
+    test_rng = seeding.rng(trial.seed, "test")
+    lengths = range(2, t.test_max + 1)
+    test = {n: T.sample_unseen(t.main, n, t.n_test, test_rng, seen) for n in lengths}
+    aux_test = {a: {n: T.sample_unseen(a, n, t.n_test, test_rng, seen) for n in lengths} for a in aux}
+    ab, ref = seeding.rng(trial.seed, "heldout"), seeding.rng(trial.seed, "probe")
+    data = LengthData(
+        train, test, aux_test,
+        T.sample_set([t.main], t.main_len, t.n_ablate, ab),
+        T.sample_set(aux, t.aux_len, t.n_ablate, ab) if aux else [],
+        T.sample_set([t.main], t.main_len, t.n_reference, ref),
+        T.sample_set(aux, t.aux_len, t.n_reference, ref) if aux else [],
+        0,
+    )
+    longest = max(T.sequence_length(task, t.test_max) for task in [t.main, *aux])
+    return data._replace(max_len=longest + 8)
+
+
+def task_family(trial: LengthTransferTrial, device: str | torch.device = "cpu") -> LengthData:
+    """The trial's data (:class:`LengthData`; fixed sets, ``device`` unused)."""
+    return make_data(trial)
+
+
+def build_model(trial: LengthTransferTrial, max_len: int) -> Transformer:
+    """The trial's transformer ("init" stream) with its position scheme."""
+    m = trial.model
+    return Transformer(T.VOCAB_SIZE, m.n_layers, m.d_model, m.n_heads, m.mlp_ratio, max_len=max_len,
+                       generator=seeding.generator(trial.seed, "init"), pos=m.pos)
+
+
+def untrained_model(trial: LengthTransferTrial, max_len: int | None = None) -> Transformer:
+    """The trial's transformer as :func:`run_trial` initialises it, on the CPU."""
+    return build_model(trial, make_data(trial).max_len if max_len is None else max_len)
+
+
+def _acc_table(model: Transformer, by_len: dict[int, list[T.Example]], device) -> dict[str, list]:
+    """``{str(length): [n, exact match]}`` over the lengths that have examples."""
+    out = {}
+    for n, exs in by_len.items():
+        if exs:
+            tok, mask = T.pack(exs)
+            ok, _ = answer_scores(model.to(device), tok, mask)
+            out[str(n)] = [len(exs), float(ok.mean())]
+    return out
+
+
+def window_mean(table: dict[str, list], lo: int, hi: int) -> float:
+    """Mean over lengths ``lo..hi`` (each length weighted equally) of ``{length: [n, acc]}``; NaN when none."""
+    vals = [acc for k, (_, acc) in table.items() if lo <= int(k) <= hi]
+    return float(np.mean(vals)) if vals else float("nan")
+
+
+def _map_dict(imp: np.ndarray) -> dict[str, dict[str, list[float]]]:
+    return {str(i): {str(h): [float(imp[i, h, 0]), float(imp[i, h, 1])] for h in range(imp.shape[1])}
+            for i in range(imp.shape[0])}
+
+
+def evaluate(trial: LengthTransferTrial, model: Transformer, data: LengthData, device="cpu") -> dict:
+    """Every metric of the module docstring for a trained model."""
+    t = trial.task
+    model.eval()
+    m: dict = {"acc_by_length": _acc_table(model, data.test, device)}
+    m["acc_in"] = window_mean(m["acc_by_length"], 2, t.main_len)
+    m["acc_beyond"] = window_mean(m["acc_by_length"], t.main_len + 1, t.aux_len)
+    m["acc_past"] = window_mean(m["acc_by_length"], t.aux_len + 1, t.test_max)
+    m["condition"] = T.relation(t.main, t.aux_tasks)
+    if data.aux_test:
+        m["aux_acc_by_length"] = {a: _acc_table(model, by_len, device) for a, by_len in data.aux_test.items()}
+        m["aux_acc_in"] = float(np.mean([window_mean(tab, 2, t.aux_len) for tab in m["aux_acc_by_length"].values()]))
+    main_map = head_importance(model, *T.pack(data.ablate_main), T.pack(data.reference_main)[0])
+    m["heads_main"] = _map_dict(main_map)
+    if data.ablate_aux:
+        aux_map = head_importance(model, *T.pack(data.ablate_aux), T.pack(data.reference_aux)[0])
+        m["heads_aux"] = _map_dict(aux_map)
+        k = default_k(main_map[..., 0].size)
+        m["head_corr"] = map_correlation(main_map[..., 0], aux_map[..., 0])
+        m["head_corr_em"] = map_correlation(main_map[..., 1], aux_map[..., 1])
+        m["head_jaccard"] = topk_jaccard(main_map[..., 0], aux_map[..., 0], k)
+        m["head_topk"] = k
+    return m
+
+
+def run_trial(trial: LengthTransferTrial, device: str | torch.device = "cpu",
+              progress: Callable[[int], None] | None = None, return_models: bool = False) -> TrialResult:
+    """Train and evaluate one trial; a non-finite loss gives status ``diverged``.
+
+    ``return_models``: also hand back the trained transformer (``TrialResult.model``, eval mode;
+    ``model_kwargs`` holds its ``max_len``).
+    """
+    t0 = time.perf_counter()
+    data = make_data(trial)
+    tokens, mask = T.pack(data.train)
+    model = build_model(trial, data.max_len).to(device)
+    kept = {"model": model, "model_kwargs": {"max_len": data.max_len}} if return_models else {}
+    tr = trial.train
+    fit = train_seq_model(
+        model, tokens, mask, steps=tr.steps, batch_size=tr.batch_size, lr=tr.lr, weight_decay=tr.weight_decay,
+        warmup_steps=min(tr.warmup_steps, tr.steps // 2), grad_clip=tr.grad_clip,
+        generator=seeding.generator(trial.seed, "train"), device=device,
+        on_step=(lambda step, loss: progress(1)) if progress else None,
+    )
+    t_train = time.perf_counter() - t0
+    metrics = {"n_params": model.n_params(), "final_loss": fit["final_loss"],
+               "curve_steps": [s for s, _ in fit["loss_curve"]], "curve_loss": [v for _, v in fit["loss_curve"]],
+               "steps_per_s": fit["steps_per_s"], "n_train_examples": len(data.train),
+               "max_train_len_main": max(ex.length for ex in data.train if ex.task == trial.task.main)}
+    if fit["status"] != "ok":
+        model.eval()
+        return TrialResult(status=fit["status"], diverged_step=fit.get("diverged_step"), metrics=metrics, **kept)
+    metrics |= evaluate(trial, model, data, device)
+    metrics["timings"] = {"train_s": t_train, "eval_s": time.perf_counter() - t0 - t_train}
+    return TrialResult(status="ok", metrics=metrics, **kept)
+
+
+def run_group(trials: list[LengthTransferTrial], device: str | torch.device = "cpu",
+              progress: Callable[[int], None] | None = None, return_models: bool = False) -> list[TrialResult]:
+    """Trials one after another (transformer trials are not stacked)."""
+    return [run_trial(t, device, progress, return_models) for t in trials]

@@ -1,0 +1,456 @@
+"""Verdict rules of the ``length_transfer`` study (Cai et al. 2025, "Extrapolation by Association:
+Length Generalization Transfer in Transformers", arXiv 2506.09251).
+
+Each claim is named after what Cai et al. assert (the size claim is the seed's question on their
+setting), so "supported" means they are right. Terms:
+
+- *condition* of a trial: ``alone`` (no auxiliary), ``related`` (an auxiliary set Cai et al. pair
+  with the main task, :data:`.tasks.RELATED`), ``unrelated`` (no task of a related set) or
+  ``partial`` (part of a related set, or one mixed with other tasks: used by no rule);
+- *cell*: trials equal in everything but the auxiliary and the seed (:data:`CELL`); its replicates
+  are distinct seeds (repeated records of a seed are averaged);
+- *beyond L*: ``acc_beyond``, the main task's exact match at lengths L+1..aux_len;
+- *transfer gain* of a co-trained trial (:func:`prepare_rows`): its ``acc_beyond`` minus the mean
+  ``acc_beyond`` of the main-alone trials of its cell (NaN without such trials);
+- *deciding trials* (:data:`DECIDING`): the pair the default study file plans as deciding — main task
+  ``copy`` alone, with ``mqar`` (related, Cai et al.'s copy/MQAR pair) and with ``sub`` (unrelated),
+  RoPE. Fixed here, never "the most common" pair of the table: a table without them is inconclusive;
+- *size*: a model shape (``layers``, ``d_model``, ``heads``), ordered by ``layers · d_model²``; the
+  *largest* / *smallest* size is the largest / smallest one with an ok deciding trial, and a guard
+  (:func:`planned_size_guard`) makes a verdict inconclusive when that is not the largest / smallest
+  size the table plans (a planned size whose trials all diverged or failed). At a deciding size the
+  deciding trials must form exactly one cell (one ``main_len``, ``aux_len``, ``steps``, ``lr``, ...).
+
+Rules (95% intervals; ``margin`` and the others are thresholds of the study file):
+
+- ``length_transfer_exists``: related minus alone ``acc_beyond`` at the largest size (Welch,
+  :func:`bindscale.stats.mean_diff_ci`). Supported when the interval lies above ``margin``, not
+  supported when below, else inconclusive.
+- ``unrelated_aux_no_transfer``: unrelated minus alone at the same size; only once the related
+  auxiliary transfers there (the transfer rule's test on the same cell is supported: a control shows
+  nothing when nothing transfers). Supported when the interval lies below ``margin``, not supported
+  when above. Related minus unrelated is reported beside.
+- ``head_reuse_predicts_transfer``: Spearman correlation of ``head_corr`` with the transfer gain
+  *within cells* (ranks residualised on cell indicators, :func:`bindscale.stats.partial_spearman_within`:
+  size, task pair and position scheme cannot drive both), over the related and unrelated co-trained
+  trials that pass the learning checks (their ``acc_in`` and ``aux_acc_in``, and their cell's
+  main-alone ``acc_in``); pairs bootstrap. Supported when the interval lies above ``margin``, not
+  supported when below it (reuse predicts transfer weakly at best), inconclusive when it straddles it,
+  with fewer than ``min_trials`` trials or with fewer than ``MIN_REPLICATES`` seeds in a cell and condition.
+- ``transfer_grows_with_size``: (related − alone) at the largest size minus at the smallest, four
+  independent seed groups (:func:`bindscale.stats.strata_mean_ci`, weights 1, −1, −1, 1), every check
+  at both sizes. Supported above ``margin``, not supported below.
+
+Every gain rule is inconclusive, whatever the numbers, when a column it needs is missing, a value of a
+deciding trial is NaN or infinite (values of other trials are reported, never deciding), a deciding
+cell has fewer than ``MIN_REPLICATES`` seeds (a caveat below ``CONCLUSIVE_SEEDS``: the default file
+plans 8 in every deciding cell), the main task alone was not learned within its training lengths (mean
+``acc_in`` below ``min_in_acc``: failing beyond L then says nothing), a compared auxiliary was not
+learned within its own lengths (mean ``aux_acc_in`` below ``min_aux_acc``: no length skill to transfer
+or withhold), the co-trained main task was not learned within L (an auxiliary that wrecks the main
+task shows no transfer trivially), or the deciding cells are degenerate
+(:func:`bindscale.report.verdicts.degenerate` with ``discrete=True``). Once the learning checks pass,
+exact match flat at 0 (or 1) beyond L is a measurement — the task was learned within L and does not
+extrapolate — and decides; one other value everywhere is not.
+
+Interval coverage (``benchmarks/length_transfer_coverage.py``, 1000 repetitions): per-seed exact match
+beyond L is zero-inflated alone and bimodal co-trained (a few seeds transfer; Cai et al. report strong
+seed instability). With a related cell of which a share p of seeds transfer (~0.8, else ~0.02) against
+a zero-inflated alone cell, Welch's 95% interval covers 0.93 at p = 0.3 and 0.56 at p = 0.1 with 8
+seeds per cell, 0.94 and 0.82 with 16; the percentile (0.92, 0.54; 0.94, 0.81) and BCa (0.93, 0.53;
+0.96, 0.81) seed bootstraps of ``scipy.stats.bootstrap`` do no better, so Welch stays. The failure is
+rare transfer: with 8 seeds no transferring seed is drawn 43% of the time at p = 0.1, and no interval
+from those seeds can see it. Details therefore carry ``transferring_share_upper``: the one-sided 95%
+upper bound on the share of related seeds beyond every alone seed (Clopper–Pearson), which a "not
+supported" verdict does not exclude.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from bindscale.report.verdicts import (
+    MIN_REPLICATES,
+    NAN3,
+    _ci,
+    _decide,
+    _decide_below,
+    _key,
+    _py,
+    coerce_numeric,
+    degenerate,
+    ok_rows,
+)
+from bindscale.stats import bootstrap_ci, correlation_ci, mean_ci, mean_diff_ci, partial_spearman_within, strata_mean_ci
+
+from .tasks import relation
+
+#: Columns whose values make a cell (everything that differs between trials but the auxiliary and the seed).
+CELL = ("main", "main_len", "aux_len", "n_train", "layers", "d_model", "heads", "pos", "steps", "lr")
+#: Columns of a model size.
+SIZE = ("layers", "d_model", "heads")
+NUMERIC = ("acc_in", "acc_beyond", "acc_past", "aux_acc_in", "head_corr", "head_corr_em", "head_jaccard",
+           "n_params", "seed", "main_len", "aux_len", "layers", "d_model", "heads")
+#: Numbers each gain rule needs.
+NEED = ("acc_in", "acc_beyond", "aux_acc_in", "n_params", "seed", "main", "aux", "d_model")
+#: The deciding trials: the pair the default study file plans as deciding (its first grid). Cai et al.'s
+#: copy/MQAR pair, RoPE (their default), subtraction as the unrelated control.
+DECIDING = {"main": "copy", "related": "mqar", "unrelated": "sub", "pos": "rope"}
+
+
+def _aux_tuple(v) -> tuple[str, ...]:
+    s = str(v)
+    return () if s in ("none", "", "nan", "None") else tuple(s.split("+"))
+
+
+def _conditions(df: pd.DataFrame) -> list[str]:
+    return [relation(str(m), _aux_tuple(a)) for m, a in zip(df["main"], df["aux"])]
+
+
+def _cell_key(df: pd.DataFrame) -> pd.Series:
+    cell = [c for c in CELL if c in df]
+    return df[cell].astype(str).agg("|".join, axis=1) if cell else pd.Series("", index=df.index)
+
+
+def prepare_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """The ok rows, numbers coerced, with ``condition``, ``transfer_gain`` and ``alone_acc_in`` (the mean
+    ``acc_in`` of the main-alone trials of the row's cell; see the module docstring)."""
+    ok = coerce_numeric(ok_rows(df), NUMERIC)
+    if not {"main", "aux"} <= set(ok.columns):
+        return ok
+    ok["condition"] = _conditions(ok)
+    ok["transfer_gain"] = np.nan
+    ok["alone_acc_in"] = np.nan
+    if "acc_beyond" not in ok or not len(ok):
+        return ok
+    key = _cell_key(ok)
+    is_alone = ok["condition"] == "alone"
+    alone = ok[is_alone].groupby(key[is_alone])
+    co = ~is_alone
+    ok.loc[co, "transfer_gain"] = (ok.loc[co, "acc_beyond"].to_numpy(float)
+                                   - key[co].map(alone["acc_beyond"].mean()).to_numpy(float))
+    if "acc_in" in ok:
+        ok["alone_acc_in"] = key.map(alone["acc_in"].mean()).to_numpy(float)
+    return ok
+
+
+def _missing(ok: pd.DataFrame, cols) -> list[str]:
+    return [c for c in cols if c not in ok or not ok[c].notna().any()]
+
+
+def _per_seed(rows: pd.DataFrame, col: str) -> np.ndarray:
+    """One value per distinct seed (repeated records of a seed averaged)."""
+    return rows.groupby("seed")[col].mean().to_numpy(float)
+
+
+def _size_of(rows: pd.DataFrame) -> pd.Series:
+    """Each row's size: a tuple of the :data:`SIZE` columns present."""
+    cols = [c for c in SIZE if c in rows]
+    return pd.Series([tuple(_py(v) for v in t) for t in rows[cols].itertuples(index=False)], index=rows.index,
+                     dtype=object)
+
+
+def _order(size: tuple, cols: list[str]) -> tuple:
+    """Sort key of a size: ``layers · d_model²`` (weights up to a constant), then ``d_model``."""
+    v = dict(zip(cols, size))
+    d = float(v.get("d_model", np.nan))
+    return (float(v.get("layers", 1)) * d * d, d)
+
+
+def _label(size: tuple, cols: list[str]) -> dict:
+    return dict(zip(cols, size))
+
+
+def _deciding(df: pd.DataFrame) -> pd.DataFrame:
+    """The deciding trials (:data:`DECIDING`) of any table (ok rows or the whole table), with ``condition``."""
+    if not {"main", "aux"} <= set(df.columns):
+        return df.iloc[0:0]
+    rows = df[df["main"].astype(str) == DECIDING["main"]].copy()
+    if "pos" in rows:
+        rows = rows[rows["pos"].astype(str) == DECIDING["pos"]]
+    if "condition" not in rows:
+        rows["condition"] = _conditions(rows) if len(rows) else []
+    aux = rows["aux"].astype(str)
+    keep = ((rows["condition"] == "alone") | ((rows["condition"] == "related") & (aux == DECIDING["related"]))
+            | ((rows["condition"] == "unrelated") & (aux == DECIDING["unrelated"])))
+    return rows[keep]
+
+
+def _pair_text() -> str:
+    return (f"{DECIDING['main']} alone / + {DECIDING['related']} (related) / + {DECIDING['unrelated']} (unrelated), "
+            f"{DECIDING['pos']}")
+
+
+def _upper_share(k: int, n: int) -> float:
+    """One-sided 95% Clopper–Pearson upper bound on a share after ``k`` of ``n`` (Clopper & Pearson 1934)."""
+    return 1.0 if k >= n else float(sps.beta.ppf(0.95, k + 1, n - k))
+
+
+def _learned(g: dict, p: Mapping, where: str) -> str | None:
+    """Why a deciding size cannot speak, or None (see the module docstring)."""
+    a = float(g["alone"]["acc_in"].mean())
+    if not a >= p["min_in_acc"]:
+        return (f"the main task alone reached exact match {a:.3f} within its training lengths at the {where} size, "
+                f"below min_in_acc {p['min_in_acc']}: it was not learned, so failing beyond L says nothing about "
+                "transfer")
+    for cond, rows in g.items():
+        if cond == "alone":
+            continue
+        aux = float(rows["aux_acc_in"].mean())
+        if not aux >= p["min_aux_acc"]:
+            return (f"the {cond} auxiliary reached exact match {aux:.3f} within its own training lengths at the "
+                    f"{where} size, below min_aux_acc {p['min_aux_acc']}: it was not learned, so it has no length "
+                    "skill to transfer (or to withhold)")
+        main = float(rows["acc_in"].mean())
+        if not main >= p["min_in_acc"]:
+            return (f"co-trained with the {cond} auxiliary the main task reached exact match {main:.3f} within its "
+                    f"training lengths at the {where} size, below min_in_acc {p['min_in_acc']}: the auxiliary broke "
+                    "the main task, so its accuracy beyond L says nothing about transfer")
+    return None
+
+
+def _common(ok: pd.DataFrame, p: Mapping, stat: str, conds: tuple[str, ...], both: bool = False) -> tuple:
+    """Shared checks of the gain rules: ``(None, info)`` when fine, else ``(inconclusive tuple, None)``.
+
+    ``conds``: the conditions compared (``alone`` first); ``both``: the largest and the smallest size
+    (else the largest). ``info``: ``(groups, details)``, ``groups[where][condition]`` the rows of one cell.
+    """
+    details: dict = {"seeds_per_cell": 0, "deciding_trials": _pair_text()}
+
+    def stop(reason: str, n: int = 0) -> tuple:
+        details["reason"] = reason
+        return (stat, "inconclusive", NAN3, n, details), None
+
+    miss = _missing(ok, NEED)
+    if miss:
+        return stop(f"no {', '.join(miss)} in the table: the rule needs {', '.join(NEED)}", len(ok))
+    rows = _deciding(ok)
+    absent = [c for c in conds if not (rows["condition"] == c).any()]
+    if absent:
+        return stop(f"no ok {' or '.join(absent)} trial among the deciding trials ({_pair_text()})", len(rows))
+    cols = [c for c in SIZE if c in rows]
+    size = _size_of(rows)
+    sizes = sorted(set(size), key=lambda t: _order(t, cols))
+    details["acc_beyond_by_size"] = {
+        _key(g["n_params"].mean()): {c: float(gc["acc_beyond"].mean()) for c, gc in g.groupby("condition")}
+        for _, g in rows.groupby(size)}
+    for col in ("acc_in", "acc_past"):  # within L, and past the auxiliary's length, beside "beyond L"
+        if col in rows:
+            details[f"{col}_by_size"] = {_key(g["n_params"].mean()): {c: float(gc[col].mean())
+                                                                      for c, gc in g.groupby("condition")}
+                                         for _, g in rows.groupby(size)}
+    targets = {"largest": sizes[-1]}
+    if both:
+        if len(sizes) < 2:
+            return stop("fewer than two model sizes among the deciding trials", len(rows))
+        targets["smallest"] = sizes[0]
+    groups: dict = {}
+    n = 0
+    for where, sz in targets.items():
+        g = rows[size == sz]
+        n += len(g)
+        details[f"{'deciding' if where == 'largest' else 'smallest'}_shape"] = _label(sz, cols)
+        details["deciding_size" if where == "largest" else "smallest_size"] = _key(g["n_params"].mean())
+        lacking = [c for c in conds if not (g["condition"] == c).any()]
+        if lacking:
+            return stop(f"no ok {' or '.join(lacking)} trial at the {where} size {_label(sz, cols)} (a smaller size "
+                        "does not stand in for it)", n)
+        cells = _cell_key(g).nunique()
+        if cells > 1:
+            vary = [c for c in CELL if c in g and g[c].astype(str).nunique() > 1]
+            return stop(f"the deciding trials at the {where} size form {cells} cells (differing in "
+                        f"{', '.join(vary)}): one cell is compared, never a pool of settings", n)
+        need = ["acc_in", "acc_beyond", "seed"]
+        bad = int(sum((~np.isfinite(g[c].to_numpy(float))).sum() for c in need))
+        bad += int((~np.isfinite(g.loc[g["condition"] != "alone", "aux_acc_in"].to_numpy(float))).sum())
+        if bad:
+            return stop(f"{bad} missing, NaN or infinite accuracies or seeds among the deciding trials at the "
+                        f"{where} size", n)
+        groups[where] = {c: g[g["condition"] == c] for c in conds}
+    details["seeds_per_cell"] = int(min(gc["seed"].nunique() for g in groups.values() for gc in g.values()))
+    if details["seeds_per_cell"] < MIN_REPLICATES:
+        return stop(f"fewer than {MIN_REPLICATES} distinct seeds in a deciding cell", n)
+    for where, g in groups.items():
+        why = _learned(g, p, where)
+        if why:
+            return stop(why, n)
+    cells = [_per_seed(gc, "acc_beyond") for g in groups.values() for gc in g.values()]
+    allv = np.concatenate(cells)
+    if not np.isin(allv, (0.0, 1.0)).all():  # flat at 0 or 1 with learning checks passed is a measurement
+        why = degenerate(cells, discrete=True)
+        if why:
+            return stop(f"degenerate deciding cells: {why} (every seed gave the same value)", n)
+    return None, (groups, details)
+
+
+def _share_bound(details: dict, g: dict, other: str) -> None:
+    """``transferring_share_upper``: upper bound on the share of ``other`` seeds beyond every alone seed."""
+    a, b = _per_seed(g[other], "acc_beyond"), _per_seed(g["alone"], "acc_beyond")
+    k = int((a > b.max()).sum())
+    details["transferring_seeds"] = f"{k} of {a.size}"
+    details["transferring_share_upper"] = _upper_share(k, a.size)
+
+
+def _gain_rule(ok: pd.DataFrame, p: Mapping, other: str, stat: str, decide) -> tuple:
+    conds = ("alone", "related", "unrelated") if other == "unrelated" else ("alone", "related")
+    done, info = _common(ok, p, stat, conds)
+    _beside(ok, done[4] if done else info[1], other)
+    if done:
+        return done
+    groups, details = info
+    g = groups["largest"]
+    a, b = _per_seed(g[other], "acc_beyond"), _per_seed(g["alone"], "acc_beyond")
+    n = int(a.size + b.size)
+    triple = mean_diff_ci(a, b)
+    _share_bound(details, g, other)
+    if other == "unrelated":
+        rel = mean_diff_ci(_per_seed(g["related"], "acc_beyond"), b)
+        details["related_minus_alone"] = _ci(rel, g["related"]["seed"].nunique() + b.size)
+        details["related_minus_unrelated"] = _ci(mean_diff_ci(_per_seed(g["related"], "acc_beyond"), a),
+                                                 g["related"]["seed"].nunique() + a.size)
+        if _decide(rel, p["margin"]) != "supported":
+            details["reason"] = (f"the related auxiliary does not transfer at this cell either (related − alone "
+                                 f"{rel[0]:+.3f} [{rel[1]:.3f}, {rel[2]:.3f}], not above margin {p['margin']}): a "
+                                 "control says nothing when nothing transfers")
+            return stat, "inconclusive", NAN3, n, details
+    details["reason"] = (f"{_pair_text()}, largest size {details['deciding_size']} parameters: {other} "
+                         f"{a.mean():.3f} vs alone {b.mean():.3f} exact match beyond L; margin {p['margin']}")
+    return stat, decide(triple, p["margin"]), triple, n, details
+
+
+def _beside(ok: pd.DataFrame, details: dict, other: str) -> None:
+    """Gains of every size, NoPE, the other task pairs, reported beside the deciding number (never deciding)."""
+    if "condition" not in ok or "transfer_gain" not in ok:
+        return
+    co = ok[ok["condition"] == other]
+    if co.empty:
+        return
+    keys = [c for c in ("pos", "main", "aux") if c in co]
+    details["mean_gain_by_pos_main_aux"] = {"/".join(map(str, k if isinstance(k, tuple) else (k,))):
+                                            float(g["transfer_gain"].mean())
+                                            for k, g in co.groupby(keys)}
+    if "pos" in co:
+        for pos, g in co.groupby("pos"):
+            details[f"gain_{pos}_all_cells"] = _ci(mean_ci(g["transfer_gain"]), len(g))
+    if "n_params" in co:
+        details["gain_by_size"] = {_key(s): _ci(mean_ci(g["transfer_gain"]), len(g))
+                                   for s, g in _deciding(co).groupby("n_params")}
+
+
+def length_transfer_exists(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
+    """Cai et al. 2025: related co-training raises exact match beyond L (see the module docstring)."""
+    return _gain_rule(ok, p, "related", "transfer_gain_related_minus_alone", _decide)
+
+
+def unrelated_aux_no_transfer(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
+    """The control of Cai et al.'s "related": an unrelated auxiliary gives no gain beyond L where a related
+    one does (see the module docstring)."""
+    return _gain_rule(ok, p, "unrelated", "gain_unrelated_minus_alone", _decide_below)
+
+
+def transfer_grows_with_size(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
+    """The transfer gain is larger at the largest size than at the smallest (see the module docstring)."""
+    stat = "transfer_gain_largest_minus_smallest_size"
+    done, info = _common(ok, p, stat, ("alone", "related"), both=True)
+    if done:
+        return done
+    groups, details = info
+    big, small = groups["largest"], groups["smallest"]
+    cells = [big["related"], big["alone"], small["related"], small["alone"]]
+    vals = [_per_seed(c, "acc_beyond") for c in cells]
+    n = int(sum(v.size for v in vals))
+    details["gain_largest"] = _ci(mean_diff_ci(vals[0], vals[1]), vals[0].size + vals[1].size)
+    details["gain_smallest"] = _ci(mean_diff_ci(vals[2], vals[3]), vals[2].size + vals[3].size)
+    triple = strata_mean_ci(vals, weights=[1.0, -1.0, -1.0, 1.0])
+    details["reason"] = (f"gain beyond L {triple[0]:+.3f} larger at {details['deciding_size']} than at "
+                         f"{details['smallest_size']} parameters; margin {p['margin']}")
+    return stat, _decide(triple, p["margin"]), triple, n, details
+
+
+def _within_spearman(a: np.ndarray) -> np.ndarray | float:
+    """Columns of ``a`` (``(..., n, 2 + cells)``): x, y, cell indicators → within-cell Spearman."""
+    return partial_spearman_within(a[..., 0], a[..., 1], a[..., 2:])
+
+
+def head_reuse_predicts_transfer(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
+    """Cai et al. 2025: head-map similarity correlates with the transfer gain within cells (see the module
+    docstring)."""
+    stat = "spearman_head_similarity_vs_transfer_gain_within_cells"
+    details: dict = {"seeds_per_cell": 0}
+    miss = _missing(ok, ("head_corr", "transfer_gain", "seed", "acc_in", "aux_acc_in", "condition"))
+    if miss:
+        details["reason"] = (f"no {', '.join(miss)} in the table: the rule needs head similarities, transfer gains "
+                             "and the learning checks' accuracies")
+        return stat, "inconclusive", NAN3, 0, details
+    co = ok[ok["condition"].isin(["related", "unrelated"])]
+    x, y = co["head_corr"].to_numpy(float), co["transfer_gain"].to_numpy(float)
+    if np.isinf(x).any() or np.isinf(y).any():
+        details["reason"] = "infinite head similarities or gains: bad data"
+        return stat, "inconclusive", NAN3, len(co), details
+    learned = ((co["acc_in"] >= p["min_in_acc"]) & (co["aux_acc_in"] >= p["min_aux_acc"])
+               & (co["alone_acc_in"] >= p["min_in_acc"])).to_numpy()
+    keep = np.isfinite(x) & np.isfinite(y) & learned
+    details["trials_without_a_value"] = int((~(np.isfinite(x) & np.isfinite(y))).sum())
+    details["trials_failing_learning_checks"] = int((~learned).sum())
+    used = co[keep]
+    n = int(keep.sum())
+    cell = _cell_key(used)
+    details["cells"] = int(cell.nunique())
+    details["seeds_per_cell"] = int(used.groupby([cell, used["condition"]])["seed"].nunique().min()) if n else 0
+    for cond, g in used.groupby("condition"):
+        details[f"mean_head_corr_{cond}"] = float(g["head_corr"].mean())
+    if n:
+        details["spearman_pooled_across_cells"] = _ci(correlation_ci(used["head_corr"], used["transfer_gain"],
+                                                                     n_boot=n_boot, seed=seed), n)
+        if "head_jaccard" in used:
+            details["spearman_jaccard_vs_gain_pooled"] = _ci(correlation_ci(used["head_jaccard"],
+                                                                            used["transfer_gain"], n_boot=n_boot,
+                                                                            seed=seed), n)
+    if n < p["min_trials"]:
+        details["reason"] = (f"{n} co-trained trials with a head similarity, a gain and passing the learning checks, "
+                             f"fewer than {int(p['min_trials'])}")
+        return stat, "inconclusive", NAN3, n, details
+    if details["seeds_per_cell"] < MIN_REPLICATES:
+        details["reason"] = (f"fewer than {MIN_REPLICATES} distinct seeds in a cell and condition: within-cell "
+                             "differences of one or two seeds are no measurement of seed variation")
+        return stat, "inconclusive", NAN3, n, details
+    why = degenerate([x[keep]]) or degenerate([y[keep]])
+    if why:
+        details["reason"] = f"degenerate inputs: {why} (a correlation needs both to vary)"
+        return stat, "inconclusive", NAN3, n, details
+    codes = pd.factorize(cell)[0]
+    design = (codes[:, None] == np.arange(1, codes.max() + 1)[None, :]).astype(float)
+    data = np.column_stack([x[keep], y[keep], design])
+    triple = bootstrap_ci(data, _within_spearman, n_boot=n_boot, seed=seed, vectorized=True)
+    lo, hi = triple[1], triple[2]
+    verdict = ("inconclusive" if not (np.isfinite(lo) and np.isfinite(hi)) else "supported" if lo > p["margin"]
+               else "not_supported" if hi < p["margin"] else "inconclusive")
+    details["reason"] = (f"{n} co-trained trials in {details['cells']} cells, correlated within cells; supported "
+                         f"when the interval lies above {p['margin']}, not supported when below it")
+    return stat, verdict, triple, n, details
+
+
+def planned_size_guard(df: pd.DataFrame, ok: pd.DataFrame, details: dict, verdict: str) -> tuple[str, str] | None:
+    """A guard (:data:`bindscale.study.Guard`): a decided verdict is inconclusive when its deciding size is not
+    the largest (or, for the size claim, the smallest) size the whole table (any status) plans for the
+    deciding trials — e.g. every trial of the largest planned width diverged."""
+    if verdict == "inconclusive" or "deciding_shape" not in details:
+        return None
+    rows = _deciding(df)
+    cols = [c for c in SIZE if c in rows]
+    if rows.empty or not cols:
+        return None
+    rows = coerce_numeric(rows, tuple(cols))
+    planned = sorted(set(_size_of(rows)), key=lambda t: _order(t, cols))
+    short = []
+    for key, want in (("deciding_shape", planned[-1]), ("smallest_shape", planned[0])):
+        if key in details and details[key] != _label(want, cols):
+            short.append(f"{key.split('_')[0]} size {_label(want, cols)} planned, {details[key]} compared")
+    if short:
+        return ("the deciding trials have no usable ok trial at a planned size (" + "; ".join(short) + "): the "
+                "rule would decide at another size than the study asked about", "value_at_another_size")
+    return None

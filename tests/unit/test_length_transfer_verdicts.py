@@ -1,0 +1,340 @@
+"""length_transfer verdict rules on synthetic tables: each can be supported and can fail, and missing,
+NaN, all-zero or unlearned inputs give inconclusive, never a verdict."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bindscale.report.verdicts import compute_verdicts
+from bindscale.studies.length_transfer import CLAIMS
+from bindscale.studies.length_transfer.verdicts import (
+    head_reuse_predicts_transfer,
+    length_transfer_exists,
+    prepare_rows,
+    transfer_grows_with_size,
+    unrelated_aux_no_transfer,
+)
+
+P = {c.name: dict(c.defaults) for c in CLAIMS}
+SIZES = {32: 27_000, 64: 101_000}
+
+
+def table(related=(0.05, 0.45), unrelated=(0.0, 0.0), alone_in=0.9, seeds=8, reuse=1.0, noise=0.03, seed=0,
+          aux_in=0.9):
+    """Copy trials alone / + mqar (related) / + sub (unrelated) at two sizes; ``related`` and ``unrelated`` are
+    the true gains beyond L at the (small, large) size over an alone level of 0.05; ``reuse`` is the correlation's
+    sign: each co-trained trial's head similarity follows its gain (1), its negative (-1) or neither (0)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i, (d, n_params) in enumerate(SIZES.items()):
+        for aux, gain in (("none", (0.0, 0.0)), ("mqar", related), ("sub", unrelated)):
+            for s in range(seeds):
+                beyond = float(np.clip(0.05 + gain[i] + rng.normal(0, noise), 0, 1))
+                noise_sim = rng.normal(0, 0.05)
+                rows.append({"trial_id": f"{d}{aux}{s}", "status": "ok", "main": "copy", "aux": aux, "pos": "rope",
+                             "main_len": 8, "aux_len": 16, "layers": 2, "d_model": d, "heads": 4, "steps": 600,
+                             "lr": 0.003, "n_train": 8000, "n_params": n_params, "seed": s,
+                             "acc_in": float(np.clip(alone_in + rng.normal(0, 0.02), 0, 1)), "acc_beyond": beyond,
+                             "aux_acc_in": np.nan if aux == "none" else float(np.clip(aux_in + rng.normal(0, 0.02),
+                                                                                       0, 1)),
+                             "head_corr": (np.nan if aux == "none" else
+                                           float(np.tanh(reuse * 3 * (beyond - 0.05) + noise_sim)))})
+    return pd.DataFrame(rows)
+
+
+def rule(fn, df, name):
+    return fn(prepare_rows(df), P[name], 500, 0)
+
+
+def test_prepare_rows_labels_conditions_and_computes_gains_within_cells():
+    ok = prepare_rows(table())
+    assert set(ok["condition"]) == {"alone", "related", "unrelated"}
+    assert ok.loc[ok["condition"] == "alone", "transfer_gain"].isna().all()
+    one = ok[(ok["condition"] == "related") & (ok["d_model"] == 64)].iloc[0]
+    alone = ok[(ok["condition"] == "alone") & (ok["d_model"] == 64)]["acc_beyond"].mean()
+    assert one["transfer_gain"] == pytest.approx(one["acc_beyond"] - alone)
+
+
+# -- transfer exists ------------------------------------------------------------------------------------------
+
+def test_transfer_supported_when_related_training_lifts_accuracy_beyond_L():
+    stat, verdict, (v, lo, hi), n, d = rule(length_transfer_exists, table(), "length_transfer_exists")
+    assert verdict == "supported" and lo > 0.05 and v == pytest.approx(0.45, abs=0.05)
+    assert d["seeds_per_cell"] == 8 and d["deciding_size"] == "101000" and d["deciding_shape"]["d_model"] == 64
+
+
+def test_transfer_not_supported_when_related_equals_alone():
+    _, verdict, (_, lo, hi), _, _ = rule(length_transfer_exists, table(related=(0.0, 0.0)), "length_transfer_exists")
+    assert verdict == "not_supported" and hi < 0.05
+
+
+@pytest.mark.parametrize("fn,name", [(length_transfer_exists, "length_transfer_exists"),
+                                     (unrelated_aux_no_transfer, "unrelated_aux_no_transfer"),
+                                     (transfer_grows_with_size, "transfer_grows_with_size")])
+def test_gain_rules_are_inconclusive_on_missing_nan_degenerate_or_unlearned_inputs(fn, name):
+    df = table()
+    assert rule(fn, df.drop(columns=["acc_beyond"]), name)[1] == "inconclusive"
+    nan = df.copy()
+    nan.loc[(nan["aux"] == "none") & (nan["d_model"] == 64), "acc_beyond"] = np.nan
+    assert rule(fn, nan, name)[1] == "inconclusive"
+    out = rule(fn, table(alone_in=0.1), name)
+    assert out[1] == "inconclusive" and "main task alone" in out[4]["reason"]
+    out = rule(fn, table(aux_in=0.1, unrelated=(0.3, 0.3)), name)  # the auxiliary itself was not learned
+    assert out[1] == "inconclusive" and "auxiliary reached" in out[4]["reason"]
+    assert rule(fn, df.drop(columns=["aux_acc_in"]), name)[1] == "inconclusive"
+    assert rule(fn, df[df["seed"] < 2], name)[1] == "inconclusive"  # two seeds per cell
+    assert rule(fn, df.iloc[0:0], name)[1] == "inconclusive"
+    out = rule(fn, df.assign(acc_beyond=0.3), name)  # one value everywhere, not 0 or 1: copied records
+    assert out[1] == "inconclusive" and "degenerate" in out[4]["reason"]
+
+
+# -- unrelated control ----------------------------------------------------------------------------------------
+
+def test_unrelated_control_supported_when_it_gives_nothing_and_not_when_it_transfers():
+    _, verdict, (_, _, hi), _, _ = rule(unrelated_aux_no_transfer, table(), "unrelated_aux_no_transfer")
+    assert verdict == "supported" and hi < 0.05
+    _, verdict, (_, lo, _), _, _ = rule(unrelated_aux_no_transfer, table(unrelated=(0.3, 0.3)),
+                                        "unrelated_aux_no_transfer")
+    assert verdict == "not_supported" and lo > 0.05
+
+
+# -- size -------------------------------------------------------------------------------------------------------
+
+def test_size_supported_when_the_gain_grows_and_not_when_it_stays():
+    _, verdict, (v, lo, _), _, d = rule(transfer_grows_with_size, table(), "transfer_grows_with_size")
+    assert verdict == "supported" and v == pytest.approx(0.4, abs=0.05) and d["smallest_size"] == "27000"
+    _, verdict, (_, _, hi), _, _ = rule(transfer_grows_with_size, table(related=(0.4, 0.4), noise=0.01),
+                                  "transfer_grows_with_size")
+    assert verdict == "not_supported" and hi < 0.05
+    one = table()
+    assert rule(transfer_grows_with_size, one[one["d_model"] == 64], "transfer_grows_with_size")[1] == "inconclusive"
+
+
+# -- head reuse ------------------------------------------------------------------------------------------------
+
+def test_head_reuse_supported_when_similarity_tracks_gain_and_not_when_it_does_not():
+    df = table(related=(0.2, 0.45), unrelated=(0.0, 0.02))
+    stat, verdict, (r, lo, hi), n, _ = rule(head_reuse_predicts_transfer, df, "head_reuse_predicts_transfer")
+    assert verdict == "supported" and lo > 0 and n == 32
+    _, verdict, (r, lo, hi), _, _ = rule(head_reuse_predicts_transfer, table(related=(0.2, 0.45), reuse=-1.0),
+                                         "head_reuse_predicts_transfer")
+    assert verdict == "not_supported" and hi < 0.2
+
+
+def test_head_reuse_inconclusive_on_missing_nan_all_zero_or_too_few():
+    df = table()
+    name = "head_reuse_predicts_transfer"
+    assert rule(head_reuse_predicts_transfer, df.drop(columns=["head_corr"]), name)[1] == "inconclusive"
+    assert rule(head_reuse_predicts_transfer, df.assign(head_corr=np.nan), name)[1] == "inconclusive"
+    assert rule(head_reuse_predicts_transfer, df.assign(acc_beyond=0.0), name)[1] == "inconclusive"  # gains all 0
+    assert rule(head_reuse_predicts_transfer, df.assign(head_corr=0.0), name)[1] == "inconclusive"
+    few = df[df["seed"] < 2]
+    out = rule(head_reuse_predicts_transfer, few, name)
+    assert out[1] == "inconclusive" and "fewer than 10" in out[4]["reason"]
+    inf = df.copy()
+    inf.loc[inf["aux"] == "mqar", "head_corr"] = np.inf
+    assert rule(head_reuse_predicts_transfer, inf, name)[1] == "inconclusive"
+
+
+def test_every_claim_through_the_verdict_engine():
+    study = {"verdicts": {c.name: {} for c in CLAIMS}, "anchors": {}}
+    out = {v["claim"]: v for v in compute_verdicts(table(), study, n_boot=300)}
+    assert out["length_transfer_exists"]["verdict"] == "supported"
+    assert out["unrelated_aux_no_transfer"]["verdict"] == "supported"
+    assert out["transfer_grows_with_size"]["verdict"] == "supported"
+    assert {v["side"] for v in out.values()} <= {"scale_suffices", "where_scale_stops"}
+    assert "caveat" not in out["length_transfer_exists"]["details"]  # 8 seeds per deciding cell
+
+
+# -- review of 15:35 UTC: one regression test per item ---------------------------------------------------------
+
+def _other_pair(related=(0.4, 0.4), seeds=5):
+    """add trials (5 seeds) that transfer: reverse add with sub and with no-carry + carry-only (t11.py)."""
+    ad = table(related=related, seeds=seeds, seed=7)
+    ad["main"] = "add"
+    ad["aux"] = ad["aux"].map({"none": "none", "mqar": "sub", "sub": "copy"})
+    ad = ad[ad.aux != "copy"]
+    ad["trial_id"] = "add" + ad["trial_id"]
+    ad2 = ad[ad.aux == "sub"].assign(aux="add_nocarry+add_carry")
+    ad2["trial_id"] += "nc"
+    return pd.concat([ad, ad2])
+
+
+def test_item1_deciding_pair_is_fixed_not_the_most_common():
+    cp = table(related=(0.0, 0.0))  # copy: no transfer
+    cp.loc[(cp.aux == "mqar") & (cp.seed >= 3), "status"] = "diverged"  # 3 copy + mqar seeds left per size
+    df = pd.concat([cp, _other_pair()])  # the add trials outnumber them and transfer
+    _, verdict, _, _, d = rule(length_transfer_exists, df, "length_transfer_exists")
+    assert verdict != "supported" and "copy" in d["deciding_trials"] and d["seeds_per_cell"] == 3
+    out = rule(length_transfer_exists, _other_pair(), "length_transfer_exists")  # no copy trials at all
+    assert out[1] == "inconclusive" and "no ok" in out[4]["reason"]
+
+
+def test_item2_largest_size_is_the_largest_planned_one():
+    df = table(related=(0.45, 0.0))  # transfer only at the small size
+    m = (df.n_params == 101000) & (df.aux == "mqar")
+    df.loc[m, "status"] = "diverged"
+    out = rule(length_transfer_exists, df, "length_transfer_exists")
+    assert out[1] == "inconclusive" and "largest size" in out[4]["reason"]
+    # every trial of the largest planned width diverged: the rule alone would decide at 27k, the guard stops it
+    df = table(related=(0.45, 0.0))
+    df.loc[df.n_params == 101000, "status"] = "diverged"
+    assert rule(length_transfer_exists, df, "length_transfer_exists")[1] == "supported"
+    study = {"verdicts": {c.name: {} for c in CLAIMS}, "anchors": {}}
+    out = {v["claim"]: v for v in compute_verdicts(df, study, n_boot=200)}
+    assert out["length_transfer_exists"]["verdict"] == "inconclusive"
+    assert "planned" in out["length_transfer_exists"]["details"]["reason"]
+    # the smallest planned size lost: the size claim may not compare a middle size instead
+    df = pd.concat([table(related=(0.0, 0.45)), table(seed=3).assign(d_model=16, n_params=8000, status="failed")])
+    df.loc[df["d_model"] == 16, "trial_id"] += "_16"
+    out = {v["claim"]: v for v in compute_verdicts(df, study, n_boot=200)}
+    assert out["transfer_grows_with_size"]["verdict"] == "inconclusive"
+
+
+def test_item3_default_file_has_8_seeds_in_every_deciding_cell_and_details_report_them():
+    from bindscale.config import resolve_study
+    from bindscale.studies.length_transfer.verdicts import DECIDING
+
+    trials = resolve_study("length_transfer").trials()
+    seeds: dict = {}
+    for t in trials:
+        aux = t.task.aux
+        if (t.task.main == DECIDING["main"] and t.model.pos == DECIDING["pos"]
+                and aux in ("none", DECIDING["related"], DECIDING["unrelated"])):
+            seeds.setdefault((aux, t.model.n_layers, t.model.d_model), set()).add(t.seed)
+    assert len({k[2] for k in seeds}) >= 2 and all(len(v) >= 8 for v in seeds.values())
+    study = {"verdicts": {c.name: {} for c in CLAIMS}, "anchors": {}}
+    for v in compute_verdicts(table(seeds=3), study, n_boot=200):
+        assert v["details"]["seeds_per_cell"] == 3 and "caveat" in v["details"]
+
+
+def test_item4_rare_transfer_bound_in_details():
+    df = table(related=(0.0, 0.0))
+    _, verdict, _, _, d = rule(length_transfer_exists, df, "length_transfer_exists")
+    assert verdict == "not_supported"
+    k, n = (int(x) for x in d["transferring_seeds"].split(" of "))
+    assert n == 8 and k <= 2 and d["transferring_share_upper"] > 0.3  # 8 seeds cannot rule out rare transfer
+
+
+@pytest.mark.slow
+def test_item4_interval_coverage_on_zero_inflated_and_bimodal_seeds():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parents[2] / "benchmarks" / "length_transfer_coverage.py"
+    spec = importlib.util.spec_from_file_location("lt_cov", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    c = mod.coverage(8, 0.3, 300)
+    assert c["welch"] >= 0.88 and c["welch"] >= c["percentile"] - 0.03  # bootstrap does not do better
+    assert mod.coverage(8, 0.1, 300)["welch"] < 0.75  # the documented failure: rare transfer at 8 seeds
+
+
+def test_item5_exact_zero_beyond_L_with_learning_checks_passed_is_a_measurement():
+    df = table(related=(0.0, 0.0)).assign(acc_beyond=0.0)
+    _, verdict, (v, lo, hi), _, d = rule(length_transfer_exists, df, "length_transfer_exists")
+    assert verdict == "not_supported" and v == 0.0
+    assert rule(transfer_grows_with_size, df, "transfer_grows_with_size")[1] == "not_supported"
+    one = df.copy()  # t10.py: one related seed at 0.02
+    one.loc[one.index[(one.aux == "mqar") & (one.n_params == 101000)][0], "acc_beyond"] = 0.02
+    assert rule(length_transfer_exists, one, "length_transfer_exists")[1] == "not_supported"
+
+
+def test_item6_head_reuse_within_cells_learning_checks_and_one_threshold():
+    name = "head_reuse_predicts_transfer"
+    df = table(related=(0.0, 0.4), unrelated=(0.0, 0.0), seeds=8)
+    rng = np.random.default_rng(3)
+    co = df.aux != "none"
+    # head similarity follows size only (t8.py): pooled it "predicts" transfer, within cells it does not
+    df.loc[co, "head_corr"] = np.where(df.loc[co, "n_params"] == 101000, 0.8, 0.1) + rng.normal(0, 0.05, co.sum())
+    _, verdict, (r, lo, hi), n, d = rule(head_reuse_predicts_transfer, df, name)
+    assert verdict != "supported" and d["spearman_pooled_across_cells"]["ci_low"] > 0.0 and d["cells"] == 2
+    # unlearned trials are left out
+    bad = table(related=(0.2, 0.45))
+    bad.loc[(bad.aux == "mqar") & (bad.seed < 3), "aux_acc_in"] = 0.1
+    _, verdict, _, n, d = rule(head_reuse_predicts_transfer, bad, name)
+    assert d["trials_failing_learning_checks"] == 6 and n == 26 and verdict == "supported"
+    # weak correlation (rho 0.08, 400 trials): never supported, never flipping between the two answers
+    for s in range(4):
+        r = np.random.default_rng(s)
+        x, y = r.multivariate_normal([0, 0], [[1, .08], [.08, 1]], 400).T
+        rows = [{"trial_id": f"a{i}", "status": "ok", "main": "copy", "aux": "mqar", "pos": "rope", "seed": i,
+                 "head_corr": x[i], "acc_beyond": 0.5 + 0.1 * y[i], "acc_in": .9, "aux_acc_in": .9, "n_params": 1,
+                 "d_model": 64} for i in range(400)]
+        rows += [{"trial_id": f"b{i}", "status": "ok", "main": "copy", "aux": "none", "pos": "rope", "seed": i,
+                  "head_corr": np.nan, "acc_beyond": 0.1, "acc_in": .9, "n_params": 1, "d_model": 64}
+                 for i in range(8)]
+        assert rule(head_reuse_predicts_transfer, pd.DataFrame(rows), name)[1] == "not_supported"
+
+
+def test_item7_deciding_size_must_be_one_cell():
+    a = table()
+    b = table(related=(0, 0), seed=5).assign(steps=200)
+    b["trial_id"] = b["trial_id"] + "_s200"
+    out = rule(length_transfer_exists, pd.concat([a, b]), "length_transfer_exists")
+    assert out[1] == "inconclusive" and "cells" in out[4]["reason"] and "steps" in out[4]["reason"]
+    b = table(related=(0, 0), seed=5).assign(main_len=6, aux_len=12)
+    b["trial_id"] += "_L6"
+    out = rule(transfer_grows_with_size, pd.concat([a, b]), "transfer_grows_with_size")
+    assert out[1] == "inconclusive" and "main_len" in out[4]["reason"]
+
+
+def test_item8_size_claim_needs_the_smallest_model_learned():
+    df = table(related=(0.0, 0.45))
+    m = df.n_params == 27000
+    df.loc[m, "acc_in"] = 0.02
+    df.loc[m, "acc_beyond"] = 0.0
+    out = rule(transfer_grows_with_size, df, "transfer_grows_with_size")
+    assert out[1] == "inconclusive" and "smallest size" in out[4]["reason"]
+    df = table(related=(0.0, 0.45))
+    df.loc[(df.n_params == 27000) & (df.aux == "mqar"), "aux_acc_in"] = 0.05
+    out = rule(transfer_grows_with_size, df, "transfer_grows_with_size")
+    assert out[1] == "inconclusive" and "auxiliary reached" in out[4]["reason"]
+
+
+def test_item9_unrelated_control_needs_transfer_and_a_learned_main_task():
+    name = "unrelated_aux_no_transfer"
+    out = rule(unrelated_aux_no_transfer, table(related=(0, 0)), name)  # nothing transfers at all
+    assert out[1] == "inconclusive" and "does not transfer" in out[4]["reason"]
+    df = table()
+    m = df.aux == "sub"
+    df.loc[m, "acc_beyond"] = 0.0
+    df.loc[m, "acc_in"] = 0.0  # the unrelated auxiliary wrecks the main task
+    out = rule(unrelated_aux_no_transfer, df, name)
+    assert out[1] == "inconclusive" and "broke the main task" in out[4]["reason"]
+    d = rule(unrelated_aux_no_transfer, table(), name)[4]
+    assert d["related_minus_unrelated"]["ci_low"] > 0.3
+    claim = next(c for c in CLAIMS if c.name == name)
+    assert "related auxiliary task" in claim.statement and "seed's reading" in claim.statement
+
+
+def test_item10_nan_outside_the_deciding_cells_does_not_decide():
+    df = table()
+    df.loc[df.index[(df.n_params == 27000) & (df.aux == "sub")][0], "acc_in"] = np.nan
+    df = pd.concat([df, _other_pair().assign(acc_beyond=np.nan)])
+    assert rule(length_transfer_exists, df, "length_transfer_exists")[1] == "supported"
+    assert rule(unrelated_aux_no_transfer, df, "unrelated_aux_no_transfer")[1] == "supported"
+
+
+def test_item11_partial_auxiliary_sets_are_no_unrelated_control():
+    df = table(unrelated=(0.0, 0.0))
+    extra = table(unrelated=(0.4, 0.4), seed=4)
+    extra = extra[extra.aux == "sub"].assign(aux="mqar+sub")
+    extra["trial_id"] += "_mix"
+    ok = prepare_rows(pd.concat([df, extra]))
+    assert set(ok.loc[ok.aux == "mqar+sub", "condition"]) == {"partial"}
+    assert rule(unrelated_aux_no_transfer, pd.concat([df, extra]), "unrelated_aux_no_transfer")[1] == "supported"
+
+
+def test_item12_size_anchor_does_not_cite_the_rope_nope_finding():
+    from bindscale.config import resolve_study
+
+    anchors = resolve_study("length_transfer").anchors
+    assert "NoPE" not in anchors["transfer_grows_with_size"]
+
+
+def test_item3_head_reuse_needs_replicate_seeds_per_cell():
+    d = table(seeds=1)  # t2.py: one seed in each of 12 cells, 24 trials
+    d = pd.concat([d.assign(layers=layer, trial_id=d.trial_id + str(layer)) for layer in range(2, 8)])
+    out = rule(head_reuse_predicts_transfer, d, "head_reuse_predicts_transfer")
+    assert out[1] == "inconclusive" and out[4]["seeds_per_cell"] == 1 and "seeds" in out[4]["reason"]
