@@ -1,0 +1,75 @@
+"""The ``depth`` study: on SCAN (Lake & Baroni 2018), do deeper transformers compose better at an equal
+parameter budget, and does more scale solve SCAN's compositional splits?
+
+Modules: :mod:`.scan` (SCAN from its grammar, its splits, SCAN / COGS file loaders), :mod:`.families`
+(iso-parameter shapes), :mod:`.config` (trial config), :mod:`.trial` (train and score one trial),
+:mod:`.verdicts`, :mod:`.figures`, :mod:`.table`, :mod:`.plan`.
+"""
+
+from pathlib import Path
+
+from bindscale.study import Claim, StudyPlugin
+
+_PETTY = ('Petty et al. 2024, "The Impact of Depth on Compositional Generalization in Transformer Language '
+          'Models" (NAACL); Liu et al. 2024, "MobileLLM: Optimizing Sub-billion Parameter Language Models for '
+          'On-Device Use Cases" (ICML)')
+_LAKE = ('Lake & Baroni 2018, "Generalization without systematicity: On the compositional skills of '
+         'sequence-to-sequence recurrent networks" (ICML)')
+_V = "bindscale.studies.depth.verdicts"
+
+CLAIMS = (
+    Claim(
+        name="deeper_composes_better_at_equal_params",
+        title="At equal parameters, do deeper transformers compose better? (Petty et al.; MobileLLM)",
+        source=_PETTY, side="scale_suffices",
+        statement=("Petty et al. 2024 (with MobileLLM, Liu et al. 2024): at a fixed parameter budget, deeper "
+                   "transformers generalize compositionally better than shallower ones (with diminishing "
+                   "returns): on every compositional generalization split the deepest model of an "
+                   "iso-parameter family beats the shallowest."),
+        statistic=("Per generalization split (every split but 'simple'): the deepest minus the shallowest family "
+                   "member's test exact match, mean over seeds, averaged over the budgets (families) with a "
+                   "Welch–Satterthwaite interval; the split whose interval is lowest decides (the weakest "
+                   "support, or the clearest contradiction)."),
+        rule=f"{_V}:deeper_composes_better_at_equal_params",
+        thresholds={"margin": (-1.0, 1.0), "min_id_acc": (0.0, 1.0)},
+        defaults={"margin": 0.0, "min_id_acc": 0.5},
+        figures=("depth_acc_vs_depth", "depth_acc_vs_params"),
+    ),
+    Claim(
+        name="seq2seq_fails_scan_splits",
+        title="Does scale solve SCAN's add-jump and length splits? (Lake & Baroni)",
+        source=_LAKE, side="where_scale_stops",
+        statement=("Lake & Baroni 2018: sequence-to-sequence models that learn SCAN's training distribution fail "
+                   "its add-primitive-jump and length splits (best overall model about 1.2% and 13.8% exact "
+                   "match); here: the largest model of the size sweep stays below the study's 'solved' "
+                   "threshold on both."),
+        statistic=("Test exact match of the largest model of the size sweep (largest budget, its most common "
+                   "depth, rotary positions), mean over seeds with a t interval, on the length and add-jump "
+                   "splits; the split nearest to being solved (highest upper bound) decides, or the split "
+                   "solved most clearly."),
+        rule=f"{_V}:seq2seq_fails_scan_splits",
+        thresholds={"threshold": (0.0, 1.0), "min_id_acc": (0.0, 1.0)},
+        defaults={"threshold": 0.5, "min_id_acc": 0.5},
+        figures=("depth_acc_vs_params", "depth_acc_by_length"),
+    ),
+)
+
+STUDY = StudyPlugin(
+    name="depth",
+    kind="depth",
+    trial_config="bindscale.studies.depth.config:DepthTrial",
+    claims=CLAIMS,
+    description="SCAN: at equal parameters, do deeper transformers compose better, and does scale solve the "
+                "add-jump and length splits? (Petty et al. 2024; Lake & Baroni 2018)",
+    directory=Path(__file__).parent,
+    trainer="bindscale.studies.depth.trial:run_group",
+    cost="bindscale.studies.depth.plan:job_cost",
+    memory="bindscale.studies.depth.plan:trial_memory_bytes",
+    checker="bindscale.studies.depth.plan:check_trials",
+    rows="bindscale.studies.depth.verdicts:prepare_rows",
+    figure_set="bindscale.studies.depth.figures:figures",
+    table="bindscale.studies.depth.table:config_table",
+    models="bindscale.studies.depth.trial:untrained_model",
+    tasks="bindscale.studies.depth.trial:task_family",
+    seconds_per_cost=(1.0, 0.0),  # replaced below by the measured factor (plan.SECONDS_PER_COST)
+)
