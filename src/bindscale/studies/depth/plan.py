@@ -4,19 +4,25 @@ from __future__ import annotations
 
 from bindscale.errors import ConfigError
 
-#: Mean positions per training sequence (command, separator, actions, end) of SCAN's splits, and the
-#: share of a step's time that grows with depth (the rest: embedding, head, optimizer, data).
-POSITIONS = 28
+#: Positions of a training batch (trimmed to its longest sequence: command, separator, actions, end) by
+#: split: the length split's outputs stop at 22 actions, the others' reach 48 (data files: as the others).
+POSITIONS = {"length": 33}
+POSITIONS_OTHER = 58
+#: CPU-seconds per unit of :func:`trial_cost`, fitted (mean ratio) to seven measured trials (length split,
+#: 300 steps, budgets 25k and 100k, depths 1-8) on the project's 2-core machine under load; single trials
+#: scatter about ±25% around it.
+SECONDS_PER_COST = 2.4e-6
 
 
 def trial_cost(t) -> float:
-    """Relative cost of one trial: steps × batch × positions × (layers + 1).
+    """Relative cost of one trial: steps × batch × positions × (layers + 4 + budget / 50,000).
 
-    At these widths (12 to 120) a step's time is dominated by per-position work that grows with the
-    number of layers, not with the parameter count (measured: at 300 steps, 25k and 100k parameters
-    cost about the same at equal depth), so width does not enter.
+    At these widths (12 to 120) a step's time is mostly per-position work that grows with depth, plus
+    a fixed part (embedding, head, optimizer, data) and a part that grows with the weights (measured at
+    300 steps: depth 1 → 8 costs 2.7x at 25k parameters; 25k → 100k costs 1.1-1.8x at equal depth).
     """
-    return t.train.steps * t.train.batch_size * POSITIONS * (t.model.n_layers + 1)
+    positions = POSITIONS.get(t.task.split, POSITIONS_OTHER) if t.data.train is None else POSITIONS_OTHER
+    return t.train.steps * t.train.batch_size * positions * (t.model.n_layers + 4 + t.model.budget / 50_000)
 
 
 def job_cost(job: list) -> float:
