@@ -156,3 +156,13 @@ def test_claims_resolve_and_run_through_the_engine():
                                              "seq2seq_fails_scan_splits": {}}})
     assert [v["claim"] for v in out] == ["deeper_composes_better_at_equal_params", "seq2seq_fails_scan_splits"]
     assert all(callable(resolve(c.rule)) for c in V.CLAIMS)
+
+
+def test_scale_claim_inconclusive_when_the_largest_planned_model_failed():
+    from bindscale.report.verdicts import compute_verdicts
+
+    df = _sweep(0.15, 0.02)
+    df.loc[df["budget"] == 200_000, "status"] = "failed"
+    out = compute_verdicts(df, {"verdicts": {"seq2seq_fails_scan_splits": {}}})[0]
+    assert out["verdict"] == "inconclusive" and "largest planned budget" in out["details"]["reason"]
+    assert compute_verdicts(_sweep(0.15, 0.02), {"verdicts": {"seq2seq_fails_scan_splits": {}}})[0]["verdict"] == "supported"

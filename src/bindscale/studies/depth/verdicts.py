@@ -159,6 +159,18 @@ def deeper_composes_better_at_equal_params(ok: pd.DataFrame, thresholds: Mapping
     return stat, verdict, triple, n, details
 
 
+def largest_planned_model_missing(df: pd.DataFrame, ok: pd.DataFrame, details: Mapping, verdict: str):
+    """Guard of ``seq2seq_fails_scan_splits``: the rule answered at a smaller budget than the largest one the
+    study planned on the decided splits (its trials failed or diverged), so it did not test scale."""
+    if "budget" not in df or "split" not in df or "budget_used" not in details:
+        return None
+    planned = pd.to_numeric(df.loc[df["split"].isin(FAILED_SPLITS), "budget"], errors="coerce").max()
+    if np.isfinite(planned) and details["budget_used"] < planned:
+        return (f"the largest planned budget ({planned:g}) has no usable trial; the rule answered at "
+                f"{details['budget_used']:g}", "value_at_smaller_budget")
+    return None
+
+
 def seq2seq_fails_scan_splits(ok: pd.DataFrame, thresholds: Mapping[str, float], n_boot: int = 2000,
                               seed: int = 0) -> tuple:
     """The largest model's test exact match on the length and add-jump splits (see the module docstring)."""
