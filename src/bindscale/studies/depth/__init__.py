@@ -1,6 +1,19 @@
 """The ``depth`` study: on SCAN (Lake & Baroni 2018), do deeper transformers compose better at an equal
 parameter budget, and does more scale solve SCAN's compositional splits?
 
+Claims and their sides (the answer page groups claims by side; "supported" always means the cited
+source's claim holds):
+
+- ``deeper_composes_better_at_equal_params`` (Petty et al. 2024; MobileLLM) — side *scale_suffices*:
+  if it holds, a plain transformer composes better by spending the same parameters on more serial
+  layers, with no binding mechanism; arXiv 2601.18858 (depth has little effect on SCAN-style
+  out-of-distribution accuracy) is the counter-anchor printed beside it.
+- ``seq2seq_fails_scan_splits`` (Lake & Baroni 2018) — side *where_scale_stops*. The seed's question
+  is "does scale solve the split?"; the claim is named after what its source asserts (sequence
+  models fail the add-jump and length splits), so "supported" means the largest model of the size
+  sweep still fails both (scale did not solve them within the sweep), and "not supported" means
+  scale solved at least one.
+
 Modules: :mod:`.scan` (SCAN from its grammar, its splits, SCAN / COGS file loaders), :mod:`.families`
 (iso-parameter shapes), :mod:`.config` (trial config), :mod:`.trial` (train and score one trial),
 :mod:`.verdicts`, :mod:`.figures`, :mod:`.table`, :mod:`.plan`.
