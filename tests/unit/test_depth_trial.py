@@ -1,7 +1,6 @@
 """The depth study's trial: data sets disjoint, packing, metrics against independent computations,
 iso-parameter families, configs and data files."""
 
-import itertools
 from pathlib import Path
 
 import numpy as np
