@@ -47,8 +47,8 @@ def test_run_all_dry_run_and_print_config_run_nothing(tmp_path):
     r = bindscale("run", "all", "--quick", "--dry-run", "--out", tmp_path / "x")
     assert r.returncode == 0, r.stderr
     assert [line.split(":")[0] for line in r.stdout.splitlines() if "trials" in line and not line.startswith(" ")
-            and "stacked" not in line] == ["scaling (quick)", "modularity (quick)", "subgraphs (quick)"]
-    assert r.stdout.count("dry run: nothing was run or written") == 3
+            and "stacked" not in line] == ["scaling (quick)", "depth (quick)", "modularity (quick)", "subgraphs (quick)"]
+    assert r.stdout.count("dry run: nothing was run or written") == 4
     r = bindscale("run", "all", "--print-config")
     assert r.returncode == 0 and "# scaling\nname: scaling" in r.stdout
     assert not (tmp_path / "x").exists()
