@@ -335,10 +335,10 @@ def test_list_prints_one_line_per_study():
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     start = lines.index("studies:")
-    rows = lines[start + 1:start + 4]
-    assert [row.split()[0] for row in rows] == ["modularity", "scaling", "subgraphs"]
-    assert all(len(row) <= 80 for row in rows) and rows[1].endswith("…")
-    assert lines[start + 4] == "claims:"
+    rows = lines[start + 1:start + 5]
+    assert [row.split()[0] for row in rows] == ["depth", "modularity", "scaling", "subgraphs"]
+    assert all(len(row) <= 80 for row in rows) and rows[2].endswith("…")
+    assert lines[start + 5] == "claims:"
 
 
 # ----------------------------------------------------------------------------- 8. resource tracker
