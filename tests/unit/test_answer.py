@@ -78,7 +78,7 @@ def test_page_from_summaries_lists_every_claim_missing_studies_and_smoke_tests(t
     data = build_answer(tmp_path)
     assert [c["claim"] for c in data["claims"]] == ["scaling", "decodability", "binding", "hull",
                                                     "scale_does_not_lift_ood"]  # by side, then study
-    assert data["missing"]["studies_not_run"] == ["modularity"]
+    assert data["missing"]["studies_not_run"] == ["depth", "modularity"]
     assert data["missing"]["smoke_tests"] == ["subgraphs"]
     assert data["missing"]["inconclusive"] == [{"claim": "hull", "study": "scaling", "reason": "too few seeds"}]
     sides = data["synthesis"]["sides"]
