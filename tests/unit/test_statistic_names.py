@@ -40,6 +40,8 @@ def _tables() -> dict[str, list]:
         "subgraphs": [sg._rows(sg.EIGHT, sg.EIGHT, sg.SEEN_C, sg.SEEN_W), flat_high, unseen, two_tasks],
         "modularity": [mo._table(), mo._table(acc=0.5), mo._table(pre=("none",))],
     }
+    dp = _fixtures("test_depth_verdicts")
+    tables["depth"] = [dp._rows(dp._families(0.3, 0.2)), dp._sweep(0.15, 0.02)]
     for ts in tables.values():
         ts.append(ts[0].iloc[:0])  # no trial at all
     return tables
