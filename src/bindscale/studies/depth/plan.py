@@ -8,10 +8,10 @@ from bindscale.errors import ConfigError
 #: split: the length split's outputs stop at 22 actions, the others' reach 48 (data files: as the others).
 POSITIONS = {"length": 33}
 POSITIONS_OTHER = 58
-#: CPU-seconds per unit of :func:`trial_cost`, fitted (mean ratio) to seven measured trials (length split,
-#: 300 steps, budgets 25k and 100k, depths 1-8) on the project's 2-core machine under load; single trials
-#: scatter about ±25% around it.
-SECONDS_PER_COST = 2.4e-6
+#: CPU-seconds per unit of :func:`trial_cost`: 24 trials of the default study (length split, 700 x 32;
+#: depth 1 and 8 at 100k, depth 2 at 200k) took 584 CPU-s on the project's 2-core machine under load
+#: (45% of a core), 1.33 times what a first fit to seven shorter pilot trials (2.4e-6) predicted.
+SECONDS_PER_COST = 3.2e-6
 
 
 def trial_cost(t) -> float:
