@@ -109,7 +109,7 @@ def deeper_composes_better_at_equal_params(ok: pd.DataFrame, thresholds: Mapping
     seeds_per_cell = []
     for split in sorted(s for s in rows["split"].dropna().unique() if s != IN_DISTRIBUTION):
         srows = rows[rows["split"] == split]
-        groups, weights, cells, entry = [], [], [], {}
+        groups, weights, cells, entry, unlearned = [], [], [], {}, []
         budgets = [b for b, g in srows.groupby("budget") if g["layers"].nunique() >= 2]
         for b in budgets:
             g = srows[srows["budget"] == b]
@@ -127,10 +127,12 @@ def deeper_composes_better_at_equal_params(ok: pd.DataFrame, thresholds: Mapping
                                       "acc_id_deepest": float(deep["acc_id"].mean()),
                                       "acc_id_shallowest": float(shallow["acc_id"].mean())}
             if min(deep["acc_id"].mean(), shallow["acc_id"].mean()) < min_id:
-                entry["problem"] = (f"budget {b:g}: in-distribution exact match below min_id_acc={min_id:g}: "
-                                    "the models did not learn the training distribution")
+                unlearned.append(f"{b:g}")
         if not budgets:
             continue
+        if unlearned:
+            entry["problem"] = (f"budget {', '.join(unlearned)}: in-distribution exact match below "
+                                f"min_id_acc={min_id:g}: the models did not learn the training distribution")
         if min(len(c) for c in cells) < MIN_REPLICATES:
             entry.setdefault("problem", f"a deciding cell has fewer than {MIN_REPLICATES} seeds")
         why = degenerate(cells)
