@@ -166,3 +166,12 @@ def test_scale_claim_inconclusive_when_the_largest_planned_model_failed():
     out = compute_verdicts(df, {"verdicts": {"seq2seq_fails_scan_splits": {}}})[0]
     assert out["verdict"] == "inconclusive" and "largest planned budget" in out["details"]["reason"]
     assert compute_verdicts(_sweep(0.15, 0.02), {"verdicts": {"seq2seq_fails_scan_splits": {}}})[0]["verdict"] == "supported"
+
+
+@pytest.mark.parametrize("deep_zero, expected", [(False, "supported"), (True, "not_supported")])
+def test_depth_one_all_zero_cell_is_a_measurement_not_degenerate(deep_zero, expected):
+    """Review item 2: a family member scoring 0.0 in every seed (SCAN's usual outcome) still decides."""
+    df = _rows(_families(0.3, 0.2))
+    m = (df["split"] == "addprim_jump") & (df["layers"] == (8 if deep_zero else 1))
+    df.loc[m, "acc_test"] = 0.0
+    assert depth(df)[1] == expected

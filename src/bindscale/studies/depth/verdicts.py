@@ -32,8 +32,10 @@ Both rules are inconclusive, whatever the numbers, when a deciding cell has fewe
 ``MIN_REPLICATES`` seeds, when a deciding value is missing, NaN or infinite, when the deciding
 models did not learn their training distribution (mean in-distribution exact match ``acc_id`` below
 ``min_id_acc``: failing out of distribution then says nothing), and when the deciding values are
-degenerate (:func:`bindscale.report.verdicts.degenerate`: zero spread across seeds, or one value
-everywhere, all zero included). For the second rule the degenerate check is on the per-seed
+degenerate (:func:`bindscale.report.verdicts.degenerate`). For the first rule that is zero spread
+in *every* deciding cell, or one value everywhere (all zero included): one cell whose seeds all score
+0.0 is the usual SCAN measurement (the shallow member failing in every seed) and still lets the split
+hold or contradict. For the second rule the degenerate check is on the per-seed
 in-distribution minus test gaps, since a failing model's test accuracy of 0 in every seed is the
 expected measurement when its in-distribution accuracy varies; an all-zero table stays
 inconclusive (its in-distribution accuracy is below ``min_id_acc``). Details carry every split's
@@ -135,7 +137,9 @@ def deeper_composes_better_at_equal_params(ok: pd.DataFrame, thresholds: Mapping
                                 f"min_id_acc={min_id:g}: the models did not learn the training distribution")
         if min(len(c) for c in cells) < MIN_REPLICATES:
             entry.setdefault("problem", f"a deciding cell has fewer than {MIN_REPLICATES} seeds")
-        why = degenerate(cells)
+        # discrete=True: a cell whose seeds all score 0.0 is SCAN's usual outcome (shallow models fail
+        # every seed), so only every cell flat, or one value everywhere, is degenerate.
+        why = degenerate(cells, discrete=True)
         if why:
             entry.setdefault("problem", why)
         triple = strata_mean_ci(groups, weights)
