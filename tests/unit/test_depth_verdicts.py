@@ -175,3 +175,13 @@ def test_depth_one_all_zero_cell_is_a_measurement_not_degenerate(deep_zero, expe
     m = (df["split"] == "addprim_jump") & (df["layers"] == (8 if deep_zero else 1))
     df.loc[m, "acc_test"] = 0.0
     assert depth(df)[1] == expected
+
+
+def test_scale_claim_test_zero_and_training_distribution_solved_in_every_seed_is_supported():
+    """Review item 3: test 0.0 with in-distribution 1.0 in every seed (Lake & Baroni's outcome) decides."""
+    df = _sweep(0.15, 0.02)
+    df["acc_test"], df["acc_id"] = 0.0, 1.0
+    _, verdict, (v, lo, hi), _, d = scale(df)
+    assert verdict == "supported" and v == 0.0 and hi == 0.0
+    df["acc_test"] = 1.0  # one value everywhere stays degenerate
+    assert scale(df)[1] == "inconclusive"

@@ -35,9 +35,10 @@ models did not learn their training distribution (mean in-distribution exact mat
 degenerate (:func:`bindscale.report.verdicts.degenerate`). For the first rule that is zero spread
 in *every* deciding cell, or one value everywhere (all zero included): one cell whose seeds all score
 0.0 is the usual SCAN measurement (the shallow member failing in every seed) and still lets the split
-hold or contradict. For the second rule the degenerate check is on the per-seed
-in-distribution minus test gaps, since a failing model's test accuracy of 0 in every seed is the
-expected measurement when its in-distribution accuracy varies; an all-zero table stays
+hold or contradict. For the second rule it is :func:`_flat_pair`:
+both columns flat across seeds and equal, or both flat with one strictly inside (0, 1); test 0.0
+with in-distribution 1.0 in every seed (the failure Lake & Baroni describe) is a verdict, and so
+is test 0.0 in every seed with a varying in-distribution accuracy. An all-zero table stays
 inconclusive (its in-distribution accuracy is below ``min_id_acc``). Details carry every split's
 number (``by_split``) and ``seeds_per_cell``.
 """
@@ -170,6 +171,24 @@ def deeper_composes_better_at_equal_params(ok: pd.DataFrame, thresholds: Mapping
     return stat, verdict, triple, n, details
 
 
+def _flat_pair(acc: np.ndarray, acc_id: np.ndarray) -> str | None:
+    """Why a largest-model cell's seeds cannot carry a verdict, or None.
+
+    Zero spread at a bound is a floor or ceiling, not a broken pipeline: test exact match 0.0 and
+    in-distribution exact match 1.0 in every seed is Lake & Baroni's textbook outcome. Degenerate:
+    both columns flat and equal (one value everywhere), or both flat with one of them strictly
+    inside (0, 1) (e.g. 0.1 and 0.9 in every seed: the signature of copied records)."""
+    if acc.size < 2 or np.ptp(acc) or np.ptp(acc_id):
+        return None
+    a, i = float(acc[0]), float(acc_id[0])
+    if a == i:
+        return f"every deciding value is {a:g}: nothing varies"
+    if not ({a, i} <= {0.0, 1.0}):
+        return (f"test {a:g} and in-distribution {i:g} exact match in every seed (zero spread inside (0, 1)): "
+                "not a measurement of seed variation")
+    return None
+
+
 def largest_planned_model_missing(df: pd.DataFrame, ok: pd.DataFrame, details: Mapping, verdict: str):
     """Guard of ``seq2seq_fails_scan_splits``: the rule answered at a smaller budget than the largest one the
     study planned on the decided splits (its trials failed or diverged), so it did not test scale."""
@@ -213,8 +232,8 @@ def seq2seq_fails_scan_splits(ok: pd.DataFrame, thresholds: Mapping[str, float],
         elif acc_id.mean() < min_id:
             entry["problem"] = (f"in-distribution exact match {acc_id.mean():.3f} is below min_id_acc={min_id:g}: "
                                 "the model did not learn the training distribution")
-        elif degenerate([acc_id - acc]):
-            entry["problem"] = degenerate([acc_id - acc])
+        elif _flat_pair(acc, acc_id):
+            entry["problem"] = _flat_pair(acc, acc_id)
         by_split[split] = entry
         results.append((split, triple, entry.get("problem")))
     details["by_split"] = by_split
