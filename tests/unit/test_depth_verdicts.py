@@ -185,3 +185,21 @@ def test_scale_claim_test_zero_and_training_distribution_solved_in_every_seed_is
     assert verdict == "supported" and v == 0.0 and hi == 0.0
     df["acc_test"] = 1.0  # one value everywhere stays degenerate
     assert scale(df)[1] == "inconclusive"
+
+
+@pytest.mark.parametrize("drop", ["jump_at_largest_failed", "jump_missing", "length_missing"])
+def test_scale_claim_needs_both_splits_at_the_largest_model(drop):
+    """Review item 4: the claim is 'fails both'; one split alone never decides it."""
+    from bindscale.report.verdicts import compute_verdicts
+
+    df = _sweep(0.15, 0.02)
+    if drop == "jump_at_largest_failed":
+        df.loc[(df["split"] == "addprim_jump") & (df["budget"] == 200_000), "status"] = "failed"
+    elif drop == "jump_missing":
+        df = df[df["split"] != "addprim_jump"]
+    else:
+        df = df[df["split"] != "length"]
+    _, verdict, _, _, d = scale(df)
+    assert verdict == "inconclusive" and "claim is about both splits" in d["reason"]
+    out = compute_verdicts(df, {"verdicts": {"seq2seq_fails_scan_splits": {}}})[0]
+    assert out["verdict"] == "inconclusive"

@@ -16,12 +16,11 @@ are every ``split`` label but ``simple`` (SCAN's random split, in distribution b
   with the lowest upper bound decides); inconclusive otherwise. The deciding number is otherwise
   the split with the lowest lower bound (the weakest support).
 - ``seq2seq_fails_scan_splits`` (Lake & Baroni 2018). The *largest model*: the largest budget
-  among the rows, at its most common depth. Per decided split (``length`` and ``addprim_jump``,
-  those present): mean test exact match over seeds with a t interval
+  among the rows, at its most common depth. Per decided split (``length`` and ``addprim_jump``): mean test exact match over seeds with a t interval
   (:func:`bindscale.stats.mean_ci`). A split is *failed* when the interval lies below ``threshold``
-  and *solved* when above. Supported when every decided split present is failed; not supported when
-  any is solved (the most clearly solved decides); inconclusive otherwise, or when neither split is
-  present. The deciding number is otherwise the split with the highest upper bound.
+  and *solved* when above. Both splits must have usable trials at the largest model (budget and
+  depth), else inconclusive. Supported when both are failed; not supported when either is solved
+  (the most clearly solved decides); inconclusive otherwise. The deciding number is otherwise the split with the highest upper bound.
 
 Test accuracies are read on a fixed, seeded subsample of each test set (``task.n_test``, 300 in the
 default study), the same examples for every trial, so the intervals are over training seeds and do
@@ -218,6 +217,11 @@ def seq2seq_fails_scan_splits(ok: pd.DataFrame, thresholds: Mapping[str, float],
     layers = float(top["layers"].value_counts().sort_index().idxmax())
     top = top[top["layers"] == layers]
     details |= {"budget_used": budget, "layers_used": layers, "threshold": thr}
+    absent = [s for s in FAILED_SPLITS if s not in set(top["split"])]
+    if absent:
+        # "Fails both" needs both: one split alone (the other failed, diverged or was not run) decides nothing.
+        return _inconclusive(stat, len(top), details, f"no usable trial on the {' and '.join(absent)} split at the "
+                             f"largest model (budget {budget:g}, depth {layers:g}): the claim is about both splits")
     by_split, results, spc = {}, [], []
     for split, g in top.groupby("split"):
         bad = _bad(g, ("acc_test", "acc_id"))
