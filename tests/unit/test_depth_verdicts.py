@@ -203,3 +203,21 @@ def test_scale_claim_needs_both_splits_at_the_largest_model(drop):
     assert verdict == "inconclusive" and "claim is about both splits" in d["reason"]
     out = compute_verdicts(df, {"verdicts": {"seq2seq_fails_scan_splits": {}}})[0]
     assert out["verdict"] == "inconclusive"
+
+
+@pytest.mark.parametrize("fail", ["depth8_everywhere", "depth8_at_25k", "split_jump", "shallow_at_100k"])
+def test_depth_claim_inconclusive_when_a_planned_family_member_failed(fail):
+    """Review item 5: no silent substitution of the surviving depths, budgets or splits."""
+    from bindscale.report.verdicts import compute_verdicts
+
+    df = _rows(_families(0.3, 0.2))
+    m = {"depth8_everywhere": df["layers"] == 8,
+         "depth8_at_25k": (df["layers"] == 8) & (df["budget"] == 25_000),
+         "split_jump": df["split"] == "addprim_jump",
+         "shallow_at_100k": (df["layers"] == 1) & (df["budget"] == 100_000) & (df["split"] == "length")}[fail]
+    df.loc[m, "status"] = "failed"
+    assert depth(df)[1] == "supported"  # the rule alone answers on what survived
+    out = compute_verdicts(df, {"verdicts": {"deeper_composes_better_at_equal_params": {}}})[0]
+    assert out["verdict"] == "inconclusive" and "planned family member" in out["details"]["reason"], fail
+    full = compute_verdicts(_rows(_families(0.3, 0.2)), {"verdicts": {"deeper_composes_better_at_equal_params": {}}})
+    assert full[0]["verdict"] == "supported"

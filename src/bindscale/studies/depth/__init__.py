@@ -47,6 +47,7 @@ CLAIMS = (
         thresholds={"margin": (-1.0, 1.0), "min_id_acc": (0.0, 1.0)},
         defaults={"margin": 0.0, "min_id_acc": 0.5},
         figures=("depth_acc_vs_depth", "depth_acc_vs_params"),
+        guards=(f"{_V}:planned_family_missing",),
     ),
     Claim(
         name="seq2seq_fails_scan_splits",

@@ -14,7 +14,10 @@ are every ``split`` label but ``simple`` (SCAN's random split, in distribution b
   A split *holds* when its interval lies above ``margin``, *contradicts* when below. Supported when
   every generalization split holds; not supported when any contradicts (the contradicting split
   with the lowest upper bound decides); inconclusive otherwise. The deciding number is otherwise
-  the split with the lowest lower bound (the weakest support).
+  the split with the lowest lower bound (the weakest support). Guard
+  (:func:`planned_family_missing`): inconclusive when a planned family's deepest or shallowest
+  member, or a whole planned split or family, has no usable trial (no silent substitution of the
+  surviving depths).
 - ``seq2seq_fails_scan_splits`` (Lake & Baroni 2018). The *largest model*: the largest budget
   among the rows, at its most common depth. Per decided split (``length`` and ``addprim_jump``): mean test exact match over seeds with a t interval
   (:func:`bindscale.stats.mean_ci`). A split is *failed* when the interval lies below ``threshold``
@@ -185,6 +188,35 @@ def _flat_pair(acc: np.ndarray, acc_id: np.ndarray) -> str | None:
     if not ({a, i} <= {0.0, 1.0}):
         return (f"test {a:g} and in-distribution {i:g} exact match in every seed (zero spread inside (0, 1)): "
                 "not a measurement of seed variation")
+    return None
+
+
+def planned_family_missing(df: pd.DataFrame, ok: pd.DataFrame, details: Mapping, verdict: str):
+    """Guard of ``deeper_composes_better_at_equal_params``: every planned family (generalization split ×
+    budget with two or more depths among *all* trials, failed and diverged included, rotary positions)
+    must be decided with its planned deepest and shallowest members. Otherwise the rule compared
+    surviving depths (say 4 against 1 when every depth-8 trial failed), or dropped a split or budget,
+    and did not test the claim the study planned. A split that was never run at all is not in the
+    table; an unfinished run is flagged by the answer page (``n_missing``)."""
+    if not {"split", "budget", "layers"} <= set(df.columns) or "by_split" not in details:
+        return None
+    rows = df.assign(budget=pd.to_numeric(df["budget"], errors="coerce"),
+                     layers=pd.to_numeric(df["layers"], errors="coerce"))
+    if "pos" in rows and (rows["pos"] == "rope").any():
+        rows = rows[rows["pos"] == "rope"]
+    missing = []
+    for (split, b), g in rows[rows["split"] != IN_DISTRIBUTION].groupby(["split", "budget"]):
+        if g["layers"].nunique() < 2:
+            continue
+        want = (int(g["layers"].max()), int(g["layers"].min()))
+        got = details["by_split"].get(split, {}).get(f"budget_{b:g}")
+        if got is None:
+            missing.append(f"split {split}, budget {b:g}: no usable family (planned depths {want[1]} to {want[0]})")
+        elif (got["deepest"], got["shallowest"]) != want:
+            missing.append(f"split {split}, budget {b:g}: compared depth {got['deepest']} with {got['shallowest']}, "
+                           f"planned {want[0]} with {want[1]}")
+    if missing:
+        return ("a planned family member has no usable trial (" + "; ".join(missing) + ")", "value_without_planned_family")
     return None
 
 
