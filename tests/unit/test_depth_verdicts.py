@@ -161,11 +161,12 @@ def test_claims_resolve_and_run_through_the_engine():
 def test_scale_claim_inconclusive_when_the_largest_planned_model_failed():
     from bindscale.report.verdicts import compute_verdicts
 
-    df = _sweep(0.15, 0.02)
+    df = _sweep(0.15, 0.02, id_acc=0.97)  # above the default gate min_id_acc=0.95
     df.loc[df["budget"] == 200_000, "status"] = "failed"
     out = compute_verdicts(df, {"verdicts": {"seq2seq_fails_scan_splits": {}}})[0]
     assert out["verdict"] == "inconclusive" and "largest planned budget" in out["details"]["reason"]
-    assert compute_verdicts(_sweep(0.15, 0.02), {"verdicts": {"seq2seq_fails_scan_splits": {}}})[0]["verdict"] == "supported"
+    full = _sweep(0.15, 0.02, id_acc=0.97)
+    assert compute_verdicts(full, {"verdicts": {"seq2seq_fails_scan_splits": {}}})[0]["verdict"] == "supported"
 
 
 @pytest.mark.parametrize("deep_zero, expected", [(False, "supported"), (True, "not_supported")])
@@ -221,3 +222,19 @@ def test_depth_claim_inconclusive_when_a_planned_family_member_failed(fail):
     assert out["verdict"] == "inconclusive" and "planned family member" in out["details"]["reason"], fail
     full = compute_verdicts(_rows(_families(0.3, 0.2)), {"verdicts": {"deeper_composes_better_at_equal_params": {}}})
     assert full[0]["verdict"] == "supported"
+
+
+def test_scale_claim_gate_is_095_and_says_the_models_did_not_learn_their_training_distribution():
+    """Review item 1: at acc_id ~0.6 the scale claim is inconclusive by default (was supported at 0.5)."""
+    import yaml
+
+    from bindscale.report.verdicts import compute_verdicts
+
+    claim = {c.name: c for c in V.CLAIMS}["seq2seq_fails_scan_splits"]
+    from bindscale.studies.depth import STUDY
+
+    shipped = yaml.safe_load((STUDY.directory / "depth.yaml").read_text())
+    assert claim.defaults["min_id_acc"] == 0.95 == shipped["verdicts"]["seq2seq_fails_scan_splits"]["min_id_acc"]
+    out = compute_verdicts(_sweep(0.15, 0.02, id_acc=0.6), {"verdicts": {"seq2seq_fails_scan_splits": {}}})[0]
+    assert out["verdict"] == "inconclusive"
+    assert "did not learn its training distribution" in out["details"]["reason"]

@@ -63,7 +63,7 @@ CLAIMS = (
                    "solved most clearly."),
         rule=f"{_V}:seq2seq_fails_scan_splits",
         thresholds={"threshold": (0.0, 1.0), "min_id_acc": (0.0, 1.0)},
-        defaults={"threshold": 0.5, "min_id_acc": 0.5},
+        defaults={"threshold": 0.5, "min_id_acc": 0.95},
         figures=("depth_acc_vs_params", "depth_acc_by_length"),
         guards=(f"{_V}:largest_planned_model_missing",),
     ),
