@@ -238,3 +238,31 @@ def test_scale_claim_gate_is_095_and_says_the_models_did_not_learn_their_trainin
     out = compute_verdicts(_sweep(0.15, 0.02, id_acc=0.6), {"verdicts": {"seq2seq_fails_scan_splits": {}}})[0]
     assert out["verdict"] == "inconclusive"
     assert "did not learn its training distribution" in out["details"]["reason"]
+
+
+def test_citations_and_parameter_counts():
+    """Review item 8: Petty et al. is the source (MobileLLM context only); totals beside non-embedding
+    counts in the details and the table; the YAML's width comments match the shapes."""
+    import re
+
+    from bindscale.studies.depth import STUDY, table
+    from bindscale.studies.depth.families import shape_for_budget
+
+    claims = {c.name: c for c in V.CLAIMS}
+    petty = claims["deeper_composes_better_at_equal_params"]
+    assert "Petty" in petty.source and "MobileLLM" not in petty.source and "MobileLLM" not in petty.title
+    assert "context" in petty.statement
+    lake = claims["seq2seq_fails_scan_splits"].statement
+    assert "1.2% exact match for the best model on that split" in lake and "13.8% for the overall-best" in lake
+    df = _rows(_families(0.3, 0.2))
+    df["n_params_nonembed"] = df["budget"]
+    df["n_params"] = df["budget"] + 1000 * df["layers"]
+    d = depth(df)[4]["by_split"]["length"]["budget_25000"]
+    assert d["params_total_deepest"] == 33_000 and d["params_total_shallowest"] == 26_000
+    assert d["params_nonembed_deepest"] == 25_000
+    assert "n_params" in table.METRICS
+    text = (STUDY.directory / "depth.yaml").read_text()
+    for budget, k in ((25_000, "25k"), (100_000, "100k")):
+        widths = "/".join(str(shape_for_budget(budget, L, 2).d_model) for L in (1, 2, 4, 8))
+        assert re.search(rf"{k}: widths {widths}\b", text), (k, widths)
+    assert f"200k, width {shape_for_budget(200_000, 2, 2).d_model})" in text

@@ -143,10 +143,10 @@ def figures(study: Any = None) -> dict[str, tuple[Any, str]]:
     return {
         "depth_acc_vs_depth": (fig_acc_vs_depth, "Test exact match against depth for each iso-parameter family "
                                "(split × non-embedding budget; rotary positions). Deeper is better at equal "
-                               "parameters if the lines rise (Petty et al. 2024; MobileLLM)."),
+                               "parameters if the lines rise (Petty et al. 2024)."),
         "depth_acc_vs_params": (fig_acc_vs_params, "Test exact match against non-embedding parameters for each "
                                 "split and depth with two or more budgets (the size sweep). Does scale solve "
-                                "the split? (Lake & Baroni 2018: ~1.2% add-jump, ~13.8% length)"),
+                                "the split? (Lake & Baroni 2018: add-jump 1.2% for the split's best model; length 13.8% for the overall-best)"),
         "depth_acc_by_length": (fig_acc_by_length, "Length split: exact match by gold output length at the "
                                 "budget where positions were compared, rotary (solid) against learned absolute (dashed) positions "
                                 "(Csordás et al. 2021: relative positions help the length split)."),

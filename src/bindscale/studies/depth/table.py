@@ -9,7 +9,7 @@ from bindscale.report.html import mean_table
 from .verdicts import prepare_rows
 
 KEYS = ["split", "budget", "layers", "pos"]
-METRICS = ["acc_test", "tok_acc_test", "acc_id", "tok_acc_id", "d_model", "d_ff", "n_params_nonembed"]
+METRICS = ["acc_test", "tok_acc_test", "acc_id", "tok_acc_id", "d_model", "d_ff", "n_params_nonembed", "n_params"]
 
 
 def config_table(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:

@@ -6,7 +6,7 @@ with rotary positions (the most common ``pos``, heads and step count where they 
 replicates are distinct seeds (rows repeating a cell and seed are averaged). Generalization splits
 are every ``split`` label but ``simple`` (SCAN's random split, in distribution by construction).
 
-- ``deeper_composes_better_at_equal_params`` (Petty et al. 2024; MobileLLM, Liu et al. 2024). A
+- ``deeper_composes_better_at_equal_params`` (Petty et al. 2024). A
   *family* is one (split, budget) with at least two depths; its deepest and shallowest members are
   compared. Per generalization split ``s`` with families at budgets ``b_1..b_B``:
   ``D_s = (1/B) Σ_b [mean(acc_test | deepest, b) − mean(acc_test | shallowest, b)]`` with a
@@ -72,7 +72,8 @@ from . import CLAIMS
 
 #: Each claim in words (supported = the source's claim holds).
 STATEMENTS = {c.name: c.statement for c in CLAIMS}
-NUMERIC = ("budget", "layers", "seed", "acc_test", "acc_id", "tok_acc_test", "tok_acc_id", "n_params_nonembed")
+NUMERIC = ("budget", "layers", "seed", "acc_test", "acc_id", "tok_acc_test", "tok_acc_id", "n_params_nonembed",
+           "n_params")
 #: The split that is in distribution by construction (never a generalization split).
 IN_DISTRIBUTION = "simple"
 #: Splits the scale claim is decided on (Lake & Baroni's two failures).
@@ -142,7 +143,13 @@ def deeper_composes_better_at_equal_params(ok: pd.DataFrame, thresholds: Mapping
             entry[f"budget_{b:g}"] = {"deepest": int(deep["layers"].max()), "shallowest": int(shallow["layers"].min()),
                                       "acc_deepest": float(d.mean()), "acc_shallowest": float(s.mean()),
                                       "acc_id_deepest": float(deep["acc_id"].mean()),
-                                      "acc_id_shallowest": float(shallow["acc_id"].mean())}
+                                      "acc_id_shallowest": float(shallow["acc_id"].mean()),
+                                      # Petty et al. hold total parameters fixed; the families hold the
+                                      # non-embedding count, so both are reported (review item 8).
+                                      "params_nonembed_deepest": float(deep["n_params_nonembed"].mean()),
+                                      "params_nonembed_shallowest": float(shallow["n_params_nonembed"].mean()),
+                                      "params_total_deepest": float(deep["n_params"].mean()),
+                                      "params_total_shallowest": float(shallow["n_params"].mean())}
             if min(deep["acc_id"].mean(), shallow["acc_id"].mean()) < min_id:
                 unlearned.append(f"{b:g}")
         if not budgets:
