@@ -150,8 +150,8 @@ def _trial_class(rec: dict, default: type | None) -> type:
 
 
 def metric_rows(table: Mapping, keys: Sequence[str], values: Sequence[str]) -> list[dict]:
-    """A record's keyed table as rows: ``{"3": [32, 0.8]}`` with keys ``("depth",)`` and values
-    ``("n", "acc")`` gives ``[{"depth": "3", "n": 32, "acc": 0.8}]`` (one key level per key name;
+    """A record's keyed table as rows: ``{"3": [32, 0.8]}`` with keys ``("size",)`` and values
+    ``("n", "acc")`` gives ``[{"size": "3", "n": 32, "acc": 0.8}]`` (one key level per key name;
     a leaf is a list of the values, or the value itself when there is one). A branch that is not
     a dict where a key level is expected is left out."""
     rows: list[dict] = []

@@ -17,14 +17,14 @@ SRC = Path(registry.__file__).parent
 
 def test_builtin_studies_are_registered_with_unique_kinds_and_claims():
     studies = registry.builtin()
-    assert set(studies) == {"scaling", "subgraphs", "modularity", "geometry", "length_transfer"}
+    assert set(studies) == {"scaling", "subgraphs", "modularity", "geometry", "length_transfer", "depth"}
     assert all(isinstance(s, Study) for s in studies.values())
     assert registry.by_kind(None).name == "scaling" and registry.headline().name == "scaling"
     names = [c.name for s in studies.values() for c in s.claims]
     assert len(names) == len(set(names))
 
 
-@pytest.mark.parametrize("name", ["scaling", "subgraphs", "modularity", "geometry", "length_transfer"])
+@pytest.mark.parametrize("name", ["scaling", "subgraphs", "modularity", "geometry", "length_transfer", "depth"])
 def test_every_claim_is_complete_and_its_references_resolve(name):
     study = registry.get(name)
     assert study.study_files()[name].exists()
@@ -45,7 +45,7 @@ def test_core_modules_name_no_study(path):
     text = (SRC / path).read_text()
     words = {n for n in registry.builtin()} | {s.kind for s in registry.builtin().values()}
     words |= {c.name for s in registry.builtin().values() for c in s.claims}
-    english = {"scaling", "binding", "hull", "decodability"}  # words of the question itself
+    english = {"scaling", "binding", "hull", "decodability", "depth"}  # words of the question itself, or plain English
     found = {w for w in words if re.search(rf"[\"']{re.escape(w)}[\"']", text)}
     found |= {w for w in words - english if re.search(rf"(?<![\w.]){re.escape(w)}(?!\w)", text)}
     assert not found, f"{path} names {found}"
@@ -56,7 +56,7 @@ def test_resolving_a_study_imports_no_heavy_module():
     import sys
 
     code = ("import sys; from bindscale.config import resolve_study; "
-            "[resolve_study(n, quick=True).trials() for n in ('scaling', 'subgraphs', 'modularity', 'geometry', 'length_transfer')]; "
+            "[resolve_study(n, quick=True).trials() for n in ('scaling', 'subgraphs', 'modularity', 'geometry', 'length_transfer', 'depth')]; "
             "print(sorted(m for m in ('torch', 'sklearn', 'pandas', 'matplotlib', 'scipy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

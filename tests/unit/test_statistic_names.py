@@ -44,6 +44,8 @@ def _tables() -> dict[str, list]:
         "geometry": [geo.table([.2, .3, .4, .5], [.1] * 4), geo.table([.5, .4, .3, .2], [.6] * 4)],
         "length_transfer": [lt.table(), lt.table(related=(0.0, 0.0))],
     }
+    dp = _fixtures("test_depth_verdicts")
+    tables["depth"] = [dp._rows(dp._families(0.3, 0.2)), dp._sweep(0.15, 0.02)]
     for ts in tables.values():
         ts.append(ts[0].iloc[:0])  # no trial at all
     return tables

@@ -138,7 +138,7 @@ def test_a_finite_blow_up_is_divergence_and_isolated():
     assert_same_bits(res[2], train_group([trial(2)])[0])
 
 
-@pytest.mark.parametrize("name", ["scaling", "subgraphs", "modularity"])
+@pytest.mark.parametrize("name", ["scaling", "subgraphs", "modularity", "depth"])
 @pytest.mark.parametrize("quick", [False, True])
 def test_builtin_studies_train_in_the_same_precision_on_any_cpu(monkeypatch, name, quick):
     """A study's numbers must not depend on whether the CPU has AMX: every built-in trial resolves to one

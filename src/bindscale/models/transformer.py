@@ -12,8 +12,9 @@ embedding (Radford et al. 2019, GPT-2; Vaswani et al. 2017); ``"none"`` — no
 positional signal at all ("NoPE"; Kazemnejad et al. 2023, "The Impact of
 Positional Encoding on Length Generalization in Transformers": a causal mask
 alone lets a decoder infer position).
-Attention is causal; the MLP is ``d_model → mlp_ratio·d_model → d_model`` with
-exact (erf) GELU (Hendrycks & Gimpel 2016). No dropout: the studies train on
+Attention is causal; the MLP is ``d_model → d_ff → d_model`` (``d_ff`` is
+``mlp_ratio·d_model`` unless given: an explicit hidden width lets a study match
+parameter counts finely) with exact (erf) GELU (Hendrycks & Gimpel 2016). No dropout: the studies train on
 fixed sets and read generalization off held-out data, not off regularisation.
 
 Initialisation follows GPT-2 (Radford et al. 2019, §2.3): every linear weight
@@ -165,12 +166,12 @@ class CausalSelfAttention(nn.Module):
 
 
 class MLP(nn.Module):
-    """``d → mlp_ratio·d → d`` with GELU: ``(B, L, d) → (B, L, d)``."""
+    """``d → d_ff → d`` with GELU: ``(B, L, d) → (B, L, d)``."""
 
-    def __init__(self, d_model: int, mlp_ratio: int):
+    def __init__(self, d_model: int, d_ff: int):
         super().__init__()
-        self.fc = nn.Linear(d_model, mlp_ratio * d_model)
-        self.proj = nn.Linear(mlp_ratio * d_model, d_model)  # writes into the residual stream
+        self.fc = nn.Linear(d_model, d_ff)
+        self.proj = nn.Linear(d_ff, d_model)  # writes into the residual stream
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.proj(F.gelu(self.fc(x)))
@@ -179,13 +180,13 @@ class MLP(nn.Module):
 class Block(nn.Module):
     """Pre-LayerNorm block: ``x + attn(ln1(x))``, then ``+ mlp(ln2(·))``; ``(B, L, d) → (B, L, d)``."""
 
-    def __init__(self, layer: int, d_model: int, n_heads: int, mlp_ratio: int):
+    def __init__(self, layer: int, d_model: int, n_heads: int, d_ff: int):
         super().__init__()
         self.layer = layer
         self.ln1 = nn.LayerNorm(d_model)
         self.attn = CausalSelfAttention(layer, d_model, n_heads)
         self.ln2 = nn.LayerNorm(d_model)
-        self.mlp = MLP(d_model, mlp_ratio)
+        self.mlp = MLP(d_model, d_ff)
 
     def forward(self, x, cos, sin, acts, patch, cache):
         a = self.attn(self.ln1(x), cos, sin, acts, patch, cache)  # (B, L, d)
@@ -203,11 +204,12 @@ class Transformer(nn.Module):
     Args:
         vocab_size: number of token ids V.
         n_layers, d_model, n_heads: depth, residual width, heads per layer.
-        mlp_ratio: MLP hidden width as a multiple of ``d_model``.
+        mlp_ratio: MLP hidden width as a multiple of ``d_model`` (when ``d_ff`` is None).
         max_len: longest sequence (prompt plus generated tokens) the rotary or learned
             position table covers.
         pos: ``"rope"``, ``"learned"`` or ``"none"`` (see the module docstring).
         generator: source of every initial weight; ``None`` uses torch's global RNG.
+        d_ff: MLP hidden width (keyword only); None means ``mlp_ratio * d_model``.
 
     Raises:
         ValueError: ``d_model`` not divisible by ``n_heads``, an odd head dimension
@@ -218,10 +220,12 @@ class Transformer(nn.Module):
     POSITIONS = ("rope", "learned", "none")
 
     def __init__(self, vocab_size: int, n_layers: int, d_model: int, n_heads: int, mlp_ratio: int = 4,
-                 max_len: int = 1024, generator: torch.Generator | None = None, pos: str = "rope"):
+                 max_len: int = 1024, generator: torch.Generator | None = None, pos: str = "rope", *,
+                 d_ff: int | None = None):
         super().__init__()
+        d_ff = mlp_ratio * d_model if d_ff is None else d_ff
         for name, v in (("vocab_size", vocab_size), ("n_layers", n_layers), ("d_model", d_model),
-                        ("n_heads", n_heads), ("mlp_ratio", mlp_ratio), ("max_len", max_len)):
+                        ("n_heads", n_heads), ("mlp_ratio", mlp_ratio), ("max_len", max_len), ("d_ff", d_ff)):
             if v < 1:
                 raise ValueError(f"{name} must be a positive integer, got {v}")
         if d_model % n_heads:
@@ -230,14 +234,14 @@ class Transformer(nn.Module):
             raise ValueError(f"pos must be one of {', '.join(self.POSITIONS)}; got {pos!r}")
         self.pos = pos
         self.vocab_size, self.n_layers, self.d_model, self.n_heads = vocab_size, n_layers, d_model, n_heads
-        self.d_head, self.max_len = d_model // n_heads, max_len
+        self.d_head, self.max_len, self.d_ff = d_model // n_heads, max_len, d_ff
         # PyTorch's default inits draw from the global RNG; keep its state untouched, we re-draw below.
         with torch.random.fork_rng(devices=[]):
             self.embed = nn.Embedding(vocab_size, d_model)
             # Registered only when used, so a rotary model's weights draw exactly as before this option existed.
             self.rope = Rotary(self.d_head, max_len) if pos == "rope" else None
             self.pos_embed = nn.Embedding(max_len, d_model) if pos == "learned" else None
-            self.blocks = nn.ModuleList(Block(i, d_model, n_heads, mlp_ratio) for i in range(n_layers))
+            self.blocks = nn.ModuleList(Block(i, d_model, n_heads, d_ff) for i in range(n_layers))
             self.ln_f = nn.LayerNorm(d_model)
             self.head = nn.Linear(d_model, vocab_size, bias=False)  # untied from the embedding
         self._init_weights(generator)
@@ -259,6 +263,13 @@ class Transformer(nn.Module):
     def n_params(self) -> int:
         """Trainable parameters (embedding and head both counted: they are untied)."""
         return sum(p.numel() for p in self.parameters() if p.requires_grad)
+
+    def n_params_nonembedding(self) -> int:
+        """Trainable parameters without the token and position embeddings and the vocabulary head:
+        the blocks and the final LayerNorm (the count Kaplan et al. 2020, "Scaling Laws for Neural
+        Language Models", relate loss to)."""
+        skip = {id(p) for m in (self.embed, self.pos_embed, self.head) if m is not None for p in m.parameters()}
+        return sum(p.numel() for p in self.parameters() if p.requires_grad and id(p) not in skip)
 
     def activation_shapes(self, B: int, L: int) -> dict[str, tuple[int, ...]]:
         """Name → shape of every activation point for ``B`` sequences of length ``L`` (no cache)."""

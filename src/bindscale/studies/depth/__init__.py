@@ -1,0 +1,98 @@
+"""The ``depth`` study: on SCAN (Lake & Baroni 2018), do deeper transformers compose better at an equal
+parameter budget, and does more scale solve SCAN's compositional splits?
+
+Claims and their sides (the answer page groups claims by side; "supported" always means the cited
+source's claim holds):
+
+- ``deeper_composes_better_at_equal_params`` (Petty et al. 2024) — side *scale_suffices*:
+  if it holds, a plain transformer composes better by spending the same parameters on more serial
+  layers, with no binding mechanism; arXiv 2601.18858 (depth has little effect on SCAN-style
+  out-of-distribution accuracy) is the counter-anchor printed beside it. MobileLLM (Liu et al.
+  2024; 30 layers x 576 beat balanced shapes at 125M) is context only: it measured zero-shot
+  commonsense reasoning and QA, not compositional generalization, so it is not a source of
+  "deeper composes better".
+- ``seq2seq_fails_scan_splits`` (Lake & Baroni 2018) — side *where_scale_stops*. The seed's question
+  is "does scale solve the split?"; the claim is named after what its source asserts (sequence
+  models fail the add-jump and length splits), so "supported" means the largest model of the size
+  sweep still fails both (scale did not solve them within the sweep), and "not supported" means
+  scale solved at least one.
+
+Modules: :mod:`.scan` (SCAN from its grammar, its splits, SCAN / COGS file loaders), :mod:`.families`
+(iso-parameter shapes), :mod:`.config` (trial config), :mod:`.trial` (train and score one trial),
+:mod:`.verdicts`, :mod:`.figures`, :mod:`.table`, :mod:`.plan`.
+"""
+
+from pathlib import Path
+
+from bindscale.study import Claim, StudyPlugin
+
+_PETTY = ('Petty et al. 2024, "The Impact of Depth on Compositional Generalization in Transformer Language '
+          'Models" (NAACL)')
+_LAKE = ('Lake & Baroni 2018, "Generalization without systematicity: On the compositional skills of '
+         'sequence-to-sequence recurrent networks" (ICML)')
+_V = "bindscale.studies.depth.verdicts"
+
+CLAIMS = (
+    Claim(
+        name="deeper_composes_better_at_equal_params",
+        title="At equal parameters, do deeper transformers compose better? (Petty et al.)",
+        source=_PETTY, side="scale_suffices",
+        statement=("Petty et al. 2024: at a fixed (total) parameter budget, deeper transformers generalize "
+                   "compositionally better than shallower ones (with diminishing returns); here, at a fixed "
+                   "non-embedding budget (totals reported beside it): on every compositional generalization "
+                   "split the deepest model of an iso-parameter family beats the shallowest. (MobileLLM, Liu "
+                   "et al. 2024, found deep-and-thin better on zero-shot commonsense and QA: context, not a "
+                   "compositional-generalization source.)"),
+        statistic=("Per generalization split (every split but 'simple'): the deepest minus the shallowest family "
+                   "member's test exact match, mean over seeds, averaged over the budgets (families) with a "
+                   "Welch–Satterthwaite interval; the split whose interval is lowest decides (the weakest "
+                   "support, or the clearest contradiction)."),
+        rule=f"{_V}:deeper_composes_better_at_equal_params",
+        thresholds={"margin": (-1.0, 1.0), "min_id_acc": (0.0, 1.0)},
+        defaults={"margin": 0.0, "min_id_acc": 0.5},
+        figures=("depth_acc_vs_depth", "depth_acc_vs_params"),
+        guards=(f"{_V}:planned_family_missing",),
+    ),
+    Claim(
+        name="seq2seq_fails_scan_splits",
+        title="Does scale solve SCAN's add-jump and length splits? (Lake & Baroni)",
+        source=_LAKE, side="where_scale_stops",
+        statement=("Lake & Baroni 2018: sequence-to-sequence models that learn SCAN's training distribution "
+                   "(training accuracy above 99.5% for their overall-best network) fail its add-primitive-jump "
+                   "and length splits (add-jump: 1.2% exact match for the best model on that split, the "
+                   "overall-best model far lower; length: 13.8% for the overall-best model); here: the "
+                   "largest model of the size sweep stays below the study's 'solved' threshold on both."),
+        statistic=("Test exact match of the largest model of the size sweep (largest budget, its most common "
+                   "depth, rotary positions), mean over seeds with a t interval, on the length and add-jump "
+                   "splits; the split nearest to being solved (highest upper bound) decides, or the split "
+                   "solved most clearly."),
+        rule=f"{_V}:seq2seq_fails_scan_splits",
+        thresholds={"threshold": (0.0, 1.0), "min_id_acc": (0.0, 1.0)},
+        defaults={"threshold": 0.5, "min_id_acc": 0.95},
+        figures=("depth_acc_vs_params", "depth_acc_by_length"),
+        guards=(f"{_V}:largest_planned_model_missing",),
+    ),
+)
+
+STUDY = StudyPlugin(
+    name="depth",
+    kind="depth",
+    trial_config="bindscale.studies.depth.config:DepthTrial",
+    claims=CLAIMS,
+    description="SCAN: at equal parameters, do deeper transformers compose better, and does scale solve the "
+                "add-jump and length splits? (Petty et al. 2024; Lake & Baroni 2018)",
+    directory=Path(__file__).parent,
+    trainer="bindscale.studies.depth.trial:run_group",
+    cost="bindscale.studies.depth.plan:job_cost",
+    memory="bindscale.studies.depth.plan:trial_memory_bytes",
+    checker="bindscale.studies.depth.plan:check_trials",
+    rows="bindscale.studies.depth.verdicts:prepare_rows",
+    figure_set="bindscale.studies.depth.figures:figures",
+    table="bindscale.studies.depth.table:config_table",
+    models="bindscale.studies.depth.trial:untrained_model",
+    tasks="bindscale.studies.depth.trial:task_family",
+    # plan.SECONDS_PER_COST: measured on 24 trials of the default study on the 2-core Xeon under load, one
+    # torch thread; ~2 s per trial of data generation and scoring.
+    seconds_per_cost=(3.2e-6, 2.0),
+    seconds_measured=True,
+)

@@ -1,0 +1,313 @@
+"""Verdict rules of the ``depth`` study; each claim is named after what its source asserts, so
+"supported" means the source is right (:data:`STATEMENTS`).
+
+Rows (:func:`prepare_rows`): ok trials, numeric columns coerced. A *cell* is (split, budget, layers)
+with rotary positions (the most common ``pos``, heads and step count where they vary); its
+replicates are distinct seeds (rows repeating a cell and seed are averaged). Generalization splits
+are every ``split`` label but ``simple`` (SCAN's random split, in distribution by construction).
+
+- ``deeper_composes_better_at_equal_params`` (Petty et al. 2024). A
+  *family* is one (split, budget) with at least two depths; its deepest and shallowest members are
+  compared. Per generalization split ``s`` with families at budgets ``b_1..b_B``:
+  ``D_s = (1/B) Σ_b [mean(acc_test | deepest, b) − mean(acc_test | shallowest, b)]`` with a
+  Welch–Satterthwaite interval (:func:`bindscale.stats.strata_mean_ci`, groups weighted ±1/B).
+  A split *holds* when its interval lies above ``margin``, *contradicts* when below. Supported when
+  every generalization split holds; not supported when any contradicts (the contradicting split
+  with the lowest upper bound decides); inconclusive otherwise. The deciding number is otherwise
+  the split with the lowest lower bound (the weakest support). Guard
+  (:func:`planned_family_missing`): inconclusive when a planned family's deepest or shallowest
+  member, or a whole planned split or family, has no usable trial (no silent substitution of the
+  surviving depths).
+- ``seq2seq_fails_scan_splits`` (Lake & Baroni 2018). The *largest model*: the largest budget
+  among the rows, at its most common depth. Per decided split (``length`` and ``addprim_jump``): mean test exact match over seeds with a t interval
+  (:func:`bindscale.stats.mean_ci`). A split is *failed* when the interval lies below ``threshold``
+  and *solved* when above. Both splits must have usable trials at the largest model (budget and
+  depth), else inconclusive. Supported when both are failed; not supported when either is solved
+  (the most clearly solved decides); inconclusive otherwise. The deciding number is otherwise the split with the highest upper bound.
+
+Test accuracies are read on a fixed, seeded subsample of each test set (``task.n_test``, 300 in the
+default study), the same examples for every trial, so the intervals are over training seeds and do
+not include the sampling error of that subsample (a binomial standard error of at most 2.9
+percentage points per trial at 300 examples).
+
+Coverage at 8 seeds (simulated in ``tests/unit/test_depth_coverage.py``, run with ``-m slow``;
+4000 draws, nominal 95%): exact match is bounded and, on SCAN, skewed or bimodal across seeds, and
+the one-sample t interval of a single cell then undercovers: 0.84 on Beta(0.3, 3) draws, 0.77 on
+Beta(0.2, 5), 0.72 when 15% of seeds succeed (bimodal), 0.94 on the symmetric Beta(5, 5). The
+Welch–Satterthwaite difference of the depth rule covers 0.88 for two skewed groups of different
+shape (add-jump, one budget), 0.96 for four skewed groups without effect (length, two budgets),
+0.99 for two bimodal groups without effect, and 0.72 for a bimodal deep member against a failing
+shallow one. A seed bootstrap (``scipy.stats.bootstrap``, BCa or percentile, 999 resamples) does no
+better on these draws (BCa within noise of t, percentile 0.02-0.06 lower), so the rules keep the t
+intervals; read a narrow interval near 0 or a bimodal cell (a few seeds succeeding) as
+optimistic: its true coverage may be 0.72-0.84, not 0.95.
+
+Both rules are inconclusive, whatever the numbers, when a deciding cell has fewer than
+``MIN_REPLICATES`` seeds, when a deciding value is missing, NaN or infinite, when the deciding
+models did not learn their training distribution (mean in-distribution exact match ``acc_id`` below
+``min_id_acc``: failing out of distribution then says nothing), and when the deciding values are
+degenerate (:func:`bindscale.report.verdicts.degenerate`). For the first rule that is zero spread
+in *every* deciding cell, or one value everywhere (all zero included): one cell whose seeds all score
+0.0 is the usual SCAN measurement (the shallow member failing in every seed) and still lets the split
+hold or contradict. For the second rule it is :func:`_flat_pair`:
+both columns flat across seeds and equal, or both flat with one strictly inside (0, 1); test 0.0
+with in-distribution 1.0 in every seed (the failure Lake & Baroni describe) is a verdict, and so
+is test 0.0 in every seed with a varying in-distribution accuracy. An all-zero table stays
+inconclusive (its in-distribution accuracy is below ``min_id_acc``). Details carry every split's
+number (``by_split``) and ``seeds_per_cell``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from bindscale.report.verdicts import MIN_REPLICATES, NAN3, _ci, coerce_numeric, degenerate, ok_rows, restrict_to_mode
+from bindscale.stats import mean_ci, strata_mean_ci
+
+from . import CLAIMS
+
+#: Each claim in words (supported = the source's claim holds).
+STATEMENTS = {c.name: c.statement for c in CLAIMS}
+NUMERIC = ("budget", "layers", "seed", "acc_test", "acc_id", "tok_acc_test", "tok_acc_id", "n_params_nonembed",
+           "n_params")
+#: The split that is in distribution by construction (never a generalization split).
+IN_DISTRIBUTION = "simple"
+#: Splits the scale claim is decided on (Lake & Baroni's two failures).
+FAILED_SPLITS = ("length", "addprim_jump")
+_FIXED = ("pos", "heads", "steps")
+
+
+def prepare_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """Ok rows with the numeric columns coerced (missing ones added as NaN)."""
+    return coerce_numeric(ok_rows(df, NUMERIC), NUMERIC)
+
+
+def _seed_means(rows: pd.DataFrame, col: str) -> np.ndarray:
+    """One value per distinct seed (rows repeating a seed averaged)."""
+    return rows.groupby("seed")[col].mean().to_numpy(dtype=float)
+
+
+def _bad(rows: pd.DataFrame, cols: tuple[str, ...]) -> str | None:
+    for c in cols:
+        if c not in rows or rows[c].isna().all():
+            return f"column {c} is missing"
+        v = rows[c].to_numpy(dtype=float)
+        if not np.isfinite(v).all():
+            return f"column {c} has NaN or infinite values in a deciding cell"
+    return None
+
+
+def _inconclusive(stat: str, n: int, details: dict, reason: str) -> tuple:
+    details["reason"] = reason
+    return stat, "inconclusive", NAN3, n, details
+
+
+def _rope_rows(ok: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+    rows = ok
+    if "pos" in rows and (rows["pos"] == "rope").any():
+        rows = rows[rows["pos"] == "rope"]
+    return restrict_to_mode(rows, _FIXED)
+
+
+def deeper_composes_better_at_equal_params(ok: pd.DataFrame, thresholds: Mapping[str, float], n_boot: int = 2000,
+                                           seed: int = 0) -> tuple:
+    """Deepest minus shallowest family member per generalization split (see the module docstring)."""
+    stat = "deep_minus_shallow_acc"
+    margin, min_id = float(thresholds["margin"]), float(thresholds["min_id_acc"])
+    if ok.empty or "split" not in ok or _bad(ok, ("budget", "layers", "seed")):
+        return _inconclusive(stat, 0, {}, "no trials with split, budget, layers and seed")
+    rows, note = _rope_rows(ok)
+    details: dict = dict(note)
+    by_split: dict = {}
+    results = []  # (split, triple, n)
+    seeds_per_cell = []
+    for split in sorted(s for s in rows["split"].dropna().unique() if s != IN_DISTRIBUTION):
+        srows = rows[rows["split"] == split]
+        groups, weights, cells, entry, unlearned = [], [], [], {}, []
+        budgets = [b for b, g in srows.groupby("budget") if g["layers"].nunique() >= 2]
+        for b in budgets:
+            g = srows[srows["budget"] == b]
+            deep, shallow = g[g["layers"] == g["layers"].max()], g[g["layers"] == g["layers"].min()]
+            bad = _bad(pd.concat([deep, shallow]), ("acc_test", "acc_id"))
+            if bad:
+                return _inconclusive(stat, len(rows), details, f"split {split}, budget {b:g}: {bad}")
+            d, s = _seed_means(deep, "acc_test"), _seed_means(shallow, "acc_test")
+            seeds_per_cell += [d.size, s.size]
+            groups += [d, -s]
+            weights += [1.0 / len(budgets)] * 2
+            cells += [d, s]
+            entry[f"budget_{b:g}"] = {"deepest": int(deep["layers"].max()), "shallowest": int(shallow["layers"].min()),
+                                      "acc_deepest": float(d.mean()), "acc_shallowest": float(s.mean()),
+                                      "acc_id_deepest": float(deep["acc_id"].mean()),
+                                      "acc_id_shallowest": float(shallow["acc_id"].mean()),
+                                      # Petty et al. hold total parameters fixed; the families hold the
+                                      # non-embedding count, so both are reported (review item 8).
+                                      "params_nonembed_deepest": float(deep["n_params_nonembed"].mean()),
+                                      "params_nonembed_shallowest": float(shallow["n_params_nonembed"].mean()),
+                                      "params_total_deepest": float(deep["n_params"].mean()),
+                                      "params_total_shallowest": float(shallow["n_params"].mean())}
+            if min(deep["acc_id"].mean(), shallow["acc_id"].mean()) < min_id:
+                unlearned.append(f"{b:g}")
+        if not budgets:
+            continue
+        if unlearned:
+            entry["problem"] = (f"budget {', '.join(unlearned)}: in-distribution exact match below "
+                                f"min_id_acc={min_id:g}: the models did not learn the training distribution")
+        if min(len(c) for c in cells) < MIN_REPLICATES:
+            entry.setdefault("problem", f"a deciding cell has fewer than {MIN_REPLICATES} seeds")
+        # discrete=True: a cell whose seeds all score 0.0 is SCAN's usual outcome (shallow models fail
+        # every seed), so only every cell flat, or one value everywhere, is degenerate.
+        why = degenerate(cells, discrete=True)
+        if why:
+            entry.setdefault("problem", why)
+        triple = strata_mean_ci(groups, weights)
+        entry["diff"] = _ci(triple, sum(len(c) for c in cells))
+        by_split[split] = entry
+        results.append((split, triple, sum(len(c) for c in cells), entry.get("problem")))
+    details["by_split"] = by_split
+    details["seeds_per_cell"] = int(min(seeds_per_cell)) if seeds_per_cell else 0
+    details["margin"] = margin
+    if not results:
+        return _inconclusive(stat, len(rows), details, "no generalization split has a family of two or more depths")
+    n = len(rows)
+    contradicting = [r for r in results if r[3] is None and r[1][2] < margin]
+    if contradicting:
+        split, triple, _, _ = min(contradicting, key=lambda r: r[1][2])
+        details["split_used"] = split
+        return stat, "not_supported", triple, n, details
+    problems = [r for r in results if r[3] is not None]
+    if problems:
+        split, _, _, why = problems[0]
+        details["split_used"] = split
+        return _inconclusive(stat, n, details, f"split {split}: {why}")
+    split, triple, _, _ = min(results, key=lambda r: r[1][1] if math.isfinite(r[1][1]) else -math.inf)
+    details["split_used"] = split
+    verdict = "supported" if all(r[1][1] > margin for r in results) else "inconclusive"
+    if verdict == "inconclusive":
+        details["reason"] = f"split {split}: the interval includes the margin {margin:g}"
+    return stat, verdict, triple, n, details
+
+
+def _flat_pair(acc: np.ndarray, acc_id: np.ndarray) -> str | None:
+    """Why a largest-model cell's seeds cannot carry a verdict, or None.
+
+    Zero spread at a bound is a floor or ceiling, not a broken pipeline: test exact match 0.0 and
+    in-distribution exact match 1.0 in every seed is Lake & Baroni's textbook outcome. Degenerate:
+    both columns flat and equal (one value everywhere), or both flat with one of them strictly
+    inside (0, 1) (e.g. 0.1 and 0.9 in every seed: the signature of copied records)."""
+    if acc.size < 2 or np.ptp(acc) or np.ptp(acc_id):
+        return None
+    a, i = float(acc[0]), float(acc_id[0])
+    if a == i:
+        return f"every deciding value is {a:g}: nothing varies"
+    if not ({a, i} <= {0.0, 1.0}):
+        return (f"test {a:g} and in-distribution {i:g} exact match in every seed (zero spread inside (0, 1)): "
+                "not a measurement of seed variation")
+    return None
+
+
+def planned_family_missing(df: pd.DataFrame, ok: pd.DataFrame, details: Mapping, verdict: str):
+    """Guard of ``deeper_composes_better_at_equal_params``: every planned family (generalization split ×
+    budget with two or more depths among *all* trials, failed and diverged included, rotary positions)
+    must be decided with its planned deepest and shallowest members. Otherwise the rule compared
+    surviving depths (say 4 against 1 when every depth-8 trial failed), or dropped a split or budget,
+    and did not test the claim the study planned. A split that was never run at all is not in the
+    table; an unfinished run is flagged by the answer page (``n_missing``)."""
+    if not {"split", "budget", "layers"} <= set(df.columns) or "by_split" not in details:
+        return None
+    rows = df.assign(budget=pd.to_numeric(df["budget"], errors="coerce"),
+                     layers=pd.to_numeric(df["layers"], errors="coerce"))
+    if "pos" in rows and (rows["pos"] == "rope").any():
+        rows = rows[rows["pos"] == "rope"]
+    missing = []
+    for (split, b), g in rows[rows["split"] != IN_DISTRIBUTION].groupby(["split", "budget"]):
+        if g["layers"].nunique() < 2:
+            continue
+        want = (int(g["layers"].max()), int(g["layers"].min()))
+        got = details["by_split"].get(split, {}).get(f"budget_{b:g}")
+        if got is None:
+            missing.append(f"split {split}, budget {b:g}: no usable family (planned depths {want[1]} to {want[0]})")
+        elif (got["deepest"], got["shallowest"]) != want:
+            missing.append(f"split {split}, budget {b:g}: compared depth {got['deepest']} with {got['shallowest']}, "
+                           f"planned {want[0]} with {want[1]}")
+    if missing:
+        return ("a planned family member has no usable trial (" + "; ".join(missing) + ")", "value_without_planned_family")
+    return None
+
+
+def largest_planned_model_missing(df: pd.DataFrame, ok: pd.DataFrame, details: Mapping, verdict: str):
+    """Guard of ``seq2seq_fails_scan_splits``: the rule answered at a smaller budget than the largest one the
+    study planned on the decided splits (its trials failed or diverged), so it did not test scale."""
+    if "budget" not in df or "split" not in df or "budget_used" not in details:
+        return None
+    planned = pd.to_numeric(df.loc[df["split"].isin(FAILED_SPLITS), "budget"], errors="coerce").max()
+    if np.isfinite(planned) and details["budget_used"] < planned:
+        return (f"the largest planned budget ({planned:g}) has no usable trial; the rule answered at "
+                f"{details['budget_used']:g}", "value_at_smaller_budget")
+    return None
+
+
+def seq2seq_fails_scan_splits(ok: pd.DataFrame, thresholds: Mapping[str, float], n_boot: int = 2000,
+                              seed: int = 0) -> tuple:
+    """The largest model's test exact match on the length and add-jump splits (see the module docstring)."""
+    stat = "largest_model_acc"
+    thr, min_id = float(thresholds["threshold"]), float(thresholds["min_id_acc"])
+    if ok.empty or "split" not in ok or _bad(ok, ("budget", "layers", "seed")):
+        return _inconclusive(stat, 0, {}, "no trials with split, budget, layers and seed")
+    rows, note = _rope_rows(ok)
+    details: dict = dict(note)
+    rows = rows[rows["split"].isin(FAILED_SPLITS)]
+    if rows.empty:
+        return _inconclusive(stat, 0, details, f"no trials on the {' or '.join(FAILED_SPLITS)} split")
+    budget = float(rows["budget"].max())
+    top = rows[rows["budget"] == budget]
+    layers = float(top["layers"].value_counts().sort_index().idxmax())
+    top = top[top["layers"] == layers]
+    details |= {"budget_used": budget, "layers_used": layers, "threshold": thr}
+    absent = [s for s in FAILED_SPLITS if s not in set(top["split"])]
+    if absent:
+        # "Fails both" needs both: one split alone (the other failed, diverged or was not run) decides nothing.
+        return _inconclusive(stat, len(top), details, f"no usable trial on the {' and '.join(absent)} split at the "
+                             f"largest model (budget {budget:g}, depth {layers:g}): the claim is about both splits")
+    by_split, results, spc = {}, [], []
+    for split, g in top.groupby("split"):
+        bad = _bad(g, ("acc_test", "acc_id"))
+        if bad:
+            return _inconclusive(stat, len(top), details, f"split {split}: {bad}")
+        acc, acc_id = _seed_means(g, "acc_test"), _seed_means(g, "acc_id")
+        spc.append(acc.size)
+        triple = mean_ci(acc)
+        entry = {"acc": _ci(triple, acc.size), "acc_id": float(acc_id.mean())}
+        if acc.size < MIN_REPLICATES:
+            entry["problem"] = f"{acc.size} seeds, fewer than {MIN_REPLICATES}"
+        elif acc_id.mean() < min_id:
+            entry["problem"] = (f"the largest model did not learn its training distribution (held-out "
+                                f"training-distribution exact match {acc_id.mean():.3f}, below min_id_acc={min_id:g}); "
+                                "Lake & Baroni's claim is about models that did, so its failing the test split "
+                                "says nothing about scale")
+        elif _flat_pair(acc, acc_id):
+            entry["problem"] = _flat_pair(acc, acc_id)
+        by_split[split] = entry
+        results.append((split, triple, entry.get("problem")))
+    details["by_split"] = by_split
+    details["seeds_per_cell"] = int(min(spc))
+    n = len(top)
+    solved = [r for r in results if r[2] is None and r[1][1] > thr]
+    if solved:
+        split, triple, _ = max(solved, key=lambda r: r[1][1])
+        details["split_used"] = split
+        return stat, "not_supported", triple, n, details
+    problems = [r for r in results if r[2] is not None]
+    if problems:
+        details["split_used"] = problems[0][0]
+        return _inconclusive(stat, n, details, f"split {problems[0][0]}: {problems[0][2]}")
+    split, triple, _ = max(results, key=lambda r: r[1][2] if math.isfinite(r[1][2]) else math.inf)
+    details["split_used"] = split
+    if all(r[1][2] < thr for r in results):
+        return stat, "supported", triple, n, details
+    details["reason"] = f"split {split}: the interval includes the threshold {thr:g}"
+    return stat, "inconclusive", triple, n, details

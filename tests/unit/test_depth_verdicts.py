@@ -1,0 +1,268 @@
+"""Verdict rules of the depth study on synthetic tables: true, false, missing, NaN, all zero."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bindscale.studies.depth import verdicts as V
+from bindscale.study import resolve
+
+DEPTH = {"margin": 0.0, "min_id_acc": 0.5}
+SCALE = {"threshold": 0.5, "min_id_acc": 0.5}
+
+
+def _rows(cells, seeds=8, id_acc=0.9, noise=0.03, pos="rope"):
+    """cells: {(split, budget, layers): mean test accuracy}; one row per seed."""
+    rng = np.random.default_rng(0)
+    out = []
+    for (split, budget, layers), acc in cells.items():
+        for s in range(seeds):
+            out.append({"status": "ok", "trial_id": f"{split}-{budget}-{layers}-{s}-{pos}", "split": split,
+                        "budget": budget, "layers": layers, "pos": pos, "seed": s,
+                        "acc_test": float(np.clip(acc + noise * rng.standard_normal(), 0, 1)),
+                        "acc_id": float(np.clip(id_acc + noise * rng.standard_normal(), 0, 1))})
+    return pd.DataFrame(out)
+
+
+def _families(deep_gain_length, deep_gain_jump, base=0.3):
+    cells = {}
+    for b in (25_000, 100_000):
+        for L in (1, 2, 4, 8):
+            cells[("length", b, L)] = base + deep_gain_length * math.log2(L) / 3
+    for L in (1, 2, 4, 8):
+        cells[("addprim_jump", 100_000, L)] = base + deep_gain_jump * math.log2(L) / 3
+    cells[("simple", 100_000, 2)] = 0.95
+    return cells
+
+
+def depth(df, th=DEPTH):
+    return V.deeper_composes_better_at_equal_params(V.prepare_rows(df), th)
+
+
+def scale(df, th=SCALE):
+    return V.seq2seq_fails_scan_splits(V.prepare_rows(df), th)
+
+
+def test_depth_supported_when_deeper_wins_on_every_split():
+    stat, verdict, (v, lo, hi), n, d = depth(_rows(_families(0.3, 0.2)))
+    assert verdict == "supported" and lo > 0
+    assert d["split_used"] == "addprim_jump" and v == pytest.approx(0.2, abs=0.05)  # the weaker split decides
+    assert set(d["by_split"]) == {"length", "addprim_jump"}  # simple is not a generalization split
+    assert d["seeds_per_cell"] == 8
+
+
+def test_depth_not_supported_when_shallower_wins_on_one_split():
+    _, verdict, (v, lo, hi), _, d = depth(_rows(_families(0.3, -0.2)))
+    assert verdict == "not_supported" and d["split_used"] == "addprim_jump" and hi < 0
+
+
+def test_depth_flat_is_not_supported_with_a_positive_margin_and_inconclusive_at_zero():
+    df = _rows(_families(0.0, 0.0))
+    assert depth(df, {"margin": 0.1, "min_id_acc": 0.5})[1] == "not_supported"
+    assert depth(df)[1] == "inconclusive"
+
+
+def test_depth_inconclusive_when_models_did_not_learn_the_training_distribution():
+    _, verdict, _, _, d = depth(_rows(_families(0.3, 0.2), id_acc=0.2))
+    assert verdict == "inconclusive" and "min_id_acc" in d["reason"]
+
+
+@pytest.mark.parametrize("breakage", ["all_zero", "nan", "missing_column", "empty", "few_seeds", "copied"])
+def test_depth_inconclusive_on_broken_tables(breakage):
+    df = _rows(_families(0.3, 0.2))
+    if breakage == "all_zero":
+        df["acc_test"] = 0.0
+    elif breakage == "nan":
+        df.loc[df["layers"] == 8, "acc_test"] = np.nan
+    elif breakage == "missing_column":
+        df = df.drop(columns=["acc_test"])
+    elif breakage == "empty":
+        df = df.iloc[0:0]
+    elif breakage == "few_seeds":
+        df = df[df["seed"] < 2]
+    elif breakage == "copied":
+        df["acc_test"] = df.groupby(["split", "budget", "layers"])["acc_test"].transform("first")
+    assert depth(df)[1] == "inconclusive", breakage
+
+
+def test_depth_uses_rotary_rows_and_failed_trials_do_not_count():
+    good = _rows(_families(0.3, 0.2))
+    learned = _rows(_families(-0.3, -0.3), pos="learned")
+    assert depth(pd.concat([good, learned]))[1] == "supported"
+    failed = good.copy()
+    failed["status"] = "failed"
+    assert depth(failed)[1] == "inconclusive"
+
+
+def _sweep(acc_length, acc_jump, id_acc=0.9, seeds=8, noise=0.02):
+    cells = {("length", b, 2): acc_length * b / 200_000 for b in (25_000, 100_000, 200_000)}
+    cells |= {("addprim_jump", b, 2): acc_jump * b / 200_000 for b in (25_000, 100_000, 200_000)}
+    cells[("length", 100_000, 8)] = 0.99  # another depth at a smaller budget: not the largest model
+    return _rows(cells, seeds=seeds, id_acc=id_acc, noise=noise)
+
+
+def test_scale_claim_supported_when_the_largest_model_fails_both_splits():
+    stat, verdict, (v, lo, hi), n, d = scale(_sweep(0.15, 0.02))
+    assert verdict == "supported" and hi < 0.5 and d["budget_used"] == 200_000 and d["layers_used"] == 2
+    assert d["split_used"] == "length"  # nearest to being solved
+    assert n == 16
+
+
+def test_scale_claim_not_supported_when_scale_solves_a_split():
+    _, verdict, (v, lo, hi), _, d = scale(_sweep(0.15, 0.9))
+    assert verdict == "not_supported" and d["split_used"] == "addprim_jump" and lo > 0.5
+
+
+def test_scale_claim_all_zero_test_accuracy_with_learned_training_distribution_is_a_verdict():
+    df = _sweep(0.0, 0.0, noise=0.0)
+    df["acc_id"] = 0.8 + 0.02 * (df["seed"] % 4)  # varies across seeds: a real measurement
+    assert scale(df)[1] == "supported"
+
+
+@pytest.mark.parametrize("breakage", ["all_zero", "nan", "missing_column", "no_split", "few_seeds", "not_learned",
+                                      "copied"])
+def test_scale_claim_inconclusive_on_broken_tables(breakage):
+    df = _sweep(0.15, 0.02)
+    if breakage == "all_zero":
+        df[["acc_test", "acc_id"]] = 0.0
+    elif breakage == "nan":
+        df.loc[df["budget"] == 200_000, "acc_test"] = np.nan
+    elif breakage == "missing_column":
+        df = df.drop(columns=["acc_id"])
+    elif breakage == "no_split":
+        df = df.assign(split="simple")
+    elif breakage == "few_seeds":
+        df = df[df["seed"] < 2]
+    elif breakage == "not_learned":
+        df["acc_id"] = 0.1 + 0.01 * df["seed"]
+    elif breakage == "copied":
+        df["acc_test"] = 0.1
+        df["acc_id"] = 0.9
+    assert scale(df)[1] == "inconclusive", breakage
+
+
+def test_scale_claim_inconclusive_when_the_interval_straddles_the_threshold():
+    df = _sweep(0.5, 0.0, noise=0.2)
+    assert scale(df)[1] == "inconclusive"
+
+
+def test_claims_resolve_and_run_through_the_engine():
+    from bindscale.report.verdicts import compute_verdicts
+
+    df = pd.concat([_rows(_families(0.3, 0.2)), _sweep(0.15, 0.02).assign(trial_id=lambda d: "s" + d["trial_id"])])
+    out = compute_verdicts(df, {"verdicts": {"deeper_composes_better_at_equal_params": {},
+                                             "seq2seq_fails_scan_splits": {}}})
+    assert [v["claim"] for v in out] == ["deeper_composes_better_at_equal_params", "seq2seq_fails_scan_splits"]
+    assert all(callable(resolve(c.rule)) for c in V.CLAIMS)
+
+
+def test_scale_claim_inconclusive_when_the_largest_planned_model_failed():
+    from bindscale.report.verdicts import compute_verdicts
+
+    df = _sweep(0.15, 0.02, id_acc=0.97)  # above the default gate min_id_acc=0.95
+    df.loc[df["budget"] == 200_000, "status"] = "failed"
+    out = compute_verdicts(df, {"verdicts": {"seq2seq_fails_scan_splits": {}}})[0]
+    assert out["verdict"] == "inconclusive" and "largest planned budget" in out["details"]["reason"]
+    full = _sweep(0.15, 0.02, id_acc=0.97)
+    assert compute_verdicts(full, {"verdicts": {"seq2seq_fails_scan_splits": {}}})[0]["verdict"] == "supported"
+
+
+@pytest.mark.parametrize("deep_zero, expected", [(False, "supported"), (True, "not_supported")])
+def test_depth_one_all_zero_cell_is_a_measurement_not_degenerate(deep_zero, expected):
+    """Review item 2: a family member scoring 0.0 in every seed (SCAN's usual outcome) still decides."""
+    df = _rows(_families(0.3, 0.2))
+    m = (df["split"] == "addprim_jump") & (df["layers"] == (8 if deep_zero else 1))
+    df.loc[m, "acc_test"] = 0.0
+    assert depth(df)[1] == expected
+
+
+def test_scale_claim_test_zero_and_training_distribution_solved_in_every_seed_is_supported():
+    """Review item 3: test 0.0 with in-distribution 1.0 in every seed (Lake & Baroni's outcome) decides."""
+    df = _sweep(0.15, 0.02)
+    df["acc_test"], df["acc_id"] = 0.0, 1.0
+    _, verdict, (v, lo, hi), _, d = scale(df)
+    assert verdict == "supported" and v == 0.0 and hi == 0.0
+    df["acc_test"] = 1.0  # one value everywhere stays degenerate
+    assert scale(df)[1] == "inconclusive"
+
+
+@pytest.mark.parametrize("drop", ["jump_at_largest_failed", "jump_missing", "length_missing"])
+def test_scale_claim_needs_both_splits_at_the_largest_model(drop):
+    """Review item 4: the claim is 'fails both'; one split alone never decides it."""
+    from bindscale.report.verdicts import compute_verdicts
+
+    df = _sweep(0.15, 0.02)
+    if drop == "jump_at_largest_failed":
+        df.loc[(df["split"] == "addprim_jump") & (df["budget"] == 200_000), "status"] = "failed"
+    elif drop == "jump_missing":
+        df = df[df["split"] != "addprim_jump"]
+    else:
+        df = df[df["split"] != "length"]
+    _, verdict, _, _, d = scale(df)
+    assert verdict == "inconclusive" and "claim is about both splits" in d["reason"]
+    out = compute_verdicts(df, {"verdicts": {"seq2seq_fails_scan_splits": {}}})[0]
+    assert out["verdict"] == "inconclusive"
+
+
+@pytest.mark.parametrize("fail", ["depth8_everywhere", "depth8_at_25k", "split_jump", "shallow_at_100k"])
+def test_depth_claim_inconclusive_when_a_planned_family_member_failed(fail):
+    """Review item 5: no silent substitution of the surviving depths, budgets or splits."""
+    from bindscale.report.verdicts import compute_verdicts
+
+    df = _rows(_families(0.3, 0.2))
+    m = {"depth8_everywhere": df["layers"] == 8,
+         "depth8_at_25k": (df["layers"] == 8) & (df["budget"] == 25_000),
+         "split_jump": df["split"] == "addprim_jump",
+         "shallow_at_100k": (df["layers"] == 1) & (df["budget"] == 100_000) & (df["split"] == "length")}[fail]
+    df.loc[m, "status"] = "failed"
+    assert depth(df)[1] == "supported"  # the rule alone answers on what survived
+    out = compute_verdicts(df, {"verdicts": {"deeper_composes_better_at_equal_params": {}}})[0]
+    assert out["verdict"] == "inconclusive" and "planned family member" in out["details"]["reason"], fail
+    full = compute_verdicts(_rows(_families(0.3, 0.2)), {"verdicts": {"deeper_composes_better_at_equal_params": {}}})
+    assert full[0]["verdict"] == "supported"
+
+
+def test_scale_claim_gate_is_095_and_says_the_models_did_not_learn_their_training_distribution():
+    """Review item 1: at acc_id ~0.6 the scale claim is inconclusive by default (was supported at 0.5)."""
+    import yaml
+
+    from bindscale.report.verdicts import compute_verdicts
+
+    claim = {c.name: c for c in V.CLAIMS}["seq2seq_fails_scan_splits"]
+    from bindscale.studies.depth import STUDY
+
+    shipped = yaml.safe_load((STUDY.directory / "depth.yaml").read_text())
+    assert claim.defaults["min_id_acc"] == 0.95 == shipped["verdicts"]["seq2seq_fails_scan_splits"]["min_id_acc"]
+    out = compute_verdicts(_sweep(0.15, 0.02, id_acc=0.6), {"verdicts": {"seq2seq_fails_scan_splits": {}}})[0]
+    assert out["verdict"] == "inconclusive"
+    assert "did not learn its training distribution" in out["details"]["reason"]
+
+
+def test_citations_and_parameter_counts():
+    """Review item 8: Petty et al. is the source (MobileLLM context only); totals beside non-embedding
+    counts in the details and the table; the YAML's width comments match the shapes."""
+    import re
+
+    from bindscale.studies.depth import STUDY, table
+    from bindscale.studies.depth.families import shape_for_budget
+
+    claims = {c.name: c for c in V.CLAIMS}
+    petty = claims["deeper_composes_better_at_equal_params"]
+    assert "Petty" in petty.source and "MobileLLM" not in petty.source and "MobileLLM" not in petty.title
+    assert "context" in petty.statement
+    lake = claims["seq2seq_fails_scan_splits"].statement
+    assert "1.2% exact match for the best model on that split" in lake and "13.8% for the overall-best" in lake
+    df = _rows(_families(0.3, 0.2))
+    df["n_params_nonembed"] = df["budget"]
+    df["n_params"] = df["budget"] + 1000 * df["layers"]
+    d = depth(df)[4]["by_split"]["length"]["budget_25000"]
+    assert d["params_total_deepest"] == 33_000 and d["params_total_shallowest"] == 26_000
+    assert d["params_nonembed_deepest"] == 25_000
+    assert "n_params" in table.METRICS
+    text = (STUDY.directory / "depth.yaml").read_text()
+    for budget, k in ((25_000, "25k"), (100_000, "100k")):
+        widths = "/".join(str(shape_for_budget(budget, L, 2).d_model) for L in (1, 2, 4, 8))
+        assert re.search(rf"{k}: widths {widths}\b", text), (k, widths)
+    assert f"200k, width {shape_for_budget(200_000, 2, 2).d_model})" in text
