@@ -338,3 +338,11 @@ def test_item3_head_reuse_needs_replicate_seeds_per_cell():
     d = pd.concat([d.assign(layers=layer, trial_id=d.trial_id + str(layer)) for layer in range(2, 8)])
     out = rule(head_reuse_predicts_transfer, d, "head_reuse_predicts_transfer")
     assert out[1] == "inconclusive" and out[4]["seeds_per_cell"] == 1 and "seeds" in out[4]["reason"]
+
+
+def test_head_reuse_with_no_trial_passing_the_learning_checks_is_inconclusive_not_a_crash():
+    # The real pilot: no auxiliary was learned, so every co-trained trial fails the checks (an empty
+    # table reached pandas' row-wise join, which returns a DataFrame on no rows, and the report crashed).
+    df = table(aux_in=0.1)
+    _, verdict, _, n, d = rule(head_reuse_predicts_transfer, df, "head_reuse_predicts_transfer")
+    assert verdict == "inconclusive" and n == 0 and d["cells"] == 0

@@ -113,7 +113,9 @@ def _conditions(df: pd.DataFrame) -> list[str]:
 
 def _cell_key(df: pd.DataFrame) -> pd.Series:
     cell = [c for c in CELL if c in df]
-    return df[cell].astype(str).agg("|".join, axis=1) if cell else pd.Series("", index=df.index)
+    if not cell or df.empty:  # agg(axis=1) on no rows gives a DataFrame, not a Series
+        return pd.Series("", index=df.index, dtype=object)
+    return df[cell].astype(str).agg("|".join, axis=1)
 
 
 def prepare_rows(df: pd.DataFrame) -> pd.DataFrame:
