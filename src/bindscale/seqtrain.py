@@ -26,6 +26,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
+from . import seeding
 from .models.transformer import Transformer
 
 #: Padding token id: sequences are right-padded with it.
@@ -169,6 +170,35 @@ def train_seq_model(
     n_tokens = batch_size * sum(L - 1 for L in lengths[:out["steps_done"]])
     out["tokens_per_s"] = n_tokens / out["train_seconds"]
     return out
+
+
+def train_from_config(
+    model: Transformer,
+    tokens: torch.Tensor,
+    loss_mask: torch.Tensor,
+    train,
+    *,
+    seed: int,
+    device: str | torch.device = "cpu",
+    progress: Callable[[int], None] | None = None,
+) -> dict:
+    """:func:`train_seq_model` with a trial's training section — the one call every sequence study makes.
+
+    Args:
+        train: anything with ``steps``, ``batch_size``, ``lr``, ``weight_decay``, ``warmup_steps`` and
+            ``grad_clip`` (e.g. :class:`bindscale.trials.SeqTrainConfig`); warm-up is capped at half the
+            steps so that a short (quick) run still decays.
+        seed: the trial's root seed; the mini-batch order is its ``"train"`` stream.
+        progress: called as ``progress(1)`` once per step.
+
+    Returns and raises as :func:`train_seq_model`.
+    """
+    return train_seq_model(
+        model, tokens, loss_mask, steps=train.steps, batch_size=train.batch_size, lr=train.lr,
+        weight_decay=train.weight_decay, warmup_steps=min(train.warmup_steps, train.steps // 2),
+        grad_clip=train.grad_clip, generator=seeding.generator(seed, "train"), device=device,
+        on_step=(lambda step, loss: progress(1)) if progress else None,
+    )
 
 
 def fit_minibatches(

@@ -136,3 +136,19 @@ def test_bad_inputs_are_refused():
         fit(tiny(), tokens, torch.zeros_like(mask), steps=1)
     with pytest.raises(ValueError, match=r"\(N, L\)"):
         fit(tiny(), tokens, mask[:, :-1], steps=1)
+
+
+def test_train_from_config_is_train_seq_model_with_the_trials_settings_and_train_stream():
+    from bindscale import seeding
+    from bindscale.seqtrain import train_from_config
+    from bindscale.trials import SeqTrainConfig
+
+    _, tokens, mask = reverse_task()
+    cfg = SeqTrainConfig(steps=20, batch_size=16, lr=5e-3, weight_decay=0.1, warmup_steps=50, grad_clip=0.5)
+    ticks = []
+    got = train_from_config(tiny(), tokens, mask, cfg, seed=7, progress=ticks.append)
+    # warm-up capped at half the steps (50 -> 10), batch order from the trial's "train" stream
+    want = fit(tiny(), tokens, mask, steps=20, batch_size=16, lr=5e-3, weight_decay=0.1, warmup_steps=10,
+               grad_clip=0.5, generator=seeding.generator(7, "train"))
+    assert got["loss_curve"] == want["loss_curve"] and ticks == [1] * 20
+    assert train_from_config(tiny(), tokens, mask, cfg, seed=8)["loss_curve"] != got["loss_curve"]

@@ -37,7 +37,7 @@ import torch
 
 from bindscale import seeding
 from bindscale.models.transformer import Transformer
-from bindscale.seqtrain import PAD_ID, greedy_predictions, train_seq_model
+from bindscale.seqtrain import PAD_ID, greedy_predictions, train_from_config
 from bindscale.train import TrialResult
 
 from . import scan
@@ -200,13 +200,7 @@ def run_trial(trial: DepthTrial, device: str | torch.device = "cpu", progress: C
     model = build_model(trial, len(data.vocab), data.max_len).to(device)
     kept = {"model": model, "model_kwargs": {"vocab_size": len(data.vocab), "max_len": data.max_len}} if return_models else {}
     tokens, mask = pack(data.train, data.vocab)
-    tr = trial.train
-    fit = train_seq_model(
-        model, tokens, mask, steps=tr.steps, batch_size=tr.batch_size, lr=tr.lr, weight_decay=tr.weight_decay,
-        warmup_steps=min(tr.warmup_steps, tr.steps // 2), grad_clip=tr.grad_clip,
-        generator=seeding.generator(trial.seed, "train"), device=device,
-        on_step=(lambda step, loss: progress(1)) if progress else None,
-    )
+    fit = train_from_config(model, tokens, mask, trial.train, seed=trial.seed, device=device, progress=progress)
     t_train = time.perf_counter() - t0
     metrics = {"n_params": model.n_params(), "n_params_nonembed": model.n_params_nonembedding(),
                "d_model": model.d_model, "d_ff": model.d_ff, "final_loss": fit["final_loss"],

@@ -42,7 +42,7 @@ import torch
 
 from bindscale import seeding
 from bindscale.models.transformer import Transformer
-from bindscale.seqtrain import PAD_ID, seq_loss, train_seq_model
+from bindscale.seqtrain import PAD_ID, seq_loss, train_from_config
 from bindscale.train import TrialResult
 
 from .config import GeometryTrial
@@ -151,10 +151,7 @@ def run_trial(trial: GeometryTrial, device: str | torch.device = "cpu",
     model = build_model(trial)
     untrained = copy.deepcopy(model)
     tr = trial.train
-    fit = train_seq_model(model, tokens, mask, steps=tr.steps, batch_size=tr.batch_size, lr=tr.lr,
-                          weight_decay=tr.weight_decay, warmup_steps=min(tr.warmup_steps, tr.steps // 2),
-                          grad_clip=tr.grad_clip, generator=seeding.generator(trial.seed, "train"), device=device,
-                          on_step=(lambda step, loss: progress(1)) if progress else None)
+    fit = train_from_config(model, tokens, mask, trial.train, seed=trial.seed, device=device, progress=progress)
     model.cpu().eval()
     kept = {"model": model} if return_models else {}
     lengths = mask.sum(1).float()

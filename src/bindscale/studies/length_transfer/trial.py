@@ -38,7 +38,7 @@ import torch
 
 from bindscale import seeding
 from bindscale.models.transformer import Transformer
-from bindscale.seqtrain import train_seq_model
+from bindscale.seqtrain import train_from_config
 from bindscale.train import TrialResult
 
 from . import tasks as T
@@ -163,13 +163,7 @@ def run_trial(trial: LengthTransferTrial, device: str | torch.device = "cpu",
     tokens, mask = T.pack(data.train)
     model = build_model(trial, data.max_len).to(device)
     kept = {"model": model, "model_kwargs": {"max_len": data.max_len}} if return_models else {}
-    tr = trial.train
-    fit = train_seq_model(
-        model, tokens, mask, steps=tr.steps, batch_size=tr.batch_size, lr=tr.lr, weight_decay=tr.weight_decay,
-        warmup_steps=min(tr.warmup_steps, tr.steps // 2), grad_clip=tr.grad_clip,
-        generator=seeding.generator(trial.seed, "train"), device=device,
-        on_step=(lambda step, loss: progress(1)) if progress else None,
-    )
+    fit = train_from_config(model, tokens, mask, trial.train, seed=trial.seed, device=device, progress=progress)
     t_train = time.perf_counter() - t0
     metrics = {"n_params": model.n_params(), "final_loss": fit["final_loss"],
                "curve_steps": [s for s, _ in fit["loss_curve"]], "curve_loss": [v for _, v in fit["loss_curve"]],

@@ -41,7 +41,7 @@ import torch
 
 from bindscale import seeding
 from bindscale.models.transformer import Transformer
-from bindscale.seqtrain import greedy_predictions, train_seq_model
+from bindscale.seqtrain import greedy_predictions, train_from_config
 from bindscale.train import TrialResult
 
 from .analysis import TAXONOMIES, fit_compounding, label_table, rig_table, subgraph_coverage
@@ -241,13 +241,7 @@ def run_trial(trial: SubgraphsTrial, device: str | torch.device = "cpu",
     max_len = model_max_len(train, test)
     model = build_model(trial, max_len).to(device)
     kept = {"model": model, "model_kwargs": {"max_len": max_len}} if return_models else {}
-    tr = trial.train
-    fit = train_seq_model(
-        model, tokens, mask, steps=tr.steps, batch_size=tr.batch_size, lr=tr.lr, weight_decay=tr.weight_decay,
-        warmup_steps=min(tr.warmup_steps, tr.steps // 2), grad_clip=tr.grad_clip,
-        generator=seeding.generator(trial.seed, "train"), device=device,
-        on_step=(lambda step, loss: progress(1)) if progress else None,
-    )
+    fit = train_from_config(model, tokens, mask, trial.train, seed=trial.seed, device=device, progress=progress)
     t_train = time.perf_counter() - t0
     metrics = {"n_params": model.n_params(), "final_loss": fit["final_loss"],
                "curve_steps": [st for st, _ in fit["loss_curve"]],
