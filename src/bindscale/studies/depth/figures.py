@@ -36,28 +36,39 @@ def _rope(df: pd.DataFrame) -> pd.DataFrame:
     return ok
 
 
-def fig_acc_vs_depth(df: pd.DataFrame) -> str | None:
-    """Exact match vs depth per (split, budget) family (families: budgets with two or more depths)."""
+def _curves(df: pd.DataFrame, series: list[str], x: str, label) -> tuple | None:
+    """Exact match against ``x``, one curve per ``series`` group with two or more ``x`` values.
+
+    Returns ``(fig, ax, rows, ns)`` with the curves drawn (``rows``: the rotary rows), or None when no
+    group has two ``x`` values.
+    """
     ok = _rope(df)
     if ok.empty:
         return None
     fig, ax = _new_figure()
     ns: list = []
-    drawn = False
-    for (split, budget), g in ok.groupby(["split", "budget"]):
-        if g["layers"].nunique() < 2:
+    for key, g in ok.groupby(series):
+        if g[x].nunique() < 2:
             continue
-        s = _summary(g, "layers", "acc_test")
-        _errorbar(ax, s["layers"], s, UNIT, label=f"{split}, {budget / 1000:g}k params")
+        s = _summary(g, x, "acc_test")
+        _errorbar(ax, s[x], s, UNIT, label=label(*key))
         ns += list(s["n"])
-        drawn = True
-    if not drawn:
+    if not ns:
         return None
+    ax.set_ylabel(EXACT)
+    ax.set_ylim(-0.03, 1.03)
+    return fig, ax, ok, ns
+
+
+def fig_acc_vs_depth(df: pd.DataFrame) -> str | None:
+    """Exact match vs depth per (split, budget) family (families: budgets with two or more depths)."""
+    drawn = _curves(df, ["split", "budget"], "layers", lambda split, budget: f"{split}, {budget / 1000:g}k params")
+    if drawn is None:
+        return None
+    fig, ax, ok, ns = drawn
     ax.set_xscale("log", base=2)
     ax.set_xticks(sorted(ok["layers"].unique()), [f"{int(v)}" for v in sorted(ok["layers"].unique())])
     ax.set_xlabel("layers (width shrinks to keep non-embedding parameters fixed)")
-    ax.set_ylabel(EXACT)
-    ax.set_ylim(-0.03, 1.03)
     _title(ax, "Accuracy vs depth at equal parameters", [_ci_note(ns)])
     _legend(ax)
     return _to_b64(fig)
@@ -65,25 +76,12 @@ def fig_acc_vs_depth(df: pd.DataFrame) -> str | None:
 
 def fig_acc_vs_params(df: pd.DataFrame) -> str | None:
     """Exact match vs non-embedding parameters per (split, depth) with two or more budgets."""
-    ok = _rope(df)
-    if ok.empty:
+    drawn = _curves(df, ["split", "layers"], "budget", lambda split, layers: f"{split}, {int(layers)} layers")
+    if drawn is None:
         return None
-    fig, ax = _new_figure()
-    ns: list = []
-    drawn = False
-    for (split, layers), g in ok.groupby(["split", "layers"]):
-        if g["budget"].nunique() < 2:
-            continue
-        s = _summary(g, "budget", "acc_test")
-        _errorbar(ax, s["budget"], s, UNIT, label=f"{split}, {int(layers)} layers")
-        ns += list(s["n"])
-        drawn = True
-    if not drawn:
-        return None
+    fig, ax, _, ns = drawn
     ax.set_xscale("log")
     ax.set_xlabel("non-embedding parameters (budget)")
-    ax.set_ylabel(EXACT)
-    ax.set_ylim(-0.03, 1.03)
     _title(ax, "Accuracy vs parameters per split", [_ci_note(ns)])
     _legend(ax)
     return _to_b64(fig)
