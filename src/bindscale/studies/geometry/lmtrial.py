@@ -81,10 +81,14 @@ def split_file(treebank: str | Path, split: str) -> Path:
 
 
 def check_trial(trial: Any) -> None:
-    """Refuse, with one line, a pretrained-model trial that cannot run: no treebank, missing files, no extra.
+    """Refuse, with one line and before anything is written, a pretrained-model trial that cannot run: no
+    treebank, missing or malformed split files, too few sentences, no extra, or a model that is not there.
 
     Raises:
-        ConfigError: ``data.treebank`` unset or without the split files, or the ``lm`` extra not installed.
+        ConfigError: ``data.treebank`` unset or without the split files; a split file that is not valid
+            CoNLL-U (the reader's line: file, sentence, line, what is wrong); fewer dev sentences than
+            ``n_fit + n_dev`` or no test sentence; the ``lm`` extra not installed; ``model.name`` neither an
+            installed package, a model folder nor a ``.gguf`` file.
     """
     if getattr(trial.data, "source", None) != "treebank":
         raise ConfigError("a pretrained model (model.source: pretrained) is probed over a treebank: "
@@ -92,11 +96,28 @@ def check_trial(trial: Any) -> None:
     if not trial.data.treebank:
         raise ConfigError("data.treebank is not set: give the folder of a CoNLL-U treebank with its dev and test "
                           "files, e.g. --set data.treebank=PATH/ud-english-ewt")
-    for split in (trial.data.fit_split, trial.data.test_split):
-        split_file(trial.data.treebank, split)
-    from .lm import require_lm
+    _check_sentences(trial)
+    from .lm import require_lm, resolve_model
 
     require_lm()
+    resolve_model(trial.model.name)
+
+
+def _check_sentences(trial: Any) -> None:
+    """Read both split files (a treebank is small: EWT dev and test parse in about a second)."""
+    d = trial.data
+    counts = {}
+    for split in dict.fromkeys((d.fit_split, d.test_split)):
+        try:
+            counts[split] = len(read_conllu(split_file(d.treebank, split)))
+        except ValueError as e:  # TreebankError: already one line naming file, sentence and line
+            raise ConfigError(f"data.treebank: {e}") from None
+    need = d.n_dev + max(d.n_fit, 1)
+    if counts[d.fit_split] < need:
+        raise ConfigError(f"data.n_fit + data.n_dev: {need} sentences needed, the {d.fit_split} file has "
+                          f"{counts[d.fit_split]}")
+    if not counts[d.test_split]:
+        raise ConfigError(f"data.treebank: the {d.test_split} file has no sentence")
 
 
 def treebank_splits(trial: Any) -> dict[str, list[Sentence]]:
