@@ -235,13 +235,13 @@ def test_default_study_plans_eight_seeds_per_deciding_cell_and_details_report_th
 
 def test_growth_claim_is_cited_as_the_seeds_hypothesis_not_the_papers():
     """Review item 6: supported must mean the cited source's claim holds; the paper does not assert growth with
-    size, so the growth claim names the seed's hypothesis as its source."""
+    size, so the growth claim names bindscale's working hypothesis as its source."""
     from bindscale.studies.geometry import CLAIMS
 
     claims = {c.name: c for c in CLAIMS}
     growth = claims["geometry_grows_with_scale"]
-    assert growth.source.startswith("the seed's hypothesis") and "do not claim" in growth.source
-    assert "PolarProbe" not in growth.title and "seed's hypothesis" in growth.statement
+    assert growth.source.startswith("bindscale's working hypothesis") and "do not claim" in growth.source
+    assert "PolarProbe" not in growth.title and "working hypothesis" in growth.statement
     assert claims["polar_beats_structural"].source.startswith("Diego-Simón")
 
 

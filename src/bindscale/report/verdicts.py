@@ -258,7 +258,7 @@ def compute_verdicts(
         if isinstance(spc, int) and 0 < spc < CONCLUSIVE_SEEDS:
             details["caveat"] = (f"{spc} seeds in a deciding cell, fewer than {CONCLUSIVE_SEEDS}: the interval is "
                                  "an honest t / bootstrap interval but wide and not for conclusions (quick runs, "
-                                 "or seeds removed by a filter such as min_base_acc)")
+                                 "or seeds removed by one of the study's filters)")
         v = _verdict(name, stat, verdict, triple, n, details, anchors.get(name), claim.statement)
         v.update(statistic_text=claim.statistic, title=claim.title, source=claim.source, side=claim.side,
                  study_kind=plugin.kind)

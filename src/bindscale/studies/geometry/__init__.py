@@ -29,7 +29,7 @@ accuracy), :mod:`.layers` (every layer, best layer, confusion, polar picture), :
 :mod:`.trial` (train an LM and probe it), :mod:`.verdicts`, :mod:`.figures`, :mod:`.table`, :mod:`.plan`.
 
 Sources: ``polar_beats_structural`` is Diego-Simón et al.'s claim; ``geometry_grows_with_scale`` is
-the seed's hypothesis (the paper reports the polar code in large pretrained models, not its growth
+bindscale's working hypothesis (the paper reports the polar code in large pretrained models, not its growth
 with size), and its ``source`` says so.
 
 Sides: both claims are read as *scale suffices*: the seed reads polar coding of syntactic relations
@@ -45,10 +45,10 @@ from bindscale.study import Claim, StudyPlugin
 _POLAR = ('Diego-Simón, D\'Ascoli, Chemla, Lakretz, King 2024, "A polar coordinate system represents syntax in '
           'large language models" (NeurIPS); Hewitt & Manning 2019, "A structural probe for finding syntax in '
           'word representations"')
-#: The growth claim is the seed's hypothesis, not the paper's: Diego-Simón et al. report the polar code in
+#: The growth claim is bindscale's working hypothesis, not the paper's: Diego-Simón et al. report the polar code in
 #: large pretrained models and compare it with a random (untrained) model, but assert nothing about its
 #: growth with model size.
-_SEED_GROWTH = ("the seed's hypothesis (its reading of Diego-Simón et al. 2024, \"A polar coordinate system "
+_SEED_GROWTH = ("bindscale's working hypothesis (its reading of Diego-Simón et al. 2024, \"A polar coordinate system "
                 "represents syntax in large language models\", who report the polar code in large pretrained "
                 "models but do not claim that it grows with model size)")
 _V = "bindscale.studies.geometry.verdicts"
@@ -75,13 +75,13 @@ CLAIMS = (
     ),
     Claim(
         name="geometry_grows_with_scale",
-        title="Does the polar syntax geometry grow with model size? (the seed's hypothesis)",
+        title="Does the polar syntax geometry grow with model size? (bindscale's working hypothesis)",
         source=_SEED_GROWTH, side="scale_suffices",
-        statement=("The seed's hypothesis, not a claim of Diego-Simón et al. 2024 (who find the polar code in "
+        statement=("bindscale's working hypothesis, not a claim of Diego-Simón et al. 2024 (who find the polar code in "
                    "large pretrained models and do not study its growth with size): the syntax geometry a polar "
                    "probe reads is learned and grows with model size without being built in — the polar probe's "
                    "labelled attachment score, net of the untrained model's, rises from the smallest to the "
-                   "largest model by more than the margin. 'Supported' means the seed's hypothesis holds here."),
+                   "largest model by more than the margin. 'Supported' means bindscale's working hypothesis holds here."),
         statistic=("Polar-probe LAS of the trained model "
                    "minus that of the untrained model with the same initial weights (PolarProbe's convention, "
                    "each at its best dev layer among layers >= 1, test sentences), at the largest model minus at "

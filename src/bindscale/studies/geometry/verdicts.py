@@ -3,7 +3,7 @@ system represents syntax in large language models"; Hewitt & Manning 2019, "A st
 finding syntax in word representations").
 
 Each claim is named after what its source asserts, so "supported" means the source is right: for
-``polar_beats_structural`` Diego-Simón et al.; for ``geometry_grows_with_scale`` the seed's hypothesis
+``polar_beats_structural`` Diego-Simón et al.; for ``geometry_grows_with_scale`` bindscale's working hypothesis
 (the paper does not assert growth with model size; the claim's ``source`` says so).
 
 Deciding rows: ok trials whose model was trained here (``model.source`` trained or absent), at the
@@ -308,7 +308,7 @@ def _paired(rows: pd.DataFrame, col: str, small: float, large: float) -> np.ndar
 
 
 def geometry_grows_with_scale(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
-    """The seed's hypothesis: the polar probe's LAS, net of the untrained model, grows from the smallest to the
+    """bindscale's working hypothesis: the polar probe's LAS, net of the untrained model, grows from the smallest to the
     largest model (see the module docstring)."""
     p = {**DEFAULTS["geometry_grows_with_scale"], **p}
     stat = "polar_las_pp_net_of_untrained_gain_largest_vs_smallest"
