@@ -104,6 +104,9 @@ STUDY = StudyPlugin(
     directory=Path(__file__).parent,
     trainer="bindscale.studies.geometry.trial:run_group",
     cost="bindscale.studies.geometry.plan:job_cost",
+    # A rough fit through two per-trial CPU times of the default study (1x16: ~15 s, 3x96: ~60 s; 2-core
+    # Xeon, one torch thread); it predicts 1,171 CPU-s for the default study, which measured 1,076.
+    seconds_per_cost=(6.3e-11, 13.2),
     memory="bindscale.studies.geometry.plan:trial_memory_bytes",
     checker="bindscale.studies.geometry.lmtrial:check_trials",
     figure_set="bindscale.studies.geometry.figures:figures",
