@@ -119,16 +119,23 @@ def _trial_paths(cls: type[TrialBase]) -> set[str]:
     paths = {"seed"}
     for section in cls.SECTIONS:
         paths |= {f"{section}.{k}" for k in d[section]}
-        todo = [cls.model_fields[section].annotation]
-        while todo:  # unwrap unions and Annotated[...] (a tagged union's members)
-            ann = todo.pop()
-            if isinstance(ann, type) and issubclass(ann, BaseModel):
-                paths |= {f"{section}.{k}" for k in ann.model_fields}
-            elif typing.get_origin(ann) is typing.Annotated:
-                todo.append(typing.get_args(ann)[0])
-            else:
-                todo += list(typing.get_args(ann))
+        for member in _config_members(cls.model_fields[section].annotation):
+            paths |= {f"{section}.{k}" for k in member.model_fields}
     return paths
+
+
+def _config_members(ann: Any) -> list[type[BaseModel]]:
+    """The config classes a field's annotation allows: itself, or each member of a (tagged) union."""
+    out, todo = [], [ann]
+    while todo:  # unwrap unions and Annotated[...] (a tagged union's members)
+        a = todo.pop()
+        if isinstance(a, type) and issubclass(a, BaseModel):
+            out.append(a)
+        elif typing.get_origin(a) is typing.Annotated:
+            todo.append(typing.get_args(a)[0])
+        else:
+            todo += list(typing.get_args(a))
+    return out
 
 
 class StudyConfig(StrictModel):
@@ -290,11 +297,17 @@ def _allowed_fields(title: str, parent: tuple) -> list[str]:
     if parent[:1] == ("base",):  # a base trial's error, located under base
         model = model if model is not StudyConfig else (_BASE_CLASS.get() or StudyConfig)
         parent = parent[1:] if model is not StudyConfig else parent
-    for p in parent:
-        ann = model.model_fields.get(str(p))
-        if ann is None or not (isinstance(ann.annotation, type) and issubclass(ann.annotation, BaseModel)):
+    parts = [str(p) for p in parent]
+    while parts:
+        field = model.model_fields.get(parts.pop(0))
+        members = _config_members(field.annotation) if field is not None else []
+        if len(members) > 1 and parts:  # a union: pydantic's location names the member (its tag or class)
+            tag = parts.pop(0)
+            members = [m for m in members if m.__name__ == tag
+                       or any(f.default == tag for f in m.model_fields.values())]
+        if len(members) != 1:
             return []
-        model = ann.annotation
+        model = members[0]
     return list(model.model_fields)
 
 

@@ -398,3 +398,13 @@ def test_check_trial_refuses_bad_sentences_and_models_before_any_run(tmp_path, m
     with pytest.raises(ConfigError, match=r"model.name: 'nosuchpkg' is neither") as err:
         check_trial(_trial(str(tb2), "nosuchpkg", tmp_path))
     assert "'.[lm]'" not in str(err.value)
+
+
+def test_a_field_of_the_other_union_member_names_the_allowed_fields():
+    # A new user's `--set data.treebank=…` on the synthetic study listed no allowed field at all.
+    from bindscale.config import resolve_study
+
+    with pytest.raises(ConfigError) as err:
+        resolve_study("geometry", quick=True, overrides=["data.treebank=/tmp"])
+    msg = str(err.value)
+    assert "data.grammar.treebank: unknown field; allowed: source, n_lm" in msg and "\n" not in msg
