@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import signal
 import sys
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -199,11 +200,27 @@ def list_() -> None:
     con.print("studies:", highlight=False)
     for name, s in studies.items():
         line(f"  {name:<{width}}  ({s.kind}) {first_sentence(s.description)}")
+    variants = [(v, name, path) for name, s in studies.items() for v, path in s.study_files().items() if v != name]
+    if variants:  # a study's other files (geometry-lm): `bindscale run VARIANT` takes them too
+        con.print("variants (other study files of a study):", highlight=False)
+        for v, name, path in variants:
+            line(f"  {v:<{width}}  (of {name}) {first_sentence(_file_description(path))}")
     con.print("claims:", highlight=False)
     for name, s in studies.items():
         line(f"  {name:<{width}}  {', '.join(c.name for c in s.claims)}")
     con.print("run one: bindscale run NAME [--quick]; all built-in ones and their answer page: bindscale run all",
               highlight=False)
+
+
+def _file_description(path) -> str:
+    """The ``description`` of a study YAML file ("" when it has none or cannot be read)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return ""
+    return str(data.get("description", "")) if isinstance(data, dict) else ""
 
 
 def first_sentence(text: str) -> str:

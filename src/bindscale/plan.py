@@ -29,8 +29,9 @@ OVERHEAD_S = 30.0
 
 
 def study_yaml(study: StudyConfig) -> str:
-    """The resolved study as YAML, as a run writes it to ``study.yaml`` (it loads back as the same study)."""
-    return yaml.safe_dump(study.model_dump(mode="json"), sort_keys=False)
+    """The resolved study as YAML, as a run writes it to ``study.yaml`` (it loads back as the same study).
+    Non-ASCII text stays as written (``Diego-Simón``, not ``Diego-Sim\\xF3n``)."""
+    return yaml.safe_dump(study.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
 
 
 def job_seconds(job: list) -> float:

@@ -115,8 +115,11 @@ def _run_locked(study: StudyConfig, store: RunStore, dev: str, workers: int | No
     from .records import RECORD_DIR
     from .sweep import job_cost, pending_trials, plan_jobs
 
-    text = yaml.safe_dump(study.model_dump(mode="json"), sort_keys=False)
-    if store.exists(STUDY_FILE) and store.read_text(STUDY_FILE) != text:
+    from .plan import study_yaml
+
+    text = study_yaml(study)
+    # Compared as data, not text: a run written before non-ASCII was kept as written is the same study.
+    if store.exists(STUDY_FILE) and yaml.safe_load(store.read_text(STUDY_FILE)) != yaml.safe_load(text):
         # Records are keyed by trial id, so nothing is mixed up; but say that the directory changes study.
         console.print(f"note: {store} held a different study configuration; it is replaced, records of trials "
                       "not in this study stay on disk and are not reported", highlight=False)

@@ -101,6 +101,13 @@ def test_a_different_study_in_an_existing_run_directory_is_pointed_out(tiny, tmp
     assert bindscale("run", tiny, "--out", out, "--set", "train.steps=3").returncode == 0
     same = bindscale("run", tiny, "--out", out, "--set", "train.steps=3")
     assert same.returncode == 0 and "different study configuration" not in same.stderr
+    # The same study written differently (older runs escaped non-ASCII text) is the same study.
+    import yaml
+
+    data = yaml.safe_load((out / "study.yaml").read_text())
+    (out / "study.yaml").write_text(yaml.safe_dump(data, default_flow_style=True))
+    same = bindscale("run", tiny, "--out", out, "--set", "train.steps=3")
+    assert same.returncode == 0 and "different study configuration" not in same.stderr
     other = bindscale("run", tiny, "--out", out, "--set", "train.steps=4")
     assert other.returncode == 0, other.stderr
     assert "held a different study configuration" in other.stderr.replace("\n", " ")

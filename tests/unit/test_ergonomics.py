@@ -341,7 +341,19 @@ def test_list_prints_one_line_per_study():
     rows = lines[start + 1:start + 1 + n]
     assert [row.split()[0] for row in rows] == sorted(registry.builtin())
     assert all(len(row) <= 80 for row in rows) and any(row.endswith("…") for row in rows)
-    assert lines[start + 1 + n] == "claims:"
+    # Other study files of a study (geometry-lm) are listed under their study, so a user can find them.
+    variants = {v: name for name, s in registry.builtin().items() for v in s.study_files() if v != name}
+    assert "geometry-lm" in variants
+    assert lines[start + 1 + n] == "variants (other study files of a study):"
+    rows = lines[start + 2 + n:start + 2 + n + len(variants)]
+    assert {row.split()[0]: row.split()[2].rstrip(")") for row in rows} == variants
+    assert lines[start + 2 + n + len(variants)] == "claims:"
+
+
+def test_print_config_keeps_non_ascii_text_as_written():
+    r = cli("run", "geometry", "--quick", "--print-config")
+    assert r.returncode == 0, r.stderr
+    assert "Diego-Simón" in r.stdout and "\\xF3" not in r.stdout
 
 
 # ----------------------------------------------------------------------------- 8. resource tracker

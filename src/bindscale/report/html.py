@@ -289,7 +289,7 @@ def build_report(run_dir: str | os.PathLike, df: pd.DataFrame, study: Mapping[st
         config_header=header,
         config_rows=config_rows,
         problems=_problems(df, [a for a in plugin.trial_class.AXES if a != "seed"] + ["seed"]),
-        study_yaml=yaml.safe_dump(study, sort_keys=False) if study.get("base") else "",
+        study_yaml=yaml.safe_dump(study, sort_keys=False, allow_unicode=True) if study.get("base") else "",
     )
     store.write_text("report.html", html)
     # Each figure also as a file, for papers, notebooks and the answer page (figures/<name>.png).
