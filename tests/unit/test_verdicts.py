@@ -565,3 +565,24 @@ def test_degenerate_cells_for_continuous_and_for_share_data():
     assert degenerate([np.array([0.0, 0.0, 0.0]), np.array([0.0, 1 / 3, 2 / 3])], discrete=True) is None
     assert degenerate([np.array([0.0, 0.0]), np.array([1.0, 1.0])], discrete=True) is not None
     assert degenerate([np.array([0.0, 0.0]), np.array([0.0])], discrete=True) is not None
+
+
+def test_a_rule_that_raises_costs_its_own_claim_only(monkeypatch):
+    """A bug in one claim's rule makes that claim inconclusive, with the error named, and leaves the
+    others decided (a report with every other verdict beats a traceback)."""
+    import bindscale.study as study_mod
+    from bindscale import registry
+
+    broken = registry.claim("binding")[1].rule
+    real = study_mod.resolve
+
+    def boom(*_args):
+        raise ZeroDivisionError("planted")
+
+    monkeypatch.setattr(study_mod, "resolve", lambda ref: boom if ref == broken else real(ref))
+    with pytest.warns(RuntimeWarning, match="binding.*ZeroDivisionError: planted"):
+        out = by_claim(compute_verdicts(make_results(effect=True), STUDY))
+    assert out["binding"]["verdict"] == "inconclusive" and out["binding"]["statistic"] == "rule_error"
+    assert "ZeroDivisionError: planted" in out["binding"]["details"]["reason"]
+    assert math.isnan(out["binding"]["value"])
+    assert out["scaling"]["verdict"] == "supported" and out["hull"]["verdict"] == "supported"

@@ -16,6 +16,7 @@ seeds in a deciding cell carries a caveat.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -244,16 +245,23 @@ def compute_verdicts(
         ok = prepared[plugin.name]
         given = {k: v for k, v in dict(params or {}).items() if v is not None}
         merged = {**claim.defaults, **given}
-        stat, verdict, triple, n, details = resolve(claim.rule)(ok, merged, n_boot, seed)
-        for guard in claim.guards:
-            # A guard sees the whole table (failed and diverged trials too): e.g. the widest planned
-            # model has no result, so the rule answered at a smaller scale than the study asked about.
-            hit = resolve(guard)(df, ok, details, verdict)
-            if hit:
-                reason, key = hit
-                details["reason"] = f"{reason} (its own result there: {verdict}, {details.get('reason', '')})"
-                details[key] = _ci(triple, n)
-                verdict, triple = INCONCLUSIVE, NAN3
+        try:
+            stat, verdict, triple, n, details = resolve(claim.rule)(ok, merged, n_boot, seed)
+            for guard in claim.guards:
+                # A guard sees the whole table (failed and diverged trials too): e.g. the widest planned
+                # model has no result, so the rule answered at a smaller scale than the study asked about.
+                hit = resolve(guard)(df, ok, details, verdict)
+                if hit:
+                    reason, key = hit
+                    details["reason"] = f"{reason} (its own result there: {verdict}, {details.get('reason', '')})"
+                    details[key] = _ci(triple, n)
+                    verdict, triple = INCONCLUSIVE, NAN3
+        except Exception as err:  # noqa: BLE001 - one broken rule must not cost the report of every other claim
+            stat, verdict, triple, n = "rule_error", INCONCLUSIVE, NAN3, 0
+            details = {"reason": f"the claim's rule or guard raised {type(err).__name__}: {err} (a bug in the "
+                                 "rule, not a finding: please report it)",
+                       "rule_error": f"{type(err).__name__}: {err}"}
+            warnings.warn(f"verdict for {name}: {details['reason']}", RuntimeWarning, stacklevel=2)
         spc = details.get("seeds_per_cell")
         if isinstance(spc, int) and 0 < spc < CONCLUSIVE_SEEDS:
             details["caveat"] = (f"{spc} seeds in a deciding cell, fewer than {CONCLUSIVE_SEEDS}: the interval is "
