@@ -511,13 +511,15 @@ def _probe_metrics(model: StackedModel, trials, tasks, device) -> dict[str, list
     return out
 
 
-def stack_step_seconds(trials: list[TrialConfig], steps: int = 3, rounds: int = 2) -> float:
+def stack_step_seconds(trials: list[TrialConfig], window: float = 0.05, rounds: int = 3) -> float:
     """Seconds of one training step of ``trials`` stacked, here and now, at one torch thread (a worker's).
 
     Forward, backward, clipping and AdamW on random data of the trials' shapes (no sampling,
     evaluation or probes: those cost the same per trial in any stack); the best of ``rounds``
-    timings of ``steps`` steps after one warm-up step. The planner compares stack sizes with it
-    (:func:`bindscale.sweep.plan_jobs`); no trial's numbers depend on it.
+    timings of as many steps as fill ``window`` seconds (at least one), after one warm-up step:
+    the best of several windows, because other work on the machine only ever adds time. The
+    planner compares stack sizes with it (:func:`bindscale.sweep.plan_jobs`); no trial's numbers
+    depend on it.
     """
     cfg, T = trials[0], len(trials)
     t = cfg.task
@@ -541,7 +543,9 @@ def stack_step_seconds(trials: list[TrialConfig], steps: int = 3, rounds: int = 
 
     try:
         with cpu_training("cpu"):
+            t0 = time.perf_counter()
             step()
+            steps = max(1, min(50, int(window / max(time.perf_counter() - t0, 1e-6))))
             best = math.inf
             for _ in range(rounds):
                 t0 = time.perf_counter()

@@ -98,4 +98,4 @@ def test_the_hyperteacher_step_timer_times_a_real_stack():
     from bindscale.train import stack_step_seconds
 
     trials = study(width=[16], seed=[0, 1])
-    assert 0 < stack_step_seconds(trials, steps=1, rounds=1) < 10
+    assert 0 < stack_step_seconds(trials, window=0.01, rounds=1) < 10
