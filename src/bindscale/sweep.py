@@ -86,8 +86,10 @@ def max_stack(trial: Any, n_workers: int, device: str = "cpu", cap: int = MAX_ST
     return max(1, min(cap, budget // trial_memory_bytes(trial)))
 
 
-#: A stack grows (doubling) while a trial's share of a measured step falls by at least this fraction.
-STACK_GAIN = 0.05
+#: A stack stops growing (doubling) when a trial's share of a measured step rises by more than this
+#: fraction over the best smaller stack's; flat costs keep it growing (a bigger stack also shares its
+#: job's evaluation, probes and start-up, which the step timer leaves out).
+STACK_SLACK = 0.05
 _measured_caps: dict[tuple, int] = {}
 
 
@@ -99,7 +101,7 @@ def measured_stack_cap(group: list[Any], cap: int) -> int:
     MLP 256 × 4, one thread, per-trial steps/s 0.90× alone in a stack of 4 on the 2-core Xeon; the
     issue's AMD EPYC: 0.90× at 256 × 4, 0.94× at 1024 × 2). So stacks of 1, 2, 4, … of the group's
     shape are timed with the study's step timer (:meth:`bindscale.study.StudyPlugin.stack_step_seconds`)
-    until the per-trial time stops falling by :data:`STACK_GAIN`. Once per shape and process; ``cap``
+    until the per-trial time rises by more than :data:`STACK_SLACK`. Once per shape and process; ``cap``
     when the study has no timer. Results never depend on it (a trial's numbers are the same in any stack).
     """
     plugin = registry.for_trial(group[0])
@@ -111,9 +113,9 @@ def measured_stack_cap(group: list[Any], cap: int) -> int:
         n = 2
         while n <= key[1]:
             per_trial = plugin.stack_step_seconds(group[:n]) / n
-            if per_trial > best * (1 - STACK_GAIN):
+            if per_trial > best * (1 + STACK_SLACK):
                 break
-            best_n, best = n, per_trial
+            best_n, best = n, min(best, per_trial)
             n = min(2 * n, key[1]) if n < key[1] else n + 1
         _measured_caps[key] = best_n
     return _measured_caps[key]
