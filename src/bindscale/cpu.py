@@ -33,6 +33,20 @@ project's 2-core machine; ``benchmarks/training.py``):
   is set before a worker's first training allocation; a process that already
   made one keeps 4 KiB pages (harmless). ``THP_MEM_ALLOC_ENABLE=0`` in the
   environment opts out.
+
+One cost belongs to more than one intra-op thread, which no bindscale path uses
+(every worker, the inline executor and the Python API train with one thread):
+**spinning OpenMP waiters.** PyTorch's CPU build runs its intra-op threads on
+GNU OpenMP, whose idle threads spin before they sleep. On a busy machine the
+thread a parallel region waits for is often descheduled, and a width-64 MLP
+step with two threads fell from 225-280 steps/s (one thread) to 2.7
+(``benchmarks/jax_peer.py``, 2-core Xeon at load ~5.5). With
+``OMP_WAIT_POLICY=PASSIVE`` it ran at ~98, with ``GOMP_SPINCOUNT=0`` ~120:
+still below one thread, because each region then waits for a wake-up.
+``import bindscale`` sets ``OMP_WAIT_POLICY=PASSIVE`` when torch is not loaded
+yet (the runtime reads it once, at load) and the user has not set it; denormal
+flushing (above) also covers only the calling thread. One thread per process is
+the setting that is safe on a shared machine.
 """
 
 from __future__ import annotations

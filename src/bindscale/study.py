@@ -187,6 +187,9 @@ class StudyPlugin:
     table: Any = None
     models: Any = None
     tasks: Any = None
+    #: ``function(trials) -> float``: seconds of one training step of ``trials`` as one stack on this
+    #: machine (one thread); with it the planner sizes stacks by measurement (:func:`bindscale.sweep.plan_jobs`).
+    step_timer: Any = None
 
     def __post_init__(self) -> None:
         if self.trainer is None:
@@ -256,6 +259,10 @@ class StudyPlugin:
 
     def trial_memory_bytes(self, trial: Any) -> int:
         return int(resolve(self.memory)(trial)) if self.memory else 256 << 20
+
+    def stack_step_seconds(self, trials: list) -> float | None:
+        """Measured seconds of one training step of ``trials`` stacked (None: the study has no step timer)."""
+        return float(resolve(self.step_timer)(trials)) if self.step_timer else None
 
     def check_trials(self, trials: list) -> None:
         if self.checker:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -169,8 +169,39 @@ def train_group(
     if len({group_key(t) for t in trials}) != 1:
         raise ValueError("train_group needs trials with one group_key")
     device = torch.device(device)
-    with cpu_training(device):  # no page faults per step, no denormal arithmetic (bindscale.cpu)
+    with cpu_training(device), _intra_op_threads(trials, device):  # bindscale.cpu
         return _train_group(trials, device, progress, return_models)
+
+
+#: Training FLOPs per step (6 × rows × weights × trials) below which a stack trains on one torch
+#: thread whatever the caller set. Measured (benchmarks/jax_peer.py, 2-core Xeon at load 6-7, fp32):
+#: a second intra-op thread made every shape slower, from 64 × 2 (152 → 69 steps/s) to 1024 × 2
+#: (13.5 GFLOP per step: 6.2 → 4.8); a busy machine deschedules the thread each parallel region
+#: waits for. Above this a caller's threads are kept (a quiet machine's large matrix products gain).
+THREADS_MIN_STEP_FLOPS = 2e10
+
+
+@contextmanager
+def _intra_op_threads(trials: list[TrialConfig], device: torch.device):
+    """One torch thread for stacks too small for a second one to pay (:data:`THREADS_MIN_STEP_FLOPS`), restored after.
+
+    Sweeps' workers, the inline executor and the Python API already train with one thread; this
+    covers a caller of :func:`train_group` who left torch at its default (one thread per core).
+    """
+    before = torch.get_num_threads()
+    t = trials[0]
+    dims = [encoding_dim(t.task.encoding, t.task.M, t.task.K, (t.task.input_dim, t.task.output_dim), t.task.n_shots)
+            + t.task.input_dim] + [t.model.width] * t.model.depth + [t.task.output_dim]
+    weights = sum(a * b for a, b in zip(dims[:-1], dims[1:]))
+    flops = 6.0 * t.train.batch_tasks * t.task.samples_per_task * weights * len(trials)
+    if device.type != "cpu" or before == 1 or flops >= THREADS_MIN_STEP_FLOPS:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def untrained_model(trial: TrialConfig) -> torch.nn.Module:
@@ -225,6 +256,8 @@ def _train_group(trials: list[TrialConfig], device: torch.device, progress, retu
     eval_at = set(_eval_steps(tr.steps, tr.n_evals))
     B, S = tr.batch_tasks, cfg.task.samples_per_task
     chunk = max(1, min(tr.steps, CHUNK_ELEMENTS // max(1, B * S * (tasks[0].code_dim + cfg.task.input_dim + cfg.task.output_dim))))
+    lazy_guard = device.type == "cpu"  # on CUDA the loop never syncs to read a flag
+    all_alive = lazy_guard
     t_train = time.perf_counter()
     t_eval = 0.0
     data: Batch | None = None
@@ -239,13 +272,22 @@ def _train_group(trials: list[TrialConfig], device: torch.device, progress, retu
             pred = forward(data.code[:, sl], data.x[:, sl])
         loss_t = (pred.float() - data.y[:, sl]).pow(2).mean(dim=(1, 2, 3))  # (T,)
         if step == 1:
-            limit = DIVERGENCE_FACTOR * loss_t.detach()
-        # NaN fails both tests; a finite blow-up fails the second (DIVERGENCE_FACTOR).
-        sane = torch.isfinite(loss_t) & (loss_t <= limit)
-        diverged_at = torch.where(alive & ~sane, step, diverged_at)
-        alive = alive & sane
-        # Sum, never average: each trial's gradient is its own loss's gradient.
-        loss = torch.where(alive, loss_t, torch.zeros_like(loss_t)).sum()
+            # Finite where the first loss is (so inf never passes), NaN where it is not (nothing passes).
+            first = loss_t.detach()
+            limit = torch.where(torch.isfinite(first), (DIVERGENCE_FACTOR * first).clamp(max=torch.finfo(first.dtype).max),
+                                torch.full_like(first, math.nan))
+        # One comparison: NaN and inf fail it against a finite limit, as does a finite blow-up.
+        sane = loss_t.detach() <= limit
+        if lazy_guard and all_alive and bool(sane.all()):
+            # CPU, every trial healthy (a flag read costs nothing there): the masks below would
+            # change no value and no gradient, so their few small ops per step are skipped.
+            loss = loss_t.sum()
+        else:
+            diverged_at = torch.where(alive & ~sane, step, diverged_at)
+            alive = alive & sane
+            all_alive = lazy_guard and bool(alive.all())
+            # Sum, never average: each trial's gradient is its own loss's gradient.
+            loss = torch.where(alive, loss_t, torch.zeros_like(loss_t)).sum()
         opt.zero_grad()
         loss.backward()
         _clip_and_mask(model, alive, clip)
@@ -467,3 +509,49 @@ def _probe_metrics(model: StackedModel, trials, tasks, device) -> dict[str, list
         out["decod_layers"].append(layers)
         out["decod_layers_cv"].append(layers_cv)
     return out
+
+
+def stack_step_seconds(trials: list[TrialConfig], window: float = 0.05, rounds: int = 3) -> float:
+    """Seconds of one training step of ``trials`` stacked, here and now, at one torch thread (a worker's).
+
+    Forward, backward, clipping and AdamW on random data of the trials' shapes (no sampling,
+    evaluation or probes: those cost the same per trial in any stack); the best of ``rounds``
+    timings of as many steps as fill ``window`` seconds (at least one), after one warm-up step:
+    the best of several windows, because other work on the machine only ever adds time. The
+    planner compares stack sizes with it (:func:`bindscale.sweep.plan_jobs`); no trial's numbers
+    depend on it.
+    """
+    cfg, T = trials[0], len(trials)
+    t = cfg.task
+    code_dim = encoding_dim(t.encoding, t.M, t.K, (t.input_dim, t.output_dim), t.n_shots)
+    gens = [torch.Generator().manual_seed(i) for i in range(T)]
+    model = build_model(cfg.model, code_dim, t.input_dim, t.output_dim, t.M, gens)
+    opt = make_optimizer(model, [x.train for x in trials])
+    clip = torch.ones(T) if cfg.train.grad_clip is not None else None
+    alive = torch.ones(T, dtype=torch.bool)
+    B, S = cfg.train.batch_tasks, t.samples_per_task
+    code, x, y = torch.rand(T, B, code_dim), torch.rand(T, B, S, t.input_dim), torch.rand(T, B, S, t.output_dim)
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+
+    def step() -> None:
+        loss = (model(code, x) - y).pow(2).mean(dim=(1, 2, 3)).sum()
+        opt.zero_grad()
+        loss.backward()
+        _clip_and_mask(model, alive, clip)
+        opt.step()
+
+    try:
+        with cpu_training("cpu"):
+            t0 = time.perf_counter()
+            step()
+            steps = max(1, min(50, int(window / max(time.perf_counter() - t0, 1e-6))))
+            best = math.inf
+            for _ in range(rounds):
+                t0 = time.perf_counter()
+                for _ in range(steps):
+                    step()
+                best = min(best, (time.perf_counter() - t0) / steps)
+    finally:
+        torch.set_num_threads(before)
+    return best

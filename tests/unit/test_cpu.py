@@ -105,3 +105,19 @@ def test_cpu_training_puts_large_tensors_on_huge_pages_unless_opted_out():
     assert huge_kib({}) >= 32 << 10  # at least half of the 64 MiB tensor
     if thp_mode() == "madvise":  # ("always" gives huge pages without PyTorch asking)
         assert huge_kib({"THP_MEM_ALLOC_ENABLE": "0"}) < 32 << 10
+
+
+def _wait_policy(env: dict, code: str) -> str:
+    import os
+
+    full = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"} | env
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=full)
+    return out.stdout.strip()
+
+
+def test_importing_bindscale_before_torch_makes_openmp_waiters_sleep():
+    read = "import os; print(os.environ.get('OMP_WAIT_POLICY'))"
+    assert _wait_policy({}, "import bindscale; " + read) == "PASSIVE"
+    assert _wait_policy({"OMP_WAIT_POLICY": "ACTIVE"}, "import bindscale; " + read) == "ACTIVE"  # the user's wins
+    # torch already loaded its OpenMP runtime: changing the variable would only mislead
+    assert _wait_policy({}, "import torch, bindscale; " + read) == "None"

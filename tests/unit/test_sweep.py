@@ -61,3 +61,50 @@ def test_the_inline_executor_trains_with_one_thread(tmp_path, monkeypatch):
     torch.set_num_threads(2)
     ex.execute([[{}]], str(tmp_path), "study", "cpu", executor="inline", workers=1)
     assert seen == [THREADS_PER_WORKER] == [1]
+
+
+def _timed_plan(monkeypatch, seconds, n=16):
+    """plan_jobs with measure=True where a stack of T trials' step takes ``seconds(T)``."""
+    from bindscale import sweep
+    from bindscale.study import StudyPlugin
+
+    monkeypatch.setattr(sweep, "_measured_caps", {})
+    asked = []
+    monkeypatch.setattr(StudyPlugin, "stack_step_seconds", lambda self, ts: asked.append(len(ts)) or seconds(len(ts)))
+    jobs = plan_jobs(study(width=[64], seed=list(range(n))), n_workers=1, measure=True)
+    return sorted(len(j) for j in jobs), asked
+
+
+def test_measured_stacks_grow_while_a_trial_share_of_a_step_falls_or_stays(monkeypatch):
+    # A fixed 1 s per step shared by the stack, 0.1 s per trial: the share falls all the way to 16.
+    sizes, asked = _timed_plan(monkeypatch, lambda T: 1.0 + 0.1 * T)
+    assert sizes == [16] and asked == [1, 2, 4, 8, 16]
+    # Flat within the slack (noise): the stack still grows (it shares evaluation and start-up too).
+    sizes, asked = _timed_plan(monkeypatch, lambda T: T * (1.0 + 0.03 * (T % 2 == 0)))
+    assert sizes == [16]
+
+
+def test_measured_stacks_stop_where_a_trial_costs_more(monkeypatch):
+    # Cheaper per trial up to 4, then its tensors spill out of the caches: stacks of at most 4.
+    sizes, asked = _timed_plan(monkeypatch, lambda T: (1.0 + 0.2 * T) if T <= 4 else 2.0 * T)
+    assert sizes == [4, 4, 4, 4] and asked == [1, 2, 4, 8]
+
+
+def test_a_stack_slower_per_trial_than_a_trial_alone_is_not_planned(monkeypatch):
+    # Per-trial cost 1 s alone, 1.2 s in any stack (its tensors spill out of the caches): one trial per job.
+    sizes, asked = _timed_plan(monkeypatch, lambda T: T * (1.0 if T == 1 else 1.2), n=4)
+    assert sizes == [1, 1, 1, 1] and asked == [1, 2]
+
+
+def test_unmeasured_plans_ask_no_timer(monkeypatch):
+    from bindscale.study import StudyPlugin
+
+    monkeypatch.setattr(StudyPlugin, "stack_step_seconds", lambda self, ts: 1 / 0)
+    assert sorted(map(len, plan_jobs(study(width=[64], seed=list(range(4))), n_workers=1))) == [4]
+
+
+def test_the_hyperteacher_step_timer_times_a_real_stack():
+    from bindscale.train import stack_step_seconds
+
+    trials = study(width=[16], seed=[0, 1])
+    assert 0 < stack_step_seconds(trials, window=0.01, rounds=1) < 10

@@ -231,3 +231,46 @@ def test_probe_reports_the_cross_validated_layer_and_its_heldout_score():
     cv = m["decod_layers_cv"]
     assert m["decod_cv_layer"] == max(["hidden.0", "hidden.1"], key=cv.get)
     assert m["decod_best"] >= m["decod_cv"]
+
+
+def test_a_small_stack_trains_on_one_thread_and_the_callers_threads_come_back(monkeypatch):
+    import bindscale.train as train
+
+    before = torch.get_num_threads()
+    seen = []
+    trial = TrialConfig(task=TaskConfig(M=4, K=2), model=ModelConfig(width=8, depth=1),
+                        train=TrainConfig(steps=25, n_evals=1, eval_tasks=8, probe_tasks=8, probe_samples=2))
+    try:
+        torch.set_num_threads(2)
+        train_group([trial], progress=lambda n: seen.append(torch.get_num_threads()))
+        assert seen == [1] and torch.get_num_threads() == 2
+        monkeypatch.setattr(train, "THREADS_MIN_STEP_FLOPS", 0.0)  # as if the stack were large: the caller's threads
+        seen.clear()
+        train_group([trial], progress=lambda n: seen.append(torch.get_num_threads()))
+        assert seen == [2]
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_a_trial_whose_first_loss_is_infinite_diverges_at_step_one(monkeypatch):
+    class Infinite(HyperTeacher):
+        """Seed 1's training targets are inf from the first chunk on (call 1 is the evaluation set)."""
+
+        def __init__(self, cfg, seed, device="cpu"):
+            super().__init__(cfg, seed, device)
+            self.poison, self.calls = seed == 1, 0
+
+        def sample(self, n_tasks, gen, pool="train", samples=None, cycle=False):
+            b = super().sample(n_tasks, gen, pool, samples, cycle)
+            if self.poison and pool == "train" and not cycle and samples is None:
+                self.calls += 1
+                if self.calls > 1:
+                    b.y = torch.full_like(b.y, float("inf"))
+            return b
+
+    monkeypatch.setattr(train_mod, "HyperTeacher", Infinite)
+    res = train_group([trial(0), trial(1), trial(2)])
+    assert [r.status for r in res] == ["ok", "diverged", "ok"]
+    assert res[1].diverged_step == 1
+    monkeypatch.setattr(train_mod, "HyperTeacher", HyperTeacher)
+    assert_same_bits(res[2], train_group([trial(2)])[0])

@@ -54,7 +54,8 @@ class StackedMLP(StackedModel):
         for i, (W, b) in enumerate(zip(self.weights, self.biases)):
             h = torch.baddbmm(b, h, W)
             if i < last:
-                h = self.act(h)
+                # In place for ReLU: baddbmm's backward does not need its output, so no extra tensor per layer.
+                h = h.relu_() if self.activation == "relu" else self.act(h)
                 if acts is not None:
                     acts[f"hidden.{i}"] = h.view(T, B, S, -1)
         out = h.view(T, B, S, -1)

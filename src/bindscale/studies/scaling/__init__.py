@@ -90,6 +90,7 @@ STUDY = StudyPlugin(
     table="bindscale.studies.scaling.table:config_table",
     models="bindscale.train:untrained_model",
     tasks="bindscale.train:task_family",
+    step_timer="bindscale.train:stack_step_seconds",
     # Measured: every stacked job of `bindscale run scaling --set 'seed=[0]'` (20 trials, 2000 steps, fp32,
     # 11 jobs) trained inline at one torch thread on the 2-core Xeon, timed with time.process_time: 153 CPU-s
     # for a cost of 2.88e12 (per job 2.2e-11 at width 16 to 6.3e-11 for a hypernet; width-256 stacks 6.0e-11).
