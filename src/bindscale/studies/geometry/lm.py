@@ -75,13 +75,14 @@ INSTALL_HINT = ("the real-model geometry study needs the optional extra: pip ins
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
 
 
-def require_lm() -> None:
-    """Raise :class:`ConfigError` (one line, how to install) unless ``transformers`` and ``gguf`` import."""
+def require_lm(hint: str = INSTALL_HINT) -> None:
+    """Raise :class:`ConfigError` (one line, how to install: ``hint``) unless ``transformers``, ``gguf`` and
+    ``accelerate`` import."""
     import importlib.util
 
     missing = [m for m in ("transformers", "gguf", "accelerate") if importlib.util.find_spec(m) is None]
     if missing:
-        raise ConfigError(f"{', '.join(missing)} not installed: {INSTALL_HINT}")
+        raise ConfigError(f"{', '.join(missing)} not installed: {hint}")
 
 
 @dataclass(frozen=True)
