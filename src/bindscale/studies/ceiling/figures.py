@@ -26,6 +26,7 @@ from .fits import compare, power_law, saturating
 from .problems import FAMILIES
 from .verdicts import prepare_rows, size_sweep, trained_rows
 
+TITLES = {"sat": "Constraint satisfaction", "feas": "Feasibility", "gap": "Optimality gap"}
 COLOURS = {"colouring": "tab:blue", "knapsack": "tab:orange", "assignment": "tab:green"}
 LABELS = {"sat": "test constraint satisfaction (share of constraints met)",
           "feas": "test feasibility (share of answers meeting every constraint)",
@@ -101,7 +102,7 @@ def _vs_params(df: pd.DataFrame, metric: str, fits: bool) -> str | None:
         ax.axhspan(0.55, 0.60, color="grey", alpha=0.12)  # the seed's hypothesised ceiling
     quals = [_ci_note(ns)] + (["solid: a - b·N^-c, dashed: 1 - b·N^-c, band: asymptote 95% bootstrap",
                                "grey: the hypothesised 55-60%"] if fits else [])
-    _title(ax, f"{metric} vs parameters per family", quals)
+    _title(ax, f"{TITLES[metric]} vs parameters per family", quals)
     _legend(ax)
     return _to_b64(fig)
 
@@ -146,7 +147,7 @@ def fig_sat_vs_data(df: pd.DataFrame) -> str | None:
     ax.set_xlabel("training instances per family")
     ax.set_ylabel(LABELS["sat"])
     ax.set_ylim(-0.03, 1.03)
-    _title(ax, f"sat vs training data at {budget / 1e6:g}M parameters", [_ci_note(ns), "solid: saturating, dashed: power law"])
+    _title(ax, f"Constraint satisfaction vs training data at {budget / 1e6:g}M parameters", [_ci_note(ns), "solid: saturating, dashed: power law"])
     _legend(ax)
     return _to_b64(fig)
 

@@ -22,7 +22,7 @@ import torch
 
 from bindscale import seeding
 from bindscale.models.transformer import Transformer
-from bindscale.seqtrain import PAD_ID, greedy_predictions, train_from_config
+from bindscale.seqtrain import PAD_ID, greedy_predictions, pack_sequences, train_from_config
 from bindscale.train import TrialResult
 
 from ..depth.families import shape_for_budget
@@ -71,14 +71,7 @@ VOCAB = Vocab()
 def pack(problems: Sequence[Problem], vocab: Vocab = VOCAB) -> tuple[torch.Tensor, torch.Tensor]:
     """Training tensors ``tokens`` ``(N, L)`` (right-padded) and loss mask ``(N, L)`` (True where the next
     token is a solution token or ``<eos>``)."""
-    seqs = [(vocab.prompt(p), vocab.target(p)) for p in problems]
-    L = max(len(a) + len(b) for a, b in seqs) + 1
-    tokens = torch.full((len(seqs), L), PAD_ID, dtype=torch.long)
-    mask = torch.zeros((len(seqs), L), dtype=torch.bool)
-    for n, (a, b) in enumerate(seqs):
-        tokens[n, :len(a) + len(b)] = torch.tensor(a + b)
-        mask[n, len(a) - 1:len(a) + len(b) - 1] = True
-    return tokens, mask
+    return pack_sequences([(vocab.prompt(p), vocab.target(p)) for p in problems])
 
 
 def sequence_length(sets: InstanceSets, vocab: Vocab = VOCAB) -> int:
