@@ -28,8 +28,9 @@ equal — all zero, say — or zero spread at every size: :func:`bindscale.repor
 failed fit. The deciding number is the asymptote ``a`` and its interval.
 
 Interval coverage (``tests/unit/test_ceiling_fits.py::test_asymptote_interval_coverage``, run with
-``-m slow``): on planted saturating data at 5 sizes × 8 seeds the percentile interval's coverage is stated
-there and in the README.
+``-m slow``): on planted saturating data at 5 sizes × 8 seeds (a = 0.58, noise sd 0.03) the 95% percentile
+interval covered the planted asymptote in 87 of 100 simulated tables: it undercovers, so a "below the margin"
+reading is somewhat optimistic.
 """
 
 from __future__ import annotations
