@@ -187,8 +187,16 @@ class LocalClient:
         return f"local:{self.source.label}:{self.source.fingerprint}"
 
     def n_params(self) -> int:
+        """Parameters of the model (kept beside the replies, so that a fully cached rerun never loads it)."""
+        f = self.cache.path / f"n_params-{self.source.fingerprint}.json" if self.cache is not None else None
+        if f is not None and f.is_file():
+            return int(json.loads(f.read_text()))
         self._load()
-        return int(sum(p.numel() for p in self._model.parameters()))
+        n = int(sum(p.numel() for p in self._model.parameters()))
+        if f is not None:
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.write_text(json.dumps(n))
+        return n
 
     def _load(self) -> None:
         if self._model is None:
