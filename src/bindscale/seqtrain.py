@@ -41,6 +41,25 @@ SYNC_EVERY = 25
 BETAS = (0.9, 0.95)
 
 
+def pack_sequences(seqs: list[tuple[list[int], list[int]]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Prompt–target pairs of token ids → training tensors for :func:`train_seq_model`.
+
+    Args:
+        seqs: per example ``(prompt ids, target ids)``; the target usually ends with a stop token.
+
+    Returns:
+        ``tokens`` ``(N, L)`` (prompt then target, right-padded with :data:`PAD_ID`; ``L`` is the longest
+        pair plus one) and the loss mask ``(N, L)``, True at the positions whose next token is a target token.
+    """
+    L = max(len(a) + len(b) for a, b in seqs) + 1
+    tokens = torch.full((len(seqs), L), PAD_ID, dtype=torch.long)
+    mask = torch.zeros((len(seqs), L), dtype=torch.bool)
+    for n, (a, b) in enumerate(seqs):
+        tokens[n, :len(a) + len(b)] = torch.tensor(a + b)
+        mask[n, len(a) - 1:len(a) + len(b) - 1] = True
+    return tokens, mask
+
+
 def lr_at(step: int, *, lr: float, warmup_steps: int, steps: int, min_lr_ratio: float = MIN_LR_RATIO) -> float:
     """Learning rate at ``step`` (1-based): linear warm-up to ``lr`` over ``warmup_steps``,
     then cosine decay reaching ``min_lr_ratio · lr`` at ``steps``."""

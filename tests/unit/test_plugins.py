@@ -17,14 +17,15 @@ SRC = Path(registry.__file__).parent
 
 def test_builtin_studies_are_registered_with_unique_kinds_and_claims():
     studies = registry.builtin()
-    assert set(studies) == {"scaling", "subgraphs", "modularity", "geometry", "length_transfer", "depth"}
+    assert set(studies) == {"scaling", "subgraphs", "modularity", "geometry", "length_transfer", "depth", "ceiling"}
     assert all(isinstance(s, Study) for s in studies.values())
     assert registry.by_kind(None).name == "scaling" and registry.headline().name == "scaling"
     names = [c.name for s in studies.values() for c in s.claims]
     assert len(names) == len(set(names))
 
 
-@pytest.mark.parametrize("name", ["scaling", "subgraphs", "modularity", "geometry", "length_transfer", "depth"])
+@pytest.mark.parametrize("name", ["scaling", "subgraphs", "modularity", "geometry", "length_transfer", "depth",
+                                  "ceiling"])
 def test_every_claim_is_complete_and_its_references_resolve(name):
     study = registry.get(name)
     assert study.study_files()[name].exists()
@@ -45,7 +46,7 @@ def test_core_modules_name_no_study(path):
     text = (SRC / path).read_text()
     words = {n for n in registry.builtin()} | {s.kind for s in registry.builtin().values()}
     words |= {c.name for s in registry.builtin().values() for c in s.claims}
-    english = {"scaling", "binding", "hull", "decodability", "depth"}  # words of the question itself, or plain English
+    english = {"scaling", "binding", "hull", "decodability", "depth", "ceiling"}  # words of the question itself, or plain English
     found = {w for w in words if re.search(rf"[\"']{re.escape(w)}[\"']", text)}
     found |= {w for w in words - english if re.search(rf"(?<![\w.]){re.escape(w)}(?!\w)", text)}
     assert not found, f"{path} names {found}"

@@ -46,6 +46,8 @@ def _tables() -> dict[str, list]:
     }
     dp = _fixtures("test_depth_verdicts")
     tables["depth"] = [dp._rows(dp._families(0.3, 0.2)), dp._sweep(0.15, 0.02)]
+    ce = _fixtures("test_ceiling_fits")
+    tables["ceiling"] = [ce._table(lambda x: ce.saturating(x, 0.58, 0.3, 0.9), seeds=3)]
     for ts in tables.values():
         ts.append(ts[0].iloc[:0])  # no trial at all
     return tables

@@ -37,7 +37,7 @@ import torch
 
 from bindscale import seeding
 from bindscale.models.transformer import Transformer
-from bindscale.seqtrain import PAD_ID, greedy_predictions, train_from_config
+from bindscale.seqtrain import PAD_ID, greedy_predictions, pack_sequences, train_from_config
 from bindscale.train import TrialResult
 
 from . import scan
@@ -126,14 +126,7 @@ def make_data(trial: DepthTrial) -> ScanData:
 def pack(pairs: Sequence[scan.Pair], vocab: Vocab) -> tuple[torch.Tensor, torch.Tensor]:
     """Training tensors: ``tokens`` ``(N, L)`` (``command <sep> actions <eos>``, right-padded) and the
     loss mask ``(N, L)``, True at the positions whose next token is an action or ``<eos>``."""
-    seqs = [(vocab.prompt(p), vocab.target(p)) for p in pairs]
-    L = max(len(a) + len(b) for a, b in seqs) + 1
-    tokens = torch.full((len(seqs), L), PAD_ID, dtype=torch.long)
-    mask = torch.zeros((len(seqs), L), dtype=torch.bool)
-    for n, (a, b) in enumerate(seqs):
-        tokens[n, :len(a) + len(b)] = torch.tensor(a + b)
-        mask[n, len(a) - 1:len(a) + len(b) - 1] = True
-    return tokens, mask
+    return pack_sequences([(vocab.prompt(p), vocab.target(p)) for p in pairs])
 
 
 def token_accuracy(preds: Sequence[Sequence[int]], golds: Sequence[Sequence[int]]) -> float:

