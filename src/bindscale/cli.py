@@ -201,7 +201,7 @@ def list_() -> None:
     for name, s in studies.items():
         line(f"  {name:<{width}}  ({s.kind}) {first_sentence(s.description)}")
     variants = [(v, name, path) for name, s in studies.items() for v, path in s.study_files().items() if v != name]
-    if variants:  # a study's other files (geometry-lm): `bindscale run VARIANT` takes them too
+    if variants:  # a study's other study files: `bindscale run VARIANT` takes them too
         con.print("variants (other study files of a study):", highlight=False)
         for v, name, path in variants:
             line(f"  {v:<{width}}  (of {name}) {first_sentence(_file_description(path))}")
