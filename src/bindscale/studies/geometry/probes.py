@@ -208,18 +208,23 @@ def _batches(pairs: Sequence[Pair], size: int, scale: float, rel_index: dict[str
 
 def relation_centroids(probe: Probe, pairs: Sequence[Pair]) -> tuple[list[str], np.ndarray]:
     """Relation names and ``(R, k)`` unit centroids of the normalised gold edge vectors ``B(h_dep − h_head)``."""
-    sums: dict[str, np.ndarray] = {}
-    for a, s in pairs:
-        p = probe.project(a)
-        for dep, head, rel in gold_edges(s):
-            v = p[dep] - p[head]
-            nv = np.linalg.norm(v)
-            if nv > 0:
-                sums[rel] = sums.get(rel, 0) + v / nv
-    rels = sorted(sums)
+    if not pairs:
+        return [], np.zeros((0, probe.B.shape[0]))
+    P = probe.project(np.concatenate([np.asarray(a) for a, _ in pairs]))
+    dep, head, rel, start = [], [], [], 0
+    for _, s in pairs:
+        for d, h, r in gold_edges(s):
+            dep.append(start + d), head.append(start + h), rel.append(r)
+        start += len(s)
+    V = P[np.array(dep, int)] - P[np.array(head, int)]
+    nv = np.linalg.norm(V, axis=1)
+    ok = nv > 0
+    rels = sorted({r for r, o in zip(rel, ok) if o})
     if not rels:
         return [], np.zeros((0, probe.B.shape[0]))
-    C = np.stack([sums[r] for r in rels])
+    index = {r: i for i, r in enumerate(rels)}
+    C = np.zeros((len(rels), V.shape[1]))
+    np.add.at(C, np.array([index[r] for r, o in zip(rel, ok) if o], int), V[ok] / nv[ok, None])
     norms = np.linalg.norm(C, axis=1, keepdims=True)
     return rels, C / np.where(norms > 0, norms, 1.0)
 
