@@ -6,7 +6,7 @@ import torch
 from scipy.stats import spearmanr
 
 from bindscale.studies.geometry.grammar import GrammarConfig, make_splits
-from bindscale.studies.geometry.probes import Probe, ProbeSettings, fit_probe, tree_distances
+from bindscale.studies.geometry.probes import Probe, ProbeSettings, fit_probe, fit_probe_cached, probe_key, tree_distances
 from bindscale.studies.geometry.scores import (chain_uuas, hm_spearman, label_edge, mst_edges, prim_parents, row_spearman,
                                               score, sentence_counts)
 from bindscale.studies.geometry.treebank import read_conllu
@@ -226,3 +226,59 @@ def test_fit_probe_rejects_mismatched_activations(short_splits):
         fit_probe("structural", [(np.zeros((len(s) + 1, 4)), s)], [])
     with pytest.raises(ValueError, match="probe kind 'cubic'"):
         fit_probe("cubic", [(np.zeros((len(s), 4)), s)], [])
+
+
+def test_probe_cache_reads_back_the_same_fit_and_is_invalidated_by_what_matters(short_splits, tmp_path):
+    """A cached fit is the fit (bit for bit); its key changes with each input a fit depends on: the kind,
+    any setting, the seed, any activation value, the width, a head, a relation, the fit/dev split."""
+    import dataclasses
+
+    from bindscale.studies.geometry import probes as P
+
+    rng = np.random.default_rng(5)
+    fit = [(rng.normal(size=(len(s), 6)).astype(np.float32), s) for s in short_splits["fit"][:30]]
+    dev = [(rng.normal(size=(len(s), 6)).astype(np.float32), s) for s in short_splits["dev"][:10]]
+    settings = ProbeSettings(rank=4, max_epochs=3)
+    first, cached = fit_probe_cached("polar", fit, dev, settings, 0, tmp_path)
+    assert not cached and len(list(tmp_path.glob("polar-*.npz"))) == 1
+    again, cached = fit_probe_cached("polar", fit, dev, settings, 0, tmp_path)
+    assert cached
+    for f in ("kind", "scale", "relations", "epochs", "dev_loss"):
+        assert getattr(again, f) == getattr(first, f), f
+    assert np.array_equal(again.B, first.B) and np.array_equal(again.centroids, first.centroids)
+    assert score(again, dev) == score(first, dev)
+    assert fit_probe_cached("polar", fit, dev, settings, 0, None)[1] is False  # no folder: no cache
+
+    key = probe_key("polar", fit, dev, settings, 0)
+    a0, s0 = fit[0]
+    bumped = a0.copy()
+    bumped[0, 0] = np.nextafter(bumped[0, 0], np.float32(np.inf))
+    other_head = dataclasses.replace(s0, heads=(s0.heads[1], s0.heads[0]) + s0.heads[2:])
+    other_rel = dataclasses.replace(s0, deprels=("xcomp",) + s0.deprels[1:])
+    variants = {
+        "kind": probe_key("structural", fit, dev, settings, 0),
+        "seed": probe_key("polar", fit, dev, settings, 1),
+        "rank": probe_key("polar", fit, dev, dataclasses.replace(settings, rank=5), 0),
+        "angular_weight": probe_key("polar", fit, dev, dataclasses.replace(settings, angular_weight=0.5), 0),
+        "lr": probe_key("polar", fit, dev, dataclasses.replace(settings, lr=0.02), 0),
+        "activation": probe_key("polar", [(bumped, s0)] + fit[1:], dev, settings, 0),
+        "dtype": probe_key("polar", [(a0.astype(np.float64), s0)] + fit[1:], dev, settings, 0),
+        "head": probe_key("polar", [(a0, other_head)] + fit[1:], dev, settings, 0),
+        "relation": probe_key("polar", [(a0, other_rel)] + fit[1:], dev, settings, 0),
+        "split": probe_key("polar", fit[:-1], [fit[-1]] + dev, settings, 0),
+        "dev": probe_key("polar", fit, dev[:-1], settings, 0),
+    }
+    assert key not in variants.values() and len(set(variants.values())) == len(variants)
+    old = P.FIT_VERSION
+    try:
+        P.FIT_VERSION = old + 1
+        assert probe_key("polar", fit, dev, settings, 0) != key
+        assert fit_probe_cached("polar", fit, dev, settings, 0, tmp_path)[1] is False
+    finally:
+        P.FIT_VERSION = old
+    # a damaged file is refit and replaced
+    path = next(tmp_path.glob(f"polar-{key}.npz"))
+    path.write_bytes(b"not a zip")
+    probe, cached = fit_probe_cached("polar", fit, dev, settings, 0, tmp_path)
+    assert not cached and np.array_equal(probe.B, first.B)
+    assert fit_probe_cached("polar", fit, dev, settings, 0, tmp_path)[1]
