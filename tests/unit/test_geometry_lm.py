@@ -277,8 +277,15 @@ def test_lm_trial_runs_and_reruns_from_cache(tmp_path):
     assert m["polar_minus_structural_las_pp"] == pytest.approx(m["polar_las_pp"] - m["structural_las_pp"])
     assert m["confusion"] and m["polar_edges"]
     json.dumps({k: v for k, v in m.items()})
+    assert m["probes_from_cache"] == 0 and m["probes_fit"] > 0
     again = run_lm_trial(trial).metrics
     assert not again["activations_loaded_model"] and again["polar_las_pp"] == m["polar_las_pp"]
+    # the fitted probes were kept beside the activations: the re-run refits none and scores the same
+    assert again["probes_fit"] == 0 and again["probes_from_cache"] == m["probes_fit"]
+    assert again["probe_layers"] == m["probe_layers"]
+    # other probe settings: every learned probe is refit
+    trial.probe.max_epochs += 1
+    assert run_lm_trial(trial).metrics["probes_fit"] == m["probes_fit"]
 
 
 # --------------------------------------------------------------------------- shared data and the packaged models

@@ -6,8 +6,9 @@ import torch
 from scipy.stats import spearmanr
 
 from bindscale.studies.geometry.grammar import GrammarConfig, make_splits
-from bindscale.studies.geometry.probes import Probe, ProbeSettings, fit_probe, tree_distances
-from bindscale.studies.geometry.scores import chain_uuas, hm_spearman, label_edge, mst_edges, row_spearman, score
+from bindscale.studies.geometry.probes import Probe, ProbeSettings, fit_probe, fit_probe_cached, probe_key, tree_distances
+from bindscale.studies.geometry.scores import (chain_uuas, hm_spearman, label_edge, mst_edges, prim_parents, row_spearman,
+                                              score, sentence_counts)
 from bindscale.studies.geometry.treebank import read_conllu
 
 HAND = """# sent_id = s1
@@ -77,6 +78,51 @@ def test_mst_matches_networkx_and_scipy_and_keeps_zero_distances():
         sub = {tuple(sorted((keep[a], keep[b]))) for a, b in
                nx.minimum_spanning_tree(nx.from_numpy_array(d[np.ix_(keep, keep)] + 1.0)).edges()}
         assert mst_edges(d, keep) == sub
+
+
+def _reference_score(probe, pairs):
+    """The metrics sentence by sentence and edge by edge (sentence_counts, label_edge), as score computed them
+    before it was vectorised."""
+    tot, per, rows, rel_ok, dir_ok, n = {"gold": 0, "uuas": 0, "luas": 0, "las": 0}, {"uuas": [], "luas": [], "las": []}, {}, 0, 0, 0
+    for a, s in pairs:
+        p, dist = probe.project(a), probe.distances(a)
+        hm = sentence_counts(probe, a, s, punct=False)
+        tot = {k: tot[k] + hm[k] for k in tot}
+        pp = sentence_counts(probe, a, s, punct=True)
+        if pp["gold"]:
+            for k in per:
+                per[k].append(pp[k] / pp["gold"])
+        rows.setdefault(len(s), []).append(row_spearman(dist, tree_distances(s.heads)))
+        for d, h in ((d, h - 1) for d, h in enumerate(s.heads) if h > 0):
+            v = p[d] - p[h]
+            rel_ok += probe.relations[int(np.argmax(probe.centroids @ (v / np.linalg.norm(v))))] == s.deprels[d]
+            dir_ok += label_edge(p, d, h, probe.relations, probe.centroids)[1] == d
+            n += 1
+    out = {f"{k}_hm": tot[k] / tot["gold"] for k in ("uuas", "luas", "las")}
+    return out | {f"{k}_pp": float(np.mean(v)) for k, v in per.items()} | {
+        "spearman": hm_spearman(rows), "rel_acc": rel_ok / n, "dir_acc": dir_ok / n, "n_sentences": len(pairs)}
+
+
+def test_vectorised_score_equals_the_per_sentence_reference(short_splits):
+    """score batches the projection, the edge labels, the Spearman ranks and Prim's trees over sentences:
+    the same numbers as decoding sentence by sentence, for a noisy random probe (many wrong edges, both
+    directions, punctuation words) and a probe whose rank exceeds the width (identity)."""
+    rng = np.random.default_rng(3)
+    pairs = [(rng.normal(size=(len(s), 10)), s) for s in short_splits["test"]]
+    assert any("PUNCT" in s.upos for _, s in pairs)
+    for probe in (fit_probe("identity", pairs, []),
+                  Probe("polar", rng.normal(size=(4, 10)), 2.0)):
+        if probe.centroids is None:
+            from bindscale.studies.geometry.probes import relation_centroids
+            probe.relations, probe.centroids = relation_centroids(probe, pairs[:20])
+        got, want = score(probe, pairs), _reference_score(probe, pairs)
+        assert got.keys() == want.keys()
+        for k in want:
+            assert got[k] == pytest.approx(want[k], rel=1e-12, abs=1e-12), k
+    # the batched Prim is the single-graph one, graph by graph
+    D = rng.random((5, 7, 7))
+    for g, par in enumerate(prim_parents(D)):
+        assert {(min(j, p), max(j, p)) for j, p in enumerate(par) if p >= 0} == mst_edges(D[g])
 
 
 def test_row_spearman_equals_scipy_with_ties():
@@ -180,3 +226,59 @@ def test_fit_probe_rejects_mismatched_activations(short_splits):
         fit_probe("structural", [(np.zeros((len(s) + 1, 4)), s)], [])
     with pytest.raises(ValueError, match="probe kind 'cubic'"):
         fit_probe("cubic", [(np.zeros((len(s), 4)), s)], [])
+
+
+def test_probe_cache_reads_back_the_same_fit_and_is_invalidated_by_what_matters(short_splits, tmp_path):
+    """A cached fit is the fit (bit for bit); its key changes with each input a fit depends on: the kind,
+    any setting, the seed, any activation value, the width, a head, a relation, the fit/dev split."""
+    import dataclasses
+
+    from bindscale.studies.geometry import probes as P
+
+    rng = np.random.default_rng(5)
+    fit = [(rng.normal(size=(len(s), 6)).astype(np.float32), s) for s in short_splits["fit"][:30]]
+    dev = [(rng.normal(size=(len(s), 6)).astype(np.float32), s) for s in short_splits["dev"][:10]]
+    settings = ProbeSettings(rank=4, max_epochs=3)
+    first, cached = fit_probe_cached("polar", fit, dev, settings, 0, tmp_path)
+    assert not cached and len(list(tmp_path.glob("polar-*.npz"))) == 1
+    again, cached = fit_probe_cached("polar", fit, dev, settings, 0, tmp_path)
+    assert cached
+    for f in ("kind", "scale", "relations", "epochs", "dev_loss"):
+        assert getattr(again, f) == getattr(first, f), f
+    assert np.array_equal(again.B, first.B) and np.array_equal(again.centroids, first.centroids)
+    assert score(again, dev) == score(first, dev)
+    assert fit_probe_cached("polar", fit, dev, settings, 0, None)[1] is False  # no folder: no cache
+
+    key = probe_key("polar", fit, dev, settings, 0)
+    a0, s0 = fit[0]
+    bumped = a0.copy()
+    bumped[0, 0] = np.nextafter(bumped[0, 0], np.float32(np.inf))
+    other_head = dataclasses.replace(s0, heads=(s0.heads[1], s0.heads[0]) + s0.heads[2:])
+    other_rel = dataclasses.replace(s0, deprels=("xcomp",) + s0.deprels[1:])
+    variants = {
+        "kind": probe_key("structural", fit, dev, settings, 0),
+        "seed": probe_key("polar", fit, dev, settings, 1),
+        "rank": probe_key("polar", fit, dev, dataclasses.replace(settings, rank=5), 0),
+        "angular_weight": probe_key("polar", fit, dev, dataclasses.replace(settings, angular_weight=0.5), 0),
+        "lr": probe_key("polar", fit, dev, dataclasses.replace(settings, lr=0.02), 0),
+        "activation": probe_key("polar", [(bumped, s0)] + fit[1:], dev, settings, 0),
+        "dtype": probe_key("polar", [(a0.astype(np.float64), s0)] + fit[1:], dev, settings, 0),
+        "head": probe_key("polar", [(a0, other_head)] + fit[1:], dev, settings, 0),
+        "relation": probe_key("polar", [(a0, other_rel)] + fit[1:], dev, settings, 0),
+        "split": probe_key("polar", fit[:-1], [fit[-1]] + dev, settings, 0),
+        "dev": probe_key("polar", fit, dev[:-1], settings, 0),
+    }
+    assert key not in variants.values() and len(set(variants.values())) == len(variants)
+    old = P.FIT_VERSION
+    try:
+        P.FIT_VERSION = old + 1
+        assert probe_key("polar", fit, dev, settings, 0) != key
+        assert fit_probe_cached("polar", fit, dev, settings, 0, tmp_path)[1] is False
+    finally:
+        P.FIT_VERSION = old
+    # a damaged file is refit and replaced
+    path = next(tmp_path.glob(f"polar-{key}.npz"))
+    path.write_bytes(b"not a zip")
+    probe, cached = fit_probe_cached("polar", fit, dev, settings, 0, tmp_path)
+    assert not cached and np.array_equal(probe.B, first.B)
+    assert fit_probe_cached("polar", fit, dev, settings, 0, tmp_path)[1]

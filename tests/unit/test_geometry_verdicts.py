@@ -17,7 +17,8 @@ from bindscale.studies.geometry.layers import METRICS
 from bindscale.studies.geometry.verdicts import (geometry_grows_with_scale, planned_params, polar_beats_structural,
                                                  transformer_params)
 
-#: (layers, d_model) of the default study's four sizes, and their parameter counts (8304 … 365664).
+#: (layers, d_model) of four small sizes (the default study's before its ladder reached 2.7M), and their
+#: parameter counts (8304 … 365664).
 SHAPES = ((1, 16), (2, 32), (2, 64), (3, 96))
 SIZES = tuple(transformer_params(L, d) for L, d in SHAPES)
 WIDTHS = tuple(d for _, d in SHAPES)
@@ -178,7 +179,8 @@ def test_parameter_count_of_a_shape_matches_the_model():
     from bindscale.studies.geometry.config import GeometryTrial
     from bindscale.studies.geometry.trial import build_model
 
-    for L, d in SHAPES:
+    # the small fixture sizes, the default ladder (0.12M … 2.7M) and geometry-ladder's 10M
+    for L, d in SHAPES + ((4, 128), (6, 192), (8, 320)):
         trial = GeometryTrial(model={"n_layers": L, "d_model": d, "n_heads": 4})
         assert build_model(trial).n_params() == transformer_params(L, d)
     df = table([.3] * 4, [.2] * 4)

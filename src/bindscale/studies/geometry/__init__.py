@@ -86,8 +86,9 @@ CLAIMS = (
                    "minus that of the untrained model with the same initial weights (PolarProbe's convention, "
                    "each at its best dev layer among layers >= 1, test sentences), at the largest model minus at "
                    "the smallest, paired by seed (mean of the per-seed differences, Student's t interval). The probe's rank is "
-                   "min(rank, d_model), so with the default rank 32 the width-16 model gets a rank-16 probe: part "
-                   "of a gain can be probe capacity (the details list the rank per size)."),
+                   "min(rank, d_model): with the default rank 32 every default size (width 64 and up) gets rank 32; a "
+                   "narrower model gets a lower rank, and part of a gain can then be probe capacity (the details "
+                   "list the rank per size)."),
         rule=f"{_V}:geometry_grows_with_scale", thresholds={"margin": (-1.0, 1.0)}, defaults={"margin": 0.02},
         guards=(f"{_V}:planned_size_guard",),
         figures=("geo_best_layer", "geo_controls"),
@@ -104,8 +105,9 @@ STUDY = StudyPlugin(
     directory=Path(__file__).parent,
     trainer="bindscale.studies.geometry.trial:run_group",
     cost="bindscale.studies.geometry.plan:job_cost",
-    # A rough fit through two per-trial CPU times of the default study (1x16: ~15 s, 3x96: ~60 s; 2-core
-    # Xeon, one torch thread); it predicts 1,171 CPU-s for the default study, which measured 1,076.
+    # A rough fit through two per-trial CPU times of an earlier default study (1x16: ~15 s, 3x96: ~60 s; 2-core
+    # Xeon, one torch thread); it predicted 1,171 CPU-s for that study, which measured 1,076, and predicts
+    # ~22 CPU-min for seeds 0-2 of today's default (0.12M-2.7M), which measured 1,320 CPU-s.
     seconds_per_cost=(6.3e-11, 13.2),
     memory="bindscale.studies.geometry.plan:trial_memory_bytes",
     checker="bindscale.studies.geometry.lmtrial:check_trials",

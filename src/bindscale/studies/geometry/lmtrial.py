@@ -16,7 +16,10 @@ Steps (seed streams of :mod:`bindscale.seeding`):
 3. Probes (:mod:`.probes`, :mod:`.scores`): structural and polar on every ``model.layer_stride``-th
    hidden state (the first and last always), fit on fit, stopped early on dev, scored on dev and
    test; each kind's best layer is the one with the best dev LAS (PolarProbe's convention,
-   :data:`.layers.SELECT`).
+   :data:`.layers.SELECT`). Fitted probes are kept in ``cache_dir/probes`` (:data:`PROBE_CACHE`), keyed
+   by a hash of everything a fit depends on (:func:`.probes.probe_key`: the activations' bytes, the gold
+   trees, the fit/dev split, every probe setting, the seed, the fitting code's version): a re-run with
+   nothing changed reads them back instead of refitting; any change refits.
 4. Controls, where they are compared: the identity probe (no learned map) at the polar probe's best
    layer; when ``probe.untrained_control``, the same architecture built from its config with random
    weights (stream ``random_init``), probed with the structural probe at the structural probe's best
@@ -27,7 +30,8 @@ Scalar metrics (test sentences; ``metric`` in :data:`SCALARS`): ``{kind}_{metric
 dev layer (identity: at the polar probe's best layer), ``untrained_{kind}_{metric}`` (random model, at
 the trained model's best layer of that kind; identity at the polar one), ``embed_{kind}_{metric}``
 (layer 0), ``best_layer_{kind}``, ``polar_minus_structural_las_pp`` / ``_hm``, ``n_params``,
-``n_layers``, ``n_fit`` / ``n_dev`` / ``n_test`` sentences, activation seconds. Tables as the
+``n_layers``, ``n_fit`` / ``n_dev`` / ``n_test`` sentences, activation seconds, ``probes_fit`` /
+``probes_from_cache`` (probes fitted here / read back from the probe cache). Tables as the
 synthetic trial: ``probe_layers`` (``{"trained"|"untrained": {kind: {layer: {split: METRICS}}}}``),
 ``confusion`` (polar probe at its best layer, test) and ``polar_edges`` (the polar picture).
 """
@@ -47,6 +51,10 @@ from bindscale.errors import ConfigError
 
 from .treebank import Sentence, read_conllu
 
+
+
+#: Subfolder of the activation cache folder where fitted probes are kept (:func:`.probes.fit_probe_cached`).
+PROBE_CACHE = "probes"
 
 
 def is_lm_trial(trial: Any) -> bool:
@@ -222,14 +230,17 @@ class _Source:
 
 
 def _probe(pairs_at: Callable[[int], tuple], plan: dict[int, Sequence[str]], settings, seed: int,
-           table: dict, probes: dict, on_done: Callable[[], None]) -> None:
-    """Fit the probe kinds ``plan[layer]`` at each layer; scores into ``table[kind][str(layer)][split]``."""
-    from .probes import fit_probe
+           table: dict, probes: dict, on_done: Callable[[], None], cache: Path | None, counts: dict[str, int]) -> None:
+    """Fit the probe kinds ``plan[layer]`` at each layer (or read an identical fit from ``cache``:
+    :func:`.probes.fit_probe_cached`; ``counts["cached"]`` / ``counts["fit"]`` count them); scores into
+    ``table[kind][str(layer)][split]``."""
+    from .probes import fit_probe_cached
 
     for layer, kinds in sorted(plan.items()):
         fit, dev, test = pairs_at(layer)
         for kind in kinds:
-            probe = fit_probe(kind, fit, dev, settings, seed)
+            probe, cached = fit_probe_cached(kind, fit, dev, settings, seed, cache)
+            counts["cached" if cached else "fit"] += 1
             probes[(kind, layer)] = probe
             table.setdefault(kind, {})[str(layer)] = {"dev": _scores(probe, dev), "test": _scores(probe, test)}
             on_done()
@@ -272,8 +283,10 @@ def run_lm_trial(trial: Any, device: str = "cpu", progress: Callable[[int], None
     share_main = 0.4 if control else 0.45
     table: dict = {}
     probes: dict = {}
+    probe_cache = cache_dir / PROBE_CACHE
+    counts = {"cached": 0, "fit": 0}
     _probe(trained.pairs, {layer: ("structural", "polar") for layer in layers}, settings, trial.seed, table, probes,
-           lambda: units.add(share_main / n_main))
+           lambda: units.add(share_main / n_main), probe_cache, counts)
     best = {k: _best(table, k) for k in ("structural", "polar")}
     # controls where they are compared: each kind's best layer; the identity probe beside the polar one
     plan: dict[int, list[str]] = {}
@@ -283,7 +296,7 @@ def run_lm_trial(trial: Any, device: str = "cpu", progress: Callable[[int], None
     if best["polar"] is not None:
         plan[best["polar"]].append("identity")
     _probe(trained.pairs, {best["polar"]: ("identity",)} if best["polar"] is not None else {}, settings, trial.seed,
-           table, probes, lambda: None)
+           table, probes, lambda: None, probe_cache, counts)
     metrics: dict = {"n_layers": trained.n_layers, "n_params": trained.caches["test"].meta["n_params"],
                      "n_fit": len(splits["fit"]), "n_dev": len(splits["dev"]), "n_test": len(splits["test"]),
                      "activations_loaded_model": trained.loaded}
@@ -298,7 +311,7 @@ def run_lm_trial(trial: Any, device: str = "cpu", progress: Callable[[int], None
         rand = _Source(source, splits, cache_dir, True, seeding.stream_seed(trial.seed, "random_init") % 2**31,
                        trial.model.batch_size, device, units, 0.25)
         utable: dict = {}
-        _probe(rand.pairs, plan, settings, trial.seed, utable, {}, lambda: None)
+        _probe(rand.pairs, plan, settings, trial.seed, utable, {}, lambda: None, probe_cache, counts)
         layers_table["untrained"] = utable
         for kind in ("structural", "polar"):
             metrics |= _at(utable, kind, best[kind], "untrained_")
@@ -314,6 +327,7 @@ def run_lm_trial(trial: Any, device: str = "cpu", progress: Callable[[int], None
         metrics["confusion"] = relation_confusion(probe, test)
         metrics["polar_edges"] = polar_picture(probe, fit, test, trial.probe.n_picture_edges,
                                                seeding.rng(trial.seed, "probe_score"))
+    metrics["probes_from_cache"], metrics["probes_fit"] = counts["cached"], counts["fit"]
     metrics["timings"] = {"activations_s": t_act, "probe_s": t_probe,
                           "control_s": time.perf_counter() - t0 - t_act - t_probe, "cpu_s": time.process_time() - c0}
     units.finish()

@@ -35,9 +35,13 @@ embeddings). Fitting: Adam on mini-batches of sentences, early stopping on the d
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from functools import lru_cache
 
 import numpy as np
@@ -47,9 +51,13 @@ from scipy.sparse.csgraph import shortest_path
 
 from .treebank import Sentence
 
-__all__ = ["KINDS", "ProbeSettings", "Probe", "tree_distances", "fit_probe", "relation_centroids"]
+__all__ = ["KINDS", "FIT_VERSION", "ProbeSettings", "Probe", "tree_distances", "fit_probe", "relation_centroids",
+           "probe_key", "fit_probe_cached"]
 
 KINDS = ("structural", "polar", "identity")
+#: Version of :func:`fit_probe`'s results, part of a cached probe's key (:func:`probe_key`): bump it whenever a
+#: change to the fitting, the scale or the centroids changes what a fit returns, so no stale probe is read.
+FIT_VERSION = 1
 #: One (activations (n_words, d), sentence) pair.
 Pair = tuple[np.ndarray, Sentence]
 
@@ -208,18 +216,23 @@ def _batches(pairs: Sequence[Pair], size: int, scale: float, rel_index: dict[str
 
 def relation_centroids(probe: Probe, pairs: Sequence[Pair]) -> tuple[list[str], np.ndarray]:
     """Relation names and ``(R, k)`` unit centroids of the normalised gold edge vectors ``B(h_dep − h_head)``."""
-    sums: dict[str, np.ndarray] = {}
-    for a, s in pairs:
-        p = probe.project(a)
-        for dep, head, rel in gold_edges(s):
-            v = p[dep] - p[head]
-            nv = np.linalg.norm(v)
-            if nv > 0:
-                sums[rel] = sums.get(rel, 0) + v / nv
-    rels = sorted(sums)
+    if not pairs:
+        return [], np.zeros((0, probe.B.shape[0]))
+    P = probe.project(np.concatenate([np.asarray(a) for a, _ in pairs]))
+    dep, head, rel, start = [], [], [], 0
+    for _, s in pairs:
+        for d, h, r in gold_edges(s):
+            dep.append(start + d), head.append(start + h), rel.append(r)
+        start += len(s)
+    V = P[np.array(dep, int)] - P[np.array(head, int)]
+    nv = np.linalg.norm(V, axis=1)
+    ok = nv > 0
+    rels = sorted({r for r, o in zip(rel, ok) if o})
     if not rels:
         return [], np.zeros((0, probe.B.shape[0]))
-    C = np.stack([sums[r] for r in rels])
+    index = {r: i for i, r in enumerate(rels)}
+    C = np.zeros((len(rels), V.shape[1]))
+    np.add.at(C, np.array([index[r] for r, o in zip(rel, ok) if o], int), V[ok] / nv[ok, None])
     norms = np.linalg.norm(C, axis=1, keepdims=True)
     return rels, C / np.where(norms > 0, norms, 1.0)
 
@@ -282,3 +295,53 @@ def fit_probe(kind: str, train: Sequence[Pair], dev: Sequence[Pair], settings: P
         probe = Probe(kind, best_B.double().numpy(), scale, epochs=epochs, dev_loss=best)
     probe.relations, probe.centroids = relation_centroids(probe, train)
     return probe
+
+
+def probe_key(kind: str, train: Sequence[Pair], dev: Sequence[Pair], settings: ProbeSettings, seed: int) -> str:
+    """sha256 (24 hex chars) of everything a fit depends on: :data:`FIT_VERSION`, the torch and numpy versions,
+    the kind, every :class:`ProbeSettings` field, the seed, and, for the train and dev sentences in order,
+    each one's activations (shape, dtype and bytes) and gold tree (heads and relations).
+
+    Hashing the activations themselves (not the name of their cache) means any change to the model, the
+    alignment, the sentences or the fit/dev split gives another key.
+    """
+    h = hashlib.sha256()
+    h.update(json.dumps({"v": FIT_VERSION, "torch": torch.__version__, "numpy": np.__version__, "kind": kind,
+                         "settings": asdict(settings), "seed": int(seed)}, sort_keys=True).encode())
+    for name, pairs in (("train", train), ("dev", dev)):
+        h.update(f"|{name}:{len(pairs)}|".encode())
+        for a, s in pairs:
+            a = np.ascontiguousarray(a)
+            h.update(f"{a.shape}{a.dtype.str}".encode())
+            h.update(memoryview(a).cast("B"))
+            h.update(json.dumps([s.heads, s.deprels]).encode())
+    return h.hexdigest()[:24]
+
+
+def fit_probe_cached(kind: str, train: Sequence[Pair], dev: Sequence[Pair], settings: ProbeSettings, seed: int,
+                     cache_dir: str | Path | None) -> tuple[Probe, bool]:
+    """:func:`fit_probe`, or the same probe read back from ``cache_dir/{probe_key}.npz`` when an identical fit
+    was stored there (``cache_dir`` None: no cache). Returns the probe and whether it came from the cache.
+
+    A fit is written atomically (a temporary file renamed); an unreadable file is refit and overwritten.
+    """
+    if cache_dir is None:
+        return fit_probe(kind, train, dev, settings, seed), False
+    folder = Path(cache_dir)
+    path = folder / f"{kind}-{probe_key(kind, train, dev, settings, seed)}.npz"
+    if path.is_file():
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                probe = Probe(str(z["kind"]), z["B"], float(z["scale"]), [str(r) for r in z["relations"]],
+                              z["centroids"], int(z["epochs"]), float(z["dev_loss"]))
+            return probe, True
+        except (OSError, ValueError, KeyError):
+            pass
+    probe = fit_probe(kind, train, dev, settings, seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".{path.name}.{os.getpid()}.tmp.npz"
+    np.savez(tmp, kind=np.array(probe.kind), B=probe.B, scale=np.array(probe.scale),
+             relations=np.array(probe.relations, dtype=str), centroids=probe.centroids,
+             epochs=np.array(probe.epochs), dev_loss=np.array(probe.dev_loss))
+    os.replace(tmp, path)
+    return probe, False

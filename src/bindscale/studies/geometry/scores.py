@@ -49,7 +49,7 @@ from scipy.stats import rankdata
 from .probes import Pair, Probe, gold_edges, tree_distances
 from .treebank import Sentence
 
-__all__ = ["mst_edges", "label_edge", "score", "row_spearman", "hm_spearman", "sentence_counts", "chain_uuas"]
+__all__ = ["mst_edges", "prim_parents", "label_edge", "score", "row_spearman", "hm_spearman", "sentence_counts", "chain_uuas"]
 
 PUNCT = "PUNCT"
 #: The PTB xpos tags Hewitt & Manning's code (structural-probes, ``reporter.py``) leaves out of the trees.
@@ -62,38 +62,51 @@ PUNCT_CONVENTION = (
     "PUNCT, dropped here and kept by Hewitt & Manning). PolarProbe's convention (_pp) keeps all punctuation.")
 #: Sentence lengths over which Hewitt & Manning average the distance Spearman.
 SPEARMAN_LENGTHS = (5, 50)
+#: Most float64 elements of one batch of pairwise differences in :func:`score` (sentences × n × n × k).
+_CHUNK = 4_000_000
 
 
 def mst_edges(dist: np.ndarray, keep: Sequence[int] | None = None) -> set[tuple[int, int]]:
     """Edges ``(i, j)``, ``i < j``, of a minimum spanning tree of ``dist`` ``(n, n)`` over the words ``keep`` (all by default).
 
     Prim's algorithm (Prim 1957, "Shortest connection networks and some generalizations"), as
-    Hewitt & Manning's code decodes, vectorised over the candidate words: O(n²), far quicker than
-    :func:`scipy.sparse.csgraph.minimum_spanning_tree`'s validation for sentence-sized graphs (the
-    tests check it against scipy and networkx). Ties go to the lowest word index. Zero distances are
-    ordinary edges.
+    Hewitt & Manning's code decodes (:func:`prim_parents`, here on one graph). Ties go to the lowest
+    word index. Zero distances are ordinary edges. The tests check it against scipy and networkx.
     """
     idx = np.arange(dist.shape[0]) if keep is None else np.asarray(list(keep), dtype=int)
-    m = idx.size
-    if m < 2:
+    if idx.size < 2:
         return set()
-    sub = np.asarray(dist, dtype=np.float64)[np.ix_(idx, idx)]
-    sub = np.minimum(sub, sub.T)  # an undirected graph
-    in_tree = np.zeros(m, bool)
-    in_tree[0] = True
-    best = sub[0].copy()  # cheapest connection of each word to the tree
-    parent = np.zeros(m, int)
-    edges = set()
+    parent = prim_parents(np.asarray(dist, dtype=np.float64)[np.ix_(idx, idx)][None])[0]
+    return {(int(min(idx[p], idx[j])), int(max(idx[p], idx[j]))) for j, p in enumerate(parent) if p >= 0}
+
+
+def prim_parents(dist: np.ndarray) -> np.ndarray:
+    """Minimum spanning trees of ``c`` graphs of ``m`` nodes at once: ``dist`` ``(c, m, m)`` → parents ``(c, m)``.
+
+    Prim's algorithm grown from node 0, vectorised over the graphs (one numpy step per added node, for
+    all ``c`` graphs together: far quicker than :func:`scipy.sparse.csgraph.minimum_spanning_tree` for
+    sentence-sized graphs). ``parent[g, j]`` is the node that ``j`` joined the tree through (−1 for node 0):
+    the tree's edges are ``{j, parent[g, j]}``. Each step adds the cheapest outside node (ties: the
+    lowest index); a node's parent changes only for a strictly cheaper connection. ``dist`` is read as
+    undirected (``min(dist, dist.T)``).
+    """
+    d = np.asarray(dist, dtype=np.float64)
+    d = np.minimum(d, d.transpose(0, 2, 1))
+    c, m, _ = d.shape
+    rows = np.arange(c)
+    in_tree = np.zeros((c, m), bool)
+    in_tree[:, 0] = True
+    best = d[:, 0].copy()  # cheapest connection of each node to the tree
+    parent = np.zeros((c, m), int)
     for _ in range(m - 1):
-        cand = np.where(in_tree, np.inf, best)
-        j = int(np.argmin(cand))
-        a, b = int(idx[parent[j]]), int(idx[j])
-        edges.add((min(a, b), max(a, b)))
-        in_tree[j] = True
-        closer = ~in_tree & (sub[j] < best)
-        best[closer] = sub[j][closer]
-        parent[closer] = j
-    return edges
+        j = np.argmin(np.where(in_tree, np.inf, best), axis=1)
+        in_tree[rows, j] = True
+        dj = d[rows, j]
+        closer = ~in_tree & (dj < best)
+        best = np.where(closer, dj, best)
+        parent = np.where(closer, j[:, None], parent)
+    parent[:, 0] = -1
+    return parent
 
 
 def label_edge(p: np.ndarray, i: int, j: int, relations: list[str], centroids: np.ndarray) -> tuple[str, int, int]:
@@ -153,38 +166,100 @@ def sentence_counts(probe: Probe, acts: np.ndarray, s: Sentence, punct: bool,
 def score(probe: Probe, pairs: Sequence[Pair]) -> dict[str, float]:
     """Every metric of the module docstring for one probe on ``(activations, sentence)`` pairs.
 
+    Vectorised over the corpus: one projection of all words, the relation and direction of every gold
+    edge from one product with the centroids, and the distance Spearman ranked once per sentence
+    length; only the spanning trees are decoded sentence by sentence. Gives what
+    :func:`sentence_counts` and :func:`label_edge` give edge by edge (the tests check it).
+
     Returns:
         ``uuas_hm, las_hm, luas_hm, uuas_pp, las_pp, luas_pp, spearman, rel_acc, dir_acc`` (shares in
         [0, 1]; NaN where nothing could be counted) and ``n_sentences``.
     """
-    tot = {"gold": 0, "uuas": 0, "luas": 0, "las": 0}
-    per: dict[str, list[float]] = {"uuas": [], "luas": [], "las": []}
-    rows: dict[int, list[np.ndarray]] = {}
-    rel_ok = dir_ok = n_edges = 0
-    for acts, s in pairs:
-        p = probe.project(acts)
-        dist = probe.distances(acts)
-        hm = sentence_counts(probe, acts, s, punct=False, dist=dist, p=p)
-        for k in tot:
-            tot[k] += hm[k]
-        pp = sentence_counts(probe, acts, s, punct=True, dist=dist, p=p)
-        if pp["gold"]:
-            for k in per:
-                per[k].append(pp[k] / pp["gold"])
-        rows.setdefault(len(s), []).append(row_spearman(dist, tree_distances(s.heads)))
-        for d, h, r in gold_edges(s):
-            v = p[d] - p[h]
-            nv = np.linalg.norm(v)
-            if nv > 0 and probe.relations:
-                rel_ok += probe.relations[int(np.argmax(probe.centroids @ (v / nv)))] == r
-            dir_ok += label_edge(p, d, h, probe.relations, probe.centroids)[1] == d
-            n_edges += 1
     nan = float("nan")
+    out: dict[str, float] = {}
+    if not pairs:
+        return {f"{k}_{c}": nan for c in ("hm", "pp") for k in ("uuas", "luas", "las")} | {
+            "spearman": nan, "rel_acc": nan, "dir_acc": nan, "n_sentences": 0}
+    lengths = np.array([len(s) for _, s in pairs])
+    starts = np.concatenate([[0], np.cumsum(lengths)])
+    P_all = probe.project(np.concatenate([np.asarray(a) for a, _ in pairs]))
+    # every gold edge of the corpus: global dependent and head rows, gold relation, sentence
+    dep, head, rel, sent = [], [], [], []
+    for n, (_, s) in enumerate(pairs):
+        for d, h, r in gold_edges(s):
+            dep.append(starts[n] + d), head.append(starts[n] + h), rel.append(r), sent.append(n)
+    dep, head, sent = np.array(dep, int), np.array(head, int), np.array(sent, int)
+    V = P_all[dep] - P_all[head]  # (E, k): B(h_dep − h_head)
+    nv = np.linalg.norm(V, axis=1)
+    labelled = (nv > 0) & bool(probe.relations)
+    rels = np.array(list(probe.relations) + [""], dtype=object)
+    if probe.relations:
+        S = (V / np.where(nv > 0, nv, 1.0)[:, None]) @ np.asarray(probe.centroids).T  # (E, R)
+        r_abs = np.argmax(np.abs(S), axis=1)
+        forward = S[np.arange(len(S)), r_abs] > 0
+        nearest = np.argmax(S, axis=1)
+    else:
+        r_abs = nearest = np.zeros(len(V), int)
+        forward = np.zeros(len(V), bool)
+    gold_rel = np.array(rel, dtype=object)
+    pred_rel = np.where(labelled, rels[r_abs], "")  # label_edge: no relation for a zero vector
+    rel_right = pred_rel == gold_rel
+    dir_right = np.where(labelled, forward, True)  # label_edge keeps (i, j) for a zero vector
+    punct_word = np.array([u == PUNCT for _, s in pairs for u in s.upos], bool)
+    hm_edge = ~punct_word[dep] & ~punct_word[head]
+
+    # predicted distances (as Probe.distances), computed for the sentences of one length together
+    dists: list[np.ndarray] = [np.empty(0)] * len(pairs)
+    rows: dict[int, list[np.ndarray]] = {}
+    k = P_all.shape[1]
+    for length in sorted(set(lengths.tolist())):
+        same = np.flatnonzero(lengths == length)
+        per_chunk = max(1, _CHUNK // max(length * length * k, 1))
+        rhos = []
+        for c0 in range(0, len(same), per_chunk):
+            chunk = same[c0:c0 + per_chunk]
+            Pg = np.stack([P_all[starts[n]:starts[n + 1]] for n in chunk])  # (c, n, k)
+            diff = Pg[:, :, None, :] - Pg[:, None, :, :]
+            Dg = np.round((diff * diff).sum(-1), 9)
+            gold = np.concatenate([tree_distances(pairs[n][1].heads) for n in chunk])
+            rhos.append(row_spearman(Dg.reshape(-1, length), gold))
+            for n, D in zip(chunk, Dg):
+                dists[n] = D
+        rows[length] = [np.concatenate(rhos)]
+    # the predicted trees, both conventions: per word its parent in the tree (global rows; −1: none)
+    is_punct = [[u == PUNCT for u in s.upos] for _, s in pairs]
+    keeps = {"pp": [np.arange(len(s)) for _, s in pairs],
+             "hm": [np.flatnonzero(~np.array(p, bool)) for p in is_punct]}
+    hit = {}
+    for conv, keep in keeps.items():
+        parent = np.full(len(P_all), -1)
+        sizes = np.array([len(kp) for kp in keep])
+        for m in sorted(set(sizes.tolist()) - {0, 1}):
+            group = np.flatnonzero(sizes == m)
+            local = prim_parents(np.stack([dists[n][np.ix_(keep[n], keep[n])] for n in group]))
+            for n, par in zip(group, local):
+                kp = keep[n]
+                parent[starts[n] + kp[1:]] = starts[n] + kp[par[1:]]
+        hit[conv] = (parent[dep] == head) | (parent[head] == dep)
+
+    n_sent = len(pairs)
+    count = (lambda w: np.bincount(sent, weights=w.astype(float), minlength=n_sent))
+    # Hewitt & Manning: corpus level, edges between two non-punctuation words
+    h = hit["hm"] & hm_edge
+    tot = {"gold": int(hm_edge.sum()), "uuas": int(h.sum()), "luas": int((h & rel_right).sum()),
+           "las": int((h & rel_right & dir_right).sum())}
+    # PolarProbe: per sentence, every edge; sentences without an edge are skipped
+    h = hit["pp"]
+    gold_n = count(np.ones(len(h), bool))
+    has = gold_n > 0
+    per = {"uuas": count(h)[has] / gold_n[has], "luas": count(h & rel_right)[has] / gold_n[has],
+           "las": count(h & rel_right & dir_right)[has] / gold_n[has]}
     out = {f"{k}_hm": (tot[k] / tot["gold"] if tot["gold"] else nan) for k in ("uuas", "luas", "las")}
-    out |= {f"{k}_pp": (float(np.mean(v)) if v else nan) for k, v in per.items()}
+    out |= {f"{k}_pp": (float(np.mean(v)) if len(v) else nan) for k, v in per.items()}
     out["spearman"] = hm_spearman(rows)
-    out["rel_acc"] = rel_ok / n_edges if n_edges else nan
-    out["dir_acc"] = dir_ok / n_edges if n_edges else nan
+    n_edges = len(V)
+    out["rel_acc"] = int((labelled & (rels[nearest] == gold_rel)).sum()) / n_edges if n_edges else nan
+    out["dir_acc"] = int(dir_right.sum()) / n_edges if n_edges else nan
     out["n_sentences"] = len(pairs)
     return out
 

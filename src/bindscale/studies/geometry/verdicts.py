@@ -39,9 +39,10 @@ columns (best layer over all layers, 0 included) stay in the details for referen
   share); not supported when below; inconclusive otherwise. Growth the untrained model shows as well
   (a wider random network already separates word types better) is not learned syntax; the trained
   model's gain alone, the untrained model's, the input embeddings' and the identity probe's are in the
-  details. The probe's rank is ``min(rank, d_model)``: with the default rank 32 the smallest models
-  (width 16) get a rank-16 probe and the rest rank 32, so a gain can partly be probe capacity; the
-  details list the rank per size (``probe_rank_by_size``) and say when it varies.
+  details. The probe's rank is ``min(rank, d_model)``: with the default rank 32 every default size
+  (width 64 and up) gets rank 32; a narrower model (width 16 in some studies' ladders) gets a lower
+  rank, so a gain can partly be probe capacity; the details list the rank per size
+  (``probe_rank_by_size``) and say when it varies.
 
 Planned sizes (guard :func:`planned_size_guard`, which sees the whole table, failed and diverged
 trials too): a verdict decided at a smaller largest size (or, for growth, a larger smallest size) than
