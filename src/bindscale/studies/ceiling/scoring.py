@@ -28,7 +28,7 @@ import numpy as np
 from .problems import Problem, ProblemError
 
 METRICS = ("sat", "feas", "gap", "optimal", "unparsable")
-_ANSWER = re.compile(r"ANSWER\s*:\s*([^\n]*)", re.IGNORECASE)
+_ANSWER = re.compile(r"ANSWER[ \t]*:[ \t]*([^\n]*)", re.IGNORECASE)  # [ \t]: the integers must be on the ANSWER line
 
 
 def parse_tokens(tokens: Sequence[str], p: Problem) -> tuple[int, ...] | None:
