@@ -137,3 +137,56 @@ def test_defect11_flat_data_do_not_identify_an_asymptote():
     assert cv.identified({"saturating": {"a": 0.6, "b": 0.3, "c": 0.9}})
     v = verdict(table(lambda x: power_law(x, 0.4, 0.5)))
     assert v["ci_high"] <= 1.0  # shown clipped at 1 (the fit's bound is 1.5)
+
+
+def _graph(p):
+    import networkx as nx
+
+    g = nx.Graph()
+    g.add_nodes_from(range(p.n_vars))
+    g.add_edges_from(p.data["edges"])
+    return g
+
+
+def test_defect7_colouring_sets_are_disjoint_up_to_relabelling(tmp_path, monkeypatch):
+    import networkx as nx
+
+    from bindscale.studies.ceiling import data
+
+    monkeypatch.setenv("BINDSCALE_CACHE", str(tmp_path))
+    data.eval_sets.cache_clear()
+    data.train_set.cache_clear()
+    try:
+        test, held = data.eval_sets("colouring", 1, 40, 5, 0)
+        train = data.train_set("colouring", 1, 80, 0, 40, 5, 0)
+    finally:
+        data.eval_sets.cache_clear()
+        data.train_set.cache_clear()
+    ev = [_graph(p) for p in test]
+    for p in train:
+        g = _graph(p)
+        assert not any(nx.faster_could_be_isomorphic(g, h) and nx.is_isomorphic(g, h) for h in ev)
+    # a relabelled copy has the same key
+    p = test[0]
+    perm = np.random.default_rng(0).permutation(p.n_vars)
+    q = make_problem("colouring", 1, np.random.default_rng(0))
+    relabelled = type(p)(p.family, p.difficulty, p.n_vars, p.n_values,
+                         {"edges": tuple(sorted(tuple(sorted((int(perm[u]), int(perm[v])))) for u, v in p.data["edges"]))},
+                         p.constraint_names, p.constraint_types, p.sense, p.optimum, p.opt_value)
+    assert relabelled.key == p.key and q.key != "" and relabelled.data != p.data
+
+
+def test_defect12_no_colouring_instance_without_edges():
+    rng = np.random.default_rng(0)
+    assert all(make_problem("colouring", 1, rng).data["edges"] for _ in range(300))
+
+
+def test_defect8_the_report_states_metrics_prompt_and_parse_rule():
+    from bindscale.studies.ceiling import scoring
+    from bindscale.studies.ceiling.figures import figures
+
+    cap = figures()["ceiling_sat_vs_params"][1]
+    for text in ("share of constraints met", "feasibility =", "|f - f*| / |f*|", "ANSWER:", "Answer with one line",
+                 "not verified"):
+        assert text in cap, text
+    assert "unverified" in scoring.__doc__
