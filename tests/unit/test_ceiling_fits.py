@@ -66,6 +66,8 @@ def _table(curve, seeds=8, sizes=SIZES, noise=0.02, seed=0, families=FAMILIES):
                  "n_params_nonembed": n, "seed": s, "n_train": 600, "steps": 400, "layers": 2}
             for f in families:
                 r[f"sat_{f}"] = float(np.clip(curve(n / sizes[0]) + rng.normal(0, noise), 0, 1))
+                # knapsack's verdict metric is optimal_knapsack (verdicts.VERDICT_METRIC); chance levels given
+                r[f"optimal_{f}"], r[f"chance_sat_{f}"], r[f"chance_optimal_{f}"] = r[f"sat_{f}"], 0.1, 0.1
             rows.append(r)
     return pd.DataFrame(rows)
 
@@ -90,7 +92,7 @@ def test_satisfaction_climbing_to_one_as_a_power_law_is_not_supported():
 def test_one_family_climbing_to_one_refutes_the_claim():
     df = _table(lambda x: saturating(x, 0.58, 0.3, 0.9))
     climbing = _table(lambda x: power_law(x, 0.6, 0.6), noise=0.01, seed=3)
-    df["sat_knapsack"] = climbing["sat_knapsack"]
+    df["optimal_knapsack"] = climbing["optimal_knapsack"]
     stat, verdict, triple, n, d = _verdict(df)
     assert verdict == "not_supported" and d["family_used"] == "knapsack"
 
@@ -106,12 +108,12 @@ def test_missing_nan_zero_and_thin_tables_are_inconclusive(case):
     if case == "empty":
         df = df.iloc[0:0]
     elif case == "missing":
-        df = df.drop(columns=[f"sat_{f}" for f in FAMILIES])
+        df = df.drop(columns=[f"{m}_{f}" for f in FAMILIES for m in ("sat", "optimal")])
     elif case == "nan":
         df.loc[3, "sat_colouring"] = np.nan
     elif case == "zero":
         for f in FAMILIES:
-            df[f"sat_{f}"] = 0.0
+            df[f"sat_{f}"] = df[f"optimal_{f}"] = 0.0
     elif case == "few_sizes":
         df = df[df["budget"] <= 4e5]
     elif case == "few_seeds":

@@ -9,7 +9,8 @@ Sets per family (:mod:`.problems`), each drawn from its own seeded stream (:func
   stream ``("heldout", family, difficulty)`` of ``eval_seed``;
 - ``train``: ``n_train`` instances spread evenly over ``1 .. max_difficulty`` (the remainder to the
   easiest), stream ``("train", family, difficulty)`` of ``data_seed``; an instance equal to a test or
-  held-out one (same :attr:`.problems.Problem.key`) is redrawn, so the three sets are disjoint.
+  held-out one (same :attr:`.problems.Problem.key`: colouring graphs up to node relabelling) is redrawn, so
+  the three sets are disjoint.
 
 One stream per difficulty makes smaller sets prefixes of larger ones at every difficulty: a real-model
 trial with a smaller ``n_test`` answers the first instances of the trained models' test set, and the
@@ -35,7 +36,7 @@ from bindscale import seeding
 from .problems import FAMILIES, Problem, make_set
 
 #: Generator version: part of every cache key.
-VERSION = "v2"
+VERSION = "v3"  # v3: colouring from 8 nodes, no edgeless graphs, keyed up to isomorphism
 
 
 class InstanceSets(NamedTuple):

@@ -8,7 +8,9 @@ Plotted means are over seeds with their 95% Student t interval (:func:`bindscale
   dashed: power law ``1 - b·N^-c``), the asymptote with its bootstrap interval as a band at the right, and
   real-model points (``model.kind: lm``) as stars at their parameter count (at the right edge when unknown).
 - ``ceiling_feas_vs_params`` / ``ceiling_gap_vs_params``: feasibility and optimality gap (among feasible
-  answers) the same way, without fits.
+  answers) the same way, without fits. Satisfaction and feasibility figures draw the uniform-random answers'
+  level per family (dotted; :mod:`.baselines`); the satisfaction caption states the metric definitions, the
+  prompt and the parse rule (:data:`DEFINITIONS`).
 - ``ceiling_sat_vs_data``: satisfaction against training instances per family at the budget with most
   training-set sizes, both fits drawn.
 """
@@ -24,7 +26,7 @@ from bindscale.report.figures import _ci_note, _errorbar, _legend, _new_figure, 
 
 from .fits import compare, power_law, saturating
 from .problems import FAMILIES
-from .verdicts import prepare_rows, size_sweep, trained_rows
+from .verdicts import chance_level, prepare_rows, size_sweep, trained_rows
 
 TITLES = {"sat": "Constraint satisfaction", "feas": "Feasibility", "gap": "Optimality gap"}
 COLOURS = {"colouring": "tab:blue", "knapsack": "tab:orange", "assignment": "tab:green"}
@@ -91,6 +93,10 @@ def _vs_params(df: pd.DataFrame, metric: str, fits: bool) -> str | None:
         ns += list(s["n"])
         if fits:
             _draw_fits(ax, g, x, col, COLOURS[f], with_band=True)
+        if metric != "gap":  # the random-answer baseline on the same test instances (dotted)
+            _, b = chance_level(sweep, f, metric)
+            if b is not None:
+                ax.axhline(b["random"][metric], color=COLOURS[f], linestyle=":", linewidth=1)
     if not ns:
         return None
     lm = _lm_points(ax, rows, metric, float(sweep[x].max()))
@@ -101,7 +107,8 @@ def _vs_params(df: pd.DataFrame, metric: str, fits: bool) -> str | None:
         ax.set_ylim(-0.03, 1.03)
         ax.axhspan(0.55, 0.60, color="grey", alpha=0.12)  # the seed's hypothesised ceiling
     quals = [_ci_note(ns)] + (["solid: a - b·N^-c, dashed: 1 - b·N^-c, band: asymptote 95% bootstrap",
-                               "grey: the hypothesised 55-60%"] if fits else [])
+                               "grey: the hypothesised 55-60%"] if fits else []) + (
+        ["dotted: uniform-random answers"] if metric != "gap" else [])
     _title(ax, f"{TITLES[metric]} vs parameters per family", quals)
     _legend(ax)
     return _to_b64(fig)
@@ -152,13 +159,33 @@ def fig_sat_vs_data(df: pd.DataFrame) -> str | None:
     return _to_b64(fig)
 
 
+#: Metric definitions, prompt and parse rule, stated in the report (issue 18 asks for them there).
+DEFINITIONS = (
+    " Metrics, per family on the test instances: satisfaction = mean over instances of each instance's share of "
+    "constraints met (an unparsable answer meets none); feasibility = share of instances whose answer meets every "
+    "constraint; optimality gap = mean over feasible answers of |f - f*| / |f*| (f* the exact MILP optimum); "
+    "optimal = share answered feasibly with gap 0. The verdict fits satisfaction for colouring and assignment and "
+    "'optimal' for knapsack: the empty selection meets knapsack's one constraint (capacity), so knapsack "
+    "satisfaction and feasibility are 1.0 for an answer that learned nothing. Chance levels (details: baselines): "
+    "uniform-random and all-zero answers on the same instances. Prompt (real models): the instance in words "
+    "(e.g. 'Graph colouring. Nodes 0 to n-1. Edges: u-v, .... Give each node a colour from 0 to 3 so that the two "
+    "ends of every edge have different colours, using as few distinct colours as possible.') then \"Answer with one "
+    "line 'ANSWER:' followed by n integers separated by spaces: ...\". Parse rule: the last line containing "
+    "'ANSWER:' (any case); the integers on that line after it (any separators); exactly n of them, each in range; "
+    "else unparsable. Trained transformers emit the answer tokens directly (n integers, then the end token). "
+    "ConstraintBench's 65.0% is not verified to be this satisfaction metric (its abstract pairs it with "
+    "'feasibility is the primary bottleneck'): read it beside our feasibility figure."
+)
+
+
 def figures(study: Any = None) -> dict[str, tuple[Any, str]]:
     """Figure name → (function, caption)."""
     return {
         "ceiling_sat_vs_params": (fig_sat_vs_params, "Test constraint satisfaction against non-embedding parameters per "
                                   "family, both fits drawn; the band at the right is the saturating fit's asymptote "
                                   "with its 95% bootstrap interval over seeds; stars are real models on the same "
-                                  "instances; grey: the hypothesised 55-60% ceiling (no primary source)."),
+                                  "instances; grey: the hypothesised 55-60% ceiling (no primary source); dotted: "
+                                  "uniform-random answers." + DEFINITIONS),
         "ceiling_feas_vs_params": (fig_feas_vs_params, "Test feasibility (every constraint met) against parameters per "
                                    "family (ConstraintBench: none of six frontier LLMs above 30.5% on joint "
                                    "feasibility and optimality)."),

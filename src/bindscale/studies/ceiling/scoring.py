@@ -3,9 +3,10 @@
 Definitions (per family and split; every instance weighs the same):
 
 - *constraint satisfaction* ``sat``: mean over instances of the share of the instance's constraints
-  the answer satisfies (:meth:`.problems.Problem.check`). This is the per-task average that
-  ConstraintBench reports as constraint satisfaction (arXiv 2602.22465; its exact aggregation is
-  not restated here: bindscale's is the per-instance mean). An unparsable answer satisfies none.
+  the answer satisfies (:meth:`.problems.Problem.check`). Whether this is the metric behind
+  ConstraintBench's 65.0% (arXiv 2602.22465) is **unverified**: its abstract pairs that number with
+  "feasibility is the primary bottleneck", so compare our feasibility ``feas`` beside it, not
+  satisfaction alone. An unparsable answer satisfies none.
 - *feasibility* ``feas``: share of instances whose answer satisfies every constraint.
 - *optimality gap* ``gap``: mean over feasible answers of ``|f(x) - f*| / |f*|`` (NaN when no
   answer is feasible).
@@ -28,7 +29,7 @@ import numpy as np
 from .problems import Problem, ProblemError
 
 METRICS = ("sat", "feas", "gap", "optimal", "unparsable")
-_ANSWER = re.compile(r"ANSWER\s*:\s*([^\n]*)", re.IGNORECASE)
+_ANSWER = re.compile(r"ANSWER[ \t]*:[ \t]*([^\n]*)", re.IGNORECASE)  # [ \t]: the integers must be on the ANSWER line
 
 
 def parse_tokens(tokens: Sequence[str], p: Problem) -> tuple[int, ...] | None:

@@ -27,6 +27,7 @@ from bindscale.train import TrialResult
 
 from ..depth.families import shape_for_budget
 from .config import CeilingTrial
+from .baselines import BASE_METRICS, baselines, chance
 from .data import InstanceSets, instance_sets
 from .problems import Problem
 from .scoring import parse_tokens, trial_metrics
@@ -137,6 +138,10 @@ def run_trial(trial: CeilingTrial, device: str | torch.device = "cpu", progress:
               "train": {f: ps[::max(1, len(ps) // N_TRAIN_CHECK)][:N_TRAIN_CHECK] for f, ps in sets.train.items()}}
     got = {split: {f: answers(model, ps) for f, ps in fams.items()} for split, fams in scored.items()}
     metrics |= trial_metrics(scored, got)
+    task = trial.task
+    for f in task.family_list:  # chance levels on these very test instances (the verdict's floor, .baselines)
+        b = baselines(f, task.max_difficulty, task.n_test, task.eval_seed)
+        metrics |= {f"chance_{m}_{f}": chance(b, m) for m in BASE_METRICS}
     metrics["examples"] = [{"family": f, "prompt": " ".join(ps[0].tokens()), "gold": " ".join(map(str, ps[0].optimum)),
                             "pred": " ".join(map(str, got["test"][f][0])) if got["test"][f][0] else "(unparsable)"}
                            for f, ps in sets.test.items() if ps]
