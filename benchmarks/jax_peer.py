@@ -486,13 +486,9 @@ def profile_step(width: int, depth: int, threads: int, stack: int = 1, steps: in
 
 
 def table(title: str, header: list[str], rows: list[list]) -> None:
-    cells = [header] + [[f"{c:.3g}" if isinstance(c, float) else str(c) for c in r] for r in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    print(f"\n{title}")
-    for j, r in enumerate(cells):
-        print("  ".join(c.rjust(wd) for c, wd in zip(r, widths)))
-        if j == 0:
-            print("  ".join("-" * wd for wd in widths))
+    from common import print_table  # imports torch: driver only
+
+    print_table(title, header, rows)
 
 
 def main() -> None:
@@ -512,6 +508,11 @@ def main() -> None:
     if args.jax_trial:
         return print(json.dumps(jax_full_trial(json.loads(args.jax_trial.read_text()))))
 
+    import importlib.util
+
+    if missing := [m for m in ("jax", "optax") if importlib.util.find_spec(m) is None]:
+        sys.exit(f"jax_peer: {' and '.join(missing)} not installed; install the bench extra first: "
+                 "pip install -c constraints.txt -e '.[bench]'")
     import warnings
 
     import bindscale  # noqa: F401  (first: its OpenMP wait policy must precede torch's import)

@@ -243,6 +243,22 @@ def first_sentence(text: str) -> str:
     return text
 
 
+def _first_error(out_dir: str) -> str | None:
+    """The first line (``Type: message``) of the error of the first failed trial in ``out_dir`` (by trial
+    id), so a failure's cause shows in the terminal, not only in the report; None when there is none."""
+    from .records import load_records
+
+    try:
+        records = load_records(out_dir)
+    except Exception:  # noqa: BLE001 - a summary line must not fail the command
+        return None
+    for _, rec in sorted(records.items()):
+        if rec.get("status") == "failed" and rec.get("error"):
+            line = str(rec["error"]).strip().splitlines()[0]
+            return line if len(line) <= 300 else line[:299] + "…"
+    return None
+
+
 def _print_summary(summary: dict, out_dir: str) -> None:
     con = Console(width=None if sys.stdout.isatty() else 160)
     table = Table(title=f"{summary.get('study')}{' (quick)' if summary.get('quick') else ''}: verdicts")
@@ -275,8 +291,11 @@ def _print_summary(summary: dict, out_dir: str) -> None:
                       "(e.g. parameter counts of the swept widths) and every resample gave the same one; "
                       "the report explains it", highlight=False)
     if summary.get("n_failed"):
+        first = _first_error(out_dir)
         con.print(f"[red]{summary['n_failed']} of {summary['n_trials']} trials failed[/] (errors: the report's "
                   "'Diverged and failed trials'); re-run the same command to retry them", highlight=False)
+        if first:
+            con.print(f"  first error: {escape(first)}", highlight=False)
     if summary.get("n_diverged"):
         con.print(f"{summary['n_diverged']} of {summary['n_trials']} trials diverged (loss NaN, inf or blown up; kept, "
                   "listed in the report)", highlight=False)

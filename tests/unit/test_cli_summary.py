@@ -31,3 +31,19 @@ def test_a_study_without_verdicts_says_so_instead_of_an_empty_table(capsys):
     _print_summary({"study": "x", "n_trials": 3, "verdicts": []}, "/tmp/nowhere")
     out = capsys.readouterr().out
     assert "x: no verdicts (the study configures none)" in out and "claim" not in out
+
+
+def test_the_first_failed_trials_error_is_printed(capsys, tmp_path):
+    """A failure's cause shows in the terminal (its first line), not only in the report."""
+    from bindscale.records import REQUIRED, write_record
+
+    base = dict.fromkeys(REQUIRED)
+
+    for tid, err in (("b", "ValueError: second\nTraceback ..."), ("a", "EndpointError: http://127.0.0.1:9/v1: "
+                                                                       "cannot connect\nTraceback (most recent)")):
+        write_record(tmp_path, {**base, "trial_id": tid, "study": "x", "status": "failed", "error": err})
+    write_record(tmp_path, {**base, "trial_id": "0", "study": "x", "status": "ok", "error": None})
+    _print_summary({"study": "x", "n_trials": 3, "n_failed": 2, "verdicts": []}, str(tmp_path))
+    out = capsys.readouterr().out
+    assert "first error: EndpointError: http://127.0.0.1:9/v1: cannot connect" in out
+    assert "Traceback" not in out and "second" not in out

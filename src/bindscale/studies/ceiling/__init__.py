@@ -25,7 +25,7 @@ from pathlib import Path
 
 from bindscale.study import Claim, StudyPlugin
 
-_SOURCE = ("the seed's hypothesis (no primary source for '55-60% constraint satisfaction whatever the size' found); "
+_SOURCE = ("bindscale's working hypothesis (no primary source for '55-60% constraint satisfaction whatever the size' found); "
            "nearest primary sources: ConstraintBench, arXiv 2602.22465; Bernier et al. 2026, arXiv 2603.23004 "
            "(LLMs on optimal power flow)")
 _V = "bindscale.studies.ceiling.verdicts"
@@ -35,7 +35,7 @@ CLAIMS = (
         name="constraint_satisfaction_plateaus",
         title="Do models plateau on constraint satisfaction whatever their size? (hypothesis; ConstraintBench as anchor)",
         source=_SOURCE, side="where_scale_stops",
-        statement=("The seed's hypothesis (no primary source found): on constrained-optimisation problems, "
+        statement=("bindscale's working hypothesis (no primary source found): on constrained-optimisation problems, "
                    "constraint satisfaction saturates below 100% (reportedly near 55-60%) however large the "
                    "model; here: for every problem family, the verdict metric (test constraint satisfaction; for "
                    "knapsack, whose empty answer satisfies its one constraint, the share answered feasibly and "

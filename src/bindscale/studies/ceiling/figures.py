@@ -105,7 +105,7 @@ def _vs_params(df: pd.DataFrame, metric: str, fits: bool) -> str | None:
     ax.set_ylabel(LABELS[metric])
     if metric != "gap":
         ax.set_ylim(-0.03, 1.03)
-        ax.axhspan(0.55, 0.60, color="grey", alpha=0.12)  # the seed's hypothesised ceiling
+        ax.axhspan(0.55, 0.60, color="grey", alpha=0.12)  # the hypothesised ceiling
     quals = [_ci_note(ns)] + (["solid: a - b·N^-c, dashed: 1 - b·N^-c, band: asymptote 95% bootstrap",
                                "grey: the hypothesised 55-60%"] if fits else []) + (
         ["dotted: uniform-random answers"] if metric != "gap" else [])

@@ -124,26 +124,26 @@ def log_power(x: np.ndarray, b: float, c: float) -> np.ndarray:
     return 1.0 - b * np.power(1.0 + np.log(x), -c)
 
 
-def fit_log_power(x, y) -> Fit:
-    """Least-squares ``1 - b·(1 + ln(x/x_min))^-c`` (see the module docstring); a failed :class:`Fit` for bad input."""
+def _fit_reaching_one(name: str, fn, x, y) -> Fit:
+    """Least-squares fit of a two-parameter curve ``fn(x, b, c)`` that reaches 1 as x grows; a failed
+    :class:`Fit` for bad input or fewer than 2 distinct sizes."""
     x, y, bad = _check(x, y)
     if bad:
-        return Fit("log_power", error=bad)
+        return Fit(name, error=bad)
     if np.unique(x).size < 2:
-        return Fit("log_power", error="fewer than 2 distinct sizes for 2 parameters")
+        return Fit(name, error="fewer than 2 distinct sizes for 2 parameters")
     starts = [[float(min(5.0, max(1e-3, 1 - y.min()))), c] for c in C_STARTS]
-    return _fit("log_power", log_power, x, y, starts, [0.0, 0.0], [5.0, 5.0], ("b", "c"))
+    return _fit(name, fn, x, y, starts, [0.0, 0.0], [5.0, 5.0], ("b", "c"))
+
+
+def fit_log_power(x, y) -> Fit:
+    """Least-squares ``1 - b·(1 + ln(x/x_min))^-c`` (see the module docstring); a failed :class:`Fit` for bad input."""
+    return _fit_reaching_one("log_power", log_power, x, y)
 
 
 def fit_power(x, y) -> Fit:
     """Least-squares ``1 - b·(x/x_min)^-c`` (see the module docstring); a failed :class:`Fit` for bad input."""
-    x, y, bad = _check(x, y)
-    if bad:
-        return Fit("power_law", error=bad)
-    if np.unique(x).size < 2:
-        return Fit("power_law", error="fewer than 2 distinct sizes for 2 parameters")
-    starts = [[float(min(5.0, max(1e-3, 1 - y.min()))), c] for c in C_STARTS]
-    return _fit("power_law", power_law, x, y, starts, [0.0, 0.0], [5.0, 5.0], ("b", "c"))
+    return _fit_reaching_one("power_law", power_law, x, y)
 
 
 def compare(x, y, n_boot: int = 500, seed: int = 0, confidence: float = 0.95) -> dict:

@@ -41,7 +41,7 @@ of the table (ok, failed or diverged) has. ``details["seeds_per_cell"]`` is the 
 size (the engine's few-seeds caveat); ``details["lost_seeds"]`` counts failed / diverged trials per size.
 The deciding number is the asymptote ``a`` and its interval, shown clipped at 1 (the fit's bound is 1.5).
 ``details["by_family"][f]["claimed_55_60_in_interval"]`` says whether 0.55–0.60 meets the interval: a
-supported plateau is not support for the seed's 55–60% figure unless it does.
+supported plateau is not support for the hypothesised 55–60% figure unless it does.
 
 Interval coverage (``tests/unit/test_ceiling_fits.py::test_asymptote_interval_coverage``, run with
 ``-m slow``): on planted saturating data at 5 sizes × 8 seeds (a = 0.58, noise sd 0.03) the 95% percentile
@@ -75,7 +75,7 @@ _FIXED = ("n_train", "steps", "layers")
 #: The saturating fit's upper bound on ``a`` (:mod:`.fits`), the exponent below which it is flat, and the
 #: smallest rise ``b`` (in units of the metric) that pins an asymptote: below it the data are flat.
 A_MAX, C_FLAT, B_MIN = 1.5, 0.01, 0.02
-#: The seed's claimed level (the details say whether each asymptote interval meets it).
+#: The hypothesised level (the details say whether each asymptote interval meets it).
 CLAIMED = (0.55, 0.60)
 
 
