@@ -44,10 +44,10 @@ def test_a_trial_in_a_stack_equals_the_trial_alone(kind, width):
     assert_same_bits(stacked, alone)
 
 
-def test_divergence_is_recorded_and_isolated(monkeypatch):
-    class Poisoned(HyperTeacher):
-        """Seed 1's training data turn to NaN after the first chunk."""
+def _poisoned_teacher(value: float, after_calls: int) -> type:
+    """A HyperTeacher whose seed-1 training targets become ``value`` after ``after_calls`` training-pool samples."""
 
+    class Poisoned(HyperTeacher):
         def __init__(self, cfg, seed, device="cpu"):
             super().__init__(cfg, seed, device)
             self.poison, self.calls = seed == 1, 0
@@ -56,9 +56,16 @@ def test_divergence_is_recorded_and_isolated(monkeypatch):
             b = super().sample(n_tasks, gen, pool, samples, cycle)
             if self.poison and pool == "train" and not cycle and samples is None:
                 self.calls += 1
-                if self.calls > 2:  # call 1 is the evaluation set, call 2 the first training chunk
-                    b.y = torch.full_like(b.y, float("nan"))
+                if self.calls > after_calls:
+                    b.y = torch.full_like(b.y, value)
             return b
+
+    return Poisoned
+
+
+def test_divergence_is_recorded_and_isolated(monkeypatch):
+    # Seed 1's training data turn to NaN after the first chunk (call 1 is the evaluation set, 2 the first chunk).
+    Poisoned = _poisoned_teacher(float("nan"), after_calls=2)
 
     monkeypatch.setattr(train_mod, "HyperTeacher", Poisoned)
     monkeypatch.setattr(train_mod, "CHUNK_ELEMENTS", 16 * 16 * 40 * 10)  # 10 steps per chunk
@@ -253,20 +260,8 @@ def test_a_small_stack_trains_on_one_thread_and_the_callers_threads_come_back(mo
 
 
 def test_a_trial_whose_first_loss_is_infinite_diverges_at_step_one(monkeypatch):
-    class Infinite(HyperTeacher):
-        """Seed 1's training targets are inf from the first chunk on (call 1 is the evaluation set)."""
-
-        def __init__(self, cfg, seed, device="cpu"):
-            super().__init__(cfg, seed, device)
-            self.poison, self.calls = seed == 1, 0
-
-        def sample(self, n_tasks, gen, pool="train", samples=None, cycle=False):
-            b = super().sample(n_tasks, gen, pool, samples, cycle)
-            if self.poison and pool == "train" and not cycle and samples is None:
-                self.calls += 1
-                if self.calls > 1:
-                    b.y = torch.full_like(b.y, float("inf"))
-            return b
+    # Seed 1's training targets are inf from the first chunk on (call 1 is the evaluation set).
+    Infinite = _poisoned_teacher(float("inf"), after_calls=1)
 
     monkeypatch.setattr(train_mod, "HyperTeacher", Infinite)
     res = train_group([trial(0), trial(1), trial(2)])
