@@ -242,8 +242,9 @@ def load_run_study(run_dir: "str | Path | RunStore") -> StudyConfig:
 
 def build_outputs(run_dir: "str | Path | RunStore", study: StudyConfig) -> dict:
     """``results.parquet``, ``report.html`` and ``summary.json`` from the records of the study's trials."""
-    from .records import RECORD_DIR, load_records, write_results
+    from .records import RECORD_DIR, load_records, records_table, write_results
     from .report import build_report
+    from .report.verdicts import MISSING
 
     trials = study.trials()
     ids = [t.trial_id for t in trials]
@@ -256,4 +257,8 @@ def build_outputs(run_dir: "str | Path | RunStore", study: StudyConfig) -> dict:
     df = write_results(run_dir, [recs[i] for i in ids if i in recs], type(study.base))
     run_info = {"quick": study.is_quick, "n_planned": len(ids), "n_missing": len(ids) - len(recs),
                 "steps": sorted({t.train.steps for t in trials})}
-    return build_report(run_dir, df, study.model_dump(mode="json"), run_info=run_info)
+    # The plan reaches the verdicts' guards: a planned trial without a record is a row of status "missing".
+    missing = [{"trial_id": t.trial_id, "status": MISSING, "config": t.flat()}
+               for t in trials if t.trial_id not in recs]
+    unrecorded = records_table(missing, type(study.base)) if missing else None
+    return build_report(run_dir, df, study.model_dump(mode="json"), run_info=run_info, unrecorded=unrecorded)

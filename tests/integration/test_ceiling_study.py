@@ -24,6 +24,14 @@ def test_a_tiny_ceiling_study_runs_end_to_end_and_resumes(tmp_path, monkeypatch)
     assert_typed_table(out)
     assert "Do models plateau on constraint satisfaction" in (out / "report.html").read_text()
     assert_resumes(TINY_CEILING, out, 2)
+    # The largest size loses its record altogether (not marked failed): the plan still names it.
+    [top] = [p for p in (out / "records").glob("*.json") if json.loads(p.read_text())["config"]["budget"] == 8000]
+    top.unlink()
+    r = bindscale("report", out)
+    assert r.returncode == 0, r.stderr
+    [v] = json.loads((out / "summary.json").read_text())["verdicts"]
+    assert v["verdict"] == "inconclusive" and "largest planned size (8000)" in v["details"]["reason"]
+    assert "1 missing" in v["details"]["reason"]
 
 
 def test_an_unreachable_endpoint_fails_its_trial_in_one_line(tmp_path, monkeypatch):

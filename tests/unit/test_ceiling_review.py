@@ -190,3 +190,37 @@ def test_defect8_the_report_states_metrics_prompt_and_parse_rule():
                  "not verified"):
         assert text in cap, text
     assert "unverified" in scoring.__doc__
+
+
+
+def _planned_at(df, budget, status):
+    """Eight trials at ``budget`` with ``status`` and config columns only: a failed trial's row, or (status
+    ``missing``) a planned trial without a record as the runner hands it to the engine."""
+    cols = ["model.kind", "n_train", "steps", "layers", "seed", "task.families"]
+    rows = df[df.budget == SIZES[0]][cols].assign(budget=budget, status=status)
+    return rows.assign(trial_id=[f"{budget}-{k}" for k in rows["seed"]])
+
+
+def _with_plan(df, unrecorded):
+    return compute_verdicts(df, {"verdicts": {"constraint_satisfaction_plateaus": TH}}, n_boot=60,
+                            unrecorded=unrecorded)[0]
+
+
+@pytest.mark.parametrize("end", ["largest", "smallest"])
+def test_a_planned_size_with_no_record_at_all_makes_it_inconclusive(end):
+    df = plateau()
+    budget = 3.2e6 if end == "largest" else 5e4
+    assert _with_plan(df, None)["verdict"] == "supported"  # the table alone cannot tell
+    v = _with_plan(df, _planned_at(df, budget, "missing"))
+    assert v["verdict"] == "inconclusive", v["details"]
+    assert f"the {end} planned size ({budget:g}) is not in the fitted sweep" in v["details"]["reason"]
+    assert "8 missing" in v["details"]["reason"]
+    assert v["details"]["lost_seeds"] == {f"{budget:g}": {"missing": 8}}
+
+
+def test_a_smallest_size_whose_trials_all_failed_makes_it_inconclusive():
+    df = plateau()
+    v = verdict(pd.concat([df, _planned_at(df, 5e4, "failed")], ignore_index=True))
+    assert v["verdict"] == "inconclusive", v["details"]
+    assert "the smallest planned size (50000) is not in the fitted sweep" in v["details"]["reason"]
+    assert "8 failed" in v["details"]["reason"]

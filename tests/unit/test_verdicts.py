@@ -557,6 +557,19 @@ def test_review_cases_for_decodability_and_hull_are_inconclusive():
     assert all(v["verdict"] == "inconclusive" for v in compute_verdicts(zero, STUDY))
 
 
+def test_planned_trials_without_a_record_reach_the_guards_as_missing_rows():
+    """A widest width whose trials wrote no record at all (rows absent, not failed): the table alone cannot
+    tell it from a width never planned; the plan's rows (status missing, config only) can."""
+    df = make_results(effect=True, problems=False)
+    widest = (df["model"] == "mlp") & (df["width"] == max(WIDTHS))
+    alone = {v["claim"]: v for v in compute_verdicts(df[~widest], STUDY)}
+    assert "lost_largest_width" not in alone["scaling"]["details"]
+    plan = df.loc[widest, ["trial_id", "model", "width", "seed"]].assign(status="missing")
+    by = {v["claim"]: v for v in compute_verdicts(df[~widest], STUDY, unrecorded=plan)}
+    v = by["scaling"]
+    assert v["verdict"] == "inconclusive"
+    assert v["details"]["lost_largest_width"]["mlp"]["statuses"] == {"missing": int(widest.sum())}
+
 def test_degenerate_cells_for_continuous_and_for_share_data():
     from bindscale.report.verdicts import degenerate
 

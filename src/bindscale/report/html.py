@@ -218,7 +218,8 @@ def _environment() -> Environment:
 
 
 def build_report(run_dir: str | os.PathLike, df: pd.DataFrame, study: Mapping[str, Any],
-                 n_boot: int = 2000, run_info: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                 n_boot: int = 2000, run_info: Mapping[str, Any] | None = None,
+                 unrecorded: pd.DataFrame | None = None) -> dict[str, Any]:
     """Write ``run_dir/report.html`` and ``run_dir/summary.json``.
 
     Inputs: the run directory (created if missing), the results table (one
@@ -228,6 +229,8 @@ def build_report(run_dir: str | os.PathLike, df: pd.DataFrame, study: Mapping[st
     ``study, description, verdicts, n_trials, n_ok, n_diverged, n_failed,
     generated, figures, report, bindscale_version``, plus ``run_info`` (e.g.
     ``quick``, ``n_planned``, ``n_missing``, ``steps``) when given.
+    ``unrecorded``: planned trials without a record, for the verdicts' guards
+    (:func:`bindscale.report.verdicts.compute_verdicts`).
     """
     store = RunStore.of(run_dir)
     store.makedirs()
@@ -237,7 +240,7 @@ def build_report(run_dir: str | os.PathLike, df: pd.DataFrame, study: Mapping[st
     from bindscale import registry
 
     plugin = registry.for_study(study)
-    verdicts = compute_verdicts(df, study, n_boot=n_boot)
+    verdicts = compute_verdicts(df, study, n_boot=n_boot, unrecorded=unrecorded)
     figure_set = plugin.figures(study)
     figures = render(figure_set, df)
     caption = {k: c for k, (_, c) in figure_set.items()}

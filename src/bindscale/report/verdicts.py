@@ -34,6 +34,8 @@ __all__ = [
 ]
 
 SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE = "supported", "not_supported", "inconclusive"
+#: Status of a planned trial without a record (it never ran, or its worker died before writing one).
+MISSING = "missing"
 #: Fewest seeds a deciding cell may have for any verdict (a t interval needs a spread).
 MIN_REPLICATES = 3
 #: Seeds per deciding cell below which a verdict carries a caveat: intervals are valid but not for
@@ -211,14 +213,19 @@ def study_as_dict(study: Any) -> dict[str, Any]:
 
 
 def compute_verdicts(
-    df: pd.DataFrame, study: Mapping[str, Any], n_boot: int = 2000, seed: int = 0
+    df: pd.DataFrame, study: Mapping[str, Any], n_boot: int = 2000, seed: int = 0,
+    unrecorded: pd.DataFrame | None = None,
 ) -> list[dict[str, Any]]:
     """Verdict dicts for the claims listed in ``study["verdicts"]``.
 
     Inputs: the results table (one row per trial; each claim's study prepares
     its ok rows), the study config as a dict (``verdicts``: claim -> threshold
     dict, missing keys take the claim's defaults; ``anchors``: claim ->
-    reference text), bootstrap size and seed.
+    reference text), bootstrap size and seed; ``unrecorded``: the planned
+    trials that have no record, one row each (``trial_id``, ``status``
+    :data:`MISSING`, config columns; :func:`bindscale.runner.build_outputs`).
+    The guards see them beside the table: a planned size none of whose
+    trials wrote a record is then lost, not unplanned.
     Output: a list, in the study's order, of dicts with keys ``claim,
     statement, verdict, statistic, value, ci_low, ci_high, n_trials, details,
     reference, statistic_text (the deciding statistic in words), title, source,
@@ -234,6 +241,9 @@ def compute_verdicts(
     rules = study.get("verdicts") or {}
     anchors = study.get("anchors") or {}
     prepared: dict[str, pd.DataFrame] = {}
+    whole = df
+    if unrecorded is not None and len(unrecorded):  # empty columns dropped: nothing to add, no dtype warning
+        whole = pd.concat([df, unrecorded.dropna(axis=1, how="all")], ignore_index=True)
     out = []
     for name, params in rules.items():
         try:
@@ -249,8 +259,9 @@ def compute_verdicts(
             stat, verdict, triple, n, details = resolve(claim.rule)(ok, merged, n_boot, seed)
             for guard in claim.guards:
                 # A guard sees the whole table (failed and diverged trials too): e.g. the widest planned
-                # model has no result, so the rule answered at a smaller scale than the study asked about.
-                hit = resolve(guard)(df, ok, details, verdict)
+                # model has no result, so the rule answered at a smaller scale than the study asked about;
+                # planned trials without a record are rows of status MISSING there.
+                hit = resolve(guard)(whole, ok, details, verdict)
                 if hit:
                     reason, key = hit
                     details["reason"] = f"{reason} (its own result there: {verdict}, {details.get('reason', '')})"

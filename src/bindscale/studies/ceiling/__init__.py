@@ -50,12 +50,13 @@ CLAIMS = (
                    "is above 0, or when the identified interval lies wholly above 1 - margin. The family that "
                    "contradicts, else the one that fails to plateau, else the one with the highest upper bound "
                    "decides. Inconclusive when an expected family is missing, the asymptote is not above chance, "
-                   "or the fitted sweep stops short of the largest size in the table."),
+                   "or the fitted sweep misses the largest or smallest planned size (its trials failed, diverged "
+                   "or never wrote a record)."),
         rule=f"{_V}:constraint_satisfaction_plateaus",
         thresholds={"margin": (0.0, 1.0), "delta_aic": (0.0, 100.0), "min_sizes": (3.0, 100.0)},
         defaults={"margin": 0.05, "delta_aic": 2.0, "min_sizes": 4.0},
         figures=("ceiling_sat_vs_params", "ceiling_feas_vs_params", "ceiling_gap_vs_params", "ceiling_sat_vs_data"),
-        guards=(f"{_V}:largest_planned_size_missing",),
+        guards=(f"{_V}:planned_size_missing",),
     ),
 )
 

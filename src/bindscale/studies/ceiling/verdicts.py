@@ -36,9 +36,10 @@ expected family's column is missing, non-numeric or holds NaN / infinite values,
 distinct sizes or fewer than :data:`bindscale.report.verdicts.MIN_REPLICATES` seeds at some size, degenerate
 values (every value equal — all zero, say — or zero spread at every size:
 :func:`bindscale.report.verdicts.degenerate`), no chance level, or a failed fit; and (guard
-:func:`largest_planned_size_missing`) when the fitted sweep stops short of the largest size any trained row
-of the table (ok, failed or diverged) has. ``details["seeds_per_cell"]`` is the fewest seeds at any fitted
-size (the engine's few-seeds caveat); ``details["lost_seeds"]`` counts failed / diverged trials per size.
+:func:`planned_size_missing`) when the fitted sweep stops short of the largest or smallest size any trained
+row has (ok, failed, diverged, or planned with no record). ``details["seeds_per_cell"]`` is the fewest seeds
+at any fitted size (the engine's few-seeds caveat); ``details["lost_seeds"]`` counts failed / diverged /
+missing trials per size.
 The deciding number is the asymptote ``a`` and its interval, shown clipped at 1 (the fit's bound is 1.5).
 ``details["by_family"][f]["claimed_55_60_in_interval"]`` says whether 0.55–0.60 meets the interval: a
 supported plateau is not support for the hypothesised 55–60% figure unless it does.
@@ -245,7 +246,7 @@ def constraint_satisfaction_plateaus(ok: pd.DataFrame, thresholds: Mapping[str, 
                                   "verdict_metric": dict(VERDICT_METRIC)}
     if rows.empty or rows["seed"].isna().all():
         return _inconclusive(stat, 0, details, "no trained-transformer trials")
-    details["sweep_budget_max"] = float(rows["budget"].max())
+    details["sweep_budget_max"], details["sweep_budget_min"] = float(rows["budget"].max()), float(rows["budget"].min())
     x_col = "n_params_nonembed" if "n_params_nonembed" in rows and rows["n_params_nonembed"].notna().all() else "budget"
     families = expected_families(rows)
     details["families"] = families
@@ -322,21 +323,33 @@ def data_fits(rows: pd.DataFrame, min_sizes: int = 3, n_boot: int = 200, seed: i
     return out
 
 
-def largest_planned_size_missing(df: pd.DataFrame, ok: pd.DataFrame, details: Mapping, verdict: str):
-    """Guard: the fitted sweep does not reach the largest size of any trained row of the table (ok, failed or
-    diverged; trained with other steps / depth / data and so left out of the sweep); also records the trials lost
-    per size and says so in the reason. A size whose rows are absent from the table altogether is not seen."""
+def planned_size_missing(df: pd.DataFrame, ok: pd.DataFrame, details: Mapping, verdict: str):
+    """Guard: the fitted sweep must reach the largest and the smallest size of the trained rows the guard sees:
+    ok, failed, diverged, or planned without a record (status ``missing``: the runner hands the engine the plan,
+    :func:`bindscale.report.verdicts.compute_verdicts`), so a size that never wrote a record is not taken for a
+    size never planned. Ok rows trained with other steps / depth / data are left out of the sweep and count as
+    lost too. Also records the trials lost per size and says so in the reason."""
     if "budget" not in df or "by_family" not in details:
         return None
     lost = lost_seeds(df)
     if lost and isinstance(details, dict):
         details["lost_seeds"] = lost
-        note = f"trials lost (failed / diverged) per size: {lost}; the fit uses the survivors"
+        note = f"trials lost (failed / diverged / missing) per size: {lost}; the fit uses the survivors"
         details["reason"] = f"{details['reason']}; {note}" if details.get("reason") else note
     kinds = df["model.kind"].fillna("transformer") if "model.kind" in df else pd.Series("transformer", index=df.index)
-    planned = pd.to_numeric(df.loc[kinds == "transformer", "budget"], errors="coerce").max()
-    got = details.get("sweep_budget_max", float("nan"))
-    if np.isfinite(planned) and not (np.isfinite(got) and got >= planned):
-        return (f"the largest planned size ({planned:g}) is not in the fitted sweep (largest fitted: {got:g}; "
-                "its trials failed, diverged or were trained with other settings)", "value_without_largest_size")
+    budget = pd.to_numeric(df["budget"], errors="coerce").where(kinds == "transformer")
+    if budget.isna().all():
+        return None
+    short = []
+    for end, want, got in (("largest", budget.max(), details.get("sweep_budget_max", math.nan)),
+                           ("smallest", budget.min(), details.get("sweep_budget_min", math.nan))):
+        if np.isfinite(got) and (got >= want if end == "largest" else got <= want):
+            continue
+        at = df.loc[budget == want, "status"].astype(str).value_counts() if "status" in df else pd.Series(dtype=int)
+        trials = ", ".join(f"{n} {s}" for s, n in at.items())
+        short.append(f"the {end} planned size ({want:g}) is not in the fitted sweep ({end} fitted: {got:g}; its "
+                     f"trials: {trials})")
+    if short:
+        return ("; ".join(short) + " — failed, diverged, missing (planned, no record) or ok but trained with other "
+                "settings", "value_without_planned_size")
     return None
