@@ -23,6 +23,7 @@ def test_a_tiny_ceiling_study_runs_end_to_end_and_resumes(tmp_path, monkeypatch)
         assert col in df, col
     assert_typed_table(out)
     assert "Do models plateau on constraint satisfaction" in (out / "report.html").read_text()
+    assert "ceiling_by_difficulty" in summary["figures"] and (out / "figures" / "ceiling_by_difficulty.png").is_file()
     assert_resumes(TINY_CEILING, out, 2)
     # The largest size loses its record altogether (not marked failed): the plan still names it.
     [top] = [p for p in (out / "records").glob("*.json") if json.loads(p.read_text())["config"]["budget"] == 8000]

@@ -55,7 +55,8 @@ CLAIMS = (
         rule=f"{_V}:constraint_satisfaction_plateaus",
         thresholds={"margin": (0.0, 1.0), "delta_aic": (0.0, 100.0), "min_sizes": (3.0, 100.0)},
         defaults={"margin": 0.05, "delta_aic": 2.0, "min_sizes": 4.0},
-        figures=("ceiling_sat_vs_params", "ceiling_feas_vs_params", "ceiling_gap_vs_params", "ceiling_sat_vs_data"),
+        figures=("ceiling_sat_vs_params", "ceiling_feas_vs_params", "ceiling_gap_vs_params", "ceiling_sat_vs_data",
+                 "ceiling_by_difficulty"),
         guards=(f"{_V}:planned_size_missing",),
     ),
 )

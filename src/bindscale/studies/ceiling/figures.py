@@ -13,6 +13,9 @@ Plotted means are over seeds with their 95% Student t interval (:func:`bindscale
   prompt and the parse rule (:data:`DEFINITIONS`).
 - ``ceiling_sat_vs_data``: satisfaction against training instances per family at the budget with most
   training-set sizes, both fits drawn.
+- ``ceiling_by_difficulty``: satisfaction, feasibility and optimality gap (rows) against the difficulty knob
+  per family (columns), one line per model size of the size sweep, from each trial's ``by_difficulty`` table
+  (test difficulties, then the held-out one, shaded); None (no figure) when no trial has that table.
 """
 
 from __future__ import annotations
@@ -22,7 +25,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bindscale.report.figures import _ci_note, _errorbar, _legend, _new_figure, _summary, _title, _to_b64
+from matplotlib import colormaps
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from bindscale.records import metric_items
+from bindscale.report.figures import (FIGSIZE, SMALL, _ci_note, _count, _errorbar, _id_ood_spans, _legend,
+                                      _new_figure, _summary, _title, _to_b64)
 
 from .fits import compare, power_law, saturating
 from .problems import FAMILIES
@@ -159,6 +168,71 @@ def fig_sat_vs_data(df: pd.DataFrame) -> str | None:
     return _to_b64(fig)
 
 
+def _size_colour(i: int, n: int) -> tuple:
+    """The ``i``-th of ``n`` colours, light (small models) to dark (large)."""
+    return colormaps["viridis_r"](0.15 + 0.75 * i / max(1, n - 1))
+
+
+def _difficulty_rows(sweep: pd.DataFrame, x: str) -> pd.DataFrame:
+    """One row per (trial, family, difficulty) of the test and held-out splits: size ``x``, seed, metrics."""
+    out = []
+    for size, seed, cell in zip(sweep[x], sweep["seed"], sweep["by_difficulty"]):
+        for r in metric_items(cell):
+            if isinstance(r, dict) and r.get("split") in ("test", "heldout") and r.get("family") in FAMILIES:
+                out.append({"size": float(size), "seed": seed, "family": r["family"], "split": r["split"],
+                            "difficulty": pd.to_numeric(r.get("difficulty"), errors="coerce"),
+                            **{m: pd.to_numeric(r.get(m), errors="coerce") for m in TITLES}})
+    return pd.DataFrame(out).dropna(subset=["difficulty"]) if out else pd.DataFrame()
+
+
+def fig_by_difficulty(df: pd.DataFrame) -> str | None:
+    """Satisfaction, feasibility and gap against difficulty per family, one line per size (module docstring)."""
+    rows = prepare_rows(df) if len(df) else df
+    sweep = size_sweep(rows)[0] if not rows.empty else rows
+    if sweep.empty or "by_difficulty" not in sweep:
+        return None
+    long = _difficulty_rows(sweep, _x(sweep))
+    if long.empty:
+        return None
+    fams = [f for f in FAMILIES if f in set(long["family"])]
+    sizes = sorted(long["size"].unique())
+    fig = Figure(figsize=(FIGSIZE[0], 1.0 + 1.9 * len(TITLES)), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(len(TITLES), len(fams), squeeze=False, sharex=True)
+    colours = [_size_colour(i, len(sizes)) for i in range(len(sizes))]
+    ns: list = []
+    for j, f in enumerate(fams):
+        g = long[long["family"] == f]
+        trained = g.loc[g["split"] == "test", "difficulty"]
+        for i, m in enumerate(TITLES):
+            ax = axes[i, j]
+            ax.grid(True, alpha=0.3)
+            for size, colour in zip(sizes, colours):
+                s = _summary(g[g["size"] == size], "difficulty", m).dropna(subset=["mean"])
+                if len(s):
+                    _errorbar(ax, s["difficulty"], s, (0.0, 1.0) if m != "gap" else None, color=colour,
+                              label=_count(size), ms=3)
+                    ns += list(s["n"])
+            # head room for the span labels; half a step of margin so the held-out span has room
+            ax.set_ylim(-0.03, 1.25) if m != "gap" else ax.set_ylim(0, max(ax.get_ylim()[1], 0.01) * 1.3)
+            ax.set_xlim(g["difficulty"].min() - 0.5, g["difficulty"].max() + 0.5)
+            if len(trained) and (g["split"] == "heldout").any():
+                _id_ood_spans(ax, float(trained.max()) + 0.5, "trained", "held\nout")
+            ax.tick_params(labelsize=SMALL)
+            if i == 0:
+                ax.set_title(f, fontsize=SMALL + 2)
+            if j == 0:
+                ax.set_ylabel(TITLES[m].lower(), fontsize=SMALL + 1)
+            if i == len(TITLES) - 1:
+                ax.set_xlabel("difficulty", fontsize=SMALL + 1)
+                ax.set_xticks(sorted(g["difficulty"].unique()))
+    if not ns:
+        return None
+    fig.suptitle(f"Metrics by difficulty per family, one line per size\n({_ci_note(ns)})", fontsize=11)
+    _legend(axes[0, 0], ncol=len(sizes), title="non-embedding parameters")
+    return _to_b64(fig)
+
+
 #: Metric definitions, prompt and parse rule, stated in the report (issue 18 asks for them there).
 DEFINITIONS = (
     " Metrics, per family on the test instances: satisfaction = mean over instances of each instance's share of "
@@ -193,4 +267,8 @@ def figures(study: Any = None) -> dict[str, tuple[Any, str]]:
                                   "parameters per family (0 = optimal)."),
         "ceiling_sat_vs_data": (fig_sat_vs_data, "Test constraint satisfaction against training instances per "
                                 "family (the data axis), both fits drawn."),
+        "ceiling_by_difficulty": (fig_by_difficulty, "Test constraint satisfaction, feasibility and optimality gap "
+                                  "(among feasible answers) against the difficulty knob per family, one line per "
+                                  "model size of the size sweep (mean over seeds); the last difficulty, shaded, "
+                                  "is the held-out one, harder than any trained on."),
     }
