@@ -49,6 +49,9 @@ class TrialBase(StrictModel):
     #: Metrics that are keyed tables (nested dicts), stored in the results table as rows
     #: (:func:`bindscale.records.metric_rows`): metric → (names of its key levels, names of its values).
     NESTED_METRICS: ClassVar[dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {}
+    #: Where a ``--set`` of a field that no trial of the study keeps belongs (dotted path → one line): a class
+    #: that drops the fields of another kind (e.g. a real model's on a trained one) says where they take effect.
+    OVERRIDE_HINTS: ClassVar[dict[str, str]] = {}
 
     @property
     def trial_id(self) -> str:
@@ -540,7 +543,37 @@ def resolve_study(ref: str, quick: bool = False, overrides: list[str] | None = N
         raise ConfigError(f"{where}: {err}") from None
     if not trials:
         raise ConfigError(f"{source}: the study has no trials")
+    _check_overrides_kept(parsed, trials, source)
     return study
+
+
+def _check_overrides_kept(parsed: list[tuple[str, Any]], trials: list[TrialBase], source: str) -> None:
+    """Refuse a ``--set`` of a trial field that no trial keeps: a trial class may drop the fields of another
+    kind (the ceiling study's real-model fields on its trained transformers), and a value silently dropped
+    would run a study other than the one asked for.
+
+    Raises:
+        ConfigError: one line, with the trial class's :attr:`TrialBase.OVERRIDE_HINTS` entry where it has one.
+    """
+    top = set(StudyConfig.model_fields) - {"base", "grids"}
+    tcls = type(trials[0])
+    dumps = [t.model_dump() for t in trials]
+    for key, _ in parsed:
+        if key.split(".")[0] in top:
+            continue
+        path = axis_path(key[len("base."):] if key.startswith("base.") else key, tcls)
+        if not any(_has_path(d, path) for d in dumps):
+            hint = tcls.OVERRIDE_HINTS.get(path)
+            raise ConfigError(f"--set {key}: no trial of {source} has the field {path}, so the value would be "
+                              "dropped" + (f"; {hint}" if hint else ""))
+
+
+def _has_path(d: Any, path: str) -> bool:
+    for k in path.split("."):
+        if not isinstance(d, dict) or k not in d:
+            return False
+        d = d[k]
+    return True
 
 
 def _validate_study(data: dict) -> StudyConfig:

@@ -45,6 +45,14 @@ def test_an_unreachable_endpoint_fails_its_trial_in_one_line(tmp_path, monkeypat
     assert rec["status"] == "failed" and "cannot connect" in rec["error"] and "127.0.0.1:9" in rec["error"]
 
 
+
+def test_an_endpoint_on_the_plain_ceiling_study_is_refused_in_one_line(tmp_path):
+    out = tmp_path / "c"
+    r = bindscale("run", "ceiling", "--out", out, "--set", "model.endpoint=http://127.0.0.1:9/v1")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "--set model.endpoint" in r.stderr and "ceiling-lm study file (ceiling-lm.yaml)" in r.stderr
+    assert not out.exists()
+
 @pytest.mark.slow
 def test_quick_ceiling_study_gives_its_verdict_and_figures(tmp_path, monkeypatch):
     monkeypatch.setenv("BINDSCALE_CACHE", str(tmp_path / "cache"))

@@ -207,3 +207,20 @@ def test_without_the_extra_a_local_model_is_refused_in_one_line(monkeypatch):
     with pytest.raises(ConfigError, match="transformers") as err:
         plan.check_trials([t])
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("key", ["model.endpoint", "endpoint", "base.model.endpoint", "model.timeout_s"])
+@pytest.mark.parametrize("quick", [False, True])
+def test_a_real_model_field_on_the_plain_ceiling_study_is_refused_naming_ceiling_lm(key, quick):
+    from bindscale.config import resolve_study
+    from bindscale.errors import ConfigError
+
+    value = "5.0" if key.endswith("timeout_s") else "http://127.0.0.1:9/v1"
+    with pytest.raises(ConfigError) as err:
+        resolve_study("ceiling", quick=quick, overrides=[f"{key}={value}"])
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith(f"--set {key}:") and "ceiling-lm study file (ceiling-lm.yaml)" in msg
+    # The same --set on ceiling-lm reaches its real-model trial.
+    study = resolve_study("ceiling-lm", quick=quick, overrides=[f"{key}={value}"])
+    lm = [t for t in study.trials() if t.model.kind == "lm"]
+    assert lm and all(str(getattr(t.model, key.rsplit(".", 1)[-1])) == value for t in lm)

@@ -126,6 +126,12 @@ class CeilingTrial(TrialBase):
         "by_difficulty": (("split", "family", "difficulty"), ("n", "sat", "feas", "gap", "optimal", "unparsable")),
         "by_type": (("split", "family", "type"), ("n", "sat")),
     }
+    #: The real-model fields are dropped from trained-transformer trials (:meth:`_other_kind_fields`): on a study
+    #: without a real-model trial (the plain ``ceiling``) a ``--set`` of one is refused with this line.
+    OVERRIDE_HINTS: ClassVar[dict[str, str]] = {
+        f"model.{k}": ("real-model fields (model.kind lm) belong to the ceiling-lm study file (ceiling-lm.yaml): "
+                       f"bindscale run ceiling-lm --set model.{k}=…")
+        for k in sorted(set(CeilingLMConfig.model_fields) - set(CeilingTransformerConfig.model_fields))}
     kind: Literal["ceiling"] = "ceiling"
     task: CeilingTaskConfig = CeilingTaskConfig()
     model: Annotated[Annotated[CeilingTransformerConfig, Tag("transformer")] | Annotated[CeilingLMConfig, Tag("lm")],
