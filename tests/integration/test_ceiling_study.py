@@ -1,4 +1,6 @@
+import importlib.util
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -35,15 +37,25 @@ def test_a_tiny_ceiling_study_runs_end_to_end_and_resumes(tmp_path, monkeypatch)
     assert "1 missing" in v["details"]["reason"]
 
 
-def test_an_unreachable_endpoint_fails_its_trial_in_one_line(tmp_path, monkeypatch):
-    monkeypatch.setenv("BINDSCALE_CACHE", str(tmp_path / "cache"))
-    out = tmp_path / "e"
-    r = bindscale("run", TINY_CEILING, "--out", out, "--workers", "1", "--set", "model.kind=lm",
-                  "--set", "model.endpoint=http://127.0.0.1:9/v1", "--set", "model.max_retries=0")
-    assert r.returncode == 0, r.stderr  # a failed trial is recorded (a rerun retries it), the run goes on
-    [rec] = [json.loads(p.read_text()) for p in (out / "records").glob("*.json")]
-    assert rec["status"] == "failed" and "cannot connect" in rec["error"] and "127.0.0.1:9" in rec["error"]
+def _closed_loopback_url() -> str:
+    """The URL of the unit tests' loopback chat server after it stopped: nothing listens there."""
+    spec = importlib.util.spec_from_file_location("_llm_fixtures", Path(__file__).parents[1] / "unit" / "test_ceiling_llm.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with mod.Server(["ok"]) as s:
+        return s.url
 
+
+def test_an_unreachable_endpoint_stops_the_run_before_any_training(tmp_path):
+    url = _closed_loopback_url()
+    study = tmp_path / "mixed.yaml"  # a trained trial and a real-model trial, as in ceiling-lm
+    study.write_text(TINY_CEILING.read_text().replace(
+        "grids:\n", f"grids:\n  - {{model.kind: [lm], model.endpoint: ['{url}'], seed: [0]}}\n"))
+    out = tmp_path / "e"
+    r = bindscale("run", study, "--out", out, "--workers", "1")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "cannot connect" in r.stderr and url in r.stderr
+    assert not (out / "records").exists()  # nothing trained, nothing written
 
 
 def test_an_endpoint_on_the_plain_ceiling_study_is_refused_in_one_line(tmp_path):

@@ -224,3 +224,18 @@ def test_a_real_model_field_on_the_plain_ceiling_study_is_refused_naming_ceiling
     study = resolve_study("ceiling-lm", quick=quick, overrides=[f"{key}={value}"])
     lm = [t for t in study.trials() if t.model.kind == "lm"]
     assert lm and all(str(getattr(t.model, key.rsplit(".", 1)[-1])) == value for t in lm)
+
+
+def test_an_unreachable_endpoint_is_refused_before_any_trial_in_one_line():
+    from bindscale.errors import ConfigError
+    from bindscale.studies.ceiling import plan
+
+    with Server(["ok"]) as s:
+        live = CeilingTrial.model_validate({"model": {"kind": "lm", "endpoint": s.url, "timeout_s": 2.0}})
+        plan.check_trials([live, CeilingTrial()])  # reachable: passes, and sends no request
+    assert s.requests == []
+    dead = CeilingTrial.model_validate({"model": {"kind": "lm", "endpoint": s.url, "timeout_s": 2.0}})  # now closed
+    with pytest.raises(ConfigError) as err:
+        plan.check_trials([CeilingTrial(), dead])
+    msg = str(err.value)
+    assert "\n" not in msg and s.url in msg and "cannot connect" in msg and "timeout 2 s" in msg

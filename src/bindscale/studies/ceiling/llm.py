@@ -14,7 +14,9 @@ Endpoint (:class:`EndpointClient`): ``POST {endpoint}/chat/completions`` with ``
 local servers such as llama.cpp or vLLM need none). Timeouts, connection errors, HTTP 429 and 5xx are
 retried ``max_retries`` times with exponential backoff (``backoff_s``, doubling); other HTTP errors and
 malformed replies (not JSON, no ``choices[0].message.content`` string) raise :class:`EndpointError` at
-once, one line, and nothing is cached. Stdlib ``urllib`` only: no new dependency.
+once, one line, and nothing is cached. Stdlib ``urllib`` only: no new dependency. Before anything trains,
+:func:`check_endpoint` (through :func:`.plan.check_trials`) opens one connection to the endpoint and stops the
+run in one line when it cannot.
 
 Cache (:class:`ResponseCache`): one JSON file per request, keyed by the sha256 of the backend's identity
 (endpoint and model id, or the local model's fingerprint), the messages and the decoding settings;
@@ -30,6 +32,7 @@ import os
 import socket
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -240,16 +243,38 @@ def messages(example: Problem | None, p: Problem) -> list[dict]:
 
 
 def check_lm(model) -> None:
-    """Refuse a real-model config that cannot run (one line): a local model without the ``lm`` extra or not installed.
+    """Refuse a real-model config that cannot run (one line): a local model without the ``lm`` extra or not
+    installed, or an endpoint that cannot be reached (:func:`check_endpoint`).
 
     Raises:
         ConfigError: see above.
     """
-    if model.endpoint is None:
-        from ..geometry.lm import require_lm, resolve_model
+    if model.endpoint is not None:
+        check_endpoint(model.endpoint, model.timeout_s)
+        return
+    from ..geometry.lm import require_lm, resolve_model
 
-        require_lm(INSTALL_HINT)
-        resolve_model(model.name)
+    require_lm(INSTALL_HINT)
+    resolve_model(model.name)
+
+
+def check_endpoint(url: str, timeout_s: float) -> None:
+    """Open (and close) one TCP connection to the endpoint's host and port within ``timeout_s``: an unreachable
+    server then stops the run before any trial trains, instead of failing the real-model trial after every
+    trained one (no request is sent: no key needed, nothing spent). One attempt, no retries.
+
+    Raises:
+        ConfigError: one line naming the URL and the error.
+    """
+    u = urllib.parse.urlsplit(url)
+    try:
+        where = (u.hostname or "", u.port or (443 if u.scheme == "https" else 80))
+        with socket.create_connection(where, timeout=timeout_s):
+            pass
+    except (OSError, ValueError) as err:  # ValueError: a port that is not a number
+        why = "timed out" if isinstance(err, TimeoutError) else (getattr(err, "strerror", None) or str(err))
+        raise ConfigError(f"model.endpoint {url}: cannot connect ({why}; one try, timeout {timeout_s:g} s, checked "
+                          "before any trial runs): start the server or fix the URL") from None
 
 
 def make_client(model, device: str = "cpu") -> EndpointClient | LocalClient:

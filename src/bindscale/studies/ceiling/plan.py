@@ -31,15 +31,14 @@ def trial_memory_bytes(trial) -> int:
 
 
 def check_trials(trials: list) -> None:
-    """Refuse, before anything is written, real-model trials that cannot run: a local model without the ``lm``
-    extra or not installed, or an endpoint whose key variable is unset (one line each).
+    """Refuse, before anything is written or trained, real-model trials that cannot run: a local model without
+    the ``lm`` extra or not installed, or an endpoint that cannot be reached (one line; each model config
+    checked once).
 
     Raises:
         ConfigError: see above.
     """
-    for t in trials:
-        if t.model.kind != "lm":
-            continue
-        from .llm import check_lm
+    from .llm import check_lm
 
-        check_lm(t.model)
+    for model in dict.fromkeys(t.model for t in trials if t.model.kind == "lm"):
+        check_lm(model)
