@@ -224,3 +224,22 @@ def test_a_smallest_size_whose_trials_all_failed_makes_it_inconclusive():
     assert v["verdict"] == "inconclusive", v["details"]
     assert "the smallest planned size (50000) is not in the fitted sweep" in v["details"]["reason"]
     assert "8 failed" in v["details"]["reason"]
+
+
+@pytest.mark.parametrize("name,quick", [("ceiling", False), ("ceiling", True), ("ceiling-lm", True)])
+def test_the_description_says_what_the_run_runs(name, quick):
+    from bindscale.config import resolve_study
+
+    study = resolve_study(name, quick=quick)
+    text = " ".join(study.description.split())
+    trained = [t for t in study.trials() if t.model.kind == "transformer"]
+    sizes = sorted({t.model.budget for t in trained})
+    n_train = sorted({t.task.n_train for t in trained})
+    if not quick:
+        assert f"{len(sizes)} sizes" in text.replace("five", "5") and "four training-set sizes" in text
+        assert len(sizes) == 5 and len(n_train) == 4
+        return
+    assert "Quick smoke test" in text and f"{len(sizes)} tiny sizes" in text, text
+    assert f"{sizes[0] // 1000}k" in text and f"{sizes[-1] // 1000}k" in text
+    assert f"{len({t.seed for t in trained})} seeds" in text and f"{trained[0].train.steps} steps" in text
+    assert len(n_train) == 1 and f"{n_train[0]} training instances per family" in text
