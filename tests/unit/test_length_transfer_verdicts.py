@@ -12,8 +12,11 @@ from bindscale.studies.length_transfer.verdicts import (
     length_transfer_exists,
     prepare_rows,
     transfer_grows_with_size,
+    DECIDING,
     unrelated_aux_no_transfer,
 )
+
+M, R, U = DECIDING["main"], DECIDING["related"], DECIDING["unrelated"]
 
 P = {c.name: dict(c.defaults) for c in CLAIMS}
 SIZES = {32: 27_000, 64: 101_000}
@@ -21,17 +24,17 @@ SIZES = {32: 27_000, 64: 101_000}
 
 def table(related=(0.05, 0.45), unrelated=(0.0, 0.0), alone_in=0.9, seeds=8, reuse=1.0, noise=0.03, seed=0,
           aux_in=0.9):
-    """Copy trials alone / + mqar (related) / + sub (unrelated) at two sizes; ``related`` and ``unrelated`` are
+    """Deciding-pair trials (:data:`DECIDING`) alone / + related / + unrelated at two sizes; ``related`` and ``unrelated`` are
     the true gains beyond L at the (small, large) size over an alone level of 0.05; ``reuse`` is the correlation's
     sign: each co-trained trial's head similarity follows its gain (1), its negative (-1) or neither (0)."""
     rng = np.random.default_rng(seed)
     rows = []
     for i, (d, n_params) in enumerate(SIZES.items()):
-        for aux, gain in (("none", (0.0, 0.0)), ("mqar", related), ("sub", unrelated)):
+        for aux, gain in (("none", (0.0, 0.0)), (R, related), (U, unrelated)):
             for s in range(seeds):
                 beyond = float(np.clip(0.05 + gain[i] + rng.normal(0, noise), 0, 1))
                 noise_sim = rng.normal(0, 0.05)
-                rows.append({"trial_id": f"{d}{aux}{s}", "status": "ok", "main": "copy", "aux": aux, "pos": "rope",
+                rows.append({"trial_id": f"{d}{aux}{s}", "status": "ok", "main": M, "aux": aux, "pos": "rope",
                              "main_len": 8, "aux_len": 16, "layers": 2, "d_model": d, "heads": 4, "steps": 600,
                              "lr": 0.003, "n_train": 8000, "n_params": n_params, "seed": s,
                              "acc_in": float(np.clip(alone_in + rng.normal(0, 0.02), 0, 1)), "acc_beyond": beyond,
@@ -132,7 +135,7 @@ def test_head_reuse_inconclusive_on_missing_nan_all_zero_or_too_few():
     out = rule(head_reuse_predicts_transfer, few, name)
     assert out[1] == "inconclusive" and "fewer than 10" in out[4]["reason"]
     inf = df.copy()
-    inf.loc[inf["aux"] == "mqar", "head_corr"] = np.inf
+    inf.loc[inf["aux"] == R, "head_corr"] = np.inf
     assert rule(head_reuse_predicts_transfer, inf, name)[1] == "inconclusive"
 
 
@@ -152,27 +155,27 @@ def _other_pair(related=(0.4, 0.4), seeds=5):
     """add trials (5 seeds) that transfer: reverse add with sub and with no-carry + carry-only (t11.py)."""
     ad = table(related=related, seeds=seeds, seed=7)
     ad["main"] = "add"
-    ad["aux"] = ad["aux"].map({"none": "none", "mqar": "sub", "sub": "copy"})
+    ad["aux"] = ad["aux"].map({"none": "none", R: "sub", U: "copy"})
     ad = ad[ad.aux != "copy"]
     ad["trial_id"] = "add" + ad["trial_id"]
-    ad2 = ad[ad.aux == "sub"].assign(aux="add_nocarry+add_carry")
+    ad2 = ad[ad.aux == U].assign(aux="add_nocarry+add_carry")
     ad2["trial_id"] += "nc"
     return pd.concat([ad, ad2])
 
 
 def test_item1_deciding_pair_is_fixed_not_the_most_common():
     cp = table(related=(0.0, 0.0))  # copy: no transfer
-    cp.loc[(cp.aux == "mqar") & (cp.seed >= 3), "status"] = "diverged"  # 3 copy + mqar seeds left per size
+    cp.loc[(cp.aux == R) & (cp.seed >= 3), "status"] = "diverged"  # 3 copy + mqar seeds left per size
     df = pd.concat([cp, _other_pair()])  # the add trials outnumber them and transfer
     _, verdict, _, _, d = rule(length_transfer_exists, df, "length_transfer_exists")
-    assert verdict != "supported" and "copy" in d["deciding_trials"] and d["seeds_per_cell"] == 3
+    assert verdict != "supported" and M in d["deciding_trials"] and d["seeds_per_cell"] == 3
     out = rule(length_transfer_exists, _other_pair(), "length_transfer_exists")  # no copy trials at all
     assert out[1] == "inconclusive" and "no ok" in out[4]["reason"]
 
 
 def test_item2_largest_size_is_the_largest_planned_one():
     df = table(related=(0.45, 0.0))  # transfer only at the small size
-    m = (df.n_params == 101000) & (df.aux == "mqar")
+    m = (df.n_params == 101000) & (df.aux == R)
     df.loc[m, "status"] = "diverged"
     out = rule(length_transfer_exists, df, "length_transfer_exists")
     assert out[1] == "inconclusive" and "largest size" in out[4]["reason"]
@@ -236,7 +239,7 @@ def test_item5_exact_zero_beyond_L_with_learning_checks_passed_is_a_measurement(
     assert verdict == "not_supported" and v == 0.0
     assert rule(transfer_grows_with_size, df, "transfer_grows_with_size")[1] == "not_supported"
     one = df.copy()  # t10.py: one related seed at 0.02
-    one.loc[one.index[(one.aux == "mqar") & (one.n_params == 101000)][0], "acc_beyond"] = 0.02
+    one.loc[one.index[(one.aux == R) & (one.n_params == 101000)][0], "acc_beyond"] = 0.02
     assert rule(length_transfer_exists, one, "length_transfer_exists")[1] == "not_supported"
 
 
@@ -251,17 +254,17 @@ def test_item6_head_reuse_within_cells_learning_checks_and_one_threshold():
     assert verdict != "supported" and d["spearman_pooled_across_cells"]["ci_low"] > 0.0 and d["cells"] == 2
     # unlearned trials are left out
     bad = table(related=(0.2, 0.45))
-    bad.loc[(bad.aux == "mqar") & (bad.seed < 3), "aux_acc_in"] = 0.1
+    bad.loc[(bad.aux == R) & (bad.seed < 3), "aux_acc_in"] = 0.1
     _, verdict, _, n, d = rule(head_reuse_predicts_transfer, bad, name)
     assert d["trials_failing_learning_checks"] == 6 and n == 26 and verdict == "supported"
     # weak correlation (rho 0.08, 400 trials): never supported, never flipping between the two answers
     for s in range(4):
         r = np.random.default_rng(s)
         x, y = r.multivariate_normal([0, 0], [[1, .08], [.08, 1]], 400).T
-        rows = [{"trial_id": f"a{i}", "status": "ok", "main": "copy", "aux": "mqar", "pos": "rope", "seed": i,
+        rows = [{"trial_id": f"a{i}", "status": "ok", "main": M, "aux": R, "pos": "rope", "seed": i,
                  "head_corr": x[i], "acc_beyond": 0.5 + 0.1 * y[i], "acc_in": .9, "aux_acc_in": .9, "n_params": 1,
                  "d_model": 64} for i in range(400)]
-        rows += [{"trial_id": f"b{i}", "status": "ok", "main": "copy", "aux": "none", "pos": "rope", "seed": i,
+        rows += [{"trial_id": f"b{i}", "status": "ok", "main": M, "aux": "none", "pos": "rope", "seed": i,
                   "head_corr": np.nan, "acc_beyond": 0.1, "acc_in": .9, "n_params": 1, "d_model": 64}
                  for i in range(8)]
         assert rule(head_reuse_predicts_transfer, pd.DataFrame(rows), name)[1] == "not_supported"
@@ -287,7 +290,7 @@ def test_item8_size_claim_needs_the_smallest_model_learned():
     out = rule(transfer_grows_with_size, df, "transfer_grows_with_size")
     assert out[1] == "inconclusive" and "smallest size" in out[4]["reason"]
     df = table(related=(0.0, 0.45))
-    df.loc[(df.n_params == 27000) & (df.aux == "mqar"), "aux_acc_in"] = 0.05
+    df.loc[(df.n_params == 27000) & (df.aux == R), "aux_acc_in"] = 0.05
     out = rule(transfer_grows_with_size, df, "transfer_grows_with_size")
     assert out[1] == "inconclusive" and "auxiliary reached" in out[4]["reason"]
 
@@ -297,7 +300,7 @@ def test_item9_unrelated_control_needs_transfer_and_a_learned_main_task():
     out = rule(unrelated_aux_no_transfer, table(related=(0, 0)), name)  # nothing transfers at all
     assert out[1] == "inconclusive" and "does not transfer" in out[4]["reason"]
     df = table()
-    m = df.aux == "sub"
+    m = df.aux == U
     df.loc[m, "acc_beyond"] = 0.0
     df.loc[m, "acc_in"] = 0.0  # the unrelated auxiliary wrecks the main task
     out = rule(unrelated_aux_no_transfer, df, name)
@@ -310,7 +313,7 @@ def test_item9_unrelated_control_needs_transfer_and_a_learned_main_task():
 
 def test_item10_nan_outside_the_deciding_cells_does_not_decide():
     df = table()
-    df.loc[df.index[(df.n_params == 27000) & (df.aux == "sub")][0], "acc_in"] = np.nan
+    df.loc[df.index[(df.n_params == 27000) & (df.aux == U)][0], "acc_in"] = np.nan
     df = pd.concat([df, _other_pair().assign(acc_beyond=np.nan)])
     assert rule(length_transfer_exists, df, "length_transfer_exists")[1] == "supported"
     assert rule(unrelated_aux_no_transfer, df, "unrelated_aux_no_transfer")[1] == "supported"
@@ -319,10 +322,10 @@ def test_item10_nan_outside_the_deciding_cells_does_not_decide():
 def test_item11_partial_auxiliary_sets_are_no_unrelated_control():
     df = table(unrelated=(0.0, 0.0))
     extra = table(unrelated=(0.4, 0.4), seed=4)
-    extra = extra[extra.aux == "sub"].assign(aux="mqar+sub")
+    extra = extra[extra.aux == U].assign(aux=f"{R}+{U}")
     extra["trial_id"] += "_mix"
     ok = prepare_rows(pd.concat([df, extra]))
-    assert set(ok.loc[ok.aux == "mqar+sub", "condition"]) == {"partial"}
+    assert set(ok.loc[ok.aux == f"{R}+{U}", "condition"]) == {"partial"}
     assert rule(unrelated_aux_no_transfer, pd.concat([df, extra]), "unrelated_aux_no_transfer")[1] == "supported"
 
 
@@ -346,3 +349,13 @@ def test_head_reuse_with_no_trial_passing_the_learning_checks_is_inconclusive_no
     df = table(aux_in=0.1)
     _, verdict, _, n, d = rule(head_reuse_predicts_transfer, df, "head_reuse_predicts_transfer")
     assert verdict == "inconclusive" and n == 0 and d["cells"] == 0
+
+
+def test_deciding_auxiliary_set_is_matched_as_a_set():
+    """``rev+cap`` names the same related set as ``cap+rev``: its trials decide like any other."""
+    df = table()
+    swapped = df.assign(aux=df["aux"].map(lambda a: "+".join(reversed(a.split("+")))))
+    assert (swapped["aux"] != df["aux"]).any() or "+" not in R
+    a = rule(length_transfer_exists, df, "length_transfer_exists")
+    b = rule(length_transfer_exists, swapped, "length_transfer_exists")
+    assert a[1] == b[1] == "supported" and a[2] == b[2]

@@ -34,8 +34,8 @@ CLAIMS = (
                    "task seen up to a longer length, reaches higher exact match beyond L (toward the auxiliary's "
                    "length) than the main task trained alone."),
         statistic=("Transfer gain: mean exact match of the main task at lengths L+1..aux_len (each length weighted "
-                   "equally) co-trained with its related auxiliary minus trained alone, copy with MQAR (the study's "
-                   "deciding pair), RoPE, one cell at the largest planned model size; a difference of means over "
+                   "equally) co-trained with its related auxiliary minus trained alone, capitalise-and-reverse with "
+                   "capitalise + reverse (the study's deciding pair: the one pair a CPU budget learns), RoPE, one cell at the largest planned model size; a difference of means over "
                    "seeds with Welch's interval. NoPE and the other sizes and task pairs are reported beside it."),
         rule=f"{_V}:length_transfer_exists", thresholds=_T, defaults=_D, guards=_G,
         figures=("lt_acc_by_length", "lt_gain_vs_size"),
@@ -50,8 +50,9 @@ CLAIMS = (
                    "(its gain over the main task alone stays below the margin). No separate unrelated-auxiliary "
                    "result of theirs was found to cite; the claim is the seed's reading of their qualifier."),
         statistic=("Gain of the unrelated control: mean exact match of the main task at lengths L+1..aux_len "
-                   "co-trained with subtraction (unrelated) minus trained alone, same cell as the transfer claim "
-                   "(copy, RoPE, largest planned size), decided only where the related auxiliary transfers there; "
+                   "co-trained with copy (unrelated: learned at the longer lengths, no task of the related set) "
+                   "minus trained alone, same cell as the transfer claim (capitalise-and-reverse, RoPE, largest "
+                   "planned size), decided only where the related auxiliary transfers there; "
                    "Welch's interval. Related minus unrelated is reported beside."),
         rule=f"{_V}:unrelated_aux_no_transfer", thresholds=_T, defaults=_D, guards=_G,
         figures=("lt_acc_by_length",),
@@ -81,8 +82,8 @@ CLAIMS = (
         statement=("The transfer gain (co-trained with the related auxiliary minus alone, beyond L) is larger at the "
                    "largest model size than at the smallest."),
         statistic=("Difference in differences: (related − alone) at the largest planned size minus (related − "
-                   "alone) at the smallest, exact match at lengths L+1..aux_len, copy with MQAR, RoPE, every "
-                   "learning check at both sizes; four independent seed groups, Welch–Satterthwaite interval."),
+                   "alone) at the smallest, exact match at lengths L+1..aux_len, capitalise-and-reverse with "
+                   "capitalise + reverse, RoPE, every learning check at both sizes; four independent seed groups, Welch–Satterthwaite interval."),
         rule=f"{_V}:transfer_grows_with_size", thresholds=_T, defaults=_D, guards=_G,
         figures=("lt_gain_vs_size",),
     ),

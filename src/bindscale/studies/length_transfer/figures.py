@@ -2,7 +2,7 @@
 
 Every function takes the results table (all rows) and returns a base64 PNG, or None when its
 data are missing. Each shows the deciding slice of :mod:`.verdicts` (RoPE where marked, the
-deciding trials: copy alone / + mqar / + sub) unless it says otherwise.
+deciding trials: caprev alone / + cap+rev / + copy) unless it says otherwise.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ STYLES = {"rope": "-", "none": "--", "learned": ":"}
 
 
 def _rows(df: pd.DataFrame, rope_only: bool = False) -> tuple[pd.DataFrame, dict]:
-    """The ok rows of the deciding trials (:data:`.verdicts.DECIDING`: copy alone / + mqar / + sub; all
+    """The ok rows of the deciding trials (:data:`.verdicts.DECIDING`: caprev alone / + cap+rev / + copy; all
     positions unless ``rope_only``), with their names; partial auxiliary sets are left out."""
     ok = prepare_rows(df)
     if ok.empty or "condition" not in ok or "acc_beyond" not in ok:
