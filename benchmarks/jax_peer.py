@@ -293,7 +293,11 @@ def export_task(trial, path: Path) -> str:
 
 
 def bs_throughput(width: int, depth: int, steps: int, stack: int, threads: int) -> float:
-    """bindscale's training steps/s per trial (``train_group``'s training seconds: sampling included)."""
+    """bindscale's training steps/s per trial (``train_group``'s training seconds: sampling included).
+
+    At ``threads`` 2, ``train_group`` first times this stack shape at 1 and 2 threads (once per shape and
+    process, ~1.5 s, not in the training seconds) and trains on 2 only where they are >10% faster.
+    """
     import torch
 
     from bindscale.train import train_group
@@ -524,7 +528,8 @@ def main() -> None:
     out: dict = {"cpu": cpu_description(), **versions(), "quick": args.quick, "load_before": load(),
                  "jax_threads": f"1 thread: XLA_FLAGS='{XLA_ONE_THREAD}' + taskset to one core; "
                                 "2 threads: taskset to two cores (XLA sizes its pool from the affinity)",
-                 "bindscale_threads": "torch.set_num_threads(1 or 2) in one process; sweep: bindscale run defaults",
+                 "bindscale_threads": ("torch.set_num_threads(1 or 2) in one process (at 2, train_group uses 2 only "
+                                       "where timed >10% faster per step, per stack shape); sweep: bindscale run defaults"),
                  "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")}
     print("machine:", json.dumps(out["cpu"]), "versions:", {k: out[k] for k in ("torch", "jax", "jaxlib", "optax")},
           "load:", out["load_before"], flush=True)
