@@ -25,7 +25,6 @@ from .trials import ModelConfig, TrialConfig
 from .metrics import r2_task_mean, r2_within_task
 from .models import StackedModel, build_model
 from .optim import StackedAdamW
-from .probes import probe_layers
 from .tasks import Batch, HyperTeacher
 from .tasks.encodings import encoding_dim
 
@@ -495,6 +494,8 @@ def _probe_metrics(model: StackedModel, trials, tasks, device) -> dict[str, list
     The reported layer is chosen by cross-validation on the fit set (:func:`probe_layers`),
     for the trained model and for the random-init control separately.
     """
+    from .probes import probe_layers  # scikit-learn: imported by whoever trains, not by a run's driver
+
     T, tr = len(trials), trials[0].train
     S = tr.probe_samples
     fit = _stack([task.sample(tr.probe_tasks, seeding.generator(t.seed, "probe", device), samples=S)
