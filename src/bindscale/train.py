@@ -223,14 +223,17 @@ def intra_op_threads(trials: list[TrialConfig], threads: int,
 
 def choose_threads(timer: Callable[[int, int], float], threads: int, budget: float = THREADS_TIMING_BUDGET,
                    gain: float = THREADS_GAIN, rounds: int = 3) -> int:
-    """``threads`` if a step with them is more than ``gain`` faster than with one thread, else 1.
+    """``threads`` if a step with them is more than ``gain`` faster (steps/s) than with one thread in
+    every round, else 1.
 
     ``timer(n, k)`` runs ``k`` steps with ``n`` threads and returns their seconds. One warm-up step at
     each count (allocations, the thread pool's start), then up to ``rounds`` rounds of one window of
-    ``k`` steps per count, alternating which goes first; ``k`` and the rounds fit what is left of
-    ``budget`` (at least one round of one step). Each count keeps its best window: other work on the
-    machine only adds time, and a busy machine that slows the second thread (a descheduled waiter)
-    does so in every window, so it leaves one thread chosen.
+    ``k`` steps per count, back to back, alternating which goes first; ``k`` and the rounds fit what
+    is left of ``budget`` (at least one round of one step). The two windows of a round see nearly the
+    same load, so each round is one paired comparison, and every round must show the gain: on a busy
+    machine, other work that lands on one round's ``threads`` window (a descheduled thread that a
+    parallel region waits for) keeps one thread, which is the safe choice there, and a one-thread
+    window slowed by it cannot make a second thread look faster than it is in the other rounds.
     """
     if threads <= 1:
         return 1
@@ -240,11 +243,11 @@ def choose_threads(timer: Callable[[int, int], float], threads: int, budget: flo
     left = budget - pair
     rounds = max(1, min(rounds, int(left / pair)))
     k = max(1, min(50, int(left / (rounds * pair))))
-    best = dict.fromkeys(counts, math.inf)
+    ratios = []  # one-thread seconds / `threads` seconds, per round
     for r in range(rounds):
-        for n in (counts if r % 2 == 0 else counts[::-1]):
-            best[n] = min(best[n], timer(n, k) / k)
-    return threads if best[threads] * (1 + gain) < best[1] else 1
+        window = {n: timer(n, k) for n in (counts if r % 2 == 0 else counts[::-1])}
+        ratios.append(window[1] / max(window[threads], 1e-12))
+    return threads if min(ratios) > 1 + gain else 1
 
 
 def untrained_model(trial: TrialConfig) -> torch.nn.Module:

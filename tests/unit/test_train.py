@@ -260,9 +260,11 @@ def test_two_threads_only_where_measured_clearly_faster():
     assert choose_threads(_fake_timer({1: 0.010, 2: 0.008})[0], 2) == 2  # 1.25x the steps/s
     assert choose_threads(_fake_timer({1: 0.010, 2: 0.0095})[0], 2) == 1  # 5%: within the noise, one thread
     assert choose_threads(_fake_timer({1: 0.010, 2: 0.030})[0], 2) == 1  # a busy machine: a waiter descheduled
-    # One window of each count disturbed by other work: the best window decides, either way.
-    assert choose_threads(_fake_timer({1: 0.010, 2: 0.008}, slow={(2, 1): 5.0})[0], 2) == 2
+    # Other work on the machine: a round whose two-thread window it slows keeps one thread (the safe
+    # choice on a busy machine); one that slows a one-thread window does not make two threads look faster.
+    assert choose_threads(_fake_timer({1: 0.010, 2: 0.008}, slow={(2, 2): 2.0})[0], 2) == 1
     assert choose_threads(_fake_timer({1: 0.010, 2: 0.0095}, slow={(1, 2): 5.0})[0], 2) == 1
+    assert choose_threads(_fake_timer({1: 0.010, 2: 0.008}, slow={(1, 2): 5.0})[0], 2) == 2
     assert choose_threads(_fake_timer({1: 0.010, 4: 0.004})[0], 4) == 4  # a caller's 4 threads on a bigger machine
     assert choose_threads(lambda n, k: 1 / 0, 1) == 1  # one thread asked: nothing to time
 
