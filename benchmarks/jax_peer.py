@@ -325,8 +325,7 @@ def step_flops(width: int, depth: int) -> float:
 
 
 def planned_stack(width: int, depth: int, n: int = STACK) -> int:
-    """The stack size bindscale's planner picks on this machine for ``n`` trials of this shape, in a sweep
-    long enough for every size to be timed (no :data:`bindscale.sweep.STACK_TIMING_SHARE` limit)."""
+    """The stack size bindscale's planner picks on this machine for ``n`` trials of this shape."""
     from bindscale.sweep import MAX_STACK, measured_stack_cap
 
     return measured_stack_cap([trial_config(width, depth, 100, seed=s) for s in range(n)], min(n, MAX_STACK))

@@ -9,8 +9,6 @@ command skips trials that have a record (failed ones are retried).
 
 from __future__ import annotations
 
-import math
-import time
 import traceback
 from collections import defaultdict
 from collections.abc import Callable
@@ -92,16 +90,10 @@ def max_stack(trial: Any, n_workers: int, device: str = "cpu", cap: int = MAX_ST
 #: fraction over the best smaller stack's; flat costs keep it growing (a bigger stack also shares its
 #: job's evaluation, probes and start-up, which the step timer leaves out).
 STACK_SLACK = 0.05
-#: The planner's timing of a group's stacks may cost at most this share of the group's training wall
-#: time (estimated from the timed step of one trial, spread over the run's workers): it runs in the
-#: driver before any worker starts. A short sweep's groups are timed at fewer stack sizes (at least one
-#: trial alone), a long one's at every size (quick 12-trial sweep of benchmarks/jax_peer.py, 100 steps:
-#: ~1 s of timing under load, against ~10 s of training per worker).
-STACK_TIMING_SHARE = 0.05
 _measured_caps: dict[tuple, int] = {}
 
 
-def measured_stack_cap(group: list[Any], cap: int, budget_share: float | None = None) -> int:
+def measured_stack_cap(group: list[Any], cap: int) -> int:
     """The stack size, up to ``cap``, past which a trial's share of a step stops falling on this machine.
 
     Stacking pays by sharing a step's fixed costs (Python, kernel launches) among trials; once a
@@ -111,38 +103,22 @@ def measured_stack_cap(group: list[Any], cap: int, budget_share: float | None = 
     shape are timed with the study's step timer (:meth:`bindscale.study.StudyPlugin.stack_step_seconds`)
     until the per-trial time rises by more than :data:`STACK_SLACK`. Once per shape and process; ``cap``
     when the study has no timer. Results never depend on it (a trial's numbers are the same in any stack).
-
-    ``budget_share``: the timing stops growing stacks before its seconds would pass this share of
-    the group's estimated training seconds (its trials' steps × the timed step of one trial); the best
-    size timed so far is kept (never a stack measured slower per trial), and such a cut answer is not
-    cached. None: no limit.
     """
     plugin = registry.for_trial(group[0])
     if getattr(plugin, "step_timer", None) is None or len(group) < 2 or cap < 2:
         return cap
     key = (job_group_key(group[0]), min(cap, len(group)))
-    if key in _measured_caps:
-        return _measured_caps[key]
-    t0 = time.perf_counter()
-    best_n, best = 1, plugin.stack_step_seconds(group[:1])
-    last = time.perf_counter() - t0
-    budget = math.inf if budget_share is None else budget_share * best * sum(plugin.steps(t) for t in group)
-    n, cut = 2, False
-    while n <= key[1]:
-        # Timing a stack twice the last one's size costs at most about twice as long.
-        if time.perf_counter() - t0 + 2 * last > budget:
-            cut = True
-            break
-        t1 = time.perf_counter()
-        per_trial = plugin.stack_step_seconds(group[:n]) / n
-        last = time.perf_counter() - t1
-        if per_trial > best * (1 + STACK_SLACK):
-            break
-        best_n, best = n, min(best, per_trial)
-        n = min(2 * n, key[1]) if n < key[1] else n + 1
-    if not cut:
+    if key not in _measured_caps:
+        best_n, best = 1, plugin.stack_step_seconds(group[:1])
+        n = 2
+        while n <= key[1]:
+            per_trial = plugin.stack_step_seconds(group[:n]) / n
+            if per_trial > best * (1 + STACK_SLACK):
+                break
+            best_n, best = n, min(best, per_trial)
+            n = min(2 * n, key[1]) if n < key[1] else n + 1
         _measured_caps[key] = best_n
-    return best_n
+    return _measured_caps[key]
 
 
 def plan_jobs(trials: list[Any], max_stack_size: int = MAX_STACK, n_workers: int = 1,
@@ -151,8 +127,7 @@ def plan_jobs(trials: list[Any], max_stack_size: int = MAX_STACK, n_workers: int
 
     A stack holds at most ``max_stack_size`` trials and what fits in memory
     (:func:`max_stack`) and, with ``measure`` on the CPU, no more than pays on this
-    machine (:func:`measured_stack_cap`, its timing at most :data:`STACK_TIMING_SHARE` of a
-    group's training wall time on ``n_workers``); larger groups are cut into near-equal stacks.
+    machine (:func:`measured_stack_cap`); larger groups are cut into near-equal stacks.
     The largest jobs are cut further until every worker has one and no job is longer
     than an equal share of the total.
     """
@@ -163,7 +138,7 @@ def plan_jobs(trials: list[Any], max_stack_size: int = MAX_STACK, n_workers: int
     for g in groups.values():
         cap = max_stack(g[0], n_workers, device, max_stack_size, memory)
         if measure and device == "cpu":
-            cap = measured_stack_cap(g, cap, budget_share=STACK_TIMING_SHARE / max(1, n_workers))
+            cap = measured_stack_cap(g, cap)
         n = -(-len(g) // cap)
         jobs += [g[i::n] for i in range(n)]
     # Cut the largest jobs until every worker has one and none is longer than an equal

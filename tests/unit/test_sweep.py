@@ -96,46 +96,6 @@ def test_a_stack_slower_per_trial_than_a_trial_alone_is_not_planned(monkeypatch)
     assert sizes == [1, 1, 1, 1] and asked == [1, 2]
 
 
-def _clocked_plan(monkeypatch, steps, n_workers=1, n=16):
-    """plan_jobs with measure=True on a fake clock: timing a stack of T costs 0.1·T s, a trial's step 1 ms
-    in any stack (flat: an unlimited timing grows the stack to 16)."""
-    from types import SimpleNamespace
-
-    from bindscale import sweep
-    from bindscale.study import StudyPlugin
-
-    now = [0.0]
-    monkeypatch.setattr(sweep, "_measured_caps", {})
-    monkeypatch.setattr(sweep, "time", SimpleNamespace(perf_counter=lambda: now[0]))
-    asked = []
-
-    def timer(self, ts):
-        now[0] += 0.1 * len(ts)
-        asked.append(len(ts))
-        return 1e-3 * len(ts)
-
-    monkeypatch.setattr(StudyPlugin, "stack_step_seconds", timer)
-    trials = [t.model_copy(update={"train": t.train.model_copy(update={"steps": steps})})
-              for t in study(width=[64], seed=list(range(n)))]
-    return sorted(len(j) for j in plan_jobs(trials, n_workers=n_workers, measure=True)), asked, sweep
-
-
-def test_a_short_sweep_times_fewer_stack_sizes(monkeypatch):
-    # 16 trials x 100 000 steps x 1 ms = 1 600 s of training: 80 s allowed, every size timed.
-    sizes, asked, sweep = _clocked_plan(monkeypatch, 100_000)
-    assert asked == [1, 2, 4, 8, 16] and sizes == [16] and sweep._measured_caps
-    # 16 x 1 000 x 1 ms = 16 s of training, 0.8 s allowed: 1, 2 and 4 timed (0.7 s), 8 would pass it.
-    sizes, asked, sweep = _clocked_plan(monkeypatch, 1_000)
-    assert asked == [1, 2, 4] and sizes == [4, 4, 4, 4]
-    assert not sweep._measured_caps  # a cut answer is not kept: a longer sweep times again
-    # Two workers: the training's wall time halves, and so does the timing allowed (0.4 s).
-    sizes, asked, _ = _clocked_plan(monkeypatch, 1_000, n_workers=2)
-    assert asked == [1, 2] and max(sizes) <= 2
-    # Too short for any stack to be timed: trials alone (never a stack not measured to pay).
-    sizes, asked, _ = _clocked_plan(monkeypatch, 10)
-    assert asked == [1] and sizes == [1] * 16
-
-
 def test_unmeasured_plans_ask_no_timer(monkeypatch):
     from bindscale.study import StudyPlugin
 
