@@ -20,8 +20,8 @@ Sections, each alternating the two sides and repeated (medians reported):
    workers' training, evaluation and probe seconds from the records; the rest is
    start-up, planning, the workers' start, the report and idle time). 1000 steps per
    trial in the full run (the issue's figure), 100 in ``--quick``: there a JAX trial's
-   process is mostly start-up and compilation (~9 CPU-s measured for a width-256 trial,
-   against ~1 s for its 100 steps), so the quick ratio is higher than at 1000 steps;
+   process is mostly start-up and compilation (9.5 CPU-s measured for a width-256 trial
+   at load ~5, 8.8 with 1 step), so the quick ratio is higher than at 1000 steps;
    ``--sweep-steps 1000`` measures the issue's figure beside the quick sections.
    bindscale's trials also fit their probes (linear decodability, 256 tasks), which the
    JAX trials do not;
