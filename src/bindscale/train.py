@@ -209,13 +209,18 @@ def intra_op_threads(trials: list[TrialConfig], threads: int,
                      timer: Callable[[int, int], float] | None = None) -> int:
     """Torch threads to train ``trials`` stacked with when the caller allows ``threads``: ``threads`` or 1.
 
-    Measured once per stack shape (group key and stack size) and process by :func:`choose_threads`
-    with ``timer`` (default: :func:`stack_step_timer` on the trials' shapes). A trial's numbers do
-    not depend on the choice beyond float rounding (more threads may sum some products in another order).
+    Measured once per stack shape (model, data shapes, batch, stack size; not the number of steps) and
+    process by :func:`choose_threads` with ``timer`` (default: :func:`stack_step_timer` on the trials'
+    shapes, an fp32 step whatever the trials' precision). A trial's numbers do not depend on the
+    choice beyond float rounding (more threads may sum some products in another order).
     """
     if threads <= 1:
         return 1
-    key = (group_key(trials[0]), len(trials), threads)
+    t = trials[0]
+    # What the timed step depends on (not the steps, evaluation or probe settings).
+    key = (t.model.model_dump_json(), encoding_dim(t.task.encoding, t.task.M, t.task.K, (t.task.input_dim,
+           t.task.output_dim), t.task.n_shots), t.task.M, t.task.input_dim, t.task.output_dim,
+           t.task.samples_per_task, t.train.batch_tasks, t.train.grad_clip is None, len(trials), threads)
     if key not in _thread_choices:
         _thread_choices[key] = choose_threads(timer or stack_step_timer(trials), threads)
     return _thread_choices[key]

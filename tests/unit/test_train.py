@@ -292,6 +292,8 @@ def test_the_thread_choice_is_measured_once_per_stack_shape(monkeypatch):
     assert train.intra_op_threads([trial(0)], 2, timer) == 2
     n = len(calls)
     assert train.intra_op_threads([trial(1)], 2, timer) == 2 and len(calls) == n  # another seed: same shape
+    longer = trial(0).model_copy(update={"train": TINY.model_copy(update={"steps": 400, "lr": 0.1})})
+    assert train.intra_op_threads([longer], 2, timer) == 2 and len(calls) == n  # other steps and lr: same step
     train.intra_op_threads([trial(0), trial(1)], 2, timer)  # a stack of two is another shape
     train.intra_op_threads([trial(0, width=32)], 2, timer)
     assert len(calls) == 3 * n
