@@ -16,7 +16,15 @@ Sections, each alternating the two sides and repeated (medians reported):
 3. a sweep of 12 trials (widths 128/256, depth 2, 3 seeds × 2 hold-outs) run as a JAX
    user would (one process per trial, each paying its start-up and compilation; two
    such chains at once, one per core, and in the full run also one chain alone)
-   against ``bindscale run`` on the same grid;
+   against ``bindscale run`` on the same grid, with where bindscale's time went (its
+   workers' training, evaluation and probe seconds from the records; the rest is
+   start-up, planning, the workers' start, the report and idle time). 1000 steps per
+   trial in the full run (the issue's figure), 100 in ``--quick``: there a JAX trial's
+   process is mostly start-up and compilation (9.5 CPU-s measured for a width-256 trial
+   at load ~5, 8.8 with 1 step), so the quick ratio is higher than at 1000 steps;
+   ``--sweep-steps 1000`` measures the issue's figure beside the quick sections.
+   bindscale's trials also fit their probes (linear decodability, 256 tasks), which the
+   JAX trials do not;
 4. learning curves of both sides at one shared configuration (verdicts issue, item 14:
    M=16, K=3, MLP 256 × 2, batch 128 tasks × 16, lr 3e-4, wd 3e-3, no clipping, hold-out 0.25);
 5. where a target is missed, a torch.profiler table of bindscale's step at that shape.
@@ -293,7 +301,11 @@ def export_task(trial, path: Path) -> str:
 
 
 def bs_throughput(width: int, depth: int, steps: int, stack: int, threads: int) -> float:
-    """bindscale's training steps/s per trial (``train_group``'s training seconds: sampling included)."""
+    """bindscale's training steps/s per trial (``train_group``'s training seconds: sampling included).
+
+    At ``threads`` 2, ``train_group`` first times this stack shape at 1 and 2 threads (once per shape and
+    process, ~1.5 s, not in the training seconds) and trains on 2 only where they are >10% faster.
+    """
     import torch
 
     from bindscale.train import train_group
@@ -394,8 +406,12 @@ def jax_sweep(specs: list[Path], processes: int) -> tuple[float, list[float]]:
     return time.perf_counter() - t0, per_trial
 
 
-def bindscale_sweep(trials, tmp: Path, tag: str) -> float:
-    """Wall seconds of ``bindscale run FILE`` (its own process: start-up, workers, records, report)."""
+def bindscale_sweep(trials, tmp: Path, tag: str) -> tuple[float, dict]:
+    """Wall seconds of ``bindscale run FILE`` (its own process: start-up, workers, records, report), and
+    where they went: the workers' seconds of training, evaluation and probes summed from the records
+    (``train_seconds`` etc.), the number of stacked jobs, and the wall seconds left for everything else
+    (driver start-up and planning, worker start-up, the report, idle workers) with the workers' share
+    taken out, assuming they ran in parallel on ``min(cores, jobs)`` workers."""
     from bindscale.config import StudyConfig
     from bindscale.plan import study_yaml
 
@@ -404,10 +420,17 @@ def bindscale_sweep(trials, tmp: Path, tag: str) -> float:
     study = StudyConfig(name="jax_peer_sweep", base=trials[0], grids=[axes])
     path = tmp / f"sweep_{tag}.yaml"
     path.write_text(study_yaml(study))
-    cmd = [sys.executable, "-m", "bindscale", "run", str(path), "--out", str(tmp / f"run_{tag}")]
+    out = tmp / f"run_{tag}"
+    cmd = [sys.executable, "-m", "bindscale", "run", str(path), "--out", str(out)]
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t0
+    wall = time.perf_counter() - t0
+    metrics = [json.loads(f.read_text())["metrics"] for f in sorted((out / "records").glob("*.json"))]
+    sums = {k: sum(m.get(f"{k}_seconds", 0.0) for m in metrics) for k in ("train", "eval", "probe")}
+    jobs = round(sum(1 / m.get("stack_size", 1) for m in metrics))
+    workers = max(1, min(len(os.sched_getaffinity(0)), jobs))
+    return wall, {"wall_s": wall, "jobs": jobs, "workers": workers, **{f"{k}_worker_s": v for k, v in sums.items()},
+                  "other_wall_s": wall - sum(sums.values()) / workers}
 
 
 def bench_sweep(steps: int, seeds: int, repeat: int, alone: bool, tmp: Path) -> dict:
@@ -423,14 +446,20 @@ def bench_sweep(steps: int, seeds: int, repeat: int, alone: bool, tmp: Path) -> 
         p.write_text(json.dumps(spec))
         specs.append(p)
     out = {"sweep_trials": len(trials), "sweep_steps": steps, "jax_two_process_s": [], "bindscale_s": [],
-           "jax_one_process_s": [], "jax_trial_process_s": []}
+           "jax_one_process_s": [], "jax_trial_process_s": [], "bindscale_breakdown": []}
     for r in range(repeat):
         order = ["jax2", "bs"] if r % 2 == 0 else ["bs", "jax2"]
         if alone:
             order.append("jax1")
         for side in order:
             if side == "bs":
-                out["bindscale_s"].append(bindscale_sweep(trials, tmp, f"{r}"))
+                wall, parts = bindscale_sweep(trials, tmp, f"{r}")
+                out["bindscale_s"].append(wall)
+                out["bindscale_breakdown"].append(parts)
+                print(f"  sweep bs: {parts['jobs']} jobs on {parts['workers']} workers; worker-s train "
+                      f"{parts['train_worker_s']:.1f}, eval {parts['eval_worker_s']:.1f}, probes "
+                      f"{parts['probe_worker_s']:.1f}; else (start-up, planning, workers' start, report, idle) "
+                      f"~{parts['other_wall_s']:.1f} s wall", flush=True)
             else:
                 wall, per = jax_sweep(specs, 2 if side == "jax2" else 1)
                 out["jax_two_process_s" if side == "jax2" else "jax_one_process_s"].append(wall)
@@ -498,6 +527,9 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="write the figures to this JSON file")
     ap.add_argument("--repeat", type=int, help="repetitions of each per-model measurement (default 2 quick, 3 full)")
     ap.add_argument("--shapes", help="per-model shapes as WxD,WxD (default: the --quick or full grid)")
+    ap.add_argument("--sweep-steps", type=int, help="steps per sweep trial (default 100 quick, 1000 full, 20 smoke; "
+                    "the issue's sweep figure is for 1000: `--quick --sweep-steps 1000` measures it; that adds "
+                    "12 x 900 trial-steps per side, ~1-4 min on 2 quiet cores)")
     ap.add_argument("--skip", default="", help="comma-separated sections to skip: sweep, curves")
     ap.add_argument("--no-profile", action="store_true", help="skip the profile of missed targets")
     ap.add_argument("--jax-serve", action="store_true", help=argparse.SUPPRESS)
@@ -524,7 +556,8 @@ def main() -> None:
     out: dict = {"cpu": cpu_description(), **versions(), "quick": args.quick, "load_before": load(),
                  "jax_threads": f"1 thread: XLA_FLAGS='{XLA_ONE_THREAD}' + taskset to one core; "
                                 "2 threads: taskset to two cores (XLA sizes its pool from the affinity)",
-                 "bindscale_threads": "torch.set_num_threads(1 or 2) in one process; sweep: bindscale run defaults",
+                 "bindscale_threads": ("torch.set_num_threads(1 or 2) in one process (at 2, train_group uses 2 only "
+                                       "where timed >10% faster per step, per stack shape); sweep: bindscale run defaults"),
                  "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")}
     print("machine:", json.dumps(out["cpu"]), "versions:", {k: out[k] for k in ("torch", "jax", "jaxlib", "optax")},
           "load:", out["load_before"], flush=True)
@@ -537,6 +570,7 @@ def main() -> None:
         shapes = [(w, d) for w in (64, 128, 256, 512, 1024, 2048) for d in (2, 3, 4)]
         repeat, secs, sweep_steps, seeds, curve_steps, sweep_repeat = 3, 2.0, 1000, 3, 1000, 2
     repeat = args.repeat or repeat
+    sweep_steps = args.sweep_steps or sweep_steps
     if args.shapes:
         shapes = [tuple(map(int, s.split("x"))) for s in args.shapes.split(",")]
     skip = set(filter(None, args.skip.split(",")))

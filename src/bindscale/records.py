@@ -51,12 +51,13 @@ import sys
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .storage import RunStore
+
+if TYPE_CHECKING:  # pandas is imported where a table is built: a worker writing records never needs it
+    import pandas as pd
 
 RECORD_DIR = "records"
 REQUIRED = ("trial_id", "status", "config")
@@ -235,6 +236,8 @@ def records_table(records: list[dict], trial_class: type | None = None) -> pd.Da
     the forms of the module docstring. ``trial_class``: the trial config class of every record
     (default: each record's own, found from its ``trial_config`` through the registry).
     """
+    import pandas as pd
+
     rows = []
     for rec in records:
         cls = _trial_class(rec, trial_class)
@@ -285,6 +288,8 @@ def _is_missing(v: Any) -> bool:
 def write_results(run_dir: str | Path | RunStore, records: list[dict], trial_class: type | None = None) -> pd.DataFrame:
     """Write ``results.parquet`` (atomically) from records; returns the table as a reader of the file
     sees it (lists as arrays, structs as dicts), which is what the report is built from."""
+    import pandas as pd
+
     data = _to_parquet(records_table(records, trial_class))
     RunStore.of(run_dir).write_bytes("results.parquet", data)
     return pd.read_parquet(io.BytesIO(data))

@@ -25,7 +25,6 @@ from .trials import ModelConfig, TrialConfig
 from .metrics import r2_task_mean, r2_within_task
 from .models import StackedModel, build_model
 from .optim import StackedAdamW
-from .probes import probe_layers
 from .tasks import Batch, HyperTeacher
 from .tasks.encodings import encoding_dim
 
@@ -173,35 +172,95 @@ def train_group(
         return _train_group(trials, device, progress, return_models)
 
 
-#: Training FLOPs per step (6 × rows × weights × trials) below which a stack trains on one torch
-#: thread whatever the caller set. Measured (benchmarks/jax_peer.py, 2-core Xeon at load 6-7, fp32):
-#: a second intra-op thread made every shape slower, from 64 × 2 (152 → 69 steps/s) to 1024 × 2
-#: (13.5 GFLOP per step: 6.2 → 4.8); a busy machine deschedules the thread each parallel region
-#: waits for. Above this a caller's threads are kept (a quiet machine's large matrix products gain).
-THREADS_MIN_STEP_FLOPS = 2e10
+#: A stack trains on the caller's intra-op threads only where they make its step at least this much
+#: faster (steps/s) than one thread, measured on this machine (:func:`choose_threads`). Measured before
+#: (benchmarks/jax_peer.py, fp32): on the 2-core Xeon at load 6-7 a second thread made every shape
+#: slower, from 64 × 2 (152 → 69 steps/s) to 1024 × 2 (6.2 → 4.8), since a busy machine deschedules
+#: the thread each parallel region waits for; on a quiet one the 256 × 4 MLP at one thread made 0.66×
+#: JAX's two-thread speed. No fixed FLOP threshold gets both right, so it is timed.
+THREADS_GAIN = 0.10
+#: Seconds the choice may spend timing one stack shape (once per shape and process; at least three
+#: steps at each count, however long a step).
+THREADS_TIMING_BUDGET = 1.5
+#: A thread count's timed windows (the same steps each time) that differ by more than this factor
+#: (max / min) mean other work is sharing the cores: no second thread then. Measured at load ~4 on
+#: the 2-core Xeon, 64 × 2 in a stack of 4: one-thread windows of 7.1, 9.4 and 14.0 ms per step
+#: beside two-thread ones of 6.1-7.5 ms, which passed the paired 10% rule in all three rounds.
+THREADS_NOISE = 1.25
+_thread_choices: dict[tuple, int] = {}
 
 
 @contextmanager
 def _intra_op_threads(trials: list[TrialConfig], device: torch.device):
-    """One torch thread for stacks too small for a second one to pay (:data:`THREADS_MIN_STEP_FLOPS`), restored after.
+    """The caller's torch threads where they are measured to pay for this stack (:func:`intra_op_threads`),
+    else one; the caller's setting is restored after.
 
     Sweeps' workers, the inline executor and the Python API already train with one thread; this
-    covers a caller of :func:`train_group` who left torch at its default (one thread per core).
+    covers a caller of :func:`train_group` who set more (or left torch at its default, one per core).
     """
     before = torch.get_num_threads()
-    t = trials[0]
-    dims = [encoding_dim(t.task.encoding, t.task.M, t.task.K, (t.task.input_dim, t.task.output_dim), t.task.n_shots)
-            + t.task.input_dim] + [t.model.width] * t.model.depth + [t.task.output_dim]
-    weights = sum(a * b for a, b in zip(dims[:-1], dims[1:]))
-    flops = 6.0 * t.train.batch_tasks * t.task.samples_per_task * weights * len(trials)
-    if device.type != "cpu" or before == 1 or flops >= THREADS_MIN_STEP_FLOPS:
+    n = before if device.type != "cpu" or before == 1 else intra_op_threads(trials, before)
+    if n == before:
         yield
         return
-    torch.set_num_threads(1)
+    torch.set_num_threads(n)
     try:
         yield
     finally:
         torch.set_num_threads(before)
+
+
+def intra_op_threads(trials: list[TrialConfig], threads: int,
+                     timer: Callable[[int, int], float] | None = None) -> int:
+    """Torch threads to train ``trials`` stacked with when the caller allows ``threads``: ``threads`` or 1.
+
+    Measured once per stack shape (model, data shapes, batch, stack size; not the number of steps) and
+    process by :func:`choose_threads` with ``timer`` (default: :func:`stack_step_timer` on the trials'
+    shapes, an fp32 step whatever the trials' precision). A trial's numbers do not depend on the
+    choice beyond float rounding (more threads may sum some products in another order).
+    """
+    if threads <= 1:
+        return 1
+    t = trials[0]
+    # What the timed step depends on (not the steps, evaluation or probe settings).
+    key = (t.model.model_dump_json(), encoding_dim(t.task.encoding, t.task.M, t.task.K, (t.task.input_dim,
+           t.task.output_dim), t.task.n_shots), t.task.M, t.task.input_dim, t.task.output_dim,
+           t.task.samples_per_task, t.train.batch_tasks, t.train.grad_clip is None, len(trials), threads)
+    if key not in _thread_choices:
+        _thread_choices[key] = choose_threads(timer or stack_step_timer(trials), threads)
+    return _thread_choices[key]
+
+
+def choose_threads(timer: Callable[[int, int], float], threads: int, budget: float = THREADS_TIMING_BUDGET,
+                   gain: float = THREADS_GAIN, rounds: int = 3, noise: float = THREADS_NOISE) -> int:
+    """``threads`` if a step with them is more than ``gain`` faster (steps/s) than with one thread in
+    every round of a quiet enough measurement, else 1.
+
+    ``timer(n, k)`` runs ``k`` steps with ``n`` threads and returns their seconds. Two single steps at
+    each count (the first warms up: allocations, the thread pool's start; the second sizes the
+    windows), then up to ``rounds`` rounds of one window of ``k`` steps per count, back to back,
+    alternating which goes first; ``k`` and the rounds fit what is left of ``budget`` (at least one
+    round of one step). The two windows of a round see nearly the same load, so each round is one
+    paired comparison, and every round must show the gain. And where one count's windows (the same
+    work each time) differ by more than ``noise`` (max / min), other work on the machine is taking
+    turns with the measurement, and a second thread's speed-up seen there need not last: one thread,
+    the safe choice on a busy machine (where a descheduled thread stalls every parallel region).
+    """
+    if threads <= 1:
+        return 1
+    counts = (1, threads)
+    spent = sum(timer(n, 1) for n in counts)  # warm-up
+    pair = max(sum(timer(n, 1) for n in counts), 1e-6)  # one step at each count
+    left = budget - spent - pair
+    rounds = max(1, min(rounds, int(left / pair)))
+    k = max(1, min(50, int(left / (rounds * pair))))
+    windows: dict[int, list[float]] = {n: [] for n in counts}
+    for r in range(rounds):
+        for n in (counts if r % 2 == 0 else counts[::-1]):
+            windows[n].append(max(timer(n, k), 1e-12))
+    if any(max(w) > noise * min(w) for w in windows.values()):
+        return 1
+    return threads if min(a / b for a, b in zip(windows[1], windows[threads])) > 1 + gain else 1
 
 
 def untrained_model(trial: TrialConfig) -> torch.nn.Module:
@@ -451,6 +510,8 @@ def _probe_metrics(model: StackedModel, trials, tasks, device) -> dict[str, list
     The reported layer is chosen by cross-validation on the fit set (:func:`probe_layers`),
     for the trained model and for the random-init control separately.
     """
+    from .probes import probe_layers  # scikit-learn: imported by whoever trains, not by a run's driver
+
     T, tr = len(trials), trials[0].train
     S = tr.probe_samples
     fit = _stack([task.sample(tr.probe_tasks, seeding.generator(t.seed, "probe", device), samples=S)
@@ -511,6 +572,52 @@ def _probe_metrics(model: StackedModel, trials, tasks, device) -> dict[str, list
     return out
 
 
+def _stack_stepper(trials: list[TrialConfig]) -> Callable[[], None]:
+    """One training step of ``trials`` stacked (forward, backward, clipping, AdamW) on fixed random data
+    of their shapes, as a closure: what the step timers time. Touches no global random stream."""
+    cfg, T = trials[0], len(trials)
+    t = cfg.task
+    code_dim = encoding_dim(t.encoding, t.M, t.K, (t.input_dim, t.output_dim), t.n_shots)
+    gens = [torch.Generator().manual_seed(i) for i in range(T)]
+    model = build_model(cfg.model, code_dim, t.input_dim, t.output_dim, t.M, gens)
+    opt = make_optimizer(model, [x.train for x in trials])
+    clip = torch.ones(T) if cfg.train.grad_clip is not None else None
+    alive = torch.ones(T, dtype=torch.bool)
+    B, S = cfg.train.batch_tasks, t.samples_per_task
+    g = torch.Generator().manual_seed(0)
+    code, x, y = (torch.rand(T, B, code_dim, generator=g), torch.rand(T, B, S, t.input_dim, generator=g),
+                  torch.rand(T, B, S, t.output_dim, generator=g))
+
+    def step() -> None:
+        loss = (model(code, x) - y).pow(2).mean(dim=(1, 2, 3)).sum()
+        opt.zero_grad()
+        loss.backward()
+        _clip_and_mask(model, alive, clip)
+        opt.step()
+
+    return step
+
+
+def stack_step_timer(trials: list[TrialConfig]) -> Callable[[int, int], float]:
+    """``timer(n, k)``: seconds of ``k`` training steps of ``trials`` stacked at ``n`` torch threads,
+    here and now (:func:`_stack_stepper`; the process's thread setting is restored after each call)."""
+    step = _stack_stepper(trials)
+
+    def timer(threads: int, k: int) -> float:
+        before = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        try:
+            with cpu_training("cpu"):
+                t0 = time.perf_counter()
+                for _ in range(k):
+                    step()
+                return time.perf_counter() - t0
+        finally:
+            torch.set_num_threads(before)
+
+    return timer
+
+
 def stack_step_seconds(trials: list[TrialConfig], window: float = 0.05, rounds: int = 3) -> float:
     """Seconds of one training step of ``trials`` stacked, here and now, at one torch thread (a worker's).
 
@@ -521,37 +628,7 @@ def stack_step_seconds(trials: list[TrialConfig], window: float = 0.05, rounds: 
     planner compares stack sizes with it (:func:`bindscale.sweep.plan_jobs`); no trial's numbers
     depend on it.
     """
-    cfg, T = trials[0], len(trials)
-    t = cfg.task
-    code_dim = encoding_dim(t.encoding, t.M, t.K, (t.input_dim, t.output_dim), t.n_shots)
-    gens = [torch.Generator().manual_seed(i) for i in range(T)]
-    model = build_model(cfg.model, code_dim, t.input_dim, t.output_dim, t.M, gens)
-    opt = make_optimizer(model, [x.train for x in trials])
-    clip = torch.ones(T) if cfg.train.grad_clip is not None else None
-    alive = torch.ones(T, dtype=torch.bool)
-    B, S = cfg.train.batch_tasks, t.samples_per_task
-    code, x, y = torch.rand(T, B, code_dim), torch.rand(T, B, S, t.input_dim), torch.rand(T, B, S, t.output_dim)
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-
-    def step() -> None:
-        loss = (model(code, x) - y).pow(2).mean(dim=(1, 2, 3)).sum()
-        opt.zero_grad()
-        loss.backward()
-        _clip_and_mask(model, alive, clip)
-        opt.step()
-
-    try:
-        with cpu_training("cpu"):
-            t0 = time.perf_counter()
-            step()
-            steps = max(1, min(50, int(window / max(time.perf_counter() - t0, 1e-6))))
-            best = math.inf
-            for _ in range(rounds):
-                t0 = time.perf_counter()
-                for _ in range(steps):
-                    step()
-                best = min(best, (time.perf_counter() - t0) / steps)
-    finally:
-        torch.set_num_threads(before)
-    return best
+    timer = stack_step_timer(trials)
+    first = timer(1, 1)
+    steps = max(1, min(50, int(window / max(first, 1e-6))))
+    return min(timer(1, steps) / steps for _ in range(rounds))

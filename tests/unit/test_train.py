@@ -240,23 +240,119 @@ def test_probe_reports_the_cross_validated_layer_and_its_heldout_score():
     assert m["decod_best"] >= m["decod_cv"]
 
 
-def test_a_small_stack_trains_on_one_thread_and_the_callers_threads_come_back(monkeypatch):
-    import bindscale.train as train
+def _fake_timer(per_step: dict[int, float], slow: dict | None = None):
+    """A ``timer(n, k)`` of steps costing ``per_step[n]`` s; ``slow[(n, call)]`` multiplies that call's window.
+    Records the calls and the simulated seconds spent."""
+    calls, spent = [], [0.0]
+
+    def timer(n, k):
+        t = k * per_step[n] * (slow or {}).get((n, sum(c[0] == n for c in calls)), 1.0)
+        calls.append((n, k))
+        spent[0] += t
+        return t
+
+    return timer, calls, spent
+
+
+def test_two_threads_only_where_measured_clearly_faster():
+    from bindscale.train import choose_threads
+
+    assert choose_threads(_fake_timer({1: 0.010, 2: 0.008})[0], 2) == 2  # 1.25x the steps/s
+    assert choose_threads(_fake_timer({1: 0.010, 2: 0.0095})[0], 2) == 1  # 5%: within the noise, one thread
+    assert choose_threads(_fake_timer({1: 0.010, 2: 0.030})[0], 2) == 1  # a busy machine: a waiter descheduled
+    # Other work on the machine: a round whose two-thread window it slows keeps one thread (the safe
+    # choice on a busy machine), and so does one that slows a one-thread window: the windows of one count
+    # then differ by more than THREADS_NOISE, and no speed-up measured there is trusted.
+    assert choose_threads(_fake_timer({1: 0.010, 2: 0.008}, slow={(2, 3): 1.2})[0], 2) == 1
+    assert choose_threads(_fake_timer({1: 0.010, 2: 0.0095}, slow={(1, 3): 5.0})[0], 2) == 1
+    assert choose_threads(_fake_timer({1: 0.010, 2: 0.005}, slow={(1, 3): 2.0})[0], 2) == 1
+    assert choose_threads(_fake_timer({1: 0.010, 2: 0.008}, slow={(1, 3): 1.1, (2, 4): 1.1})[0], 2) == 2  # quiet noise
+    # The slow first steps (allocations, the thread pool's start) only warm up.
+    assert choose_threads(_fake_timer({1: 0.010, 2: 0.008}, slow={(1, 0): 50.0, (2, 0): 50.0})[0], 2) == 2
+    assert choose_threads(_fake_timer({1: 0.010, 4: 0.004})[0], 4) == 4  # a caller's 4 threads on a bigger machine
+    assert choose_threads(lambda n, k: 1 / 0, 1) == 1  # one thread asked: nothing to time
+
+
+def test_the_thread_timing_alternates_and_stays_within_its_budget():
+    from bindscale.train import choose_threads
+
+    timer, calls, spent = _fake_timer({1: 0.002, 2: 0.0015})
+    choose_threads(timer, 2, budget=1.5)
+    assert calls[:4] == [(1, 1), (2, 1), (1, 1), (2, 1)]  # a warm-up step each, then one to size the windows
+    assert [n for n, _ in calls[4:]] == [1, 2, 2, 1, 1, 2]  # three rounds, the first count alternating
+    assert {k for _, k in calls[4:]} == {50} and spent[0] <= 1.5  # windows of at most 50 steps
+    timer, calls, spent = _fake_timer({1: 0.02, 2: 0.015})
+    choose_threads(timer, 2, budget=1.5)
+    assert 1.2 < spent[0] <= 1.5  # windows as long as the budget allows
+    timer, calls, spent = _fake_timer({1: 3.0, 2: 2.0})  # a step far longer than the budget: 3 + 3 steps
+    assert choose_threads(timer, 2, budget=1.5) == 2 and calls == [(1, 1), (2, 1)] * 3
+
+
+def test_the_thread_choice_is_measured_once_per_stack_shape(monkeypatch):
+    from bindscale import train
+
+    monkeypatch.setattr(train, "_thread_choices", {})
+    timer, calls, _ = _fake_timer({1: 0.01, 2: 0.005})
+    assert train.intra_op_threads([trial(0)], 2, timer) == 2
+    n = len(calls)
+    assert train.intra_op_threads([trial(1)], 2, timer) == 2 and len(calls) == n  # another seed: same shape
+    longer = trial(0).model_copy(update={"train": TINY.model_copy(update={"steps": 400, "lr": 0.1})})
+    assert train.intra_op_threads([longer], 2, timer) == 2 and len(calls) == n  # other steps and lr: same step
+    train.intra_op_threads([trial(0), trial(1)], 2, timer)  # a stack of two is another shape
+    train.intra_op_threads([trial(0, width=32)], 2, timer)
+    assert len(calls) == 3 * n
+    assert train.intra_op_threads([trial(0)], 1, lambda n, k: 1 / 0) == 1
+
+
+def test_the_real_step_timer_times_steps_at_the_threads_asked():
+    from bindscale.train import stack_step_timer
 
     before = torch.get_num_threads()
-    seen = []
-    trial = TrialConfig(task=TaskConfig(M=4, K=2), model=ModelConfig(width=8, depth=1),
-                        train=TrainConfig(steps=25, n_evals=1, eval_tasks=8, probe_tasks=8, probe_samples=2))
+    t = stack_step_timer([trial(0), trial(1)])
+    assert 0 < t(1, 2) < 10 and torch.get_num_threads() == before
+
+
+def test_train_group_trains_on_the_measured_threads_and_restores_the_callers(monkeypatch):
+    from bindscale import train
+
+    before = torch.get_num_threads()
+    seen, asked = [], []
+    t = TrialConfig(task=TaskConfig(M=4, K=2), model=ModelConfig(width=8, depth=1),
+                    train=TrainConfig(steps=25, n_evals=1, eval_tasks=8, probe_tasks=8, probe_samples=2))
     try:
-        torch.set_num_threads(2)
-        train_group([trial], progress=lambda n: seen.append(torch.get_num_threads()))
-        assert seen == [1] and torch.get_num_threads() == 2
-        monkeypatch.setattr(train, "THREADS_MIN_STEP_FLOPS", 0.0)  # as if the stack were large: the caller's threads
-        seen.clear()
-        train_group([trial], progress=lambda n: seen.append(torch.get_num_threads()))
-        assert seen == [2]
+        for choice in (1, 2):
+            monkeypatch.setattr(train, "intra_op_threads", lambda trials, n, c=choice: asked.append(n) or c)
+            torch.set_num_threads(2)
+            seen.clear()
+            train_group([t], progress=lambda n: seen.append(torch.get_num_threads()))
+            assert seen == [choice] and torch.get_num_threads() == 2 and asked[-1] == 2
+        asked.clear()
+        torch.set_num_threads(1)  # one thread asked (every worker): nothing is measured
+        train_group([t], progress=lambda n: seen.append(torch.get_num_threads()))
+        assert asked == [] and seen[-1] == 1
     finally:
         torch.set_num_threads(before)
+
+
+def test_results_do_not_depend_on_the_thread_choice_beyond_rounding(monkeypatch):
+    from bindscale import train
+
+    # Wide enough for the matrix products to split across threads; a few steps (a 2-thread test).
+    t = [trial(s, width=128) for s in (0, 1)]
+    t = [x.model_copy(update={"train": TINY.model_copy(update={"steps": 15, "batch_tasks": 32})}) for x in t]
+    before = torch.get_num_threads()
+    res = {}
+    try:
+        for choice in (1, 2):
+            monkeypatch.setattr(train, "intra_op_threads", lambda trials, n, c=choice: c)
+            torch.set_num_threads(2)
+            res[choice] = train_group(t)
+    finally:
+        torch.set_num_threads(before)
+    for a, b in zip(res[1], res[2]):
+        for k in ("final_loss", "r2_id", "r2_heldout"):
+            assert a.metrics[k] == pytest.approx(b.metrics[k], rel=1e-4, abs=1e-6), k
+        assert a.metrics["curve_loss"] == pytest.approx(b.metrics["curve_loss"], rel=1e-4)
 
 
 def test_a_trial_whose_first_loss_is_infinite_diverges_at_step_one(monkeypatch):
