@@ -187,6 +187,8 @@ THREADS_TIMING_BUDGET = 1.5
 #: the 2-core Xeon, 64 × 2 in a stack of 4: one-thread windows of 7.1, 9.4 and 14.0 ms per step
 #: beside two-thread ones of 6.1-7.5 ms, which passed the paired 10% rule in all three rounds.
 THREADS_NOISE = 1.25
+#: Fewest steps in one timed window of :func:`choose_threads`.
+MIN_WINDOW = 3
 _thread_choices: dict[tuple, int] = {}
 
 
@@ -240,7 +242,7 @@ def choose_threads(timer: Callable[[int, int], float], threads: int, budget: flo
     each count (the first warms up: allocations, the thread pool's start; the second sizes the
     windows), then up to ``rounds`` rounds of one window of ``k`` steps per count, back to back,
     alternating which goes first; ``k`` and the rounds fit what is left of ``budget`` (at least one
-    round of one step). The two windows of a round see nearly the same load, so each round is one
+    round of :data:`MIN_WINDOW` steps, however long a step). The two windows of a round see nearly the same load, so each round is one
     paired comparison, and every round must show the gain. And where one count's windows (the same
     work each time) differ by more than ``noise`` (max / min), other work on the machine is taking
     turns with the measurement, and a second thread's speed-up seen there need not last: one thread,
@@ -253,7 +255,9 @@ def choose_threads(timer: Callable[[int, int], float], threads: int, budget: flo
     pair = max(sum(timer(n, 1) for n in counts), 1e-6)  # one step at each count
     left = budget - spent - pair
     rounds = max(1, min(rounds, int(left / pair)))
-    k = max(1, min(50, int(left / (rounds * pair))))
+    # At least MIN_WINDOW steps a window, over budget if need be: single steps of a slow shape (1024 x 2,
+    # ~0.15 s) vary by more than `noise` on a quiet machine, which made a 2-thread gain unmeasurable.
+    k = max(MIN_WINDOW, min(50, int(left / (rounds * pair))))
     windows: dict[int, list[float]] = {n: [] for n in counts}
     for r in range(rounds):
         for n in (counts if r % 2 == 0 else counts[::-1]):
@@ -600,7 +604,8 @@ def _stack_stepper(trials: list[TrialConfig]) -> Callable[[], None]:
 
 def stack_step_timer(trials: list[TrialConfig]) -> Callable[[int, int], float]:
     """``timer(n, k)``: seconds of ``k`` training steps of ``trials`` stacked at ``n`` torch threads,
-    here and now (:func:`_stack_stepper`; the process's thread setting is restored after each call)."""
+    here and now, after one untimed step at ``n`` threads (:func:`_stack_stepper`; the process's thread
+    setting is restored after each call)."""
     step = _stack_stepper(trials)
 
     def timer(threads: int, k: int) -> float:
@@ -608,6 +613,7 @@ def stack_step_timer(trials: list[TrialConfig]) -> Callable[[int, int], float]:
         torch.set_num_threads(threads)
         try:
             with cpu_training("cpu"):
+                step()  # untimed: the first step after a change of thread count pays the thread team's start
                 t0 = time.perf_counter()
                 for _ in range(k):
                     step()
