@@ -23,8 +23,9 @@ Sections, each alternating the two sides and repeated (medians reported):
    process is mostly start-up and compilation (9.5 CPU-s measured for a width-256 trial
    at load ~5, 8.8 with 1 step), so the quick ratio is higher than at 1000 steps;
    ``--sweep-steps 1000`` measures the issue's figure beside the quick sections.
-   bindscale's trials also fit their probes (linear decodability, 256 tasks), which the
-   JAX trials do not;
+   The JAX trials fit no probes, so bindscale's sweep trials fit theirs on the fewest tasks
+   a trial allows (8: same work on both sides); ``--sweep-probe-tasks 256`` gives the
+   scaling study's own setting (12.5 worker-s of probes in the quick sweep, 2.76× measured);
 4. learning curves of both sides at one shared configuration (verdicts issue, item 14:
    M=16, K=3, MLP 256 × 2, batch 128 tasks × 16, lr 3e-4, wd 3e-3, no clipping, hold-out 0.25);
 5. where a target is missed, a torch.profiler table of bindscale's step at that shape.
@@ -379,8 +380,10 @@ def bench_per_model(shapes, repeat: int, seconds: float, peak1: float, tmp: Path
     return rows
 
 
-def sweep_trials(steps: int, seeds: int):
-    return [trial_config(w, 2, steps, seed=s, holdout=h, n_evals=5, eval_tasks=256, probe_tasks=256)
+def sweep_trials(steps: int, seeds: int, probe_tasks: int = 8):
+    """The sweep's 12 trials. ``probe_tasks`` 8 (the smallest a trial allows) by default: the JAX trials fit
+    no probes, so the ratio compares the same work; 256 is the scaling study's own setting."""
+    return [trial_config(w, 2, steps, seed=s, holdout=h, n_evals=5, eval_tasks=256, probe_tasks=probe_tasks)
             for w in (128, 256) for h in (0.25, 0.5) for s in range(seeds)]
 
 
@@ -433,8 +436,8 @@ def bindscale_sweep(trials, tmp: Path, tag: str) -> tuple[float, dict]:
                   "other_wall_s": wall - sum(sums.values()) / workers}
 
 
-def bench_sweep(steps: int, seeds: int, repeat: int, alone: bool, tmp: Path) -> dict:
-    trials = sweep_trials(steps, seeds)
+def bench_sweep(steps: int, seeds: int, repeat: int, alone: bool, tmp: Path, probe_tasks: int = 8) -> dict:
+    trials = sweep_trials(steps, seeds, probe_tasks)
     from bindscale.train import _eval_steps
 
     specs = []
@@ -445,7 +448,7 @@ def bench_sweep(steps: int, seeds: int, repeat: int, alone: bool, tmp: Path) -> 
         p = tmp / f"sweep_spec_{i}.json"
         p.write_text(json.dumps(spec))
         specs.append(p)
-    out = {"sweep_trials": len(trials), "sweep_steps": steps, "jax_two_process_s": [], "bindscale_s": [],
+    out = {"sweep_trials": len(trials), "sweep_steps": steps, "sweep_probe_tasks": probe_tasks, "jax_two_process_s": [], "bindscale_s": [],
            "jax_one_process_s": [], "jax_trial_process_s": [], "bindscale_breakdown": []}
     for r in range(repeat):
         order = ["jax2", "bs"] if r % 2 == 0 else ["bs", "jax2"]
@@ -530,6 +533,9 @@ def main() -> None:
     ap.add_argument("--sweep-steps", type=int, help="steps per sweep trial (default 100 quick, 1000 full, 20 smoke; "
                     "the issue's sweep figure is for 1000: `--quick --sweep-steps 1000` measures it; that adds "
                     "12 x 900 trial-steps per side, ~1-4 min on 2 quiet cores)")
+    ap.add_argument("--sweep-probe-tasks", type=int, default=8,
+                    help="probe tasks of bindscale's sweep trials (default 8, the smallest: the JAX trials fit no "
+                    "probes, so the ratio compares the same work; 256 adds the scaling study's own probe fitting)")
     ap.add_argument("--skip", default="", help="comma-separated sections to skip: sweep, curves")
     ap.add_argument("--no-profile", action="store_true", help="skip the profile of missed targets")
     ap.add_argument("--jax-serve", action="store_true", help=argparse.SUPPRESS)
@@ -588,7 +594,8 @@ def main() -> None:
         out["per_model"] = rows
         if "sweep" not in skip:
             print("sweep", flush=True)
-            out |= bench_sweep(sweep_steps, seeds, sweep_repeat, alone=not (args.quick or args.smoke), tmp=tmp)
+            out |= bench_sweep(sweep_steps, seeds, sweep_repeat, alone=not (args.quick or args.smoke), tmp=tmp,
+                               probe_tasks=args.sweep_probe_tasks)
         if "curves" not in skip:
             print("learning curves", flush=True)
             out |= bench_curves(curve_steps, 2 if args.smoke else 5, tmp)
