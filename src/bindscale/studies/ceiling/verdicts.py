@@ -293,7 +293,7 @@ def constraint_satisfaction_plateaus(ok: pd.DataFrame, thresholds: Mapping[str, 
     f = opens[0]
     e = by_family[f]
     details["family_used"] = f
-    details["reason"] = (f"family {f}: no clear plateau (ΔAIC against the curves that reach 1 "
+    details["reason"] = (f"family {f}: no clear plateau (ΔAIC of the saturating curve over the curves that reach 1: "
                          f"{e['delta_aic_climb']:.2f}, threshold {delta:g}; asymptote interval "
                          f"[{e['asymptote']['ci_low']:.3f}, {e['asymptote']['ci_high']:.3f}] against 1 − margin = "
                          f"{1 - margin:g} and the chance level {e['chance']:.3f}; gain over the last doubling "
