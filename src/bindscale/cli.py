@@ -78,6 +78,10 @@ def run(
         cfg = resolve_study(study, quick=quick, overrides=set_ or [])
     except BindscaleError as err:
         _fail(str(err))
+    from .config import study_notes
+
+    for note in study_notes(cfg):  # valid, but probably not what was meant: said, not refused
+        err_console.print(f"note: {escape(note)}", highlight=False, soft_wrap=True)
     if print_config:
         from .plan import study_yaml
 
@@ -175,6 +179,7 @@ def report(run_dir: Annotated[str, typer.Argument(help="a run directory (path or
         study = load_run_study(run_dir)
         # Under the run's lock: a live run writes these files itself when it ends.
         with RunLock(run_dir):
+            _check_recorded(run_dir)
             summary = build_outputs(run_dir, study)
     except RunLocked as err:
         _fail(f"run directory {err.where} is being written by a live bindscale run ({err.holder}); it writes "
@@ -182,6 +187,23 @@ def report(run_dir: Annotated[str, typer.Argument(help="a run directory (path or
     except BindscaleError as err:
         _fail(str(err))
     _print_summary(summary, run_dir)
+
+
+def _check_recorded(run_dir: str) -> None:
+    """Refuse a run directory without a single record (a run stopped before its first trial finished):
+    its report would be all gaps, explained as if part of the run were missing."""
+    import shlex
+
+    from .records import RECORD_DIR
+    from .runner import STUDY_FILE
+
+    store = RunStore.of(run_dir)
+    if store.list(RECORD_DIR, ".json"):
+        return
+    how = (f"run it with `bindscale run {shlex.quote(store.where(STUDY_FILE))} --out {shlex.quote(run_dir)}`"
+           if store.local is not None else "re-run the `bindscale run` command that made it")
+    _fail(f"{run_dir}: nothing has been recorded yet (no trial of its study has finished), so there is nothing "
+          f"to report; {how}")
 
 
 @app.command("list")
@@ -193,9 +215,12 @@ def list_() -> None:
     studies = registry.studies()
     width = max(map(len, studies), default=0)
 
-    def line(text: str) -> None:  # one line per study, cut to the console's width (a pipe: 80 columns)
-        con.print(escape(text if len(text) <= con.width else text[: con.width - 1].rstrip() + "…"),
-                  highlight=False, no_wrap=True, overflow="ignore")
+    def line(text: str) -> None:
+        # One line per study, cut to the width of a terminal; in a pipe (where rich assumes 80 columns)
+        # nothing is cut or wrapped, so grep and a pager see whole lines.
+        if con.is_terminal and len(text) > con.width:
+            text = text[: con.width - 1].rstrip() + "…"
+        con.print(escape(text), highlight=False, soft_wrap=True)
 
     con.print("studies:", highlight=False)
     for name, s in studies.items():
@@ -209,7 +234,7 @@ def list_() -> None:
     for name, s in studies.items():
         line(f"  {name:<{width}}  {', '.join(c.name for c in s.claims)}")
     con.print("run one: bindscale run NAME [--quick]; all built-in ones and their answer page: bindscale run all",
-              highlight=False)
+              highlight=False, soft_wrap=True)
 
 
 def _file_description(path) -> str:

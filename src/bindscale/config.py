@@ -64,6 +64,11 @@ class TrialBase(StrictModel):
         """The trial's kind (which study it belongs to)."""
         return getattr(self, "kind", None) or self.KIND
 
+    def trains(self) -> bool:
+        """Whether the trial trains its model with its ``train`` section (``False`` for a trial that reads a
+        pretrained model, whose ``train`` at most paces its progress); :func:`study_notes` skips the others."""
+        return True
+
     def flat(self) -> dict[str, Any]:
         """Config columns of a record, one per field: the study's short axis name where it
         defines one (``width``), the dotted path otherwise (``train.grad_clip``)."""
@@ -339,7 +344,7 @@ def load_study_dict(ref: str) -> tuple[dict, str]:
     """
     studies = builtin_studies()
     if not str(ref).strip():  # before Path(), which reads "" as the current directory
-        raise ConfigError(f"the study name is empty; give a built-in study ({', '.join(studies)}) or a path to a "
+        raise ConfigError(f"the study name is empty; give a study by name ({_study_names_text()}) or a path to a "
                           "study YAML file")
     path = studies.get(ref)
     if path is None:
@@ -351,7 +356,7 @@ def load_study_dict(ref: str) -> tuple[dict, str]:
                 raise ConfigError(f"study file {ref!r} does not exist")
             path = p
         else:
-            raise ConfigError(f"unknown study {ref!r}; built-in studies: {', '.join(studies)} (or a path to a .yaml file)")
+            raise ConfigError(_unknown_study(ref))
     try:
         data = yaml.load(path.read_text(), Loader=StudyLoader)  # noqa: S506 (a SafeLoader)
     except DuplicateKeyError as err:
@@ -368,6 +373,31 @@ def load_study_dict(ref: str) -> tuple[dict, str]:
     if not isinstance(data, dict):
         raise ConfigError(f"study file {path} must be a YAML mapping with at least a 'name' field")
     return _numbers(data), str(path)
+
+
+def _study_names() -> tuple[list[str], list[str]]:
+    """The names ``bindscale run`` takes, each list sorted: the studies, and their variants (the other
+    study files a study ships)."""
+    from . import registry
+
+    registered = set(registry.studies())
+    names = builtin_studies()
+    return sorted(n for n in names if n in registered), sorted(n for n in names if n not in registered)
+
+
+def _study_names_text() -> str:
+    studies, variants = _study_names()
+    return f"studies: {', '.join(studies)}" + (f"; variants: {', '.join(variants)}" if variants else "")
+
+
+def _unknown_study(ref: str) -> str:
+    """The one-line error for a study name that names nothing, with the close match when there is one."""
+    import difflib
+
+    studies, variants = _study_names()
+    close = difflib.get_close_matches(ref, studies + variants, n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return f"unknown study {ref!r}{hint}; {_study_names_text()} (or a path to a .yaml file)"
 
 
 class DuplicateKeyError(yaml.constructor.ConstructorError):
@@ -462,6 +492,8 @@ def apply_override(study: dict, key: str, value: Any) -> dict:
     if key.split(".")[0] == "is_quick":  # set by --quick only: a run must not pass for what it is not
         raise ConfigError(f"--set {key}: is_quick is set by --quick, not by --set")
     if key.split(".")[0] in top:
+        if key.split(".")[0] == "quick":
+            _check_quick_key(key, value, study)
         _set_path(study, key, value)
         return study
     tcls = trial_class(study.get("base") or {})
@@ -486,6 +518,32 @@ def apply_override(study: dict, key: str, value: Any) -> dict:
     return study
 
 
+def _check_quick_key(key: str, value: Any, study: dict) -> None:
+    """Refuse a ``--set quick.…`` that the quick section cannot hold: it is a partial study, so its trial
+    fields sit under ``quick.base`` (``quick.train.steps`` would reach the study's top level on ``--quick``,
+    and be kept unread without it).
+
+    Raises:
+        ConfigError: one line, with the key meant where the rest names a trial field or axis.
+    """
+    parts = key.split(".")
+    fields = sorted(set(StudyConfig.model_fields) - {"quick", "is_quick"})
+    if len(parts) == 1 or parts[1] in fields:
+        return
+    rest, tcls = ".".join(parts[1:]), trial_class(study.get("base") or {})
+    try:
+        path = axis_path(rest, tcls)
+    except ConfigError:
+        raise ConfigError(f"--set {key}: the quick section has no field {parts[1]!r}; it takes study fields "
+                          f"({', '.join(f'quick.{f}' for f in fields)}), trial fields under quick.base "
+                          "(e.g. quick.base.train.steps)") from None
+    if isinstance(value, list):  # a sweep: quick.base holds one value, quick.grids the axes
+        raise ConfigError(f"--set {key}: the quick section keeps its sweeps under quick.grids; did you mean "
+                          f"--quick --set {rest}=…?")
+    raise ConfigError(f"--set {key}: the quick section keeps trial fields under quick.base; did you mean "
+                      f"quick.base.{path}?")
+
+
 def _unknown_override(key: str, name: str, tcls: type[TrialBase], study_fields: set[str]) -> str:
     """The one-line error for a ``--set`` key that names nothing: the fields of its section when
     the section exists (``train.fo`` → train's fields), else every kind of key allowed."""
@@ -505,6 +563,7 @@ def resolve_study(ref: str, quick: bool = False, overrides: list[str] | None = N
     """
     data, source = load_study_dict(ref)
     parsed = [parse_override(item) for item in overrides or []]
+    _check_repeated(parsed, overrides or [], data)
 
     def merged(apply: bool) -> dict:
         d = data
@@ -545,6 +604,52 @@ def resolve_study(ref: str, quick: bool = False, overrides: list[str] | None = N
         raise ConfigError(f"{source}: the study has no trials")
     _check_overrides_kept(parsed, trials, source)
     return study
+
+
+def _check_repeated(parsed: list[tuple[str, Any]], items: list[str], data: dict) -> None:
+    """Refuse two ``--set`` of one field (``train.steps`` twice, or as ``steps`` and ``train.steps``): the
+    last would win silently.
+
+    Raises:
+        ConfigError: one line naming the key.
+    """
+    top = set(StudyConfig.model_fields) - {"base", "grids"}
+    try:
+        tcls = trial_class(data.get("base") or {})
+    except ConfigError:  # an unknown kind: the study's validation says so
+        tcls = None
+    seen: dict[str, tuple[str, str]] = {}
+    for (key, _), item in zip(parsed, items):
+        field = key
+        if tcls is not None and key.split(".")[0] not in top:
+            try:
+                field = axis_path(key[len("base."):] if key.startswith("base.") else key, tcls)
+            except ConfigError:  # an unknown key: apply_override says so
+                pass
+        if field in seen:
+            first_key, first_item = seen[field]
+            same = f"--set {key} is given twice" if first_key == key else \
+                f"--set {first_key} and --set {key} both set {field}"
+            raise ConfigError(f"{same} ({first_item.strip()}, then {item.strip()}); give each key once")
+        seen[field] = (key, item)
+
+
+def study_notes(study: StudyConfig) -> list[str]:
+    """Lines to print before a valid study runs, for settings that probably do not do what was meant:
+    a warm-up longer than half the steps, which the sequence trainers cut to half the steps so that the
+    learning rate still decays (:func:`bindscale.seqtrain.train_from_config`)."""
+    trials = [t for t in study.trials() if t.trains()]
+    cut = [(t.train.warmup_steps, t.train.steps) for t in trials
+           if getattr(getattr(t, "train", None), "warmup_steps", None) is not None
+           and t.train.warmup_steps > t.train.steps // 2]
+    if not cut:
+        return []
+    (warmup, steps), which = cut[0], f"{len(cut)} of {len(trials)} trained trials"
+    if len(set(cut)) > 1:
+        which += ", e.g."
+    how = "exceeds" if warmup > steps else "is more than half of"
+    return [f"train.warmup_steps={warmup} {how} train.steps={steps} ({which}): the trainer cuts the warm-up "
+            f"to half the steps ({steps // 2}) so that the learning rate still decays"]
 
 
 def _check_overrides_kept(parsed: list[tuple[str, Any]], trials: list[TrialBase], source: str) -> None:

@@ -1,11 +1,12 @@
 """The options of ``bindscale run`` that can be checked without torch: executor names, retries,
-worker limits, ``--address`` and ``--out``. :func:`check_run_options` is shared by a run
-(:func:`bindscale.runner.run_study`) and a dry run (:mod:`bindscale.plan`), so both refuse the same
-input with the same one line, in well under a second (nothing heavy is imported here)."""
+worker limits, ``--address`` and ``--out``. :func:`check_run_options` and :func:`check_out` are shared
+by a run (:func:`bindscale.runner.run_study`) and a dry run (:mod:`bindscale.plan`), so both refuse the
+same input with the same one line, in well under a second (nothing heavy is imported here)."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from .errors import ConfigError
 
@@ -42,3 +43,39 @@ def check_run_options(executor: str | None = None, retries: int = RETRIES, addre
                           "cores)")
     if out is not None and str(out).strip() == "":
         raise ConfigError("--out: empty path; give a directory for the run")
+
+
+def check_out_dir(out: Path) -> None:
+    """Raise :class:`ConfigError` unless ``out`` is (or can be created as) a writable directory. Creates nothing."""
+    out = Path(out)
+    if out.exists():
+        if not out.is_dir():
+            raise ConfigError(f"--out {out}: exists and is not a directory")
+        if not os.access(out, os.W_OK | os.X_OK):
+            raise ConfigError(f"--out {out}: directory is not writable")
+        return
+    parent = out.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(f"--out {out}: cannot create it, {parent} is not a writable directory")
+
+
+def check_out(out: object, executor: str | None = None):
+    """The run directory ``out`` as a :class:`~bindscale.storage.RunStore`, or :class:`ConfigError` (one
+    line) where a run could not write there: a path that is a file or unwritable, the filesystem root, a
+    URL whose filesystem cannot be loaded, or ``memory://`` shared with worker processes. Creates nothing."""
+    from .storage import RunStore, StorageError
+
+    try:
+        store = RunStore.of(out)
+    except StorageError as err:
+        raise ConfigError(f"--out {out}: {err}") from None
+    if store.local is not None:
+        if store.local.resolve().parent == store.local.resolve():  # a run writes records/, report.html, …
+            raise ConfigError(f"--out {out}: the filesystem root; give a directory for the run")
+        check_out_dir(store.local)
+    elif store.location.startswith("memory://") and executor != "inline":
+        raise ConfigError(f"--out {out}: a memory:// filesystem lives inside one process, so worker processes "
+                          "cannot share it; use --executor inline (and nothing survives the run), or a path")
+    return store

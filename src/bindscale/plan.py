@@ -80,13 +80,15 @@ def describe_plan(study: StudyConfig, workers: int | None = None, device: str = 
         out: the run directory, read (not written) to leave out trials already recorded.
 
     Raises:
-        ConfigError: an option the run would refuse (device, workers, executor), or a split
-            that cannot be made.
+        ConfigError: an option the run would refuse (device, workers, executor, an ``out`` it could
+            not write), or a split that cannot be made.
     """
     from . import registry
-    from .options import available_cores, check_run_options
+    from .options import available_cores, check_out, check_run_options
 
     check_run_options(executor, workers=workers, out=out)  # what a run refuses, refused the same way
+    if out is not None:
+        check_out(out, executor)
     from .records import load_records
     from .storage import StorageError
     from .sweep import plan_jobs, resolve_device

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -14,28 +13,12 @@ from .config import StudyConfig, TrialBase, validate
 from .errors import ConfigError
 from .lock import RunLock
 from .progress import TrainingProgress
-from .options import RETRIES, available_cores, check_run_options
+from .options import RETRIES, available_cores, check_out, check_run_options
 from .storage import RunStore, StorageError, remove_temporaries
 
 # The executors, the sweep (torch) and the records (pandas) are imported where a run needs them, so
 # that a refused option or study answers in well under a second.
 STUDY_FILE = "study.yaml"
-
-
-def check_out_dir(out: Path) -> None:
-    """Raise :class:`ConfigError` unless ``out`` is (or can be created as) a writable directory. Creates nothing."""
-    out = Path(out)
-    if out.exists():
-        if not out.is_dir():
-            raise ConfigError(f"--out {out}: exists and is not a directory")
-        if not os.access(out, os.W_OK | os.X_OK):
-            raise ConfigError(f"--out {out}: directory is not writable")
-        return
-    parent = out.absolute().parent
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-        raise ConfigError(f"--out {out}: cannot create it, {parent} is not a writable directory")
 
 
 def default_out(study: StudyConfig, quick: bool) -> Path:
@@ -65,6 +48,7 @@ def run_study(
     """
     console = console or Console(stderr=True)
     check_run_options(executor, retries, address, workers, out)
+    store = check_out(out, executor)  # before torch is imported (resolve_device): a bad --out answers at once
     if executor == "ray":
         from .ray_executor import check_ray_installed  # Ray itself is not imported here
 
@@ -81,17 +65,6 @@ def run_study(
     study.plugin.check_trials(trials)  # e.g. a split that cannot be made: fail before anything is written
     if study.save_models and not getattr(study.plugin, "returns_models", lambda: False)():
         raise ConfigError(f"save_models: the {study.plugin.name} study's trainer cannot hand back trained models")
-    try:
-        store = RunStore.of(out)
-    except StorageError as err:
-        raise ConfigError(f"--out {out}: {err}") from None
-    if store.local is not None:
-        if store.local.resolve().parent == store.local.resolve():  # a run writes records/, report.html, …
-            raise ConfigError(f"--out {out}: the filesystem root; give a directory for the run")
-        check_out_dir(store.local)
-    elif store.location.startswith("memory://") and executor != "inline":
-        raise ConfigError(f"--out {out}: a memory:// filesystem lives inside one process, so worker processes "
-                          "cannot share it; use --executor inline (and nothing survives the run), or a path")
     cores = available_cores()
     if executor == "inline" and workers is not None and workers > 1:
         console.print(f"note: --workers {workers} ignored: the inline executor trains in this process, one job "
@@ -185,9 +158,9 @@ def run_all(out: "str | Path", quick: bool = False, console: Console | None = No
         raise ConfigError("--out: empty path; give a directory for the runs")
     names = registry.run_order()  # headline first
     studies = {name: resolve_study(name, quick=quick) for name in names}
+    store = check_out(out, kwargs.get("executor"))  # before the studies' checks import torch
     for study in studies.values():
         study.plugin.check_trials(study.trials())
-    store = RunStore.of(out)
     summaries = {}
     for i, (name, study) in enumerate(studies.items(), 1):
         console.print(f"[bold]study {i} of {len(studies)}[/]: {name}", highlight=False)

@@ -60,7 +60,7 @@ def test_malformed_yaml_and_unknown_study(tmp_path):
     p.write_text("name: x\ngrids: [ {width: [1, 2}\n")
     with pytest.raises(ConfigError, match="malformed YAML.*line"):
         resolve_study(str(p))
-    with pytest.raises(ConfigError, match="unknown study 'nosuch'; built-in studies: .*scaling"):
+    with pytest.raises(ConfigError, match="unknown study 'nosuch'; studies: .*scaling"):
         resolve_study("nosuch")
     with pytest.raises(ConfigError, match="does not exist"):
         resolve_study(str(tmp_path / "missing.yaml"))
@@ -92,7 +92,8 @@ def test_overrides():
 def test_set_reads_exponent_numbers_without_a_dot_as_numbers():
     from bindscale.config import resolve_study
 
-    study = resolve_study("scaling", overrides=["train.lr=3e-4", "lr=[1e-3, 3e-4]"])
+    assert {t.train.lr for t in resolve_study("scaling", overrides=["train.lr=3e-4"]).trials()} == {3e-4}
+    study = resolve_study("scaling", overrides=["lr=[1e-3, 3e-4]"])
     assert sorted({t.train.lr for t in study.trials()}) == [3e-4, 1e-3]
 
 

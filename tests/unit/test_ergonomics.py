@@ -340,7 +340,6 @@ def test_list_prints_one_line_per_study():
     n = len(registry.builtin())
     rows = lines[start + 1:start + 1 + n]
     assert [row.split()[0] for row in rows] == sorted(registry.builtin())
-    assert all(len(row) <= 80 for row in rows) and any(row.endswith("…") for row in rows)
     # Other study files of a study (geometry-lm) are listed under their study, so a user can find them.
     variants = {v: name for name, s in registry.builtin().items() for v in s.study_files() if v != name}
     assert "geometry-lm" in variants

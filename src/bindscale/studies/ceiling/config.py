@@ -154,3 +154,7 @@ class CeilingTrial(TrialBase):
                 m.pop(k, None)
             data = {**data, "model": m}
         return data
+
+    def trains(self) -> bool:
+        """A real model (``model.kind: lm``) answers as it is; only the transformers are trained."""
+        return getattr(self.model, "kind", "transformer") != "lm"

@@ -105,3 +105,7 @@ class GeometryTrial(TrialBase):
     train: SeqTrainConfig = SeqTrainConfig(steps=1000, batch_size=32, lr=2e-3, weight_decay=0.1, warmup_steps=50)
     probe: ProbeConfig = ProbeConfig()
     seed: int = Field(0, ge=0, le=2**31 - 1)
+
+    def trains(self) -> bool:
+        """A pretrained model is probed as it is (``train.steps`` only paces the progress)."""
+        return getattr(self.model, "source", "trained") != "pretrained"
