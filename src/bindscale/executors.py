@@ -11,6 +11,13 @@ recorded as ``failed`` with the cause, and the sweep finishes. A Python
 exception inside training is not retried (it would fail the same way): it is
 recorded as ``failed`` straight away by ``run_job``.
 
+Start-up: on Linux the pool's workers are forked from a fork server that
+imported torch, the trainer, the probes' scikit-learn and the study's plugin
+once (:func:`start_fork_server`, started before the driver plans its jobs so
+the imports overlap the planning); a spawned worker imports them itself, ~5
+CPU-seconds each on the project's 2-core Xeon, which was a sixth of a 12-trial
+sweep of 100 steps (benchmarks/jax_peer.py). Elsewhere workers are spawned.
+
 Threads: every worker (pool process, Ray task, the inline executor) trains
 with one torch thread (:data:`bindscale.sweep.THREADS_PER_WORKER`): the
 machine is never oversubscribed (DESIGN §5: a 2-core machine oversubscribed by
@@ -29,7 +36,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from multiprocessing import get_context
+from multiprocessing import get_all_start_methods, get_context
 
 import torch
 
@@ -92,32 +99,82 @@ def execute(
 
 _QUEUE = None
 
+#: What a pool worker imports before its first job, whatever the study (the study's plugin is added).
+WORKER_IMPORTS = ("bindscale", "torch", "bindscale.sweep", "bindscale.train", "bindscale.probes")
+
+
+def pool_context(study_module: str | None = None):
+    """The process pool's multiprocessing context: a fork server on Linux, spawn elsewhere.
+
+    Never plain fork: forking the driver after torch has started threads is unsafe. The fork
+    server is a fresh interpreter that imports :data:`WORKER_IMPORTS` and ``study_module`` and
+    runs nothing; workers forked from it start with those imports done. One fork server serves
+    the driver process for its lifetime (its import list is the first caller's); it exits with
+    the driver.
+    """
+    if not sys.platform.startswith("linux") or "forkserver" not in get_all_start_methods():
+        return get_context("spawn")
+    ctx = get_context("forkserver")
+    ctx.set_forkserver_preload(list(WORKER_IMPORTS) + ([study_module] if study_module else []))
+    return ctx
+
+
+def start_fork_server(study_module: str | None = None) -> None:
+    """Start the pool's fork server now (Linux), so its imports run while the driver plans; else nothing.
+
+    The imports take a few CPU-seconds on the other cores; the first worker waits for them.
+    """
+    ctx = pool_context(study_module)
+    if ctx.get_start_method() == "forkserver":
+        _start_resource_tracker()  # before the fork server, which would start it with the leak warning on
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (a killed driver its own parent has not reaped yet)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
 
 def _worker_init(q, driver: int) -> None:
     global _QUEUE
-    if os.getppid() != driver:  # the driver died while this worker was still starting
+    if not _alive(driver):  # the driver died while this worker was still starting
         os.kill(os.getpid(), signal.SIGKILL)
     _QUEUE = q
     torch.set_num_threads(THREADS_PER_WORKER)
     torch.set_num_interop_threads(1)
     # Die with the driver: a killed driver must not leave workers training (and writing
-    # records) while a resumed driver runs the same trials again.
+    # records) while a resumed driver runs the same trials again. The parent is the driver
+    # (spawn) or the fork server, which exits once the driver and every worker are gone.
+    parent = os.getppid()
     if sys.platform.startswith("linux"):
         import ctypes
 
         try:
-            ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+            ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: when the parent exits
         except (OSError, AttributeError):
             pass
-    # Not every kernel honours PR_SET_PDEATHSIG (sandboxes, other OSes): also watch the parent.
-    threading.Thread(target=_watch_parent, args=(driver,), name="bindscale-watch-parent",
+    # Not every kernel honours PR_SET_PDEATHSIG (sandboxes, other OSes), and a fork server outlives the
+    # driver while its workers live (they hold its "alive" pipe): also watch the parent and the driver.
+    threading.Thread(target=_watch_parent, args=(parent, driver), name="bindscale-watch-parent",
                      daemon=True).start()
 
 
-def _watch_parent(parent: int, every: float = 0.2) -> None:
+def _watch_parent(parent: int, driver: int, every: float = 0.2) -> None:
     while True:
         time.sleep(every)
-        if os.getppid() != parent:  # re-parented: the driver is gone
+        if os.getppid() != parent or not _alive(driver):  # re-parented, or the driver is gone
             os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -177,7 +234,7 @@ def _start_resource_tracker() -> None:
 
 def _execute_pool(payload, run_dir, study, device, workers, retries, on_progress, on_job_done, on_note,
                   save_models=False) -> None:
-    ctx = get_context("spawn")  # fork after torch has started threads is unsafe
+    ctx = pool_context(_study_module(payload))
     _start_resource_tracker()  # before the first semaphore: it starts the tracker otherwise
     # A plain queue inherited by the workers: no manager process that could outlive a killed driver.
     q = ctx.Queue()
@@ -241,6 +298,16 @@ def _execute_pool(payload, run_dir, study, device, workers, retries, on_progress
                                                                     why)))
         on_note(f"a worker process died: {len(todo)} of the {lost} job(s) in flight re-run"
                 + (f", {lost - len(todo)} recorded failed (--retries {retries} exhausted)" if lost > len(todo) else ""))
+
+
+def _study_module(payload: list[list[dict]]) -> str | None:
+    """The module of the payload's study plugin (what its workers import to train), if it can be told."""
+    try:
+        from . import registry
+
+        return type(registry.for_trial(payload[0][0])).__module__
+    except Exception:  # noqa: BLE001 — only an import list: the workers import what they need anyway
+        return None
 
 
 def _after_break(lost, running, procs, deaths, steps_done, retries, on_progress, give_up) -> list[int]:

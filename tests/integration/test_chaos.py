@@ -41,6 +41,12 @@ def _children(pid: int, marker: str) -> list[int]:
     return out
 
 
+def _workers(pid: int) -> list[int]:
+    """Pids of driver ``pid``'s pool workers: its spawned children, or the children of its fork server."""
+    servers = _children(pid, "multiprocessing.forkserver")
+    return _children(pid, "spawn_main") + [w for s in servers for w in _children(s, "multiprocessing.forkserver")]
+
+
 def _start(out: Path, *args) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "bindscale", "run", str(CHAOS), "--out", str(out), *args],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -78,12 +84,12 @@ def test_chaos_rounds_kill_workers_or_the_driver_and_every_trial_survives_once(r
         proc = _start(out, "--workers", "2")
         # Wait for the workers, then a random point of the sweep.
         deadline = time.time() + 60
-        while not _children(proc.pid, "spawn_main") and time.time() < deadline and proc.poll() is None:
+        while not _workers(proc.pid) and time.time() < deadline and proc.poll() is None:
             time.sleep(0.05)
         time.sleep(rng.uniform(0.5, 4.0))
         if proc.poll() is None:
             if victim == "worker":
-                workers = _children(proc.pid, "spawn_main")
+                workers = _workers(proc.pid)
                 if workers:
                     os.kill(rng.choice(workers), signal.SIGKILL)
                     injected["worker"] += 1
@@ -109,10 +115,10 @@ def test_a_worker_that_keeps_dying_is_recorded_failed_and_the_sweep_finishes(ref
     out = tmp_path / "noretry"
     proc = _start(out, "--workers", "2", "--retries", "0")
     deadline = time.time() + 60
-    while not _children(proc.pid, "spawn_main") and time.time() < deadline:
+    while not _workers(proc.pid) and time.time() < deadline:
         time.sleep(0.05)
     time.sleep(1.0)
-    killed = _children(proc.pid, "spawn_main")
+    killed = _workers(proc.pid)
     for pid in killed:
         os.kill(pid, signal.SIGKILL)
     _, err = proc.communicate(timeout=300)
@@ -128,3 +134,21 @@ def test_a_worker_that_keeps_dying_is_recorded_failed_and_the_sweep_finishes(ref
     r = bindscale("run", CHAOS, "--out", out, "--workers", "2")
     assert r.returncode == 0, r.stderr
     _check_exactly_once(out, reference)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and the fork server are Linux's")
+def test_a_killed_driver_takes_its_fork_server_and_workers_with_it(tmp_path):
+    proc = _start(tmp_path / "orphans", "--workers", "2")
+    deadline = time.time() + 60
+    while not (workers := _workers(proc.pid)) and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    servers = _children(proc.pid, "multiprocessing.forkserver")
+    assert workers and servers, "the run started its workers from a fork server"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=60)
+    deadline = time.time() + 10
+    while time.time() < deadline and any(Path(f"/proc/{p}").exists() for p in workers + servers):
+        time.sleep(0.1)
+    left = [p for p in workers + servers if Path(f"/proc/{p}").exists()
+            and Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
+    assert not left, "no worker keeps training (and writing records) after its driver was killed"
