@@ -139,8 +139,11 @@ class Study(Protocol):
     def prepare_rows(self, df: Any) -> Any:
         """The ok rows of the results table, typed, as its verdict rules expect them."""
 
-    def figures(self, study: Mapping[str, Any] | None) -> dict[str, tuple[Callable, str]]:
-        """Figure name → (function(results table) -> base64 PNG or None, caption)."""
+    def figures(self, study: Mapping[str, Any] | None, verdicts: Sequence[Mapping[str, Any]] | None = None
+                ) -> dict[str, tuple[Callable, str]]:
+        """Figure name → (function(results table) -> base64 PNG or None, caption). ``verdicts``: the report's
+        verdict dicts (:func:`bindscale.report.verdicts.compute_verdicts`), so that a figure can draw the
+        numbers a verdict computed (a fit, an interval) instead of computing them again."""
 
     def config_table(self, df: Any) -> tuple[list[str], list[list[str]]]:
         """Per-configuration means over seeds for the report: (header, rows)."""
@@ -273,8 +276,17 @@ class StudyPlugin:
 
         return resolve(self.rows)(df) if self.rows else ok_rows(df)
 
-    def figures(self, study: Mapping[str, Any] | None = None) -> dict[str, tuple[Callable, str]]:
-        return dict(resolve(self.figure_set)(study)) if self.figure_set else {}
+    def figures(self, study: Mapping[str, Any] | None = None,
+                verdicts: Sequence[Mapping[str, Any]] | None = None) -> dict[str, tuple[Callable, str]]:
+        """Its figure set; the verdicts go to a figure set function that takes a ``verdicts`` argument."""
+        import inspect
+
+        if not self.figure_set:
+            return {}
+        make = resolve(self.figure_set)
+        if verdicts is not None and "verdicts" in inspect.signature(make).parameters:
+            return dict(make(study, verdicts=verdicts))
+        return dict(make(study))
 
     def config_table(self, df: Any) -> tuple[list[str], list[list[str]]]:
         return resolve(self.table)(df) if self.table else ([], [])

@@ -1,15 +1,22 @@
-"""The ceiling study's metrics-by-difficulty figure: drawn from a small synthetic table (each trial's
-``by_difficulty`` rows as the results table holds them), skipped (None, no exception) without them, and
-registered with the claim so that the report shows it."""
+"""The ceiling study's figures. The metrics-by-difficulty figure: drawn from a small synthetic table (each
+trial's ``by_difficulty`` rows as the results table holds them), skipped (None, no exception) without them, and
+registered with the claim so that the report shows it. The satisfaction figure: in a report it draws the
+verdict's own fits and intervals, and nothing is bootstrapped twice."""
 
 import base64
+from collections import Counter
 
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.axes import Axes
 
+from bindscale.report import build_report
 from bindscale.studies.ceiling import CLAIMS
-from bindscale.studies.ceiling.figures import fig_by_difficulty, figures
+from bindscale.studies.ceiling import figures as F
+from bindscale.studies.ceiling import fits, verdicts
+from bindscale.studies.ceiling.figures import COLOURS, fig_by_difficulty, figures
+from bindscale.studies.ceiling.fits import saturating
 
 FAMS = ("colouring", "knapsack")
 
@@ -61,3 +68,57 @@ def test_the_difficulty_figure_is_registered_with_the_claim():
     assert "ceiling_by_difficulty" in figures() and "ceiling_by_difficulty" in CLAIMS[0].figures
     fn, caption = figures()["ceiling_by_difficulty"]
     assert fn is fig_by_difficulty and "difficulty" in caption and "held-out" in caption
+
+
+def _sweep_table(seeds=3, sizes=(1e4, 2e4, 4e4, 8e4)):
+    """A quick-run-like size sweep: every metric column its own saturating curve plus noise (so each fit's data
+    are told apart by their values), chance levels given."""
+    rng = np.random.default_rng(0)
+    curves = {"sat_colouring": (0.6, 0.3), "sat_knapsack": (0.97, 0.1), "optimal_knapsack": (0.3, 0.25),
+              "sat_assignment": (0.7, 0.3), "optimal_colouring": (0.2, 0.1), "optimal_assignment": (0.25, 0.1)}
+    rows = []
+    for n in sizes:
+        for s in range(seeds):
+            r = {"trial_id": f"{n}-{s}", "status": "ok", "model.kind": "transformer", "budget": n,
+                 "n_params_nonembed": n, "seed": s, "n_train": 60, "steps": 80, "layers": 2}
+            for col, (a, b) in curves.items():
+                r[col] = float(np.clip(saturating(n / sizes[0], a, b, 0.9) + rng.normal(0, 0.02), 0, 1))
+            for f in ("colouring", "knapsack", "assignment"):
+                r[f"feas_{f}"], r[f"gap_{f}"] = r[f"sat_{f}"] / 2, 0.1
+                r[f"chance_sat_{f}"] = r[f"chance_optimal_{f}"] = 0.05
+            rows.append(r)
+    return pd.DataFrame(rows)
+
+
+def test_the_report_fits_each_family_metric_once_and_the_figure_draws_the_verdicts_intervals(tmp_path, monkeypatch):
+    df = _sweep_table()
+    calls, bands = [], []
+    real_compare, real_axhspan = fits.compare, Axes.axhspan
+
+    def counting_compare(x, y, n_boot=500, **kw):
+        # Which column was fitted: the one whose values these are (each (size, seed) is one row here).
+        [col] = [c for c in df if c.startswith(("sat_", "optimal_")) and np.allclose(sorted(df[c]), sorted(y))]
+        calls.append((col, n_boot))
+        return real_compare(x, y, n_boot=n_boot, **kw)
+
+    def recording_axhspan(ax, ymin, ymax, *args, **kw):
+        if kw.get("xmin") == 0.93:  # the asymptote bands (the grey hypothesised span covers the whole width)
+            bands.append((kw.get("color"), ymin, ymax))
+        return real_axhspan(ax, ymin, ymax, *args, **kw)
+
+    monkeypatch.setattr(verdicts, "compare", counting_compare)
+    monkeypatch.setattr(F, "compare", counting_compare)
+    monkeypatch.setattr(Axes, "axhspan", recording_axhspan)
+    study = {"name": "ceiling", "base": {"kind": "ceiling"}, "verdicts": {CLAIMS[0].name: {}}}
+    summary = build_report(tmp_path, df, study, n_boot=30)
+    assert "ceiling_sat_vs_params" in summary["figures"]
+    # One fit per (family, metric) in the whole report; only the verdict's metrics are bootstrapped.
+    assert Counter(c for c, _ in calls) == {"sat_colouring": 1, "optimal_knapsack": 1, "sat_assignment": 1,
+                                            "sat_knapsack": 1}
+    assert {c for c, n in calls if n > 0} == {"sat_colouring", "optimal_knapsack", "sat_assignment"}
+    # The figure's band of each family is the interval its verdict prints (knapsack: its optimal rate).
+    [v] = summary["verdicts"]
+    by_family = v["details"]["by_family"]
+    assert sorted(bands) == sorted((COLOURS[f], e["asymptote"]["ci_low"], e["asymptote"]["ci_high"])
+                                   for f, e in by_family.items())
+    assert by_family["knapsack"]["column"] == "optimal_knapsack"

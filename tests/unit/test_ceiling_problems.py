@@ -2,6 +2,10 @@
 parsing, metrics, and disjoint seeded instance sets."""
 
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -160,3 +164,18 @@ def test_config_refuses_bad_values_in_one_line():
                 {"model": {"kind": "transformer", "budget": 1000, "n_layers": 8, "n_heads": 8}}]:
         with pytest.raises(ValidationError):
             CeilingTrial.model_validate(bad)
+
+
+def test_the_study_config_imports_neither_the_solver_nor_networkx():
+    """A refused ``--set`` answers in well under a second (README): resolving and validating the ceiling studies
+    imports :mod:`.problems` for its constants only, so scipy.optimize (the solver, 0.5-1 s) and networkx wait
+    until instances are built."""
+    code = ("import sys; from bindscale.config import resolve_study; from bindscale.errors import ConfigError\n"
+            "for name in ('ceiling', 'ceiling-lm', 'ceiling-ladder'):\n"
+            "    resolve_study(name).trials(); resolve_study(name, quick=True).trials()\n"
+            "try:\n    resolve_study('ceiling', overrides=['some.bad=1'])\nexcept ConfigError:\n    pass\n"
+            "print(sorted(m for m in ('scipy.optimize', 'networkx') if m in sys.modules))")
+    env = os.environ | {"PYTHONPATH": str(Path(__file__).parents[2] / "src")}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]", r.stdout

@@ -57,7 +57,7 @@ def test_resolving_a_study_imports_no_heavy_module():
     import sys
 
     code = ("import sys; from bindscale.config import resolve_study; "
-            "[resolve_study(n, quick=True).trials() for n in ('scaling', 'subgraphs', 'modularity', 'geometry', 'length_transfer', 'depth')]; "
+            "[resolve_study(n, quick=True).trials() for n in ('scaling', 'subgraphs', 'modularity', 'geometry', 'length_transfer', 'depth', 'ceiling')]; "
             "print(sorted(m for m in ('torch', 'sklearn', 'pandas', 'matplotlib', 'scipy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

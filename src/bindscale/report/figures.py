@@ -1,8 +1,12 @@
 """Plotting helpers shared by every study's figures, and the figure renderer.
 
-A study's figures (its plugin's ``figures(study)``) map a name to a function of
-the results table (all rows) returning a base64-encoded PNG, or None when its
-data are missing. Conventions every figure follows (issue "Report fit to read", item 5):
+A study's figures (its plugin's ``figures(study, verdicts)``) map a name to a
+function of the results table (all rows) returning a base64-encoded PNG, or
+None when its data are missing. The report hands the figure set its verdict
+dicts, so that a figure draws a number a verdict computed (a fit, a bootstrap
+interval) instead of computing it again: it never shows another value than
+the verdict prints. Conventions every figure follows (issue "Report fit to
+read", item 5):
 
 - every plotted mean over seeds carries its 95% Student t interval
   (``bindscale.stats.mean_ci``) as an error bar or band, and the figure says how

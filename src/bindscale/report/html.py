@@ -241,7 +241,7 @@ def build_report(run_dir: str | os.PathLike, df: pd.DataFrame, study: Mapping[st
 
     plugin = registry.for_study(study)
     verdicts = compute_verdicts(df, study, n_boot=n_boot, unrecorded=unrecorded)
-    figure_set = plugin.figures(study)
+    figure_set = plugin.figures(study, verdicts=verdicts)  # a figure may draw what a verdict computed
     figures = render(figure_set, df)
     caption = {k: c for k, (_, c) in figure_set.items()}
     claim_figures = {c.name: list(c.figures) for c in plugin.claims}

@@ -5,8 +5,12 @@ Plotted means are over seeds with their 95% Student t interval (:func:`bindscale
 
 - ``ceiling_sat_vs_params``: test constraint satisfaction against non-embedding parameters, one colour per
   family (the size sweep of :func:`.verdicts.size_sweep`), both fits drawn (solid: saturating ``a - b·N^-c``,
-  dashed: power law ``1 - b·N^-c``), the asymptote with its bootstrap interval as a band at the right, and
-  real-model points (``model.kind: lm``) as stars at their parameter count (at the right edge when unknown).
+  dashed: power law ``1 - b·N^-c``), and real-model points (``model.kind: lm``) as stars at their parameter
+  count (at the right edge when unknown). Each family's verdict metric (:data:`.verdicts.VERDICT_METRIC`;
+  knapsack's optimal rate is drawn too, hollow squares) carries the verdict's own fit and its asymptote
+  interval, as printed, as a band at the right: the report hands them over (:func:`figures`), so the figure
+  neither refits them nor can show another interval. Metrics the verdict does not fit (knapsack
+  satisfaction) get fits without a bootstrap, and no band.
 - ``ceiling_feas_vs_params`` / ``ceiling_gap_vs_params``: feasibility and optimality gap (among feasible
   answers) the same way, without fits. Satisfaction and feasibility figures draw the uniform-random answers'
   level per family (dotted; :mod:`.baselines`); the satisfaction caption states the metric definitions, the
@@ -20,6 +24,9 @@ Plotted means are over seeds with their 95% Student t interval (:func:`bindscale
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -33,12 +40,18 @@ from bindscale.records import metric_items
 from bindscale.report.figures import (FIGSIZE, SMALL, _ci_note, _count, _errorbar, _id_ood_spans, _legend,
                                       _new_figure, _summary, _title, _to_b64)
 
+from . import CLAIMS
 from .fits import compare, power_law, saturating
 from .problems import FAMILIES
-from .verdicts import chance_level, prepare_rows, size_sweep, trained_rows
+from .verdicts import (VERDICT_METRIC, chance_level, constraint_satisfaction_plateaus, prepare_rows, size_sweep,
+                       trained_rows)
+
+#: The claim whose verdict's fits the satisfaction figure draws.
+CLAIM = CLAIMS[0]
 
 TITLES = {"sat": "Constraint satisfaction", "feas": "Feasibility", "gap": "Optimality gap"}
 COLOURS = {"colouring": "tab:blue", "knapsack": "tab:orange", "assignment": "tab:green"}
+METRIC_WORDS = {"sat": "satisfaction", "optimal": "optimal rate"}
 LABELS = {"sat": "test constraint satisfaction (share of constraints met)",
           "feas": "test feasibility (share of answers meeting every constraint)",
           "gap": "optimality gap among feasible answers (|f - f*| / f*)"}
@@ -48,19 +61,54 @@ def _x(rows: pd.DataFrame) -> str:
     return "n_params_nonembed" if "n_params_nonembed" in rows and rows["n_params_nonembed"].notna().all() else "budget"
 
 
-def _draw_fits(ax, g: pd.DataFrame, x: str, col: str, colour: str, with_band: bool) -> None:
+def verdict_fits(verdicts: Sequence[Mapping[str, Any]] | None) -> dict | None:
+    """Per family, the fit the report's verdict made of its verdict metric (``details["by_family"]`` of
+    :func:`.verdicts.constraint_satisfaction_plateaus`: curve parameters, ``x_min``, the asymptote interval as
+    printed); None when ``verdicts`` holds no verdict of :data:`CLAIM`."""
+    for v in verdicts or ():
+        if v.get("claim") in (CLAIM.name, *CLAIM.aliases):
+            return dict((v.get("details") or {}).get("by_family") or {})
+    return None
+
+
+def rule_fits(df: pd.DataFrame, thresholds: Mapping[str, float] | None = None) -> dict:
+    """The same per-family fits computed from the table by the verdict rule itself (a figure drawn without the
+    report's verdict), with the claim's default thresholds under ``thresholds``."""
+    rows = prepare_rows(df) if len(df) else df
+    if rows.empty:
+        return {}
+    return constraint_satisfaction_plateaus(rows, {**CLAIM.defaults, **(thresholds or {})})[4].get("by_family") or {}
+
+
+def _draw_curves(ax, xs: pd.Series, x_min: float, sat: Mapping | None, pw: Mapping | None, colour: str) -> None:
+    """The saturating curve (solid) and the power law (dashed) with these parameters (None / empty: a failed
+    fit, not drawn), from the smallest size to 4x the largest."""
+    grid = np.geomspace(xs.min(), xs.max() * 4, 80)
+    xn = grid / x_min
+    if sat:
+        ax.plot(grid, saturating(xn, **sat), color=colour, lw=1.2)
+    if pw:
+        ax.plot(grid, power_law(xn, **pw), color=colour, lw=1.0, ls="--")
+
+
+def _draw_own_fits(ax, g: pd.DataFrame, x: str, col: str, colour: str) -> None:
+    """Both curves through a metric no verdict fits; no bootstrap (a band would be an interval no verdict prints)."""
     if g[x].nunique() < 3 or not np.isfinite(g[[x, col]].to_numpy(float)).all():
         return
-    r = compare(g[x].to_numpy(float), g[col].to_numpy(float), n_boot=200 if with_band else 0)
-    grid = np.geomspace(g[x].min(), g[x].max() * 4, 80)
-    xn = grid / r["x_min"]
-    if r["saturating"].ok:
-        ax.plot(grid, saturating(xn, **r["saturating"].params), color=colour, lw=1.2)
-    if r["power_law"].ok:
-        ax.plot(grid, power_law(xn, **r["power_law"].params), color=colour, lw=1.0, ls="--")
-    a, lo, hi = r["asymptote"]
-    if with_band and np.isfinite([lo, hi]).all():
-        ax.axhspan(max(lo, -0.05), min(hi, 1.05), xmin=0.93, xmax=1.0, color=colour, alpha=0.25)
+    r = compare(g[x].to_numpy(float), g[col].to_numpy(float), n_boot=0)
+    _draw_curves(ax, g[x], r["x_min"], r["saturating"].params, r["power_law"].params, colour)
+
+
+def _draw_verdict_fit(ax, e: Mapping | None, xs: pd.Series, x: str, col: str, colour: str) -> None:
+    """The verdict's fit of ``col`` (its ``by_family`` entry ``e``): both curves and the asymptote's interval as the
+    verdict prints it (clipped at 1) as a band at the right. Nothing where the verdict fitted no curve."""
+    if not e or e.get("column") != col or e.get("x") != x or "x_min" not in e:
+        return
+    _draw_curves(ax, xs, e["x_min"], e.get("saturating"), e.get("power_law"), colour)
+    a = e.get("asymptote") or {}
+    lo, hi = a.get("ci_low", math.nan), a.get("ci_high", math.nan)
+    if np.isfinite([lo, hi]).all():
+        ax.axhspan(lo, hi, xmin=0.93, xmax=1.0, color=colour, alpha=0.25)
 
 
 def _lm_points(ax, df: pd.DataFrame, col: str, xmax: float) -> bool:
@@ -82,7 +130,9 @@ def _lm_points(ax, df: pd.DataFrame, col: str, xmax: float) -> bool:
     return drawn
 
 
-def _vs_params(df: pd.DataFrame, metric: str, fits: bool) -> str | None:
+def _vs_params(df: pd.DataFrame, metric: str, fits: Mapping | None = None) -> str | None:
+    """``metric`` against parameters per family; ``fits``: the verdict's per family (:func:`verdict_fits`), drawn
+    with the fits of the metrics it does not fit (None: no fits)."""
     rows = prepare_rows(df) if len(df) else df
     if rows.empty:
         return None
@@ -100,8 +150,19 @@ def _vs_params(df: pd.DataFrame, metric: str, fits: bool) -> str | None:
         s = _summary(g, x, col)
         _errorbar(ax, s[x], s, (0.0, 1.0) if metric != "gap" else None, label=f, color=COLOURS[f])
         ns += list(s["n"])
-        if fits:
-            _draw_fits(ax, g, x, col, COLOURS[f], with_band=True)
+        vm = VERDICT_METRIC.get(f)
+        if fits is not None and vm == metric:
+            _draw_verdict_fit(ax, fits.get(f), g[x], x, col, COLOURS[f])
+        elif fits is not None:
+            _draw_own_fits(ax, g, x, col, COLOURS[f])
+            vcol = f"{vm}_{f}"  # the family's verdict metric beside it, with the verdict's fit
+            if vm and vcol in sweep and sweep[vcol].notna().any():
+                gv = sweep[[x, "seed", vcol]].dropna()
+                sv = _summary(gv, x, vcol)
+                _errorbar(ax, sv[x], sv, (0.0, 1.0), label=f"{f}: {METRIC_WORDS.get(vm, vm)} (its verdict metric)",
+                          color=COLOURS[f], marker="s", mfc="none")
+                ns += list(sv["n"])
+                _draw_verdict_fit(ax, fits.get(f), gv[x], x, vcol, COLOURS[f])
         if metric != "gap":  # the random-answer baseline on the same test instances (dotted)
             _, b = chance_level(sweep, f, metric)
             if b is not None:
@@ -115,27 +176,30 @@ def _vs_params(df: pd.DataFrame, metric: str, fits: bool) -> str | None:
     if metric != "gap":
         ax.set_ylim(-0.03, 1.03)
         ax.axhspan(0.55, 0.60, color="grey", alpha=0.12)  # the hypothesised ceiling
-    quals = [_ci_note(ns)] + (["solid: a - b·N^-c, dashed: 1 - b·N^-c, band: asymptote 95% bootstrap",
-                               "grey: the hypothesised 55-60%"] if fits else []) + (
+    quals = [_ci_note(ns)] + (["solid: a - b·N^-c, dashed: 1 - b·N^-c",
+                               "band: the verdict's asymptote 95% bootstrap interval",
+                               "grey: the hypothesised 55-60%"] if fits is not None else []) + (
         ["dotted: uniform-random answers"] if metric != "gap" else [])
     _title(ax, f"{TITLES[metric]} vs parameters per family", quals)
     _legend(ax)
     return _to_b64(fig)
 
 
-def fig_sat_vs_params(df: pd.DataFrame) -> str | None:
-    """Satisfaction vs parameters with both fits and the asymptote band."""
-    return _vs_params(df, "sat", fits=True)
+def fig_sat_vs_params(df: pd.DataFrame, fits: Mapping | None = None,
+                      thresholds: Mapping[str, float] | None = None) -> str | None:
+    """Satisfaction vs parameters with both fits and the asymptote bands. ``fits``: the report's verdict's
+    (:func:`verdict_fits`); without them the verdict rule computes them here (:func:`rule_fits`)."""
+    return _vs_params(df, "sat", fits=rule_fits(df, thresholds) if fits is None else fits)
 
 
 def fig_feas_vs_params(df: pd.DataFrame) -> str | None:
     """Feasibility vs parameters."""
-    return _vs_params(df, "feas", fits=False)
+    return _vs_params(df, "feas")
 
 
 def fig_gap_vs_params(df: pd.DataFrame) -> str | None:
     """Optimality gap among feasible answers vs parameters."""
-    return _vs_params(df, "gap", fits=False)
+    return _vs_params(df, "gap")
 
 
 def fig_sat_vs_data(df: pd.DataFrame) -> str | None:
@@ -156,7 +220,7 @@ def fig_sat_vs_data(df: pd.DataFrame) -> str | None:
         s = _summary(g, "n_train", col)
         _errorbar(ax, s["n_train"], s, (0.0, 1.0), label=f, color=COLOURS[f])
         ns += list(s["n"])
-        _draw_fits(ax, g, "n_train", col, COLOURS[f], with_band=False)
+        _draw_own_fits(ax, g, "n_train", col, COLOURS[f])
     if not ns:
         return None
     ax.set_xscale("log")
@@ -252,12 +316,19 @@ DEFINITIONS = (
 )
 
 
-def figures(study: Any = None) -> dict[str, tuple[Any, str]]:
-    """Figure name → (function, caption)."""
+def figures(study: Any = None, verdicts: Sequence[Mapping[str, Any]] | None = None) -> dict[str, tuple[Any, str]]:
+    """Figure name → (function, caption). ``verdicts``: the report's (:func:`bindscale.study.StudyPlugin.figures`);
+    the satisfaction figure draws their fits. Without them it computes the verdict rule's fits, with the study
+    file's thresholds."""
+    given = ((study or {}).get("verdicts") or {}).get(CLAIM.name) or {}
+    thresholds = {k: v for k, v in given.items() if v is not None}
     return {
-        "ceiling_sat_vs_params": (fig_sat_vs_params, "Test constraint satisfaction against non-embedding parameters per "
-                                  "family, both fits drawn; the band at the right is the saturating fit's asymptote "
-                                  "with its 95% bootstrap interval over seeds; stars are real models on the same "
+        "ceiling_sat_vs_params": (partial(fig_sat_vs_params, fits=verdict_fits(verdicts), thresholds=thresholds),
+                                  "Test constraint satisfaction against non-embedding parameters per family, both "
+                                  "fits drawn; for each family's verdict metric (satisfaction; for knapsack the "
+                                  "optimal rate, hollow squares) the fit is the verdict's and the band at the right "
+                                  "is its asymptote with the 95% bootstrap interval over seeds the verdict prints "
+                                  "(knapsack satisfaction: fits, no band); stars are real models on the same "
                                   "instances; grey: the hypothesised 55-60% ceiling (no primary source); dotted: "
                                   "uniform-random answers." + DEFINITIONS),
         "ceiling_feas_vs_params": (fig_feas_vs_params, "Test feasibility (every constraint met) against parameters per "

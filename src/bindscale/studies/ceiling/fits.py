@@ -152,7 +152,7 @@ def compare(x, y, n_boot: int = 500, seed: int = 0, confidence: float = 0.95) ->
     Args:
         x: ``(n,)`` sizes (parameters or training instances; positive).
         y: ``(n,)`` the metric, one value per (size, replicate).
-        n_boot: bootstrap resamples (replicates resampled within each size).
+        n_boot: bootstrap resamples (replicates resampled within each size); 0: no interval (NaN bounds).
 
     Returns:
         ``{"saturating": Fit, "power_law": Fit, "log_power": Fit, "delta_aic": AIC_power - AIC_saturating
@@ -166,6 +166,9 @@ def compare(x, y, n_boot: int = 500, seed: int = 0, confidence: float = 0.95) ->
            "delta_aic": pw.aic - sat.aic if sat.ok and pw.ok else math.nan,
            "asymptote": (math.nan,) * 3, "x_min": float(np.min(x)) if np.size(x) else math.nan}
     if not sat.ok:
+        return out
+    if n_boot <= 0:  # a figure's descriptive fit: no refits at all
+        out["asymptote"] = (sat.params["a"], math.nan, math.nan)
         return out
     xs, ys = np.asarray(x, float).ravel(), np.asarray(y, float).ravel()
     sizes = np.unique(xs)

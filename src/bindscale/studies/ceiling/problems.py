@@ -36,10 +36,15 @@ import itertools
 import warnings
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
+
+if TYPE_CHECKING:
+    from scipy.optimize import LinearConstraint
+
+# networkx and scipy.optimize are imported where they are used (Problem.key, milp_model, solve): the study's
+# config imports this module for FAMILIES, and a refused ``--set`` must answer in well under a second.
 
 FAMILIES = ("colouring", "knapsack", "assignment")
 #: Colours a colouring answer may use; instances have a planted colouring with :data:`PLANTED` colours.
@@ -165,6 +170,8 @@ class Problem:
         non-isomorphic pair that also shares it is merely redrawn, so sets keyed by it are disjoint up to
         relabelling. Other families: sha256 of the prompt tokens."""
         if self.family == "colouring":
+            import networkx as nx
+
             g = nx.Graph()
             g.add_nodes_from(range(self.n_vars))  # isolated nodes count
             g.add_edges_from(self.data["edges"])
@@ -270,6 +277,8 @@ def milp_model(family: str, n: int, k: int, data: dict) -> tuple[np.ndarray, lis
     Variables: ``x[i, v]`` (variable ``i`` takes value ``v``), flattened row-major (``n * k``), plus for
     colouring ``k`` indicators ``y[c]`` (colour ``c`` used). Returns ``(c, constraints, n_vars)``.
     """
+    from scipy.optimize import LinearConstraint
+
     nx = n * k
     ny = k if family == "colouring" else 0
     size = nx + ny
@@ -325,6 +334,8 @@ def solve(family: str, n: int, k: int, data: dict) -> tuple[tuple[int, ...], flo
     Raises:
         RuntimeError: the solver reports no optimal solution (never for generated instances, which are feasible).
     """
+    from scipy.optimize import Bounds, milp
+
     c, cons, size = milp_model(family, n, k, data)
     res = milp(c, constraints=cons, integrality=np.ones(size), bounds=Bounds(0, 1))
     if res.status != 0 or res.x is None:
