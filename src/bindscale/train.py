@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -168,8 +169,11 @@ def train_group(
     if len({group_key(t) for t in trials}) != 1:
         raise ValueError("train_group needs trials with one group_key")
     device = torch.device(device)
+    caller_threads = torch.get_num_threads()
     with cpu_training(device), _intra_op_threads(trials, device):  # bindscale.cpu
-        return _train_group(trials, device, progress, return_models)
+        # The step runs on one thread where the caller allowed more: sample on the idle core (_chunks).
+        prefetch = device.type == "cpu" and torch.get_num_threads() == 1 < caller_threads
+        return _train_group(trials, device, progress, return_models, prefetch)
 
 
 #: A stack trains on the caller's intra-op threads only where they make its step at least this much
@@ -282,8 +286,52 @@ def task_family(trial: TrialConfig, device: str | torch.device = "cpu") -> Hyper
     return HyperTeacher(trial.task, trial.seed, device)
 
 
-def _train_group(trials: list[TrialConfig], device: torch.device, progress, return_models: bool = False
-                 ) -> list[TrialResult]:
+def _chunks(sample: Callable[[int, Batch | None], Batch], sizes: list[int], background: bool) -> Iterator[Batch]:
+    """The chunks of training data, ``sample(n, out)`` for each ``n`` in ``sizes``, in order.
+
+    ``background``: each next chunk is sampled in one background thread while the current one trains,
+    into the other of two buffers (the chunk being trained on is never written; the price is a second
+    buffer of up to :data:`CHUNK_ELEMENTS` floats a trial). For a step that runs on one intra-op thread
+    where the caller allowed more (:func:`train_group`): at small widths the caller's second core is
+    otherwise idle, and sampling (mostly the serial mt19937 ``uniform_`` of torch's CPU generator) is a
+    measurable share of the step at MLP 64 × 2, batch 128 tasks × 16: ~0.34 of ~2.3 ms on a quiet
+    machine, 0.45-0.65 of 2.5-3.8 ms on the shared 2-core Xeon at load 2.4-2.9. Measured there: the
+    loop's wait for data fell from ~0.5 to ~0.015 ms a step, but steps/s moved within the noise
+    (2-thread / 1-thread, geometric mean of 10 alternating 400-step pairs: 0.97 and 1.17 in two
+    processes; 0.98 both times before this change): at that load the second core is rarely idle.
+    The same calls with the same sizes in the same order, one thread at a time, use each generator
+    exactly as the serial path does: the same bits. An error in the thread is raised here; the thread
+    is shut down when the generator is closed, finished or not.
+    """
+    if not background:
+        data = None
+        for n in sizes:
+            data = sample(n, data)
+            yield data
+        return
+    pool = ThreadPoolExecutor(1, thread_name_prefix="bindscale-sampler", initializer=_sampler_thread)
+    try:
+        bufs: list[Batch | None] = [None, None]
+        future = pool.submit(sample, sizes[0], None)
+        for k in range(len(sizes)):
+            bufs[k % 2] = data = future.result()
+            if k + 1 < len(sizes):
+                future = pool.submit(sample, sizes[k + 1], bufs[(k + 1) % 2])
+            yield data
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _sampler_thread() -> None:
+    """The per-thread settings of the training block, in :func:`_chunks`'s sampler thread: one intra-op
+    thread (OpenMP's and MKL's counts are per thread: the same sums as the serial path's) and denormals
+    flushed (:func:`~bindscale.cpu.cpu_training` sets the calling thread only)."""
+    torch.set_num_threads(1)
+    torch.set_flush_denormal(True)
+
+
+def _train_group(trials: list[TrialConfig], device: torch.device, progress, return_models: bool = False,
+                 prefetch: bool = False) -> list[TrialResult]:
     T, cfg = len(trials), trials[0]
     tasks = [HyperTeacher(t.task, t.seed, device) for t in trials]
     model = build_model(
@@ -319,57 +367,61 @@ def _train_group(trials: list[TrialConfig], device: torch.device, progress, retu
     eval_at = set(_eval_steps(tr.steps, tr.n_evals))
     B, S = tr.batch_tasks, cfg.task.samples_per_task
     chunk = max(1, min(tr.steps, CHUNK_ELEMENTS // max(1, B * S * (tasks[0].code_dim + cfg.task.input_dim + cfg.task.output_dim))))
+    sizes = [min(chunk, tr.steps - s) for s in range(0, tr.steps, chunk)]  # steps per chunk
+
+    def sample(n: int, out: Batch | None) -> Batch:  # the next n steps' data of every trial
+        return _stack([task.sample(B * n, g) for task, g in zip(tasks, train_gens)], out=out)
+
     lazy_guard = device.type == "cpu"  # on CUDA the loop never syncs to read a flag
     all_alive = lazy_guard
     t_train = time.perf_counter()
     t_eval = 0.0
-    data: Batch | None = None
     last_loss = torch.full((T,), float("nan"))
-    for step in range(1, tr.steps + 1):
-        i = (step - 1) % chunk
-        if i == 0:
-            n = min(chunk, tr.steps - step + 1)
-            data = _stack([task.sample(B * n, g) for task, g in zip(tasks, train_gens)], out=data)
-        sl = slice(i * B, (i + 1) * B)
-        with autocast():
-            pred = forward(data.code[:, sl], data.x[:, sl])
-        loss_t = (pred.float() - data.y[:, sl]).pow(2).mean(dim=(1, 2, 3))  # (T,)
-        if step == 1:
-            # Finite where the first loss is (so inf never passes), NaN where it is not (nothing passes).
-            first = loss_t.detach()
-            limit = torch.where(torch.isfinite(first), (DIVERGENCE_FACTOR * first).clamp(max=torch.finfo(first.dtype).max),
-                                torch.full_like(first, math.nan))
-        # One comparison: NaN and inf fail it against a finite limit, as does a finite blow-up.
-        sane = loss_t.detach() <= limit
-        if lazy_guard and all_alive and bool(sane.all()):
-            # CPU, every trial healthy (a flag read costs nothing there): the masks below would
-            # change no value and no gradient, so their few small ops per step are skipped.
-            loss = loss_t.sum()
-        else:
-            diverged_at = torch.where(alive & ~sane, step, diverged_at)
-            alive = alive & sane
-            all_alive = lazy_guard and bool(alive.all())
-            # Sum, never average: each trial's gradient is its own loss's gradient.
-            loss = torch.where(alive, loss_t, torch.zeros_like(loss_t)).sum()
-        opt.zero_grad()
-        loss.backward()
-        _clip_and_mask(model, alive, clip)
-        opt.step()
-        last_loss = loss_t.detach()
-        if progress is not None and (step % 25 == 0 or step == tr.steps):
-            progress(T * (25 if step % 25 == 0 else step % 25))
-        if step in eval_at:
-            t0 = time.perf_counter()
-            curve_steps.append(step)
-            curve_loss.append(last_loss.tolist())
-            if held_set is not None:
-                pred = _predict(model, held_set)
-                curve_r2.append(r2_within_task(held_set.y, pred).tolist())
-                curve_r2_tm.append(r2_task_mean(held_set.y, pred).tolist())
+    with closing(_chunks(sample, sizes, prefetch)) as chunks:
+        for step in range(1, tr.steps + 1):
+            i = (step - 1) % chunk
+            if i == 0:
+                data = next(chunks)
+            sl = slice(i * B, (i + 1) * B)
+            with autocast():
+                pred = forward(data.code[:, sl], data.x[:, sl])
+            loss_t = (pred.float() - data.y[:, sl]).pow(2).mean(dim=(1, 2, 3))  # (T,)
+            if step == 1:
+                # Finite where the first loss is (so inf never passes), NaN where it is not (nothing passes).
+                first = loss_t.detach()
+                limit = torch.where(torch.isfinite(first), (DIVERGENCE_FACTOR * first).clamp(max=torch.finfo(first.dtype).max),
+                                    torch.full_like(first, math.nan))
+            # One comparison: NaN and inf fail it against a finite limit, as does a finite blow-up.
+            sane = loss_t.detach() <= limit
+            if lazy_guard and all_alive and bool(sane.all()):
+                # CPU, every trial healthy (a flag read costs nothing there): the masks below would
+                # change no value and no gradient, so their few small ops per step are skipped.
+                loss = loss_t.sum()
             else:
-                curve_r2.append([math.nan] * T)
-                curve_r2_tm.append([math.nan] * T)
-            t_eval += time.perf_counter() - t0
+                diverged_at = torch.where(alive & ~sane, step, diverged_at)
+                alive = alive & sane
+                all_alive = lazy_guard and bool(alive.all())
+                # Sum, never average: each trial's gradient is its own loss's gradient.
+                loss = torch.where(alive, loss_t, torch.zeros_like(loss_t)).sum()
+            opt.zero_grad()
+            loss.backward()
+            _clip_and_mask(model, alive, clip)
+            opt.step()
+            last_loss = loss_t.detach()
+            if progress is not None and (step % 25 == 0 or step == tr.steps):
+                progress(T * (25 if step % 25 == 0 else step % 25))
+            if step in eval_at:
+                t0 = time.perf_counter()
+                curve_steps.append(step)
+                curve_loss.append(last_loss.tolist())
+                if held_set is not None:
+                    pred = _predict(model, held_set)
+                    curve_r2.append(r2_within_task(held_set.y, pred).tolist())
+                    curve_r2_tm.append(r2_task_mean(held_set.y, pred).tolist())
+                else:
+                    curve_r2.append([math.nan] * T)
+                    curve_r2_tm.append([math.nan] * T)
+                t_eval += time.perf_counter() - t0
     train_seconds = time.perf_counter() - t_train - t_eval
 
     t0 = time.perf_counter()

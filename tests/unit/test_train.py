@@ -1,4 +1,5 @@
 import math
+import threading
 
 import pytest
 import torch
@@ -378,3 +379,119 @@ def test_a_trial_whose_first_loss_is_infinite_diverges_at_step_one(monkeypatch):
     assert res[1].diverged_step == 1
     monkeypatch.setattr(train_mod, "HyperTeacher", HyperTeacher)
     assert_same_bits(res[2], train_group([trial(2)])[0])
+
+
+def _recording_teacher(log: list, fail_at: int | None = None) -> type:
+    """A HyperTeacher that logs (thread name, tasks) of each training-pool sample; the ``fail_at``-th raises."""
+
+    class Recording(HyperTeacher):
+        def sample(self, n_tasks, gen, pool="train", samples=None, cycle=False):
+            if pool == "train" and not cycle and samples is None:
+                log.append((threading.current_thread().name, n_tasks))
+                if len(log) == fail_at:
+                    raise RuntimeError("sampler failed")
+            return super().sample(n_tasks, gen, pool, samples, cycle)
+
+    return Recording
+
+
+def _same(a, b) -> bool:
+    """Equal, NaN equal to NaN, floats to the bit (lists and dicts element by element)."""
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b or (a != a and b != b)
+
+
+def _train_at(monkeypatch, trials, threads: int, choice: int = 1):
+    """train_group with ``threads`` torch threads asked and ``choice`` measured for the step; the caller's restored."""
+    from bindscale import train
+
+    monkeypatch.setattr(train, "intra_op_threads", lambda trials, n: choice)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        return train_group(trials)
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_sampling_in_the_background_gives_the_serial_bits(monkeypatch):
+    # Two threads asked, one chosen for the step: the next chunk is sampled on the sampler thread.
+    # 40 steps in chunks of 15, 15 and 10: the last chunk is shorter, and nothing is sampled past it.
+    monkeypatch.setattr(train_mod, "CHUNK_ELEMENTS", 16 * 16 * 40 * 15)
+    for group in ([trial(0), trial(2)], [trial(1, kind="hypernet")]):  # an MLP stack, a hypernet alone
+        logs, res = {}, {}
+        for threads in (1, 2):
+            logs[threads] = []
+            monkeypatch.setattr(train_mod, "HyperTeacher", _recording_teacher(logs[threads]))
+            before = threading.active_count()
+            res[threads] = _train_at(monkeypatch, group, threads)
+            assert threading.active_count() == before
+        T = len(group)  # the first T samples: the in-distribution evaluation set (32 tasks), before training
+        assert [n for _, n in logs[1]] == [n for _, n in logs[2]] == [32] * T + [16 * 15] * T * 2 + [16 * 10] * T
+        assert {name for name, _ in logs[1]} == {name for name, _ in logs[2][:T]} == {threading.main_thread().name}
+        assert all(name.startswith("bindscale-sampler") for name, _ in logs[2][T:])
+        for a, b in zip(res[1], res[2]):
+            assert (a.status, a.diverged_step) == (b.status, b.diverged_step)
+            keys = [k for k in a.metrics if not k.endswith("_seconds")]
+            assert _same({k: a.metrics[k] for k in keys}, {k: b.metrics[k] for k in keys})
+
+
+def test_no_background_sampling_at_one_thread_or_when_the_step_takes_the_threads(monkeypatch):
+    for threads, choice in ((1, 1), (2, 2)):
+        log = []
+        monkeypatch.setattr(train_mod, "HyperTeacher", _recording_teacher(log))
+        _train_at(monkeypatch, [trial(0)], threads, choice)
+        assert len(log) == 2 and {name for name, _ in log} == {threading.main_thread().name}
+
+
+def test_an_error_in_the_sampler_thread_reaches_the_caller_and_no_thread_is_left(monkeypatch):
+    monkeypatch.setattr(train_mod, "CHUNK_ELEMENTS", 16 * 16 * 40 * 10)  # chunks of 10 steps
+    before = threading.active_count()
+    log = []
+    monkeypatch.setattr(train_mod, "HyperTeacher", _recording_teacher(log, fail_at=4))  # 1: evaluation set
+    with pytest.raises(RuntimeError, match="sampler failed"):
+        _train_at(monkeypatch, [trial(0)], 2)
+    assert log[-1][0].startswith("bindscale-sampler") and threading.active_count() == before
+
+
+def test_an_interrupt_in_training_shuts_the_sampler_thread_down(monkeypatch):
+    from bindscale import train
+
+    monkeypatch.setattr(train_mod, "CHUNK_ELEMENTS", 16 * 16 * 40 * 10)  # chunks of 10 steps
+    monkeypatch.setattr(train, "intra_op_threads", lambda trials, n: 1)
+    before, threads = threading.active_count(), torch.get_num_threads()
+
+    def interrupt(n):  # at step 25, with chunk 4 (steps 31-40) sampled or being sampled
+        assert threading.active_count() == before + 1
+        raise KeyboardInterrupt
+
+    torch.set_num_threads(2)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            train_group([trial(0)], progress=interrupt)
+    finally:
+        torch.set_num_threads(threads)
+    assert threading.active_count() == before
+
+
+def test_chunks_alternate_two_buffers_and_sample_in_order():
+    from bindscale.train import _chunks
+
+    calls = []
+
+    def sample(n, out):
+        calls.append((n, out))
+        return out if out is not None and out[0] == n else [n]  # a buffer is reused where it fits
+
+    got = []
+    for data in _chunks(sample, [3, 3, 3, 3, 2], background=True):
+        # The chunk handed out is never the buffer the next chunk is being sampled into.
+        got.append(data)
+        assert all(out is not data for _, out in calls[len(got):])
+    assert [n for n, _ in calls] == [3, 3, 3, 3, 2]
+    assert [out for _, out in calls[:2]] == [None, None]
+    assert calls[2][1] is got[0] and calls[3][1] is got[1] and calls[4][1] is got[2]
+    assert got[2] is got[0] and got[3] is got[1] and got[4] == [2]
