@@ -313,7 +313,15 @@ def bs_throughput(width: int, depth: int, steps: int, stack: int, threads: int) 
 
     torch.set_num_threads(threads)
     res = train_group([trial_config(width, depth, steps, seed=s) for s in range(stack)])
-    return steps / res[0].metrics["train_seconds"]
+    m = res[0].metrics
+    THREADS_USED.setdefault((width, depth, stack, threads), []).append(
+        f"{m['threads_used']}{'+s' if m['background_sampling'] else ''}")
+    return steps / m["train_seconds"]
+
+
+#: (width, depth, stack, threads asked) → what each repetition's step ran on: intra-op threads, "+s" where
+#: the next chunk of data was sampled on the idle core (train_group's choices, per process and shape).
+THREADS_USED: dict[tuple, list[str]] = {}
 
 
 def n_params(width: int, depth: int) -> int:
@@ -361,7 +369,9 @@ def bench_per_model(shapes, repeat: int, seconds: float, peak1: float, tmp: Path
             for r in range(repeat):
                 for name in (list(cases) if r % 2 == 0 else list(cases)[::-1]):
                     got[name].append(cases[name]())
-            row = {"width": w, "depth": d, "steps": steps, "load": load()[0], "planned_stack": planned}
+            row = {"width": w, "depth": d, "steps": steps, "load": load()[0], "planned_stack": planned,
+                   "bs_threads_used": {f"stack{n}_t{t}": THREADS_USED.get((w, d, n, t)) for n in (1, STACK)
+                                       for t in (1, 2)}}
             row |= {k: statistics.median(v) for k, v in got.items()}
             for t in (1, 2):
                 if planned in (1, STACK):
@@ -372,7 +382,8 @@ def bench_per_model(shapes, repeat: int, seconds: float, peak1: float, tmp: Path
                 row[f"planned_vs_alone_t{t}"] = row[f"bs_planned_t{t}"] / row[f"bs_t{t}"]
             row["peak_gflops_t1_after"] = matmul_peak(1, seconds=1.0)
             rows.append(row)
-            print(f"  {w:>5} x {d}: " + ", ".join(f"{k} {v:.3g}" for k, v in row.items() if k not in ("width", "depth")),
+            print(f"  {w:>5} x {d}: " + ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}"
+                                                for k, v in row.items() if k not in ("width", "depth")),
                   flush=True)
     finally:
         for s in servers.values():
