@@ -186,14 +186,7 @@ THREADS_GAIN = 0.10
 #: Seconds the choice may spend timing one stack shape (once per shape and process; at least three
 #: steps at each count, however long a step).
 THREADS_TIMING_BUDGET = 1.5
-#: A thread count's timed windows (the same steps each time) that differ by more than this factor
-#: (max / min) mean other work is sharing the cores: no second thread then. Measured at load ~4 on
-#: the 2-core Xeon, 64 × 2 in a stack of 4: one-thread windows of 7.1, 9.4 and 14.0 ms per step
-#: beside two-thread ones of 6.1-7.5 ms, which passed the paired 10% rule in all three rounds.
-THREADS_NOISE = 1.25
-#: Measurements :func:`choose_threads` makes before it gives up on a machine whose load disturbs each
-#: (benchmarks/jax_peer.py, 2-core Xeon at load ~1.7: a single trial of 256 x 4 or 1024 x 2 kept one
-#: thread in one run and took two, 1.4-1.6x JAX's two-thread speed, in another).
+#: Measurements :func:`choose_threads` makes before it settles on one thread.
 THREADS_ATTEMPTS = 2
 #: Fewest steps in one timed window of :func:`choose_threads`.
 MIN_WINDOW = 3
@@ -242,22 +235,25 @@ def intra_op_threads(trials: list[TrialConfig], threads: int,
 
 
 def choose_threads(timer: Callable[[int, int], float], threads: int, budget: float = THREADS_TIMING_BUDGET,
-                   gain: float = THREADS_GAIN, rounds: int = 3, noise: float = THREADS_NOISE,
-                   attempts: int = THREADS_ATTEMPTS) -> int:
-    """``threads`` if a step with them is more than ``gain`` faster (steps/s) than with one thread in
-    every round of a quiet enough measurement, else 1.
+                   gain: float = THREADS_GAIN, rounds: int = 3, attempts: int = THREADS_ATTEMPTS) -> int:
+    """``threads`` if every timed window with them is more than ``gain`` faster (steps/s) than every
+    window with one thread, in one of ``attempts`` measurements; else 1.
 
     ``timer(n, k)`` runs ``k`` steps with ``n`` threads and returns their seconds. Two single steps at
     each count (the first warms up: allocations, the thread pool's start; the second sizes the
     windows), then up to ``rounds`` rounds of one window of ``k`` steps per count, back to back,
     alternating which goes first; ``k`` and the rounds fit what is left of ``budget`` (at least one
-    round of :data:`MIN_WINDOW` steps, however long a step). The two windows of a round see nearly the
-    same load, so each round is one paired comparison, and every round must show the gain. And where one
-    count's windows (the same work each time) differ by more than ``noise`` (max / min), other work on
-    the machine is taking turns with the measurement, and a second thread's speed-up seen there need
-    not last; the rounds are measured again, up to ``attempts`` times in all (a moment of other work
-    must not cost a long trial its second thread), and one thread is the answer when every attempt is
-    disturbed: the safe choice on a busy machine (where a descheduled thread stalls every parallel region).
+    round of :data:`MIN_WINDOW` steps, however long a step).
+
+    Why every window against every window, not round by round: other work on the machine slows some
+    windows. Where it takes turns with the measurement, the slowest N-thread window overlaps the fastest
+    one-thread window and no gain is trusted (measured at load ~4 on the 2-core Xeon, 64 × 2 in a stack
+    of 4: one-thread windows of 7.1, 9.4 and 14.0 ms per step beside two-thread ones of 6.1-7.5 ms, which
+    passed a round-by-round 10% rule, and two threads then collapsed in training): one thread, the safe
+    choice on a busy machine, where a descheduled thread stalls every parallel region. A machine whose
+    speed merely wanders (a virtual machine's neighbours: one-thread windows of 1024 × 2 from 122 to
+    195 ms at load ~1.4, two-thread ones 66-88 ms) keeps its clear gain; a rule on each count's spread
+    (max / min ≤ 1.25) turned such gains down. A disturbed first measurement is followed by another.
     """
     if threads <= 1:
         return 1
@@ -267,15 +263,15 @@ def choose_threads(timer: Callable[[int, int], float], threads: int, budget: flo
     left = budget - spent - pair
     rounds = max(1, min(rounds, int(left / pair)))
     # At least MIN_WINDOW steps a window, over budget if need be: single steps of a slow shape (1024 x 2,
-    # ~0.15 s) vary by more than `noise` on a quiet machine, which made a 2-thread gain unmeasurable.
+    # ~0.15 s) vary too much on a quiet machine for a 2-thread gain to be measured.
     k = max(MIN_WINDOW, min(50, int(left / (rounds * pair))))
     for _ in range(attempts):
         windows: dict[int, list[float]] = {n: [] for n in counts}
         for r in range(rounds):
             for n in (counts if r % 2 == 0 else counts[::-1]):
                 windows[n].append(max(timer(n, k), 1e-12))
-        if all(max(w) <= noise * min(w) for w in windows.values()):
-            return threads if min(a / b for a, b in zip(windows[1], windows[threads])) > 1 + gain else 1
+        if min(windows[1]) > (1 + gain) * max(windows[threads]):
+            return threads
     return 1
 
 
