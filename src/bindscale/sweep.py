@@ -90,6 +90,12 @@ def max_stack(trial: Any, n_workers: int, device: str = "cpu", cap: int = MAX_ST
 #: fraction over the best smaller stack's; flat costs keep it growing (a bigger stack also shares its
 #: job's evaluation, probes and start-up, which the step timer leaves out).
 STACK_SLACK = 0.05
+#: Seconds of one trial's step (one thread) from which no stack is tried. A stack shares a step's fixed
+#: costs (Python, kernel launches: ~1 ms, the MLP 64 x 2 step's 2.0 ms beside its 1.1 ms of matmuls on
+#: the 2-core Xeon), under STACK_SLACK of such a step, while its larger tensors can cost more than that:
+#: measured there (benchmarks/jax_peer.py), 1024 x 2 in stacks of 2-4 at 0.83-0.97x a trial alone, which
+#: step timings on a machine whose speed wanders by 20% could not tell from flat (the planner chose 2).
+UNSTACKED_STEP = 0.02
 _measured_caps: dict[tuple, int] = {}
 
 
@@ -101,7 +107,8 @@ def measured_stack_cap(group: list[Any], cap: int) -> int:
     MLP 256 × 4, one thread, per-trial steps/s 0.90× alone in a stack of 4 on the 2-core Xeon; the
     issue's AMD EPYC: 0.90× at 256 × 4, 0.94× at 1024 × 2). So stacks of 1, 2, 4, … of the group's
     shape are timed with the study's step timer (:meth:`bindscale.study.StudyPlugin.stack_step_seconds`)
-    until the per-trial time rises by more than :data:`STACK_SLACK`. Once per shape and process; ``cap``
+    until the per-trial time rises by more than :data:`STACK_SLACK`; none where one trial's step takes
+    :data:`UNSTACKED_STEP` or more. Once per shape and process; ``cap``
     when the study has no timer. Results never depend on it (a trial's numbers are the same in any stack).
     """
     plugin = registry.for_trial(group[0])
@@ -110,7 +117,7 @@ def measured_stack_cap(group: list[Any], cap: int) -> int:
     key = (job_group_key(group[0]), min(cap, len(group)))
     if key not in _measured_caps:
         best_n, best = 1, plugin.stack_step_seconds(group[:1])
-        n = 2
+        n = 2 if best < UNSTACKED_STEP else key[1] + 1  # a long step: nothing left to share
         while n <= key[1]:
             per_trial = plugin.stack_step_seconds(group[:n]) / n
             if per_trial > best * (1 + STACK_SLACK):

@@ -64,13 +64,13 @@ def test_the_inline_executor_trains_with_one_thread(tmp_path, monkeypatch):
 
 
 def _timed_plan(monkeypatch, seconds, n=16):
-    """plan_jobs with measure=True where a stack of T trials' step takes ``seconds(T)``."""
+    """plan_jobs with measure=True where a stack of T trials' step takes ``seconds(T)`` milliseconds."""
     from bindscale import sweep
     from bindscale.study import StudyPlugin
 
     monkeypatch.setattr(sweep, "_measured_caps", {})
     asked = []
-    monkeypatch.setattr(StudyPlugin, "stack_step_seconds", lambda self, ts: asked.append(len(ts)) or seconds(len(ts)))
+    monkeypatch.setattr(StudyPlugin, "stack_step_seconds", lambda self, ts: asked.append(len(ts)) or seconds(len(ts)) / 1e3)
     jobs = plan_jobs(study(width=[64], seed=list(range(n))), n_workers=1, measure=True)
     return sorted(len(j) for j in jobs), asked
 
@@ -94,6 +94,17 @@ def test_a_stack_slower_per_trial_than_a_trial_alone_is_not_planned(monkeypatch)
     # Per-trial cost 1 s alone, 1.2 s in any stack (its tensors spill out of the caches): one trial per job.
     sizes, asked = _timed_plan(monkeypatch, lambda T: T * (1.0 if T == 1 else 1.2), n=4)
     assert sizes == [1, 1, 1, 1] and asked == [1, 2]
+
+
+def test_no_stack_is_tried_where_one_trial_step_is_long(monkeypatch):
+    from bindscale.sweep import UNSTACKED_STEP
+
+    # 25 ms alone: the ~1 ms a stack could share is under the slack; a stack's cost is not even timed.
+    sizes, asked = _timed_plan(monkeypatch, lambda T: T * UNSTACKED_STEP * 1e3 * 1.25, n=4)
+    assert sizes == [1, 1, 1, 1] and asked == [1]
+    # Just under it (1 ms shared + 18 ms a trial: 19 ms alone) stacks are timed, and grow while they pay.
+    sizes, asked = _timed_plan(monkeypatch, lambda T: 1.0 + T * UNSTACKED_STEP * 1e3 * 0.9, n=4)
+    assert sizes == [4] and asked == [1, 2, 4]
 
 
 def test_unmeasured_plans_ask_no_timer(monkeypatch):
