@@ -302,7 +302,9 @@ def _chunks(sample: Callable[[int, Batch | None], Batch], sizes: list[int], back
     machine, 0.45-0.65 of 2.5-3.8 ms on the shared 2-core Xeon at load 2.4-2.9. Measured there: the
     loop's wait for data fell from ~0.5 to ~0.015 ms a step, but steps/s moved within the noise
     (2-thread / 1-thread, geometric mean of 10 alternating 400-step pairs: 0.97 and 1.17 in two
-    processes; 0.98 both times before this change): at that load the second core is rarely idle.
+    processes; 0.98 both times before this change): at that load the second core is rarely idle. Near
+    quiet (load ~1.5, benchmarks/jax_peer.py --quick): 494 and 427 steps/s against 467 and 368 with one
+    thread, in two runs.
     The same calls with the same sizes in the same order, one thread at a time, use each generator
     exactly as the serial path does: the same bits. An error in the thread is raised here; the thread
     is shut down when the generator is closed, finished or not.
