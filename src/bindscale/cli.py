@@ -163,7 +163,11 @@ def report(run_dir: Annotated[str, typer.Argument(help="a run directory (path or
 
     from .runner import is_multi_run, rebuild_all
 
-    if is_multi_run(run_dir):
+    try:
+        multi = is_multi_run(run_dir)
+    except BindscaleError as err:  # e.g. an empty path or an unreadable URL
+        _fail(str(err))
+    if multi:
         try:
             result = rebuild_all(run_dir)
         except RunLocked as err:

@@ -115,7 +115,8 @@ def pool_context(study_module: str | None = None):
     if not sys.platform.startswith("linux") or "forkserver" not in get_all_start_methods():
         return get_context("spawn")
     ctx = get_context("forkserver")
-    ctx.set_forkserver_preload(list(WORKER_IMPORTS) + ([study_module] if study_module else []))
+    # First: Ctrl-C is the driver's to answer (bindscale._fork_server_init).
+    ctx.set_forkserver_preload(["bindscale._fork_server_init", *WORKER_IMPORTS] + ([study_module] if study_module else []))
     return ctx
 
 

@@ -152,3 +152,19 @@ def test_a_killed_driver_takes_its_fork_server_and_workers_with_it(tmp_path):
     left = [p for p in workers + servers if Path(f"/proc/{p}").exists()
             and Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
     assert not left, "no worker keeps training (and writing records) after its driver was killed"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and the fork server are Linux's")
+def test_ctrl_c_while_the_fork_server_imports_prints_no_traceback(tmp_path):
+    # Ctrl-C at a terminal reaches the whole process group: the driver, its fork server, the workers.
+    proc = subprocess.Popen([sys.executable, "-m", "bindscale", "run", str(CHAOS), "--out", str(tmp_path / "int"),
+                             "--workers", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    deadline = time.time() + 60
+    while not _children(proc.pid, "multiprocessing.forkserver") and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.02)
+    time.sleep(0.5)  # inside its imports (torch, scikit-learn: seconds)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err

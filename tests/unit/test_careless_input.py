@@ -85,6 +85,10 @@ def test_report_of_a_run_with_no_record_says_nothing_was_recorded(tmp_path, reco
     assert [t.trial_id for t in again.trials()] == [t.trial_id for t in resolve_study(str(TINY)).trials()]
 
 
+def test_report_of_an_empty_path_is_one_line():
+    assert "empty run-directory path" in one_error_line(cli("report", ""))
+
+
 # ----------------------------------------------------------------------------- unknown study
 
 
