@@ -105,7 +105,8 @@ def run_study(study_or_name: StudyConfig | str | Path, out: str | Path, quick: b
         out: the run directory (a path or an fsspec URL).
         workers: worker processes (default: one per core). From a script (not a notebook),
             more than one needs the script's code under ``if __name__ == "__main__":``
-            (workers are spawned and import the main module); ``workers=1`` trains in this process.
+            (workers, forked from a fork server on Linux and spawned elsewhere, import the main module); ``workers=1``
+            trains in this process.
         device: ``auto``, ``cpu`` or ``cuda``.
         executor: ``inline``, ``process`` or ``ray`` (default: ``process`` with more than one worker).
 
