@@ -128,9 +128,36 @@ def start_fork_server(study_module: str | None = None) -> None:
     ctx = pool_context(study_module)
     if ctx.get_start_method() == "forkserver":
         _start_resource_tracker()  # before the fork server, which would start it with the leak warning on
-        from multiprocessing import forkserver
+        _ensure_fork_server()
 
+
+#: Environment variable through which the driver asks its new fork server to die with it (read and
+#: removed by :mod:`bindscale._fork_server_init`): the driver's pid.
+DIE_WITH = "BINDSCALE_FORK_SERVER_DIE_WITH"
+
+
+def _ensure_fork_server() -> None:
+    """Start the fork server if it is not running; one started from the main thread dies with the driver.
+
+    A killed driver must not leave workers training and writing records (a resumed driver runs
+    the same trials again). Its workers hold the fork server's "alive" pipe open, so the server
+    would outlive the driver; the server therefore sets PR_SET_PDEATHSIG, and its workers do
+    too (:func:`_worker_init`): the kernel kills the server as the driver exits and each worker
+    as the server exits, with no polling window in which a stack can finish and write its
+    records (CI once counted 4 records written after the driver's ``kill -9``). The signal
+    follows the *thread* that started the server, so only a server started from the main
+    thread asks for it; one started from another thread relies on the workers' watch.
+    """
+    from multiprocessing import forkserver
+
+    if threading.current_thread() is not threading.main_thread():
         forkserver.ensure_running()
+        return
+    os.environ[DIE_WITH] = str(os.getpid())
+    try:
+        forkserver.ensure_running()
+    finally:
+        os.environ.pop(DIE_WITH, None)
 
 
 def _alive(pid: int) -> bool:
@@ -237,6 +264,8 @@ def _execute_pool(payload, run_dir, study, device, workers, retries, on_progress
                   save_models=False) -> None:
     ctx = pool_context(_study_module(payload))
     _start_resource_tracker()  # before the first semaphore: it starts the tracker otherwise
+    if ctx.get_start_method() == "forkserver":
+        _ensure_fork_server()  # here, not from the pool's first worker: it then dies with the driver
     # A plain queue inherited by the workers: no manager process that could outlive a killed driver.
     q = ctx.Queue()
     todo = list(range(len(payload)))

@@ -144,14 +144,28 @@ def test_a_killed_driver_takes_its_fork_server_and_workers_with_it(tmp_path):
         time.sleep(0.05)
     servers = _children(proc.pid, "multiprocessing.forkserver")
     assert workers and servers, "the run started its workers from a fork server"
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.communicate(timeout=60)
-    deadline = time.time() + 10
-    while time.time() < deadline and any(Path(f"/proc/{p}").exists() for p in workers + servers):
-        time.sleep(0.1)
-    left = [p for p in workers + servers if Path(f"/proc/{p}").exists()
-            and Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
-    assert not left, "no worker keeps training (and writing records) after its driver was killed"
+    # Stopped workers cannot run their own watch of the driver (a thread polling every 0.2 s, in which
+    # window CI once saw a stack finish and write 4 records): only the kernel can end them, through the
+    # fork server's and their own PR_SET_PDEATHSIG, at the moment the driver exits.
+    time.sleep(0.3)  # a worker is listed as soon as the kernel creates it, before its first instruction
+    for p in workers:
+        os.kill(p, signal.SIGSTOP)
+    try:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)  # not communicate(): a surviving worker holds the stderr pipe open
+        proc.stderr.close()
+        deadline = time.time() + 2
+        while time.time() < deadline and any(Path(f"/proc/{p}").exists() for p in workers + servers):
+            time.sleep(0.05)
+        left = [p for p in workers + servers if Path(f"/proc/{p}").exists()
+                and Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
+        assert not left, "no worker keeps training (and writing records) after its driver was killed"
+    finally:
+        for p in workers + servers:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and the fork server are Linux's")
