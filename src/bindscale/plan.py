@@ -48,7 +48,12 @@ def job_seconds(job: list) -> float:
 
 
 def schedule(seconds: list[float], workers: int) -> float:
-    """Wall seconds of jobs taken in this order by the first free of ``workers`` workers."""
+    """Wall seconds of jobs taken in this order by the first free of ``workers`` workers.
+
+    The executors hand jobs out in the planned order (largest first) as workers free up: Graham's list
+    scheduling (Graham 1969, "Bounds on multiprocessing timing anomalies"), simulated; the planner
+    balances its jobs with it (:func:`bindscale.sweep.plan_jobs`).
+    """
     free = [0.0] * max(1, workers)
     for s in seconds:
         heapq.heappush(free, heapq.heappop(free) + s)

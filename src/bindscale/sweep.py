@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from . import registry
+from .plan import schedule
 from .checkpoints import save_model
 from .cpu import cpu_training
 from .options import available_cores  # noqa: F401  (re-exported: bindscale.sweep.available_cores)
@@ -117,15 +118,42 @@ def measured_stack_cap(group: list[Any], cap: int) -> int:
     key = (job_group_key(group[0]), min(cap, len(group)))
     if key not in _measured_caps:
         best_n, best = 1, plugin.stack_step_seconds(group[:1])
+        shares = _measured_shares.setdefault(key[0], {})
+        shares[1] = best
         n = 2 if best < UNSTACKED_STEP else key[1] + 1  # a long step: nothing left to share
         while n <= key[1]:
-            per_trial = plugin.stack_step_seconds(group[:n]) / n
+            per_trial = shares[n] = plugin.stack_step_seconds(group[:n]) / n
             if per_trial > best * (1 + STACK_SLACK):
                 break
             best_n, best = n, min(best, per_trial)
             n = min(2 * n, key[1]) if n < key[1] else n + 1
         _measured_caps[key] = best_n
     return _measured_caps[key]
+
+
+#: Measured seconds of a trial's share of one step, by stack size, per shape (:func:`measured_stack_cap`).
+_measured_shares: dict[tuple, dict[int, float]] = {}
+
+
+def _measured_cost(job: list[Any]) -> float:
+    """:func:`job_cost` scaled by the measured share of a step of a stack of this size against a trial alone.
+
+    So a halved stack is costed with the sharing it keeps, not the sharing of the stack it came from.
+    Between measured sizes the share is interpolated linearly in 1 / size (exact where a step is a fixed
+    cost shared by the stack plus a cost per trial); beyond the largest, that one's share.
+    :func:`job_cost` itself where the shape was not measured.
+    """
+    shares = _measured_shares.get(job_group_key(job[0]))
+    if not shares or 1 not in shares:
+        return job_cost(job)
+    n = len(job)
+    lo, hi = max(k for k in shares if k <= n), min((k for k in shares if k >= n), default=None)
+    if hi is None or hi == lo:
+        share = shares[lo]
+    else:
+        w = (1 / lo - 1 / n) / (1 / lo - 1 / hi)
+        share = (1 - w) * shares[lo] + w * shares[hi]
+    return job_cost(job) * share / shares[1]
 
 
 def plan_jobs(trials: list[Any], max_stack_size: int = MAX_STACK, n_workers: int = 1,
@@ -157,7 +185,38 @@ def plan_jobs(trials: list[Any], max_stack_size: int = MAX_STACK, n_workers: int
         if len(big) < 2 or (len(jobs) >= n_workers and job_cost(big) <= share):
             break
         jobs = jobs[1:] + [big[0::2], big[1::2]]
-    return sorted(jobs, key=job_cost, reverse=True)
+    return _balance(sorted(jobs, key=_measured_cost, reverse=True), n_workers)
+
+
+#: A job is halved to balance the workers (:func:`_balance`) only where that shortens the sweep's
+#: estimated wall time by more than this fraction: halving a stack gives up some of its sharing.
+BALANCE_GAIN = 0.05
+
+
+def _balance(jobs: list[list[Any]], n_workers: int) -> list[list[Any]]:
+    """Halve jobs while that shortens the sweep's wall time (:func:`bindscale.plan.schedule`) by more
+    than :data:`BALANCE_GAIN`, each time the job whose halving shortens it most (the largest on a tie).
+
+    Equal shares alone can leave a worker idle: jobs of 6, 6.2 and 6.2 units on two workers end at
+    12.2, where halving the 6 ends at 9.2 (the quick JAX peer sweep's plan: widths 128 × 6 and
+    256 × 3 × 2; benchmarks/jax_peer.py). A halved stack shares less of each step: where the planner
+    measured stacks of the shape, a job's cost is scaled by the measured share (:func:`_measured_cost`).
+    ``jobs`` sorted by that cost, largest first; so is the result (the order in which they are handed out).
+    """
+    if n_workers < 2:
+        return jobs
+    while True:
+        best, now = jobs, schedule([_measured_cost(j) for j in jobs], n_workers)
+        bar = now * (1 - BALANCE_GAIN)
+        for i, big in enumerate(jobs):
+            if len(big) < 2:
+                continue
+            cand = sorted(jobs[:i] + jobs[i + 1:] + [big[0::2], big[1::2]], key=_measured_cost, reverse=True)
+            if (span := schedule([_measured_cost(j) for j in cand], n_workers)) < bar:
+                best, bar = cand, span
+        if best is jobs:
+            return jobs
+        jobs = best
 
 
 def resolve_device(device: str) -> str:
