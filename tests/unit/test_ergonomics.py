@@ -448,3 +448,30 @@ def test_constraints_pin_every_installed_distribution():
     assert {"torch", "numpy", "pydantic", "typer", "rich", "pytest"} <= required
     missing = sorted(required - {"bindscale", "pip", "setuptools", "wheel"} - set(pinned))
     assert not missing, f"installed and required by bindscale but not pinned in constraints.txt: {', '.join(missing)}"
+
+
+# ----------------------------------------------------------------------------- quick exit
+
+_ENTRY = """
+import atexit, sys, threading, time
+atexit.register(lambda: print("atexit ran", flush=True))
+if sys.argv[1] == "thread":  # a non-daemon thread still running: Python's own exit, which waits for it
+    threading.Thread(target=lambda: (time.sleep(0.5), print("thread done", flush=True))).start()
+sys.argv = ["bindscale", *sys.argv[2:]]
+from bindscale.cli import entry
+entry()
+print("not reached")
+"""
+
+
+@pytest.mark.parametrize("case, args, rc", [("plain", ["list"], 0), ("plain", ["run", "nosuchstudy"], 2),
+                                            ("thread", ["list"], 0)])
+def test_the_command_exits_with_its_status_after_the_atexit_handlers(case, args, rc):
+    env = os.environ | {"PYTHONPATH": SRC}
+    r = subprocess.run([sys.executable, "-c", _ENTRY, case, *args], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == rc, r.stderr
+    assert "atexit ran" in r.stdout and "not reached" not in r.stdout
+    assert ("thread done" in r.stdout) == (case == "thread")
+    assert "Traceback" not in r.stderr
+    if rc == 0:
+        assert "scaling" in r.stdout  # the command's own output, flushed before the exit
