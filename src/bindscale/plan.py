@@ -133,6 +133,9 @@ def describe_plan(study: StudyConfig, workers: int | None = None, device: str = 
 
     if workers is not None:
         n_workers = 1 if executor == "inline" else min(workers, cores)
+        if workers > n_workers:  # as the run itself says (runner.run_study)
+            why = "the inline executor trains in this process" if executor == "inline" else f"{cores} cores"
+            lines.append(f"note: --workers {workers} would run as {n_workers} ({why})")
     else:
         n_workers = 1 if dev == "cuda" or executor == "inline" else min(cores, len(todo))
     jobs = plan_jobs(todo, n_workers=n_workers, device=dev)

@@ -178,3 +178,11 @@ def test_trials_of_pretrained_models_are_not_noted():
     trained = sum(t.trains() for t in study.trials())
     assert 0 < trained < len(study.trials())
     assert f"({trained} of {trained} trained trials)" in study_notes(study)[0]
+
+
+def test_a_dry_run_says_when_it_would_use_fewer_workers_than_asked(tmp_path):
+    r = cli("run", TINY, "--dry-run", "--workers", "999", "--out", tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    assert f"note: --workers 999 would run as {len(os.sched_getaffinity(0))} (" in r.stderr + r.stdout
+    r = cli("run", TINY, "--dry-run", "--workers", "2", "--executor", "inline", "--out", tmp_path / "o")
+    assert "note: --workers 2 would run as 1 (the inline executor" in r.stderr + r.stdout
