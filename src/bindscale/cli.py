@@ -92,7 +92,7 @@ def run(
             from .runner import default_out
 
             try:
-                text = describe_plan(cfg, workers=workers, device=device, executor=executor,
+                text = describe_plan(cfg, workers=workers, device=device, executor=executor, retries=retries, address=address,
                                      out=out if out is not None else str(default_out(cfg, quick)))
             except BindscaleError as err:
                 _fail(str(err))
@@ -127,8 +127,8 @@ def _run_all(quick, out, set_, device, workers, executor, address, retries, dry_
                 if print_config:
                     print(f"# {name}\n{study_yaml(cfg)}", end="", flush=True)
                 if dry_run:
-                    print(describe_plan(cfg, workers=workers, device=device, executor=executor,
-                                        out=RunStore(out_dir).where(name)), flush=True)
+                    print(describe_plan(cfg, workers=workers, device=device, executor=executor, retries=retries,
+                                        address=address, out=RunStore(out_dir).where(name)), flush=True)
         except BindscaleError as err:
             _fail(str(err))
         return

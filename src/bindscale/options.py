@@ -79,3 +79,18 @@ def check_out(out: object, executor: str | None = None):
         raise ConfigError(f"--out {out}: a memory:// filesystem lives inside one process, so worker processes "
                           "cannot share it; use --executor inline (and nothing survives the run), or a path")
     return store
+
+
+def check_run(out: object, executor: str | None = None, retries: int = RETRIES, address: str | None = None,
+              workers: int | None = None):
+    """Everything a run checks of its options before it builds any trial (:func:`check_run_options`,
+    :func:`check_out`, Ray installed for ``--executor ray``), shared by the run and its ``--dry-run``.
+    Returns the run directory's :class:`~bindscale.storage.RunStore`; raises :class:`ConfigError`."""
+    check_run_options(executor, retries, address, workers, out)
+    store = check_out(out, executor)  # before torch is imported: a bad --out answers at once
+    if executor == "ray":
+        from .ray_executor import check_ray_installed  # Ray itself is not imported here
+
+        check_ray_installed()
+    return store
+

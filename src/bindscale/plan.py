@@ -77,11 +77,12 @@ def grid_counts(study: StudyConfig) -> list[tuple[dict[str, list[Any]], int]]:
 
 
 def describe_plan(study: StudyConfig, workers: int | None = None, device: str = "auto",
-                  executor: str | None = None, out: str | None = None) -> str:
+                  executor: str | None = None, out: str | None = None, retries: int | None = None,
+                  address: str | None = None) -> str:
     """The dry run's text: trials per grid, stacked jobs, estimated time. Runs and writes nothing.
 
     Args:
-        workers, device, executor: as ``bindscale run`` takes them.
+        workers, device, executor, retries, address: as ``bindscale run`` takes them.
         out: the run directory, read (not written) to leave out trials already recorded.
 
     Raises:
@@ -89,11 +90,14 @@ def describe_plan(study: StudyConfig, workers: int | None = None, device: str = 
             not write), or a split that cannot be made.
     """
     from . import registry
-    from .options import available_cores, check_out, check_run_options
+    from .options import RETRIES, available_cores, check_run, check_run_options
 
-    check_run_options(executor, workers=workers, out=out)  # what a run refuses, refused the same way
+    # What a run refuses, refused the same way.
+    retries = RETRIES if retries is None else retries
     if out is not None:
-        check_out(out, executor)
+        check_run(out, executor, retries, address, workers)
+    else:
+        check_run_options(executor, retries, address, workers)
     from .records import load_records
     from .storage import StorageError
     from .sweep import plan_jobs, resolve_device

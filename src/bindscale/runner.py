@@ -14,7 +14,7 @@ from .config import StudyConfig, TrialBase, validate
 from .errors import ConfigError
 from .lock import RunLock
 from .progress import TrainingProgress
-from .options import RETRIES, available_cores, check_out, check_run_options
+from .options import RETRIES, available_cores, check_out, check_run
 from .storage import RunStore, StorageError, remove_temporaries
 
 # The executors, the sweep (torch) and the records (pandas) are imported where a run needs them, so
@@ -48,12 +48,7 @@ def run_study(
         StorageError: records cannot be written during the run (finished trials are kept).
     """
     console = console or Console(stderr=True)
-    check_run_options(executor, retries, address, workers, out)
-    store = check_out(out, executor)  # before torch is imported (resolve_device): a bad --out answers at once
-    if executor == "ray":
-        from .ray_executor import check_ray_installed  # Ray itself is not imported here
-
-        check_ray_installed()
+    store = check_run(out, executor, retries, address, workers)  # before torch is imported (resolve_device)
     from .sweep import resolve_device
 
     try:

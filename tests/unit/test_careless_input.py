@@ -186,3 +186,10 @@ def test_a_dry_run_says_when_it_would_use_fewer_workers_than_asked(tmp_path):
     assert f"note: --workers 999 would run as {len(os.sched_getaffinity(0))} (" in r.stderr + r.stdout
     r = cli("run", TINY, "--dry-run", "--workers", "2", "--executor", "inline", "--out", tmp_path / "o")
     assert "note: --workers 2 would run as 1 (the inline executor" in r.stderr + r.stdout
+
+
+@pytest.mark.parametrize("study", [str(TINY), "all"])
+def test_a_dry_run_refuses_the_options_a_run_refuses(tmp_path, study):
+    r = cli("run", study, "--dry-run", "--retries", "-1", "--out", tmp_path / "o")
+    assert r.returncode == 2 and one_error_line(r) == "error: --retries -1: must be 0 or more", r.stderr
+    assert not (tmp_path / "o").exists()
