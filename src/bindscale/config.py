@@ -549,8 +549,13 @@ def _unknown_override(key: str, name: str, tcls: type[TrialBase], study_fields: 
     the section exists (``train.fo`` → train's fields), else every kind of key allowed."""
     section = name.split(".")[0]
     fields = sorted(p for p in _trial_paths(tcls) if p.startswith(section + "."))
+    if fields and name == section:  # `train=5`: a section, not one of its fields
+        return f"--set {key}: {section} is a section; set one of its fields: {', '.join(fields)}"
     if fields:
         return f"--set {key}: {section} has no field {name[len(section) + 1:]!r}; allowed: {', '.join(fields)}"
+    if not key.strip():
+        return (f"--set: a key is missing before '='; allowed: a sweep axis ({', '.join(tcls.AXES)}), "
+                f"a dotted trial field such as train.lr, or a study field ({', '.join(sorted(study_fields))})")
     return (f"--set {key}: unknown key; allowed: a sweep axis ({', '.join(tcls.AXES)}), "
             f"a dotted trial field such as train.lr, or a study field ({', '.join(sorted(study_fields))})")
 

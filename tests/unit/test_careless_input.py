@@ -193,3 +193,10 @@ def test_a_dry_run_refuses_the_options_a_run_refuses(tmp_path, study):
     r = cli("run", study, "--dry-run", "--retries", "-1", "--out", tmp_path / "o")
     assert r.returncode == 2 and one_error_line(r) == "error: --retries -1: must be 0 or more", r.stderr
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("arg, want", [("train=5", "error: --set train: train is a section; set one of its fields: train."),
+                                       ("=5", "error: --set: a key is missing before '='; allowed: a sweep axis")])
+def test_a_set_of_a_section_or_of_no_key_says_what_is_wrong(tmp_path, arg, want):
+    r = cli("run", TINY, "--dry-run", "--set", arg, "--out", tmp_path / "o")
+    assert one_error_line(r).startswith(want), r.stderr
