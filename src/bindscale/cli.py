@@ -371,9 +371,6 @@ def main() -> None:
             sys.exit(2)
         raise
 
-if __name__ == "__main__":
-    main()
-
 
 def entry() -> None:
     """The ``bindscale`` command (and ``python -m bindscale``): :func:`main`, then a quick exit.
@@ -409,3 +406,6 @@ def entry() -> None:
             pass
     os._exit(code)
 
+
+if __name__ == "__main__":
+    entry()

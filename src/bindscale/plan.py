@@ -18,6 +18,7 @@ import yaml
 
 from .config import StudyConfig
 from .errors import ConfigError
+from .options import RETRIES
 
 #: What the factors were measured on (the wall-time estimate also assumes a core per worker).
 MACHINE = "a 2-core Intel Xeon (the project's CPU machine), one torch thread per worker"
@@ -77,7 +78,7 @@ def grid_counts(study: StudyConfig) -> list[tuple[dict[str, list[Any]], int]]:
 
 
 def describe_plan(study: StudyConfig, workers: int | None = None, device: str = "auto",
-                  executor: str | None = None, out: str | None = None, retries: int | None = None,
+                  executor: str | None = None, out: str | None = None, retries: int = RETRIES,
                   address: str | None = None) -> str:
     """The dry run's text: trials per grid, stacked jobs, estimated time. Runs and writes nothing.
 
@@ -90,10 +91,9 @@ def describe_plan(study: StudyConfig, workers: int | None = None, device: str = 
             not write), or a split that cannot be made.
     """
     from . import registry
-    from .options import RETRIES, available_cores, check_run, check_run_options
+    from .options import available_cores, check_run, check_run_options
 
     # What a run refuses, refused the same way.
-    retries = RETRIES if retries is None else retries
     if out is not None:
         check_run(out, executor, retries, address, workers)
     else:
