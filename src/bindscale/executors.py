@@ -262,10 +262,11 @@ def _start_resource_tracker() -> None:
 
 def _execute_pool(payload, run_dir, study, device, workers, retries, on_progress, on_job_done, on_note,
                   save_models=False) -> None:
-    ctx = pool_context(_study_module(payload))
-    _start_resource_tracker()  # before the first semaphore: it starts the tracker otherwise
-    if ctx.get_start_method() == "forkserver":
-        _ensure_fork_server()  # here, not from the pool's first worker: it then dies with the driver
+    module = _study_module(payload)
+    ctx = pool_context(module)
+    # Here, not from the pool's first worker: a fork server started by this thread dies with the driver.
+    start_fork_server(module)
+    _start_resource_tracker()  # before the first semaphore (spawn): it starts the tracker otherwise
     # A plain queue inherited by the workers: no manager process that could outlive a killed driver.
     q = ctx.Queue()
     todo = list(range(len(payload)))
