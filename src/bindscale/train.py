@@ -41,6 +41,10 @@ CHUNK_ELEMENTS = 2_000_000
 DIVERGENCE_FACTOR = 1e4
 
 
+#: Training steps between two calls of train_group's ``progress`` (and after the last step). A benchmark
+#: that times steps through it may set 1 (benchmarks/jax_peer.py): one Python call a step.
+PROGRESS_STEPS = 25
+
 #: Training fields that may differ inside a stack (they are per-trial tensors).
 PER_TRIAL_FIELDS = {"lr", "weight_decay", "grad_clip"}
 
@@ -415,8 +419,8 @@ def _train_group(trials: list[TrialConfig], device: torch.device, progress, retu
             _clip_and_mask(model, alive, clip)
             opt.step()
             last_loss = loss_t.detach()
-            if progress is not None and (step % 25 == 0 or step == tr.steps):
-                progress(T * (25 if step % 25 == 0 else step % 25))
+            if progress is not None and (step % PROGRESS_STEPS == 0 or step == tr.steps):
+                progress(T * (PROGRESS_STEPS if step % PROGRESS_STEPS == 0 else step % PROGRESS_STEPS))
             if step in eval_at:
                 t0 = time.perf_counter()
                 curve_steps.append(step)
