@@ -111,11 +111,10 @@ def _run_locked(study: StudyConfig, store: RunStore, dev: str, workers: int | No
     executor = executor or ("process" if n_workers > 1 else "inline")
     if executor == "inline":
         n_workers = 1
-    console.print(
-        f"[bold]{study.name}[/]: {len(trials)} trials, {len(have) - sum(h['status'] == 'failed' for h in have.values())} "
-        f"already recorded, {len(todo)} to run in {len(jobs)} stacked jobs on {n_workers} worker(s) "
-        f"({executor}), device {dev} → {store}"
-    )
+    recorded = len(have) - sum(h['status'] == 'failed' for h in have.values())
+    plan_line = (f"{len(todo)} to run in {len(jobs)} stacked jobs on {n_workers} worker(s) ({executor}), device {dev}"
+                 if jobs else "0 to run")
+    console.print(f"[bold]{study.name}[/]: {len(trials)} trials, {recorded} already recorded, {plan_line} → {store}")
     t0 = time.perf_counter()
     if jobs:
         steps = [sum(study.plugin.steps(t) for t in j) for j in jobs]

@@ -33,6 +33,7 @@ def test_tiny_study_end_to_end_and_report_rebuild(tiny, tmp_path):
     # Re-running is a no-op: every trial already recorded.
     r3 = bindscale("run", tiny, "--out", out, "--workers", "1")
     assert "16 already recorded, 0 to run" in r3.stderr.replace("\n", " ")
+    assert "stacked jobs" not in r3.stderr  # no plan to describe (it said "0 stacked jobs on 1 worker(s)")
     # While a live run holds the directory, `report` is refused and writes nothing (the run writes its own).
     from bindscale.lock import RunLock
 
