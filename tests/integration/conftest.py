@@ -17,6 +17,22 @@ def bindscale(*args, cwd=None, timeout=300):
                           cwd=cwd, env=env, timeout=timeout)
 
 
+def session_processes(sid: int) -> list[int]:
+    """Live (not zombie) processes of session ``sid`` (Linux's /proc; none where there is no /proc): a run
+    started with ``start_new_session=True`` and every process it made, re-parented or not."""
+    out = []
+    for d in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
+        if not d.name.isdigit():
+            continue
+        try:
+            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":  # state, ppid, pgrp, session, …
+            out.append(int(d.name))
+    return out
+
+
 def run_quick(study: str, out: Path) -> tuple[float, dict]:
     """``bindscale run STUDY --quick --out OUT`` as a user would: (wall seconds, summary.json).
 

@@ -7,7 +7,7 @@ import time
 
 import pandas as pd
 
-from .conftest import bindscale
+from .conftest import bindscale, session_processes
 
 
 #: Interrupted runs train longer than tiny.yaml's 60 steps, so that the other jobs are still
@@ -27,13 +27,30 @@ def test_kill_9_during_a_sweep_then_rerun_records_every_trial_once_with_identica
     expected = pd.read_parquet(ref / "results.parquet").set_index("trial_id").sort_index()
 
     out = tmp_path / "killed"
+    # Its own session: every process of the run is found after the kill, re-parented or not.
     proc = subprocess.Popen([sys.executable, "-m", "bindscale", "run", str(tiny), "--out", str(out), "--workers", "2", *LONGER],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.time() + 120
     while not _records(out) and time.time() < deadline and proc.poll() is None:
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)  # the driver only: its workers must die with it
     proc.wait()
+    # The kernel ends the fork server as the driver exits and the workers as the fork server exits: a
+    # few milliseconds in which a worker finishing a stack can still write a record (seen once under
+    # load, when the count was read right after the driver's exit). The records are counted once the
+    # run's processes are gone; a worker still alive seconds later is a failure. (That they die at the
+    # driver's exit, not 0.2 s later through their polling watch, is test_chaos.py's slow test.)
+    deadline = time.time() + 5
+    while (left := session_processes(proc.pid)) and time.time() < deadline:
+        time.sleep(0.02)
+    try:
+        assert not left, f"processes {left} outlived the killed driver"
+    finally:
+        for p in left:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
     n_before = len(_records(out))
     assert 0 < n_before < 16, n_before
     time.sleep(1.0)
