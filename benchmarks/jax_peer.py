@@ -587,24 +587,66 @@ def table(title: str, header: list[str], rows: list[list]) -> None:
     print_table(title, header, rows)
 
 
+def _positive(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{n} is below 1")
+    return n
+
+
+def _shapes(text: str) -> list[tuple[int, int]]:
+    """argparse type: ``WxD,WxD`` -> [(W, D), ...], each at least 1 (``64x2,256x4``)."""
+    out = []
+    for item in text.split(","):
+        w, sep, d = item.strip().lower().partition("x")
+        if not (sep and w.isdigit() and d.isdigit() and int(w) >= 1 and int(d) >= 1):
+            raise argparse.ArgumentTypeError(f"{item!r} is not WIDTHxDEPTH (e.g. 64x2)")
+        out.append((int(w), int(d)))
+    return out
+
+
+SECTIONS = ("sweep", "curves")
+
+
+def _sections(text: str) -> set[str]:
+    """argparse type: comma-separated names from :data:`SECTIONS`."""
+    names = set(filter(None, (s.strip() for s in text.split(","))))
+    if unknown := names - set(SECTIONS):
+        raise argparse.ArgumentTypeError(f"unknown section(s) {sorted(unknown)}; choose from {', '.join(SECTIONS)}")
+    return names
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="reduced sizes (< 5 min on 2 cores)")
     ap.add_argument("--smoke", action="store_true", help="tiny sizes: only checks that every figure is produced")
     ap.add_argument("--json", type=Path, help="write the figures to this JSON file")
-    ap.add_argument("--repeat", type=int, help="repetitions of each per-model measurement (default 2 quick, 3 full)")
-    ap.add_argument("--shapes", help="per-model shapes as WxD,WxD (default: the --quick or full grid)")
-    ap.add_argument("--sweep-steps", type=int, help="steps per sweep trial (default 100 quick, 1000 full, 20 smoke; "
+    ap.add_argument("--repeat", type=_positive, help="repetitions of each per-model measurement (default 2 quick, "
+                    f"3 full; shapes under 1 GFLOP a step get {CHEAP_REPEATS}x)")
+    ap.add_argument("--shapes", type=_shapes, help="per-model shapes as WxD,WxD (default: the --quick or full grid)")
+    ap.add_argument("--sweep-steps", type=_positive, help="steps per sweep trial (default 100 quick, 1000 full, 20 smoke; "
                     "the issue's sweep figure is for 1000: `--quick --sweep-steps 1000` measures it; that adds "
                     "12 x 900 trial-steps per side, ~1-4 min on 2 quiet cores)")
-    ap.add_argument("--sweep-probe-tasks", type=int, default=8,
+    ap.add_argument("--sweep-probe-tasks", type=_positive, default=8,
                     help="probe tasks of bindscale's sweep trials (default 8, the smallest: the JAX trials fit no "
                     "probes, so the ratio compares the same work; 256 adds the scaling study's own probe fitting)")
-    ap.add_argument("--skip", default="", help="comma-separated sections to skip: sweep, curves")
+    ap.add_argument("--skip", type=_sections, default=set(), help="comma-separated sections to skip: sweep, curves")
     ap.add_argument("--no-profile", action="store_true", help="skip the profile of missed targets")
     ap.add_argument("--jax-serve", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--jax-trial", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.json:  # refused now, not after minutes of measuring
+        try:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.touch()
+        except OSError as e:
+            where = next((p for p in args.json.parents if p.exists()), None)
+            why = f"{where} is not a folder" if where is not None and not where.is_dir() else (e.strerror or str(e))
+            ap.error(f"--json {args.json}: cannot write there ({why})")
     if args.jax_serve:
         return jax_serve()
     if args.jax_trial:
@@ -632,7 +674,7 @@ def main() -> None:
     print("machine:", json.dumps(out["cpu"]), "versions:", {k: out[k] for k in ("torch", "jax", "jaxlib", "optax")},
           "load:", out["load_before"], flush=True)
     if args.smoke:
-        shapes, repeat, secs, sweep_steps, seeds, curve_steps, sweep_repeat = [(64, 2)], 1, 0.2, 20, 1, 20, 1
+        shapes, repeat, secs, sweep_steps, seeds, curve_steps, sweep_repeat = [(64, 2), (PEAK_WIDTH, 2)], 1, 0.2, 20, 1, 20, 1
     elif args.quick:
         shapes, repeat, secs, sweep_steps, seeds, curve_steps, sweep_repeat = (
             [(64, 2), (256, 4), (1024, 2)], 2, 0.5, 100, 3, 200, 1)
@@ -641,9 +683,8 @@ def main() -> None:
         repeat, secs, sweep_steps, seeds, curve_steps, sweep_repeat = 3, 2.0, 1000, 3, 1000, 2
     repeat = args.repeat or repeat
     sweep_steps = args.sweep_steps or sweep_steps
-    if args.shapes:
-        shapes = [tuple(map(int, s.split("x"))) for s in args.shapes.split(",")]
-    skip = set(filter(None, args.skip.split(",")))
+    shapes = args.shapes or shapes
+    skip = args.skip
 
     peak_s = 0.5 if args.smoke else 1.5
     out["fp32_peak_gflops_t1"] = matmul_peak(1, seconds=peak_s)
