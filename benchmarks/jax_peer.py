@@ -373,6 +373,15 @@ def planned_stack(width: int, depth: int, n: int = STACK) -> int:
     return measured_stack_cap([trial_config(width, depth, 100, seed=s) for s in range(n)], min(n, MAX_STACK))
 
 
+def _fmt(v) -> str:
+    """A figure (or a list of them) to 3 significant digits; anything else as it prints."""
+    if isinstance(v, float):
+        return f"{v:.3g}"
+    if isinstance(v, list) and v and all(isinstance(x, float) for x in v):
+        return "[" + ", ".join(f"{x:.3g}" for x in v) + "]"
+    return str(v)
+
+
 def bench_per_model(shapes, repeat: int, seconds: float, peak1: float, tmp: Path) -> list[dict]:
     """Per-model steps/s of both sides, every shape, alternating sides and reversing the order each repeat.
 
@@ -433,10 +442,7 @@ def bench_per_model(shapes, repeat: int, seconds: float, peak1: float, tmp: Path
                 row["peak_fraction_paired_t1"] = statistics.median(row["peak_fraction_pass_t1"])
             row["peak_gflops_t1_after"] = matmul_peak(1, seconds=1.0)
             rows.append(row)
-            fmt = lambda v: (f"{v:.3g}" if isinstance(v, float) else  # noqa: E731
-                             "[" + ", ".join(f"{x:.3g}" for x in v) + "]" if isinstance(v, list) and v
-                             and isinstance(v[0], float) else str(v))
-            print(f"  {w:>5} x {d}: " + ", ".join(f"{k} {fmt(v)}" for k, v in row.items() if k not in ("width", "depth")),
+            print(f"  {w:>5} x {d}: " + ", ".join(f"{k} {_fmt(v)}" for k, v in row.items() if k not in ("width", "depth")),
                   flush=True)
     finally:
         for s in servers.values():
@@ -722,8 +728,9 @@ def main() -> None:
             r[f"peak_fraction_bs_t{t}"] = best * step_flops(r["width"], r["depth"]) / 1e9 / peak
             r[f"peak_fraction_jax_t{t}"] = r[f"jax_t{t}"] * step_flops(r["width"], r["depth"]) / 1e9 / peak
     wide = [r for r in rows if r["width"] >= PEAK_WIDTH]
-    # The target's figure: training GFLOP/s over the matmul peak measured right after it (median over passes). Beside it, over the run's best peak: that mixes a fast moment's peak with
-    # training timed at another, and this machine's speed wanders by up to ~1.8x over seconds.
+    # The target's figure: training GFLOP/s over the matmul peak measured right after it (median over
+    # passes). Beside it, over the run's best peak, which mixes a fast moment's peak with training timed
+    # at another (this machine's speed wanders by up to ~1.8x over seconds).
     out["peak_fraction_w1024"] = min(r["peak_fraction_paired_t1"] for r in wide) if wide else None
     out["peak_fraction_w1024_vs_run_best"] = min(r["peak_fraction_bs_t1"] for r in wide) if wide else None
 
@@ -767,8 +774,7 @@ def main() -> None:
     summary = {k: out.get(k) for k in ("ratio_per_model_min", "ratio_sweep", "peak_fraction_w1024",
                                        "peak_fraction_w1024_vs_run_best")}
     print("\nsummary:", json.dumps(summary), "targets:", json.dumps(targets), f"({out['wall_seconds']:.0f} s)")
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
+    if args.json:  # its folder was made (and the path tried) at the start
         args.json.write_text(json.dumps(out, indent=1))
 
 
