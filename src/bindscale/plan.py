@@ -35,6 +35,19 @@ def study_yaml(study: StudyConfig) -> str:
     return yaml.safe_dump(study.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
 
 
+def replaced_study_note(held: str | None, study: StudyConfig, where: object, dry_run: bool = False) -> str | None:
+    """What a run (or its ``--dry-run``) says when its directory ``where`` holds another study (``held``:
+    that directory's study.yaml text, None when there is none); None when it holds none or this one.
+
+    Compared as data, not text: a run written before non-ASCII was kept as written is the same study.
+    Records are keyed by trial id, so nothing is mixed up; but the directory changes study."""
+    if held is None or yaml.safe_load(held) == yaml.safe_load(study_yaml(study)):
+        return None
+    what = "holds a different study configuration; a run would replace it" if dry_run else \
+        "held a different study configuration; it is replaced"
+    return f"note: {where} {what}, records of trials not in this study stay on disk and are not reported"
+
+
 def job_seconds(job: list) -> float:
     """Estimated CPU-seconds of one stacked job from its study's ``seconds_per_cost``; NaN when the
     study has no such factor."""
@@ -94,8 +107,15 @@ def describe_plan(study: StudyConfig, workers: int | None = None, device: str = 
     from .options import available_cores, check_run, check_run_options
 
     # What a run refuses, refused the same way.
+    held = None
     if out is not None:
-        check_run(out, executor, retries, address, workers)
+        store = check_run(out, executor, retries, address, workers)
+        from .runner import STUDY_FILE
+
+        try:
+            held = store.read_text(STUDY_FILE) if store.exists(STUDY_FILE) else None
+        except (OSError, ValueError):
+            held = None  # unreadable: the run would say so itself
     else:
         check_run_options(executor, retries, address, workers)
     from .records import load_records
@@ -111,6 +131,8 @@ def describe_plan(study: StudyConfig, workers: int | None = None, device: str = 
     study.plugin.check_trials(trials)
 
     lines = [f"{study.name}{' (quick)' if study.is_quick else ''}: {len(trials)} trials"]
+    if note := replaced_study_note(held, study, out, dry_run=True):
+        lines.append(note)
     counts = grid_counts(study)
     for i, (grid, n) in enumerate(counts, 1):
         axes = ", ".join(f"{axis} {_values(values)}" for axis, values in grid.items()) or "the base trial"

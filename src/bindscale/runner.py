@@ -84,15 +84,11 @@ def _run_locked(study: StudyConfig, store: RunStore, dev: str, workers: int | No
     from .records import RECORD_DIR
     from .sweep import job_cost, pending_trials, plan_jobs
 
-    from .plan import study_yaml
+    from .plan import replaced_study_note, study_yaml
 
-    text = study_yaml(study)
-    # Compared as data, not text: a run written before non-ASCII was kept as written is the same study.
-    if store.exists(STUDY_FILE) and yaml.safe_load(store.read_text(STUDY_FILE)) != yaml.safe_load(text):
-        # Records are keyed by trial id, so nothing is mixed up; but say that the directory changes study.
-        console.print(f"note: {store} held a different study configuration; it is replaced, records of trials "
-                      "not in this study stay on disk and are not reported", highlight=False)
-    store.write_text(STUDY_FILE, text)
+    if note := replaced_study_note(store.read_text(STUDY_FILE) if store.exists(STUDY_FILE) else None, study, store):
+        console.print(note, highlight=False)
+    store.write_text(STUDY_FILE, study_yaml(study))
     # A worker killed mid-write leaves a temporary file (never a half record): clear them under the lock.
     if n := remove_temporaries(store, RECORD_DIR):
         console.print(f"removed {n} unfinished record write(s) left by an interrupted run")

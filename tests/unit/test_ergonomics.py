@@ -141,6 +141,15 @@ def test_dry_run_leaves_out_recorded_trials_and_checks_like_a_run(tmp_path):
     text = describe_plan(study, workers=2, device="cpu", out=str(tmp_path))
     assert f"3 already recorded in {tmp_path}, 13 to run" in text
     assert sorted(p.name for p in (tmp_path / "records").iterdir()) == before
+    assert "different study configuration" not in text  # no study.yaml there yet
+    # A folder holding another study: the dry run says what the run would say (it said nothing).
+    from bindscale.plan import study_yaml
+
+    (tmp_path / "study.yaml").write_text(study_yaml(resolve_study(str(TINY), overrides=["lr=5e-4"])))
+    text = describe_plan(study, workers=2, device="cpu", out=str(tmp_path))
+    assert f"note: {tmp_path} holds a different study configuration; a run would replace it" in text
+    (tmp_path / "study.yaml").write_text(study_yaml(study))
+    assert "different study" not in describe_plan(study, workers=2, device="cpu", out=str(tmp_path))
     with pytest.raises(ConfigError, match="--workers 0"):
         describe_plan(study, workers=0, device="cpu")
     with pytest.raises(ConfigError, match="--executor 'bogus'"):
