@@ -17,10 +17,9 @@ def bindscale(*args, cwd=None, timeout=300):
                           cwd=cwd, env=env, timeout=timeout)
 
 
-def session_processes(sid: int) -> list[int]:
-    """Live (not zombie) processes of session ``sid`` (Linux's /proc; none where there is no /proc): a run
-    started with ``start_new_session=True`` and every process it made, re-parented or not."""
-    out = []
+def processes():
+    """``(pid, stat fields after the command name, /proc/PID folder)`` of every process (Linux's /proc;
+    none where there is none). Fields: state, ppid, pgrp, session, …"""
     for d in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
         if not d.name.isdigit():
             continue
@@ -28,9 +27,13 @@ def session_processes(sid: int) -> list[int]:
             fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        if int(fields[3]) == sid and fields[0] != "Z":  # state, ppid, pgrp, session, …
-            out.append(int(d.name))
-    return out
+        yield int(d.name), fields, d
+
+
+def session_processes(sid: int) -> list[int]:
+    """Live (not zombie) processes of session ``sid``: a run started with ``start_new_session=True`` and
+    every process it made, re-parented or not."""
+    return [pid for pid, fields, _ in processes() if int(fields[3]) == sid and fields[0] != "Z"]
 
 
 def run_quick(study: str, out: Path) -> tuple[float, dict]:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from .conftest import bindscale
+from .conftest import bindscale, processes
 
 CHAOS = Path(__file__).parent / "chaos.yaml"
 N_TRIALS = 8
@@ -28,16 +28,15 @@ pytestmark = pytest.mark.slow
 def _children(pid: int, marker: str) -> list[int]:
     """Pids of ``pid``'s child processes whose command line contains ``marker``."""
     out = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
+    for child, fields, d in processes():
+        if int(fields[1]) != pid:
             continue
         try:
-            ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
             cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except (OSError, IndexError, ValueError):
+        except OSError:
             continue
-        if ppid == pid and marker in cmd:
-            out.append(int(d.name))
+        if marker in cmd:
+            out.append(child)
     return out
 
 
