@@ -206,6 +206,11 @@ class StudyConfig(StrictModel):
                 axis_path(axis, tcls)
                 if not values:
                     raise ValueError(f"axis {axis!r} has no values")
+                # A repeated value would be merged into one trial silently (seed [0, 0] runs one seed).
+                said = [json.dumps(v, sort_keys=True, default=str) for v in values]
+                if len(set(said)) < len(said):
+                    twice = next(v for v, s in zip(values, said) if said.count(s) > 1)
+                    raise ValueError(f"axis {axis!r} lists {twice!r} more than once: give each value once")
         study = registry.for_trial(self.base)
         claims = {c.name: c for c in study.claims}
         for name, params in self.verdicts.items():

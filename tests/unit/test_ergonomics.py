@@ -293,6 +293,7 @@ def test_an_empty_study_name_says_so(tmp_path):
     ("name: x\ngrids: [3]\n", False, "grids.0: Input should be a valid dictionary"),
     ("name: x\ngrids: [{width: 16}]\n", False, "grids.0.width: Input should be a valid list"),
     ("name: x\ngrids: [{width: []}]\n", False, "axis 'width' has no values"),
+    ("name: x\ngrids: [{seed: [0, 1, 0]}]\n", False, "axis 'seed' lists 0 more than once"),
     ("name: x\ngrids: [{wodth: [1]}]\n", False, "unknown sweep axis 'wodth'"),
     ("name: x\ngrids: [{width: [-1]}]\n", False, "grid value {'width': -1}: model.width"),
     ("name: x\ngrids: [{K: [5]}]\nbase: {task: {M: 4}}\n", False, "grid value {'K': 5}: task: K=5 must be at most M=4"),
@@ -323,6 +324,9 @@ def test_set_errors_blame_the_set_values():
         resolve_study(str(TINY), overrides=["width=[8,-1]"])
     with pytest.raises(ConfigError, match=r"^--set verdicts\.nope\.x=1: unknown verdict 'nope'"):
         resolve_study("scaling", overrides=["verdicts.nope.x=1"])
+    # a repeated value used to be merged into one trial: seed [0, 0] ran one seed
+    with pytest.raises(ConfigError, match=r"^--set seed=\[0,0\]: axis 'seed' lists 0 more than once"):
+        resolve_study("scaling", overrides=["seed=[0,0]"])
 
 
 # ----------------------------------------------------------------------------- 7. list
