@@ -297,6 +297,9 @@ def _print_summary(summary: dict, out_dir: str) -> None:
         fmt = lambda x: "—" if x is None else (x if isinstance(x, str) else f"{x:.3g}")  # noqa: E731
         table.add_row(v["claim"], v["verdict"], v["statistic"],
                       f"{fmt(v['value'])} [{fmt(v['ci_low'])}, {fmt(v['ci_high'])}]", str(v["n_trials"]))
+    if summary.get("n_missing"):  # first, so no one reads the verdicts below as a finished run's
+        con.print(f"[yellow]unfinished run:[/] {summary['n_missing']} of {summary['n_planned']} planned trials have "
+                  "no record yet; what follows reads only the recorded ones", highlight=False)
     if summary.get("verdicts"):
         con.print(table)
         con.print("supported = the cited source's claim holds:", highlight=False)

@@ -47,3 +47,16 @@ def test_the_first_failed_trials_error_is_printed(capsys, tmp_path):
     out = capsys.readouterr().out
     assert "first error: EndpointError: http://127.0.0.1:9/v1: cannot connect" in out
     assert "Traceback" not in out and "second" not in out
+
+
+def test_an_unfinished_run_says_so_before_its_verdicts(capsys):
+    """Missing trials are said above the verdict table, not only on the last line, where they were missed."""
+    _print_summary({"study": "x", "n_trials": 127, "n_planned": 160, "n_missing": 33, "n_failed": 0,
+                    "verdicts": [verdict("scaling", 0.9, 0.95)]}, "/tmp/nowhere")
+    out = capsys.readouterr().out
+    first = out.index("unfinished run: 33 of 160 planned trials have no record yet")
+    assert first < out.index("verdicts") and first < out.index("scaling")
+    assert "re-run to finish them" in out  # and again at the end, beside where the outputs are
+    _print_summary({"study": "x", "n_trials": 3, "n_planned": 3, "n_missing": 0,
+                    "verdicts": [verdict("scaling", 0.9, 0.95)]}, "/tmp/nowhere")
+    assert "unfinished" not in capsys.readouterr().out
