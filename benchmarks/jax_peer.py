@@ -345,13 +345,16 @@ def bs_throughput(width: int, depth: int, steps: int, stack: int, threads: int) 
         raise RuntimeError(f"train_group's progress calls changed ({start[0]} trial-steps after step {WARM_STEPS}): "
                            "update bs_throughput's clock")
     key = (width, depth, stack, threads)
-    THREADS_USED.setdefault(key, []).append(f"{m['threads_used']}{'+s' if m['background_sampling'] else ''}")
+    fell = m.get("threads_fallback_step")
+    THREADS_USED.setdefault(key, []).append(f"{m['threads_used']}{'+s' if m['background_sampling'] else ''}"
+                                            f"{f'->1@{fell}' if fell is not None else ''}")
     WITH_WARMUP.setdefault(key, []).append((steps + WARM_STEPS) / m["train_seconds"])
     return stack * steps / (clock[-1][1] - start[1])  # trial-steps/s: a stack's cost per trial
 
 
 #: (width, depth, stack, threads asked) → what each repetition's step ran on: intra-op threads, "+s" where
-#: the next chunk of data was sampled on the idle core (train_group's choices, per process and shape).
+#: the next chunk of data was sampled on the idle core (train_group's choices, per process and shape),
+#: "->1@N" where it fell back to one thread from step N (bindscale.threadwatch: the machine turned busy).
 THREADS_USED: dict[tuple, list[str]] = {}
 #: The same key → each repetition's steps/s over all of train_group's training seconds (warm-up included).
 WITH_WARMUP: dict[tuple, list[float]] = {}

@@ -28,6 +28,7 @@ from .models import StackedModel, build_model
 from .optim import StackedAdamW
 from .tasks import Batch, HyperTeacher
 from .tasks.encodings import encoding_dim
+from .threadwatch import ThreadWatch
 
 #: Elements (tasks × samples × features) of pre-sampled training data per trial and chunk.
 CHUNK_ELEMENTS = 2_000_000
@@ -207,14 +208,13 @@ def _intra_op_threads(trials: list[TrialConfig], device: torch.device):
     """
     before = torch.get_num_threads()
     n = before if device.type != "cpu" or before == 1 else intra_op_threads(trials, before)
-    if n == before:
-        yield
-        return
-    torch.set_num_threads(n)
+    if n != before:
+        torch.set_num_threads(n)
     try:
         yield
     finally:
-        torch.set_num_threads(before)
+        if torch.get_num_threads() != before:  # (also where ThreadWatch fell back to one thread)
+            torch.set_num_threads(before)
 
 
 def intra_op_threads(trials: list[TrialConfig], threads: int,
@@ -383,6 +383,8 @@ def _train_group(trials: list[TrialConfig], device: torch.device, progress, retu
     def sample(n: int, out: Batch | None) -> Batch:  # the next n steps' data of every trial
         return _stack([task.sample(B * n, g) for task, g in zip(tasks, train_gens)], out=out)
 
+    # Several intra-op threads chosen before training: fall back to one if the machine turns busy.
+    watch = ThreadWatch(threads_used, torch.set_num_threads) if threads_used and threads_used > 1 else None
     lazy_guard = device.type == "cpu"  # on CUDA the loop never syncs to read a flag
     all_alive = lazy_guard
     t_train = time.perf_counter()
@@ -419,6 +421,8 @@ def _train_group(trials: list[TrialConfig], device: torch.device, progress, retu
             _clip_and_mask(model, alive, clip)
             opt.step()
             last_loss = loss_t.detach()
+            if watch is not None:
+                watch.step_done(step)
             if progress is not None and (step % PROGRESS_STEPS == 0 or step == tr.steps):
                 progress(T * (PROGRESS_STEPS if step % PROGRESS_STEPS == 0 else step % PROGRESS_STEPS))
             if step in eval_at:
@@ -433,6 +437,8 @@ def _train_group(trials: list[TrialConfig], device: torch.device, progress, retu
                     curve_r2.append([math.nan] * T)
                     curve_r2_tm.append([math.nan] * T)
                 t_eval += time.perf_counter() - t0
+                if watch is not None:
+                    watch.restart()
     train_seconds = time.perf_counter() - t_train - t_eval
 
     t0 = time.perf_counter()
@@ -465,6 +471,8 @@ def _train_group(trials: list[TrialConfig], device: torch.device, progress, retu
             "precision_used": precision,
             # Intra-op threads of the step (train_group's thread choice) and whether sampling ran beside it.
             "threads_used": threads_used,
+            # The step from which it ran on one thread instead (ThreadWatch: the machine turned busy), or None.
+            "threads_fallback_step": watch.fell_back_at if watch is not None else None,
             "background_sampling": prefetch,
         }
         step_t = int(diverged_at[t])

@@ -1,0 +1,95 @@
+"""A stack training on several intra-op threads falls back to one where the machine turns busy.
+
+:func:`bindscale.train.choose_threads` decides once per process and stack shape, from a few timed
+windows before training. A machine that turns busy afterwards makes every parallel region wait for
+a descheduled thread: measured on the 2-core Xeon (benchmarks/jax_peer.py, run d of stop 26), a
+256 × 4 MLP chosen for two threads then trained at 29.2 steps/s against 31 on one; at load 6-7
+a second thread made the 64 × 2 MLP 2.2× slower (152 → 69 steps/s). :class:`ThreadWatch` watches
+the real training steps, so a wrong or outdated choice costs a few windows, not the rest of the run.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Callable
+
+#: Seconds of training steps in one timed window (at least :data:`MIN_STEPS` steps).
+WINDOW_SECONDS = 0.25
+#: Fewest steps in one window.
+MIN_STEPS = 3
+#: A multi-thread window this many times slower per step than the fastest one so far is followed by a
+#: window on one thread. A machine whose speed merely wanders moves by less than this (one-thread
+#: windows of 1024 × 2 from 122 to 195 ms on the virtual Xeon at load ~1.4); a descheduled waiter costs
+#: more (2-10×).
+SLOWDOWN = 1.5
+
+
+class ThreadWatch:
+    """Times a stack's training steps on ``threads`` intra-op threads in windows of about
+    :data:`WINDOW_SECONDS` and falls back to one thread where that is faster, on the real steps (no
+    extra timing).
+
+    The first step is not timed and the first window only sizes the windows (warm-up). Where a multi-thread window
+    is more than ``slowdown`` times slower per step than the fastest multi-thread window so far, the
+    next window runs on one thread (``set_threads(1)``). Where that window is faster per step than the
+    multi-thread one before it, the stack stays on one thread for the rest of its training
+    (:attr:`fell_back_at` holds the step); otherwise it goes back to ``threads``, and the slower speed
+    becomes the reference (the whole machine slowed: one thread does not pay either), so the next
+    one-thread window waits for another ``slowdown``.
+
+    The one-thread window samples its data inline, as the multi-thread path does: it is compared on
+    the same terms. A trial's numbers do not depend on the switch beyond float rounding (more threads
+    may sum some products in another order).
+
+    Args:
+        threads: the intra-op threads the stack starts on (> 1).
+        set_threads: sets the process's intra-op threads (``torch.set_num_threads``).
+        clock: seconds (``time.perf_counter``).
+    """
+
+    def __init__(self, threads: int, set_threads: Callable[[int], None], clock: Callable[[], float] = time.perf_counter,
+                 window: float = WINDOW_SECONDS, slowdown: float = SLOWDOWN):
+        if threads < 2:
+            raise ValueError(f"ThreadWatch needs more than one thread, got {threads}")
+        self.threads, self.current = threads, threads
+        self.fell_back_at: int | None = None
+        self._set, self._clock, self._window, self._slowdown = set_threads, clock, window, slowdown
+        self._steps: int | None = None  # steps per window, sized by the first window
+        self._best = math.inf  # fastest multi-thread window so far, seconds per step
+        self._multi = math.inf  # the multi-thread window before a one-thread one
+        self.restart()
+
+    def restart(self) -> None:
+        """Start a new window now (after an evaluation: its time is not a step's)."""
+        self._t0, self._n = self._clock(), 0
+
+    def step_done(self, step: int) -> None:
+        """Call after each training step (``step`` counts from 1)."""
+        if self.fell_back_at is not None:
+            return
+        if step == 1:  # untimed: the first step pays allocations and the thread team's start
+            self.restart()
+            return
+        self._n += 1
+        if self._n < (self._steps or MIN_STEPS):
+            return
+        per = (self._clock() - self._t0) / self._n
+        if self._steps is None:
+            self._steps = max(MIN_STEPS, int(self._window / max(per, 1e-9)))
+        elif self.current > 1:
+            self._best = min(self._best, per)
+            if per > self._slowdown * self._best:
+                self._multi = per
+                self._switch(1)
+        elif per < self._multi:
+            self.fell_back_at = step
+            return
+        else:
+            self._best = self._multi
+            self._switch(self.threads)
+        self.restart()
+
+    def _switch(self, n: int) -> None:
+        self._set(n)
+        self.current = n

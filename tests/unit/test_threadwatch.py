@@ -1,0 +1,105 @@
+"""ThreadWatch: a stack on several intra-op threads falls back to one where the machine turns busy."""
+
+import pytest
+import torch
+
+from bindscale.threadwatch import MIN_STEPS, ThreadWatch
+
+
+class Machine:
+    """A fake clock whose steps cost ``cost(threads, step)`` seconds; the watch sets ``threads``."""
+
+    def __init__(self, cost, threads=2):
+        self.cost, self.threads, self.now, self.switches = cost, threads, 0.0, []
+
+    def set_threads(self, n):
+        self.switches.append(n)
+        self.threads = n
+
+    def run(self, steps, window=0.25, pause_at=None):
+        watch = ThreadWatch(2, self.set_threads, clock=lambda: self.now, window=window)
+        for step in range(1, steps + 1):
+            self.now += self.cost(self.threads, step)
+            watch.step_done(step)
+            if pause_at and step in pause_at:  # an evaluation: time outside the steps
+                self.now += 5.0
+                watch.restart()
+        return watch
+
+
+def test_a_steady_machine_never_switches():
+    m = Machine(lambda n, s: 0.001 if n == 2 else 0.0016)
+    w = m.run(5000)
+    assert m.switches == [] and w.fell_back_at is None and w.current == 2
+
+
+def test_a_collapse_of_the_second_thread_falls_back_to_one_for_good():
+    # two threads 1 ms a step until step 1000, then 6 ms (a descheduled waiter); one thread 1.6 ms
+    m = Machine(lambda n, s: (0.001 if s < 1000 else 0.006) if n == 2 else 0.0016)
+    w = m.run(5000)
+    assert m.switches == [1] and m.threads == 1
+    # windows of 250 steps (0.25 s at 1 ms): the slow window ends by step ~1250, the one-thread window after it
+    assert 1000 < w.fell_back_at <= 1000 + 3 * 250
+    assert w.current == 1
+
+
+def test_a_whole_machine_slowing_down_keeps_the_threads_and_stops_probing():
+    # everything 2x slower from step 1000: one thread is still slower than two, so back to two, once
+    m = Machine(lambda n, s: (0.001 if n == 2 else 0.0016) * (2 if s >= 1000 else 1))
+    w = m.run(8000)
+    assert m.switches == [1, 2] and w.fell_back_at is None and m.threads == 2
+
+
+def test_time_outside_the_steps_is_not_counted():
+    m = Machine(lambda n, s: 0.001 if n == 2 else 0.0016)
+    w = m.run(3000, pause_at={400, 900, 1700})
+    assert m.switches == [] and w.fell_back_at is None
+
+
+def test_slow_first_steps_only_size_the_windows():
+    # warm-up: the first steps cost 50 ms (allocations, the thread team's start)
+    m = Machine(lambda n, s: (0.05 if s <= 2 else 0.001) if n == 2 else 0.0016)
+    w = m.run(3000)
+    assert m.switches == [] and w.fell_back_at is None
+
+
+def test_slow_steps_get_windows_of_at_least_min_steps():
+    # 0.4 s steps: windows of MIN_STEPS steps; a collapse at step 20 is still caught
+    m = Machine(lambda n, s: (0.4 if s < 20 else 2.0) if n == 2 else 0.6)
+    w = m.run(60)
+    assert m.switches == [1] and 20 < w.fell_back_at <= 20 + 3 * MIN_STEPS
+
+
+def test_one_thread_is_refused():
+    with pytest.raises(ValueError, match="more than one thread"):
+        ThreadWatch(1, lambda n: None)
+
+
+def test_train_group_restores_the_callers_threads_after_a_fall_back(monkeypatch):
+    """The watch switches the process's threads; train_group hands the caller's setting back and records
+    the step it fell back at."""
+    from bindscale import threadwatch, train
+
+    from .test_train import trial
+
+    class FallsBackAtStep3(threadwatch.ThreadWatch):
+        def step_done(self, step):
+            if step == 3 and self.fell_back_at is None:
+                self._switch(1)
+                self.fell_back_at = step
+
+    monkeypatch.setattr(train, "ThreadWatch", FallsBackAtStep3)
+    monkeypatch.setattr(train, "intra_op_threads", lambda trials, threads, timer=None: threads)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        m = train.train_group([trial(0)])[0].metrics
+        assert (m["threads_used"], m["threads_fallback_step"]) == (2, 3)
+        assert torch.get_num_threads() == 2
+        monkeypatch.setattr(train, "ThreadWatch", threadwatch.ThreadWatch)
+        m = train.train_group([trial(0)])[0].metrics
+        assert m["threads_fallback_step"] is None and torch.get_num_threads() == 2
+        torch.set_num_threads(1)
+        assert train.train_group([trial(0)])[0].metrics["threads_fallback_step"] is None
+    finally:
+        torch.set_num_threads(before)
