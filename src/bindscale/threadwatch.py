@@ -72,7 +72,10 @@ class ThreadWatch:
             self.restart()
             return
         self._n += 1
-        if self._n < (self._steps or MIN_STEPS):
+        target = self._steps or MIN_STEPS
+        # A collapse ends its window early: already slower than allowed, whatever its last steps would cost
+        # (steps 100x slower would otherwise hold a window sized for fast steps 100x longer).
+        if self._n < target and not (self.current > 1 and self._clock() - self._t0 > self._slowdown * self._best * target):
             return
         per = (self._clock() - self._t0) / self._n
         if self._steps is None:

@@ -103,3 +103,20 @@ def test_train_group_restores_the_callers_threads_after_a_fall_back(monkeypatch)
         assert train.train_group([trial(0)])[0].metrics["threads_fallback_step"] is None
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_deep_collapse_is_caught_within_its_window():
+    # two threads 1 ms a step, then 100 ms from the start of a window (spinning waiters on a busy machine:
+    # 40-100x measured); one thread 1.6 ms
+    lost = []  # seconds of steps at the collapsed speed
+
+    def cost(n, s):
+        if n == 2 and s >= 760:
+            lost.append(0.1)
+            return 0.1
+        return 0.001 if n == 2 else 0.0016
+
+    m = Machine(cost)
+    w = m.run(3000)
+    assert m.switches == [1] and w.fell_back_at is not None
+    assert 0 < sum(lost) < 2.0  # not the 25 s of a whole 250-step window at 100 ms
