@@ -96,9 +96,11 @@ def test_train_group_restores_the_callers_threads_after_a_fall_back(monkeypatch)
         m = train.train_group([trial(0)])[0].metrics
         assert (m["threads_used"], m["threads_fallback_step"]) == (2, 3)
         assert torch.get_num_threads() == 2
+        # the real watch: whether it falls back depends on the machine's load now (timing), not asserted
         monkeypatch.setattr(train, "ThreadWatch", threadwatch.ThreadWatch)
         m = train.train_group([trial(0)])[0].metrics
-        assert m["threads_fallback_step"] is None and torch.get_num_threads() == 2
+        assert m["threads_fallback_step"] is None or 1 < m["threads_fallback_step"] <= 40
+        assert torch.get_num_threads() == 2
         torch.set_num_threads(1)
         assert train.train_group([trial(0)])[0].metrics["threads_fallback_step"] is None
     finally:
