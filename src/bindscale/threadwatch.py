@@ -19,10 +19,14 @@ WINDOW_SECONDS = 0.25
 #: Fewest steps in one window.
 MIN_STEPS = 3
 #: A multi-thread window this many times slower per step than the fastest one so far is followed by a
-#: window on one thread. A machine whose speed merely wanders moves by less than this (one-thread
-#: windows of 1024 × 2 from 122 to 195 ms on the virtual Xeon at load ~1.4); a descheduled waiter costs
-#: more (2-10×).
-SLOWDOWN = 1.5
+#: window on one thread. A machine whose speed merely wanders moves by less than this: one-thread windows
+#: of 1024 × 2 from 122 to 195 ms on the virtual Xeon at load ~1.4; two-thread runs of the 64 × 2 MLP at
+#: 300-690 steps/s on the quiet 2-core EPYC (1.5 made it fall back there with nothing else running). A
+#: descheduled waiter costs more: 4-5× with one busy process beside it (EPYC, OpenMP's default spin),
+#: up to 80× at load ~5.5 (Xeon).
+SLOWDOWN = 2.0
+#: The one-thread window must be this much faster per step than the multi-thread window before it.
+GAIN = 0.10
 
 
 class ThreadWatch:
@@ -85,7 +89,7 @@ class ThreadWatch:
             if per > self._slowdown * self._best:
                 self._multi = per
                 self._switch(1)
-        elif per < self._multi:
+        elif per * (1 + GAIN) < self._multi:
             self.fell_back_at = step
             return
         else:

@@ -294,10 +294,12 @@ def task_family(trial: TrialConfig, device: str | torch.device = "cpu") -> Hyper
     return HyperTeacher(trial.task, trial.seed, device)
 
 
-def _chunks(sample: Callable[[int, Batch | None], Batch], sizes: list[int], background: bool) -> Iterator[Batch]:
+def _chunks(sample: Callable[[int, Batch | None], Batch], sizes: list[int],
+            background: bool | Callable[[], bool]) -> Iterator[Batch]:
     """The chunks of training data, ``sample(n, out)`` for each ``n`` in ``sizes``, in order.
 
-    ``background``: each next chunk is sampled in one background thread while the current one trains,
+    ``background`` (or, where it is a callable, whenever it returns True before a chunk is handed out): each
+    next chunk is sampled in one background thread while the current one trains,
     into the other of two buffers (the chunk being trained on is never written; the price is a second
     buffer of up to :data:`CHUNK_ELEMENTS` floats a trial). For a step that runs on one intra-op thread
     where the caller allowed more (:func:`train_group`): at small widths the caller's second core is
@@ -309,27 +311,40 @@ def _chunks(sample: Callable[[int, Batch | None], Batch], sizes: list[int], back
     processes; 0.98 both times before this change): at that load the second core is rarely idle. Near
     quiet (load ~1.5, benchmarks/jax_peer.py --quick): 494 and 427 steps/s against 467 and 368 with one
     thread, in two runs.
+    ``background`` may turn on mid-training (:class:`~bindscale.threadwatch.ThreadWatch` fell back to one
+    thread): from then on the next chunk is sampled beside the step.
     The same calls with the same sizes in the same order, one thread at a time, use each generator
     exactly as the serial path does: the same bits. An error in the thread is raised here; the thread
     is shut down when the generator is closed, finished or not.
     """
-    if not background:
-        data = None
-        for n in sizes:
-            data = sample(n, data)
-            yield data
-        return
-    pool = ThreadPoolExecutor(1, thread_name_prefix="bindscale-sampler", initializer=_sampler_thread)
+    on = background if callable(background) else (lambda: background)
+    pool: ThreadPoolExecutor | None = None
+    future = None
+    bufs: list[Batch | None] = [None, None]  # inline sampling reuses one; background alternates two
+
+    def submit(k: int, out: Batch | None):
+        nonlocal pool
+        if pool is None:
+            pool = ThreadPoolExecutor(1, thread_name_prefix="bindscale-sampler", initializer=_sampler_thread)
+        return pool.submit(sample, sizes[k], out)
+
     try:
-        bufs: list[Batch | None] = [None, None]
-        future = pool.submit(sample, sizes[0], None)
-        for k in range(len(sizes)):
-            bufs[k % 2] = data = future.result()
-            if k + 1 < len(sizes):
-                future = pool.submit(sample, sizes[k + 1], bufs[(k + 1) % 2])
+        for k, n in enumerate(sizes):
+            free = bufs[(k - 1) % 2] if k else None  # the chunk just trained on
+            if future is None and on():  # every chunk on the sampler thread once it is on: one setting
+                future = submit(k, free)
+            if future is not None:
+                data, future = future.result(), None
+            else:
+                data = sample(n, free)
+            bufs[k % 2] = data
+            if k + 1 < len(sizes) and on():
+                spare = bufs[(k + 1) % 2]  # (inline sampling left both slots on one buffer: this one)
+                future = submit(k + 1, spare if spare is not data else None)
             yield data
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _sampler_thread() -> None:
@@ -390,7 +405,9 @@ def _train_group(trials: list[TrialConfig], device: torch.device, progress, retu
     t_train = time.perf_counter()
     t_eval = 0.0
     last_loss = torch.full((T,), float("nan"))
-    with closing(_chunks(sample, sizes, prefetch)) as chunks:
+    # After a fall-back to one thread the caller's other core samples, as where one thread was chosen.
+    background = prefetch if watch is None else (lambda: prefetch or watch.fell_back_at is not None)
+    with closing(_chunks(sample, sizes, background)) as chunks:
         for step in range(1, tr.steps + 1):
             i = (step - 1) % chunk
             if i == 0:
@@ -469,11 +486,12 @@ def _train_group(trials: list[TrialConfig], device: torch.device, progress, retu
             "probe_seconds": probe_seconds / T,
             "stack_size": T,
             "precision_used": precision,
-            # Intra-op threads of the step (train_group's thread choice) and whether sampling ran beside it.
+            # Intra-op threads of the step (train_group's thread choice) and whether sampling ran beside it
+            # (after threads_fallback_step only, where the watch fell back).
             "threads_used": threads_used,
             # The step from which it ran on one thread instead (ThreadWatch: the machine turned busy), or None.
             "threads_fallback_step": watch.fell_back_at if watch is not None else None,
-            "background_sampling": prefetch,
+            "background_sampling": prefetch or (watch is not None and watch.fell_back_at is not None),
         }
         step_t = int(diverged_at[t])
         div = step_t >= 0 or not math.isfinite(m["r2_id"])

@@ -510,6 +510,33 @@ def test_chunks_alternate_two_buffers_and_sample_in_order():
     assert got[2] is got[0] and got[3] is got[1] and got[4] == [2]
 
 
+def test_background_sampling_can_turn_on_mid_training_without_writing_the_chunk_in_use():
+    """ThreadWatch fell back to one thread: from the next chunk on, sampling runs beside the step."""
+    from bindscale.train import _chunks
+
+    calls, got, flag = [], [], [False]
+
+    def sample(n, out):
+        calls.append((n, out, threading.current_thread().name))
+        return out if out is not None and out[0] == n else [n]
+
+    for k, data in enumerate(_chunks(sample, [3, 3, 3, 3, 2], background=lambda: flag[0])):
+        got.append(data)
+        for _, out, _ in calls[len(got):]:  # what is being sampled now is never the chunk handed out
+            assert out is not data
+        if k == 1:
+            flag[0] = True  # the watch fell back during chunk 1
+    assert [n for n, _, _ in calls] == [3, 3, 3, 3, 2]
+    names = [name for _, _, name in calls]
+    assert names[:2] == [threading.main_thread().name] * 2  # inline, one buffer reused
+    assert got[0] is got[1]
+    assert all(name.startswith("bindscale-sampler") for name in names[2:])
+    # chunk 2 reuses chunk 1's buffer (trained on by then); chunk 3, sampled while chunk 2 trains, gets a
+    # second buffer; chunk 4 is sampled into chunk 2's
+    assert got[2] is got[1] and got[3] is not got[2] and calls[4][1] is got[2]
+    assert not [t for t in threading.enumerate() if t.name.startswith("bindscale-sampler")]  # shut down
+
+
 def test_a_trial_records_the_threads_its_step_ran_on_and_whether_sampling_ran_beside_it(monkeypatch):
     from bindscale import train
 
