@@ -668,7 +668,7 @@ def main() -> None:
                  "pip install -c constraints.txt -e '.[bench]'")
     import warnings
 
-    import bindscale  # noqa: F401  (first: its OpenMP wait policy must precede torch's import)
+    import bindscale  # noqa: F401
     import torch  # noqa: F401
 
     warnings.filterwarnings("ignore", module="sklearn")  # probes on the tiny evaluation sets

@@ -6,16 +6,11 @@ The Python API (:mod:`bindscale.api`) is available from here: ``bindscale.run_tr
 stays light (no torch until a function needs it).
 """
 
-import os as _os
-import sys as _sys
-
 __version__ = "0.1.0"
 
-# OpenMP threads that spin while waiting for a descheduled peer make torch with two intra-op
-# threads 40-100x slower on a busy machine (bindscale.cpu); sleeping waiters cost microseconds.
-# Set before torch loads its OpenMP runtime (read once, at load); a user's own setting wins.
-if "torch" not in _sys.modules:
-    _os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# OpenMP's wait policy is left at the runtime's default (waiters spin briefly, then sleep): sleeping
+# waiters halved a two-thread step on a quiet machine, and a busy machine is handled where threads are
+# chosen (train.choose_threads, threadwatch.ThreadWatch); see bindscale.cpu.
 
 #: The Python API (see :mod:`bindscale.api`).
 _API = ("resolve_study", "run_study", "run_trial", "load_results", "load_model", "build_tasks", "task_family",

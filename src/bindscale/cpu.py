@@ -34,19 +34,25 @@ project's 2-core machine; ``benchmarks/training.py``):
   made one keeps 4 KiB pages (harmless). ``THP_MEM_ALLOC_ENABLE=0`` in the
   environment opts out.
 
-One cost belongs to more than one intra-op thread, which no bindscale path uses
-(every worker, the inline executor and the Python API train with one thread):
-**spinning OpenMP waiters.** PyTorch's CPU build runs its intra-op threads on
-GNU OpenMP, whose idle threads spin before they sleep. On a busy machine the
-thread a parallel region waits for is often descheduled, and a width-64 MLP
-step with two threads fell from 225-280 steps/s (one thread) to 2.7
-(``benchmarks/jax_peer.py``, 2-core Xeon at load ~5.5). With
-``OMP_WAIT_POLICY=PASSIVE`` it ran at ~98, with ``GOMP_SPINCOUNT=0`` ~120:
-still below one thread, because each region then waits for a wake-up.
-``import bindscale`` sets ``OMP_WAIT_POLICY=PASSIVE`` when torch is not loaded
-yet (the runtime reads it once, at load) and the user has not set it; denormal
-flushing (above) also covers only the calling thread. One thread per process is
-the setting that is safe on a shared machine.
+One cost belongs to more than one intra-op thread, which only a caller of
+:func:`bindscale.train.train_group` who allows more gets (every worker, the inline
+executor and the Python API train with one thread): **waiting OpenMP threads.**
+PyTorch's CPU build runs its intra-op threads on GNU OpenMP, whose idle threads
+spin for a while, then sleep. On a busy machine the thread a parallel region waits
+for is often descheduled: a width-64 MLP step with two threads fell from 225-280
+steps/s (one thread) to 2.7 with spinning waiters, ~98 with sleeping ones
+(``OMP_WAIT_POLICY=PASSIVE``), on the 2-core Xeon at load ~5.5. On a quiet machine
+sleeping waiters pay a wake-up per region: on the 2-core EPYC the same MLP with two
+threads made 201-238 steps/s with them against 395-529 with the runtime's default
+(``benchmarks``' forced two-thread runs, alternated), and with one busy process
+beside it 339 against 91. bindscale used to set ``OMP_WAIT_POLICY=PASSIVE`` at import;
+it now leaves the runtime's default, because two threads are only used where
+:func:`~bindscale.train.choose_threads` times them clearly faster on the machine,
+and :class:`~bindscale.threadwatch.ThreadWatch` falls back to one thread within a
+window where the machine turns busy afterwards (a 256 × 4 MLP with a busy process
+started 3 s in: fell back at step 82, 31.7 steps/s against 27.6 on sleeping
+waiters). A user's own ``OMP_WAIT_POLICY`` applies as set. Denormal flushing (above)
+covers only the calling thread.
 """
 
 from __future__ import annotations
