@@ -44,8 +44,8 @@ steps/s (one thread) to 2.7 with spinning waiters, ~98 with sleeping ones
 (``OMP_WAIT_POLICY=PASSIVE``), on the 2-core Xeon at load ~5.5. On a quiet machine
 sleeping waiters pay a wake-up per region: on the 2-core EPYC the same MLP with two
 threads made 201-238 steps/s with them against 395-529 with the runtime's default
-(``benchmarks``' forced two-thread runs, alternated), and with one busy process
-beside it 339 against 91. bindscale used to set ``OMP_WAIT_POLICY=PASSIVE`` at import;
+(benchmarks/jax_peer.py's bindscale side with two threads forced, three alternated
+rounds of fresh processes), and with one busy process beside it 339 against 91. bindscale used to set ``OMP_WAIT_POLICY=PASSIVE`` at import;
 it now leaves the runtime's default, because two threads are only used where
 :func:`~bindscale.train.choose_threads` times them clearly faster on the machine,
 and :class:`~bindscale.threadwatch.ThreadWatch` falls back to one thread within a
