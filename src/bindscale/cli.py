@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from .errors import BindscaleError
+from .progress import console
 from .storage import RunStore
 
 app = typer.Typer(add_completion=False, help="Studies of scale vs binding in compositional generalization.")
@@ -38,7 +39,7 @@ def _root(
         print(ctx.get_help())
         raise typer.Exit(0)
 # Wide when piped (rich assumes 80 columns off a terminal and would wrap paths and names).
-err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+err_console = console(stderr=True)
 
 
 def _fail(msg: str) -> None:
@@ -145,7 +146,7 @@ def _run_all(quick, out, set_, device, workers, executor, address, retries, dry_
 
 
 def _print_answer(answer: dict, out_dir: str) -> None:
-    con = Console(width=None if sys.stdout.isatty() else 160)
+    con = console()
     con.print(f"[bold]The answer so far[/] ({answer['question']})", highlight=False)
     for line in answer["synthesis"]["answer"]:
         con.print(f"  - {line}", highlight=False)
@@ -196,18 +197,25 @@ def report(run_dir: Annotated[str, typer.Argument(help="a run directory (path or
 def _check_recorded(run_dir: str) -> None:
     """Refuse a run directory without a single record (a run stopped before its first trial finished):
     its report would be all gaps, explained as if part of the run were missing."""
-    import shlex
-
     from .records import RECORD_DIR
-    from .runner import STUDY_FILE
 
     store = RunStore.of(run_dir)
     if store.list(RECORD_DIR, ".json"):
         return
-    how = (f"run it with `bindscale run {shlex.quote(store.where(STUDY_FILE))} --out {shlex.quote(run_dir)}`"
-           if store.local is not None else "re-run the `bindscale run` command that made it")
     _fail(f"{run_dir}: nothing has been recorded yet (no trial of its study has finished), so there is nothing "
-          f"to report; {how}")
+          f"to report; {_resume_how(run_dir)}")
+
+
+def _resume_how(run_dir: str) -> str:
+    """How to finish the run in ``run_dir``: the exact ``bindscale run`` command where its study file is local."""
+    import shlex
+
+    from .runner import STUDY_FILE
+
+    store = RunStore.of(run_dir)
+    if store.local is None:
+        return "re-run the `bindscale run` command that made it"
+    return f"run it with `bindscale run {shlex.quote(store.where(STUDY_FILE))} --out {shlex.quote(run_dir)}`"
 
 
 @app.command("list")
@@ -289,7 +297,7 @@ def _first_error(out_dir: str) -> str | None:
 
 
 def _print_summary(summary: dict, out_dir: str) -> None:
-    con = Console(width=None if sys.stdout.isatty() else 160)
+    con = console()
     table = Table(title=f"{summary.get('study')}{' (quick)' if summary.get('quick') else ''}: verdicts")
     for col in ("claim", "verdict", "statistic", "value [95% CI]", "n"):
         table.add_column(col, overflow="fold")
@@ -332,7 +340,8 @@ def _print_summary(summary: dict, out_dir: str) -> None:
         con.print(f"{summary['n_diverged']} of {summary['n_trials']} trials diverged (loss NaN, inf or blown up; kept, "
                   "listed in the report)", highlight=False)
     if summary.get("n_missing"):
-        con.print(f"{summary['n_missing']} of {summary['n_planned']} trials have no record yet: re-run to finish them")
+        con.print(f"{summary['n_missing']} of {summary['n_planned']} trials have no record yet; to finish them, "
+                  f"{_resume_how(out_dir)}", highlight=False, soft_wrap=True)
     for label, name in (("report", "report.html"), ("summary", "summary.json"), ("table", "results.parquet")):
         con.print(f"{label}: {RunStore(out_dir).where(name)}", soft_wrap=True, highlight=False)
 

@@ -26,6 +26,18 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
 ESTIMATING = "ETA estimating…"
+#: Columns of a console that is not a terminal: a log line is one line (rich's default, 80, wrapped the
+#: progress and plan lines of a run driven from the Python API in two).
+LOG_WIDTH = 160
+
+
+def console(stderr: bool = False) -> Console:
+    """A rich console on stdout (or stderr): the terminal's width on a terminal, :data:`LOG_WIDTH`
+    columns in a log or pipe."""
+    import sys
+
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(stderr=stderr, width=None if stream.isatty() else LOG_WIDTH)
 
 
 def _clock(seconds: float) -> str:

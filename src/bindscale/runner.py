@@ -14,6 +14,7 @@ from .config import StudyConfig, TrialBase, validate
 from .errors import ConfigError
 from .lock import RunLock
 from .progress import TrainingProgress
+from .progress import console as progress_console
 from .options import RETRIES, available_cores, check_out, check_run
 from .storage import RunStore, StorageError, remove_temporaries
 
@@ -47,7 +48,7 @@ def run_study(
         RunLocked: another live driver holds ``out``.
         StorageError: records cannot be written during the run (finished trials are kept).
     """
-    console = console or Console(stderr=True)
+    console = console or progress_console(stderr=True)
     store = check_run(out, executor, retries, address, workers)  # before torch is imported (resolve_device)
     from .sweep import resolve_device
 
@@ -181,7 +182,7 @@ def run_all(out: "str | Path", quick: bool = False, console: Console | None = No
     from .answer import build_answer
     from .config import resolve_study
 
-    console = console or Console(stderr=True)
+    console = console or progress_console(stderr=True)
     if str(out).strip() == "":
         raise ConfigError("--out: empty path; give a directory for the runs")
     names = registry.run_order()  # headline first

@@ -56,7 +56,9 @@ def test_an_unfinished_run_says_so_before_its_verdicts(capsys):
     out = capsys.readouterr().out
     first = out.index("unfinished run: 33 of 160 planned trials have no record yet")
     assert first < out.index("verdicts") and first < out.index("scaling")
-    assert "re-run to finish them" in out  # and again at the end, beside where the outputs are
+    # and again at the end, with the command that finishes them (not "re-run", after `bindscale report`)
+    assert "33 of 160 trials have no record yet; to finish them, run it with `bindscale run /tmp/nowhere/study.yaml " \
+           "--out /tmp/nowhere`" in out
     _print_summary({"study": "x", "n_trials": 3, "n_planned": 3, "n_missing": 0,
                     "verdicts": [verdict("scaling", 0.9, 0.95)]}, "/tmp/nowhere")
     assert "unfinished" not in capsys.readouterr().out

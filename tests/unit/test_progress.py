@@ -66,3 +66,15 @@ def test_fraction_done_and_eta_weigh_each_jobs_steps_by_their_cost(monkeypatch):
     assert second.startswith("training (0/2 trials): 42% done (110/400 trial-steps)")
     with pytest.raises(ValueError, match="positive and finite"):
         TrainingProgress(con, total=10, n_trials=1, job_costs=[(10, 0.0)])
+
+
+def test_consoles_off_a_terminal_keep_a_log_line_whole(capsys):
+    """rich's default 80 columns wrapped the plan and progress lines of a run driven from the Python API."""
+    from bindscale.progress import LOG_WIDTH, console
+
+    line = "scaling: 30 trials, 0 already recorded, 30 to run in 9 stacked jobs on 1 worker(s) (inline), device cpu → runs/q"
+    assert 80 < len(line) <= LOG_WIDTH
+    console(stderr=True).print(line)
+    console().print(line)
+    out = capsys.readouterr()
+    assert out.err == line + "\n" and out.out == line + "\n"
