@@ -13,8 +13,7 @@ from .checkpoints import MODEL_DIR
 from .config import StudyConfig, TrialBase, validate
 from .errors import ConfigError
 from .lock import RunLock
-from .progress import TrainingProgress
-from .progress import console as progress_console
+from .progress import TrainingProgress, console as progress_console
 from .options import RETRIES, available_cores, check_out, check_run
 from .storage import RunStore, StorageError, remove_temporaries
 

@@ -34,10 +34,11 @@ class ThreadWatch:
     :data:`WINDOW_SECONDS` and falls back to one thread where that is faster, on the real steps (no
     extra timing).
 
-    The first step is not timed and the first window only sizes the windows (warm-up). Where a multi-thread window
-    is more than ``slowdown`` times slower per step than the fastest multi-thread window so far, the
-    next window runs on one thread (``set_threads(1)``). Where that window is faster per step than the
-    multi-thread one before it, the stack stays on one thread for the rest of its training
+    The first step is not timed and the first window only sizes the windows (warm-up). Where a
+    multi-thread window is more than ``slowdown`` times slower per step than the fastest multi-thread
+    window so far, the next window runs on one thread (``set_threads(1)``). Where that window is faster
+    per step than the multi-thread one before it by more than ``gain``, the stack stays on one thread
+    for the rest of its training
     (:attr:`fell_back_at` holds the step); otherwise it goes back to ``threads``, and the slower speed
     becomes the reference (the whole machine slowed: one thread does not pay either), so the next
     one-thread window waits for another ``slowdown``.
@@ -50,15 +51,20 @@ class ThreadWatch:
         threads: the intra-op threads the stack starts on (> 1).
         set_threads: sets the process's intra-op threads (``torch.set_num_threads``).
         clock: seconds (``time.perf_counter``).
+        window, slowdown, gain: :data:`WINDOW_SECONDS`, :data:`SLOWDOWN`, :data:`GAIN`.
+
+    Raises:
+        ValueError: ``threads`` < 2.
     """
 
     def __init__(self, threads: int, set_threads: Callable[[int], None], clock: Callable[[], float] = time.perf_counter,
-                 window: float = WINDOW_SECONDS, slowdown: float = SLOWDOWN):
+                 window: float = WINDOW_SECONDS, slowdown: float = SLOWDOWN, gain: float = GAIN):
         if threads < 2:
             raise ValueError(f"ThreadWatch needs more than one thread, got {threads}")
         self.threads, self.current = threads, threads
         self.fell_back_at: int | None = None
-        self._set, self._clock, self._window, self._slowdown = set_threads, clock, window, slowdown
+        self._set, self._clock = set_threads, clock
+        self._window, self._slowdown, self._gain = window, slowdown, gain
         self._steps: int | None = None  # steps per window, sized by the first window
         self._best = math.inf  # fastest multi-thread window so far, seconds per step
         self._multi = math.inf  # the multi-thread window before a one-thread one
@@ -89,7 +95,7 @@ class ThreadWatch:
             if per > self._slowdown * self._best:
                 self._multi = per
                 self._switch(1)
-        elif per * (1 + GAIN) < self._multi:
+        elif per * (1 + self._gain) < self._multi:
             self.fell_back_at = step
             return
         else:
