@@ -417,11 +417,27 @@ def _same(a, b) -> bool:
     return a == b or (a != a and b != b)
 
 
+class _SteadyWatch:
+    """A ThreadWatch that never falls back: these tests check the path chosen, not the machine's load."""
+
+    fell_back_at = None
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def step_done(self, step):
+        pass
+
+    def restart(self):
+        pass
+
+
 def _train_at(monkeypatch, trials, threads: int, choice: int = 1):
     """train_group with ``threads`` torch threads asked and ``choice`` measured for the step; the caller's restored."""
     from bindscale import train
 
     monkeypatch.setattr(train, "intra_op_threads", lambda trials, n: choice)
+    monkeypatch.setattr(train, "ThreadWatch", _SteadyWatch)  # no fall-back on a loaded machine (test_threadwatch)
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
@@ -550,6 +566,7 @@ def test_a_trial_records_the_threads_its_step_ran_on_and_whether_sampling_ran_be
         m = train.train_group([trial(0)])[0].metrics
         assert (m["threads_used"], m["background_sampling"]) == (1, True)  # the second core samples
         monkeypatch.setattr(train, "intra_op_threads", lambda trials, threads, timer=None: threads)
+        monkeypatch.setattr(train, "ThreadWatch", _SteadyWatch)  # (its fall-back depends on the load)
         m = train.train_group([trial(0)])[0].metrics
         assert (m["threads_used"], m["background_sampling"]) == (2, False)
     finally:
