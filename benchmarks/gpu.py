@@ -24,10 +24,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from common import machine, matmul_peak, print_table  # noqa: E402
 
 from bindscale.config import resolve_study
-from bindscale.trials import ModelConfig, TaskConfig, TrainConfig, TrialConfig  # noqa: E402
+from bindscale.studies.scaling.config import ModelConfig, TaskConfig, TrainConfig, TrialConfig  # noqa: E402
 from bindscale.runner import run_study  # noqa: E402
 from rich.console import Console  # noqa: E402
-from bindscale.train import train_group  # noqa: E402
+from bindscale.studies.scaling.trial import train_group  # noqa: E402
 
 
 def stack_run(width: int, precision: str, steps: int, stack: int = 8) -> tuple[float, list[float]]:

@@ -286,7 +286,7 @@ class JaxServer:
 
 def trial_config(width: int, depth: int, steps: int, seed: int = 0, holdout: float = 0.25, grad_clip=1.0,
                  n_evals: int = 1, eval_tasks: int = 8, probe_tasks: int = 8):
-    from bindscale.trials import ModelConfig, TaskConfig, TrainConfig, TrialConfig
+    from bindscale.studies.scaling.config import ModelConfig, TaskConfig, TrainConfig, TrialConfig
 
     return TrialConfig(task=TaskConfig(**(REF_TASK | {"holdout": holdout})),
                        model=ModelConfig(kind="mlp", width=width, depth=depth),
@@ -298,7 +298,7 @@ def trial_config(width: int, depth: int, steps: int, seed: int = 0, holdout: flo
 def export_task(trial, path: Path) -> str:
     """The trial's task as bindscale builds it (teacher, training combinations, evaluation sets) → ``.npz``."""
     from bindscale import seeding
-    from bindscale.train import task_family
+    from bindscale.studies.scaling.trial import task_family
 
     if trial.task.teacher != "reference" or trial.task.encoding != "identity":
         raise ValueError("the JAX peer implements the reference teacher with the identity encoding")
@@ -324,8 +324,8 @@ def bs_throughput(width: int, depth: int, steps: int, stack: int, threads: int) 
     """
     import torch
 
-    import bindscale.train as bs_train
-    from bindscale.train import train_group
+    import bindscale.studies.scaling.trial as bs_train
+    from bindscale.studies.scaling.trial import train_group
 
     clock: list[tuple[int, float]] = []  # (trial-steps done, time) at each progress call
 
@@ -511,7 +511,7 @@ def bindscale_sweep(trials, tmp: Path, tag: str) -> tuple[float, dict]:
 
 def bench_sweep(steps: int, seeds: int, repeat: int, alone: bool, tmp: Path, probe_tasks: int = 8) -> dict:
     trials = sweep_trials(steps, seeds, probe_tasks)
-    from bindscale.train import _eval_steps
+    from bindscale.studies.scaling.trial import _eval_steps
 
     specs = []
     for i, t in enumerate(trials):
@@ -552,7 +552,7 @@ def bench_sweep(steps: int, seeds: int, repeat: int, alone: bool, tmp: Path, pro
 
 def bench_curves(steps: int, n_evals: int, tmp: Path) -> dict:
     """Held-out R² curves of both sides at the shared configuration (1 thread each, no clipping)."""
-    from bindscale.train import _eval_steps, train_group
+    from bindscale.studies.scaling.trial import _eval_steps, train_group
 
     import torch
 
@@ -576,7 +576,7 @@ def profile_step(width: int, depth: int, threads: int, stack: int = 1, steps: in
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from bindscale.train import train_group
+    from bindscale.studies.scaling.trial import train_group
 
     torch.set_num_threads(threads)
     steps = steps or max(20, min(300, int(3e10 / step_flops(width, depth))))  # training, not evaluation, dominates

@@ -13,9 +13,9 @@ import torch
 from torch import nn
 
 from bindscale import seeding
-from bindscale.trials import TrialConfig
-from bindscale.metrics import r2_within_task
-from bindscale.tasks import HyperTeacher
+from bindscale.studies.scaling.config import TrialConfig
+from bindscale.studies.scaling.metrics import r2_within_task
+from bindscale.studies.scaling.tasks import HyperTeacher
 
 
 class LoopMLP(nn.Module):

@@ -30,8 +30,8 @@ def _child(width: int, precision: str, steps: int, seeds: int) -> None:
     """Runs in the subprocess: train and print one JSON line."""
     import torch
 
-    from bindscale.trials import ModelConfig, TaskConfig, TrainConfig, TrialConfig
-    from bindscale.train import train_group
+    from bindscale.studies.scaling.config import ModelConfig, TaskConfig, TrainConfig, TrialConfig
+    from bindscale.studies.scaling.trial import train_group
 
     torch.set_num_threads(1)
     trials = [TrialConfig(task=TaskConfig(), model=ModelConfig(width=width, depth=3),

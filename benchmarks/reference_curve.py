@@ -55,8 +55,8 @@ import time
 
 import torch
 
-from bindscale.trials import ModelConfig, TaskConfig, TrainConfig, TrialConfig
-from bindscale.train import train_group
+from bindscale.studies.scaling.config import ModelConfig, TaskConfig, TrainConfig, TrialConfig
+from bindscale.studies.scaling.trial import train_group
 
 try:
     from common import machine, print_table

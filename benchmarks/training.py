@@ -35,9 +35,9 @@ from common import machine, matmul_peak, print_table  # noqa: E402
 from loop_baseline import train_loop  # noqa: E402
 
 from bindscale.config import StudyConfig, resolve_study
-from bindscale.trials import ModelConfig, TaskConfig, TrainConfig, TrialConfig  # noqa: E402
+from bindscale.studies.scaling.config import ModelConfig, TaskConfig, TrainConfig, TrialConfig  # noqa: E402
 from bindscale.runner import run_study  # noqa: E402
-from bindscale.train import train_group  # noqa: E402
+from bindscale.studies.scaling.trial import train_group  # noqa: E402
 from rich.console import Console  # noqa: E402
 
 QUIET = Console(file=open(os.devnull, "w"), stderr=False)

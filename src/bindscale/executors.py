@@ -12,7 +12,7 @@ exception inside training is not retried (it would fail the same way): it is
 recorded as ``failed`` straight away by ``run_job``.
 
 Start-up: on Linux the pool's workers are forked from a fork server that
-imported torch, the trainer, the probes' scikit-learn and the study's plugin
+imported torch and the study's plugin and trainer
 once (:func:`start_fork_server`, started before the driver plans its jobs so
 the imports overlap the planning); a spawned worker imports them itself, ~5
 CPU-seconds each on the project's 2-core Xeon, which was a sixth of a 12-trial
@@ -99,16 +99,25 @@ def execute(
 
 _QUEUE = None
 
-#: What a pool worker imports before its first job, whatever the study (the study's plugin is added).
-WORKER_IMPORTS = ("bindscale", "torch", "bindscale.sweep", "bindscale.train", "bindscale.probes")
+#: What a pool worker imports before its first job, whatever the study; :func:`study_imports` adds what
+#: the job's study trains with.
+WORKER_IMPORTS = ("bindscale", "torch", "bindscale.sweep")
 
 
-def pool_context(study_module: str | None = None):
+def study_imports(plugin) -> tuple[str, ...]:
+    """The modules a study's workers import to train: its plugin's and its trainer's (from the
+    ``"module:function"`` reference, without importing it here: the driver need not pay for them)."""
+    trainer = plugin.trainer
+    module = trainer.partition(":")[0] if isinstance(trainer, str) else getattr(trainer, "__module__", None)
+    return tuple(dict.fromkeys(m for m in (type(plugin).__module__, module) if m))
+
+
+def pool_context(study_module: str | tuple[str, ...] | None = None):
     """The process pool's multiprocessing context: a fork server on Linux, spawn elsewhere.
 
     Never plain fork: forking the driver after torch has started threads is unsafe. The fork
-    server is a fresh interpreter that imports :data:`WORKER_IMPORTS` and ``study_module`` and
-    runs nothing; workers forked from it start with those imports done. One fork server serves
+    server is a fresh interpreter that imports :data:`WORKER_IMPORTS` and ``study_module`` (a module
+    or several: :func:`study_imports`) and runs nothing; workers forked from it start with those imports done. One fork server serves
     the driver process for its lifetime (its import list is the first caller's); it exits with
     the driver.
     """
@@ -116,11 +125,12 @@ def pool_context(study_module: str | None = None):
         return get_context("spawn")
     ctx = get_context("forkserver")
     # First: Ctrl-C is the driver's to answer (bindscale._fork_server_init).
-    ctx.set_forkserver_preload(["bindscale._fork_server_init", *WORKER_IMPORTS] + ([study_module] if study_module else []))
+    extra = [study_module] if isinstance(study_module, str) else list(study_module or ())
+    ctx.set_forkserver_preload(["bindscale._fork_server_init", *WORKER_IMPORTS, *extra])
     return ctx
 
 
-def start_fork_server(study_module: str | None = None) -> None:
+def start_fork_server(study_module: str | tuple[str, ...] | None = None) -> None:
     """Start the pool's fork server now (Linux), so its imports run while the driver plans; else nothing.
 
     The imports take a few CPU-seconds on the other cores; the first worker waits for them.
@@ -331,12 +341,12 @@ def _execute_pool(payload, run_dir, study, device, workers, retries, on_progress
                 + (f", {lost - len(todo)} recorded failed (--retries {retries} exhausted)" if lost > len(todo) else ""))
 
 
-def _study_module(payload: list[list[dict]]) -> str | None:
-    """The module of the payload's study plugin (what its workers import to train), if it can be told."""
+def _study_module(payload: list[list[dict]]) -> tuple[str, ...] | None:
+    """The modules the payload's study trains with (:func:`study_imports`), if they can be told."""
     try:
         from . import registry
 
-        return type(registry.for_trial(payload[0][0])).__module__
+        return study_imports(registry.for_trial(payload[0][0]))
     except Exception:  # noqa: BLE001 — only an import list: the workers import what they need anyway
         return None
 

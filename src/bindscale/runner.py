@@ -99,9 +99,9 @@ def _run_locked(study: StudyConfig, store: RunStore, dev: str, workers: int | No
     else:
         n_workers = workers or (1 if dev == "cuda" else min(available_cores(), max(1, len(todo))))
     if executor in (None, "process") and n_workers > 1 and len(todo) > 1:
-        from .executors import start_fork_server
+        from .executors import start_fork_server, study_imports
 
-        start_fork_server(type(study.plugin).__module__)  # its imports overlap the planning below
+        start_fork_server(study_imports(study.plugin))  # its imports overlap the planning below
     jobs = plan_jobs(todo, n_workers=n_workers, device=dev, measure=True)
     n_workers = max(1, min(n_workers, len(jobs)))
     executor = executor or ("process" if n_workers > 1 else "inline")

@@ -11,11 +11,11 @@ import bindscale
 import bindscale as bs
 from bindscale import seeding
 from bindscale.errors import ConfigError
-from bindscale.metrics import r2_within_task
-from bindscale.models import build_model as build_stack
+from bindscale.studies.scaling.metrics import r2_within_task
+from bindscale.studies.scaling.students import build_model as build_stack
 from bindscale.records import _clean, load_records
 from bindscale.sweep import parse_trial, run_group, run_job
-from bindscale.tasks import HyperTeacher
+from bindscale.studies.scaling.tasks import HyperTeacher
 
 #: Metrics that are wall-clock timings (they differ between any two runs).
 TIMINGS = {"train_seconds", "eval_seconds", "probe_seconds", "timings", "steps_per_s"}
@@ -309,7 +309,7 @@ def test_load_results_reads_the_table_when_current_and_the_records_when_not(save
 def _fake_plugin(**hooks):
     from bindscale.study import StudyPlugin
 
-    return StudyPlugin(name="fake", kind="fake", trial_config="bindscale.trials:TrialConfig", claims=(),
+    return StudyPlugin(name="fake", kind="fake", trial_config="bindscale.studies.scaling.config:TrialConfig", claims=(),
                        description="", **({"trainer": lambda trials, device, progress: []} | hooks))
 
 
@@ -323,8 +323,8 @@ def test_a_plugin_without_the_hooks_says_so():
     with pytest.raises(NotImplementedError, match="no tasks hook"):
         bare.build_tasks(None)
     # A models builder alone is not enough: the trainer must take return_models.
-    assert not _fake_plugin(models="bindscale.train:untrained_model").returns_models()
-    assert _fake_plugin(models="bindscale.train:untrained_model", trainer="bindscale.train:train_group").returns_models()
+    assert not _fake_plugin(models="bindscale.studies.scaling.trial:untrained_model").returns_models()
+    assert _fake_plugin(models="bindscale.studies.scaling.trial:untrained_model", trainer="bindscale.studies.scaling.trial:train_group").returns_models()
 
 
 def test_save_models_is_refused_before_anything_is_written_when_the_trainer_cannot_return_models(monkeypatch, tmp_path):

@@ -8,7 +8,7 @@ from bindscale.config import (
     resolve_study,
 )
 from bindscale.errors import ConfigError
-from bindscale.trials import TrialConfig
+from bindscale.studies.scaling.config import TrialConfig
 
 
 def test_builtin_scaling_study_loads_and_has_both_models():

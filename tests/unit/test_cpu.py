@@ -12,8 +12,8 @@ import torch
 SCRIPT = """
 import resource, sys, torch
 import bindscale.cpu as cpu
-from bindscale.trials import ModelConfig, TrainConfig, TrialConfig
-from bindscale.train import train_group
+from bindscale.studies.scaling.config import ModelConfig, TrainConfig, TrialConfig
+from bindscale.studies.scaling.trial import train_group
 torch.set_num_threads(1)
 cpu._done = sys.argv[1] == "default"
 train = TrainConfig(steps=75, n_evals=1, eval_tasks=8, probe_tasks=8, probe_samples=1, precision="fp32")
@@ -119,5 +119,5 @@ def test_importing_bindscale_leaves_the_openmp_wait_policy_alone():
     """bindscale used to set OMP_WAIT_POLICY=PASSIVE, which halved two-thread steps on a quiet machine;
     the busy machine is handled where threads are chosen (choose_threads, ThreadWatch)."""
     read = "import os; print(os.environ.get('OMP_WAIT_POLICY'))"
-    assert _wait_policy({}, "import bindscale, bindscale.train; " + read) == "None"
+    assert _wait_policy({}, "import bindscale, bindscale.studies.scaling.trial; " + read) == "None"
     assert _wait_policy({"OMP_WAIT_POLICY": "PASSIVE"}, "import bindscale; " + read) == "PASSIVE"  # the user's

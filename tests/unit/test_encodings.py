@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from bindscale.tasks.encodings import WEIGHT_LEVELS, Encoder
+from bindscale.studies.scaling.tasks.encodings import WEIGHT_LEVELS, Encoder
 
 
 def enc(name, M=4, K=2, seed=0):

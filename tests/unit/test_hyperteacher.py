@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from bindscale import seeding
-from bindscale.trials import TaskConfig
-from bindscale.tasks import HyperTeacher
+from bindscale.studies.scaling.config import TaskConfig
+from bindscale.studies.scaling.tasks import HyperTeacher
 
 
 LEGACY = {"teacher": "per_task_scale"}

@@ -13,8 +13,7 @@ from bindscale.analysis.masks import (
     random_mask_like,
     task_loss,
 )
-from bindscale.trials import ModelConfig
-from bindscale.models.mlp import StackedMLP
+from bindscale.models.mlp import MLPConfig, StackedMLP
 from bindscale.studies.modularity.tasks import CompoundTask, make_datasets
 
 S = C = 4
@@ -203,7 +202,7 @@ def test_works_on_a_stacked_mlp_with_one_trial():
     torch.manual_seed(0)
     task = CompoundTask(S, C)
     ds = task.compound(256, np.random.default_rng(0))
-    model = StackedMLP(ModelConfig(kind="mlp", width=16, depth=2, init="torch_uniform"), code_dim=task.dim, x_dim=0,
+    model = StackedMLP(MLPConfig(width=16, depth=2, init="torch_uniform"), code_dim=task.dim, x_dim=0,
                        out_dim=1,
                        n_modules=2, gens=[torch.Generator().manual_seed(0)])
 

@@ -2,7 +2,7 @@ import numpy as np
 import torch
 from sklearn.metrics import r2_score
 
-from bindscale.metrics import r2_task_mean, r2_within_task
+from bindscale.studies.scaling.metrics import r2_task_mean, r2_within_task
 
 
 def test_single_task_equals_sklearn_variance_weighted():

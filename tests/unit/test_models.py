@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from bindscale.trials import ModelConfig
-from bindscale.models import build_model
+from bindscale.studies.scaling.config import ModelConfig
+from bindscale.studies.scaling.students import build_model
 
 
 def gens(n, seed=0):

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from bindscale.optim import ALIGN, StackedAdamW
+from bindscale.studies.scaling.optim import ALIGN, StackedAdamW
 
 
 def _run(shape, lrs, wds, steps=25, seed=0):

@@ -1,6 +1,6 @@
 import numpy as np
 
-from bindscale.probes import decodability, probe_layers
+from bindscale.studies.scaling.probes import decodability, probe_layers
 
 
 def _codes(rng, n, M=6):
@@ -64,7 +64,7 @@ def test_cv_decodability_matches_a_hand_rolled_group_cross_validation():
     from sklearn.metrics import r2_score
     from sklearn.model_selection import GroupKFold
 
-    from bindscale.probes import ALPHAS, cv_decodability
+    from bindscale.studies.scaling.probes import ALPHAS, cv_decodability
 
     rng = np.random.default_rng(1)
     z = _codes(rng, 300)

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from bindscale.trials import TrialConfig
+from bindscale.studies.scaling.config import TrialConfig
 from bindscale.records import load_records, read_record, record_path, write_record
 from bindscale.storage import RunStore, StorageError
 from bindscale.sweep import pending_trials

@@ -18,7 +18,7 @@ import pytest
 from bindscale.records import metric_items, metric_table, write_results
 from bindscale.studies.modularity.config import ModularityTrial
 from bindscale.studies.subgraphs.config import SubgraphsTrial
-from bindscale.trials import TrialConfig
+from bindscale.studies.scaling.config import TrialConfig
 
 STEPS = [250, 500, 750, 1000]
 

@@ -1,8 +1,8 @@
 from bindscale.config import StudyConfig
-from bindscale.trials import ModelConfig, TrainConfig, TrialConfig
+from bindscale.studies.scaling.config import ModelConfig, TrainConfig, TrialConfig
 from bindscale.plan import schedule as makespan
 from bindscale.sweep import BALANCE_GAIN, job_cost, max_stack, plan_jobs, trial_memory_bytes
-from bindscale.train import group_key
+from bindscale.studies.scaling.trial import group_key
 
 
 def study(**grid):
@@ -171,7 +171,7 @@ def test_unmeasured_plans_ask_no_timer(monkeypatch):
 
 
 def test_the_hyperteacher_step_timer_times_a_real_stack():
-    from bindscale.train import stack_step_seconds
+    from bindscale.studies.scaling.trial import stack_step_seconds
 
     trials = study(width=[16], seed=[0, 1])
     assert 0 < stack_step_seconds(trials, window=0.01, rounds=1) < 10

@@ -91,7 +91,8 @@ def test_one_thread_is_refused():
 def test_train_group_restores_the_callers_threads_after_a_fall_back(monkeypatch):
     """The watch switches the process's threads; train_group hands the caller's setting back and records
     the step it fell back at."""
-    from bindscale import threadwatch, train
+    from bindscale import threadwatch
+    from bindscale.studies.scaling import trial as train
 
     from .test_train import trial
 

@@ -4,10 +4,10 @@ import threading
 import pytest
 import torch
 
-import bindscale.train as train_mod
-from bindscale.trials import ModelConfig, TaskConfig, TrainConfig, TrialConfig
-from bindscale.tasks import HyperTeacher
-from bindscale.train import train_group
+import bindscale.studies.scaling.trial as train_mod
+from bindscale.studies.scaling.config import ModelConfig, TaskConfig, TrainConfig, TrialConfig
+from bindscale.studies.scaling.tasks import HyperTeacher
+from bindscale.studies.scaling.trial import train_group
 
 TINY = TrainConfig(steps=40, batch_tasks=16, n_evals=2, eval_tasks=32, probe_tasks=32, probe_samples=2)
 
@@ -182,7 +182,7 @@ def test_reports_task_mean_and_per_arity_hull_r2():
 
 
 def test_per_arity_and_task_mean_r2_equal_a_direct_computation():
-    from bindscale.metrics import r2_task_mean, r2_within_task
+    from bindscale.studies.scaling.metrics import r2_task_mean, r2_within_task
 
     cfg = TrialConfig(task=TaskConfig(M=8, K=3, holdout=0.5), model=ModelConfig(width=16, depth=2), train=TINY, seed=1)
     task = HyperTeacher(cfg.task, cfg.seed)
@@ -256,7 +256,7 @@ def _fake_timer(per_step: dict[int, float], slow: dict | None = None):
 
 
 def test_two_threads_only_where_measured_clearly_faster():
-    from bindscale.train import choose_threads
+    from bindscale.trainutil import choose_threads
 
     assert choose_threads(_fake_timer({1: 0.010, 2: 0.008})[0], 2) == 2  # 1.25x the steps/s
     assert choose_threads(_fake_timer({1: 0.010, 2: 0.0095})[0], 2) == 1  # 5%: within the noise, one thread
@@ -288,7 +288,7 @@ def test_two_threads_only_where_measured_clearly_faster():
 
 
 def test_the_thread_timing_alternates_and_stays_within_its_budget():
-    from bindscale.train import choose_threads
+    from bindscale.trainutil import choose_threads
 
     timer, calls, spent = _fake_timer({1: 0.002, 2: 0.0015})
     choose_threads(timer, 2, budget=1.5)
@@ -305,7 +305,7 @@ def test_the_thread_timing_alternates_and_stays_within_its_budget():
 
 
 def test_each_timed_window_follows_an_untimed_step_at_its_thread_count(monkeypatch):
-    from bindscale import train
+    from bindscale.studies.scaling import trial as train
 
     seen = []
     monkeypatch.setattr(train, "_stack_stepper", lambda trials: lambda: seen.append(train.torch.get_num_threads()))
@@ -316,7 +316,7 @@ def test_each_timed_window_follows_an_untimed_step_at_its_thread_count(monkeypat
 
 
 def test_the_thread_choice_is_measured_once_per_stack_shape(monkeypatch):
-    from bindscale import train
+    from bindscale.studies.scaling import trial as train
 
     monkeypatch.setattr(train, "_thread_choices", {})
     timer, calls, _ = _fake_timer({1: 0.01, 2: 0.005})
@@ -332,7 +332,7 @@ def test_the_thread_choice_is_measured_once_per_stack_shape(monkeypatch):
 
 
 def test_the_real_step_timer_times_steps_at_the_threads_asked():
-    from bindscale.train import stack_step_timer
+    from bindscale.studies.scaling.trial import stack_step_timer
 
     before = torch.get_num_threads()
     t = stack_step_timer([trial(0), trial(1)])
@@ -340,7 +340,7 @@ def test_the_real_step_timer_times_steps_at_the_threads_asked():
 
 
 def test_train_group_trains_on_the_measured_threads_and_restores_the_callers(monkeypatch):
-    from bindscale import train
+    from bindscale.studies.scaling import trial as train
 
     before = torch.get_num_threads()
     seen, asked = [], []
@@ -362,7 +362,7 @@ def test_train_group_trains_on_the_measured_threads_and_restores_the_callers(mon
 
 
 def test_results_do_not_depend_on_the_thread_choice_beyond_rounding(monkeypatch):
-    from bindscale import train
+    from bindscale.studies.scaling import trial as train
 
     # Wide enough for the matrix products to split across threads; a few steps (a 2-thread test).
     t = [trial(s, width=128) for s in (0, 1)]
@@ -434,7 +434,7 @@ class _SteadyWatch:
 
 def _train_at(monkeypatch, trials, threads: int, choice: int = 1):
     """train_group with ``threads`` torch threads asked and ``choice`` measured for the step; the caller's restored."""
-    from bindscale import train
+    from bindscale.studies.scaling import trial as train
 
     monkeypatch.setattr(train, "intra_op_threads", lambda trials, n: choice)
     monkeypatch.setattr(train, "ThreadWatch", _SteadyWatch)  # no fall-back on a loaded machine (test_threadwatch)
@@ -487,7 +487,7 @@ def test_an_error_in_the_sampler_thread_reaches_the_caller_and_no_thread_is_left
 
 
 def test_an_interrupt_in_training_shuts_the_sampler_thread_down(monkeypatch):
-    from bindscale import train
+    from bindscale.studies.scaling import trial as train
 
     monkeypatch.setattr(train_mod, "CHUNK_ELEMENTS", 16 * 16 * 40 * 10)  # chunks of 10 steps
     monkeypatch.setattr(train, "intra_op_threads", lambda trials, n: 1)
@@ -507,7 +507,7 @@ def test_an_interrupt_in_training_shuts_the_sampler_thread_down(monkeypatch):
 
 
 def test_chunks_alternate_two_buffers_and_sample_in_order():
-    from bindscale.train import _chunks
+    from bindscale.studies.scaling.trial import _chunks
 
     calls = []
 
@@ -528,7 +528,7 @@ def test_chunks_alternate_two_buffers_and_sample_in_order():
 
 def test_background_sampling_can_turn_on_mid_training_without_writing_the_chunk_in_use():
     """ThreadWatch fell back to one thread: from the next chunk on, sampling runs beside the step."""
-    from bindscale.train import _chunks
+    from bindscale.studies.scaling.trial import _chunks
 
     calls, got, flag = [], [], [False]
 
@@ -554,7 +554,7 @@ def test_background_sampling_can_turn_on_mid_training_without_writing_the_chunk_
 
 
 def test_a_trial_records_the_threads_its_step_ran_on_and_whether_sampling_ran_beside_it(monkeypatch):
-    from bindscale import train
+    from bindscale.studies.scaling import trial as train
 
     before = train.torch.get_num_threads()
     try:

@@ -63,18 +63,12 @@ def stacked_init(init: str, shape: tuple[int, ...], fan_in: int, gens: list[torc
     raise ValueError(f"unknown init {init!r}; allowed: lecun_normal, torch_uniform")
 
 
-#: What ``init: auto`` means per model kind. MLP: LeCun normal, the reference's init, with
-#: which it learns as fast as the reference code (benchmarks/reference_curve.py: 256 × 4 at
-#: 300 steps, held-out R² 0.44 → 0.56 from the init alone). Hypernet: PyTorch's uniform:
-#: its banks are not layers of fan-in ``fan_in`` (each generated weight sums L of them),
-#: and LeCun-scaled banks slowed it (M=8, width 16, 1000 steps: 0.85 → 0.60); the
-#: reference's hypernetwork is another architecture, so there is no init of its to match.
-AUTO_INIT = {"mlp": "lecun_normal", "hypernet": "torch_uniform"}
-
-
 def resolve_init(cfg) -> str:
-    """The init scheme a model config asks for, ``auto`` resolved by :data:`AUTO_INIT` (default: lecun_normal)."""
-    return AUTO_INIT.get(cfg.kind, "lecun_normal") if cfg.init == "auto" else cfg.init
+    """The init scheme a model config asks for; ``auto`` resolved by the config's own ``AUTO_INIT`` table
+    (model kind → scheme; a study's measured choice), else lecun_normal."""
+    if cfg.init != "auto":
+        return cfg.init
+    return getattr(cfg, "AUTO_INIT", {}).get(getattr(cfg, "kind", None), "lecun_normal")
 
 
 def linear_bound(fan_in: int) -> float:

@@ -1,4 +1,4 @@
-"""Plain MLP student (the scaling claim: Redhardt, Schug, Akram 2025).
+"""Plain MLP student, stacked over trials.
 
 Input is the task code concatenated with x; ``depth`` hidden layers of
 ``width`` units; a linear readout. Stacked over trials: every weight has a
@@ -17,15 +17,27 @@ the same points without the ``T`` dimension.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 
-from ..trials import ModelConfig
 from .base import ACTIVATIONS, Dense, StackedModel, resolve_init, stacked_init
 
 
+@dataclass(frozen=True)
+class MLPConfig:
+    """What :class:`StackedMLP` reads of a model config; a study may pass its own config with these fields."""
+
+    width: int
+    depth: int
+    activation: str = "relu"
+    init: str = "lecun_normal"
+
+
 class StackedMLP(StackedModel):
-    def __init__(self, cfg: ModelConfig, code_dim: int, x_dim: int, out_dim: int, n_modules: int, gens):
+    # cfg: a study's model config with ``width``, ``depth``, ``activation`` and ``init`` (resolve_init).
+    def __init__(self, cfg, code_dim: int, x_dim: int, out_dim: int, n_modules: int, gens):
         super().__init__()
         self.n_trials, self.act = len(gens), ACTIVATIONS[cfg.activation]
         self.activation = cfg.activation

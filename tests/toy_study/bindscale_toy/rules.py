@@ -6,7 +6,7 @@ import pandas as pd
 from bindscale.report.figures import _errorbar, _new_figure, _summary, _to_b64
 from bindscale.report.verdicts import INCONCLUSIVE, NAN3, NOT_SUPPORTED, SUPPORTED, _ci, ok_rows
 from bindscale.stats import mean_ci
-from bindscale.train import TrialResult
+from bindscale.trainutil import TrialResult
 
 
 def run_group(trials, device, progress=None):

@@ -38,7 +38,7 @@ import torch
 from bindscale import seeding
 from bindscale.models.transformer import Transformer
 from bindscale.seqtrain import PAD_ID, greedy_predictions, pack_sequences, train_from_config
-from bindscale.train import TrialResult
+from bindscale.trainutil import TrialResult
 
 from . import scan
 from .config import DepthTrial

@@ -43,7 +43,7 @@ import torch
 from bindscale import seeding
 from bindscale.models.transformer import Transformer
 from bindscale.seqtrain import PAD_ID, seq_loss, train_from_config
-from bindscale.train import TrialResult
+from bindscale.trainutil import TrialResult
 
 from .config import GeometryTrial
 from .grammar import GrammarConfig, make_splits, vocabulary

@@ -39,7 +39,7 @@ import torch
 from bindscale import seeding
 from bindscale.models.transformer import Transformer
 from bindscale.seqtrain import train_from_config
-from bindscale.train import TrialResult
+from bindscale.trainutil import TrialResult
 
 from . import tasks as T
 from .config import LengthTransferTrial

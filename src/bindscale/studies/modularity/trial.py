@@ -56,11 +56,10 @@ from torch import nn
 
 from bindscale import seeding
 from bindscale.analysis.masks import accuracy, apply_mask
-from bindscale.models.mlp import StackedMLP
+from bindscale.models.mlp import MLPConfig, StackedMLP
 from bindscale.models.transformer import Transformer
 from bindscale.seqtrain import _batch_indices, fit_minibatches
-from bindscale.train import TrialResult
-from bindscale.trials import ModelConfig
+from bindscale.trainutil import TrialResult
 
 from .analysis import SubroutineResult, subroutine_modularity
 from .config import ModularityModelConfig, ModularityTrial
@@ -107,7 +106,7 @@ class MLPNet(CompoundNet):
         # PyTorch's default nn.Linear initialisation, as in Lepori et al.'s (PyTorch) code; the hyperteacher
         # students' LeCun normal follows a different source (flax). With LeCun normal no width-64 network
         # learned the compound task from scratch in the default study (0 of 8 seeds at held-out acc >= 0.95).
-        cfg = ModelConfig(kind="mlp", width=m.width, depth=m.depth, activation=m.activation, init="torch_uniform")
+        cfg = MLPConfig(width=m.width, depth=m.depth, activation=m.activation, init="torch_uniform")
         self.net = StackedMLP(cfg, code_dim=in_dim, x_dim=0, out_dim=1, n_modules=1, gens=[generator])
         self.depth, self.feature_dim = m.depth, m.width
 

@@ -4,9 +4,10 @@ hypernetwork, swept over width and coverage of module combinations.
 Claims: Redhardt, Schug, Akram 2025, "Scaling can lead to compositional generalization"
 (scaling, decodability); Schug et al. 2024, "Discovering modular solutions that generalize
 compositionally" (binding); and where scale stops, inside vs outside the training hull.
-Modules: :mod:`.verdicts` (rules), :mod:`.figures`, :mod:`.table`, :mod:`.plan` (cost,
-memory, split checks); the trial config and the stacked trainer are shared
-(:mod:`bindscale.trials`, :mod:`bindscale.train`).
+Modules: :mod:`.config` (the trial config), :mod:`.trial` (the stacked trainer), :mod:`.verdicts`
+(rules), :mod:`.figures`, :mod:`.table`, :mod:`.plan` (cost, memory, split checks); beside them the
+task family (:mod:`.tasks`), the students (:mod:`.students`, :mod:`.hypernet`), the R² metrics
+(:mod:`.metrics`), the linear probes (:mod:`.probes`) and the stacked AdamW (:mod:`.optim`).
 """
 
 from pathlib import Path
@@ -75,22 +76,22 @@ STUDY = StudyPlugin(
     kind="hyperteacher",
     implicit_kind=True,  # trial dicts without a kind (every record since the first) are hyperteacher trials
     headline=True,
-    trial_config="bindscale.trials:TrialConfig",
+    trial_config="bindscale.studies.scaling.config:TrialConfig",
     claims=CLAIMS,
     description="Does held-out R² of plain MLPs grow with width and coverage, and does explicit binding need fewer "
                 "parameters? (hyperteacher; Redhardt et al. 2025, Schug et al. 2024)",
     directory=Path(__file__).parent,
-    trainer="bindscale.train:train_group",
-    grouper="bindscale.train:group_key",
+    trainer="bindscale.studies.scaling.trial:train_group",
+    grouper="bindscale.studies.scaling.trial:group_key",
     cost="bindscale.studies.scaling.plan:job_cost",
     memory="bindscale.studies.scaling.plan:trial_memory_bytes",
     checker="bindscale.studies.scaling.plan:check_splits",
     rows=f"{_V}:ok_rows",
     figure_set="bindscale.studies.scaling.figures:figures",
     table="bindscale.studies.scaling.table:config_table",
-    models="bindscale.train:untrained_model",
-    tasks="bindscale.train:task_family",
-    step_timer="bindscale.train:stack_step_seconds",
+    models="bindscale.studies.scaling.trial:untrained_model",
+    tasks="bindscale.studies.scaling.trial:task_family",
+    step_timer="bindscale.studies.scaling.trial:stack_step_seconds",
     # Measured: every stacked job of `bindscale run scaling --set 'seed=[0]'` (20 trials, 2000 steps, fp32,
     # 11 jobs) trained inline at one torch thread on the 2-core Xeon, timed with time.process_time: 153 CPU-s
     # for a cost of 2.88e12 (per job 2.2e-11 at width 16 to 6.3e-11 for a hypernet; width-256 stacks 6.0e-11).

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from bindscale import seeding
 from bindscale.errors import BindscaleError, ConfigError
-from bindscale.tasks.splits import make_split
-from bindscale.trials import TrialConfig
+from bindscale.studies.scaling.tasks.splits import make_split
+from bindscale.studies.scaling.config import TrialConfig
 
 #: A hyperteacher trial-step's cost that does not grow with the model (Python and kernel
 #: launches, data sampling, optimizer bookkeeping), in weights: measured per-trial-step times

@@ -66,7 +66,7 @@ from bindscale.stats import (
     partial_spearman_within,
     strata_mean_ci,
 )
-from bindscale.trials import TrialConfig
+from bindscale.studies.scaling.config import TrialConfig
 
 from . import CLAIMS  # noqa: E402  (the plugin object: claims, their statements and defaults)
 

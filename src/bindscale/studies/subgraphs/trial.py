@@ -42,7 +42,7 @@ import torch
 from bindscale import seeding
 from bindscale.models.transformer import Transformer
 from bindscale.seqtrain import greedy_predictions, train_from_config
-from bindscale.train import TrialResult
+from bindscale.trainutil import TrialResult
 
 from .analysis import TAXONOMIES, fit_compounding, label_table, rig_table, subgraph_coverage
 from .config import SubgraphsTrial

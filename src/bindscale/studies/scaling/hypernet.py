@@ -24,8 +24,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..trials import ModelConfig
-from .base import ACTIVATIONS, Dense, StackedModel, resolve_init, stacked_init
+from bindscale.models.base import ACTIVATIONS, Dense, StackedModel, resolve_init, stacked_init
+
+from .config import ModelConfig
 
 
 class StackedHypernet(StackedModel):

@@ -14,21 +14,22 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing, contextmanager, nullcontext
-from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import torch
 
-from . import seeding
-from .cpu import cpu_training
-from .trials import ModelConfig, TrialConfig
+from bindscale import seeding
+from bindscale.cpu import cpu_training
+from bindscale.models import StackedModel
+from bindscale.threadwatch import ThreadWatch
+from bindscale.trainutil import TrialResult, choose_threads, fast_bf16
+
+from .config import ModelConfig, TrialConfig
 from .metrics import r2_task_mean, r2_within_task
-from .models import StackedModel, build_model
 from .optim import StackedAdamW
+from .students import build_model
 from .tasks import Batch, HyperTeacher
 from .tasks.encodings import encoding_dim
-from .threadwatch import ThreadWatch
 
 #: Elements (tasks × samples × features) of pre-sampled training data per trial and chunk.
 CHUNK_ELEMENTS = 2_000_000
@@ -73,17 +74,6 @@ def group_key(trial: TrialConfig) -> tuple:
 BF16_MIN_WIDTH = 64
 
 
-def fast_bf16(device: torch.device) -> bool:
-    """Whether ``device`` has bf16 matrix units: AMX-BF16 on an x86 CPU, or a bf16-capable CUDA GPU."""
-    if device.type == "cuda":
-        return torch.cuda.is_bf16_supported()
-    try:
-        with open("/proc/cpuinfo") as f:
-            return "amx_bf16" in f.read()
-    except OSError:
-        return False
-
-
 def resolve_precision(precision: str, device: torch.device, model: ModelConfig) -> str:
     """The precision a trial trains in: ``auto`` → ``bf16`` where it is measured to pay
     (MLPs of width ≥ :data:`BF16_MIN_WIDTH` on bf16 matrix units), else ``fp32``.
@@ -97,23 +87,6 @@ def resolve_precision(precision: str, device: torch.device, model: ModelConfig) 
         pays = model.kind == "mlp" and model.width >= BF16_MIN_WIDTH
         return "bf16" if pays and fast_bf16(device) else "fp32"
     return precision
-
-
-@dataclass
-class TrialResult:
-    """What training and analysis produced for one trial (becomes part of its record).
-
-    ``model`` (the trained single-trial ``nn.Module``, in eval mode) and ``model_kwargs``
-    (what its study's model builder needs beyond the trial config to rebuild it) are set
-    only when a trainer is asked for its models (``return_models=True``); they are not
-    part of the record.
-    """
-
-    status: str = "ok"
-    diverged_step: int | None = None
-    metrics: dict = field(default_factory=dict)
-    model: Any = field(default=None, repr=False, compare=False)
-    model_kwargs: dict = field(default_factory=dict, repr=False, compare=False)
 
 
 BATCH_FIELDS = ("code", "z", "x", "y", "combo")
@@ -153,7 +126,7 @@ def train_group(
         progress: called with the number of *trial-steps* done since the last call.
         return_models: also hand back each trial's trained model (``TrialResult.model``: its
             member of the stack as a plain :class:`~bindscale.models.MLP` or
-            :class:`~bindscale.models.Hypernet`, in eval mode); metrics are the same either way.
+            :class:`~bindscale.studies.scaling.hypernet.Hypernet`, in eval mode); metrics are the same either way.
 
     Returns:
         One :class:`TrialResult` per trial. Metrics: ``r2_id``, ``r2_heldout``,
@@ -181,20 +154,6 @@ def train_group(
         return _train_group(trials, device, progress, return_models, prefetch)
 
 
-#: A stack trains on the caller's intra-op threads only where they make its step at least this much
-#: faster (steps/s) than one thread, measured on this machine (:func:`choose_threads`). Measured before
-#: (benchmarks/jax_peer.py, fp32): on the 2-core Xeon at load 6-7 a second thread made every shape
-#: slower, from 64 × 2 (152 → 69 steps/s) to 1024 × 2 (6.2 → 4.8), since a busy machine deschedules
-#: the thread each parallel region waits for; on a quiet one the 256 × 4 MLP at one thread made 0.66×
-#: JAX's two-thread speed. No fixed FLOP threshold gets both right, so it is timed.
-THREADS_GAIN = 0.10
-#: Seconds the choice may spend timing one stack shape (once per shape and process; at least three
-#: steps at each count, however long a step).
-THREADS_TIMING_BUDGET = 1.5
-#: Measurements :func:`choose_threads` makes before it settles on one thread.
-THREADS_ATTEMPTS = 2
-#: Fewest steps in one timed window of :func:`choose_threads`.
-MIN_WINDOW = 3
 _thread_choices: dict[tuple, int] = {}
 
 
@@ -236,47 +195,6 @@ def intra_op_threads(trials: list[TrialConfig], threads: int,
     if key not in _thread_choices:
         _thread_choices[key] = choose_threads(timer or stack_step_timer(trials), threads)
     return _thread_choices[key]
-
-
-def choose_threads(timer: Callable[[int, int], float], threads: int, budget: float = THREADS_TIMING_BUDGET,
-                   gain: float = THREADS_GAIN, rounds: int = 3, attempts: int = THREADS_ATTEMPTS) -> int:
-    """``threads`` if every timed window with them is more than ``gain`` faster (steps/s) than every
-    window with one thread, in one of ``attempts`` measurements; else 1.
-
-    ``timer(n, k)`` runs ``k`` steps with ``n`` threads and returns their seconds. Two single steps at
-    each count (the first warms up: allocations, the thread pool's start; the second sizes the
-    windows), then up to ``rounds`` rounds of one window of ``k`` steps per count, back to back,
-    alternating which goes first; ``k`` and the rounds fit what is left of ``budget`` (at least one
-    round of :data:`MIN_WINDOW` steps, however long a step).
-
-    Why every window against every window, not round by round: other work on the machine slows some
-    windows. Where it takes turns with the measurement, the slowest N-thread window overlaps the fastest
-    one-thread window and no gain is trusted (measured at load ~4 on the 2-core Xeon, 64 × 2 in a stack
-    of 4: one-thread windows of 7.1, 9.4 and 14.0 ms per step beside two-thread ones of 6.1-7.5 ms, which
-    passed a round-by-round 10% rule, and two threads then collapsed in training): one thread, the safe
-    choice on a busy machine, where a descheduled thread stalls every parallel region. A machine whose
-    speed merely wanders (a virtual machine's neighbours: one-thread windows of 1024 × 2 from 122 to
-    195 ms at load ~1.4, two-thread ones 66-88 ms) keeps its clear gain; a rule on each count's spread
-    (max / min ≤ 1.25) turned such gains down. A disturbed first measurement is followed by another.
-    """
-    if threads <= 1:
-        return 1
-    counts = (1, threads)
-    spent = sum(timer(n, 1) for n in counts)  # warm-up
-    pair = max(sum(timer(n, 1) for n in counts), 1e-6)  # one step at each count
-    left = budget - spent - pair
-    rounds = max(1, min(rounds, int(left / pair)))
-    # At least MIN_WINDOW steps a window, over budget if need be: single steps of a slow shape (1024 x 2,
-    # ~0.15 s) vary too much on a quiet machine for a 2-thread gain to be measured.
-    k = max(MIN_WINDOW, min(50, int(left / (rounds * pair))))
-    for _ in range(attempts):
-        windows: dict[int, list[float]] = {n: [] for n in counts}
-        for r in range(rounds):
-            for n in (counts if r % 2 == 0 else counts[::-1]):
-                windows[n].append(max(timer(n, k), 1e-12))
-        if min(windows[1]) > (1 + gain) * max(windows[threads]):
-            return threads
-    return 1
 
 
 def untrained_model(trial: TrialConfig) -> torch.nn.Module:

@@ -31,9 +31,10 @@ from dataclasses import dataclass
 
 import torch
 
-from .. import seeding
-from ..trials import TaskConfig
-from ..models.base import truncated_normal
+from bindscale import seeding
+from bindscale.models.base import truncated_normal
+
+from ..config import TaskConfig
 from .encodings import W_HIGH, W_LOW, WEIGHT_LEVELS, Encoder
 from .splits import Split, make_split
 
