@@ -156,7 +156,7 @@ class JaxTrial:
         return float(loss.block_until_ready()) if loss is not None else float("nan")
 
     def r2(self, code, x, y) -> float:
-        """Pooled within-task R² (``bindscale.metrics.r2_within_task``), in float64 numpy."""
+        """Pooled within-task R² (``bindscale.studies.scaling.metrics.r2_within_task``), in float64 numpy."""
         pred = np.asarray(self.predict(self.params, self.jnp.asarray(code), self.jnp.asarray(x)), dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)
         sst = ((y - y.mean(axis=-2, keepdims=True)) ** 2).sum()

@@ -6,7 +6,7 @@ the reference JAX code of Redhardt, Schug, Akram 2025 ("Scaling can lead to
 compositional generalization") reached held-out R² 0.783 and bindscale 0.683. This
 script trains bindscale at that configuration under each candidate cause, one at a
 time and all together, and prints the held-out R² curve of each (both definitions:
-pooled within-task R², and the reference's per-task mean, ``bindscale.metrics``):
+pooled within-task R², and the reference's per-task mean, ``bindscale.studies.scaling.metrics``):
 
 =============  =================================================================
 before         teacher per_task_scale, init torch_uniform, grad clip 1.0 (bindscale

@@ -1,4 +1,4 @@
-"""bindscale: can scaling alone produce compositional generalization, or do networks
+"""bindscale: can scale alone produce compositional generalization, or do networks
 need explicit binding mechanisms? Controlled, reproducible studies of the published claims.
 
 The Python API (:mod:`bindscale.api`) is available from here: ``bindscale.run_trial(...)``,
@@ -10,7 +10,7 @@ __version__ = "0.1.0"
 
 # OpenMP's wait policy is left at the runtime's default (waiters spin briefly, then sleep): sleeping
 # waiters halved a two-thread step on a quiet machine, and a busy machine is handled where threads are
-# chosen (train.choose_threads, threadwatch.ThreadWatch); see bindscale.cpu.
+# chosen (trainutil.choose_threads, threadwatch.ThreadWatch); see bindscale.cpu.
 
 #: The Python API (see :mod:`bindscale.api`).
 _API = ("resolve_study", "run_study", "run_trial", "load_results", "load_model", "build_tasks", "task_family",

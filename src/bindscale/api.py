@@ -15,24 +15,9 @@ One trial in this process::
     collect_activations(model, inputs, names=None) -> dict[str, Tensor]
 
 ``config`` is a trial config (``study.trials()[i]``) or a plain dict of one (a record's
-``trial_config``; ``kind`` picks the study, absent = hyperteacher). What each study
-returns:
-
-============  ======================================  ==============================================
-trial kind    model (run_trial, build_model,          build_tasks
-              load_model)
-============  ======================================  ==============================================
-hyperteacher  :class:`~bindscale.models.MLP` or        :class:`~bindscale.tasks.HyperTeacher`
-              :class:`~bindscale.models.Hypernet`:     (``.sample(n_tasks, generator)`` → a
-              ``model(code (B, E), x (B, S, I))``      :class:`~bindscale.tasks.Batch` with ``code``,
-              → ``(B, S, O)``                          ``x``, ``y`` and the constituents ``z``)
-subgraphs     :class:`~bindscale.models.transformer.  ``SeqData(train, test, in_dist, max_len)``
-              Transformer`: ``model(tokens (B, L))``   (examples with their computation graphs)
-              → logits ``(B, L, V)``
-modularity    the base network                         dataset name → ``CompoundDataset``
-              (``CompoundNet``): ``model(x)`` → one    (``.xy("onehot" | "tokens")``)
-              logit per scene
-============  ======================================  ==============================================
+``trial_config``; ``kind`` picks the study, absent = the study whose plugin sets ``implicit_kind``).
+What a study returns (its model, its task family or data) is its own: its plugin's ``models`` and
+``tasks`` hooks, documented in the study's ``trial`` module (``bindscale.studies.<name>.trial``).
 
 Importing this module (or :mod:`bindscale`) does not import torch: every function
 imports what it needs when called.
@@ -216,7 +201,7 @@ def run_trial(config: TrialBase | Mapping[str, Any], device: str = "cpu") -> tup
     """Train and analyse one trial in this process, as a sweep would.
 
     Args:
-        config: a trial config or a dict of one (``kind`` picks the study; absent = hyperteacher).
+        config: a trial config or a dict of one (``kind`` picks the study; absent = the ``implicit_kind`` study).
         device: ``cpu``, ``cuda`` or ``auto``.
 
     Returns:
@@ -248,8 +233,7 @@ def run_trial(config: TrialBase | Mapping[str, Any], device: str = "cpu") -> tup
 
 def build_tasks(config: TrialBase | Mapping[str, Any], device: str = "cpu") -> Any:
     """What the trial's trainer builds its data from, seeded like the trial (see the module docstring):
-    the :class:`~bindscale.tasks.HyperTeacher` of a hyperteacher trial, the fixed example sets of a
-    subgraphs trial, the datasets of a modularity trial.
+    its study's ``tasks`` hook (e.g. a task family to sample from, or fixed example sets).
 
     Raises:
         NotImplementedError: the trial's study does not expose its tasks.
@@ -289,15 +273,13 @@ def collect_activations(model: "torch.nn.Module", inputs: Any, names: Sequence[s
     - **module outputs**: the output of every submodule named as in ``model.named_modules()``,
       read by a forward hook;
     - **activation points** of modules whose forward fills an ``acts`` dict (the stacked
-      students, :class:`~bindscale.models.transformer.Transformer`): named ``<module>.<point>``,
+      students, each documenting its points in its module, :class:`~bindscale.models.transformer.Transformer`): named ``<module>.<point>``,
       or ``<point>`` for the model itself (a forward pre-hook passes them an ``acts`` dict).
 
     Names by model (``B`` tasks or sequences, ``S`` inputs per task, ``L`` tokens)::
 
-        MLP (hyperteacher, run_trial)        input (B, S, E+I) code ‖ x; hidden.{i} (B, S, width)
+        MLP (bindscale.models.mlp)           input (B, S, E+I) code ‖ x; hidden.{i} (B, S, width)
                                              post-activation; output (B, S, O)
-        Hypernet (hyperteacher)              input (B, E) code; mixing (B, n_banks) α;
-                                             hidden.{i} (B, S, width); output (B, S, O)
         Transformer (subgraphs)              modules: embed, blocks.{i}, blocks.{i}.ln1, .attn,
                                              .attn.qkv, .attn.proj, .ln2, .mlp, .mlp.fc (pre-GELU),
                                              .mlp.proj, ln_f, head (logits);
@@ -310,7 +292,7 @@ def collect_activations(model: "torch.nn.Module", inputs: Any, names: Sequence[s
     Args:
         model: any ``torch.nn.Module``.
         inputs: the forward's arguments: a tuple or list (positional), a dict (keywords), a
-            hyperteacher :class:`~bindscale.tasks.Batch` (its ``code`` and ``x``), or one tensor.
+            batch with ``code`` and ``x`` attributes (passed as those two), or one tensor.
         names: what to return; ``None``: every leaf module that ran, and every activation point.
 
     Returns:

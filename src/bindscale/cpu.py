@@ -35,7 +35,7 @@ project's 2-core machine; ``benchmarks/training.py``):
   environment opts out.
 
 One cost belongs to more than one intra-op thread, which only a caller of
-:func:`bindscale.train.train_group` who allows more gets (every worker, the inline
+a stacked trainer who allows more gets (every worker, the inline
 executor and the Python API train with one thread): **waiting OpenMP threads.**
 PyTorch's CPU build runs its intra-op threads on GNU OpenMP, whose idle threads
 spin for a while, then sleep. On a busy machine the thread a parallel region waits
@@ -47,7 +47,7 @@ threads made 201-238 steps/s with them against 395-529 with the runtime's defaul
 (benchmarks/jax_peer.py's bindscale side with two threads forced, three alternated
 rounds of fresh processes), and with one busy process beside it 339 against 91. bindscale used to set ``OMP_WAIT_POLICY=PASSIVE`` at import;
 it now leaves the runtime's default, because two threads are only used where
-:func:`~bindscale.train.choose_threads` times them clearly faster on the machine,
+:func:`~bindscale.trainutil.choose_threads` times them clearly faster on the machine,
 and :class:`~bindscale.threadwatch.ThreadWatch` falls back to one thread within a
 window where the machine turns busy afterwards (a 256 × 4 MLP with a busy process
 started 3 s in: fell back at step 82, 31.7 steps/s against 27.6 on sleeping

@@ -24,7 +24,7 @@ from .options import RETRIES
 MACHINE = "a 2-core Intel Xeon (the project's CPU machine), one torch thread per worker"
 #: Seconds a run spends besides training: starting the workers (import torch) and building the report.
 #: A round allowance from measurements at load ~3.5 on the 2-core machine: a worker's imports took
-#: 4.3 s; `bindscale run scaling --quick --workers 2` ended training 133 s after its start (start-up
+#: 4.3 s; `bindscale run --quick --workers 2` (the headline study) ended training 133 s after its start (start-up
 #: included) and exited at 144 s, so ~11 s for the report.
 OVERHEAD_S = 30.0
 

@@ -3,7 +3,7 @@
 The subgraphs study (Dziri et al., NeurIPS 2023, "Faith and Fate") trains
 character-level transformers from scratch on a *fixed* set of examples — the
 number of training examples is one of its axes — so, unlike the stacked
-trainer in :mod:`bindscale.train`, nothing is sampled online: mini-batches are
+trainer that samples its tasks online, nothing is sampled: mini-batches are
 drawn from the N given sequences in shuffled epochs.
 
 Sequences are right-padded with :data:`PAD_ID`. A boolean loss mask says which

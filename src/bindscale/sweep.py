@@ -1,6 +1,6 @@
 """Sweeps: trials → stacked jobs → records, resumable.
 
-A *job* is a list of trials sharing one :func:`~bindscale.train.group_key`,
+A *job* is a list of trials sharing one group key (their study's ``grouper``),
 trained as one stacked model by :func:`run_job`, which every executor
 (:mod:`bindscale.executors`: inline, process pool, Ray) calls. Each trial's
 record is written atomically by whoever trained it; a re-run of the same
@@ -292,7 +292,7 @@ def write_failed(job: list[dict], run_dir: str, study: str, device: str, executo
 
 
 #: Torch threads of a worker (a pool process, a Ray task, the inline executor). One, always:
-#: a trial's metrics are then the same bits in any stack (bindscale.optim), whereas with more
+#: a trial's metrics are then the same bits in any stack (the stacked AdamW's contract), whereas with more
 #: threads oneDNN and MKL split some matrix products across threads differently for different
 #: stack sizes (measured: quick study, width-256 MLPs in bf16, stacks of 6 vs 3 at two threads,
 #: held-out R² apart by up to 2.6e-3), and a resumed run, or one with another --workers, would

@@ -1,6 +1,6 @@
 """A stack training on several intra-op threads falls back to one where the machine turns busy.
 
-:func:`bindscale.train.choose_threads` decides once per process and stack shape, from a few timed
+:func:`bindscale.trainutil.choose_threads` decides once per process and stack shape, from a few timed
 windows before training. A machine that turns busy afterwards makes every parallel region wait for
 a descheduled thread: measured on the 2-core Xeon (benchmarks/jax_peer.py, run d of stop 26), a
 256 × 4 MLP chosen for two threads then trained at 29.2 steps/s against 31 on one; at load 6-7

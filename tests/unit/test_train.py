@@ -35,7 +35,7 @@ def assert_same_bits(a, b, keys=EXACT):
 
 
 # Width 12: 12-element biases put a trial's elements in the fused optimizer's scalar tail or not
-# depending on the stack size (bindscale.optim).
+# depending on the stack size (bindscale.studies.scaling.optim).
 @pytest.mark.parametrize("width", [12, 16, 64])
 @pytest.mark.parametrize("kind", ["mlp", "hypernet"])
 def test_a_trial_in_a_stack_equals_the_trial_alone(kind, width):

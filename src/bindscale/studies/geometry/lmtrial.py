@@ -256,7 +256,7 @@ def _at(table: dict, kind: str, layer: int | None, prefix: str) -> dict[str, flo
 
 
 def run_lm_trial(trial: Any, device: str = "cpu", progress: Callable[[int], None] | None = None):
-    """Probe one pretrained model over a treebank (module docstring); returns a :class:`~bindscale.train.TrialResult`.
+    """Probe one pretrained model over a treebank (module docstring); returns a :class:`~bindscale.trainutil.TrialResult`.
 
     Progress: ``trial.train.steps`` units in all (with the control: trained activations 30%, its probes 40%,
     the untrained model's activations 25%, its probes the rest).

@@ -12,7 +12,7 @@ from ...trials import SeqTrainConfig
 
 
 class CompoundTaskConfig(StrictModel):
-    """Compound "same shape AND same colour" scenes (bindscale.tasks.compound; Lepori et al. 2023)."""
+    """Compound "same shape AND same colour" scenes (bindscale.studies.modularity.tasks; Lepori et al. 2023)."""
 
     family: Literal["compound"] = "compound"
     n_shapes: int = Field(8, ge=2, le=1000, description="shape values (subroutine A: same shape)")
@@ -22,7 +22,7 @@ class CompoundTaskConfig(StrictModel):
     base_fraction: float = Field(0.5, gt=0.0, lt=1.0, description="share of the scene space (per kind) the base "
                                  "network's training and pretraining sets draw from")
     mask_fraction: float = Field(0.25, gt=0.0, lt=1.0, description="share the masks' training sets draw from; the "
-                                 "rest (1 − base − mask) is the test sets' (bindscale.tasks.compound.partition_scenes)")
+                                 "rest (1 − base − mask) is the test sets' (bindscale.studies.modularity.tasks.partition_scenes)")
 
     @model_validator(mode="after")
     def _fractions(self) -> "CompoundTaskConfig":

@@ -9,7 +9,7 @@ subroutine breaks — and pretraining makes this more reliable (DESIGN §4,
 
 One trial (all randomness on its own stream of :mod:`bindscale.seeding`):
 
-1. **Data** ("datasets" stream; :func:`bindscale.tasks.compound.make_datasets`
+1. **Data** ("datasets" stream; :func:`bindscale.studies.modularity.tasks.make_datasets`
    gives every set its own child generator): compound train/test, subroutine
    train/test for A (same shape) and B (same colour), pretraining sets. The
    scene space is partitioned first (``task.base_fraction`` / ``mask_fraction``,
@@ -72,7 +72,7 @@ NETS = ("trained", "untrained")
 class CompoundNet(nn.Module):
     """A base network mapping a batch of scenes to one binary logit each (``(N,)``; > 0 means "A and B").
 
-    Subclasses set ``view`` (the :class:`~bindscale.tasks.compound.CompoundDataset`
+    Subclasses set ``view`` (the :class:`~bindscale.studies.modularity.tasks.CompoundDataset`
     input view they read) and ``feature_dim``, and implement :meth:`forward`,
     :meth:`features` and :meth:`mask_names`.
     """
@@ -171,7 +171,7 @@ def build_net(trial: ModularityTrial, stream: str = "init") -> CompoundNet:
 
 
 def make_data(trial: ModularityTrial) -> dict[str, CompoundDataset]:
-    """Every dataset of the trial (keys of :data:`bindscale.tasks.compound.DATASETS`), from the "datasets" stream."""
+    """Every dataset of the trial (keys of :data:`bindscale.studies.modularity.tasks.DATASETS`), from the "datasets" stream."""
     t = trial.task
     fractions = (t.base_fraction, t.mask_fraction, 1.0 - t.base_fraction - t.mask_fraction)
     return make_datasets(CompoundTask(t.n_shapes, t.n_colours), seeding.rng(trial.seed, "datasets"), t.n_train,

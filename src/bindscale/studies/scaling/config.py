@@ -36,7 +36,7 @@ class TaskConfig(StrictModel):
     n_shots: int = Field(8, ge=1, le=256, description="demonstrations per task (fewshot encoding)")
     teacher: Literal["reference", "per_task_scale"] = Field(
         "reference",
-        description="teacher definition (bindscale.tasks.hyperteacher): reference = the code of Redhardt, Schug, "
+        description="teacher definition (bindscale.studies.scaling.tasks.hyperteacher): reference = the code of Redhardt, Schug, "
         "Akram 2025 (weights from {0.5,...,1.0}, mix scaled by 1/sqrt(K), truncated-normal modules, biases "
         "U[0,0.5), no readout bias); per_task_scale = bindscale before issue 13 (weights U[0.5,1], mix scaled by "
         "1/sqrt(k) per task, Gaussian modules and biases, readout bias)",

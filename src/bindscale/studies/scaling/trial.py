@@ -207,7 +207,7 @@ def untrained_model(trial: TrialConfig) -> torch.nn.Module:
 
 
 def task_family(trial: TrialConfig, device: str | torch.device = "cpu") -> HyperTeacher:
-    """The trial's task family as :func:`train_group` builds it: its :class:`~bindscale.tasks.HyperTeacher`
+    """The trial's task family as :func:`train_group` builds it: its :class:`~bindscale.studies.scaling.tasks.HyperTeacher`
     (teacher, split and encoding of the trial's seed); ``.sample(n, generator)`` draws batches."""
     return HyperTeacher(trial.task, trial.seed, device)
 
@@ -420,7 +420,7 @@ def _train_group(trials: list[TrialConfig], device: torch.device, progress, retu
 
 def make_optimizer(model: StackedModel, cfgs: list) -> StackedAdamW:
     """AdamW for a stack, with each trial's learning rate and weight decay (PyTorch's fused
-    kernel; a trial's update is the same bits whatever its stack: :mod:`bindscale.optim`)."""
+    kernel; a trial's update is the same bits whatever its stack: :mod:`bindscale.studies.scaling.optim`)."""
     return StackedAdamW(model.parameters(), lr=[c.lr for c in cfgs], weight_decay=[c.weight_decay for c in cfgs])
 
 
@@ -441,7 +441,7 @@ def _clip_and_mask(model: StackedModel, alive: torch.Tensor, max_norm: torch.Ten
         return
     # Each trial's norm from its own slices, summed over parameters in a fixed order: a
     # reduction over a (T, n) tensor may sum in another order than over the (n,) a trial
-    # alone has, and a trial's numbers must not depend on its stack (bindscale.optim).
+    # alone has, and a trial's numbers must not depend on its stack (bindscale.studies.scaling.optim).
     T = grads[0].shape[0]
     sq = torch.stack(torch._foreach_norm([s for g in grads for s in g.unbind(0)])).view(len(grads), T).square()
     total = sq[0].clone()

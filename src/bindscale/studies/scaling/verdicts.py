@@ -102,7 +102,7 @@ def design_rows(rows: pd.DataFrame, withheld: bool) -> pd.DataFrame:
     """The rows of the grid designed for a claim: withheld module pairs (the hull grid) or none.
 
     The hull claim needs out-of-hull held-out combinations in every seed, which its grid gets by
-    withholding module pairs (``bindscale.tasks.splits``); the other claims are about random
+    withholding module pairs (``bindscale.studies.scaling.tasks.splits``); the other claims are about random
     hold-outs as their source uses. Tables without the column, or with only one kind, are used whole.
     """
     if "withheld_pairs" not in rows or rows.empty:

@@ -13,7 +13,7 @@ The error-type figure ``sg_error_types`` labels nodes with Dziri et al.'s
 definitions (:func:`bindscale.analysis.subgraphs.classify_nodes_dziri`);
 ``sg_error_types_recomputed`` shows bindscale's recomputed labels beside it.
 Accuracy by depth uses bindscale's graph depth and, for multiplication, also
-Faith and Fate's (:func:`bindscale.tasks.multiplication.source_depth`).
+Faith and Fate's (:func:`bindscale.studies.subgraphs.tasks.multiplication.source_depth`).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ target only, then decodes greedily. Metrics (all on the test examples):
 - exact match of the final answer, in / out of distribution, by size cell, by
   graph depth and by graph width; for multiplication also by depth under
   Faith and Fate's graph convention (``acc_by_depth_source``,
-  :func:`bindscale.tasks.multiplication.source_depth`), to set beside the
+  :func:`bindscale.studies.subgraphs.tasks.multiplication.source_depth`), to set beside the
   paper's figures;
 - the error-compounding fit accuracy ≈ (1 − ε)^depth (ε per trial, bindscale's depth);
 - node error taxonomy on predicted scratchpads (correct / local / propagation
