@@ -20,7 +20,7 @@ sweep of 100 steps (benchmarks/jax_peer.py). Elsewhere workers are spawned.
 
 Threads: every worker (pool process, Ray task, the inline executor) trains
 with one torch thread (:data:`bindscale.sweep.THREADS_PER_WORKER`): the
-machine is never oversubscribed (DESIGN §5: a 2-core machine oversubscribed by
+machine is never oversubscribed (a 2-core machine oversubscribed by
 BLAS threads runs ~50× slower), and a trial's metrics are the same bits
 whatever stack, executor or number of workers runs it.
 """

@@ -3,7 +3,7 @@
 One root seed per trial is split with :class:`numpy.random.SeedSequence` into
 named child streams, so that the teacher, the split, the initialisation and the
 train / in-distribution test / held-out / probe-fit (``probe``) / probe-score
-(``probe_score``) data never share randomness (DESIGN §5, "Seeds").
+(``probe_score``) data never share randomness.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ with weight decay on matrices and embeddings only, linear warm-up then cosine
 decay to :data:`MIN_LR_RATIO` of the peak (Hoffmann et al. 2022, "Training
 Compute-Optimal Large Language Models", decay to 10%), and gradient-norm
 clipping. A non-finite loss stops training with status ``"diverged"``; it never
-raises (DESIGN §3 "Trainer").
+raises.
 """
 
 from __future__ import annotations

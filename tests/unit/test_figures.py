@@ -26,7 +26,8 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def _fixtures(name: str):
-    spec = importlib.util.spec_from_file_location(f"_figs_{name}", Path(__file__).with_name(f"{name}.py"))
+    spec = importlib.util.spec_from_file_location(f"_figs_{name.replace('/', '_')}",
+                                                  Path(__file__).parents[1] / "studies" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -69,7 +70,7 @@ def subgraph_table(family: str = "maxsubseq", seeds: int = 3) -> pd.DataFrame:
 
 def modularity_table() -> pd.DataFrame:
     """The modularity verdict tests' table with the per-subroutine scores and the mask-search runs added."""
-    df = _fixtures("test_modularity_verdicts")._table(pre=("none", "match_count", "subroutines"))
+    df = _fixtures("modularity/test_verdicts")._table(pre=("none", "match_count", "subroutines"))
     rng = np.random.default_rng(1)
     for src in ("", "random_", "untrained_"):
         for f in ("A", "B"):
@@ -83,7 +84,7 @@ def modularity_table() -> pd.DataFrame:
 
 def cases() -> list[tuple[str, object, pd.DataFrame]]:
     """(name, figure function, synthetic table) for every figure of the three studies."""
-    scaling = _fixtures("test_verdicts").make_results(effect=True, n_seeds=3)
+    scaling = _fixtures("scaling/test_verdicts").make_results(effect=True, n_seeds=3)
     out = [(f"scaling/{k}", fn, scaling) for k, (fn, _) in sc_figs.figures({"verdicts": {"scaling": {}}}).items()]
     for family in ("maxsubseq", "multiplication"):
         table = subgraph_table(family)
@@ -176,7 +177,7 @@ def test_deepest_in_distribution_problem_follows_the_task_graphs():
 
 
 def test_hull_figure_names_in_and_out_of_hull(drawn):
-    df = _fixtures("test_verdicts").make_results(effect=True, n_seeds=3)
+    df = _fixtures("scaling/test_verdicts").make_results(effect=True, n_seeds=3)
     assert sc_figs.fig_hull_vs_width(df)
     text = _texts(drawn[-1])
     assert "in hull" in text and "out of hull" in text

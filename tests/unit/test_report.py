@@ -20,9 +20,10 @@ def make_figures(df, study=None):
     return render(figures(study), df)
 from bindscale.report.html import to_jsonable
 
-# The synthetic table lives in test_verdicts.py; load it by path so this works
+# The synthetic table lives in the scaling study's test_verdicts.py; load it by path so this works
 # whether or not tests/ is a package.
-_spec = importlib.util.spec_from_file_location("_verdict_fixtures", Path(__file__).with_name("test_verdicts.py"))
+_spec = importlib.util.spec_from_file_location(
+    "_verdict_fixtures", Path(__file__).parents[1] / "studies" / "scaling" / "test_verdicts.py")
 _fx = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_fx)
 make_results, STUDY = _fx.make_results, _fx.STUDY

@@ -25,8 +25,9 @@ from bindscale.report.text import breakable, detail_label, key_label
 
 
 def _load(name: str):
-    """A sibling test module by path (its synthetic tables), whether or not tests/ is a package."""
-    spec = importlib.util.spec_from_file_location(f"_layout_{name}", Path(__file__).with_name(f"{name}.py"))
+    """A study's test module by path under tests/studies (its synthetic tables), e.g. ``"scaling/test_verdicts"``."""
+    spec = importlib.util.spec_from_file_location(f"_layout_{name.replace('/', '_')}",
+                                                  Path(__file__).parents[1] / "studies" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -113,7 +114,7 @@ def _with_problems(df: pd.DataFrame, template: dict) -> pd.DataFrame:
 
 
 def _scaling_table() -> pd.DataFrame:
-    df = _load("test_verdicts").make_results(effect=True, n_seeds=3)
+    df = _load("scaling/test_verdicts").make_results(effect=True, n_seeds=3)
     # Encoding, split and withheld pairs vary, so the per-config table shows them too (many columns).
     odd = df.index % 2 == 1
     df.loc[odd, "encoding"] = "random_orthogonal_projection"
@@ -124,7 +125,7 @@ def _scaling_table() -> pd.DataFrame:
 
 
 def _subgraphs_table() -> pd.DataFrame:
-    sg = _load("test_subgraph_verdicts")
+    sg = _load("subgraphs/test_verdicts")
     parts = [sg._rows(sg.EIGHT, sg.EIGHT[::-1], sg.SEEN_C, sg.SEEN_W, task=t)
              for t in ("multiplication", "maximum_subsequence_sum_with_a_long_variant_name")]
     df = pd.concat(parts, ignore_index=True)
@@ -133,7 +134,7 @@ def _subgraphs_table() -> pd.DataFrame:
 
 
 def _modularity_table() -> pd.DataFrame:
-    df = _load("test_modularity_verdicts")._table()
+    df = _load("modularity/test_verdicts")._table()
     df = df.assign(trial_id=[f"mod-{i}" for i in range(len(df))], density=0.2)
     return _with_problems(df, df.iloc[0].to_dict())
 

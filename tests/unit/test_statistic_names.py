@@ -19,8 +19,9 @@ SNAKE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 def _fixtures(name: str):
-    """A sibling test module (its synthetic tables), loaded by path: tests/ need not be a package."""
-    spec = importlib.util.spec_from_file_location(f"_names_{name}", Path(__file__).with_name(f"{name}.py"))
+    """A study's test module under tests/studies (its synthetic tables), e.g. ``"scaling/test_verdicts"``, by path."""
+    spec = importlib.util.spec_from_file_location(f"_names_{name.replace('/', '_')}",
+                                                  Path(__file__).parents[1] / "studies" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -29,9 +30,9 @@ def _fixtures(name: str):
 def _tables() -> dict[str, list]:
     """Per study, synthetic tables that reach the rules' different exits (decided, the second part deciding,
     several tasks, inconclusive for lack of data)."""
-    sc, sg, mo = _fixtures("test_verdicts"), _fixtures("test_subgraph_verdicts"), _fixtures("test_modularity_verdicts")
-    geo = _fixtures("test_geometry_verdicts")
-    lt = _fixtures("test_length_transfer_verdicts")
+    sc, sg, mo = _fixtures("scaling/test_verdicts"), _fixtures("subgraphs/test_verdicts"), _fixtures("modularity/test_verdicts")
+    geo = _fixtures("geometry/test_verdicts")
+    lt = _fixtures("length_transfer/test_verdicts")
     flat_high = sg._rows(sg._plus(sg.EIGHT, 0.6), sg._plus(sg.EIGHT[::-1], 0.6), sg.SEEN_C, sg.SEEN_W)
     unseen = sg._rows(sg.EIGHT, sg.EIGHT, [0.08 + j / 4 for j in sg.JIT], [0.01] * 8,
                       gap=[0.07 + 0.002 * i for i in range(8)])
@@ -44,9 +45,9 @@ def _tables() -> dict[str, list]:
         "geometry": [geo.table([.2, .3, .4, .5], [.1] * 4), geo.table([.5, .4, .3, .2], [.6] * 4)],
         "length_transfer": [lt.table(), lt.table(related=(0.0, 0.0))],
     }
-    dp = _fixtures("test_depth_verdicts")
+    dp = _fixtures("depth/test_verdicts")
     tables["depth"] = [dp._rows(dp._families(0.3, 0.2)), dp._sweep(0.15, 0.02)]
-    ce = _fixtures("test_ceiling_fits")
+    ce = _fixtures("ceiling/test_fits")
     tables["ceiling"] = [ce._table(lambda x: ce.saturating(x, 0.58, 0.3, 0.9), seeds=3)]
     for ts in tables.values():
         ts.append(ts[0].iloc[:0])  # no trial at all

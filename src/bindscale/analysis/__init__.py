@@ -1,4 +1,4 @@
-"""Analyses run on trained models (DESIGN §2–3): mask search and ablations,
+"""Analyses run on trained models: mask search and ablations,
 modularity scores, subgraph statistics, …
 
 Each analysis is a function from trained models and task data to plain metrics.

@@ -1,7 +1,7 @@
 """Weight masks found by continuous sparsification (Savarese, Silva, Maire, NeurIPS
 2020, "Winning the Lottery with Continuous Sparsification"), as used by Lepori,
 Serre, Pavlick, NeurIPS 2023, "Break It Down" to find the subnetwork that
-computes one subroutine (DESIGN §4, modularity).
+computes one subroutine.
 
 The base model stays frozen. Every weight ``w`` of the chosen parameters gets a
 mask logit ``s``; the forward pass uses ``w · sigmoid(β s)`` through

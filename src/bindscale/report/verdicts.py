@@ -116,7 +116,7 @@ def degenerate(cells: list[np.ndarray], discrete: bool = False) -> str | None:
 
     Every seed of a real trial differs; identical values across the seeds of a cell, or one value
     in every cell (all zero, say), are the signature of a broken pipeline or copied records, and
-    give zero-width intervals that would decide anything (DESIGN §1: missing, NaN or all-zero
+    give zero-width intervals that would decide anything (missing, NaN or all-zero
     inputs are inconclusive). ``discrete``: the values are shares of a few runs (e.g. 0, 1/3, 2/3,
     1), where one cell's seeds can all be 0 in a real measurement; then only zero spread in every
     cell, or one value everywhere, is degenerate.

@@ -44,7 +44,7 @@ The deciding number is the asymptote ``a`` and its interval, shown clipped at 1 
 ``details["by_family"][f]["claimed_55_60_in_interval"]`` says whether 0.55–0.60 meets the interval: a
 supported plateau is not support for the hypothesised 55–60% figure unless it does.
 
-Interval coverage (``tests/unit/test_ceiling_fits.py::test_asymptote_interval_coverage``, run with
+Interval coverage (``tests/studies/ceiling/test_fits.py::test_asymptote_interval_coverage``, run with
 ``-m slow``): on planted saturating data at 5 sizes × 8 seeds (a = 0.58, noise sd 0.03) the 95% percentile
 interval covered the planted asymptote in 87 of 100 simulated tables: it undercovers, so a "below the margin"
 reading is somewhat optimistic.

@@ -30,7 +30,7 @@ default study), the same examples for every trial, so the intervals are over tra
 not include the sampling error of that subsample (a binomial standard error of at most 2.9
 percentage points per trial at 300 examples).
 
-Coverage at 8 seeds (simulated in ``tests/unit/test_depth_coverage.py``, run with ``-m slow``;
+Coverage at 8 seeds (simulated in ``tests/studies/depth/test_coverage.py``, run with ``-m slow``;
 4000 draws, nominal 95%): exact match is bounded and, on SCAN, skewed or bimodal across seeds, and
 the one-sample t interval of a single cell then undercovers: 0.84 on Beta(0.3, 3) draws, 0.77 on
 Beta(0.2, 5), 0.72 when 15% of seeds succeed (bimodal), 0.94 on the symmetric Beta(5, 5). The

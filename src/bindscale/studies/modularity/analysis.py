@@ -1,4 +1,4 @@
-"""Structural compositionality scores (DESIGN §4, modularity; Lepori, Serre, Pavlick,
+"""Structural compositionality scores (Lepori, Serre, Pavlick,
 NeurIPS 2023, "Break It Down: Evidence for Structural Compositionality in
 Neural Networks").
 
@@ -35,7 +35,7 @@ structural. Had the subroutine been spread through weights both subroutines
 need, the ablation would break both: AblDiff ≈ 0.5 − 0.5 = 0 → not structural.
 A randomly initialised network may hide a subnetwork that solves A (SubDiff >
 0), but ablating it leaves nothing that solves B, so AblDiff = 0: only the
-ablation separates the cases (DESIGN §4 controls).
+ablation separates the cases (the controls).
 
 Two choices change the verdict and belong in a study's config:
 
@@ -49,7 +49,7 @@ Two choices change the verdict and belong in a study's config:
   other subroutine held true; if the output needs positive evidence from both
   subroutines (an AND of two detectors), the subnetwork for A must keep B's
   evidence too and the test reads "not structural", even though the two
-  detectors live in disjoint weights (tests/unit/test_modularity_scores.py).
+  detectors live in disjoint weights (tests/studies/modularity/test_scores.py).
 """
 
 from __future__ import annotations

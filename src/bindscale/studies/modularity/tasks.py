@@ -1,4 +1,4 @@
-"""Compound binary tasks made of two subroutines (the modularity study, DESIGN §4;
+"""Compound binary tasks made of two subroutines (the modularity study;
 Lepori, Serre, Pavlick, NeurIPS 2023, "Break It Down: Evidence for Structural
 Compositionality in Neural Networks").
 

@@ -4,8 +4,7 @@ Claim under test (Lepori, Serre, Pavlick, NeurIPS 2023, "Break It Down:
 Evidence for Structural Compositionality in Neural Networks"): a network
 trained on a compound task "A and B" implements each subroutine in its own
 subnetwork — find it with a learned weight mask, remove it, and only that
-subroutine breaks — and pretraining makes this more reliable (DESIGN §4,
-"modularity").
+subroutine breaks — and pretraining makes this more reliable.
 
 One trial (all randomness on its own stream of :mod:`bindscale.seeding`):
 

@@ -19,7 +19,7 @@ MAX_COMBINATIONS = 5000
 
 
 class TaskConfig(StrictModel):
-    """The hyperteacher task family (DESIGN §4; Schug et al. 2024)."""
+    """The hyperteacher task family (Schug et al. 2024)."""
 
     family: Literal["hyperteacher"] = "hyperteacher"
     M: int = Field(8, ge=2, le=64, description="number of modules")

@@ -1,6 +1,6 @@
 """Metrics of task performance.
 
-Two R² for a task family (DESIGN §4; Redhardt, Schug, Akram 2025, "Scaling can
+Two R² for a task family (Redhardt, Schug, Akram 2025, "Scaling can
 lead to compositional generalization"). Both measure error against the
 *within-task* variance of the targets; they differ in how tasks are averaged.
 

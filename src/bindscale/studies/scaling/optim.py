@@ -18,7 +18,7 @@ whole number of :data:`ALIGN` elements and all trials share learning rate and
 weight decay: then no element of any trial is in a tail, and one call over
 the whole stacked tensor gives the same bits with fewer kernel launches (decided
 per parameter, from its per-trial size only, never from ``T``).
-``tests/unit/test_optim.py`` checks both against ``torch.optim.AdamW``.
+``tests/studies/scaling/test_optim.py`` checks both against ``torch.optim.AdamW``.
 """
 
 from __future__ import annotations

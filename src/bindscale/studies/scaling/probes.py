@@ -1,4 +1,4 @@
-"""Linear decodability of task constituents (DESIGN §4 "Probe").
+"""Linear decodability of task constituents.
 
 A ridge regression from one activation point to the constituents ``z`` (the
 weighted k-hot code) is fit on in-distribution tasks and scored, as R², on

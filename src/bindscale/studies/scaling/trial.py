@@ -3,7 +3,7 @@
 Each trial keeps its own teacher, split, encoding, initialisation and data
 streams; the group shares only the tensors' leading dimension. The loss is the
 *sum* of per-trial mean squared errors, so each trial's gradient is exactly its
-own (DESIGN §3 "Trainer"); AdamW, gradient clipping and the divergence guard
+own; AdamW, gradient clipping and the divergence guard
 act per trial.
 """
 

@@ -1,4 +1,4 @@
-"""Subgraph statistics of multi-step tasks (DESIGN §4 "subgraphs"; Dziri et al.,
+"""Subgraph statistics of multi-step tasks (Dziri et al.,
 NeurIPS 2023, "Faith and Fate: Limits of Transformers on Compositionality").
 
 - :func:`classify_nodes_dziri` labels every node of a predicted scratchpad with

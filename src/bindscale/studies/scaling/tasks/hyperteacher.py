@@ -1,4 +1,4 @@
-"""The hyperteacher task family (DESIGN §4; Schug et al. ICLR 2024, "Discovering
+"""The hyperteacher task family (Schug et al. ICLR 2024, "Discovering
 modular solutions that generalize compositionally"; as used by Redhardt, Schug,
 Akram 2025, "Scaling can lead to compositional generalization").
 

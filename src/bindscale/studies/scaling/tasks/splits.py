@@ -1,6 +1,6 @@
 """Train / held-out splits of module combinations, and convex-hull labels.
 
-Definitions follow DESIGN §3 ("Support / split"):
+Definitions:
 
 * a training set is **compositional** when every module occurs in at least one
   training combination, and **connected** when the module co-occurrence graph

@@ -1,4 +1,4 @@
-"""Character vocabulary shared by the "subgraphs" tasks (DESIGN §4; Dziri et al.,
+"""Character vocabulary shared by the "subgraphs" tasks (Dziri et al.,
 NeurIPS 2023, "Faith and Fate: Limits of Transformers on Compositionality"):
 multiplication and max-sum non-adjacent subsequence, trained character-level.
 

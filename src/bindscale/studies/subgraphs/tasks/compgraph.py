@@ -1,4 +1,4 @@
-"""Computation graphs of multi-step tasks (DESIGN §4 "subgraphs"; Dziri et al.,
+"""Computation graphs of multi-step tasks (the subgraphs study; Dziri et al.,
 NeurIPS 2023, "Faith and Fate: Limits of Transformers on Compositionality").
 
 Every example carries the graph of the algorithm that solves it: nodes are the

@@ -1,5 +1,5 @@
-"""Maximum-sum non-adjacent subsequence, solved by dynamic programming (DESIGN §4
-"subgraphs"; Dziri et al., NeurIPS 2023, "Faith and Fate: Limits of Transformers
+"""Maximum-sum non-adjacent subsequence, solved by dynamic programming (the
+subgraphs study; Dziri et al., NeurIPS 2023, "Faith and Fate: Limits of Transformers
 on Compositionality", their DP task).
 
 Given ``x_0 … x_{n-1}`` (small integers, default −5…5), find the largest sum of a
@@ -84,7 +84,7 @@ def sample_sequences(
 ) -> list[list[int]]:
     """``n`` sequences, lengths uniform in ``[min_len, max_len]``, elements uniform in ``[low, high]``.
 
-    In distribution (DESIGN §4) is length ≤ 5; see :func:`compgraph.is_in_distribution`.
+    In distribution is length ≤ 5; see :func:`compgraph.is_in_distribution`.
 
     Raises:
         ValueError: ``min_len < 1``, ``max_len < min_len`` or ``low > high``.

@@ -1,5 +1,5 @@
-"""Multi-digit multiplication with a long-multiplication scratchpad (DESIGN §4
-"subgraphs"; Dziri et al., NeurIPS 2023, "Faith and Fate: Limits of Transformers
+"""Multi-digit multiplication with a long-multiplication scratchpad (the
+subgraphs study; Dziri et al., NeurIPS 2023, "Faith and Fate: Limits of Transformers
 on Compositionality", whose multiplication graph this follows).
 
 Graph of ``a × b`` (``a_i``, ``b_j``: digits, least significant first; ``n``,
@@ -207,7 +207,7 @@ def sample_operands(
 def size_grid(max_digits_a: int, max_digits_b: int, min_digits: int = 1) -> list[tuple[int, int]]:
     """Every ``(digits_a, digits_b)`` pair in ``[min_digits, max]²``, row-major.
 
-    In distribution (DESIGN §4) is both sizes ≤ 3; see :func:`compgraph.is_in_distribution`.
+    In distribution is both sizes ≤ 3; see :func:`compgraph.is_in_distribution`.
     """
     return [(x, y) for x in range(min_digits, max_digits_a + 1) for y in range(min_digits, max_digits_b + 1)]
 

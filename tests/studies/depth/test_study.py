@@ -1,11 +1,12 @@
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from .conftest import TINY, assert_typed_table, bindscale, run_quick
+from integration.conftest import assert_typed_table, bindscale, run_quick
 
-TINY_DEPTH = TINY.parent / "tiny_depth.yaml"
+TINY_DEPTH = Path(__file__).parent / "tiny.yaml"
 CLAIMS = ["deeper_composes_better_at_equal_params", "seq2seq_fails_scan_splits"]
 
 

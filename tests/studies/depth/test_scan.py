@@ -9,7 +9,7 @@ import pytest
 from bindscale.errors import ConfigError
 from bindscale.studies.depth import scan
 
-OFFICIAL = Path(__file__).resolve().parents[3] / "shared" / "data" / "scan"
+OFFICIAL = Path(__file__).resolve().parents[4] / "shared" / "data" / "scan"
 L, R = "I_TURN_LEFT", "I_TURN_RIGHT"
 
 HAND = {

@@ -571,3 +571,34 @@ def test_a_trial_records_the_threads_its_step_ran_on_and_whether_sampling_ran_be
         assert (m["threads_used"], m["background_sampling"]) == (2, False)
     finally:
         train.torch.set_num_threads(before)
+
+
+def test_train_group_restores_the_callers_threads_after_a_fall_back(monkeypatch):
+    """The watch switches the process's threads; train_group hands the caller's setting back and records
+    the step it fell back at."""
+    from bindscale import threadwatch
+    from bindscale.studies.scaling import trial as train
+
+    class FallsBackAtStep3(threadwatch.ThreadWatch):
+        def step_done(self, step):
+            if step == 3 and self.fell_back_at is None:
+                self._switch(1)
+                self.fell_back_at = step
+
+    monkeypatch.setattr(train, "ThreadWatch", FallsBackAtStep3)
+    monkeypatch.setattr(train, "intra_op_threads", lambda trials, threads, timer=None: threads)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        m = train.train_group([trial(0)])[0].metrics
+        assert (m["threads_used"], m["threads_fallback_step"]) == (2, 3)
+        assert torch.get_num_threads() == 2
+        # the real watch: whether it falls back depends on the machine's load now (timing), not asserted
+        monkeypatch.setattr(train, "ThreadWatch", threadwatch.ThreadWatch)
+        m = train.train_group([trial(0)])[0].metrics
+        assert m["threads_fallback_step"] is None or 1 < m["threads_fallback_step"] <= 40
+        assert torch.get_num_threads() == 2
+        torch.set_num_threads(1)
+        assert train.train_group([trial(0)])[0].metrics["threads_fallback_step"] is None
+    finally:
+        torch.set_num_threads(before)

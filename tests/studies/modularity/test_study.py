@@ -1,13 +1,14 @@
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from bindscale.report.browser import assert_fits
 
-from .conftest import TINY, assert_resumes, assert_typed_table, bindscale, run_quick
+from integration.conftest import assert_resumes, assert_typed_table, bindscale, run_quick
 
-TINY_MOD = TINY.parent / "tiny_modularity.yaml"
+TINY_MOD = Path(__file__).parent / "tiny.yaml"
 CLAIMS = ["structure_emerges", "structure_grows_with_width", "pretraining_reliability"]
 
 

@@ -163,7 +163,7 @@ def _other_pair(related=(0.4, 0.4), seeds=5):
     return pd.concat([ad, ad2])
 
 
-def test_item1_deciding_pair_is_fixed_not_the_most_common():
+def test_deciding_pair_is_fixed_not_the_most_common():
     cp = table(related=(0.0, 0.0))  # copy: no transfer
     cp.loc[(cp.aux == R) & (cp.seed >= 3), "status"] = "diverged"  # 3 copy + mqar seeds left per size
     df = pd.concat([cp, _other_pair()])  # the add trials outnumber them and transfer
@@ -173,7 +173,7 @@ def test_item1_deciding_pair_is_fixed_not_the_most_common():
     assert out[1] == "inconclusive" and "no ok" in out[4]["reason"]
 
 
-def test_item2_largest_size_is_the_largest_planned_one():
+def test_largest_size_is_the_largest_planned_one():
     df = table(related=(0.45, 0.0))  # transfer only at the small size
     m = (df.n_params == 101000) & (df.aux == R)
     df.loc[m, "status"] = "diverged"
@@ -194,7 +194,7 @@ def test_item2_largest_size_is_the_largest_planned_one():
     assert out["transfer_grows_with_size"]["verdict"] == "inconclusive"
 
 
-def test_item3_default_file_has_8_seeds_in_every_deciding_cell_and_details_report_them():
+def test_default_file_has_8_seeds_in_every_deciding_cell_and_details_report_them():
     from bindscale.config import resolve_study
     from bindscale.studies.length_transfer.verdicts import DECIDING
 
@@ -211,7 +211,7 @@ def test_item3_default_file_has_8_seeds_in_every_deciding_cell_and_details_repor
         assert v["details"]["seeds_per_cell"] == 3 and "caveat" in v["details"]
 
 
-def test_item4_rare_transfer_bound_in_details():
+def test_rare_transfer_bound_in_details():
     df = table(related=(0.0, 0.0))
     _, verdict, _, _, d = rule(length_transfer_exists, df, "length_transfer_exists")
     assert verdict == "not_supported"
@@ -220,11 +220,11 @@ def test_item4_rare_transfer_bound_in_details():
 
 
 @pytest.mark.slow
-def test_item4_interval_coverage_on_zero_inflated_and_bimodal_seeds():
+def test_interval_coverage_on_zero_inflated_and_bimodal_seeds():
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).parents[2] / "benchmarks" / "length_transfer_coverage.py"
+    path = Path(__file__).parents[3] / "benchmarks" / "length_transfer_coverage.py"
     spec = importlib.util.spec_from_file_location("lt_cov", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -233,7 +233,7 @@ def test_item4_interval_coverage_on_zero_inflated_and_bimodal_seeds():
     assert mod.coverage(8, 0.1, 300)["welch"] < 0.75  # the documented failure: rare transfer at 8 seeds
 
 
-def test_item5_exact_zero_beyond_L_with_learning_checks_passed_is_a_measurement():
+def test_exact_zero_beyond_L_with_learning_checks_passed_is_a_measurement():
     df = table(related=(0.0, 0.0)).assign(acc_beyond=0.0)
     _, verdict, (v, lo, hi), _, d = rule(length_transfer_exists, df, "length_transfer_exists")
     assert verdict == "not_supported" and v == 0.0
@@ -243,7 +243,7 @@ def test_item5_exact_zero_beyond_L_with_learning_checks_passed_is_a_measurement(
     assert rule(length_transfer_exists, one, "length_transfer_exists")[1] == "not_supported"
 
 
-def test_item6_head_reuse_within_cells_learning_checks_and_one_threshold():
+def test_head_reuse_within_cells_learning_checks_and_one_threshold():
     name = "head_reuse_predicts_transfer"
     df = table(related=(0.0, 0.4), unrelated=(0.0, 0.0), seeds=8)
     rng = np.random.default_rng(3)
@@ -270,7 +270,7 @@ def test_item6_head_reuse_within_cells_learning_checks_and_one_threshold():
         assert rule(head_reuse_predicts_transfer, pd.DataFrame(rows), name)[1] == "not_supported"
 
 
-def test_item7_deciding_size_must_be_one_cell():
+def test_deciding_size_must_be_one_cell():
     a = table()
     b = table(related=(0, 0), seed=5).assign(steps=200)
     b["trial_id"] = b["trial_id"] + "_s200"
@@ -282,7 +282,7 @@ def test_item7_deciding_size_must_be_one_cell():
     assert out[1] == "inconclusive" and "main_len" in out[4]["reason"]
 
 
-def test_item8_size_claim_needs_the_smallest_model_learned():
+def test_size_claim_needs_the_smallest_model_learned():
     df = table(related=(0.0, 0.45))
     m = df.n_params == 27000
     df.loc[m, "acc_in"] = 0.02
@@ -295,7 +295,7 @@ def test_item8_size_claim_needs_the_smallest_model_learned():
     assert out[1] == "inconclusive" and "auxiliary reached" in out[4]["reason"]
 
 
-def test_item9_unrelated_control_needs_transfer_and_a_learned_main_task():
+def test_unrelated_control_needs_transfer_and_a_learned_main_task():
     name = "unrelated_aux_no_transfer"
     out = rule(unrelated_aux_no_transfer, table(related=(0, 0)), name)  # nothing transfers at all
     assert out[1] == "inconclusive" and "does not transfer" in out[4]["reason"]
@@ -311,7 +311,7 @@ def test_item9_unrelated_control_needs_transfer_and_a_learned_main_task():
     assert "related auxiliary task" in claim.statement and "seed's reading" in claim.statement
 
 
-def test_item10_nan_outside_the_deciding_cells_does_not_decide():
+def test_nan_outside_the_deciding_cells_does_not_decide():
     df = table()
     df.loc[df.index[(df.n_params == 27000) & (df.aux == U)][0], "acc_in"] = np.nan
     df = pd.concat([df, _other_pair().assign(acc_beyond=np.nan)])
@@ -319,7 +319,7 @@ def test_item10_nan_outside_the_deciding_cells_does_not_decide():
     assert rule(unrelated_aux_no_transfer, df, "unrelated_aux_no_transfer")[1] == "supported"
 
 
-def test_item11_partial_auxiliary_sets_are_no_unrelated_control():
+def test_partial_auxiliary_sets_are_no_unrelated_control():
     df = table(unrelated=(0.0, 0.0))
     extra = table(unrelated=(0.4, 0.4), seed=4)
     extra = extra[extra.aux == U].assign(aux=f"{R}+{U}")
@@ -329,14 +329,14 @@ def test_item11_partial_auxiliary_sets_are_no_unrelated_control():
     assert rule(unrelated_aux_no_transfer, pd.concat([df, extra]), "unrelated_aux_no_transfer")[1] == "supported"
 
 
-def test_item12_size_anchor_does_not_cite_the_rope_nope_finding():
+def test_size_anchor_does_not_cite_the_rope_nope_finding():
     from bindscale.config import resolve_study
 
     anchors = resolve_study("length_transfer").anchors
     assert "NoPE" not in anchors["transfer_grows_with_size"]
 
 
-def test_item3_head_reuse_needs_replicate_seeds_per_cell():
+def test_head_reuse_needs_replicate_seeds_per_cell():
     d = table(seeds=1)  # t2.py: one seed in each of 12 cells, 24 trials
     d = pd.concat([d.assign(layers=layer, trial_id=d.trial_id + str(layer)) for layer in range(2, 8)])
     out = rule(head_reuse_predicts_transfer, d, "head_reuse_predicts_transfer")

@@ -5,9 +5,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from .conftest import TINY, assert_resumes, assert_typed_table, bindscale, run_quick
+from integration.conftest import assert_resumes, assert_typed_table, bindscale, run_quick
 
-TINY_CEILING = TINY.parent / "tiny_ceiling.yaml"
+TINY_CEILING = Path(__file__).parent / "tiny.yaml"
 
 
 def test_a_tiny_ceiling_study_runs_end_to_end_and_resumes(tmp_path, monkeypatch):
@@ -39,7 +39,7 @@ def test_a_tiny_ceiling_study_runs_end_to_end_and_resumes(tmp_path, monkeypatch)
 
 def _closed_loopback_url() -> str:
     """The URL of the unit tests' loopback chat server after it stopped: nothing listens there."""
-    spec = importlib.util.spec_from_file_location("_llm_fixtures", Path(__file__).parents[1] / "unit" / "test_ceiling_llm.py")
+    spec = importlib.util.spec_from_file_location("_llm_fixtures", Path(__file__).with_name("test_llm.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     with mod.Server(["ok"]) as s:

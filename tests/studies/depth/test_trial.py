@@ -17,7 +17,7 @@ from bindscale.studies.depth.families import nonembedding_params, shape_for_budg
 from bindscale.studies.depth.trial import (EOS, SEP, Vocab, acc_by_length, make_data, pack, run_trial,
                                            token_accuracy)
 
-YAML = Path(__file__).resolve().parents[2] / "src" / "bindscale" / "studies" / "depth" / "depth.yaml"
+YAML = Path(__file__).resolve().parents[3] / "src" / "bindscale" / "studies" / "depth" / "depth.yaml"
 
 
 def _families():

@@ -1,13 +1,14 @@
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from bindscale.report.browser import assert_fits
 
-from .conftest import TINY, assert_resumes, assert_typed_table, bindscale, run_quick
+from integration.conftest import assert_resumes, assert_typed_table, bindscale, run_quick
 
-TINY_LT = TINY.parent / "tiny_length_transfer.yaml"
+TINY_LT = Path(__file__).parent / "tiny.yaml"
 CLAIMS = ["length_transfer_exists", "unrelated_aux_no_transfer", "head_reuse_predicts_transfer",
           "transfer_grows_with_size"]
 

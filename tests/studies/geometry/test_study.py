@@ -1,13 +1,14 @@
 """The geometry study end to end: a tiny study through the CLI, and (slow) the quick study."""
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from .conftest import TINY, assert_resumes, assert_typed_table, bindscale, run_quick
+from integration.conftest import assert_resumes, assert_typed_table, bindscale, run_quick
 
-TINY_GEO = TINY.parent / "tiny_geometry.yaml"
+TINY_GEO = Path(__file__).parent / "tiny.yaml"
 CLAIMS = ["polar_beats_structural", "geometry_grows_with_scale"]
 
 

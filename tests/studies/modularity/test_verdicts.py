@@ -186,7 +186,7 @@ def _seeded_noise(seed: int, sub: float = 0.04, abl: float = -0.04, sd: float = 
     return df.assign(sub_diff=sub + rng.normal(0, sd, len(df)), abl_diff=abl + rng.normal(0, sd, len(df)))
 
 
-def test_point1_structure_that_the_untrained_network_shows_as_well_is_not_supported():
+def test_structure_that_the_untrained_network_shows_as_well_is_not_supported():
     # The anchor of Lepori, Serre, Pavlick (2023): a random-init network does not pass the ablation test.
     _, verdict, (_, lo, hi), _, d = structure_emerges(_table(untrained=(0.3, -0.2)), P_EMERGE, 500, 0)
     assert verdict == "not_supported" and hi < P_EMERGE["margin"] and "untrained" in d["weakest"]
@@ -199,7 +199,7 @@ def test_point1_structure_that_the_untrained_network_shows_as_well_is_not_suppor
     assert verdict == "inconclusive" and "random mask" in d["reason"]
 
 
-def test_points2_3_the_verdict_follows_the_reported_number_and_the_margin():
+def test_the_verdict_follows_the_reported_number_and_the_margin():
     # the source's test passes (both means beyond 0 with their intervals) but the effect is below the margin
     tiny = _table(sub=0.002, abl=-0.002).assign(sub_diff=lambda t: 0.002 + t["seed"] * 1e-4 - 3.5e-4,
                                                 abl_diff=lambda t: -0.002 - t["seed"] * 1e-4 + 3.5e-4)
@@ -215,7 +215,7 @@ def test_points2_3_the_verdict_follows_the_reported_number_and_the_margin():
         assert (verdict == "not_supported") == (hi < P_EMERGE["margin"]), s
 
 
-def test_point4_non_finite_seeds_make_the_verdict_inconclusive_instead_of_being_dropped():
+def test_non_finite_seeds_make_the_verdict_inconclusive_instead_of_being_dropped():
     df = _table()
     contrary = df["seed"] >= 3
     df.loc[contrary, ["sub_diff", "abl_diff"]] = [-0.5, 0.5]
@@ -232,7 +232,7 @@ def test_point4_non_finite_seeds_make_the_verdict_inconclusive_instead_of_being_
         assert out[1] == "inconclusive" and out[4]["n_nonfinite"] == 4
 
 
-def test_points5_6_constant_seeds_or_all_zero_deciding_strata_are_inconclusive():
+def test_constant_seeds_or_all_zero_deciding_strata_are_inconclusive():
     constant = _table().assign(sub_diff=0.3, abl_diff=-0.2)
     _, verdict, triple, _, d = structure_emerges(constant, P_EMERGE, 500, 0)
     assert verdict == "inconclusive" and math.isnan(triple[0]) and "zero spread" in d["reason"]
@@ -246,7 +246,7 @@ def test_points5_6_constant_seeds_or_all_zero_deciding_strata_are_inconclusive()
         assert flat[1] == "inconclusive"
 
 
-def test_point7_repeated_records_of_a_base_model_count_once():
+def test_repeated_records_of_a_base_model_count_once():
     once = _table(sub=0.1, abl=-0.1).query("seed < 3").copy()
     once["sub_diff"] = 0.1 + np.tile([-0.2, 0.0, 0.2], len(once) // 3)
     once["abl_diff"] = -0.1 + np.tile([0.2, 0.0, -0.2], len(once) // 3)
@@ -260,7 +260,7 @@ def test_point7_repeated_records_of_a_base_model_count_once():
     assert c[2] == pytest.approx(d[2]) and d[3] == c[3]
 
 
-def test_point8_intervals_are_t_intervals_over_base_seeds():
+def test_intervals_are_t_intervals_over_base_seeds():
     from scipy import stats
 
     one = _table(widths=(16,), pre=("none",))
@@ -277,7 +277,7 @@ def test_point8_intervals_are_t_intervals_over_base_seeds():
     assert (lo, hi) == pytest.approx((ref.low, ref.high))
 
 
-def test_point9_a_largest_width_without_usable_trials_makes_the_width_contrast_inconclusive():
+def test_a_largest_width_without_usable_trials_makes_the_width_contrast_inconclusive():
     robust = {(w, p): {16: 0.1, 64: 0.5, 256: 0.1}[w] for w in (16, 64, 256) for p in ("none", "match_count")}
     df = _table(widths=(16, 64, 256), robust=robust, robust_spread=5.0)
     assert structure_grows_with_width(df, P_DIFF, 200, 0)[1] == "not_supported"  # 256 − 16: no growth
@@ -286,7 +286,7 @@ def test_point9_a_largest_width_without_usable_trials_makes_the_width_contrast_i
     assert verdict == "inconclusive" and math.isnan(triple[0]) and "width 256" in d["reason"]
 
 
-def test_point10_survivors_of_the_accuracy_filter_are_reported_and_a_thinned_side_is_inconclusive():
+def test_survivors_of_the_accuracy_filter_are_reported_and_a_thinned_side_is_inconclusive():
     up = {(w, p): 0.2 + 0.4 * (p == "match_count") for w in (16, 64) for p in ("none", "match_count")}
     df = _table(robust=up)
     df.loc[(df["pretraining"] == "none") & (df["seed"] < 5), "base_acc_test"] = 0.5  # 3 of 8 survive
@@ -309,7 +309,7 @@ def test_point10_survivors_of_the_accuracy_filter_are_reported_and_a_thinned_sid
 
 
 @pytest.mark.parametrize("col", ["base_acc_test", "pretraining", "architecture", "seed", "width"])
-def test_points11_12_a_missing_column_is_inconclusive_and_named(col):
+def test_a_missing_column_is_inconclusive_and_named(col):
     for claim, rule in RULES.items():
         out = rule(_table().drop(columns=[col]), DEFAULTS[claim], 200, 0)
         assert out[1] == "inconclusive" and col in out[4]["reason"], claim
@@ -317,7 +317,7 @@ def test_points11_12_a_missing_column_is_inconclusive_and_named(col):
     assert {v["verdict"] for v in out} == {"inconclusive"} and all(col in v["details"]["reason"] for v in out)
 
 
-def test_points11_12_a_trial_without_its_seed_or_cell_is_not_dropped_silently():
+def test_a_trial_without_its_seed_or_cell_is_not_dropped_silently():
     df = _table()
     df.loc[df["seed"] >= 3, "seed"] = float("nan")  # 5 seeds of 8 cannot be placed
     for claim, rule in RULES.items():
@@ -325,7 +325,7 @@ def test_points11_12_a_trial_without_its_seed_or_cell_is_not_dropped_silently():
         assert out[1] == "inconclusive" and out[4]["n_without_cell_or_seed"] == 20, claim
 
 
-def test_points11_12_the_raw_sign_share_is_not_needed_to_decide():
+def test_the_raw_sign_share_is_not_needed_to_decide():
     # frac_structural is reported beside, never deciding: without it the verdicts stand (the old reason
     # "no trial learned the compound task" was wrong)
     out = compute_verdicts(_table().drop(columns=["frac_structural"]), {"verdicts": dict.fromkeys(RULES)})
@@ -333,7 +333,7 @@ def test_points11_12_the_raw_sign_share_is_not_needed_to_decide():
     assert "share_raw_signs" not in out[0]["details"]
 
 
-def test_point9_a_largest_width_whose_trials_all_failed_is_named_for_compute_verdicts():
+def test_a_largest_width_whose_trials_all_failed_is_named_for_compute_verdicts():
     from bindscale.studies.modularity.verdicts import lost_planned_width
 
     robust = {(w, p): {16: 0.1, 64: 0.5, 256: 0.1}[w] for w in (16, 64, 256) for p in ("none", "match_count")}

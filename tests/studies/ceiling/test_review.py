@@ -1,6 +1,6 @@
 """Regressions from the ceiling study's science review: wrong verdicts (a log climb called a plateau, a dropped
 family, a plateau at chance, an unreachable refutation, a bypassed largest-size guard, silent seed losses) and
-smaller defects (the parser, flat fits). Tables are planted as in ``test_ceiling_fits``."""
+smaller defects (the parser, flat fits). Tables are planted as in ``test_fits``."""
 
 import numpy as np
 import pandas as pd

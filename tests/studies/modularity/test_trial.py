@@ -21,7 +21,7 @@ from bindscale.studies.modularity.trial import (
 )
 from bindscale.sweep import job_cost, run_group
 
-from .test_masks import C, S, hand_built
+from unit.test_masks import C, S, hand_built
 
 torch.set_num_threads(1)
 
@@ -162,7 +162,7 @@ def test_search_masks_finds_the_disjoint_branches_of_a_modular_net_and_leaves_we
     runs = search_masks(net, data, t, "trained", 2)
     assert [(r["subroutine"], r["mask_seed"], r["net"]) for r in runs] == [
         ("A", 0, "trained"), ("A", 1, "trained"), ("B", 0, "trained"), ("B", 1, "trained")]
-    for r in runs:  # as computed by hand in test_modularity_scores: 1.0 / 0.5 / 0.5 / 1.0
+    for r in runs:  # as computed by hand in test_scores: 1.0 / 0.5 / 0.5 / 1.0
         assert (r["acc_sub_target"], r["acc_sub_other"], r["acc_abl_target"], r["acc_abl_other"]) == (1, .5, .5, 1)
         assert r["sub_diff"] == 0.5 and r["abl_diff"] == -0.5 and r["structural"]
         assert r["density"] == pytest.approx(2 * S / net.net[0].weight.numel())

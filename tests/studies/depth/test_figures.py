@@ -5,7 +5,7 @@ import pandas as pd
 from bindscale.studies.depth import figures as F
 from bindscale.studies.depth.table import config_table
 
-from .test_depth_verdicts import _families, _rows
+from .test_verdicts import _families, _rows
 
 
 def _table():

@@ -1,13 +1,14 @@
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from bindscale.report.browser import assert_fits
 
-from .conftest import TINY, assert_resumes, assert_typed_table, bindscale, run_quick
+from integration.conftest import assert_resumes, assert_typed_table, bindscale, run_quick
 
-TINY_SG = TINY.parent / "tiny_subgraphs.yaml"
+TINY_SG = Path(__file__).parent / "tiny.yaml"
 
 
 def test_a_tiny_subgraphs_study_runs_end_to_end_and_reports_its_claims(tmp_path):

@@ -175,7 +175,7 @@ def test_the_study_config_imports_neither_the_solver_nor_networkx():
             "    resolve_study(name).trials(); resolve_study(name, quick=True).trials()\n"
             "try:\n    resolve_study('ceiling', overrides=['some.bad=1'])\nexcept ConfigError:\n    pass\n"
             "print(sorted(m for m in ('scipy.optimize', 'networkx') if m in sys.modules))")
-    env = os.environ | {"PYTHONPATH": str(Path(__file__).parents[2] / "src")}
+    env = os.environ | {"PYTHONPATH": str(Path(__file__).parents[3] / "src")}
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]", r.stdout

@@ -21,7 +21,7 @@ from bindscale.studies.geometry.lmconfig import PretrainedModelConfig, TreebankD
 from bindscale.studies.geometry.lmtrial import check_trial, probed_layers, split_file, treebank_splits
 from bindscale.studies.geometry.treebank import Sentence, read_conllu, write_conllu
 
-EWT = Path(__file__).resolve().parents[3] / "shared" / "data" / "ud-english-ewt"
+EWT = Path(__file__).resolve().parents[4] / "shared" / "data" / "ud-english-ewt"
 if not EWT.is_dir():
     EWT = Path(os.environ.get("BINDSCALE_SHARED", "/work/shared")) / "data" / "ud-english-ewt"
 

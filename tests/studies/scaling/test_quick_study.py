@@ -5,7 +5,7 @@ import pytest
 
 from bindscale.report.browser import assert_fits
 
-from .conftest import bindscale
+from integration.conftest import bindscale
 
 
 @pytest.mark.slow

@@ -1,5 +1,5 @@
 """Coverage of the depth rules' intervals at n = 8 seeds on bounded, skewed and bimodal draws
-(review item 6). Slow: ``pytest -m slow tests/unit/test_depth_coverage.py``.
+(review item 6). Slow: ``pytest -m slow tests/studies/depth/test_coverage.py``.
 
 The numbers measured here (seed 0) are the ones stated in :mod:`bindscale.studies.depth.verdicts`;
 the test checks that the t interval's coverage stays where the docstring says and that a seed
@@ -97,6 +97,6 @@ def test_the_rules_docstring_states_the_measured_coverage():
     from bindscale.studies.depth import verdicts
 
     doc = verdicts.__doc__
-    assert "test_depth_coverage.py" in doc
+    assert "tests/studies/depth/test_coverage.py" in doc
     for measured in ("0.84", "0.77", "0.72", "0.88", "0.96"):
         assert measured in doc, measured
