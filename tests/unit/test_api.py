@@ -14,7 +14,7 @@ from bindscale.errors import ConfigError
 from bindscale.metrics import r2_within_task
 from bindscale.models import build_model as build_stack
 from bindscale.records import _clean, load_records
-from bindscale.sweep import parse_trial, run_group, run_job
+from bindscale.jobs import parse_trial, run_group, run_job
 from bindscale.tasks import HyperTeacher
 
 #: Metrics that are wall-clock timings (they differ between any two runs).
