@@ -6,7 +6,7 @@ The Python API (:mod:`bindscale.api`) is available from here: ``bindscale.run_tr
 stays light (no torch until a function needs it).
 """
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 # OpenMP's wait policy is left at the runtime's default (waiters spin briefly, then sleep): sleeping
 # waiters halved a two-thread step on a quiet machine, and a busy machine is handled where threads are

@@ -9,6 +9,10 @@ on the page) to the tally of verdicts per side.
 
 Tallies count only firm verdicts: a run that is a quick variant or has trials
 missing gives smoke-test results, which are listed but never counted.
+
+Layer: beside the report, under the runner and the CLI, which call :func:`build_answer` once the
+studies are run or re-reported; it reads only what the runs stored (summaries, study files,
+figures) and imports nothing that runs a study.
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from . import registry
+from .config import resolve_study
+from .errors import BindscaleError
+from .rundir import load_run_study
 from .storage import RunStore
 from .study import SIDES
 
@@ -55,10 +62,6 @@ def _status_of(summary: dict, sub: RunStore, name: str) -> str:
 
 def _as_shipped(sub: RunStore, name: str) -> bool:
     """Whether the run's resolved study has the built-in study's trials and verdict thresholds."""
-    from .config import resolve_study
-    from .errors import BindscaleError
-    from .runner import load_run_study
-
     try:
         run, shipped = load_run_study(sub), resolve_study(name)
     except BindscaleError:
@@ -196,6 +199,7 @@ def build_answer(run_dir: "str | Path") -> dict[str, Any]:
     The HTML is self-contained: each deciding figure is embedded as a data URI (and the link
     goes to the study's own report beside it).
     """
+    # The report package imports pandas and matplotlib: only when a page is written, not on import.
     from .report.html import _environment, fmt, fmt_ci, to_jsonable
 
     store = RunStore.of(run_dir)

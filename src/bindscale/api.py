@@ -126,7 +126,7 @@ def load_results(run_dir: str | Path) -> "pd.DataFrame":
     import pandas as pd
 
     from .records import RECORD_DIR, load_records, records_table
-    from .runner import STUDY_FILE, load_run_study
+    from .rundir import STUDY_FILE, load_run_study
     from .storage import RunStore
 
     store = RunStore.of(run_dir)
@@ -187,7 +187,7 @@ def _sweep_threads() -> Iterator[None]:
     """Torch threads as a sweep's worker has them (one: the same bits as the sweep), restored afterwards."""
     import torch
 
-    from .sweep import THREADS_PER_WORKER
+    from .jobs import THREADS_PER_WORKER
 
     before = torch.get_num_threads()
     torch.set_num_threads(THREADS_PER_WORKER)
@@ -205,7 +205,7 @@ def run_trial(config: TrialBase | Mapping[str, Any], device: str = "cpu") -> tup
         device: ``cpu``, ``cuda`` or ``auto``.
 
     Returns:
-        ``(record, model)``: the record a sweep writes for this trial (:func:`bindscale.sweep.make_record`,
+        ``(record, model)``: the record a sweep writes for this trial (:func:`bindscale.jobs.make_record`,
         as read back from its JSON file: NaN is ``None``; ``study`` is the study plugin's name,
         ``provenance.executor`` is ``"api"``), and the trained model in eval mode (see the module
         docstring). Training uses one torch thread, as a sweep's workers do, so the metrics are
@@ -216,7 +216,8 @@ def run_trial(config: TrialBase | Mapping[str, Any], device: str = "cpu") -> tup
         NotImplementedError: the study's trainer cannot hand back its model.
     """
     from .records import _clean
-    from .sweep import make_record, resolve_device, run_group
+    from .jobs import make_record, run_group
+    from .sweep import resolve_device
 
     trial = _trial(config)
     try:

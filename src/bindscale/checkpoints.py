@@ -1,6 +1,6 @@
 """Trained models of a sweep: ``models/<trial_id>.pt`` beside the records (study field ``save_models: true``).
 
-One file per trial, written by :func:`bindscale.sweep.run_job` *before* the trial's
+One file per trial, written by :func:`bindscale.jobs.run_job` *before* the trial's
 record (a trial with a record then has its model file too, whatever kills the
 worker), atomically through the run's :class:`~bindscale.storage.RunStore` like
 a record. The file is :func:`torch.save` of a plain dict (safetensors is not a

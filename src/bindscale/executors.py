@@ -1,6 +1,6 @@
 """Executors: run stacked jobs inline, on a local process pool, or on a Ray cluster.
 
-Every executor calls :func:`bindscale.sweep.run_job`, which writes each
+Every executor calls :func:`bindscale.jobs.run_job`, which writes each
 trial's record as soon as its stack is trained, so whatever an executor loses
 (a killed worker, a pre-empted node, a killed driver) costs only the jobs in
 flight; a re-run resumes from the records.
@@ -19,10 +19,13 @@ CPU-seconds each on the project's 2-core Xeon, which was a sixth of a 12-trial
 sweep of 100 steps (benchmarks/jax_peer.py). Elsewhere workers are spawned.
 
 Threads: every worker (pool process, Ray task, the inline executor) trains
-with one torch thread (:data:`bindscale.sweep.THREADS_PER_WORKER`): the
+with one torch thread (:data:`bindscale.jobs.THREADS_PER_WORKER`): the
 machine is never oversubscribed (a 2-core machine oversubscribed by
 BLAS threads runs ~50× slower), and a trial's metrics are the same bits
 whatever stack, executor or number of workers runs it.
+
+Layer: executors, below the runner (which hands them the planner's jobs) and above the job runner
+(:mod:`bindscale.jobs`); the Ray executor is :mod:`bindscale.ray_executor`.
 """
 
 from __future__ import annotations
@@ -40,14 +43,14 @@ from multiprocessing import get_all_start_methods, get_context
 
 import torch
 
+from . import registry
 from .checkpoints import MODEL_DIR
 from .errors import ConfigError
+from .jobs import THREADS_PER_WORKER, run_job, write_failed
 from .options import EXECUTORS, RETRIES
+from .ray_executor import execute_ray  # Ray itself is imported only when a Ray sweep runs
 from .records import RECORD_DIR
 from .storage import RunStore, remove_temporaries
-from .sweep import THREADS_PER_WORKER, run_job, write_failed
-
-#: Default number of re-runs of a job whose worker died.
 
 Progress = Callable[[int, int], None]
 JobDone = Callable[[list[str]], None]
@@ -69,7 +72,7 @@ def execute(
             ``payload`` (negative steps take back those of a job that is re-run);
             on_job_done: with the statuses of a finished job; on_note: with a line
             for the user (a worker died and jobs are re-run).
-        save_models: workers also write each trial's trained model (:func:`bindscale.sweep.run_job`).
+        save_models: workers also write each trial's trained model (:func:`bindscale.jobs.run_job`).
 
     Raises:
         ConfigError: unknown executor, or Ray asked for but not installed / unreachable.
@@ -88,8 +91,6 @@ def execute(
         _execute_pool(payload, run_dir, study, device, workers, retries, on_progress, on_job_done, on_note,
                       save_models)
     else:
-        from .ray_executor import execute_ray
-
         execute_ray(payload, run_dir, study, device, workers=workers, retries=retries, address=address,
                     gpu_fraction=gpu_fraction, on_progress=on_progress, on_job_done=on_job_done,
                     save_models=save_models)
@@ -101,7 +102,7 @@ _QUEUE = None
 
 #: What a pool worker imports before its first job, whatever the study; :func:`study_imports` adds what
 #: the job's study trains with.
-WORKER_IMPORTS = ("bindscale", "torch", "bindscale.sweep")
+WORKER_IMPORTS = ("bindscale", "torch", "bindscale.jobs")
 
 
 def study_imports(plugin) -> tuple[str, ...]:
@@ -344,8 +345,6 @@ def _execute_pool(payload, run_dir, study, device, workers, retries, on_progress
 def _study_module(payload: list[list[dict]]) -> tuple[str, ...] | None:
     """The modules the payload's study trains with (:func:`study_imports`), if they can be told."""
     try:
-        from . import registry
-
         return study_imports(registry.for_trial(payload[0][0]))
     except Exception:  # noqa: BLE001 — only an import list: the workers import what they need anyway
         return None

@@ -1,19 +1,33 @@
 """The options of ``bindscale run`` that can be checked without torch: executor names, retries,
 worker limits, ``--address`` and ``--out``. :func:`check_run_options` and :func:`check_out` are shared
 by a run (:func:`bindscale.runner.run_study`) and a dry run (:mod:`bindscale.plan`), so both refuse the
-same input with the same one line, in well under a second (nothing heavy is imported here)."""
+same input with the same one line, in well under a second (nothing heavy is imported here).
+
+Layer: the bottom of the orchestration layer: the runner, the dry run, the planner and the executors
+import it; it imports only :mod:`bindscale.errors` and :mod:`bindscale.storage`."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 
 from .errors import ConfigError
+from .storage import RunStore, StorageError
 
 EXECUTORS = ("inline", "process", "ray")
 #: Re-runs of a job whose worker died, then its trials are recorded ``failed``.
 RETRIES = 2
 MAX_WORKERS = 1024
+
+NO_RAY = ("--executor ray needs Ray: pip install 'bindscale[ray]' "
+          "(with the project's constraints file: -c constraints.txt)")
+
+
+def check_ray_installed() -> None:
+    """Raise :class:`ConfigError` unless Ray can be imported (checked before a run writes anything)."""
+    if importlib.util.find_spec("ray") is None:
+        raise ConfigError(NO_RAY)
 
 
 def available_cores() -> int:
@@ -65,8 +79,6 @@ def check_out(out: object, executor: str | None = None):
     """The run directory ``out`` as a :class:`~bindscale.storage.RunStore`, or :class:`ConfigError` (one
     line) where a run could not write there: a path that is a file or unwritable, the filesystem root, a
     URL whose filesystem cannot be loaded, or ``memory://`` shared with worker processes. Creates nothing."""
-    from .storage import RunStore, StorageError
-
     try:
         store = RunStore.of(out)
     except StorageError as err:
@@ -89,8 +101,6 @@ def check_run(out: object, executor: str | None = None, retries: int = RETRIES, 
     check_run_options(executor, retries, address, workers, out)
     store = check_out(out, executor)  # before torch is imported: a bad --out answers at once
     if executor == "ray":
-        from .ray_executor import check_ray_installed  # Ray itself is not imported here
-
-        check_ray_installed()
+        check_ray_installed()  # Ray itself is not imported here
     return store
 

@@ -7,18 +7,26 @@ and analysis; where it was measured is written beside it), then schedules the jo
 order a run submits them, on the workers. The factors were measured on this project's 2-core
 CPU machine at one torch thread per worker; another machine, another load or a GPU changes
 them, so the figure is an estimate.
+
+Layer: beside the runner (the CLI and API call both): it checks the options as a run does
+(:mod:`bindscale.options`) and plans with the planner (:mod:`bindscale.sweep`), which it imports only
+inside :func:`describe_plan` and :func:`job_seconds`: the planner imports torch, and a refused option
+must answer first. The runner takes :func:`study_yaml` and :func:`replaced_study_note` from here.
 """
 
 from __future__ import annotations
 
-import heapq
 from typing import Any
 
 import yaml
 
+from . import registry
 from .config import StudyConfig
 from .errors import ConfigError
-from .options import RETRIES
+from .options import RETRIES, available_cores, check_run, check_run_options
+from .records import load_records
+from .rundir import STUDY_FILE
+from .storage import StorageError
 
 #: What the factors were measured on (the wall-time estimate also assumes a core per worker).
 MACHINE = "a 2-core Intel Xeon (the project's CPU machine), one torch thread per worker"
@@ -51,27 +59,13 @@ def replaced_study_note(held: str | None, study: StudyConfig, where: object, dry
 def job_seconds(job: list) -> float:
     """Estimated CPU-seconds of one stacked job from its study's ``seconds_per_cost``; NaN when the
     study has no such factor."""
-    from . import registry
-    from .sweep import job_cost
+    from .sweep import job_cost  # the planner imports torch: only once a plan is made
 
     factor = getattr(registry.for_trial(job[0]), "seconds_per_cost", None)
     if not factor:
         return float("nan")
     per_cost, per_trial = factor
     return per_cost * job_cost(job) + per_trial * len(job)
-
-
-def schedule(seconds: list[float], workers: int) -> float:
-    """Wall seconds of jobs taken in this order by the first free of ``workers`` workers.
-
-    The executors hand jobs out in the planned order (largest first) as workers free up: Graham's list
-    scheduling (Graham 1969, "Bounds on multiprocessing timing anomalies"), simulated; the planner
-    balances its jobs with it (:func:`bindscale.sweep.plan_jobs`).
-    """
-    free = [0.0] * max(1, workers)
-    for s in seconds:
-        heapq.heappush(free, heapq.heappop(free) + s)
-    return max(free)
 
 
 def _clock(seconds: float) -> str:
@@ -103,24 +97,18 @@ def describe_plan(study: StudyConfig, workers: int | None = None, device: str = 
         ConfigError: an option the run would refuse (device, workers, executor, an ``out`` it could
             not write), or a split that cannot be made.
     """
-    from . import registry
-    from .options import available_cores, check_run, check_run_options
-
     # What a run refuses, refused the same way.
     held = None
     if out is not None:
         store = check_run(out, executor, retries, address, workers)
-        from .runner import STUDY_FILE
-
         try:
             held = store.read_text(STUDY_FILE) if store.exists(STUDY_FILE) else None
         except (OSError, ValueError):
             held = None  # unreadable: the run would say so itself
     else:
         check_run_options(executor, retries, address, workers)
-    from .records import load_records
-    from .storage import StorageError
-    from .sweep import plan_jobs, resolve_device
+    # Here, after the options are checked: the planner imports torch (a refused option answers first).
+    from .sweep import plan_jobs, resolve_device, schedule
 
     try:
         dev = resolve_device(device)

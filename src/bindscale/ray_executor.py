@@ -1,8 +1,9 @@
 """Ray executor: each stacked job is one Ray task with declared resources.
 
-Imported only when ``--executor ray`` is asked for, so ``import bindscale``
-and the local executors never import Ray (an optional extra:
-``pip install 'bindscale[ray]'``).
+Ray itself is imported only inside :func:`execute_ray`, when ``--executor ray``
+is asked for, so ``import bindscale`` and the local executors never import it
+(an optional extra: ``pip install 'bindscale[ray]'``); whether it is installed is
+checked before a run by :func:`bindscale.options.check_ray_installed`.
 
 With no ``address`` a local Ray instance is started with one CPU per worker
 and shut down at the end; with an address (``auto``, ``ray://host:10001`` or
@@ -11,29 +12,22 @@ directory (an NFS path or an fsspec URL such as ``s3://bucket/run``) and have
 bindscale installed. A task whose worker process or node dies is re-run by
 Ray up to ``retries`` times (``max_retries``); after that its trials are
 recorded as failed by the driver.
+
+Layer: executors, with :mod:`bindscale.executors` (which calls it), above the job runner
+(:mod:`bindscale.jobs`).
 """
 
 from __future__ import annotations
 
-import importlib.util
+import torch
 
 from .errors import BindscaleError, ConfigError
-from .sweep import THREADS_PER_WORKER, run_job, write_failed
-
-NO_RAY = ("--executor ray needs Ray: pip install 'bindscale[ray]' "
-          "(with the project's constraints file: -c constraints.txt)")
-
-
-def check_ray_installed() -> None:
-    """Raise :class:`ConfigError` unless Ray can be imported (checked before a run writes anything)."""
-    if importlib.util.find_spec("ray") is None:
-        raise ConfigError(NO_RAY)
+from .jobs import THREADS_PER_WORKER, run_job, write_failed
+from .options import NO_RAY
 
 
 def _ray_job(job: list[dict], run_dir: str, study: str, device: str, threads: int, index: int, queue,
              save_models: bool = False) -> list[str]:
-    import torch
-
     torch.set_num_threads(threads)  # Ray workers are reused: pin on every task
     return run_job(job, run_dir, study, device, "ray", lambda n: queue.put((index, n)), save_models=save_models)
 

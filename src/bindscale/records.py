@@ -53,7 +53,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import __version__
+from ._version import __version__
 from .storage import RunStore
 
 if TYPE_CHECKING:  # pandas is imported where a table is built: a worker writing records never needs it

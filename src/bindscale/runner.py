@@ -1,4 +1,10 @@
-"""Run a study end to end: validate → plan → train (resumably) → records → table → report."""
+"""Run a study end to end: validate → plan → train (resumably) → records → table → report.
+
+Layer: the runner, under the CLI and the API. It calls the planner (:mod:`bindscale.sweep`), the
+executors (:mod:`bindscale.executors`), the report and, for ``run all``, the answer page
+(:mod:`bindscale.answer`); none of them imports it back. The run directory's study file is
+:mod:`bindscale.rundir`'s (re-exported here: ``bindscale.runner.STUDY_FILE``, ``load_run_study``).
+"""
 
 from __future__ import annotations
 
@@ -6,20 +12,24 @@ import threading
 import time
 from pathlib import Path
 
-import yaml
 from rich.console import Console
 
+from . import registry
+from .answer import build_answer
 from .checkpoints import MODEL_DIR
-from .config import StudyConfig, TrialBase, validate
+from .config import StudyConfig, TrialBase, resolve_study
 from .errors import ConfigError
 from .lock import RunLock
-from .progress import TrainingProgress, console as progress_console
 from .options import RETRIES, available_cores, check_out, check_run
+from .plan import replaced_study_note, study_yaml
+from .progress import TrainingProgress, console as progress_console
+from .records import RECORD_DIR, load_records, records_table, write_results
+from .rundir import STUDY_FILE, load_run_study
 from .storage import RunStore, StorageError, remove_temporaries
 
-# The executors, the sweep (torch) and the records (pandas) are imported where a run needs them, so
-# that a refused option or study answers in well under a second.
-STUDY_FILE = "study.yaml"
+# The planner and executors (torch) and the report (pandas, matplotlib) are imported inside the
+# functions that need them, so that a refused option or study answers in well under a second (the
+# CLI imports this module before it checks them).
 
 
 def default_out(study: StudyConfig, quick: bool) -> Path:
@@ -49,7 +59,7 @@ def run_study(
     """
     console = console or progress_console(stderr=True)
     store = check_run(out, executor, retries, address, workers)  # before torch is imported (resolve_device)
-    from .sweep import resolve_device
+    from .sweep import resolve_device  # torch
 
     try:
         dev = resolve_device(device)
@@ -80,11 +90,8 @@ def run_study(
 
 def _run_locked(study: StudyConfig, store: RunStore, dev: str, workers: int | None, console: Console,
                 trials: list[TrialBase], executor: str | None, retries: int, address: str | None) -> dict:
-    from .executors import execute
-    from .records import RECORD_DIR
-    from .sweep import job_cost, pending_trials, plan_jobs
-
-    from .plan import replaced_study_note, study_yaml
+    from .executors import execute, start_fork_server, study_imports  # torch
+    from .sweep import job_cost, pending_trials, plan_jobs  # torch
 
     if note := replaced_study_note(store.read_text(STUDY_FILE) if store.exists(STUDY_FILE) else None, study, store):
         console.print(note, highlight=False)
@@ -99,8 +106,6 @@ def _run_locked(study: StudyConfig, store: RunStore, dev: str, workers: int | No
     else:
         n_workers = workers or (1 if dev == "cuda" else min(available_cores(), max(1, len(todo))))
     if executor in (None, "process") and n_workers > 1 and len(todo) > 1:
-        from .executors import start_fork_server, study_imports
-
         start_fork_server(study_imports(study.plugin))  # its imports overlap the planning below
     jobs = plan_jobs(todo, n_workers=n_workers, device=dev, measure=True)
     n_workers = max(1, min(n_workers, len(jobs)))
@@ -177,10 +182,6 @@ def run_all(out: "str | Path", quick: bool = False, console: Console | None = No
     Raises:
         ConfigError: as :func:`run_study`, for any of the studies, before anything is written.
     """
-    from . import registry
-    from .answer import build_answer
-    from .config import resolve_study
-
     console = console or progress_console(stderr=True)
     if str(out).strip() == "":
         raise ConfigError("--out: empty path; give a directory for the runs")
@@ -199,18 +200,12 @@ def run_all(out: "str | Path", quick: bool = False, console: Console | None = No
 
 def is_multi_run(run_dir: "str | Path") -> bool:
     """A directory written by ``bindscale run all``: no study of its own, studies in subdirectories."""
-    from . import registry
-
     store = RunStore.of(run_dir)
     return not store.exists(STUDY_FILE) and any(store.exists(f"{n}/{STUDY_FILE}") for n in registry.builtin())
 
 
 def rebuild_all(run_dir: "str | Path") -> dict:
     """``bindscale report`` of a ``run all`` directory: every study's outputs, then the answer page."""
-    from . import registry
-    from .answer import build_answer
-    from .lock import RunLock
-
     store = RunStore.of(run_dir)
     summaries = {}
     for name in registry.builtin():
@@ -221,30 +216,9 @@ def rebuild_all(run_dir: "str | Path") -> dict:
     return {"studies": summaries, "answer": build_answer(run_dir)}
 
 
-def load_run_study(run_dir: "str | Path | RunStore") -> StudyConfig:
-    """The resolved study a run directory was made with.
-
-    Raises:
-        ConfigError: not a run directory.
-    """
-    store = RunStore.of(run_dir)
-    path = store.where(STUDY_FILE)
-    if not store.exists(STUDY_FILE):
-        if store.local is not None and not store.local.exists():
-            raise ConfigError(f"{run_dir} does not exist")
-        raise ConfigError(f"{run_dir} is not a bindscale run directory (no {STUDY_FILE})")
-    try:
-        data = yaml.safe_load(store.read_text(STUDY_FILE))
-    except (yaml.YAMLError, UnicodeDecodeError, OSError) as err:
-        raise ConfigError(f"{path} cannot be read as YAML ({type(err).__name__}); it was written by bindscale run, "
-                          "re-run that command to rewrite it") from None
-    return validate(StudyConfig, data, where=str(path))
-
-
 def build_outputs(run_dir: "str | Path | RunStore", study: StudyConfig) -> dict:
     """``results.parquet``, ``report.html`` and ``summary.json`` from the records of the study's trials."""
-    from .records import RECORD_DIR, load_records, records_table, write_results
-    from .report import build_report
+    from .report import build_report  # pandas, matplotlib: only when a report is built
     from .report.verdicts import MISSING
 
     trials = study.trials()

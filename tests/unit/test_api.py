@@ -14,7 +14,7 @@ from bindscale.errors import ConfigError
 from bindscale.studies.scaling.metrics import r2_within_task
 from bindscale.studies.scaling.students import build_model as build_stack
 from bindscale.records import _clean, load_records
-from bindscale.sweep import parse_trial, run_group, run_job
+from bindscale.jobs import parse_trial, run_group, run_job
 from bindscale.studies.scaling.tasks import HyperTeacher
 
 #: Metrics that are wall-clock timings (they differ between any two runs).

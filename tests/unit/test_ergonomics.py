@@ -159,7 +159,7 @@ def test_dry_run_leaves_out_recorded_trials_and_checks_like_a_run(tmp_path):
 
 
 def test_time_estimate_schedules_jobs_on_the_workers():
-    from bindscale.plan import schedule
+    from bindscale.sweep import schedule
 
     assert schedule([4.0, 3.0, 3.0], 2) == 6.0
     assert schedule([4.0, 3.0, 3.0], 1) == 10.0

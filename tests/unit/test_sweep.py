@@ -1,6 +1,6 @@
 from bindscale.config import StudyConfig
 from bindscale.studies.scaling.config import ModelConfig, TrainConfig, TrialConfig
-from bindscale.plan import schedule as makespan
+from bindscale.sweep import schedule as makespan
 from bindscale.sweep import BALANCE_GAIN, job_cost, max_stack, plan_jobs, trial_memory_bytes
 from bindscale.studies.scaling.trial import group_key
 
@@ -89,7 +89,7 @@ def test_the_inline_executor_trains_with_one_thread(tmp_path, monkeypatch):
     import torch
 
     import bindscale.executors as ex
-    from bindscale.sweep import THREADS_PER_WORKER
+    from bindscale.jobs import THREADS_PER_WORKER
 
     seen = []
     monkeypatch.setattr(ex, "run_job", lambda *a, **k: seen.append(torch.get_num_threads()) or [])

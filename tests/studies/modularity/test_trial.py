@@ -19,7 +19,8 @@ from bindscale.studies.modularity.trial import (
     summarise,
     train_compound,
 )
-from bindscale.sweep import job_cost, run_group
+from bindscale.jobs import run_group
+from bindscale.sweep import job_cost
 
 from unit.test_masks import C, S, hand_built
 

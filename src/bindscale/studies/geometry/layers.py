@@ -18,6 +18,9 @@ from .scores import score
 
 #: The metrics stored per (probe, layer, split), in the order of the trial's ``probe_layers`` table.
 METRICS = ("uuas_hm", "las_hm", "luas_hm", "uuas_pp", "las_pp", "luas_pp", "spearman", "rel_acc", "dir_acc")
+#: Scalar metrics recorded per probe kind (a subset of :data:`METRICS`); here, beside them, so that both
+#: trainers (:mod:`.trial`, :mod:`.lmtrial`) take them from below instead of from each other.
+SCALARS = ("uuas_hm", "las_hm", "uuas_pp", "las_pp", "spearman", "rel_acc", "dir_acc")
 #: Dev metric that chooses a probe's layer (PolarProbe's convention: the anchors' numbers use it).
 SELECT = "las_pp"
 

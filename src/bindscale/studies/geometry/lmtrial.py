@@ -26,7 +26,7 @@ Steps (seed streams of :mod:`bindscale.seeding`):
    layer and with the polar and identity probes at the polar probe's best layer. Layer 0 of the
    trained model is the input-embedding control. (Only there, to keep a re-run within minutes.)
 
-Scalar metrics (test sentences; ``metric`` in :data:`SCALARS`): ``{kind}_{metric}`` at the kind's best
+Scalar metrics (test sentences; ``metric`` in :data:`.layers.SCALARS`): ``{kind}_{metric}`` at the kind's best
 dev layer (identity: at the polar probe's best layer), ``untrained_{kind}_{metric}`` (random model, at
 the trained model's best layer of that kind; identity at the polar one), ``embed_{kind}_{metric}``
 (layer 0), ``best_layer_{kind}``, ``polar_minus_structural_las_pp`` / ``_hm``, ``n_params``,
@@ -248,8 +248,7 @@ def _probe(pairs_at: Callable[[int], tuple], plan: dict[int, Sequence[str]], set
 
 def _at(table: dict, kind: str, layer: int | None, prefix: str) -> dict[str, float]:
     """Test scores of probe ``kind`` at ``layer`` as ``{prefix}{kind}_{metric}`` (NaN where it was not probed)."""
-    from .layers import METRICS
-    from .trial import SCALARS
+    from .layers import METRICS, SCALARS
 
     row = table.get(kind, {}).get(str(layer), {}).get("test") if layer is not None else None
     return {f"{prefix}{kind}_{m}": (float(row[METRICS.index(m)]) if row else math.nan) for m in SCALARS}

@@ -47,14 +47,13 @@ from bindscale.trainutil import TrialResult
 
 from .config import GeometryTrial
 from .grammar import GrammarConfig, make_splits, vocabulary
-from .layers import METRICS, best_layer, polar_picture, probe_layers, relation_confusion
+from .layers import METRICS, SCALARS, best_layer, polar_picture, probe_layers, relation_confusion
+from .lmtrial import is_lm_trial, run_lm_trial
 from .probes import KINDS, ProbeSettings
 from .scores import chain_uuas
 from .treebank import Sentence
 
 BOS_ID, EOS_ID = 1, 2
-#: Scalar metrics recorded per probe kind (a subset of :data:`.layers.METRICS`).
-SCALARS = ("uuas_hm", "las_hm", "uuas_pp", "las_pp", "spearman", "rel_acc", "dir_acc")
 
 
 def grammar_config(trial: GeometryTrial) -> GrammarConfig:
@@ -195,7 +194,5 @@ def run_group(trials: list[GeometryTrial], device: str | torch.device = "cpu",
               progress: Callable[[int], None] | None = None, return_models: bool = False) -> list[TrialResult]:
     """Trials one after another (transformers are not stacked); ``return_models``: the trained LMs too.
     A pretrained-model trial (``model.source: pretrained``) runs :func:`.lmtrial.run_lm_trial`."""
-    from .lmtrial import is_lm_trial, run_lm_trial
-
     return [run_lm_trial(t, device, progress) if is_lm_trial(t) else run_trial(t, device, progress, return_models)
             for t in trials]
