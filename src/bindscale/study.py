@@ -27,8 +27,75 @@ SIDES: dict[str, str] = {
     "where_scale_stops": "where scale stops",
 }
 
-#: A verdict rule: (ok rows, thresholds, n_boot, seed) -> (statistic, verdict, (value, lo, hi), n, details).
-Rule = Callable[..., tuple]
+#: The three outcomes of a claim. ``supported`` always means the cited source's claim holds.
+SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE = "supported", "not_supported", "inconclusive"
+OUTCOMES = (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a claim's rule decided from the ok rows of its study's results table.
+
+    The report turns it into the claim's verdict dict (``statistic``, ``verdict``, ``value``, ``ci_low``,
+    ``ci_high``, ``n_trials``, ``details``: :func:`bindscale.report.verdicts.compute_verdicts`), after the
+    claim's guards have had their say.
+
+    Attributes:
+        statistic: name of the deciding statistic, an identifier such as ``"heldout_r2_widest"`` (the
+            claim's ``statistic`` text says it in words).
+        outcome: :data:`SUPPORTED`, :data:`NOT_SUPPORTED` or :data:`INCONCLUSIVE`.
+        interval: ``(value, ci_low, ci_high)``: the statistic and its 95% interval, in the statistic's
+            own units; NaN where undefined (e.g. ``(nan, nan, nan)`` when inconclusive for lack of rows).
+        n_trials: how many values (trials, or cells where the rule says so) the statistic is computed from.
+        details: JSON-able facts behind the verdict for the report: ``reason`` (one sentence, why this
+            outcome), per-cell intervals, ``seeds_per_cell`` (fewer than
+            :data:`bindscale.report.verdicts.CONCLUSIVE_SEEDS` adds a caveat), restrictions applied...
+
+    Raises:
+        ValueError: ``outcome`` is not one of the three outcomes, or ``interval`` has not three numbers.
+    """
+
+    statistic: str
+    outcome: str
+    interval: tuple[float, float, float]
+    n_trials: int
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.outcome not in OUTCOMES:
+            raise ValueError(f"verdict {self.statistic}: outcome {self.outcome!r} is not one of {', '.join(OUTCOMES)}")
+        if len(self.interval) != 3:
+            raise ValueError(f"verdict {self.statistic}: interval {self.interval!r} is not (value, low, high)")
+
+    @property
+    def value(self) -> float:
+        """The statistic (first element of :attr:`interval`)."""
+        return float(self.interval[0])
+
+    @property
+    def ci_low(self) -> float:
+        """Low end of the statistic's 95% interval."""
+        return float(self.interval[1])
+
+    @property
+    def ci_high(self) -> float:
+        """High end of the statistic's 95% interval."""
+        return float(self.interval[2])
+
+    # Transition only: tests written against the former 5-tuple still unpack or index a verdict
+    # (``stat, outcome, triple, n, details = rule(...)``). Rules return a Verdict; code reads attributes.
+    def _fields(self) -> tuple:
+        return (self.statistic, self.outcome, self.interval, self.n_trials, self.details)
+
+    def __iter__(self):
+        return iter(self._fields())
+
+    def __getitem__(self, i: int) -> Any:
+        return self._fields()[i]
+
+
+#: A verdict rule: (ok rows, thresholds, n_boot, seed) -> :class:`Verdict`.
+Rule = Callable[..., Verdict]
 #: A guard run after a rule: (all rows, ok rows, details) -> (reason, details key for the rule's own value) or None.
 Guard = Callable[..., "tuple[str, str] | None"]
 
@@ -272,7 +339,7 @@ class StudyPlugin:
             resolve(self.checker)(trials)
 
     def prepare_rows(self, df: Any) -> Any:
-        from .report.verdicts import ok_rows
+        from .records import ok_rows
 
         return resolve(self.rows)(df) if self.rows else ok_rows(df)
 

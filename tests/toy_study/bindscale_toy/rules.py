@@ -3,10 +3,9 @@
 import numpy as np
 import pandas as pd
 
-from bindscale.report.figures import _errorbar, _new_figure, _summary, _to_b64
-from bindscale.report.verdicts import INCONCLUSIVE, NAN3, NOT_SUPPORTED, SUPPORTED, _ci, ok_rows
+from bindscale.kit import NAN3, TrialResult, Verdict, ci_entry, errorbar, new_figure, seed_summary, to_base64
+from bindscale.report.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, ok_rows
 from bindscale.stats import mean_ci
-from bindscale.train import TrialResult
 
 
 def run_group(trials, device, progress=None):
@@ -29,26 +28,26 @@ def run_group(trials, device, progress=None):
     return out
 
 
-def fits(ok: pd.DataFrame, p, n_boot: int, seed: int) -> tuple:
+def fits(ok: pd.DataFrame, p, n_boot: int, seed: int) -> Verdict:
     ok = ok_rows(ok, ("width", "score"))
     if ok.empty:
-        return "toy_score", INCONCLUSIVE, NAN3, 0, {"reason": "no ok trials"}
+        return Verdict("toy_score", INCONCLUSIVE, NAN3, 0, {"reason": "no ok trials"})
     top = ok[ok["width"] == ok["width"].max()]["score"]
     triple = mean_ci(top, n_boot, seed=seed)
     verdict = SUPPORTED if triple[1] > p["threshold"] else NOT_SUPPORTED if triple[2] < p["threshold"] else INCONCLUSIVE
-    return "toy_score", verdict, triple, len(top), {"reason": f"threshold {p['threshold']}", "score": _ci(triple, len(top))}
+    return Verdict("toy_score", verdict, triple, len(top), {"reason": f"threshold {p['threshold']}", "score": ci_entry(triple, len(top))})
 
 
 def _fig(df: pd.DataFrame):
     ok = ok_rows(df, ("width", "score"))
     if ok.empty:
         return None
-    fig, ax = _new_figure()
-    s = _summary(ok, "width", "score")
-    _errorbar(ax, s["width"], s)
+    fig, ax = new_figure()
+    s = seed_summary(ok, "width", "score")
+    errorbar(ax, s["width"], s)
     ax.set_xlabel("random features")
     ax.set_ylabel("held-out R²")
-    return _to_b64(fig)
+    return to_base64(fig)
 
 
 def figures(study=None):
