@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bindscale import registry
 from bindscale.studies.depth import verdicts as V
 from bindscale.study import resolve
 
@@ -155,7 +156,7 @@ def test_claims_resolve_and_run_through_the_engine():
     out = compute_verdicts(df, {"verdicts": {"deeper_composes_better_at_equal_params": {},
                                              "seq2seq_fails_scan_splits": {}}})
     assert [v["claim"] for v in out] == ["deeper_composes_better_at_equal_params", "seq2seq_fails_scan_splits"]
-    assert all(callable(resolve(c.rule)) for c in V.CLAIMS)
+    assert all(callable(resolve(c.rule)) for c in registry.get("depth").claims)  # rules by convention
 
 
 def test_scale_claim_inconclusive_when_the_largest_planned_model_failed():

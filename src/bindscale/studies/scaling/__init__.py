@@ -9,12 +9,9 @@ memory, split checks); the trial config and the stacked trainer are shared
 (:mod:`bindscale.trials`, :mod:`bindscale.train`).
 """
 
-from pathlib import Path
-
-from bindscale.study import Claim, StudyPlugin
+from bindscale.kit import Claim, StudyPlugin
 
 _REDHARDT = 'Redhardt, Schug, Akram 2025, "Scaling can lead to compositional generalization" (arXiv 2507.07207)'
-_V = "bindscale.studies.scaling.verdicts"
 
 CLAIMS = (
     Claim(
@@ -24,9 +21,9 @@ CLAIMS = (
                    "largest width and best coverage, and widening helps)."),
         statistic=("Held-out R² of the widest MLP at the best coverage (smallest hold-out), mean over seeds with "
                    "a Student t interval."),
-        rule=f"{_V}:_scaling", thresholds={"r2_threshold": (0.0, 1.0)}, defaults={"r2_threshold": 0.9},
+        thresholds={"r2_threshold": (0.0, 1.0)}, defaults={"r2_threshold": 0.9},
         figures=("heldout_vs_width", "heldout_vs_train_combos", "training_curves"),
-        guards=(f"{_V}:SCALING_GUARDS.lost", f"{_V}:SCALING_GUARDS.planned"),
+        guards=(".verdicts:SCALING_GUARDS.lost", ".verdicts:SCALING_GUARDS.planned"),
     ),
     Claim(
         name="decodability", title="Linear decodability predicts generalization", source=_REDHARDT,
@@ -37,7 +34,7 @@ CLAIMS = (
         statistic=("Spearman correlation, across MLP trials, of the constituents' linear decodability (probe R² at "
                    "the layer chosen on in-distribution tasks) with held-out R² (pairs-bootstrap interval); the "
                    "within-cell partial Spearman and its excess over a random-init network's decide beside it."),
-        rule=f"{_V}:_decodability", thresholds={"rho_threshold": (-1.0, 1.0)}, defaults={"rho_threshold": 0.5},
+        thresholds={"rho_threshold": (-1.0, 1.0)}, defaults={"rho_threshold": 0.5},
         figures=("decodability",),
     ),
     Claim(
@@ -51,8 +48,8 @@ CLAIMS = (
         statistic=("Parameters an MLP needs over those a hypernetwork needs to reach the target held-out R² "
                    "(ratio; each count interpolated in log-parameters between grid points; percentile bootstrap "
                    "over the seeds of every cell)."),
-        rule=f"{_V}:_binding", thresholds={"target_r2": (0.0, 1.0)}, defaults={"target_r2": 0.9},
-        figures=("heldout_vs_params",), guards=(f"{_V}:BINDING_GUARDS.lost",), retired=("tolerance",),
+        thresholds={"target_r2": (0.0, 1.0)}, defaults={"target_r2": 0.9},
+        figures=("heldout_vs_params",), guards=(".verdicts:BINDING_GUARDS.lost",), retired=("tolerance",),
     ),
     Claim(
         name="hull", title="Inside vs outside the training hull",
@@ -64,9 +61,9 @@ CLAIMS = (
         statistic=("Out-of-hull held-out R² of the widest minus the narrowest MLP, at equal numbers of active "
                    "modules, mean over hold-outs of cell means (Welch–Satterthwaite interval); the in-hull gain and "
                    "the in − out gap at the largest width decide beside it."),
-        rule=f"{_V}:_hull", thresholds={"margin": (0.0, 1.0)}, defaults={"margin": 0.05},
+        thresholds={"margin": (0.0, 1.0)}, defaults={"margin": 0.05},
         figures=("hull_vs_width",),
-        guards=(f"{_V}:HULL_GUARDS.lost", f"{_V}:HULL_GUARDS.planned"),
+        guards=(".verdicts:HULL_GUARDS.lost", ".verdicts:HULL_GUARDS.planned"),
     ),
 )
 
@@ -77,17 +74,13 @@ STUDY = StudyPlugin(
     headline=True,
     trial_config="bindscale.trials:TrialConfig",
     claims=CLAIMS,
+    package=__name__,
     description="Does held-out R² of plain MLPs grow with width and coverage, and does explicit binding need fewer "
                 "parameters? (hyperteacher; Redhardt et al. 2025, Schug et al. 2024)",
-    directory=Path(__file__).parent,
     trainer="bindscale.train:train_group",
     grouper="bindscale.train:group_key",
-    cost="bindscale.studies.scaling.plan:job_cost",
-    memory="bindscale.studies.scaling.plan:trial_memory_bytes",
-    checker="bindscale.studies.scaling.plan:check_splits",
-    rows=f"{_V}:ok_rows",
-    figure_set="bindscale.studies.scaling.figures:figures",
-    table="bindscale.studies.scaling.table:config_table",
+    checker=".plan:check_splits",
+    rows=".verdicts:ok_rows",
     models="bindscale.train:untrained_model",
     tasks="bindscale.train:task_family",
     step_timer="bindscale.train:stack_step_seconds",

@@ -112,7 +112,7 @@ COMPARE_LIKE = ("encoding", "split", "depth") + TRAINING_LIKE
 
 # ------------------------------------------------------------------ claims --
 
-def _scaling(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
+def scaling(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     """Held-out R² at the largest width and best coverage, plus width gain.
 
     Returns (statistic name, verdict, triple, n_trials, details).
@@ -233,7 +233,7 @@ def _cell_design(rows: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
     return dummies.to_numpy(), axes
 
 
-def _decodability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
+def decodability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     """Spearman(decod_cv, r2_heldout) across MLP trials, pairs-bootstrap CI.
 
     ``decod_cv`` is the held-out decodability at the layer chosen by cross-validation on
@@ -369,7 +369,7 @@ def _param_ratio(m_means: np.ndarray, m_params: np.ndarray, h_means: np.ndarray,
     return float(np.max(m_params)) / ph if math.isnan(pm) else pm / ph
 
 
-def _binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
+def binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     """Parameter ratio MLP / hypernet to reach the study's fixed target held-out R².
 
     The target is the study file's ``target_r2``, never derived from the results (a target set by
@@ -543,7 +543,7 @@ def arity_matched_hull(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"in_matched": in_m, "out_matched": out_m, "arities": arities}, index=rows.index)
 
 
-def _hull(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
+def hull(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     """Does width help inside the hull of the training combinations and not outside it?
 
     The claim is two-sided, and both sides are compared at equal numbers of active modules
@@ -727,7 +727,7 @@ def planned_width_guard(claim: str):
 
 
 #: Claim name → rule (the plugin's claims reference these).
-RULES = {"scaling": _scaling, "decodability": _decodability, "binding": _binding, "hull": _hull}
+RULES = {"scaling": scaling, "decodability": decodability, "binding": binding, "hull": hull}
 
 
 class _Guards:
