@@ -47,6 +47,8 @@ __all__ = [
     "new_figure", "to_base64", "seed_summary", "summary_of", "error_lengths", "errorbar", "band", "ci_note",
     "legend", "titled", "count_label", "log_counts", "log_x", "fixed_qualifiers", "id_ood_spans",
     "two_decimals", "curve_values",
+    # the report's per-configuration table
+    "mean_table",
     # sequence-model training (shared by the transformer studies)
     "train_from_config", "fit_minibatches", "greedy_predictions", "batch_indices",
 ]
@@ -86,6 +88,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "id_ood_spans": ("bindscale.report.figures", "_id_ood_spans"),
     "two_decimals": ("bindscale.report.figures", "_two"),
     "curve_values": ("bindscale.report.figures", "_as_list"),
+    "mean_table": ("bindscale.report.html", "mean_table"),
     "train_from_config": ("bindscale.seqtrain", "train_from_config"),
     "fit_minibatches": ("bindscale.seqtrain", "fit_minibatches"),
     "greedy_predictions": ("bindscale.seqtrain", "greedy_predictions"),
@@ -94,6 +97,7 @@ _LAZY: dict[str, tuple[str, str]] = {
 
 if TYPE_CHECKING:  # what type checkers and IDEs see (the same objects __getattr__ hands out)
     from .records import ok_rows
+    from .report.html import mean_table
     from .report.figures import _as_list as curve_values
     from .report.figures import _band as band
     from .report.figures import _ci_note as ci_note
