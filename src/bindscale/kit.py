@@ -115,7 +115,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see (the same objects __getattr
     from .report.figures import _to_b64 as to_base64
     from .report.figures import _two as two_decimals
     from .report.figures import _yerr as error_lengths
-    from .report.verdicts import CONCLUSIVE_SEEDS, MIN_REPLICATES, MISSING, NAN3, coerce_numeric, degenerate, restrict_to_mode
+    from .report.verdicts import CONCLUSIVE_SEEDS, MIN_REPLICATES, MISSING, NAN3
+    from .report.verdicts import coerce_numeric, degenerate, restrict_to_mode
     from .report.verdicts import _ci as ci_entry
     from .report.verdicts import _decide as decide
     from .report.verdicts import _decide_below as decide_below

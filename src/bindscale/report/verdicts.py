@@ -3,10 +3,12 @@
 ``compute_verdicts(df, study)`` turns the results table (one row per trial)
 into one verdict dict per claim named in ``study["verdicts"]``, using the
 rule, defaults, guards and statement each claim declares in its study plugin
-(:class:`bindscale.study.Claim`, found through :mod:`bindscale.registry`).
-The helpers below are shared by every study's rules: ok rows, restricting a
-comparison to the most common configuration, degenerate-input checks and the
-verdict dict itself. Intervals come from :mod:`bindscale.stats`.
+(:class:`bindscale.study.Claim`, found through :mod:`bindscale.registry`);
+a rule returns a :class:`bindscale.study.Verdict`. The helpers below are
+shared by every study's rules (studies import them from :mod:`bindscale.kit`,
+the private ones under public names): restricting a comparison to the most
+common configuration, degenerate-input checks and the verdict dict itself.
+Intervals come from :mod:`bindscale.stats`.
 
 A verdict whose deciding cell has fewer than ``MIN_REPLICATES`` values is
 "inconclusive" (each rule checks); one with fewer than ``CONCLUSIVE_SEEDS``

@@ -1,7 +1,7 @@
 """Figures of the ``ceiling`` study: satisfaction, feasibility and optimality gap against parameters (and data).
 
 Each figure function takes the results table and returns a base64 PNG, or None when its data are missing.
-Plotted means are over seeds with their 95% Student t interval (:func:`bindscale.report.figures._summary`).
+Plotted means are over seeds with their 95% Student t interval (:func:`bindscale.kit.seed_summary`).
 
 - ``ceiling_sat_vs_params``: test constraint satisfaction against non-embedding parameters, one colour per
   family (the size sweep of :func:`.verdicts.size_sweep`), both fits drawn (solid: saturating ``a - b·N^-c``,

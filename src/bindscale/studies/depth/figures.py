@@ -2,7 +2,7 @@
 
 Each figure function takes the results table and returns a base64 PNG, or None when its data are
 missing. Every plotted mean is over seeds with its 95% Student t interval
-(:func:`bindscale.stats.mean_ci`, via :func:`bindscale.report.figures._summary`); the title says n.
+(:func:`bindscale.stats.mean_ci`, via :func:`bindscale.kit.seed_summary`); the title says n.
 
 - ``depth_acc_vs_depth``: test exact match against depth, one line per (split, budget) family,
   rotary positions (the depth claim).
