@@ -87,17 +87,6 @@ class Verdict:
         """High end of the statistic's 95% interval."""
         return float(self.interval[2])
 
-    # Transition only: tests written against the former 5-tuple still unpack or index a verdict
-    # (``stat, outcome, triple, n, details = rule(...)``). Rules return a Verdict; code reads attributes.
-    def _fields(self) -> tuple:
-        return (self.statistic, self.outcome, self.interval, self.n_trials, self.details)
-
-    def __iter__(self):
-        return iter(self._fields())
-
-    def __getitem__(self, i: int) -> Any:
-        return self._fields()[i]
-
 
 #: A verdict rule: (ok rows, thresholds, n_boot, seed) -> :class:`Verdict`.
 Rule = Callable[..., Verdict]

@@ -91,12 +91,12 @@ def test_importing_the_kit_for_a_plugin_stays_light():
     assert out.strip() == "[]"
 
 
-def test_verdict_checks_its_outcome_and_reads_like_the_old_tuple():
+def test_verdict_checks_its_outcome_and_is_no_tuple():
     v = Verdict("s", SUPPORTED, (0.5, 0.2, 0.8), 12, {"reason": "r"})
+    assert (v.statistic, v.outcome, v.interval, v.details["reason"]) == ("s", "supported", (0.5, 0.2, 0.8), "r")
     assert (v.value, v.ci_low, v.ci_high, v.n_trials) == (0.5, 0.2, 0.8, 12)
-    stat, outcome, triple, n, details = v  # transition: tests written against the tuple
-    assert (stat, outcome, triple, n, details["reason"]) == ("s", "supported", (0.5, 0.2, 0.8), 12, "r")
-    assert v[1] == SUPPORTED
+    with pytest.raises(TypeError):
+        _, outcome, _, _, _ = v  # the former 5-tuple: read the attributes
     with pytest.raises(ValueError, match="outcome"):
         Verdict("s", "yes", (0.5, 0.2, 0.8), 1)
     with pytest.raises(ValueError, match="interval"):

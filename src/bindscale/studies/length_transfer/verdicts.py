@@ -299,7 +299,7 @@ def _share_bound(details: dict, g: dict, other: str) -> None:
 def _gain_rule(ok: pd.DataFrame, p: Mapping, other: str, stat: str, decide) -> Verdict:
     conds = ("alone", "related", "unrelated") if other == "unrelated" else ("alone", "related")
     done, info = _common(ok, p, stat, conds)
-    _beside(ok, done[4] if done else info[1], other)
+    _beside(ok, done.details if done else info[1], other)
     if done:
         return done
     groups, details = info
