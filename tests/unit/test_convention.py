@@ -11,15 +11,16 @@ from bindscale.study import CONVENTION, Claim, StudyPlugin, resolve
 
 #: What each built-in study has beyond the convention, and which conventional hooks it lacks.
 OVERRIDES = {
-    "ceiling": {"trial_config": "bindscale.studies.ceiling.config:CeilingTrial"},
-    "depth": {"trial_config": "bindscale.studies.depth.config:DepthTrial"},
-    "geometry": {"trial_config": "bindscale.studies.geometry.config:GeometryTrial",
-                 "checker": "bindscale.studies.geometry.lmtrial:check_trials"},
-    "length_transfer": {"trial_config": "bindscale.studies.length_transfer.config:LengthTransferTrial"},
-    "modularity": {"trial_config": "bindscale.studies.modularity.config:ModularityTrial",
-                   "figure_set": "bindscale.studies.modularity.figures:modularity_figures"},
-    "subgraphs": {"trial_config": "bindscale.studies.subgraphs.config:SubgraphsTrial"},
+    "ceiling": {},
+    "depth": {},
+    "geometry": {"checker": "bindscale.studies.geometry.lmtrial:check_trials"},
+    "length_transfer": {},
+    "modularity": {"figure_set": "bindscale.studies.modularity.figures:modularity_figures"},
+    "subgraphs": {},
 }
+#: The trial config classes by their own names (config.TrialConfig is an alias).
+CONFIGS = {"ceiling": "CeilingTrial", "depth": "DepthTrial", "geometry": "GeometryTrial",
+           "length_transfer": "LengthTransferTrial", "modularity": "ModularityTrial", "subgraphs": "SubgraphsTrial"}
 ABSENT = {
     "ceiling": {"grouper", "step_timer"},
     "depth": {"grouper", "step_timer"},
@@ -44,6 +45,7 @@ def test_builtin_hooks_are_the_conventional_functions_unless_overridden(name):
         assert c.rule.startswith(f"bindscale.studies.{name}.verdicts:")
         assert callable(resolve(c.rule)) and all(callable(resolve(g)) for g in c.guards)
     assert study.study_files()[name].name == f"{name}.yaml"
+    assert study.trial_class.__name__ == CONFIGS[name] and study.trial_class.model_fields["kind"].default == study.kind
 
 
 @pytest.fixture()

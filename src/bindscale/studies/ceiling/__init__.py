@@ -60,7 +60,6 @@ CLAIMS = (
 STUDY = StudyPlugin(
     name="ceiling",
     kind="ceiling",
-    trial_config=".config:CeilingTrial",
     claims=CLAIMS,
     package=__name__,
     description="Do models plateau on constraint satisfaction whatever their size? Graph colouring, knapsack, "

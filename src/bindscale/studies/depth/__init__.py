@@ -72,7 +72,6 @@ CLAIMS = (
 STUDY = StudyPlugin(
     name="depth",
     kind="depth",
-    trial_config=".config:DepthTrial",
     claims=CLAIMS,
     package=__name__,
     description="SCAN: at equal parameters, do deeper transformers compose better, and does scale solve the "

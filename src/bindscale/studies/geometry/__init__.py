@@ -95,7 +95,6 @@ CLAIMS = (
 STUDY = StudyPlugin(
     name="geometry",
     kind="geometry",
-    trial_config=".config:GeometryTrial",
     claims=CLAIMS,
     package=__name__,
     description="Do language models code syntax by distance and angle (polar probe beats structural probe), and "

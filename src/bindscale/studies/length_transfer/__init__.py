@@ -88,7 +88,6 @@ CLAIMS = (
 STUDY = StudyPlugin(
     name="length_transfer",
     kind="length_transfer",
-    trial_config=".config:LengthTransferTrial",
     claims=CLAIMS,
     package=__name__,
     description="Does a task extrapolate in length beside a related longer task, and do the two reuse the same "

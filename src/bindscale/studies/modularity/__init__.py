@@ -59,7 +59,6 @@ CLAIMS = (
 STUDY = StudyPlugin(
     name="modularity",
     kind="modularity",
-    trial_config=".config:ModularityTrial",
     claims=CLAIMS,
     package=__name__,
     description="Are a compound task's subroutines separable subnetworks, more so with width or pretraining? "

@@ -52,7 +52,6 @@ CLAIMS = (
 STUDY = StudyPlugin(
     name="subgraphs",
     kind="subgraphs",
-    trial_config=".config:SubgraphsTrial",
     claims=CLAIMS,
     package=__name__,
     description="Does scale lift out-of-distribution accuracy on multi-step tasks, and are correct steps the "
