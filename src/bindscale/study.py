@@ -218,14 +218,16 @@ def _default_group_key(trial: Any) -> tuple:
 
 #: Where :class:`StudyPlugin` looks for a hook it was not given: hook -> (module of the study's
 #: package, attribute). ``trainer`` and ``trial_config`` are required; a study without one of the
-#: others takes the hook's default (see :class:`StudyPlugin`).
+#: others takes the hook's default (see :class:`StudyPlugin`). What planning calls (grouping, cost,
+#: memory, checks, step timing) is looked for in ``plan``, a light module: planning and ``--dry-run``
+#: must not import the trainer's torch just to find a hook absent.
 CONVENTION: dict[str, tuple[str, str]] = {
     "trial_config": ("config", "TrialConfig"),
     "trainer": ("trial", "run_group"),
-    "grouper": ("trial", "group_key"),
+    "grouper": ("plan", "group_key"),
     "models": ("trial", "untrained_model"),
     "tasks": ("trial", "task_family"),
-    "step_timer": ("trial", "stack_step_seconds"),
+    "step_timer": ("plan", "stack_step_seconds"),
     "cost": ("plan", "job_cost"),
     "memory": ("plan", "trial_memory_bytes"),
     "checker": ("plan", "check_trials"),
