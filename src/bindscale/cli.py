@@ -249,6 +249,21 @@ def list_() -> None:
               highlight=False, soft_wrap=True)
 
 
+@app.command("new-study")
+def new_study(
+    name: Annotated[str, typer.Argument(help="the new study's name (a lowercase Python identifier)")],
+    dir_: Annotated[Path, typer.Option("--dir", help="where to write the study folder and its test")] = Path("."),
+) -> None:
+    """Make a new study folder from the template (a small complete study wired by convention)."""
+    from .scaffold import how_to_register, new_study as make
+
+    try:
+        package, test_file = make(name, dir_)
+    except BindscaleError as err:
+        _fail(str(err))
+    print(how_to_register(package, test_file))
+
+
 def _file_description(path) -> str:
     """The ``description`` of a study YAML file ("" when it has none or cannot be read)."""
     import yaml

@@ -51,6 +51,7 @@ from .options import EXECUTORS, RETRIES
 from .ray_executor import execute_ray  # Ray itself is imported only when a Ray sweep runs
 from .records import RECORD_DIR
 from .storage import RunStore, remove_temporaries
+from .study import CONVENTION
 
 Progress = Callable[[int, int], None]
 JobDone = Callable[[list[str]], None]
@@ -109,8 +110,11 @@ def study_imports(plugin) -> tuple[str, ...]:
     """The modules a study's workers import to train: its plugin's and its trainer's (from the
     ``"module:function"`` reference, without importing it here: the driver need not pay for them)."""
     trainer = plugin.trainer
+    if trainer is None and getattr(plugin, "package", None):  # found by convention: <package>.trial
+        trainer = f"{plugin.package}.{CONVENTION['trainer'][0]}:"
     module = trainer.partition(":")[0] if isinstance(trainer, str) else getattr(trainer, "__module__", None)
-    return tuple(dict.fromkeys(m for m in (type(plugin).__module__, module) if m))
+    plugin_module = getattr(plugin, "package", None) or type(plugin).__module__
+    return tuple(dict.fromkeys(m for m in (plugin_module, module) if m))
 
 
 def pool_context(study_module: str | tuple[str, ...] | None = None):

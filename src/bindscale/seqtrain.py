@@ -96,8 +96,18 @@ def seq_loss(model: torch.nn.Module, tokens: torch.Tensor, loss_mask: torch.Tens
     return total / loss_mask[:, :-1].sum().clamp(min=1)
 
 
-def _batch_indices(N: int, steps: int, batch_size: int, g: torch.Generator) -> torch.Tensor:
-    """``(steps, batch_size)`` example indices: shuffled epochs over ``0..N-1``, concatenated."""
+def batch_indices(N: int, steps: int, batch_size: int, g: torch.Generator) -> torch.Tensor:
+    """Example indices of every training step: shuffled epochs over ``0..N-1``, concatenated and cut.
+
+    Every example is seen once per epoch before any is seen again; the permutations are drawn from
+    ``g`` (on its device), so the schedule is reproducible from the generator's seed.
+
+    Returns:
+        ``(steps, batch_size)`` int64 CPU tensor.
+
+    Raises:
+        ZeroDivisionError: ``N`` is 0 (no examples to draw from).
+    """
     need = steps * batch_size
     perms = [torch.randperm(N, generator=g, device=g.device) for _ in range(-(-need // N))]
     return torch.cat(perms)[:need].view(steps, batch_size).cpu()
@@ -176,7 +186,7 @@ def train_seq_model(
     model.to(device).train()
     N = tokens.shape[0]
     # Batch order and trimmed lengths are fixed up front, on the host: the loop never waits for them.
-    idx = _batch_indices(N, steps, batch_size, generator)  # (steps, B)
+    idx = batch_indices(N, steps, batch_size, generator)  # (steps, B)
     lengths = sequence_lengths(tokens.cpu(), loss_mask.cpu())[idx].amax(dim=1).tolist()  # per step
     tokens, loss_mask = tokens.to(device), loss_mask.to(device)
 
@@ -241,7 +251,7 @@ def fit_minibatches(
         params: the parameters to train (those without ``requires_grad`` are skipped).
         batch_loss: ``batch_loss(step, rows) -> scalar loss``; ``step`` is 0-based,
             ``rows`` a LongTensor of example indices on ``device``.
-        idx: ``(steps, B)`` example indices of every step (e.g. :func:`_batch_indices`).
+        idx: ``(steps, B)`` example indices of every step (e.g. :func:`batch_indices`).
         lr, weight_decay, warmup_steps, grad_clip, device, on_step: as in :func:`train_seq_model`.
 
     Returns:

@@ -6,17 +6,22 @@ package registered under the entry-point group ``bindscale.studies``) whose
 executors, records, report shell, CLI) only ever talks to studies through this
 interface and :mod:`bindscale.registry`; it names no study.
 
-:class:`StudyPlugin` is the ready-made implementation: its hooks are given as
-``"module:attribute"`` strings, imported on first use, so that resolving and
-validating a study never imports torch, pandas or scikit-learn (a one-line
-error is printed in well under a second).
+:class:`StudyPlugin` is the ready-made implementation. Given its ``package``, it finds its hooks
+by convention in the study's folder (:data:`CONVENTION`: ``trial.run_group``, ``plan.job_cost``,
+``verdicts.prepare_rows``, ``figures.figures``...) and each claim's rule as ``verdicts.<claim name>``;
+a hook is given explicitly only where a study differs, as a ``"module:attribute"`` string (relative to
+the package when it starts with a dot) or an object. Hooks are imported on first use, so that
+resolving and validating a study never imports torch, pandas or scikit-learn (a one-line error is
+printed in well under a second).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -27,8 +32,64 @@ SIDES: dict[str, str] = {
     "where_scale_stops": "where scale stops",
 }
 
-#: A verdict rule: (ok rows, thresholds, n_boot, seed) -> (statistic, verdict, (value, lo, hi), n, details).
-Rule = Callable[..., tuple]
+#: The three outcomes of a claim. ``supported`` always means the cited source's claim holds.
+SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE = "supported", "not_supported", "inconclusive"
+OUTCOMES = (SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a claim's rule decided from the ok rows of its study's results table.
+
+    The report turns it into the claim's verdict dict (``statistic``, ``verdict``, ``value``, ``ci_low``,
+    ``ci_high``, ``n_trials``, ``details``: :func:`bindscale.report.verdicts.compute_verdicts`), after the
+    claim's guards have had their say.
+
+    Attributes:
+        statistic: name of the deciding statistic, an identifier such as ``"heldout_r2_widest"`` (the
+            claim's ``statistic`` text says it in words).
+        outcome: :data:`SUPPORTED`, :data:`NOT_SUPPORTED` or :data:`INCONCLUSIVE`.
+        interval: ``(value, ci_low, ci_high)``: the statistic and its 95% interval, in the statistic's
+            own units; NaN where undefined (e.g. ``(nan, nan, nan)`` when inconclusive for lack of rows).
+        n_trials: how many values (trials, or cells where the rule says so) the statistic is computed from.
+        details: JSON-able facts behind the verdict for the report: ``reason`` (one sentence, why this
+            outcome), per-cell intervals, ``seeds_per_cell`` (fewer than
+            :data:`bindscale.report.verdicts.CONCLUSIVE_SEEDS` adds a caveat), restrictions applied...
+
+    Raises:
+        ValueError: ``outcome`` is not one of the three outcomes, or ``interval`` has not three numbers.
+    """
+
+    statistic: str
+    outcome: str
+    interval: tuple[float, float, float]
+    n_trials: int
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.outcome not in OUTCOMES:
+            raise ValueError(f"verdict {self.statistic}: outcome {self.outcome!r} is not one of {', '.join(OUTCOMES)}")
+        if len(self.interval) != 3:
+            raise ValueError(f"verdict {self.statistic}: interval {self.interval!r} is not (value, low, high)")
+
+    @property
+    def value(self) -> float:
+        """The statistic (first element of :attr:`interval`)."""
+        return float(self.interval[0])
+
+    @property
+    def ci_low(self) -> float:
+        """Low end of the statistic's 95% interval."""
+        return float(self.interval[1])
+
+    @property
+    def ci_high(self) -> float:
+        """High end of the statistic's 95% interval."""
+        return float(self.interval[2])
+
+
+#: A verdict rule: (ok rows, thresholds, n_boot, seed) -> :class:`Verdict`.
+Rule = Callable[..., Verdict]
 #: A guard run after a rule: (all rows, ok rows, details) -> (reason, details key for the rule's own value) or None.
 Guard = Callable[..., "tuple[str, str] | None"]
 
@@ -61,12 +122,14 @@ class Claim:
         statement: the claim in words, as its source makes it.
         statistic: what the deciding number is, in words (the rule names it exactly).
         side: key of :data:`SIDES`.
-        rule: ``"module:function"`` or a callable (see :data:`Rule`).
+        rule: ``"module:function"`` or a callable (see :data:`Rule`); ``None``: its study's
+            ``verdicts.<name>`` (:class:`StudyPlugin` fills it in). A reference starting with a dot is
+            relative to the study's package (``".verdicts:my_rule"``).
         thresholds: threshold name → allowed (low, high), settable in the study file.
         defaults: threshold name → default value.
         figures: names of the figures (of its study) that decide it, first one shown on the answer page.
-        guards: callables or references (see :data:`Guard`) that can turn a verdict inconclusive
-            (e.g. the widest planned model produced no result).
+        guards: callables or references (see :data:`Guard`; relative ones as for ``rule``) that can turn
+            a verdict inconclusive (e.g. the widest planned model produced no result).
         aliases: earlier names of the claim (old study files still load).
         retired: thresholds of earlier rules, dropped when an old study file is loaded.
     """
@@ -77,7 +140,7 @@ class Claim:
     statement: str
     statistic: str
     side: str
-    rule: Any
+    rule: Any = None
     thresholds: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     defaults: Mapping[str, float] = field(default_factory=dict)
     figures: Sequence[str] = ()
@@ -153,12 +216,87 @@ def _default_group_key(trial: Any) -> tuple:
     return (trial.family, trial.trial_id)
 
 
+#: Where :class:`StudyPlugin` looks for a hook it was not given: hook -> (module of the study's
+#: package, attribute). ``trainer`` and ``trial_config`` are required; a study without one of the
+#: others takes the hook's default (see :class:`StudyPlugin`). What planning calls (grouping, cost,
+#: memory, checks, step timing) is looked for in ``plan``, a light module: planning and ``--dry-run``
+#: must not import the trainer's torch just to find a hook absent.
+CONVENTION: dict[str, tuple[str, str]] = {
+    "trial_config": ("config", "TrialConfig"),
+    "trainer": ("trial", "run_group"),
+    "grouper": ("plan", "group_key"),
+    "models": ("trial", "untrained_model"),
+    "tasks": ("trial", "task_family"),
+    "step_timer": ("plan", "stack_step_seconds"),
+    "cost": ("plan", "job_cost"),
+    "memory": ("plan", "trial_memory_bytes"),
+    "checker": ("plan", "check_trials"),
+    "rows": ("verdicts", "prepare_rows"),
+    "figure_set": ("figures", "figures"),
+    "table": ("table", "config_table"),
+}
+#: The module of a study's package where a claim's rule is ``<claim name>``, unless the claim names one.
+RULES_MODULE = "verdicts"
+_REQUIRED = ("trainer", "trial_config")
+
+
+def _absolute(ref: Any, package: str | None) -> Any:
+    """``".module:attr"`` relative to ``package`` -> ``"package.module:attr"``; anything else as is."""
+    if isinstance(ref, str) and ref.startswith("."):
+        if package is None:
+            raise ValueError(f"relative reference {ref!r} needs the study's package (StudyPlugin(package=__name__))")
+        return package + ref
+    return ref
+
+
+def _package_dir(package: str) -> Path:
+    """The folder of ``package`` (being imported: its ``__init__`` is the caller)."""
+    mod = sys.modules.get(package)
+    if mod is not None and getattr(mod, "__file__", None):
+        return Path(mod.__file__).parent
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ValueError(f"{package!r} is not a package")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _lookup(package: str, module: str, attr: str) -> Any:
+    """``package.module.attr``, or None when the module or the attribute does not exist.
+
+    An import error raised *inside* an existing module (a missing dependency, a bug) propagates.
+    """
+    name = f"{package}.{module}"
+    try:
+        mod = importlib.import_module(name)
+    except ModuleNotFoundError as err:
+        if err.name == name:
+            return None
+        raise
+    return getattr(mod, attr, None)
+
+
 @dataclass(frozen=True)
 class StudyPlugin:
-    """A :class:`Study` whose hooks are lazy ``"module:attr"`` references.
+    """A :class:`Study` whose hooks are found by convention in its package, or given as lazy references.
 
-    Hooks left ``None`` take a default: every trial its own job, cost ``steps`` per trial,
+    A study that follows the convention declares only what is its own::
+
+        STUDY = StudyPlugin(name="toy", kind="toy", claims=CLAIMS, description="...", package=__name__)
+
+    With ``package`` (the study's package, ``__name__`` in its ``__init__.py``) every hook left
+    ``None`` is looked up, on first use, as :data:`CONVENTION` says (``trainer`` is
+    ``<package>.trial.run_group``, ``cost`` is ``<package>.plan.job_cost``...), each claim without a
+    rule gets ``<package>.verdicts.<claim name>``, relative references (``".lmtrial:check_trials"``)
+    are taken relative to the package, and ``directory`` (where its YAML files are) defaults to the
+    package's folder. A hook given explicitly overrides the convention.
+
+    Hooks neither given nor found take a default: every trial its own job, cost ``steps`` per trial,
     256 MiB per trial, no extra checks, ok rows untouched, no figures, no config table.
+
+    Raises:
+        ValueError: claim names repeat; a relative reference without ``package``; no trainer given
+            and no ``package`` to find one in.
+        LookupError: (on use) a required hook (``trainer``, ``trial_config``) is neither given nor found.
 
     Optional hooks of the Python API (:mod:`bindscale.api`), none by default:
     ``models`` — ``function(trial, **model_kwargs) -> nn.Module``, the trial's untrained
@@ -170,10 +308,11 @@ class StudyPlugin:
 
     name: str
     kind: str
-    trial_config: Any  # a class or "module:Class"
-    claims: Sequence[Claim]
-    description: str
-    directory: Path | None = None  # where its YAML files are
+    trial_config: Any = None  # a class or "module:Class"; None: <package>.config.TrialConfig
+    claims: Sequence[Claim] = ()
+    description: str = ""
+    directory: Path | None = None  # where its YAML files are; None: the package's folder
+    package: str | None = None  # the study's package: hooks, rules and YAML files by convention
     implicit_kind: bool = False
     headline: bool = False  # what `bindscale run` runs without a study name (first verdicts in minutes)
     #: CPU-seconds per unit of ``job_cost`` and per trial, for ``--dry-run``'s estimate (None: no estimate),
@@ -193,18 +332,56 @@ class StudyPlugin:
     #: ``function(trials) -> float``: seconds of one training step of ``trials`` as one stack on this
     #: machine (one thread); with it the planner sizes stacks by measurement (:func:`bindscale.sweep.plan_jobs`).
     step_timer: Any = None
+    _found: dict = field(default_factory=dict, init=False, repr=False, compare=False)  # hook -> object
 
     def __post_init__(self) -> None:
-        if self.trainer is None:
-            raise ValueError(f"study {self.name}: a trainer (run_group) is required")
+        if self.trainer is None and self.package is None:
+            raise ValueError(f"study {self.name}: a trainer (run_group) is required, or the package to find it in")
         names = [c.name for c in self.claims]
         if len(set(names)) != len(names):
             raise ValueError(f"study {self.name}: claim names repeat: {names}")
+        pkg = self.package
+        for hook in CONVENTION:
+            object.__setattr__(self, hook, _absolute(getattr(self, hook), pkg))
+        # Claims get absolute references now (the report resolves a claim's rule without its study).
+        claims = tuple(replace(c, rule=_absolute(c.rule, pkg) if c.rule is not None else
+                               (f"{pkg}.{RULES_MODULE}:{c.name}" if pkg else None),
+                               guards=tuple(_absolute(g, pkg) for g in c.guards)) for c in self.claims)
+        missing = [c.name for c in claims if c.rule is None]
+        if missing:
+            raise ValueError(f"study {self.name}: claims {missing} have no rule (give one, or the study's package)")
+        object.__setattr__(self, "claims", claims)
+        if self.directory is None and pkg is not None:
+            object.__setattr__(self, "directory", _package_dir(pkg))
+
+    def __getstate__(self) -> dict:
+        # Resolved hooks stay behind (a worker resolves its own); only the references travel.
+        return {**self.__dict__, "_found": {}}
+
+    def hook(self, name: str) -> Any:
+        """The object of hook ``name`` (a key of :data:`CONVENTION`): given, else found by convention, else None.
+
+        Raises:
+            LookupError: a required hook (``trainer``, ``trial_config``) is neither given nor found.
+        """
+        if name not in self._found:
+            ref = getattr(self, name)
+            if ref is not None:
+                obj = resolve(ref)
+            elif self.package is not None:
+                obj = _lookup(self.package, *CONVENTION[name])
+            else:
+                obj = None
+            if obj is None and name in _REQUIRED:
+                module, attr = CONVENTION[name]
+                raise LookupError(f"study {self.name}: no {name} given and no {self.package}.{module}.{attr}")
+            self._found[name] = obj
+        return self._found[name]
 
     # The config class is resolved on use: a plugin module may define it after STUDY.
     @property
     def trial_class(self) -> type:
-        return resolve(self.trial_config)
+        return self.hook("trial_config")
 
     def study_files(self) -> dict[str, Path]:
         if self.directory is None:
@@ -212,27 +389,28 @@ class StudyPlugin:
         return {p.stem: p for p in sorted(Path(self.directory).glob("*.yaml"))}
 
     def group_key(self, trial: Any) -> tuple:
-        return resolve(self.grouper)(trial) if self.grouper else _default_group_key(trial)
+        grouper = self.hook("grouper")
+        return grouper(trial) if grouper else _default_group_key(trial)
 
     def run_group(self, trials: list, device: str, progress: Callable[[int], None] | None = None,
                   return_models: bool = False) -> list:
         """Its trainer on ``trials``; ``return_models=True`` asks it for the trained models too
         (``TrialResult.model``; see :meth:`returns_models`)."""
         if not return_models:
-            return resolve(self.trainer)(trials, device, progress)
+            return self.hook("trainer")(trials, device, progress)
         if not self.returns_models():
             raise NotImplementedError(f"study {self.name}: its trainer cannot hand back trained models "
                                       "(no return_models argument)")
-        return resolve(self.trainer)(trials, device, progress, return_models=True)
+        return self.hook("trainer")(trials, device, progress, return_models=True)
 
     def returns_models(self) -> bool:
         """Whether its trainer takes ``return_models`` and it has a ``models`` builder (models can be
         returned, saved and rebuilt)."""
         import inspect
 
-        if self.models is None:
+        if self.hook("models") is None:
             return False
-        return "return_models" in inspect.signature(resolve(self.trainer)).parameters
+        return "return_models" in inspect.signature(self.hook("trainer")).parameters
 
     def build_model(self, trial: Any, **model_kwargs: Any) -> Any:
         """The trial's untrained model (its ``models`` hook).
@@ -240,9 +418,10 @@ class StudyPlugin:
         Raises:
             NotImplementedError: the study has no ``models`` hook.
         """
-        if self.models is None:
+        models = self.hook("models")
+        if models is None:
             raise NotImplementedError(f"study {self.name} does not build models outside its trainer (no models hook)")
-        return resolve(self.models)(trial, **model_kwargs)
+        return models(trial, **model_kwargs)
 
     def build_tasks(self, trial: Any, device: str = "cpu") -> Any:
         """What the trial's trainer builds its data from (its ``tasks`` hook).
@@ -250,43 +429,50 @@ class StudyPlugin:
         Raises:
             NotImplementedError: the study has no ``tasks`` hook.
         """
-        if self.tasks is None:
+        tasks = self.hook("tasks")
+        if tasks is None:
             raise NotImplementedError(f"study {self.name} does not expose its tasks (no tasks hook)")
-        return resolve(self.tasks)(trial, device)
+        return tasks(trial, device)
 
     def steps(self, trial: Any) -> int:
         return int(trial.train.steps)
 
     def job_cost(self, job: list) -> float:
-        return float(resolve(self.cost)(job)) if self.cost else float(sum(self.steps(t) for t in job))
+        cost = self.hook("cost")
+        return float(cost(job)) if cost else float(sum(self.steps(t) for t in job))
 
     def trial_memory_bytes(self, trial: Any) -> int:
-        return int(resolve(self.memory)(trial)) if self.memory else 256 << 20
+        memory = self.hook("memory")
+        return int(memory(trial)) if memory else 256 << 20
 
     def stack_step_seconds(self, trials: list) -> float | None:
         """Measured seconds of one training step of ``trials`` stacked (None: the study has no step timer)."""
-        return float(resolve(self.step_timer)(trials)) if self.step_timer else None
+        timer = self.hook("step_timer")
+        return float(timer(trials)) if timer else None
 
     def check_trials(self, trials: list) -> None:
-        if self.checker:
-            resolve(self.checker)(trials)
+        checker = self.hook("checker")
+        if checker:
+            checker(trials)
 
     def prepare_rows(self, df: Any) -> Any:
-        from .report.verdicts import ok_rows
+        from .records import ok_rows
 
-        return resolve(self.rows)(df) if self.rows else ok_rows(df)
+        rows = self.hook("rows")
+        return rows(df) if rows else ok_rows(df)
 
     def figures(self, study: Mapping[str, Any] | None = None,
                 verdicts: Sequence[Mapping[str, Any]] | None = None) -> dict[str, tuple[Callable, str]]:
         """Its figure set; the verdicts go to a figure set function that takes a ``verdicts`` argument."""
         import inspect
 
-        if not self.figure_set:
+        make = self.hook("figure_set")
+        if not make:
             return {}
-        make = resolve(self.figure_set)
         if verdicts is not None and "verdicts" in inspect.signature(make).parameters:
             return dict(make(study, verdicts=verdicts))
         return dict(make(study))
 
     def config_table(self, df: Any) -> tuple[list[str], list[list[str]]]:
-        return resolve(self.table)(df) if self.table else ([], [])
+        table = self.hook("table")
+        return table(df) if table else ([], [])

@@ -103,10 +103,10 @@ def drawn(monkeypatch):
     """Every matplotlib Figure a figure function renders, in order."""
     figs = []
     for module in (sc_figs, sg_figs, mod_figs):
-        def wrapped(fig, _orig=module._to_b64):
+        def wrapped(fig, _orig=module.to_base64):
             figs.append(fig)
             return _orig(fig)
-        monkeypatch.setattr(module, "_to_b64", wrapped)
+        monkeypatch.setattr(module, "to_base64", wrapped)
     return figs
 
 

@@ -55,6 +55,11 @@ CI_WORDS = "mean ± 95% t interval over seeds"
 # ----------------------------------------------------------------- helpers --
 
 def _new_figure() -> tuple[Figure, Any]:
+    """A new report-sized figure (:data:`FIGSIZE` inches at 100 dpi, constrained layout) and its one axes.
+
+    Uses matplotlib's object API with the Agg canvas (no pyplot state: safe in worker threads).
+    Output: ``(figure, axes)``; render it with :func:`_to_b64` (``bindscale.kit.to_base64``).
+    """
     fig = Figure(figsize=FIGSIZE, dpi=100, layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()

@@ -3,10 +3,12 @@
 ``compute_verdicts(df, study)`` turns the results table (one row per trial)
 into one verdict dict per claim named in ``study["verdicts"]``, using the
 rule, defaults, guards and statement each claim declares in its study plugin
-(:class:`bindscale.study.Claim`, found through :mod:`bindscale.registry`).
-The helpers below are shared by every study's rules: ok rows, restricting a
-comparison to the most common configuration, degenerate-input checks and the
-verdict dict itself. Intervals come from :mod:`bindscale.stats`.
+(:class:`bindscale.study.Claim`, found through :mod:`bindscale.registry`);
+a rule returns a :class:`bindscale.study.Verdict`. The helpers below are
+shared by every study's rules (studies import them from :mod:`bindscale.kit`,
+the private ones under public names): restricting a comparison to the most
+common configuration, degenerate-input checks and the verdict dict itself.
+Intervals come from :mod:`bindscale.stats`.
 
 A verdict whose deciding cell has fewer than ``MIN_REPLICATES`` values is
 "inconclusive" (each rule checks); one with fewer than ``CONCLUSIVE_SEEDS``
@@ -23,6 +25,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bindscale.records import ok_rows
+
 __all__ = [
     "compute_verdicts",
     "ok_rows",
@@ -33,7 +37,7 @@ __all__ = [
     "study_as_dict",
 ]
 
-SUPPORTED, NOT_SUPPORTED, INCONCLUSIVE = "supported", "not_supported", "inconclusive"
+from bindscale.study import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, Verdict  # noqa: F401 - re-exported for rules
 #: Status of a planned trial without a record (it never ran, or its worker died before writing one).
 MISSING = "missing"
 #: Fewest seeds a deciding cell may have for any verdict (a t interval needs a spread).
@@ -44,23 +48,6 @@ CONCLUSIVE_SEEDS = 8
 
 
 # ----------------------------------------------------------------- helpers --
-
-def ok_rows(df: pd.DataFrame, numeric: tuple[str, ...] = ()) -> pd.DataFrame:
-    """Copy of the ``status == "ok"`` rows, with the ``numeric`` columns coerced to float.
-
-    Missing numeric columns are added as NaN (an older run without a metric makes
-    its claim inconclusive instead of crashing). A table without a ``status``
-    column is taken as all ok; a repeated record (same ``trial_id``) counts once.
-    """
-    out = df.copy()
-    if "trial_id" in out.columns:
-        out = out.drop_duplicates("trial_id")  # a repeated record is one trial, not another seed
-    if "status" in out.columns:
-        out = out[out["status"].astype(str) == "ok"].copy()
-    for col in numeric:
-        out[col] = pd.to_numeric(out[col], errors="coerce") if col in out else np.nan
-    return out.reset_index(drop=True)
-
 
 def restrict_to_mode(rows: pd.DataFrame, cols: tuple[str, ...]) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Keep the rows at the most common value of each column in ``cols`` that varies.
@@ -101,12 +88,17 @@ def _key(v: Any) -> str:
 
 
 def _ci(triple: tuple[float, float, float], n: int) -> dict[str, Any]:
-    """(point, low, high) + sample size as a details entry."""
+    """A statistic with its interval as a verdict's details entry.
+
+    ``triple``: ``(point, low, high)``; ``n``: how many values it is computed from.
+    Output: ``{"value", "ci_low", "ci_high", "n"}`` as Python floats and an int (JSON-able).
+    """
     p, lo, hi = triple
     return {"value": float(p), "ci_low": float(lo), "ci_high": float(hi), "n": int(n)}
 
 
 def _finite(s: pd.Series) -> np.ndarray:
+    """The finite values of ``s`` (NaN and ±inf dropped) as a float array."""
     a = np.asarray(s, dtype=float)
     return a[np.isfinite(a)]
 
@@ -179,7 +171,12 @@ def coerce_numeric(ok: pd.DataFrame, numeric: tuple[str, ...]) -> pd.DataFrame:
 
 
 def _decide(triple: tuple[float, float, float], margin: float) -> str:
-    """Supported when the whole interval lies above ``margin``, not supported when below it."""
+    """Supported when the whole interval lies above ``margin``, not supported when below it.
+
+    ``triple``: ``(point, low, high)``, a 95% interval in the statistic's units; a NaN low end is
+    inconclusive. Output: ``"supported"``, ``"not_supported"`` or ``"inconclusive"`` (the interval
+    straddles the margin).
+    """
     _, lo, hi = triple
     if math.isnan(lo):
         return "inconclusive"
@@ -256,7 +253,11 @@ def compute_verdicts(
         given = {k: v for k, v in dict(params or {}).items() if v is not None}
         merged = {**claim.defaults, **given}
         try:
-            stat, verdict, triple, n, details = resolve(claim.rule)(ok, merged, n_boot, seed)
+            decided = resolve(claim.rule)(ok, merged, n_boot, seed)
+            if not isinstance(decided, Verdict):
+                raise TypeError(f"the rule returned {type(decided).__name__}, not a bindscale.kit.Verdict")
+            stat, verdict, triple, n, details = (decided.statistic, decided.outcome, decided.interval,
+                                                 decided.n_trials, decided.details)
             for guard in claim.guards:
                 # A guard sees the whole table (failed and diverged trials too): e.g. the widest planned
                 # model has no result, so the rule answered at a smaller scale than the study asked about;

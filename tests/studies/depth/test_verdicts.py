@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bindscale import registry
 from bindscale.studies.depth import verdicts as V
 from bindscale.study import resolve
 
@@ -46,7 +47,8 @@ def scale(df, th=SCALE):
 
 
 def test_depth_supported_when_deeper_wins_on_every_split():
-    stat, verdict, (v, lo, hi), n, d = depth(_rows(_families(0.3, 0.2)))
+    result = depth(_rows(_families(0.3, 0.2)))
+    stat, verdict, (v, lo, hi), n, d = result.statistic, result.outcome, result.interval, result.n_trials, result.details
     assert verdict == "supported" and lo > 0
     assert d["split_used"] == "addprim_jump" and v == pytest.approx(0.2, abs=0.05)  # the weaker split decides
     assert set(d["by_split"]) == {"length", "addprim_jump"}  # simple is not a generalization split
@@ -54,18 +56,20 @@ def test_depth_supported_when_deeper_wins_on_every_split():
 
 
 def test_depth_not_supported_when_shallower_wins_on_one_split():
-    _, verdict, (v, lo, hi), _, d = depth(_rows(_families(0.3, -0.2)))
+    result = depth(_rows(_families(0.3, -0.2)))
+    verdict, (v, lo, hi), d = result.outcome, result.interval, result.details
     assert verdict == "not_supported" and d["split_used"] == "addprim_jump" and hi < 0
 
 
 def test_depth_flat_is_not_supported_with_a_positive_margin_and_inconclusive_at_zero():
     df = _rows(_families(0.0, 0.0))
-    assert depth(df, {"margin": 0.1, "min_id_acc": 0.5})[1] == "not_supported"
-    assert depth(df)[1] == "inconclusive"
+    assert depth(df, {"margin": 0.1, "min_id_acc": 0.5}).outcome == "not_supported"
+    assert depth(df).outcome == "inconclusive"
 
 
 def test_depth_inconclusive_when_models_did_not_learn_the_training_distribution():
-    _, verdict, _, _, d = depth(_rows(_families(0.3, 0.2), id_acc=0.2))
+    result = depth(_rows(_families(0.3, 0.2), id_acc=0.2))
+    verdict, d = result.outcome, result.details
     assert verdict == "inconclusive" and "min_id_acc" in d["reason"]
 
 
@@ -84,16 +88,16 @@ def test_depth_inconclusive_on_broken_tables(breakage):
         df = df[df["seed"] < 2]
     elif breakage == "copied":
         df["acc_test"] = df.groupby(["split", "budget", "layers"])["acc_test"].transform("first")
-    assert depth(df)[1] == "inconclusive", breakage
+    assert depth(df).outcome == "inconclusive", breakage
 
 
 def test_depth_uses_rotary_rows_and_failed_trials_do_not_count():
     good = _rows(_families(0.3, 0.2))
     learned = _rows(_families(-0.3, -0.3), pos="learned")
-    assert depth(pd.concat([good, learned]))[1] == "supported"
+    assert depth(pd.concat([good, learned])).outcome == "supported"
     failed = good.copy()
     failed["status"] = "failed"
-    assert depth(failed)[1] == "inconclusive"
+    assert depth(failed).outcome == "inconclusive"
 
 
 def _sweep(acc_length, acc_jump, id_acc=0.9, seeds=8, noise=0.02):
@@ -104,21 +108,23 @@ def _sweep(acc_length, acc_jump, id_acc=0.9, seeds=8, noise=0.02):
 
 
 def test_scale_claim_supported_when_the_largest_model_fails_both_splits():
-    stat, verdict, (v, lo, hi), n, d = scale(_sweep(0.15, 0.02))
+    result = scale(_sweep(0.15, 0.02))
+    stat, verdict, (v, lo, hi), n, d = result.statistic, result.outcome, result.interval, result.n_trials, result.details
     assert verdict == "supported" and hi < 0.5 and d["budget_used"] == 200_000 and d["layers_used"] == 2
     assert d["split_used"] == "length"  # nearest to being solved
     assert n == 16
 
 
 def test_scale_claim_not_supported_when_scale_solves_a_split():
-    _, verdict, (v, lo, hi), _, d = scale(_sweep(0.15, 0.9))
+    result = scale(_sweep(0.15, 0.9))
+    verdict, (v, lo, hi), d = result.outcome, result.interval, result.details
     assert verdict == "not_supported" and d["split_used"] == "addprim_jump" and lo > 0.5
 
 
 def test_scale_claim_all_zero_test_accuracy_with_learned_training_distribution_is_a_verdict():
     df = _sweep(0.0, 0.0, noise=0.0)
     df["acc_id"] = 0.8 + 0.02 * (df["seed"] % 4)  # varies across seeds: a real measurement
-    assert scale(df)[1] == "supported"
+    assert scale(df).outcome == "supported"
 
 
 @pytest.mark.parametrize("breakage", ["all_zero", "nan", "missing_column", "no_split", "few_seeds", "not_learned",
@@ -140,12 +146,12 @@ def test_scale_claim_inconclusive_on_broken_tables(breakage):
     elif breakage == "copied":
         df["acc_test"] = 0.1
         df["acc_id"] = 0.9
-    assert scale(df)[1] == "inconclusive", breakage
+    assert scale(df).outcome == "inconclusive", breakage
 
 
 def test_scale_claim_inconclusive_when_the_interval_straddles_the_threshold():
     df = _sweep(0.5, 0.0, noise=0.2)
-    assert scale(df)[1] == "inconclusive"
+    assert scale(df).outcome == "inconclusive"
 
 
 def test_claims_resolve_and_run_through_the_engine():
@@ -155,7 +161,7 @@ def test_claims_resolve_and_run_through_the_engine():
     out = compute_verdicts(df, {"verdicts": {"deeper_composes_better_at_equal_params": {},
                                              "seq2seq_fails_scan_splits": {}}})
     assert [v["claim"] for v in out] == ["deeper_composes_better_at_equal_params", "seq2seq_fails_scan_splits"]
-    assert all(callable(resolve(c.rule)) for c in V.CLAIMS)
+    assert all(callable(resolve(c.rule)) for c in registry.get("depth").claims)  # rules by convention
 
 
 def test_scale_claim_inconclusive_when_the_largest_planned_model_failed():
@@ -175,17 +181,18 @@ def test_depth_one_all_zero_cell_is_a_measurement_not_degenerate(deep_zero, expe
     df = _rows(_families(0.3, 0.2))
     m = (df["split"] == "addprim_jump") & (df["layers"] == (8 if deep_zero else 1))
     df.loc[m, "acc_test"] = 0.0
-    assert depth(df)[1] == expected
+    assert depth(df).outcome == expected
 
 
 def test_scale_claim_test_zero_and_training_distribution_solved_in_every_seed_is_supported():
     """Review item 3: test 0.0 with in-distribution 1.0 in every seed (Lake & Baroni's outcome) decides."""
     df = _sweep(0.15, 0.02)
     df["acc_test"], df["acc_id"] = 0.0, 1.0
-    _, verdict, (v, lo, hi), _, d = scale(df)
+    result = scale(df)
+    verdict, (v, lo, hi), d = result.outcome, result.interval, result.details
     assert verdict == "supported" and v == 0.0 and hi == 0.0
     df["acc_test"] = 1.0  # one value everywhere stays degenerate
-    assert scale(df)[1] == "inconclusive"
+    assert scale(df).outcome == "inconclusive"
 
 
 @pytest.mark.parametrize("drop", ["jump_at_largest_failed", "jump_missing", "length_missing"])
@@ -200,7 +207,8 @@ def test_scale_claim_needs_both_splits_at_the_largest_model(drop):
         df = df[df["split"] != "addprim_jump"]
     else:
         df = df[df["split"] != "length"]
-    _, verdict, _, _, d = scale(df)
+    result = scale(df)
+    verdict, d = result.outcome, result.details
     assert verdict == "inconclusive" and "claim is about both splits" in d["reason"]
     out = compute_verdicts(df, {"verdicts": {"seq2seq_fails_scan_splits": {}}})[0]
     assert out["verdict"] == "inconclusive"
@@ -217,7 +225,7 @@ def test_depth_claim_inconclusive_when_a_planned_family_member_failed(fail):
          "split_jump": df["split"] == "addprim_jump",
          "shallow_at_100k": (df["layers"] == 1) & (df["budget"] == 100_000) & (df["split"] == "length")}[fail]
     df.loc[m, "status"] = "failed"
-    assert depth(df)[1] == "supported"  # the rule alone answers on what survived
+    assert depth(df).outcome == "supported"  # the rule alone answers on what survived
     out = compute_verdicts(df, {"verdicts": {"deeper_composes_better_at_equal_params": {}}})[0]
     assert out["verdict"] == "inconclusive" and "planned family member" in out["details"]["reason"], fail
     full = compute_verdicts(_rows(_families(0.3, 0.2)), {"verdicts": {"deeper_composes_better_at_equal_params": {}}})
@@ -257,7 +265,7 @@ def test_citations_and_parameter_counts():
     df = _rows(_families(0.3, 0.2))
     df["n_params_nonembed"] = df["budget"]
     df["n_params"] = df["budget"] + 1000 * df["layers"]
-    d = depth(df)[4]["by_split"]["length"]["budget_25000"]
+    d = depth(df).details["by_split"]["length"]["budget_25000"]
     assert d["params_total_deepest"] == 33_000 and d["params_total_shallowest"] == 26_000
     assert d["params_nonembed_deepest"] == 25_000
     assert "n_params" in table.METRICS

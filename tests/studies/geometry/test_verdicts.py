@@ -85,12 +85,14 @@ def run(rule, df):
 
 
 def test_polar_beats_structural_supported_and_not():
-    stat, verdict, (v, lo, hi), n, d = run(polar_beats_structural, table([.3, .4, .5, .6], [.2, .25, .3, .35]))
+    result = run(polar_beats_structural, table([.3, .4, .5, .6], [.2, .25, .3, .35]))
+    stat, verdict, (v, lo, hi), n, d = result.statistic, result.outcome, result.interval, result.n_trials, result.details
     assert verdict == "supported" and lo > 0 and n == 8 and d["largest_model_params"] == SIZES[-1]
     assert set(d["by_size"]) == {str(s) for s in SIZES} and d["seeds_per_cell"] == 8
-    _, verdict, (v, lo, hi), _, _ = run(polar_beats_structural, table([.3, .4, .5, .5], [.3, .45, .5, .6]))
+    result = run(polar_beats_structural, table([.3, .4, .5, .5], [.3, .45, .5, .6]))
+    verdict, (v, lo, hi) = result.outcome, result.interval
     assert verdict == "not_supported" and hi < 0
-    _, verdict, _, _, _ = run(polar_beats_structural, table([.3, .4, .5, .6], [.3, .4, .5, .6], noise=0.05))
+    verdict = run(polar_beats_structural, table([.3, .4, .5, .6], [.3, .4, .5, .6], noise=0.05)).outcome
     assert verdict in ("inconclusive", "not_supported", "supported")  # equal means: decided by chance at most 5%
 
 
@@ -99,10 +101,12 @@ def test_polar_beats_structural_untrained_model_in_place_of_the_trained_one_is_n
     structural) must not read as learned syntax."""
     df = table([.3] * 4, [.25] * 4, untrained=(.3, .25), substitute_untrained=True, noise=0.005)
     assert (df["polar_minus_structural_las_pp"] > 0.02).all()  # the old statistic: a clear polar lead
-    stat, verdict, triple, _, d = run(polar_beats_structural, df)
+    result = run(polar_beats_structural, df)
+    stat, verdict, triple, d = result.statistic, result.outcome, result.interval, result.details
     assert verdict != "supported", d["reason"]
     # the same lead in an untrained model with its own noise: net of it, nothing is left
-    _, verdict, (v, lo, hi), _, d = run(polar_beats_structural, table([.3] * 4, [.25] * 4, untrained=(.3, .25)))
+    result = run(polar_beats_structural, table([.3] * 4, [.25] * 4, untrained=(.3, .25)))
+    verdict, (v, lo, hi), d = result.outcome, result.interval, result.details
     assert verdict != "supported" and abs(v) < 0.03 and d["untrained_gap_by_size"][str(SIZES[-1])]["value"] > 0.02
 
 
@@ -110,7 +114,8 @@ def test_polar_beats_structural_ignores_the_input_embeddings():
     """Review item 1: a polar lead only at layer 0 (word-type vectors) decides nothing; layers ≥ 1 decide."""
     df = table([.3] * 4, [.3] * 4, embed=(.6, .4), noise=0.002)
     assert (df["best_layer_polar"] == 0).all() and (df["polar_minus_structural_las_pp"] > 0.15).all()
-    _, verdict, (v, lo, hi), _, d = run(polar_beats_structural, df)
+    result = run(polar_beats_structural, df)
+    verdict, (v, lo, hi), d = result.outcome, result.interval, result.details
     assert verdict != "supported" and abs(v) < 0.01
     assert d["best_layers_largest_model"]["polar"] == {"1": 8}
     assert d["best_layers_all_layers_largest_model"]["polar"] == {"0": 8}
@@ -122,18 +127,22 @@ def test_polar_beats_structural_needs_the_polar_probe_above_the_chain_baseline()
     evidence for syntax coded by angle: inconclusive, not supported."""
     good = table([.3, .4, .5, .6], [.2, .25, .3, .35])
     below = table([.3, .4, .5, .6], [.2, .25, .3, .35], uuas=0.4, chain=0.46)
-    assert run(polar_beats_structural, good)[1] == "supported"
-    _, verdict, (v, lo, hi), _, d = run(polar_beats_structural, below)
+    assert run(polar_beats_structural, good).outcome == "supported"
+    result = run(polar_beats_structural, below)
+    verdict, (v, lo, hi), d = result.outcome, result.interval, result.details
     assert verdict == "inconclusive" and lo > 0 and "linear-chain baseline" in d["reason"]
     assert d["polar_uuas_pp_minus_chain_largest_model"]["ci_high"] < 0
-    _, verdict, _, _, d = run(polar_beats_structural, table([.3] * 4, [.4] * 4, uuas=0.4, chain=0.46))
+    result = run(polar_beats_structural, table([.3] * 4, [.4] * 4, uuas=0.4, chain=0.46))
+    verdict, d = result.outcome, result.details
     assert verdict == "not_supported" and "also not above the linear-chain baseline" in d["reason"]
 
 
 def test_growth_supported_and_not():
-    _, verdict, (v, lo, hi), n, d = run(geometry_grows_with_scale, table([.2, .3, .4, .5], [.1] * 4))
+    result = run(geometry_grows_with_scale, table([.2, .3, .4, .5], [.1] * 4))
+    verdict, (v, lo, hi), n, d = result.outcome, result.interval, result.n_trials, result.details
     assert verdict == "supported" and lo > 0.02 and "untrained_model_gain" in d
-    _, verdict, (v, lo, hi), _, _ = run(geometry_grows_with_scale, table([.5, .45, .4, .3], [.1] * 4))
+    result = run(geometry_grows_with_scale, table([.5, .45, .4, .3], [.1] * 4))
+    verdict, (v, lo, hi) = result.outcome, result.interval
     assert verdict == "not_supported" and hi < 0.02
 
 
@@ -141,12 +150,13 @@ def test_growth_the_untrained_model_shows_as_well_is_not_learned():
     """Review item 2: polar LAS rising with size in the trained and the untrained model alike is no growth of
     learned syntax; the decision is on trained − untrained."""
     df = table([.2, .3, .4, .5], [.1] * 4, untrained=[(.1, .1), (.2, .1), (.3, .1), (.4, .1)])
-    stat, verdict, (v, lo, hi), _, d = run(geometry_grows_with_scale, df)
+    result = run(geometry_grows_with_scale, df)
+    stat, verdict, (v, lo, hi), d = result.statistic, result.outcome, result.interval, result.details
     assert stat == "polar_las_pp_net_of_untrained_gain_largest_vs_smallest"
     assert verdict != "supported" and abs(v) < 0.03, d["reason"]
     assert d["trained_model_gain"]["value"] > 0.25 and d["untrained_model_gain"]["value"] > 0.25
     shrinking = table([.3] * 4, [.1] * 4, untrained=[(.05, .05), (.1, .05), (.15, .05), (.25, .05)])
-    assert run(geometry_grows_with_scale, shrinking)[1] == "not_supported"
+    assert run(geometry_grows_with_scale, shrinking).outcome == "not_supported"
 
 
 def test_growth_ignores_the_input_embeddings_and_states_the_probe_rank():
@@ -155,7 +165,8 @@ def test_growth_ignores_the_input_embeddings_and_states_the_probe_rank():
     df["probe_layers"] = [[{**r, "las_pp": r["las_pp"] + 0.1 * SIZES.index(n)} if r["layer"] == "0" else r
                            for r in cell] for cell, n in zip(df["probe_layers"], df["n_params"])]
     df["polar_las_pp"] = df["polar_las_pp"] + 0.1 * df["n_params"].map(SIZES.index)  # the old, all-layers column
-    _, verdict, (v, lo, hi), _, d = run(geometry_grows_with_scale, df)
+    result = run(geometry_grows_with_scale, df)
+    verdict, (v, lo, hi), d = result.outcome, result.interval, result.details
     assert verdict == "not_supported" and abs(v) < 0.01
     assert d["probe_rank_by_size"] == {str(n): [16 if n == SIZES[0] else 32] for n in SIZES}
     assert "probe capacity" in d["probe_rank_note"] and "probe capacity" in d["reason"]
@@ -165,13 +176,15 @@ def test_growth_is_paired_by_seed():
     """Review item 5: a seed draws the same sentences at every size, so the sizes are paired: a seed effect
     shared by the sizes must not widen the interval (the unpaired Welch interval is given for reference)."""
     df = table([.2, .22, .25, .28], [.1] * 4, seed_effect=0.1, noise=0.005)
-    stat, verdict, (v, lo, hi), n, d = run(geometry_grows_with_scale, df)
+    result = run(geometry_grows_with_scale, df)
+    stat, verdict, (v, lo, hi), n, d = result.statistic, result.outcome, result.interval, result.n_trials, result.details
     assert verdict == "supported" and n == 8 and d["seeds_paired"] == 8 and lo > 0.02, d["reason"]
     welch = d["welch_interval_unpaired_for_reference"]
     assert welch["ci_low"] < 0.02 < welch["ci_high"] and "paired by seed" in d["reason"]
     # 4 seeds at each end but none at both: nothing to pair
     apart = df[~((df["n_params"] == SIZES[0]) & (df["seed"] >= 4)) & ~((df["n_params"] == SIZES[-1]) & (df["seed"] < 4))]
-    _, verdict, triple, n, d = run(geometry_grows_with_scale, apart)
+    result = run(geometry_grows_with_scale, apart)
+    verdict, triple, n, d = result.outcome, result.interval, result.n_trials, result.details
     assert verdict == "inconclusive" and n == 0 and "present at both" in d["reason"]
 
 
@@ -252,7 +265,7 @@ def test_details_state_the_punctuation_convention_and_hewitt_mannings(rule):
     """Review item 7: punctuation is UPOS PUNCT here, PTB xpos in Hewitt & Manning's code: the report says so."""
     from bindscale.studies.geometry.scores import HM_PUNCT_XPOS
 
-    note = run(rule, table([.2, .3, .4, .5], [.1] * 4))[4]["punctuation_convention"]
+    note = run(rule, table([.2, .3, .4, .5], [.1] * 4)).details["punctuation_convention"]
     assert "UPOS" in note and "xpos" in note and all(tag in note for tag in HM_PUNCT_XPOS)
 
 
@@ -272,23 +285,25 @@ def _broken(good: pd.DataFrame):
 def test_missing_nan_zero_and_too_few_seeds_are_inconclusive(rule):
     good = table([.2, .3, .4, .5], [.1, .1, .1, .1])
     for i, broken in enumerate(_broken(good)):
-        stat, verdict, triple, n, d = run(rule, broken)
+        result = run(rule, broken)
+        stat, verdict, triple, n, d = result.statistic, result.outcome, result.interval, result.n_trials, result.details
         assert verdict == "inconclusive" and all(math.isnan(x) for x in triple), (i, d.get("reason"))
         assert d["reason"]
     one = good.copy()
     one.at[one.index[3], "probe_layers"] = [{**r, "las_pp": np.inf} if r["layer"] == "1" and r["split"] == "test"
                                             else r for r in one.at[one.index[3], "probe_layers"]]
-    assert run(rule, one)[1] == "inconclusive"
+    assert run(rule, one).outcome == "inconclusive"
 
 
 def test_growth_needs_two_sizes_and_other_settings_are_fixed():
     df = table([.2, .3, .4, .5], [.1] * 4)
     one = df[df["n_params"] == SIZES[-1]]
-    assert run(geometry_grows_with_scale, one)[1] == "inconclusive"
-    assert run(polar_beats_structural, one)[1] == "supported"  # decided at the largest model alone
+    assert run(geometry_grows_with_scale, one).outcome == "inconclusive"
+    assert run(polar_beats_structural, one).outcome == "supported"  # decided at the largest model alone
     bad = table([.2] * 4, [.7] * 4)
     extra = bad[bad["n_params"] == SIZES[-1]].assign(steps=200, trial_id=lambda x: x["trial_id"] + "-short")
-    _, verdict, _, _, d = run(polar_beats_structural, pd.concat([df, extra], ignore_index=True))
+    result = run(polar_beats_structural, pd.concat([df, extra], ignore_index=True))
+    verdict, d = result.outcome, result.details
     assert verdict == "supported" and d["steps_used"] == 800  # the steps axis is fixed at its most common value
 
 
@@ -309,7 +324,8 @@ DEFAULT_RUN = Path(os.environ.get("BINDSCALE_GEOMETRY_TABLE", "/tmp/geometry-def
 @pytest.mark.skipif(not DEFAULT_RUN.exists(), reason="the default geometry run's results table is not on this machine")
 def test_the_default_run_is_no_longer_supported_on_input_embeddings_or_untrained_numbers():
     df = pd.read_parquet(DEFAULT_RUN)
-    _, verdict, (v, lo, hi), _, d = run(polar_beats_structural, df)
+    result = run(polar_beats_structural, df)
+    verdict, (v, lo, hi), d = result.outcome, result.interval, result.details
     assert verdict != "supported" and lo < 0 < hi
     sub = df.copy()  # the reviewer's table: the untrained model's numbers in place of the trained ones
     sub["probe_layers"] = [[{**r, "model": "trained"} for r in cell if r["model"] == "untrained"]
@@ -317,4 +333,4 @@ def test_the_default_run_is_no_longer_supported_on_input_embeddings_or_untrained
     for c in ("polar_las_pp", "structural_las_pp"):
         sub[c] = sub["untrained_" + c]
     sub["polar_minus_structural_las_pp"] = sub["polar_las_pp"] - sub["structural_las_pp"]
-    assert run(polar_beats_structural, sub)[1] != "supported"
+    assert run(polar_beats_structural, sub).outcome != "supported"

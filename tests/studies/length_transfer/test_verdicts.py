@@ -61,13 +61,15 @@ def test_prepare_rows_labels_conditions_and_computes_gains_within_cells():
 # -- transfer exists ------------------------------------------------------------------------------------------
 
 def test_transfer_supported_when_related_training_lifts_accuracy_beyond_L():
-    stat, verdict, (v, lo, hi), n, d = rule(length_transfer_exists, table(), "length_transfer_exists")
+    result = rule(length_transfer_exists, table(), "length_transfer_exists")
+    stat, verdict, (v, lo, hi), n, d = result.statistic, result.outcome, result.interval, result.n_trials, result.details
     assert verdict == "supported" and lo > 0.05 and v == pytest.approx(0.45, abs=0.05)
     assert d["seeds_per_cell"] == 8 and d["deciding_size"] == "101000" and d["deciding_shape"]["d_model"] == 64
 
 
 def test_transfer_not_supported_when_related_equals_alone():
-    _, verdict, (_, lo, hi), _, _ = rule(length_transfer_exists, table(related=(0.0, 0.0)), "length_transfer_exists")
+    result = rule(length_transfer_exists, table(related=(0.0, 0.0)), "length_transfer_exists")
+    verdict, (_, lo, hi) = result.outcome, result.interval
     assert verdict == "not_supported" and hi < 0.05
 
 
@@ -76,67 +78,73 @@ def test_transfer_not_supported_when_related_equals_alone():
                                      (transfer_grows_with_size, "transfer_grows_with_size")])
 def test_gain_rules_are_inconclusive_on_missing_nan_degenerate_or_unlearned_inputs(fn, name):
     df = table()
-    assert rule(fn, df.drop(columns=["acc_beyond"]), name)[1] == "inconclusive"
+    assert rule(fn, df.drop(columns=["acc_beyond"]), name).outcome == "inconclusive"
     nan = df.copy()
     nan.loc[(nan["aux"] == "none") & (nan["d_model"] == 64), "acc_beyond"] = np.nan
-    assert rule(fn, nan, name)[1] == "inconclusive"
+    assert rule(fn, nan, name).outcome == "inconclusive"
     out = rule(fn, table(alone_in=0.1), name)
-    assert out[1] == "inconclusive" and "main task alone" in out[4]["reason"]
+    assert out.outcome == "inconclusive" and "main task alone" in out.details["reason"]
     out = rule(fn, table(aux_in=0.1, unrelated=(0.3, 0.3)), name)  # the auxiliary itself was not learned
-    assert out[1] == "inconclusive" and "auxiliary reached" in out[4]["reason"]
-    assert rule(fn, df.drop(columns=["aux_acc_in"]), name)[1] == "inconclusive"
-    assert rule(fn, df[df["seed"] < 2], name)[1] == "inconclusive"  # two seeds per cell
-    assert rule(fn, df.iloc[0:0], name)[1] == "inconclusive"
+    assert out.outcome == "inconclusive" and "auxiliary reached" in out.details["reason"]
+    assert rule(fn, df.drop(columns=["aux_acc_in"]), name).outcome == "inconclusive"
+    assert rule(fn, df[df["seed"] < 2], name).outcome == "inconclusive"  # two seeds per cell
+    assert rule(fn, df.iloc[0:0], name).outcome == "inconclusive"
     out = rule(fn, df.assign(acc_beyond=0.3), name)  # one value everywhere, not 0 or 1: copied records
-    assert out[1] == "inconclusive" and "degenerate" in out[4]["reason"]
+    assert out.outcome == "inconclusive" and "degenerate" in out.details["reason"]
 
 
 # -- unrelated control ----------------------------------------------------------------------------------------
 
 def test_unrelated_control_supported_when_it_gives_nothing_and_not_when_it_transfers():
-    _, verdict, (_, _, hi), _, _ = rule(unrelated_aux_no_transfer, table(), "unrelated_aux_no_transfer")
+    result = rule(unrelated_aux_no_transfer, table(), "unrelated_aux_no_transfer")
+    verdict, (_, _, hi) = result.outcome, result.interval
     assert verdict == "supported" and hi < 0.05
-    _, verdict, (_, lo, _), _, _ = rule(unrelated_aux_no_transfer, table(unrelated=(0.3, 0.3)),
+    result = rule(unrelated_aux_no_transfer, table(unrelated=(0.3, 0.3)),
                                         "unrelated_aux_no_transfer")
+    verdict, (_, lo, _) = result.outcome, result.interval
     assert verdict == "not_supported" and lo > 0.05
 
 
 # -- size -------------------------------------------------------------------------------------------------------
 
 def test_size_supported_when_the_gain_grows_and_not_when_it_stays():
-    _, verdict, (v, lo, _), _, d = rule(transfer_grows_with_size, table(), "transfer_grows_with_size")
+    result = rule(transfer_grows_with_size, table(), "transfer_grows_with_size")
+    verdict, (v, lo, _), d = result.outcome, result.interval, result.details
     assert verdict == "supported" and v == pytest.approx(0.4, abs=0.05) and d["smallest_size"] == "27000"
-    _, verdict, (_, _, hi), _, _ = rule(transfer_grows_with_size, table(related=(0.4, 0.4), noise=0.01),
+    result = rule(transfer_grows_with_size, table(related=(0.4, 0.4), noise=0.01),
                                   "transfer_grows_with_size")
+    verdict, (_, _, hi) = result.outcome, result.interval
     assert verdict == "not_supported" and hi < 0.05
     one = table()
-    assert rule(transfer_grows_with_size, one[one["d_model"] == 64], "transfer_grows_with_size")[1] == "inconclusive"
+    assert rule(transfer_grows_with_size, one[one["d_model"] == 64], "transfer_grows_with_size").outcome == "inconclusive"
 
 
 # -- head reuse ------------------------------------------------------------------------------------------------
 
 def test_head_reuse_supported_when_similarity_tracks_gain_and_not_when_it_does_not():
     df = table(related=(0.2, 0.45), unrelated=(0.0, 0.02))
-    stat, verdict, (r, lo, hi), n, _ = rule(head_reuse_predicts_transfer, df, "head_reuse_predicts_transfer")
+    result = rule(head_reuse_predicts_transfer, df, "head_reuse_predicts_transfer")
+    stat, verdict, (r, lo, hi), n = result.statistic, result.outcome, result.interval, result.n_trials
     assert verdict == "supported" and lo > 0 and n == 32
-    _, verdict, (r, lo, hi), _, _ = rule(head_reuse_predicts_transfer, table(related=(0.2, 0.45), reuse=-1.0),
+    result = rule(head_reuse_predicts_transfer, table(related=(0.2, 0.45), reuse=-1.0),
                                          "head_reuse_predicts_transfer")
+    verdict, (r, lo, hi) = result.outcome, result.interval
     assert verdict == "not_supported" and hi < 0.2
 
 
 def test_head_reuse_inconclusive_on_missing_nan_all_zero_or_too_few():
     df = table()
     name = "head_reuse_predicts_transfer"
-    assert rule(head_reuse_predicts_transfer, df.drop(columns=["head_corr"]), name)[1] == "inconclusive"
-    assert rule(head_reuse_predicts_transfer, df.assign(head_corr=np.nan), name)[1] == "inconclusive"
-    assert rule(head_reuse_predicts_transfer, df.assign(acc_beyond=0.0), name)[1] == "inconclusive"  # gains all 0
-    assert rule(head_reuse_predicts_transfer, df.assign(head_corr=0.0), name)[1] == "inconclusive"
+    assert rule(head_reuse_predicts_transfer, df.drop(columns=["head_corr"]), name).outcome == "inconclusive"
+    assert rule(head_reuse_predicts_transfer, df.assign(head_corr=np.nan), name).outcome == "inconclusive"
+    assert rule(head_reuse_predicts_transfer, df.assign(acc_beyond=0.0), name).outcome == "inconclusive"  # gains all 0
+    assert rule(head_reuse_predicts_transfer, df.assign(head_corr=0.0), name).outcome == "inconclusive"
     few = df[df["seed"] < 2]
     out = rule(head_reuse_predicts_transfer, few, name)
-    assert out[1] == "inconclusive" and "fewer than 10" in out[4]["reason"]
+    assert out.outcome == "inconclusive" and "fewer than 10" in out.details["reason"]
     inf = df.copy()
     inf.loc[inf["aux"] == R, "head_corr"] = np.inf
-    assert rule(head_reuse_predicts_transfer, inf, name)[1] == "inconclusive"
+    assert rule(head_reuse_predicts_transfer, inf, name).outcome == "inconclusive"
 
 
 def test_every_claim_through_the_verdict_engine():
@@ -167,10 +175,11 @@ def test_deciding_pair_is_fixed_not_the_most_common():
     cp = table(related=(0.0, 0.0))  # copy: no transfer
     cp.loc[(cp.aux == R) & (cp.seed >= 3), "status"] = "diverged"  # 3 copy + mqar seeds left per size
     df = pd.concat([cp, _other_pair()])  # the add trials outnumber them and transfer
-    _, verdict, _, _, d = rule(length_transfer_exists, df, "length_transfer_exists")
+    result = rule(length_transfer_exists, df, "length_transfer_exists")
+    verdict, d = result.outcome, result.details
     assert verdict != "supported" and M in d["deciding_trials"] and d["seeds_per_cell"] == 3
     out = rule(length_transfer_exists, _other_pair(), "length_transfer_exists")  # no copy trials at all
-    assert out[1] == "inconclusive" and "no ok" in out[4]["reason"]
+    assert out.outcome == "inconclusive" and "no ok" in out.details["reason"]
 
 
 def test_largest_size_is_the_largest_planned_one():
@@ -178,11 +187,11 @@ def test_largest_size_is_the_largest_planned_one():
     m = (df.n_params == 101000) & (df.aux == R)
     df.loc[m, "status"] = "diverged"
     out = rule(length_transfer_exists, df, "length_transfer_exists")
-    assert out[1] == "inconclusive" and "largest size" in out[4]["reason"]
+    assert out.outcome == "inconclusive" and "largest size" in out.details["reason"]
     # every trial of the largest planned width diverged: the rule alone would decide at 27k, the guard stops it
     df = table(related=(0.45, 0.0))
     df.loc[df.n_params == 101000, "status"] = "diverged"
-    assert rule(length_transfer_exists, df, "length_transfer_exists")[1] == "supported"
+    assert rule(length_transfer_exists, df, "length_transfer_exists").outcome == "supported"
     study = {"verdicts": {c.name: {} for c in CLAIMS}, "anchors": {}}
     out = {v["claim"]: v for v in compute_verdicts(df, study, n_boot=200)}
     assert out["length_transfer_exists"]["verdict"] == "inconclusive"
@@ -213,7 +222,8 @@ def test_default_file_has_8_seeds_in_every_deciding_cell_and_details_report_them
 
 def test_rare_transfer_bound_in_details():
     df = table(related=(0.0, 0.0))
-    _, verdict, _, _, d = rule(length_transfer_exists, df, "length_transfer_exists")
+    result = rule(length_transfer_exists, df, "length_transfer_exists")
+    verdict, d = result.outcome, result.details
     assert verdict == "not_supported"
     k, n = (int(x) for x in d["transferring_seeds"].split(" of "))
     assert n == 8 and k <= 2 and d["transferring_share_upper"] > 0.3  # 8 seeds cannot rule out rare transfer
@@ -235,12 +245,13 @@ def test_interval_coverage_on_zero_inflated_and_bimodal_seeds():
 
 def test_exact_zero_beyond_L_with_learning_checks_passed_is_a_measurement():
     df = table(related=(0.0, 0.0)).assign(acc_beyond=0.0)
-    _, verdict, (v, lo, hi), _, d = rule(length_transfer_exists, df, "length_transfer_exists")
+    result = rule(length_transfer_exists, df, "length_transfer_exists")
+    verdict, (v, lo, hi), d = result.outcome, result.interval, result.details
     assert verdict == "not_supported" and v == 0.0
-    assert rule(transfer_grows_with_size, df, "transfer_grows_with_size")[1] == "not_supported"
+    assert rule(transfer_grows_with_size, df, "transfer_grows_with_size").outcome == "not_supported"
     one = df.copy()  # t10.py: one related seed at 0.02
     one.loc[one.index[(one.aux == R) & (one.n_params == 101000)][0], "acc_beyond"] = 0.02
-    assert rule(length_transfer_exists, one, "length_transfer_exists")[1] == "not_supported"
+    assert rule(length_transfer_exists, one, "length_transfer_exists").outcome == "not_supported"
 
 
 def test_head_reuse_within_cells_learning_checks_and_one_threshold():
@@ -250,12 +261,14 @@ def test_head_reuse_within_cells_learning_checks_and_one_threshold():
     co = df.aux != "none"
     # head similarity follows size only (t8.py): pooled it "predicts" transfer, within cells it does not
     df.loc[co, "head_corr"] = np.where(df.loc[co, "n_params"] == 101000, 0.8, 0.1) + rng.normal(0, 0.05, co.sum())
-    _, verdict, (r, lo, hi), n, d = rule(head_reuse_predicts_transfer, df, name)
+    result = rule(head_reuse_predicts_transfer, df, name)
+    verdict, (r, lo, hi), n, d = result.outcome, result.interval, result.n_trials, result.details
     assert verdict != "supported" and d["spearman_pooled_across_cells"]["ci_low"] > 0.0 and d["cells"] == 2
     # unlearned trials are left out
     bad = table(related=(0.2, 0.45))
     bad.loc[(bad.aux == R) & (bad.seed < 3), "aux_acc_in"] = 0.1
-    _, verdict, _, n, d = rule(head_reuse_predicts_transfer, bad, name)
+    result = rule(head_reuse_predicts_transfer, bad, name)
+    verdict, n, d = result.outcome, result.n_trials, result.details
     assert d["trials_failing_learning_checks"] == 6 and n == 26 and verdict == "supported"
     # weak correlation (rho 0.08, 400 trials): never supported, never flipping between the two answers
     for s in range(4):
@@ -267,7 +280,7 @@ def test_head_reuse_within_cells_learning_checks_and_one_threshold():
         rows += [{"trial_id": f"b{i}", "status": "ok", "main": M, "aux": "none", "pos": "rope", "seed": i,
                   "head_corr": np.nan, "acc_beyond": 0.1, "acc_in": .9, "n_params": 1, "d_model": 64}
                  for i in range(8)]
-        assert rule(head_reuse_predicts_transfer, pd.DataFrame(rows), name)[1] == "not_supported"
+        assert rule(head_reuse_predicts_transfer, pd.DataFrame(rows), name).outcome == "not_supported"
 
 
 def test_deciding_size_must_be_one_cell():
@@ -275,11 +288,11 @@ def test_deciding_size_must_be_one_cell():
     b = table(related=(0, 0), seed=5).assign(steps=200)
     b["trial_id"] = b["trial_id"] + "_s200"
     out = rule(length_transfer_exists, pd.concat([a, b]), "length_transfer_exists")
-    assert out[1] == "inconclusive" and "cells" in out[4]["reason"] and "steps" in out[4]["reason"]
+    assert out.outcome == "inconclusive" and "cells" in out.details["reason"] and "steps" in out.details["reason"]
     b = table(related=(0, 0), seed=5).assign(main_len=6, aux_len=12)
     b["trial_id"] += "_L6"
     out = rule(transfer_grows_with_size, pd.concat([a, b]), "transfer_grows_with_size")
-    assert out[1] == "inconclusive" and "main_len" in out[4]["reason"]
+    assert out.outcome == "inconclusive" and "main_len" in out.details["reason"]
 
 
 def test_size_claim_needs_the_smallest_model_learned():
@@ -288,24 +301,24 @@ def test_size_claim_needs_the_smallest_model_learned():
     df.loc[m, "acc_in"] = 0.02
     df.loc[m, "acc_beyond"] = 0.0
     out = rule(transfer_grows_with_size, df, "transfer_grows_with_size")
-    assert out[1] == "inconclusive" and "smallest size" in out[4]["reason"]
+    assert out.outcome == "inconclusive" and "smallest size" in out.details["reason"]
     df = table(related=(0.0, 0.45))
     df.loc[(df.n_params == 27000) & (df.aux == R), "aux_acc_in"] = 0.05
     out = rule(transfer_grows_with_size, df, "transfer_grows_with_size")
-    assert out[1] == "inconclusive" and "auxiliary reached" in out[4]["reason"]
+    assert out.outcome == "inconclusive" and "auxiliary reached" in out.details["reason"]
 
 
 def test_unrelated_control_needs_transfer_and_a_learned_main_task():
     name = "unrelated_aux_no_transfer"
     out = rule(unrelated_aux_no_transfer, table(related=(0, 0)), name)  # nothing transfers at all
-    assert out[1] == "inconclusive" and "does not transfer" in out[4]["reason"]
+    assert out.outcome == "inconclusive" and "does not transfer" in out.details["reason"]
     df = table()
     m = df.aux == U
     df.loc[m, "acc_beyond"] = 0.0
     df.loc[m, "acc_in"] = 0.0  # the unrelated auxiliary wrecks the main task
     out = rule(unrelated_aux_no_transfer, df, name)
-    assert out[1] == "inconclusive" and "broke the main task" in out[4]["reason"]
-    d = rule(unrelated_aux_no_transfer, table(), name)[4]
+    assert out.outcome == "inconclusive" and "broke the main task" in out.details["reason"]
+    d = rule(unrelated_aux_no_transfer, table(), name).details
     assert d["related_minus_unrelated"]["ci_low"] > 0.3
     claim = next(c for c in CLAIMS if c.name == name)
     assert "related auxiliary task" in claim.statement and "seed's reading" in claim.statement
@@ -315,8 +328,8 @@ def test_nan_outside_the_deciding_cells_does_not_decide():
     df = table()
     df.loc[df.index[(df.n_params == 27000) & (df.aux == U)][0], "acc_in"] = np.nan
     df = pd.concat([df, _other_pair().assign(acc_beyond=np.nan)])
-    assert rule(length_transfer_exists, df, "length_transfer_exists")[1] == "supported"
-    assert rule(unrelated_aux_no_transfer, df, "unrelated_aux_no_transfer")[1] == "supported"
+    assert rule(length_transfer_exists, df, "length_transfer_exists").outcome == "supported"
+    assert rule(unrelated_aux_no_transfer, df, "unrelated_aux_no_transfer").outcome == "supported"
 
 
 def test_partial_auxiliary_sets_are_no_unrelated_control():
@@ -326,7 +339,7 @@ def test_partial_auxiliary_sets_are_no_unrelated_control():
     extra["trial_id"] += "_mix"
     ok = prepare_rows(pd.concat([df, extra]))
     assert set(ok.loc[ok.aux == f"{R}+{U}", "condition"]) == {"partial"}
-    assert rule(unrelated_aux_no_transfer, pd.concat([df, extra]), "unrelated_aux_no_transfer")[1] == "supported"
+    assert rule(unrelated_aux_no_transfer, pd.concat([df, extra]), "unrelated_aux_no_transfer").outcome == "supported"
 
 
 def test_size_anchor_does_not_cite_the_rope_nope_finding():
@@ -340,14 +353,15 @@ def test_head_reuse_needs_replicate_seeds_per_cell():
     d = table(seeds=1)  # t2.py: one seed in each of 12 cells, 24 trials
     d = pd.concat([d.assign(layers=layer, trial_id=d.trial_id + str(layer)) for layer in range(2, 8)])
     out = rule(head_reuse_predicts_transfer, d, "head_reuse_predicts_transfer")
-    assert out[1] == "inconclusive" and out[4]["seeds_per_cell"] == 1 and "seeds" in out[4]["reason"]
+    assert out.outcome == "inconclusive" and out.details["seeds_per_cell"] == 1 and "seeds" in out.details["reason"]
 
 
 def test_head_reuse_with_no_trial_passing_the_learning_checks_is_inconclusive_not_a_crash():
     # The real pilot: no auxiliary was learned, so every co-trained trial fails the checks (an empty
     # table reached pandas' row-wise join, which returns a DataFrame on no rows, and the report crashed).
     df = table(aux_in=0.1)
-    _, verdict, _, n, d = rule(head_reuse_predicts_transfer, df, "head_reuse_predicts_transfer")
+    result = rule(head_reuse_predicts_transfer, df, "head_reuse_predicts_transfer")
+    verdict, n, d = result.outcome, result.n_trials, result.details
     assert verdict == "inconclusive" and n == 0 and d["cells"] == 0
 
 
@@ -358,4 +372,4 @@ def test_deciding_auxiliary_set_is_matched_as_a_set():
     assert (swapped["aux"] != df["aux"]).any() or "+" not in R
     a = rule(length_transfer_exists, df, "length_transfer_exists")
     b = rule(length_transfer_exists, swapped, "length_transfer_exists")
-    assert a[1] == b[1] == "supported" and a[2] == b[2]
+    assert a.outcome == b.outcome == "supported" and a.interval == b.interval

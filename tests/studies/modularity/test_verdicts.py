@@ -54,7 +54,8 @@ def _table(sub=0.3, abl=-0.2, robust=0.5, raw=0.75, widths=(16, 64), pre=("none"
 
 
 def test_structure_emerges_is_decided_on_the_mean_differences_with_the_shares_beside():
-    stat, verdict, (value, lo, hi), n, d = structure_emerges(_table(), P_EMERGE, 1000, 0)
+    result = structure_emerges(_table(), P_EMERGE, 1000, 0)
+    stat, verdict, (value, lo, hi), n, d = result.statistic, result.outcome, result.interval, result.n_trials, result.details
     assert verdict == "supported" and n == 2 * 2 * SEEDS and d["seeds_per_cell"] == SEEDS
     assert d["mean_sub_diff"]["value"] == pytest.approx(0.3) and d["mean_abl_diff"]["value"] == pytest.approx(-0.2)
     assert d["mean_sub_diff"]["ci_low"] > 0 and d["mean_abl_diff"]["ci_high"] < 0
@@ -67,31 +68,35 @@ def test_structure_emerges_is_decided_on_the_mean_differences_with_the_shares_be
 
 def test_structure_emerges_fails_when_the_ablation_spares_nothing_whatever_the_sign_share():
     # SubDiff clearly positive, AblDiff ≈ 0: the raw sign share (0.5) would count chance noise as structure
-    _, verdict, (value, lo, hi), _, d = structure_emerges(_table(abl=0.0, raw=0.5, robust=0.0), P_EMERGE, 1000, 0)
+    result = structure_emerges(_table(abl=0.0, raw=0.5, robust=0.0), P_EMERGE, 1000, 0)
+    verdict, (value, lo, hi), d = result.outcome, result.interval, result.details
     assert verdict == "not_supported" and hi < P_EMERGE["margin"]
     assert "margin" in d["reason"]
     # an ablation that hurts the *other* subroutine more (AblDiff > 0) fails as well
-    assert structure_emerges(_table(abl=0.2), P_EMERGE, 1000, 0)[1] == "not_supported"
+    assert structure_emerges(_table(abl=0.2), P_EMERGE, 1000, 0).outcome == "not_supported"
     # a subnetwork that solves the other subroutine better (SubDiff < 0)
-    assert structure_emerges(_table(sub=-0.2), P_EMERGE, 1000, 0)[1] == "not_supported"
+    assert structure_emerges(_table(sub=-0.2), P_EMERGE, 1000, 0).outcome == "not_supported"
 
 
 def test_structure_emerges_is_inconclusive_on_missing_nan_or_all_zero_differences():
     zeros = _table(sub=0.0, abl=0.0, robust=0.0, raw=0.0).assign(sub_diff=0.0, abl_diff=0.0)
-    _, verdict, triple, _, d = structure_emerges(zeros, P_EMERGE, 500, 0)
+    result = structure_emerges(zeros, P_EMERGE, 500, 0)
+    verdict, triple, d = result.outcome, result.interval, result.details
     assert verdict == "inconclusive" and math.isnan(triple[0]) and "zero spread" in d["reason"]
     nan = _table().assign(sub_diff=float("nan"))
-    _, verdict, triple, _, d = structure_emerges(nan, P_EMERGE, 500, 0)
+    result = structure_emerges(nan, P_EMERGE, 500, 0)
+    verdict, triple, d = result.outcome, result.interval, result.details
     assert verdict == "inconclusive" and math.isnan(triple[1]) and "sub_diff" in d["reason"]
     missing = _table().drop(columns=["abl_diff"])
-    assert structure_emerges(missing, P_EMERGE, 500, 0)[1] == "inconclusive"
-    assert structure_emerges(_table().iloc[0:0], P_EMERGE, 500, 0)[1] == "inconclusive"
+    assert structure_emerges(missing, P_EMERGE, 500, 0).outcome == "inconclusive"
+    assert structure_emerges(_table().iloc[0:0], P_EMERGE, 500, 0).outcome == "inconclusive"
 
 
 def test_noisy_effects_straddling_zero_are_inconclusive():
     df = _table(sub=0.3, abl=-0.05)
     df["abl_diff"] = -0.05 + np.tile(np.linspace(-0.3, 0.3, SEEDS), len(df) // SEEDS)
-    _, verdict, (_, lo, hi), _, d = structure_emerges(df, P_EMERGE, 1000, 0)
+    result = structure_emerges(df, P_EMERGE, 1000, 0)
+    verdict, (_, lo, hi), d = result.outcome, result.interval, result.details
     assert d["mean_abl_diff"]["ci_low"] < 0 < d["mean_abl_diff"]["ci_high"] and verdict == "inconclusive"
 
 
@@ -100,12 +105,13 @@ def test_untrained_networks_thin_cells_and_subroutine_heads_do_not_decide():
     bad = _table(acc=0.6, widths=(256,))  # strong "structure", but the base network never learned the task
     thin = _table(arch="transformer").query("seed < 2")  # 2 base seeds only
     heads = _table(pre=("subroutines",))  # the labelled extra: strong structure
-    _, verdict, _, n, d = structure_emerges(pd.concat([null, bad, thin, heads]), P_EMERGE, 500, 0)
+    result = structure_emerges(pd.concat([null, bad, thin, heads]), P_EMERGE, 500, 0)
+    verdict, n, d = result.outcome, result.n_trials, result.details
     assert verdict == "not_supported" and n == len(null)
     assert d["n_below_min_base_acc"] == len(bad)
     assert d["extra_subroutine_heads"]["mean_abl_diff"]["value"] == pytest.approx(-0.2)
     none = structure_emerges(null.assign(base_acc_test=0.5), P_EMERGE, 500, 0)
-    assert none[1] == "inconclusive" and "learned" in none[4]["reason"]
+    assert none.outcome == "inconclusive" and "learned" in none.details["reason"]
 
 
 # ------------------------------------------------------------- contrasts
@@ -113,37 +119,40 @@ def test_untrained_networks_thin_cells_and_subroutine_heads_do_not_decide():
 
 def test_width_difference_of_the_noise_robust_share_per_stratum_then_averaged():
     robust = {(16, "none"): 0.2, (64, "none"): 0.6, (16, "match_count"): 0.3, (64, "match_count"): 0.5}
-    stat, verdict, (value, lo, hi), n, d = structure_grows_with_width(_table(robust=robust), P_DIFF, 1000, 0)
+    result = structure_grows_with_width(_table(robust=robust), P_DIFF, 1000, 0)
+    stat, verdict, (value, lo, hi), n, d = result.statistic, result.outcome, result.interval, result.n_trials, result.details
     assert value == pytest.approx(0.3) and P_DIFF["margin"] < lo < 0.3 < hi and verdict == "supported"
     assert d["by_stratum"]["mlp/none (width 64 − 16)"]["value"] == pytest.approx(0.4)
     assert d["seeds_per_cell"] == SEEDS and d["raw_sign_share_difference"]["value"] == 0
     flat = structure_grows_with_width(_table(robust=0.5, raw=robust), P_DIFF, 500, 0)
-    assert flat[1] == "not_supported" and flat[2][0] == pytest.approx(0.0)  # the raw share's growth does not count
+    assert flat.outcome == "not_supported" and flat.interval[0] == pytest.approx(0.0)  # the raw share's growth does not count
 
 
 def test_pretraining_reliability_is_decided_by_generic_pretraining_not_subroutine_heads():
     robust = {(w, p): {"none": 0.2, "match_count": 0.2, "subroutines": 0.9}[p] for w in (16, 64)
               for p in ("none", "match_count", "subroutines")}
     df = _table(robust=robust, pre=("none", "match_count", "subroutines"))
-    stat, verdict, triple, n, d = pretraining_reliability(df, P_DIFF, 500, 0)
+    result = pretraining_reliability(df, P_DIFF, 500, 0)
+    stat, verdict, triple, n, d = result.statistic, result.outcome, result.interval, result.n_trials, result.details
     assert stat == "share_structural_gain_pretrained_vs_scratch" and verdict == "not_supported"
     assert triple[0] == pytest.approx(0.0)
     assert d["extra_subroutine_heads"]["difference"]["value"] == pytest.approx(0.7)
     assert set(d["by_stratum"]) == {"mlp/16 (match_count − scratch)", "mlp/64 (match_count − scratch)"}
     up = {k: v + 0.5 * (k[1] == "match_count") for k, v in robust.items()}
-    assert pretraining_reliability(_table(robust=up, pre=("none", "match_count")), P_DIFF, 500, 0)[1] == "supported"
+    assert pretraining_reliability(_table(robust=up, pre=("none", "match_count")), P_DIFF, 500, 0).outcome == "supported"
     only_heads = _table(robust=robust, pre=("none", "subroutines"))
-    _, verdict, triple, _, d = pretraining_reliability(only_heads, P_DIFF, 500, 0)
+    result = pretraining_reliability(only_heads, P_DIFF, 500, 0)
+    verdict, triple, d = result.outcome, result.interval, result.details
     assert verdict == "inconclusive" and math.isnan(triple[0]) and "match_count" in d["reason"]
 
 
 def test_contrasts_are_inconclusive_on_missing_nan_or_all_zero_shares():
     for rule in (structure_grows_with_width, pretraining_reliability):
         zeros = rule(_table(robust=0.0, robust_spread=0.0), P_DIFF, 500, 0)
-        assert zeros[1] == "inconclusive" and "zero spread" in zeros[4]["reason"]
-        assert rule(_table(robust=float("nan")), P_DIFF, 500, 0)[1] == "inconclusive"
-        assert rule(_table().drop(columns=["frac_robust"]), P_DIFF, 500, 0)[1] == "inconclusive"
-        assert rule(_table().query("seed < 2"), P_DIFF, 500, 0)[1] == "inconclusive"
+        assert zeros.outcome == "inconclusive" and "zero spread" in zeros.details["reason"]
+        assert rule(_table(robust=float("nan")), P_DIFF, 500, 0).outcome == "inconclusive"
+        assert rule(_table().drop(columns=["frac_robust"]), P_DIFF, 500, 0).outcome == "inconclusive"
+        assert rule(_table().query("seed < 2"), P_DIFF, 500, 0).outcome == "inconclusive"
 
 
 # ------------------------------------------------------------- registration
@@ -174,7 +183,7 @@ def test_a_pretrained_trial_without_the_control_shares_its_twins_untrained_netwo
 def test_contrasts_without_a_pretraining_column_are_inconclusive():
     for rule in (structure_grows_with_width, pretraining_reliability):
         out = rule(_table().drop(columns=["pretraining"]), P_DIFF, 200, 0)
-        assert out[1] == "inconclusive" and "pretraining" in out[4]["reason"]
+        assert out.outcome == "inconclusive" and "pretraining" in out.details["reason"]
 
 
 # ------------------------------------------------------------- review 2: synthetic tables that must not decide
@@ -188,14 +197,16 @@ def _seeded_noise(seed: int, sub: float = 0.04, abl: float = -0.04, sd: float = 
 
 def test_structure_that_the_untrained_network_shows_as_well_is_not_supported():
     # The anchor of Lepori, Serre, Pavlick (2023): a random-init network does not pass the ablation test.
-    _, verdict, (_, lo, hi), _, d = structure_emerges(_table(untrained=(0.3, -0.2)), P_EMERGE, 500, 0)
+    result = structure_emerges(_table(untrained=(0.3, -0.2)), P_EMERGE, 500, 0)
+    verdict, (_, lo, hi), d = result.outcome, result.interval, result.details
     assert verdict == "not_supported" and hi < P_EMERGE["margin"] and "untrained" in d["weakest"]
     assert d["beyond_untrained_control"]["value"] == pytest.approx(0.0, abs=1e-12)
     # the same trained effect far beyond an untrained network that shows none: supported
-    assert structure_emerges(_table(), P_EMERGE, 500, 0)[1] == "supported"
+    assert structure_emerges(_table(), P_EMERGE, 500, 0).outcome == "supported"
     # without the random-mask control the anchor cannot be checked: never supported
     no_random = _table().drop(columns=[c for c in _table() if c.startswith("random_")])
-    _, verdict, _, _, d = structure_emerges(no_random, P_EMERGE, 500, 0)
+    result = structure_emerges(no_random, P_EMERGE, 500, 0)
+    verdict, d = result.outcome, result.details
     assert verdict == "inconclusive" and "random mask" in d["reason"]
 
 
@@ -203,13 +214,15 @@ def test_the_verdict_follows_the_reported_number_and_the_margin():
     # the source's test passes (both means beyond 0 with their intervals) but the effect is below the margin
     tiny = _table(sub=0.002, abl=-0.002).assign(sub_diff=lambda t: 0.002 + t["seed"] * 1e-4 - 3.5e-4,
                                                 abl_diff=lambda t: -0.002 - t["seed"] * 1e-4 + 3.5e-4)
-    _, verdict, (value, lo, hi), _, d = structure_emerges(tiny, P_EMERGE, 500, 0)
+    result = structure_emerges(tiny, P_EMERGE, 500, 0)
+    verdict, (value, lo, hi), d = result.outcome, result.interval, result.details
     assert d["source_test"]["sub_diff_above_0"] and d["source_test"]["abl_diff_below_0"]
     assert verdict == "not_supported" and hi < P_EMERGE["margin"]
     # supported only with the whole interval of the reported number above the margin; not supported only with
     # it below; the two never overlap (noisy small effects: 40 synthetic studies)
     for s in range(40):
-        _, verdict, (value, lo, hi), _, d = structure_emerges(_seeded_noise(s), P_EMERGE, 500, 0)
+        result = structure_emerges(_seeded_noise(s), P_EMERGE, 500, 0)
+        verdict, (value, lo, hi), d = result.outcome, result.interval, result.details
         assert lo <= value <= hi
         assert (verdict == "supported") == (lo > P_EMERGE["margin"]), s
         assert (verdict == "not_supported") == (hi < P_EMERGE["margin"]), s
@@ -219,31 +232,33 @@ def test_non_finite_seeds_make_the_verdict_inconclusive_instead_of_being_dropped
     df = _table()
     contrary = df["seed"] >= 3
     df.loc[contrary, ["sub_diff", "abl_diff"]] = [-0.5, 0.5]
-    assert structure_emerges(df, P_EMERGE, 500, 0)[1] == "not_supported"
+    assert structure_emerges(df, P_EMERGE, 500, 0).outcome == "not_supported"
     for bad in (float("nan"), float("inf")):
         hidden = df.copy()
         hidden.loc[contrary, "sub_diff"] = bad
-        _, verdict, triple, _, d = structure_emerges(hidden, P_EMERGE, 500, 0)
+        result = structure_emerges(hidden, P_EMERGE, 500, 0)
+        verdict, triple, d = result.outcome, result.interval, result.details
         assert verdict == "inconclusive" and math.isnan(triple[0]) and d["n_nonfinite"] == int(contrary.sum())
     for rule in (structure_grows_with_width, pretraining_reliability):
         shares = _table()
         shares.loc[shares["seed"] == 0, "frac_robust"] = float("inf")
         out = rule(shares, P_DIFF, 200, 0)
-        assert out[1] == "inconclusive" and out[4]["n_nonfinite"] == 4
+        assert out.outcome == "inconclusive" and out.details["n_nonfinite"] == 4
 
 
 def test_constant_seeds_or_all_zero_deciding_strata_are_inconclusive():
     constant = _table().assign(sub_diff=0.3, abl_diff=-0.2)
-    _, verdict, triple, _, d = structure_emerges(constant, P_EMERGE, 500, 0)
+    result = structure_emerges(constant, P_EMERGE, 500, 0)
+    verdict, triple, d = result.outcome, result.interval, result.details
     assert verdict == "inconclusive" and math.isnan(triple[0]) and "zero spread" in d["reason"]
     # all-zero deciding strata; a thin (2-seed, not deciding) architecture with nonzero shares beside them
     zeros = _table(robust=0.0, robust_spread=0.0)
     thin = _table(arch="transformer", robust=0.7, widths=(16,)).query("seed < 2")
     for rule in (structure_grows_with_width, pretraining_reliability):
         out = rule(pd.concat([zeros, thin]), P_DIFF, 200, 0)
-        assert out[1] == "inconclusive" and "zero spread" in out[4]["reason"]
+        assert out.outcome == "inconclusive" and "zero spread" in out.details["reason"]
         flat = rule(_table(robust_spread=0.0), P_DIFF, 200, 0)  # 0.5 in every seed of every cell
-        assert flat[1] == "inconclusive"
+        assert flat.outcome == "inconclusive"
 
 
 def test_repeated_records_of_a_base_model_count_once():
@@ -252,12 +267,12 @@ def test_repeated_records_of_a_base_model_count_once():
     once["abl_diff"] = -0.1 + np.tile([0.2, 0.0, -0.2], len(once) // 3)
     five = pd.concat([once] * 5, ignore_index=True).assign(trial_id=lambda t: range(len(t)))  # re-runs
     a, b = structure_emerges(once, P_EMERGE, 500, 0), structure_emerges(five, P_EMERGE, 500, 0)
-    assert a[1] == b[1] == "inconclusive" and a[2] == pytest.approx(b[2])
-    assert b[3] == len(once) and b[4]["n_repeated_records"] == 4 * len(once) and b[4]["seeds_per_cell"] == 3
+    assert a.outcome == b.outcome == "inconclusive" and a.interval == pytest.approx(b.interval)
+    assert b.n_trials == len(once) and b.details["n_repeated_records"] == 4 * len(once) and b.details["seeds_per_cell"] == 3
     up = {(w, p): 0.2 + 0.4 * (w == 64) for w in (16, 64) for p in ("none", "match_count")}
     c = structure_grows_with_width(_table(robust=up), P_DIFF, 200, 0)
     d = structure_grows_with_width(pd.concat([_table(robust=up)] * 3), P_DIFF, 200, 0)
-    assert c[2] == pytest.approx(d[2]) and d[3] == c[3]
+    assert c.interval == pytest.approx(d.interval) and d.n_trials == c.n_trials
 
 
 def test_intervals_are_t_intervals_over_base_seeds():
@@ -266,12 +281,12 @@ def test_intervals_are_t_intervals_over_base_seeds():
     one = _table(widths=(16,), pre=("none",))
     rng = np.random.default_rng(0)
     one["sub_diff"] = 0.3 + rng.normal(0, 0.05, len(one))
-    _, _, _, _, d = structure_emerges(one, P_EMERGE, 500, 0)
+    d = structure_emerges(one, P_EMERGE, 500, 0).details
     ref = stats.ttest_1samp(one["sub_diff"], 0).confidence_interval(0.95)
     assert (d["mean_sub_diff"]["ci_low"], d["mean_sub_diff"]["ci_high"]) == pytest.approx((ref.low, ref.high))
     df = _table(widths=(16, 64), pre=("none",))
     df["frac_robust"] = 0.3 + rng.normal(0, 0.05, len(df)) + 0.3 * (df["width"] == 64)
-    _, _, (value, lo, hi), _, _ = structure_grows_with_width(df, P_DIFF, 500, 0)
+    (value, lo, hi) = structure_grows_with_width(df, P_DIFF, 500, 0).interval
     hi_s, lo_s = (df.loc[df["width"] == w, "frac_robust"] for w in (64, 16))
     ref = stats.ttest_ind(hi_s, lo_s, equal_var=False).confidence_interval(0.95)
     assert (lo, hi) == pytest.approx((ref.low, ref.high))
@@ -280,9 +295,10 @@ def test_intervals_are_t_intervals_over_base_seeds():
 def test_a_largest_width_without_usable_trials_makes_the_width_contrast_inconclusive():
     robust = {(w, p): {16: 0.1, 64: 0.5, 256: 0.1}[w] for w in (16, 64, 256) for p in ("none", "match_count")}
     df = _table(widths=(16, 64, 256), robust=robust, robust_spread=5.0)
-    assert structure_grows_with_width(df, P_DIFF, 200, 0)[1] == "not_supported"  # 256 − 16: no growth
+    assert structure_grows_with_width(df, P_DIFF, 200, 0).outcome == "not_supported"  # 256 − 16: no growth
     df.loc[df["width"] == 256, "base_acc_test"] = 0.9
-    _, verdict, triple, _, d = structure_grows_with_width(df, P_DIFF, 200, 0)
+    result = structure_grows_with_width(df, P_DIFF, 200, 0)
+    verdict, triple, d = result.outcome, result.interval, result.details
     assert verdict == "inconclusive" and math.isnan(triple[0]) and "width 256" in d["reason"]
 
 
@@ -290,21 +306,24 @@ def test_survivors_of_the_accuracy_filter_are_reported_and_a_thinned_side_is_inc
     up = {(w, p): 0.2 + 0.4 * (p == "match_count") for w in (16, 64) for p in ("none", "match_count")}
     df = _table(robust=up)
     df.loc[(df["pretraining"] == "none") & (df["seed"] < 5), "base_acc_test"] = 0.5  # 3 of 8 survive
-    _, verdict, _, _, d = pretraining_reliability(df, P_DIFF, 200, 0)
+    result = pretraining_reliability(df, P_DIFF, 200, 0)
+    verdict, d = result.outcome, result.details
     assert d["seeds_learned_per_side"]["mlp/16 (match_count − scratch)"] == {"seeds_run": [8, 8],
                                                                             "seeds_learned": [8, 3]}
     assert "caveat_selection" in d and verdict == "supported"
     thin = _table(robust=up)
     thin.loc[(thin["pretraining"] == "none") & (thin["width"] == 16) & (thin["seed"] < 6), "base_acc_test"] = 0.5
-    _, verdict, _, _, d = pretraining_reliability(thin, P_DIFF, 200, 0)  # 2 of 8 survive at width 16
+    result = pretraining_reliability(thin, P_DIFF, 200, 0)
+    verdict, d = result.outcome, result.details  # 2 of 8 survive at width 16
     assert verdict == "inconclusive" and "mlp/16" in d["reason"]
     cell = _table()
     cell.loc[(cell["width"] == 16) & (cell["pretraining"] == "none") & (cell["seed"] < 6), "base_acc_test"] = 0.5
-    _, verdict, _, _, d = structure_emerges(cell, P_EMERGE, 200, 0)
+    result = structure_emerges(cell, P_EMERGE, 200, 0)
+    verdict, d = result.outcome, result.details
     assert verdict == "inconclusive" and d["seeds_learned_per_cell"]["mlp/16/none"]["seeds_learned"] == 2
     # tables concatenated without a new index (repeated labels) are matched trial by trial all the same
     halves = [cell.iloc[: len(cell) // 2], cell.iloc[len(cell) // 2:].reset_index(drop=True)]
-    assert structure_emerges(pd.concat(halves), P_EMERGE, 200, 0)[4]["seeds_learned_per_cell"] == \
+    assert structure_emerges(pd.concat(halves), P_EMERGE, 200, 0).details["seeds_learned_per_cell"] == \
         d["seeds_learned_per_cell"]
 
 
@@ -312,7 +331,7 @@ def test_survivors_of_the_accuracy_filter_are_reported_and_a_thinned_side_is_inc
 def test_a_missing_column_is_inconclusive_and_named(col):
     for claim, rule in RULES.items():
         out = rule(_table().drop(columns=[col]), DEFAULTS[claim], 200, 0)
-        assert out[1] == "inconclusive" and col in out[4]["reason"], claim
+        assert out.outcome == "inconclusive" and col in out.details["reason"], claim
     out = compute_verdicts(_table().drop(columns=[col]), {"verdicts": dict.fromkeys(RULES)})
     assert {v["verdict"] for v in out} == {"inconclusive"} and all(col in v["details"]["reason"] for v in out)
 
@@ -322,7 +341,7 @@ def test_a_trial_without_its_seed_or_cell_is_not_dropped_silently():
     df.loc[df["seed"] >= 3, "seed"] = float("nan")  # 5 seeds of 8 cannot be placed
     for claim, rule in RULES.items():
         out = rule(df, DEFAULTS[claim], 200, 0)
-        assert out[1] == "inconclusive" and out[4]["n_without_cell_or_seed"] == 20, claim
+        assert out.outcome == "inconclusive" and out.details["n_without_cell_or_seed"] == 20, claim
 
 
 def test_the_raw_sign_share_is_not_needed_to_decide():

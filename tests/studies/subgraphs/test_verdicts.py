@@ -37,7 +37,8 @@ def _plus(values, d):
 
 def test_scale_does_not_lift_ood_holds_when_ood_accuracy_is_flat_above_the_floor():
     df = _rows(EIGHT, EIGHT[::-1], SEEN_C, SEEN_W)
-    stat, verdict, (value, lo, hi), n, details = scale_does_not_lift_ood(df, OOD, 500, 0)
+    result = scale_does_not_lift_ood(df, OOD, 500, 0)
+    stat, verdict, (value, lo, hi), n, details = result.statistic, result.outcome, result.interval, result.n_trials, result.details
     assert value == pytest.approx(0.0) and hi < 0.05 and verdict == "supported" and n == 16
     assert details["seeds_per_cell"] == 8 and details["best_ood_cell"] == pytest.approx(0.30125)
     assert details["parts"] == {"no_size_lifts_ood": "supported", "ood_stays_low": "supported"}
@@ -46,7 +47,8 @@ def test_scale_does_not_lift_ood_holds_when_ood_accuracy_is_flat_above_the_floor
 def test_scale_does_not_lift_ood_fails_where_scale_lifts_ood_accuracy():
     # The source's claim is false here: the largest model gains 0.4 out of distribution.
     df = _rows([0.1, 0.2, 0.15], [0.5, 0.6, 0.55], SEEN_C, SEEN_W)
-    stat, verdict, (value, lo, hi), n, details = scale_does_not_lift_ood(df, OOD, 500, 0)
+    result = scale_does_not_lift_ood(df, OOD, 500, 0)
+    stat, verdict, (value, lo, hi), n, details = result.statistic, result.outcome, result.interval, result.n_trials, result.details
     assert value == pytest.approx(0.4) and lo > 0.05 and verdict == "not_supported" and n == 6
     assert details["seeds_per_cell"] == 3
 
@@ -54,13 +56,14 @@ def test_scale_does_not_lift_ood_fails_where_scale_lifts_ood_accuracy():
 def test_all_zero_ood_accuracy_is_inconclusive_not_a_confirmation():
     # Before: "not supported" (scale does not help) with interval [0, 0], i.e. Faith and Fate confirmed by default.
     df = _rows([0.0] * 8, [0.0] * 8, SEEN_C, SEEN_W)
-    stat, verdict, (value, lo, hi), n, details = scale_does_not_lift_ood(df, OOD, 500, 0)
+    result = scale_does_not_lift_ood(df, OOD, 500, 0)
+    stat, verdict, (value, lo, hi), n, details = result.statistic, result.outcome, result.interval, result.n_trials, result.details
     assert verdict == "inconclusive" and details["best_ood_cell"] == 0.0
     # Just below the floor everywhere: still inconclusive; lower the floor in the study file and it decides.
     low = _rows(_plus(JIT, 0.04), _plus(JIT[::-1], 0.04), SEEN_C, SEEN_W)
-    assert scale_does_not_lift_ood(low, OOD, 500, 0)[1] == "inconclusive"
-    assert "floor" in scale_does_not_lift_ood(low, OOD, 500, 0)[4]["reason"]
-    assert scale_does_not_lift_ood(low, {**OOD, "ood_floor": 0.03}, 500, 0)[1] == "supported"
+    assert scale_does_not_lift_ood(low, OOD, 500, 0).outcome == "inconclusive"
+    assert "floor" in scale_does_not_lift_ood(low, OOD, 500, 0).details["reason"]
+    assert scale_does_not_lift_ood(low, {**OOD, "ood_floor": 0.03}, 500, 0).outcome == "supported"
 
 
 @pytest.mark.parametrize("spoil", ["nan_large", "nan_small", "inf_small", "missing_column", "no_id", "one_size",
@@ -83,7 +86,8 @@ def test_scale_does_not_lift_ood_is_inconclusive_on_missing_or_unusable_data(spo
         df = df[df.seed < 2]
     elif spoil == "one_scratchpad_size":  # two sizes, but only one of them with the scratchpad
         df.loc[df.n_params == 1e5, "scratchpad"] = False
-    stat, verdict, triple, n, details = scale_does_not_lift_ood(df, OOD, 500, 0)
+    result = scale_does_not_lift_ood(df, OOD, 500, 0)
+    stat, verdict, triple, n, details = result.statistic, result.outcome, result.interval, result.n_trials, result.details
     assert verdict == "inconclusive" and details["reason"] and "seeds_per_cell" in details
 
 
@@ -92,11 +96,12 @@ def test_scale_does_not_lift_ood_is_inconclusive_on_missing_or_unusable_data(spo
 def test_high_ood_accuracy_contradicts_the_claim_that_it_stays_low():
     # Item 13. OOD ≈ 0.9 at both sizes, ID 0.99: flat, but not low. Before: supported.
     df = _rows(_plus(EIGHT, 0.6), _plus(EIGHT[::-1], 0.6), SEEN_C, SEEN_W)
-    stat, verdict, (value, lo, hi), n, details = scale_does_not_lift_ood(df, OOD, 500, 0)
+    result = scale_does_not_lift_ood(df, OOD, 500, 0)
+    stat, verdict, (value, lo, hi), n, details = result.statistic, result.outcome, result.interval, result.n_trials, result.details
     assert verdict == "not_supported" and details["parts"]["ood_stays_low"] == "not_supported"
     assert value == pytest.approx(0.99 - 0.90125) and hi < OOD["min_ood_drop"] and stat == "id_minus_ood_acc_largest_model"
     # The same table with a smaller required drop: both parts hold.
-    assert scale_does_not_lift_ood(df, {**OOD, "min_ood_drop": 0.05}, 500, 0)[1] == "supported"
+    assert scale_does_not_lift_ood(df, {**OOD, "min_ood_drop": 0.05}, 500, 0).outcome == "supported"
 
 
 def test_statement_and_study_file_say_that_ood_accuracy_stays_low():
@@ -115,7 +120,8 @@ def test_a_middle_model_size_that_lifts_ood_accuracy_contradicts_the_claim():
     # Item 14. Ends flat at 0.3, the middle size at 0.8. Before: supported (only the ends were compared).
     ends = _rows(EIGHT, EIGHT[::-1], SEEN_C, SEEN_W)
     middle = _rows(EIGHT, _plus(EIGHT, 0.5), SEEN_C, SEEN_W, sizes=(1e5, 3e5)).query("n_params == 3e5")
-    stat, verdict, (value, lo, hi), n, details = scale_does_not_lift_ood(pd.concat([ends, middle]), OOD, 500, 0)
+    result = scale_does_not_lift_ood(pd.concat([ends, middle]), OOD, 500, 0)
+    stat, verdict, (value, lo, hi), n, details = result.statistic, result.outcome, result.interval, result.n_trials, result.details
     assert verdict == "not_supported" and details["deciding_size"] == "300000" and value == pytest.approx(0.5)
     assert set(details["ood_gain_over_smallest"]) == {"300000", "1000000"} and n == 24
 
@@ -125,25 +131,28 @@ def test_tasks_are_decided_separately_never_compared():
     # Before: 1e5 (multiplication) was compared with 1e7 (max-subsequence): gain 0, supported.
     mult = _rows(EIGHT, _plus(EIGHT, 0.5), SEEN_C, SEEN_W, task="multiplication")
     dp = _rows(EIGHT, EIGHT[::-1], SEEN_C, SEEN_W, sizes=(1e6, 1e7), task="maxsubseq").query("n_params == 1e7")
-    stat, verdict, (value, lo, hi), n, details = scale_does_not_lift_ood(pd.concat([mult, dp]), OOD, 500, 0)
+    result = scale_does_not_lift_ood(pd.concat([mult, dp]), OOD, 500, 0)
+    stat, verdict, (value, lo, hi), n, details = result.statistic, result.outcome, result.interval, result.n_trials, result.details
     assert verdict == "not_supported" and details["task_used"] == "multiplication" and value == pytest.approx(0.5)
     assert details["by_task"]["maxsubseq"]["verdict"] == "inconclusive" and stat == "ood_acc_gain_best_size_vs_smallest"
     # Opposite effects in two tasks: pooled they cancelled (before: inconclusive); per task one contradicts.
     up = _rows(_plus(EIGHT, -0.2), _plus(EIGHT, 0.3), SEEN_C, SEEN_W, task="multiplication")
     down = _rows(_plus(EIGHT, 0.3), _plus(EIGHT, -0.2), SEEN_C, SEEN_W, task="maxsubseq")
-    assert scale_does_not_lift_ood(pd.concat([up, down]), OOD, 500, 0)[1] == "not_supported"
+    assert scale_does_not_lift_ood(pd.concat([up, down]), OOD, 500, 0).outcome == "not_supported"
     # Flat in each task but at different levels and sizes: before, 0.1 (task A, 1e5) vs 0.6 (task B, 1e7) was
     # "scale lifts OOD"; each task on its own is flat, so the claim holds in both.
     a = _rows(_plus(JIT, 0.1), _plus(JIT[::-1], 0.1), SEEN_C, SEEN_W, task="multiplication")
     b = _rows(_plus(JIT, 0.6), _plus(JIT[::-1], 0.6), SEEN_C, SEEN_W, sizes=(1e6, 1e7), task="maxsubseq")
-    stat, verdict, triple, n, details = scale_does_not_lift_ood(pd.concat([a, b]), OOD, 500, 0)
+    result = scale_does_not_lift_ood(pd.concat([a, b]), OOD, 500, 0)
+    stat, verdict, triple, n, details = result.statistic, result.outcome, result.interval, result.n_trials, result.details
     assert verdict == "supported" and set(details["by_task"]) == {"multiplication", "maxsubseq"}
 
 
 def test_ood_accuracy_constant_across_seeds_is_inconclusive():
     # Item 16. Before: supported with a zero-width interval.
     for large in ([0.3] * 8, [0.31] * 8):
-        stat, verdict, triple, n, details = scale_does_not_lift_ood(_rows([0.3] * 8, large, SEEN_C, SEEN_W), OOD, 500, 0)
+        result = scale_does_not_lift_ood(_rows([0.3] * 8, large, SEEN_C, SEEN_W), OOD, 500, 0)
+        stat, verdict, triple, n, details = result.statistic, result.outcome, result.interval, result.n_trials, result.details
         assert verdict == "inconclusive" and "degenerate" in details["reason"]
 
 
@@ -152,16 +161,18 @@ def test_seeds_are_counted_and_duplicate_records_averaged():
     two = _rows([0.3, 0.32], [0.31, 0.29], SEEN_C, SEEN_W)
     dup = pd.concat([two, two[two.seed == 0]])
     for rule, p in ((scale_does_not_lift_ood, OOD), (correct_steps_seen_in_training, STEPS)):
-        stat, verdict, triple, n, details = rule(dup, p, 500, 0)
+        result = rule(dup, p, 500, 0)
+        stat, verdict, triple, n, details = result.statistic, result.outcome, result.interval, result.n_trials, result.details
         assert verdict == "inconclusive" and details["seeds_per_cell"] == 2
     # Repeated records do not narrow the interval: four copies of three seeds = three seeds.
     three = _rows([0.30, 0.36, 0.24], [0.31, 0.37, 0.25], SEEN_C, SEEN_W)
     once, four = (scale_does_not_lift_ood(d, OOD, 500, 0) for d in (three, pd.concat([three] * 4)))
-    assert four[2] == pytest.approx(once[2]) and four[3] == once[3] == 6 and four[4]["seeds_per_cell"] == 3
+    assert four.interval == pytest.approx(once.interval) and four.n_trials == once.n_trials == 6
+    assert four.details["seeds_per_cell"] == 3
     # No seed column: replicates cannot be told apart (directly and through compute_verdicts).
     no_seed = _rows(EIGHT, EIGHT[::-1], SEEN_C, SEEN_W).drop(columns="seed")
     for rule, p in ((scale_does_not_lift_ood, OOD), (correct_steps_seen_in_training, STEPS)):
-        assert rule(no_seed, p, 500, 0)[1] == "inconclusive"
+        assert rule(no_seed, p, 500, 0).outcome == "inconclusive"
     out = compute_verdicts(no_seed, {"verdicts": {"scale_does_not_lift_ood": {}, "correct_steps_seen_in_training": {}}})
     assert [o["verdict"] for o in out] == ["inconclusive", "inconclusive"]
 
@@ -171,14 +182,15 @@ def test_seeds_are_counted_and_duplicate_records_averaged():
 def test_correct_steps_seen_in_training_compares_correct_and_wrong_nodes():
     seen_c, seen_w = [0.6, 0.7, 0.65], [0.2, 0.32, 0.25]
     df = _rows([0.1] * 3, [0.2] * 3, seen_c, seen_w)
-    stat, verdict, (value, lo, hi), n, details = correct_steps_seen_in_training(df, STEPS, 500, 0)
+    result = correct_steps_seen_in_training(df, STEPS, 500, 0)
+    stat, verdict, (value, lo, hi), n, details = result.statistic, result.outcome, result.interval, result.n_trials, result.details
     # The deciding number is the depth-matched gap (mean of the two size cells); the raw gap is reported beside it.
     assert value == pytest.approx(np.mean([0.3, 0.28, 0.3])) and verdict == "supported" and n == 6
     assert details["raw_gap_all_depths"]["value"] == pytest.approx(np.mean([0.4, 0.38, 0.4]))
     assert details["seeds_per_cell"] == 3 and details["cells"] == 2
     # The source's claim false: wrong steps are seen as often as correct ones at equal depth.
     same = _rows([0.1] * 3, [0.2] * 3, [0.6, 0.7, 0.65], [0.6, 0.7, 0.65], gap=[0.0, 0.01, -0.01])
-    assert correct_steps_seen_in_training(same, STEPS, 500, 0)[1] == "not_supported"
+    assert correct_steps_seen_in_training(same, STEPS, 500, 0).outcome == "not_supported"
 
 
 @pytest.mark.parametrize("spoil", ["all_seen", "none_seen", "all_nan", "missing_column", "answer_only"])
@@ -193,7 +205,8 @@ def test_correct_steps_seen_in_training_is_inconclusive_without_evidence(spoil):
         df = df.drop(columns="seen_gap_depth")
     elif spoil == "answer_only":
         df["scratchpad"] = False
-    stat, verdict, triple, n, details = correct_steps_seen_in_training(df, STEPS, 500, 0)
+    result = correct_steps_seen_in_training(df, STEPS, 500, 0)
+    stat, verdict, triple, n, details = result.statistic, result.outcome, result.interval, result.n_trials, result.details
     assert verdict == "inconclusive" and details["reason"]
 
 
@@ -213,8 +226,9 @@ def test_correct_steps_bad_or_degenerate_data_is_inconclusive(case):
         gap = [0.3, 0.31, 0.29] + [math.inf if case == "plus_inf" else -math.inf] * 5
     elif case == "inf_share":
         seen_w = [math.inf] + SEEN_W[1:]
-    stat, verdict, triple, n, details = correct_steps_seen_in_training(
+    result = correct_steps_seen_in_training(
         _rows(EIGHT, EIGHT, seen_c, seen_w, gap=gap), STEPS, 500, 0)
+    stat, verdict, triple, n, details = result.statistic, result.outcome, result.interval, result.n_trials, result.details
     assert verdict == "inconclusive" and details["reason"]
 
 
@@ -222,8 +236,9 @@ def test_trials_without_a_gap_are_left_out_and_counted():
     # A NaN gap (no depth with both correct and wrong nodes) is not bad data: the trial is left out.
     gap = [0.3 + j for j in JIT[:6]] + [math.nan] * 2
     seen_w = SEEN_W[:6] + [math.nan] * 2  # no wrong nodes in those trials
-    stat, verdict, triple, n, details = correct_steps_seen_in_training(
+    result = correct_steps_seen_in_training(
         _rows(EIGHT, EIGHT, SEEN_C, seen_w, gap=gap), STEPS, 500, 0)
+    stat, verdict, triple, n, details = result.statistic, result.outcome, result.interval, result.n_trials, result.details
     assert verdict == "supported" and details["trials_without_a_gap"] == 4 and details["seeds_per_cell"] == 6
 
 
@@ -233,8 +248,9 @@ def test_correct_steps_must_mostly_be_seen_ones():
     seen_c = [0.08 + j / 4 for j in JIT]
     seen_w = [0.01] * 8
     gap = [0.07 + 0.002 * i for i in range(8)]
-    stat, verdict, (value, lo, hi), n, details = correct_steps_seen_in_training(
+    result = correct_steps_seen_in_training(
         _rows(EIGHT, EIGHT, seen_c, seen_w, gap=gap), STEPS, 500, 0)
+    stat, verdict, (value, lo, hi), n, details = result.statistic, result.outcome, result.interval, result.n_trials, result.details
     assert verdict == "not_supported" and details["parts"]["correct_mostly_seen"] == "not_supported"
     assert value == pytest.approx(0.08) and hi < 0.5 and stat == "seen_share_correct"
     from bindscale.studies.subgraphs.verdicts import STATEMENTS
@@ -246,7 +262,7 @@ def test_correct_steps_must_mostly_be_seen_ones():
 def test_missing_columns_are_inconclusive_never_a_crash(col):
     # Item 19. Before: KeyError (seen_correct, seen_wrong) or ValueError on NaN n_params through compute_verdicts.
     df = _rows(EIGHT, EIGHT[::-1], SEEN_C, SEEN_W).drop(columns=col)
-    assert correct_steps_seen_in_training(df, STEPS, 500, 0)[1] == "inconclusive"
+    assert correct_steps_seen_in_training(df, STEPS, 500, 0).outcome == "inconclusive"
     out = compute_verdicts(df, {"verdicts": {"scale_does_not_lift_ood": {}, "correct_steps_seen_in_training": {}}})
     assert out[1]["verdict"] == "inconclusive"
     if col in ("n_params", "seed"):
@@ -259,7 +275,8 @@ def test_the_scratchpad_flag_is_read_robustly(value, scratchpad_trials):
     # Item 19. Before: NaN and the string "False" were truthy, so answer-only trials counted as scratchpad ones.
     df = _rows(EIGHT, EIGHT[::-1], SEEN_C, SEEN_W)
     df["scratchpad"] = value
-    stat, verdict, triple, n, details = correct_steps_seen_in_training(df, STEPS, 500, 0)
+    result = correct_steps_seen_in_training(df, STEPS, 500, 0)
+    stat, verdict, triple, n, details = result.statistic, result.outcome, result.interval, result.n_trials, result.details
     assert (verdict == "supported") == scratchpad_trials
     if not scratchpad_trials:
         assert "scratchpad" in details["reason"]
@@ -290,5 +307,6 @@ def test_trials_without_a_task_name_are_not_pooled_with_a_named_task():
     named = _rows(EIGHT, EIGHT[::-1], SEEN_C, SEEN_W, task="maxsubseq")
     unnamed = _rows(EIGHT, _plus(EIGHT, 0.5), SEEN_C, SEEN_W, sizes=(1e5, 3e5)).query("n_params == 3e5")
     unnamed = unnamed.assign(task=math.nan)
-    stat, verdict, triple, n, details = scale_does_not_lift_ood(pd.concat([named, unnamed]), OOD, 500, 0)
+    result = scale_does_not_lift_ood(pd.concat([named, unnamed]), OOD, 500, 0)
+    stat, verdict, triple, n, details = result.statistic, result.outcome, result.interval, result.n_trials, result.details
     assert verdict == "supported" and details["trials_without_a_task"] == 8 and details["task_used"] == "maxsubseq"

@@ -21,14 +21,11 @@ Modules: :mod:`.problems` (generators, exact MILP labels, checker), :mod:`.data`
 :mod:`.baselines`, :mod:`.figures`, :mod:`.table`, :mod:`.plan`.
 """
 
-from pathlib import Path
-
-from bindscale.study import Claim, StudyPlugin
+from bindscale.kit import Claim, StudyPlugin
 
 _SOURCE = ("bindscale's working hypothesis (no primary source for '55-60% constraint satisfaction whatever the size' found); "
            "nearest primary sources: ConstraintBench, arXiv 2602.22465; Bernier et al. 2026, arXiv 2603.23004 "
            "(LLMs on optimal power flow)")
-_V = "bindscale.studies.ceiling.verdicts"
 
 CLAIMS = (
     Claim(
@@ -52,32 +49,21 @@ CLAIMS = (
                    "decides. Inconclusive when an expected family is missing, the asymptote is not above chance, "
                    "or the fitted sweep misses the largest or smallest planned size (its trials failed, diverged "
                    "or never wrote a record)."),
-        rule=f"{_V}:constraint_satisfaction_plateaus",
         thresholds={"margin": (0.0, 1.0), "delta_aic": (0.0, 100.0), "min_sizes": (3.0, 100.0)},
         defaults={"margin": 0.05, "delta_aic": 2.0, "min_sizes": 4.0},
         figures=("ceiling_sat_vs_params", "ceiling_feas_vs_params", "ceiling_gap_vs_params", "ceiling_sat_vs_data",
                  "ceiling_by_difficulty"),
-        guards=(f"{_V}:planned_size_missing",),
+        guards=(".verdicts:planned_size_missing",),
     ),
 )
 
 STUDY = StudyPlugin(
     name="ceiling",
     kind="ceiling",
-    trial_config="bindscale.studies.ceiling.config:CeilingTrial",
     claims=CLAIMS,
+    package=__name__,
     description="Do models plateau on constraint satisfaction whatever their size? Graph colouring, knapsack, "
                 "assignment; saturating vs power-law fits (a hypothesis; ConstraintBench as anchor)",
-    directory=Path(__file__).parent,
-    trainer="bindscale.studies.ceiling.trial:run_group",
-    cost="bindscale.studies.ceiling.plan:job_cost",
-    memory="bindscale.studies.ceiling.plan:trial_memory_bytes",
-    checker="bindscale.studies.ceiling.plan:check_trials",
-    rows="bindscale.studies.ceiling.verdicts:prepare_rows",
-    figure_set="bindscale.studies.ceiling.figures:figures",
-    table="bindscale.studies.ceiling.table:config_table",
-    models="bindscale.studies.ceiling.trial:untrained_model",
-    tasks="bindscale.studies.ceiling.trial:task_family",
     # A rough fit through two trials on the loaded 2-core Xeon, one torch thread: 0.1M x 1000 steps took
     # 62.5 CPU-s (4.9e-4 s per cost unit); 1.6M x 400 steps ~5.4e-4 (wall time at a measured ~45% share of a
     # core); ~6 s per trial of evaluation and set-up. The quick study predicts 116 CPU-s, measured 85.

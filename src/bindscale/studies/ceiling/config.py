@@ -158,3 +158,7 @@ class CeilingTrial(TrialBase):
     def trains(self) -> bool:
         """A real model (``model.kind: lm``) answers as it is; only the transformers are trained."""
         return getattr(self.model, "kind", "transformer") != "lm"
+
+
+#: The name the study plugin finds its trial config by (bindscale.study.CONVENTION).
+TrialConfig = CeilingTrial

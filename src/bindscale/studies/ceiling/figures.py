@@ -1,7 +1,7 @@
 """Figures of the ``ceiling`` study: satisfaction, feasibility and optimality gap against parameters (and data).
 
 Each figure function takes the results table and returns a base64 PNG, or None when its data are missing.
-Plotted means are over seeds with their 95% Student t interval (:func:`bindscale.report.figures._summary`).
+Plotted means are over seeds with their 95% Student t interval (:func:`bindscale.kit.seed_summary`).
 
 - ``ceiling_sat_vs_params``: test constraint satisfaction against non-embedding parameters, one colour per
   family (the size sweep of :func:`.verdicts.size_sweep`), both fits drawn (solid: saturating ``a - b·N^-c``,
@@ -37,8 +37,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from bindscale.records import metric_items
-from bindscale.report.figures import (FIGSIZE, SMALL, _ci_note, _count, _errorbar, _id_ood_spans, _legend,
-                                      _new_figure, _summary, _title, _to_b64)
+from bindscale.report.figures import FIGSIZE, SMALL
+from bindscale.kit import (
+    ci_note, count_label, errorbar, id_ood_spans, legend, new_figure, seed_summary, titled, to_base64,
+)
 
 from . import CLAIMS
 from .fits import compare, power_law, saturating
@@ -140,15 +142,15 @@ def _vs_params(df: pd.DataFrame, metric: str, fits: Mapping | None = None) -> st
     if sweep.empty:
         return None
     x = _x(sweep)
-    fig, ax = _new_figure()
+    fig, ax = new_figure()
     ns: list = []
     for f in FAMILIES:
         col = f"{metric}_{f}"
         if col not in sweep or sweep[col].isna().all():
             continue
         g = sweep[[x, "seed", col]].dropna()
-        s = _summary(g, x, col)
-        _errorbar(ax, s[x], s, (0.0, 1.0) if metric != "gap" else None, label=f, color=COLOURS[f])
+        s = seed_summary(g, x, col)
+        errorbar(ax, s[x], s, (0.0, 1.0) if metric != "gap" else None, label=f, color=COLOURS[f])
         ns += list(s["n"])
         vm = VERDICT_METRIC.get(f)
         if fits is not None and vm == metric:
@@ -158,8 +160,8 @@ def _vs_params(df: pd.DataFrame, metric: str, fits: Mapping | None = None) -> st
             vcol = f"{vm}_{f}"  # the family's verdict metric beside it, with the verdict's fit
             if vm and vcol in sweep and sweep[vcol].notna().any():
                 gv = sweep[[x, "seed", vcol]].dropna()
-                sv = _summary(gv, x, vcol)
-                _errorbar(ax, sv[x], sv, (0.0, 1.0), label=f"{f}: {METRIC_WORDS.get(vm, vm)} (its verdict metric)",
+                sv = seed_summary(gv, x, vcol)
+                errorbar(ax, sv[x], sv, (0.0, 1.0), label=f"{f}: {METRIC_WORDS.get(vm, vm)} (its verdict metric)",
                           color=COLOURS[f], marker="s", mfc="none")
                 ns += list(sv["n"])
                 _draw_verdict_fit(ax, fits.get(f), gv[x], x, vcol, COLOURS[f])
@@ -176,13 +178,13 @@ def _vs_params(df: pd.DataFrame, metric: str, fits: Mapping | None = None) -> st
     if metric != "gap":
         ax.set_ylim(-0.03, 1.03)
         ax.axhspan(0.55, 0.60, color="grey", alpha=0.12)  # the hypothesised ceiling
-    quals = [_ci_note(ns)] + (["solid: a - b·N^-c, dashed: 1 - b·N^-c",
+    quals = [ci_note(ns)] + (["solid: a - b·N^-c, dashed: 1 - b·N^-c",
                                "band: the verdict's asymptote 95% bootstrap interval",
                                "grey: the hypothesised 55-60%"] if fits is not None else []) + (
         ["dotted: uniform-random answers"] if metric != "gap" else [])
-    _title(ax, f"{TITLES[metric]} vs parameters per family", quals)
-    _legend(ax)
-    return _to_b64(fig)
+    titled(ax, f"{TITLES[metric]} vs parameters per family", quals)
+    legend(ax)
+    return to_base64(fig)
 
 
 def fig_sat_vs_params(df: pd.DataFrame, fits: Mapping | None = None,
@@ -210,15 +212,15 @@ def fig_sat_vs_data(df: pd.DataFrame) -> str | None:
     counts = rows.groupby("budget")["n_train"].nunique()
     budget = max(b for b, c in counts.items() if c == counts.max())
     g0 = rows[rows["budget"] == budget]
-    fig, ax = _new_figure()
+    fig, ax = new_figure()
     ns: list = []
     for f in FAMILIES:
         col = f"sat_{f}"
         if col not in g0 or g0[col].isna().all():
             continue
         g = g0[["n_train", "seed", col]].dropna()
-        s = _summary(g, "n_train", col)
-        _errorbar(ax, s["n_train"], s, (0.0, 1.0), label=f, color=COLOURS[f])
+        s = seed_summary(g, "n_train", col)
+        errorbar(ax, s["n_train"], s, (0.0, 1.0), label=f, color=COLOURS[f])
         ns += list(s["n"])
         _draw_own_fits(ax, g, "n_train", col, COLOURS[f])
     if not ns:
@@ -227,9 +229,9 @@ def fig_sat_vs_data(df: pd.DataFrame) -> str | None:
     ax.set_xlabel("training instances per family")
     ax.set_ylabel(LABELS["sat"])
     ax.set_ylim(-0.03, 1.03)
-    _title(ax, f"Constraint satisfaction vs training data at {budget / 1e6:g}M parameters", [_ci_note(ns), "solid: saturating, dashed: power law"])
-    _legend(ax)
-    return _to_b64(fig)
+    titled(ax, f"Constraint satisfaction vs training data at {budget / 1e6:g}M parameters", [ci_note(ns), "solid: saturating, dashed: power law"])
+    legend(ax)
+    return to_base64(fig)
 
 
 def _size_colour(i: int, n: int) -> tuple:
@@ -272,16 +274,16 @@ def fig_by_difficulty(df: pd.DataFrame) -> str | None:
             ax = axes[i, j]
             ax.grid(True, alpha=0.3)
             for size, colour in zip(sizes, colours):
-                s = _summary(g[g["size"] == size], "difficulty", m).dropna(subset=["mean"])
+                s = seed_summary(g[g["size"] == size], "difficulty", m).dropna(subset=["mean"])
                 if len(s):
-                    _errorbar(ax, s["difficulty"], s, (0.0, 1.0) if m != "gap" else None, color=colour,
-                              label=_count(size), ms=3)
+                    errorbar(ax, s["difficulty"], s, (0.0, 1.0) if m != "gap" else None, color=colour,
+                              label=count_label(size), ms=3)
                     ns += list(s["n"])
             # head room for the span labels; half a step of margin so the held-out span has room
             ax.set_ylim(-0.03, 1.25) if m != "gap" else ax.set_ylim(0, max(ax.get_ylim()[1], 0.01) * 1.3)
             ax.set_xlim(g["difficulty"].min() - 0.5, g["difficulty"].max() + 0.5)
             if len(trained) and (g["split"] == "heldout").any():
-                _id_ood_spans(ax, float(trained.max()) + 0.5, "trained", "held\nout")
+                id_ood_spans(ax, float(trained.max()) + 0.5, "trained", "held\nout")
             ax.tick_params(labelsize=SMALL)
             if i == 0:
                 ax.set_title(f, fontsize=SMALL + 2)
@@ -292,9 +294,9 @@ def fig_by_difficulty(df: pd.DataFrame) -> str | None:
                 ax.set_xticks(sorted(g["difficulty"].unique()))
     if not ns:
         return None
-    fig.suptitle(f"Metrics by difficulty per family, one line per size\n({_ci_note(ns)})", fontsize=11)
-    _legend(axes[0, 0], ncol=len(sizes), title="non-embedding parameters")
-    return _to_b64(fig)
+    fig.suptitle(f"Metrics by difficulty per family, one line per size\n({ci_note(ns)})", fontsize=11)
+    legend(axes[0, 0], ncol=len(sizes), title="non-embedding parameters")
+    return to_base64(fig)
 
 
 #: Metric definitions, prompt and parse rule, stated in the report (issue 18 asks for them there).

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from bindscale.errors import ConfigError
-from bindscale.trainutil import TrialResult
+from bindscale.kit import TrialResult
 
 from .data import instance_sets
 from .problems import Problem

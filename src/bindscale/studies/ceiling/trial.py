@@ -22,8 +22,8 @@ import torch
 
 from bindscale import seeding
 from bindscale.models.transformer import Transformer
-from bindscale.seqtrain import PAD_ID, greedy_predictions, pack_sequences, train_from_config
-from bindscale.trainutil import TrialResult
+from bindscale.seqtrain import PAD_ID, pack_sequences
+from bindscale.kit import TrialResult, greedy_predictions, train_from_config
 
 from ..depth.families import shape_for_budget
 from .config import CeilingTrial

@@ -58,7 +58,8 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from bindscale.report.verdicts import MIN_REPLICATES, NAN3, _ci, coerce_numeric, degenerate, ok_rows, restrict_to_mode
+from bindscale.report.verdicts import ok_rows
+from bindscale.kit import MIN_REPLICATES, NAN3, ci_entry, coerce_numeric, degenerate, restrict_to_mode, Verdict
 from bindscale.stats import strata_mean_ci
 
 from .fits import compare
@@ -101,9 +102,9 @@ def size_sweep(rows: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     return restrict_to_mode(trained_rows(rows), _FIXED)
 
 
-def _inconclusive(stat: str, n: int, details: dict, reason: str) -> tuple:
+def _inconclusive(stat: str, n: int, details: dict, reason: str) -> Verdict:
     details["reason"] = reason
-    return stat, "inconclusive", NAN3, n, details
+    return Verdict(stat, "inconclusive", NAN3, n, details)
 
 
 def family_fit(rows: pd.DataFrame, family: str, x_col: str, min_sizes: int, n_boot: int, seed: int,
@@ -139,7 +140,7 @@ def family_fit(rows: pd.DataFrame, family: str, x_col: str, min_sizes: int, n_bo
     entry |= {"saturating": sat.params, "power_law": pw.params, "log_power": lp.params, "aic_saturating": sat.aic,
               "aic_power_law": pw.aic, "aic_log_power": lp.aic, "delta_aic": r["delta_aic"],
               "delta_aic_climb": r["delta_aic_climb"], "x_min": r["x_min"],
-              "asymptote": _ci(tuple(min(v, 1.0) for v in r["asymptote"]), len(g)),
+              "asymptote": ci_entry(tuple(min(v, 1.0) for v in r["asymptote"]), len(g)),
               "asymptote_unclipped": list(r["asymptote"])}
     entry["identified"] = identified(entry) if sat.ok else False
     if not (sat.ok and pw.ok and lp.ok):
@@ -147,8 +148,8 @@ def family_fit(rows: pd.DataFrame, family: str, x_col: str, min_sizes: int, n_bo
     elif not all(math.isfinite(v) for v in r["asymptote"]):
         entry["problem"] = "the asymptote's bootstrap interval is undefined"
     # Flattening inside the sweep: the gain over the last doubling, largest minus second-largest, Welch interval.
-    entry["last_gain"] = _ci(strata_mean_ci([cells[-1], -cells[-2]], [1.0, 1.0]), cells[-2].size + cells[-1].size)
-    entry["climb"] = _ci(strata_mean_ci([cells[-1], -cells[0]], [1.0, 1.0]), cells[0].size + cells[-1].size)
+    entry["last_gain"] = ci_entry(strata_mean_ci([cells[-1], -cells[-2]], [1.0, 1.0]), cells[-2].size + cells[-1].size)
+    entry["climb"] = ci_entry(strata_mean_ci([cells[-1], -cells[0]], [1.0, 1.0]), cells[0].size + cells[-1].size)
     lo, hi = entry["asymptote"]["ci_low"], entry["asymptote"]["ci_high"]
     entry["claimed_55_60_in_interval"] = bool(lo <= CLAIMED[1] and hi >= CLAIMED[0])
     return entry
@@ -231,7 +232,7 @@ def lm_points(rows: pd.DataFrame) -> list[dict]:
 
 
 def constraint_satisfaction_plateaus(ok: pd.DataFrame, thresholds: Mapping[str, float], n_boot: int = 2000,
-                                     seed: int = 0) -> tuple:
+                                     seed: int = 0) -> Verdict:
     """The plateau rule (see the module docstring)."""
     stat = "asymptote_sat"
     margin, delta = float(thresholds["margin"]), float(thresholds["delta_aic"])
@@ -277,18 +278,17 @@ def constraint_satisfaction_plateaus(ok: pd.DataFrame, thresholds: Mapping[str, 
     if contra:
         f = max(contra, key=lambda k: by_family[k]["asymptote"]["ci_low"])
         details["family_used"] = f
-        return stat, "not_supported", _triple(by_family[f]), n, details
+        return Verdict(stat, "not_supported", _triple(by_family[f]), n, details)
     problems = [f for f, e in by_family.items() if "problem" in e]
     if problems:
         f = problems[0]
         details["family_used"] = f
         e = by_family[f]
-        return (stat, "inconclusive", _triple(e) if "asymptote" in e else NAN3, n,
-                details | {"reason": f"family {f}: {e['problem']}"})
+        return Verdict(stat, "inconclusive", _triple(e) if "asymptote" in e else NAN3, n, details | {"reason": f"family {f}: {e['problem']}"})
     f = max(by_family, key=lambda k: by_family[k]["asymptote"]["ci_high"])
     details["family_used"] = f
     if all(e["state"] == "plateau" for e in by_family.values()):
-        return stat, "supported", _triple(by_family[f]), n, details
+        return Verdict(stat, "supported", _triple(by_family[f]), n, details)
     opens = [k for k, v in by_family.items() if v["state"] != "plateau"]
     f = opens[0]
     e = by_family[f]
@@ -299,7 +299,7 @@ def constraint_satisfaction_plateaus(ok: pd.DataFrame, thresholds: Mapping[str, 
                          f"{1 - margin:g} and the chance level {e['chance']:.3f}; gain over the last doubling "
                          f"[{e['last_gain']['ci_low']:.3f}, {e['last_gain']['ci_high']:.3f}]; identified: "
                          f"{e['identified']})")
-    return stat, "inconclusive", _triple(e), n, details
+    return Verdict(stat, "inconclusive", _triple(e), n, details)
 
 
 def _triple(e: dict) -> tuple[float, float, float]:

@@ -22,15 +22,12 @@ Modules: :mod:`.scan` (SCAN from its grammar, its splits, SCAN / COGS file loade
 :mod:`.verdicts`, :mod:`.figures`, :mod:`.table`, :mod:`.plan`.
 """
 
-from pathlib import Path
-
-from bindscale.study import Claim, StudyPlugin
+from bindscale.kit import Claim, StudyPlugin
 
 _PETTY = ('Petty et al. 2024, "The Impact of Depth on Compositional Generalization in Transformer Language '
           'Models" (NAACL)')
 _LAKE = ('Lake & Baroni 2018, "Generalization without systematicity: On the compositional skills of '
          'sequence-to-sequence recurrent networks" (ICML)')
-_V = "bindscale.studies.depth.verdicts"
 
 CLAIMS = (
     Claim(
@@ -47,11 +44,10 @@ CLAIMS = (
                    "member's test exact match, mean over seeds, averaged over the budgets (families) with a "
                    "Welch–Satterthwaite interval; the split whose interval is lowest decides (the weakest "
                    "support, or the clearest contradiction)."),
-        rule=f"{_V}:deeper_composes_better_at_equal_params",
         thresholds={"margin": (-1.0, 1.0), "min_id_acc": (0.0, 1.0)},
         defaults={"margin": 0.0, "min_id_acc": 0.5},
         figures=("depth_acc_vs_depth", "depth_acc_vs_params"),
-        guards=(f"{_V}:planned_family_missing",),
+        guards=(".verdicts:planned_family_missing",),
     ),
     Claim(
         name="seq2seq_fails_scan_splits",
@@ -66,31 +62,20 @@ CLAIMS = (
                    "depth, rotary positions), mean over seeds with a t interval, on the length and add-jump "
                    "splits; the split nearest to being solved (highest upper bound) decides, or the split "
                    "solved most clearly."),
-        rule=f"{_V}:seq2seq_fails_scan_splits",
         thresholds={"threshold": (0.0, 1.0), "min_id_acc": (0.0, 1.0)},
         defaults={"threshold": 0.5, "min_id_acc": 0.95},
         figures=("depth_acc_vs_params", "depth_acc_by_length"),
-        guards=(f"{_V}:largest_planned_model_missing",),
+        guards=(".verdicts:largest_planned_model_missing",),
     ),
 )
 
 STUDY = StudyPlugin(
     name="depth",
     kind="depth",
-    trial_config="bindscale.studies.depth.config:DepthTrial",
     claims=CLAIMS,
+    package=__name__,
     description="SCAN: at equal parameters, do deeper transformers compose better, and does scale solve the "
                 "add-jump and length splits? (Petty et al. 2024; Lake & Baroni 2018)",
-    directory=Path(__file__).parent,
-    trainer="bindscale.studies.depth.trial:run_group",
-    cost="bindscale.studies.depth.plan:job_cost",
-    memory="bindscale.studies.depth.plan:trial_memory_bytes",
-    checker="bindscale.studies.depth.plan:check_trials",
-    rows="bindscale.studies.depth.verdicts:prepare_rows",
-    figure_set="bindscale.studies.depth.figures:figures",
-    table="bindscale.studies.depth.table:config_table",
-    models="bindscale.studies.depth.trial:untrained_model",
-    tasks="bindscale.studies.depth.trial:task_family",
     # plan.SECONDS_PER_COST: measured on 24 trials of the default study on the 2-core Xeon under load, one
     # torch thread; ~2 s per trial of data generation and scoring.
     seconds_per_cost=(3.2e-6, 2.0),

@@ -90,3 +90,7 @@ class DepthTrial(TrialBase):
         if not re.fullmatch(r"[a-z0-9_]+", self.task.split):
             raise ValueError(f"task.split {self.task.split!r}: a label of lower-case letters, digits and _")
         return self
+
+
+#: The name the study plugin finds its trial config by (bindscale.study.CONVENTION).
+TrialConfig = DepthTrial

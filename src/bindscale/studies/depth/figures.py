@@ -2,7 +2,7 @@
 
 Each figure function takes the results table and returns a base64 PNG, or None when its data are
 missing. Every plotted mean is over seeds with its 95% Student t interval
-(:func:`bindscale.stats.mean_ci`, via :func:`bindscale.report.figures._summary`); the title says n.
+(:func:`bindscale.stats.mean_ci`, via :func:`bindscale.kit.seed_summary`); the title says n.
 
 - ``depth_acc_vs_depth``: test exact match against depth, one line per (split, budget) family,
   rotary positions (the depth claim).
@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from bindscale.records import metric_table
-from bindscale.report.figures import _ci_note, _errorbar, _legend, _new_figure, _summary, _title, _to_b64
+from bindscale.kit import ci_note, errorbar, legend, new_figure, seed_summary, titled, to_base64
 
 from .verdicts import prepare_rows
 
@@ -45,13 +45,13 @@ def _curves(df: pd.DataFrame, series: list[str], x: str, label) -> tuple | None:
     ok = _rope(df)
     if ok.empty:
         return None
-    fig, ax = _new_figure()
+    fig, ax = new_figure()
     ns: list = []
     for key, g in ok.groupby(series):
         if g[x].nunique() < 2:
             continue
-        s = _summary(g, x, "acc_test")
-        _errorbar(ax, s[x], s, UNIT, label=label(*key))
+        s = seed_summary(g, x, "acc_test")
+        errorbar(ax, s[x], s, UNIT, label=label(*key))
         ns += list(s["n"])
     if not ns:
         return None
@@ -69,9 +69,9 @@ def fig_acc_vs_depth(df: pd.DataFrame) -> str | None:
     ax.set_xscale("log", base=2)
     ax.set_xticks(sorted(ok["layers"].unique()), [f"{int(v)}" for v in sorted(ok["layers"].unique())])
     ax.set_xlabel("layers (width shrinks to keep non-embedding parameters fixed)")
-    _title(ax, "Accuracy vs depth at equal parameters", [_ci_note(ns)])
-    _legend(ax)
-    return _to_b64(fig)
+    titled(ax, "Accuracy vs depth at equal parameters", [ci_note(ns)])
+    legend(ax)
+    return to_base64(fig)
 
 
 def fig_acc_vs_params(df: pd.DataFrame) -> str | None:
@@ -82,9 +82,9 @@ def fig_acc_vs_params(df: pd.DataFrame) -> str | None:
     fig, ax, _, ns = drawn
     ax.set_xscale("log")
     ax.set_xlabel("non-embedding parameters (budget)")
-    _title(ax, "Accuracy vs parameters per split", [_ci_note(ns)])
-    _legend(ax)
-    return _to_b64(fig)
+    titled(ax, "Accuracy vs parameters per split", [ci_note(ns)])
+    legend(ax)
+    return to_base64(fig)
 
 
 def length_curves(df: pd.DataFrame) -> dict[tuple[Any, Any], pd.DataFrame]:
@@ -113,7 +113,7 @@ def length_curves(df: pd.DataFrame) -> dict[tuple[Any, Any], pd.DataFrame]:
             long += [(int(k), float(v[1])) for k, v in table.items() if v and v[1] is not None]
         if long:
             t = pd.DataFrame(long, columns=["length", "acc"])
-            out[key] = _summary(t, "length", "acc")
+            out[key] = seed_summary(t, "length", "acc")
     return out
 
 
@@ -122,18 +122,18 @@ def fig_acc_by_length(df: pd.DataFrame) -> str | None:
     curves = length_curves(df)
     if not curves:
         return None
-    fig, ax = _new_figure()
+    fig, ax = new_figure()
     ns: list = []
     for (layers, pos), s in sorted(curves.items()):
-        _errorbar(ax, s["length"], s, UNIT, label=f"{int(layers)} layers, {pos} positions",
+        errorbar(ax, s["length"], s, UNIT, label=f"{int(layers)} layers, {pos} positions",
                   linestyle="-" if pos == "rope" else "--")
         ns += list(s["n"])
     ax.set_xlabel("gold output length (actions; training saw at most 22)")
     ax.set_ylabel(EXACT)
     ax.set_ylim(-0.03, 1.03)
-    _title(ax, "Length split: accuracy by output length", [_ci_note(ns)])
-    _legend(ax)
-    return _to_b64(fig)
+    titled(ax, "Length split: accuracy by output length", [ci_note(ns)])
+    legend(ax)
+    return to_base64(fig)
 
 
 def figures(study: Any = None) -> dict[str, tuple[Any, str]]:

@@ -65,7 +65,8 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from bindscale.report.verdicts import MIN_REPLICATES, NAN3, _ci, coerce_numeric, degenerate, ok_rows, restrict_to_mode
+from bindscale.report.verdicts import ok_rows
+from bindscale.kit import MIN_REPLICATES, NAN3, ci_entry, coerce_numeric, degenerate, restrict_to_mode, Verdict
 from bindscale.stats import mean_ci, strata_mean_ci
 
 from . import CLAIMS
@@ -101,9 +102,9 @@ def _bad(rows: pd.DataFrame, cols: tuple[str, ...]) -> str | None:
     return None
 
 
-def _inconclusive(stat: str, n: int, details: dict, reason: str) -> tuple:
+def _inconclusive(stat: str, n: int, details: dict, reason: str) -> Verdict:
     details["reason"] = reason
-    return stat, "inconclusive", NAN3, n, details
+    return Verdict(stat, "inconclusive", NAN3, n, details)
 
 
 def _rope_rows(ok: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
@@ -114,7 +115,7 @@ def _rope_rows(ok: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
 
 
 def deeper_composes_better_at_equal_params(ok: pd.DataFrame, thresholds: Mapping[str, float], n_boot: int = 2000,
-                                           seed: int = 0) -> tuple:
+                                           seed: int = 0) -> Verdict:
     """Deepest minus shallowest family member per generalization split (see the module docstring)."""
     stat = "deep_minus_shallow_acc"
     margin, min_id = float(thresholds["margin"]), float(thresholds["min_id_acc"])
@@ -165,7 +166,7 @@ def deeper_composes_better_at_equal_params(ok: pd.DataFrame, thresholds: Mapping
         if why:
             entry.setdefault("problem", why)
         triple = strata_mean_ci(groups, weights)
-        entry["diff"] = _ci(triple, sum(len(c) for c in cells))
+        entry["diff"] = ci_entry(triple, sum(len(c) for c in cells))
         by_split[split] = entry
         results.append((split, triple, sum(len(c) for c in cells), entry.get("problem")))
     details["by_split"] = by_split
@@ -178,7 +179,7 @@ def deeper_composes_better_at_equal_params(ok: pd.DataFrame, thresholds: Mapping
     if contradicting:
         split, triple, _, _ = min(contradicting, key=lambda r: r[1][2])
         details["split_used"] = split
-        return stat, "not_supported", triple, n, details
+        return Verdict(stat, "not_supported", triple, n, details)
     problems = [r for r in results if r[3] is not None]
     if problems:
         split, _, _, why = problems[0]
@@ -189,7 +190,7 @@ def deeper_composes_better_at_equal_params(ok: pd.DataFrame, thresholds: Mapping
     verdict = "supported" if all(r[1][1] > margin for r in results) else "inconclusive"
     if verdict == "inconclusive":
         details["reason"] = f"split {split}: the interval includes the margin {margin:g}"
-    return stat, verdict, triple, n, details
+    return Verdict(stat, verdict, triple, n, details)
 
 
 def _flat_pair(acc: np.ndarray, acc_id: np.ndarray) -> str | None:
@@ -252,7 +253,7 @@ def largest_planned_model_missing(df: pd.DataFrame, ok: pd.DataFrame, details: M
 
 
 def seq2seq_fails_scan_splits(ok: pd.DataFrame, thresholds: Mapping[str, float], n_boot: int = 2000,
-                              seed: int = 0) -> tuple:
+                              seed: int = 0) -> Verdict:
     """The largest model's test exact match on the length and add-jump splits (see the module docstring)."""
     stat = "largest_model_acc"
     thr, min_id = float(thresholds["threshold"]), float(thresholds["min_id_acc"])
@@ -281,7 +282,7 @@ def seq2seq_fails_scan_splits(ok: pd.DataFrame, thresholds: Mapping[str, float],
         acc, acc_id = _seed_means(g, "acc_test"), _seed_means(g, "acc_id")
         spc.append(acc.size)
         triple = mean_ci(acc)
-        entry = {"acc": _ci(triple, acc.size), "acc_id": float(acc_id.mean())}
+        entry = {"acc": ci_entry(triple, acc.size), "acc_id": float(acc_id.mean())}
         if acc.size < MIN_REPLICATES:
             entry["problem"] = f"{acc.size} seeds, fewer than {MIN_REPLICATES}"
         elif acc_id.mean() < min_id:
@@ -300,7 +301,7 @@ def seq2seq_fails_scan_splits(ok: pd.DataFrame, thresholds: Mapping[str, float],
     if solved:
         split, triple, _ = max(solved, key=lambda r: r[1][1])
         details["split_used"] = split
-        return stat, "not_supported", triple, n, details
+        return Verdict(stat, "not_supported", triple, n, details)
     problems = [r for r in results if r[2] is not None]
     if problems:
         details["split_used"] = problems[0][0]
@@ -308,6 +309,6 @@ def seq2seq_fails_scan_splits(ok: pd.DataFrame, thresholds: Mapping[str, float],
     split, triple, _ = max(results, key=lambda r: r[1][2] if math.isfinite(r[1][2]) else math.inf)
     details["split_used"] = split
     if all(r[1][2] < thr for r in results):
-        return stat, "supported", triple, n, details
+        return Verdict(stat, "supported", triple, n, details)
     details["reason"] = f"split {split}: the interval includes the threshold {thr:g}"
-    return stat, "inconclusive", triple, n, details
+    return Verdict(stat, "inconclusive", triple, n, details)

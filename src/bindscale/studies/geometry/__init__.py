@@ -38,9 +38,7 @@ binding mechanism built in. Polar beating structural says that structure is pres
 with model size says scale brings it.
 """
 
-from pathlib import Path
-
-from bindscale.study import Claim, StudyPlugin
+from bindscale.kit import Claim, StudyPlugin
 
 _POLAR = ('Diego-Simón, D\'Ascoli, Chemla, Lakretz, King 2024, "A polar coordinate system represents syntax in '
           'large language models" (NeurIPS); Hewitt & Manning 2019, "A structural probe for finding syntax in '
@@ -51,7 +49,6 @@ _POLAR = ('Diego-Simón, D\'Ascoli, Chemla, Lakretz, King 2024, "A polar coordin
 _SEED_GROWTH = ("bindscale's working hypothesis (its reading of Diego-Simón et al. 2024, \"A polar coordinate system "
                 "represents syntax in large language models\", who report the polar code in large pretrained "
                 "models but do not claim that it grows with model size)")
-_V = "bindscale.studies.geometry.verdicts"
 
 CLAIMS = (
     Claim(
@@ -69,8 +66,8 @@ CLAIMS = (
                    "the context-free input embeddings, excluded) chosen on dev sentences; mean over seeds with "
                    "Student's t interval. Supported only if the polar probe's UUAS also beats the linear-chain "
                    "baseline (paired per seed, interval above 0)."),
-        rule=f"{_V}:polar_beats_structural", thresholds={"margin": (-1.0, 1.0)}, defaults={"margin": 0.0},
-        guards=(f"{_V}:planned_size_guard",),
+        thresholds={"margin": (-1.0, 1.0)}, defaults={"margin": 0.0},
+        guards=(".verdicts:planned_size_guard",),
         figures=("geo_best_layer", "geo_by_layer", "geo_polar_picture", "geo_confusion"),
     ),
     Claim(
@@ -89,8 +86,8 @@ CLAIMS = (
                    "min(rank, d_model): with the default rank 32 every default size (width 64 and up) gets rank 32; a "
                    "narrower model gets a lower rank, and part of a gain can then be probe capacity (the details "
                    "list the rank per size)."),
-        rule=f"{_V}:geometry_grows_with_scale", thresholds={"margin": (-1.0, 1.0)}, defaults={"margin": 0.02},
-        guards=(f"{_V}:planned_size_guard",),
+        thresholds={"margin": (-1.0, 1.0)}, defaults={"margin": 0.02},
+        guards=(".verdicts:planned_size_guard",),
         figures=("geo_best_layer", "geo_controls"),
     ),
 )
@@ -98,21 +95,13 @@ CLAIMS = (
 STUDY = StudyPlugin(
     name="geometry",
     kind="geometry",
-    trial_config="bindscale.studies.geometry.config:GeometryTrial",
     claims=CLAIMS,
+    package=__name__,
     description="Do language models code syntax by distance and angle (polar probe beats structural probe), and "
                 "does it grow with scale? (Diego-Simón et al. 2024; Hewitt & Manning 2019)",
-    directory=Path(__file__).parent,
-    trainer="bindscale.studies.geometry.trial:run_group",
-    cost="bindscale.studies.geometry.plan:job_cost",
     # A rough fit through two per-trial CPU times of an earlier default study (1x16: ~15 s, 3x96: ~60 s; 2-core
     # Xeon, one torch thread); it predicted 1,171 CPU-s for that study, which measured 1,076, and predicts
     # ~22 CPU-min for seeds 0-2 of today's default (0.12M-2.7M), which measured 1,320 CPU-s.
     seconds_per_cost=(6.3e-11, 13.2),
-    memory="bindscale.studies.geometry.plan:trial_memory_bytes",
-    checker="bindscale.studies.geometry.lmtrial:check_trials",
-    figure_set="bindscale.studies.geometry.figures:figures",
-    table="bindscale.studies.geometry.table:config_table",
-    models="bindscale.studies.geometry.trial:untrained_model",
-    tasks="bindscale.studies.geometry.trial:task_family",
+    checker=".lmtrial:check_trials",
 )

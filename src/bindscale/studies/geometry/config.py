@@ -109,3 +109,7 @@ class GeometryTrial(TrialBase):
     def trains(self) -> bool:
         """A pretrained model is probed as it is (``train.steps`` only paces the progress)."""
         return getattr(self.model, "source", "trained") != "pretrained"
+
+
+#: The name the study plugin finds its trial config by (bindscale.study.CONVENTION).
+TrialConfig = GeometryTrial

@@ -19,8 +19,9 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from bindscale.records import metric_table
-from bindscale.report.figures import FIGSIZE, SMALL, _ci_note, _errorbar, _legend, _summary, _summary_of, _to_b64
-from bindscale.report.verdicts import coerce_numeric, ok_rows
+from bindscale.report.figures import FIGSIZE, SMALL
+from bindscale.kit import ci_note, coerce_numeric, errorbar, legend, seed_summary, summary_of, to_base64
+from bindscale.report.verdicts import ok_rows
 
 from .config import GeometryTrial
 from .layers import METRICS
@@ -77,11 +78,11 @@ def fig_by_layer(df: pd.DataFrame, metric: str = "las") -> str | None:
                         v = (splits.get("test") or [None] * len(METRICS))[k]
                         if v is not None:
                             vals.setdefault(int(layer), []).append(float(v))
-                s = _summary_of(vals)
+                s = summary_of(vals)
                 if s.empty:
                     continue
                 drawn = True
-                _errorbar(ax, s["x"], s, UNIT, color=colour, linestyle=style, markersize=3,
+                errorbar(ax, s["x"], s, UNIT, color=colour, linestyle=style, markersize=3,
                           label=f"{_size_label(size)} {kind}" if conv == "pp" else None)
         ax.set_title(name, fontsize=SMALL + 1)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -90,9 +91,9 @@ def fig_by_layer(df: pd.DataFrame, metric: str = "las") -> str | None:
     if not drawn:
         return None
     fig.suptitle(f"{metric.upper()} by layer, polar (solid) and structural (dashed) probes; "
-                 f"{_ci_note(rows.groupby('n_params')['seed'].nunique())}", fontsize=SMALL + 1)
-    _legend(axes[0], ncol=4)
-    return _to_b64(fig)
+                 f"{ci_note(rows.groupby('n_params')['seed'].nunique())}", fontsize=SMALL + 1)
+    legend(axes[0], ncol=4)
+    return to_base64(fig)
 
 
 def fig_best_layer(df: pd.DataFrame) -> str | None:
@@ -109,15 +110,15 @@ def fig_best_layer(df: pd.DataFrame) -> str | None:
     for col, label, colour, style in series:
         if col not in rows or not pd.to_numeric(rows[col], errors="coerce").notna().any():
             continue
-        s = _summary(coerce_numeric(rows, (col,)), "n_params", col)
-        _errorbar(ax, s["n_params"], s, UNIT, color=colour, linestyle=style, label=label)
+        s = seed_summary(coerce_numeric(rows, (col,)), "n_params", col)
+        errorbar(ax, s["n_params"], s, UNIT, color=colour, linestyle=style, label=label)
     ax.set_xscale("log")
     ax.set_xlabel("parameters")
     ax.set_ylabel("test LAS (per sentence, punctuation included)")
-    ax.set_title(f"LAS at each probe's best dev layer; {_ci_note(rows.groupby('n_params')['seed'].nunique())}",
+    ax.set_title(f"LAS at each probe's best dev layer; {ci_note(rows.groupby('n_params')['seed'].nunique())}",
                  fontsize=SMALL + 1)
-    _legend(ax)
-    return _to_b64(fig)
+    legend(ax)
+    return to_base64(fig)
 
 
 def fig_controls(df: pd.DataFrame) -> str | None:
@@ -138,11 +139,11 @@ def fig_controls(df: pd.DataFrame) -> str | None:
                 v = pd.to_numeric(big[col], errors="coerce").dropna()
                 if v.empty:
                     continue
-                s = _summary_of({0: v.tolist()})
+                s = summary_of({0: v.tolist()})
                 drawn = True
                 ax.bar(j + (i - 1) * 0.27, s["mean"], 0.25, color=PROBE_COLOURS[kind],
                        label=f"{kind} probe" if j == 0 and m == "uuas_pp" else None)
-                _errorbar(ax, [j + (i - 1) * 0.27], s, UNIT, fmt="none", color="black")
+                errorbar(ax, [j + (i - 1) * 0.27], s, UNIT, fmt="none", color="black")
         chain = f"chain_{m}"
         if m == "uuas_pp" and chain in big and pd.to_numeric(big[chain], errors="coerce").notna().any():
             ax.axhline(float(pd.to_numeric(big[chain], errors="coerce").mean()), color="black", ls=":",
@@ -152,10 +153,10 @@ def fig_controls(df: pd.DataFrame) -> str | None:
         ax.set_ylim(0, 1)
     if not drawn:
         return None
-    fig.suptitle(f"Controls at {_size_label(big['n_params'].max())} parameters; {_ci_note([big['seed'].nunique()])}",
+    fig.suptitle(f"Controls at {_size_label(big['n_params'].max())} parameters; {ci_note([big['seed'].nunique()])}",
                  fontsize=SMALL + 1)
-    _legend(axes[0])
-    return _to_b64(fig)
+    legend(axes[0])
+    return to_base64(fig)
 
 
 def fig_confusion(df: pd.DataFrame) -> str | None:
@@ -185,7 +186,7 @@ def fig_confusion(df: pd.DataFrame) -> str | None:
     fig.colorbar(im, ax=ax, label="share of the gold relation's edges")
     ax.set_title(f"Polar probe, {_size_label(big['n_params'].max())} parameters, {big['seed'].nunique()} seeds pooled",
                  fontsize=SMALL + 1)
-    return _to_b64(fig)
+    return to_base64(fig)
 
 
 def fig_polar_picture(df: pd.DataFrame) -> str | None:
@@ -213,8 +214,8 @@ def fig_polar_picture(df: pd.DataFrame) -> str | None:
     ax.set_xlim(-180, 180)
     ax.set_title(f"Polar picture: {len(pts)} test edges, {_size_label(big['n_params'].max())} parameters, one seed",
                  fontsize=SMALL + 1)
-    _legend(ax, ncol=5)
-    return _to_b64(fig)
+    legend(ax, ncol=5)
+    return to_base64(fig)
 
 
 def fig_tokens(df: pd.DataFrame) -> str | None:
@@ -233,16 +234,16 @@ def fig_tokens(df: pd.DataFrame) -> str | None:
     for i, size in enumerate(sizes):
         rows = ok[ok["n_params"] == size]
         for col, kind, style in (("polar_las_pp", "polar", "-"), ("structural_las_pp", "structural", "--")):
-            s = _summary(rows, "steps", col)
+            s = seed_summary(rows, "steps", col)
             x = rows.groupby("steps")["train_tokens"].mean().loc[s["steps"]].to_numpy()
-            _errorbar(ax, x, s, UNIT, color=f"C{i}", linestyle=style, label=f"{_size_label(size)} {kind}")
+            errorbar(ax, x, s, UNIT, color=f"C{i}", linestyle=style, label=f"{_size_label(size)} {kind}")
     ax.set_xscale("log")
     ax.set_xlabel("training tokens (input positions)")
     ax.set_ylabel("test LAS (per sentence, punctuation included)")
-    ax.set_title(f"LAS against training tokens; {_ci_note(ok.groupby(['n_params', 'steps'])['seed'].nunique())}",
+    ax.set_title(f"LAS against training tokens; {ci_note(ok.groupby(['n_params', 'steps'])['seed'].nunique())}",
                  fontsize=SMALL + 1)
-    _legend(ax)
-    return _to_b64(fig)
+    legend(ax)
+    return to_base64(fig)
 
 
 GEOMETRY_FIGURES = {

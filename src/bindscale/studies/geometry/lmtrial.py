@@ -261,7 +261,7 @@ def run_lm_trial(trial: Any, device: str = "cpu", progress: Callable[[int], None
     the untrained model's activations 25%, its probes the rest).
     """
     from bindscale import seeding
-    from bindscale.trainutil import TrialResult
+    from bindscale.kit import TrialResult
 
     check_trial(trial)
     from .lm import resolve_model

@@ -42,8 +42,8 @@ import torch
 
 from bindscale import seeding
 from bindscale.models.transformer import Transformer
-from bindscale.seqtrain import PAD_ID, seq_loss, train_from_config
-from bindscale.trainutil import TrialResult
+from bindscale.seqtrain import PAD_ID, seq_loss
+from bindscale.kit import TrialResult, train_from_config
 
 from .config import GeometryTrial
 from .grammar import GrammarConfig, make_splits, vocabulary

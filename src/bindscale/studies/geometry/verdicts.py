@@ -64,15 +64,9 @@ import numpy as np
 import pandas as pd
 
 from bindscale.records import metric_table
-from bindscale.report.verdicts import (
-    MIN_REPLICATES,
-    NAN3,
-    _ci,
-    _decide,
-    _key,
-    coerce_numeric,
-    degenerate,
-    restrict_to_mode,
+from bindscale.kit import (
+    MIN_REPLICATES, NAN3, ci_entry, decide as _decide, json_key, coerce_numeric, degenerate, restrict_to_mode,
+    Verdict,
 )
 from bindscale.stats import mean_ci, mean_diff_ci
 
@@ -150,14 +144,14 @@ def with_contextual(ok: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
 
 
 def _counts(col: pd.Series) -> dict[str, int]:
-    return {_key(k): int(v) for k, v in pd.to_numeric(col, errors="coerce").value_counts().sort_index().items()}
+    return {json_key(k): int(v) for k, v in pd.to_numeric(col, errors="coerce").value_counts().sort_index().items()}
 
 
 def _by_size(rows: pd.DataFrame, col: str, n_boot: int, seed: int) -> dict:
     """Mean and t interval over seeds of ``col`` per model size (NaN-free columns only)."""
     if col not in rows or not np.isfinite(pd.to_numeric(rows[col], errors="coerce")).all():
         return {}
-    return {_key(s): _ci(mean_ci(v, n_boot, seed=seed), v.size)
+    return {json_key(s): ci_entry(mean_ci(v, n_boot, seed=seed), v.size)
             for s, v in _cells(coerce_numeric(rows, (col,)), col).items()}
 
 
@@ -218,28 +212,28 @@ def _controls(rows: pd.DataFrame, n_boot: int, seed: int) -> dict:
                     continue
                 vals = pd.to_numeric(rows[col], errors="coerce")
                 out.setdefault(name, {}).setdefault(kind, {})[m] = {
-                    _key(s): float(vals[rows["n_params"] == s].mean()) for s in sorted(rows["n_params"].unique())}
+                    json_key(s): float(vals[rows["n_params"] == s].mean()) for s in sorted(rows["n_params"].unique())}
     for m in ("uuas_pp", "uuas_hm"):
         if f"chain_{m}" in rows:
             out.setdefault("linear chain baseline", {})[m] = float(pd.to_numeric(rows[f"chain_{m}"], errors="coerce").mean())
     return out
 
 
-def polar_beats_structural(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
+def polar_beats_structural(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     """Diego-Simón et al. 2024: the polar probe's LAS beats the structural probe's (see the module docstring)."""
     p = {**DEFAULTS["polar_beats_structural"], **p}
     stat = "polar_minus_structural_las_pp_net_of_untrained_largest_model"
     ok, why = with_contextual(ok)
     if why:
-        return stat, "inconclusive", NAN3, 0, {"seeds_per_cell": 0, "reason": why}
+        return Verdict(stat, "inconclusive", NAN3, 0, {"seeds_per_cell": 0, "reason": why})
     rows, details = _screen(ok, (NET_GAP, "ctx_polar_las_pp", "ctx_structural_las_pp", "ctx_untrained_polar_las_pp",
                                  "ctx_untrained_structural_las_pp", CHAIN_MARGIN))
     if rows is None:
-        return stat, "inconclusive", NAN3, 0, details
+        return Verdict(stat, "inconclusive", NAN3, 0, details)
     cells = _cells(rows, NET_GAP)
     largest = max(cells)
     diff = cells[largest]
-    details["by_size"] = {_key(s): _ci(mean_ci(v, n_boot, seed=seed), v.size) for s, v in cells.items()}
+    details["by_size"] = {json_key(s): ci_entry(mean_ci(v, n_boot, seed=seed), v.size) for s, v in cells.items()}
     details["trained_gap_by_size"] = _by_size(rows, "ctx_polar_minus_structural_las_pp", n_boot, seed)
     details["untrained_gap_by_size"] = _by_size(rows, "ctx_untrained_polar_minus_structural_las_pp", n_boot, seed)
     details["all_layers_gap_by_size"] = _by_size(rows, "polar_minus_structural_las_pp", n_boot, seed)
@@ -257,7 +251,7 @@ def polar_beats_structural(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int)
             (pd.to_numeric(rows["best_layer_polar"], errors="coerce") == 0).mean())
     chain = _cells(rows, CHAIN_MARGIN)[largest]
     chain_ci = mean_ci(chain, n_boot, seed=seed)
-    details["polar_uuas_pp_minus_chain_largest_model"] = _ci(chain_ci, chain.size)
+    details["polar_uuas_pp_minus_chain_largest_model"] = ci_entry(chain_ci, chain.size)
     details["polar_uuas_by_size_vs_chain"] = {
         "polar_uuas_pp": _by_size(rows, "ctx_polar_uuas_pp", n_boot, seed),
         "polar_uuas_hm": _by_size(rows, "ctx_polar_uuas_hm", n_boot, seed),
@@ -267,7 +261,7 @@ def polar_beats_structural(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int)
     why = degenerate([diff]) or degenerate([cells[largest], *(c for c in cells.values())])
     if why:
         details["reason"] = f"degenerate deciding cells: {why}"
-        return stat, "inconclusive", NAN3, len(diff), details
+        return Verdict(stat, "inconclusive", NAN3, len(diff), details)
     triple = mean_ci(diff, n_boot, seed=seed)
     verdict = _decide(triple, float(p["margin"]))
     details["reason"] = (f"(polar − structural LAS of the trained model) − (the same of the untrained model), "
@@ -285,7 +279,7 @@ def polar_beats_structural(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int)
                              f"{chain_ci[0]:+.3f} [{chain_ci[1]:+.3f}, {chain_ci[2]:+.3f}]): a probe that recovers "
                              f"fewer edges than attaching each word to the next reads no tree, so its lead over "
                              f"another probe does not show syntax coded by angle; " + details["reason"])
-    return stat, verdict, triple, len(diff), details
+    return Verdict(stat, verdict, triple, len(diff), details)
 
 
 def _probe_rank(rows: pd.DataFrame) -> tuple[dict, str | None]:
@@ -294,7 +288,7 @@ def _probe_rank(rows: pd.DataFrame) -> tuple[dict, str | None]:
         return {}, None
     rank = pd.to_numeric(rows["rank"], errors="coerce") if "rank" in rows else pd.Series(32.0, index=rows.index)
     k = np.minimum(rank, pd.to_numeric(rows["d_model"], errors="coerce"))
-    by_size = {_key(s): sorted(int(v) for v in k[rows["n_params"] == s].dropna().unique())
+    by_size = {json_key(s): sorted(int(v) for v in k[rows["n_params"] == s].dropna().unique())
                for s in sorted(rows["n_params"].unique())}
     if len({v for vs in by_size.values() for v in vs}) <= 1:
         return by_size, None
@@ -308,24 +302,24 @@ def _paired(rows: pd.DataFrame, col: str, small: float, large: float) -> np.ndar
     return (per_seed[large] - per_seed[small]).dropna().to_numpy(float)
 
 
-def geometry_grows_with_scale(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
+def geometry_grows_with_scale(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     """bindscale's working hypothesis: the polar probe's LAS, net of the untrained model, grows from the smallest to the
     largest model (see the module docstring)."""
     p = {**DEFAULTS["geometry_grows_with_scale"], **p}
     stat = "polar_las_pp_net_of_untrained_gain_largest_vs_smallest"
     ok, why = with_contextual(ok)
     if why:
-        return stat, "inconclusive", NAN3, 0, {"seeds_per_cell": 0, "reason": why}
+        return Verdict(stat, "inconclusive", NAN3, 0, {"seeds_per_cell": 0, "reason": why})
     rows, details = _screen(ok, ("net_polar_las_pp", "ctx_polar_las_pp", "ctx_untrained_polar_las_pp"), min_sizes=2)
     if rows is None:
-        return stat, "inconclusive", NAN3, 0, details
+        return Verdict(stat, "inconclusive", NAN3, 0, details)
     cells = _cells(rows, "net_polar_las_pp")
     small, large = min(cells), max(cells)
     details["smallest_model_params"], details["largest_model_params"] = int(small), int(large)
-    details["net_polar_las_pp_by_size"] = {_key(s): _ci(mean_ci(v, n_boot, seed=seed), v.size) for s, v in cells.items()}
+    details["net_polar_las_pp_by_size"] = {json_key(s): ci_entry(mean_ci(v, n_boot, seed=seed), v.size) for s, v in cells.items()}
     details["polar_las_pp_by_size"] = _by_size(rows, "ctx_polar_las_pp", n_boot, seed)
     details["controls"] = _controls(rows, n_boot, seed)
-    details["best_layers_polar_by_size"] = {_key(s): _counts(g["ctx_best_layer_polar"])
+    details["best_layers_polar_by_size"] = {json_key(s): _counts(g["ctx_best_layer_polar"])
                                             for s, g in rows.groupby("n_params")}
     details["probe_rank_by_size"], rank_note = _probe_rank(rows)
     if rank_note:
@@ -335,26 +329,26 @@ def geometry_grows_with_scale(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: i
                       ("identity_probe", "identity_las_pp")):
         if col in rows and np.isfinite(pd.to_numeric(rows[col], errors="coerce")).all():
             g = _paired(coerce_numeric(rows, (col,)), col, small, large)
-            details[f"{name}_gain"] = _ci(mean_ci(g, n_boot, seed=seed) if g.size >= 2 else NAN3, g.size)
+            details[f"{name}_gain"] = ci_entry(mean_ci(g, n_boot, seed=seed) if g.size >= 2 else NAN3, g.size)
     gain = _paired(rows, "net_polar_las_pp", small, large)
     details["seeds_paired"] = int(gain.size)
     if gain.size < MIN_REPLICATES:
         details["reason"] = (f"{gain.size} seed(s) present at both {int(small):,} and {int(large):,} parameters; the "
                              f"paired difference needs {MIN_REPLICATES}")
-        return stat, "inconclusive", NAN3, int(gain.size), details
+        return Verdict(stat, "inconclusive", NAN3, int(gain.size), details)
     why = degenerate(list(cells.values()))
     if why:
         details["reason"] = f"degenerate deciding cells: {why}"
-        return stat, "inconclusive", NAN3, int(gain.size), details
+        return Verdict(stat, "inconclusive", NAN3, int(gain.size), details)
     triple = mean_ci(gain, n_boot, seed=seed)
     verdict = _decide(triple, float(p["margin"]))
-    details["welch_interval_unpaired_for_reference"] = _ci(mean_diff_ci(cells[large], cells[small], n_boot, seed=seed),
+    details["welch_interval_unpaired_for_reference"] = ci_entry(mean_diff_ci(cells[large], cells[small], n_boot, seed=seed),
                                                            cells[large].size + cells[small].size)
     details["reason"] = (f"polar LAS of the trained minus the untrained model (PolarProbe convention, best dev layer "
                          f"among layers >= 1) at {int(large):,} minus at {int(small):,} parameters, paired by seed over "
                          f"{gain.size} seeds; supported when the interval lies above {p['margin']}, not supported when "
                          f"below" + (f"; note: {rank_note}" if rank_note else ""))
-    return stat, verdict, triple, int(gain.size), details
+    return Verdict(stat, verdict, triple, int(gain.size), details)
 
 
 def transformer_params(n_layers: int, d_model: int, mlp_ratio: int = 4) -> int:

@@ -14,17 +14,14 @@ lengths, but of an unrelated task, gives no extrapolation) marks a limit of data
 the seed's reading of that qualifier (no separate unrelated-auxiliary result of theirs is cited).
 """
 
-from pathlib import Path
-
-from bindscale.study import Claim, StudyPlugin
+from bindscale.kit import Claim, StudyPlugin
 
 _CAI = ('Cai et al. 2025, "Extrapolation by Association: Length Generalization Transfer in Transformers" '
         '(arXiv 2506.09251)')
-_V = "bindscale.studies.length_transfer.verdicts"
 _T = {"margin": (-1.0, 1.0), "min_in_acc": (0.0, 1.0), "min_aux_acc": (0.0, 1.0)}
 _D = {"margin": 0.05, "min_in_acc": 0.5, "min_aux_acc": 0.5}
 #: Decided at the largest (and smallest) planned size or not at all (review item 2).
-_G = (f"{_V}:planned_size_guard",)
+_G = (".verdicts:planned_size_guard",)
 
 CLAIMS = (
     Claim(
@@ -37,7 +34,7 @@ CLAIMS = (
                    "equally) co-trained with its related auxiliary minus trained alone, capitalise-and-reverse with "
                    "capitalise + reverse (the study's deciding pair: the one pair a CPU budget learns), RoPE, one cell at the largest planned model size; a difference of means over "
                    "seeds with Welch's interval. NoPE and the other sizes and task pairs are reported beside it."),
-        rule=f"{_V}:length_transfer_exists", thresholds=_T, defaults=_D, guards=_G,
+        thresholds=_T, defaults=_D, guards=_G,
         figures=("lt_acc_by_length", "lt_gain_vs_size"),
     ),
     Claim(
@@ -54,7 +51,7 @@ CLAIMS = (
                    "minus trained alone, same cell as the transfer claim (capitalise-and-reverse, RoPE, largest "
                    "planned size), decided only where the related auxiliary transfers there; "
                    "Welch's interval. Related minus unrelated is reported beside."),
-        rule=f"{_V}:unrelated_aux_no_transfer", thresholds=_T, defaults=_D, guards=_G,
+        thresholds=_T, defaults=_D, guards=_G,
         figures=("lt_acc_by_length",),
     ),
     Claim(
@@ -68,7 +65,6 @@ CLAIMS = (
                    "the learning checks, between the Pearson correlation of the main and auxiliary mean-ablation "
                    "loss-rise maps and the trial's transfer gain (its exact match beyond L minus the mean of the "
                    "main-alone trials of its cell); pairs-bootstrap 95% interval against one threshold."),
-        rule=f"{_V}:head_reuse_predicts_transfer",
         thresholds={"margin": (-1.0, 1.0), "min_trials": (3.0, 10_000.0), "min_in_acc": (0.0, 1.0),
                     "min_aux_acc": (0.0, 1.0)},
         defaults={"margin": 0.2, "min_trials": 10.0, "min_in_acc": 0.5, "min_aux_acc": 0.5},
@@ -84,7 +80,7 @@ CLAIMS = (
         statistic=("Difference in differences: (related − alone) at the largest planned size minus (related − "
                    "alone) at the smallest, exact match at lengths L+1..aux_len, capitalise-and-reverse with "
                    "capitalise + reverse, RoPE, every learning check at both sizes; four independent seed groups, Welch–Satterthwaite interval."),
-        rule=f"{_V}:transfer_grows_with_size", thresholds=_T, defaults=_D, guards=_G,
+        thresholds=_T, defaults=_D, guards=_G,
         figures=("lt_gain_vs_size",),
     ),
 )
@@ -92,19 +88,10 @@ CLAIMS = (
 STUDY = StudyPlugin(
     name="length_transfer",
     kind="length_transfer",
-    trial_config="bindscale.studies.length_transfer.config:LengthTransferTrial",
     claims=CLAIMS,
+    package=__name__,
     description="Does a task extrapolate in length beside a related longer task, and do the two reuse the same "
                 "heads? (Cai et al. 2025)",
-    directory=Path(__file__).parent,
-    trainer="bindscale.studies.length_transfer.trial:run_group",
-    cost="bindscale.studies.length_transfer.plan:job_cost",
-    memory="bindscale.studies.length_transfer.plan:trial_memory_bytes",
-    rows="bindscale.studies.length_transfer.verdicts:prepare_rows",
-    figure_set="bindscale.studies.length_transfer.figures:figures",
-    table="bindscale.studies.length_transfer.table:config_table",
-    models="bindscale.studies.length_transfer.trial:untrained_model",
-    tasks="bindscale.studies.length_transfer.trial:task_family",
     # A rough fit through four per-trial CPU times (2 x 64: copy alone 14 s, + mqar 27 s, caprev + cap+rev
     # 21 s; 3 x 64 copy + sub ~33 s; 600 steps) on the 2-core Xeon, one torch thread; checked on the default's
     # 48 trials at widths 32 and 64 (L = 4, 1000 steps): ~790 CPU-s measured, 780 estimated.

@@ -82,3 +82,7 @@ class LengthTransferTrial(TrialBase):
     model: PositionalTransformerConfig = PositionalTransformerConfig()
     train: SeqTrainConfig = SeqTrainConfig()
     seed: int = Field(0, ge=0, le=2**31 - 1)
+
+
+#: The name the study plugin finds its trial config by (bindscale.study.CONVENTION).
+TrialConfig = LengthTransferTrial

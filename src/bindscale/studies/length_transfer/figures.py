@@ -16,20 +16,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from bindscale.records import metric_table
-from bindscale.report.figures import (
-    FIGSIZE,
-    SMALL,
-    _band,
-    _ci_note,
-    _errorbar,
-    _id_ood_spans,
-    _legend,
-    _log_counts,
-    _new_figure,
-    _summary,
-    _summary_of,
-    _title,
-    _to_b64,
+from bindscale.report.figures import FIGSIZE, SMALL
+from bindscale.kit import (
+    band, ci_note, errorbar, id_ood_spans, legend, log_counts, new_figure, seed_summary, summary_of, titled,
+    to_base64,
 )
 
 from .config import LengthTransferTrial
@@ -59,32 +49,32 @@ def acc_by_length(df: pd.DataFrame) -> str | None:
     if rows.empty or "acc_by_length" not in rows:
         return None
     rows = rows[rows["n_params"] == rows["n_params"].max()]
-    fig, ax = _new_figure()
+    fig, ax = new_figure()
     ns = []
     for (cond, pos), g in rows.groupby(["condition", rows.get("pos", pd.Series("rope", index=rows.index))]):
         vals: dict[int, list[float]] = {}
         for cell in g["acc_by_length"]:
             for k, leaf in (metric_table(cell, *LengthTransferTrial.NESTED_METRICS["acc_by_length"]) or {}).items():
                 vals.setdefault(int(k), []).append(leaf[1])
-        s = _summary_of(vals)
+        s = summary_of(vals)
         if s.empty:
             continue
         ns += s["n"].tolist()
         label = f"{cond}" + (f" ({g['aux'].iloc[0]})" if cond != "alone" else "") + f", {pos}"
-        _band(ax, s["x"], s, (0, 1), color=COLOURS.get(cond, "k"), ls=STYLES.get(str(pos), "-"), label=label)
+        band(ax, s["x"], s, (0, 1), color=COLOURS.get(cond, "k"), ls=STYLES.get(str(pos), "-"), label=label)
     if not ns:
         return None
     L, A = float(rows["main_len"].iloc[0]), float(rows["aux_len"].iloc[0])
     ax.set_ylim(-0.02, 1.2)
-    _id_ood_spans(ax, L + 0.5, "main trained (≤ L)", "beyond L")
+    id_ood_spans(ax, L + 0.5, "main trained (≤ L)", "beyond L")
     ax.axvline(A + 0.5, color="k", ls="--", lw=1)
     ax.text(A + 0.6, 1.05, "auxiliary's\ntraining length", fontsize=SMALL, va="top")
-    _title(ax, f"Main task {d.get('main_used')}: exact match by length",
-           [f"{int(rows['n_params'].iloc[0]):,} parameters", _ci_note(ns)])
+    titled(ax, f"Main task {d.get('main_used')}: exact match by length",
+           [f"{int(rows['n_params'].iloc[0]):,} parameters", ci_note(ns)])
     ax.set_xlabel("test length (digits / letters / pairs)")
     ax.set_ylabel("exact match")
-    _legend(ax, ncol=2)
-    return _to_b64(fig)
+    legend(ax, ncol=2)
+    return to_base64(fig)
 
 
 def gain_vs_size(df: pd.DataFrame) -> str | None:
@@ -95,19 +85,19 @@ def gain_vs_size(df: pd.DataFrame) -> str | None:
     if rows.empty:
         return None
     rows = rows.assign(pos=rows["pos"].astype(str) if "pos" in rows else "rope")
-    fig, ax = _new_figure()
+    fig, ax = new_figure()
     ns = []
     for (cond, pos), g in rows.groupby(["condition", "pos"]):
-        s = _summary(g, "n_params", "transfer_gain")
+        s = seed_summary(g, "n_params", "transfer_gain")
         ns += s["n"].tolist()
-        _errorbar(ax, s["n_params"], s, color=COLOURS.get(cond, "k"), ls=STYLES.get(pos, "-"), label=f"{cond}, {pos}")
+        errorbar(ax, s["n_params"], s, color=COLOURS.get(cond, "k"), ls=STYLES.get(pos, "-"), label=f"{cond}, {pos}")
     ax.axhline(0, color="k", lw=0.8)
-    _log_counts(ax, rows["n_params"])
-    _title(ax, f"Transfer gain beyond L vs model size ({d.get('main_used')})", [_ci_note(ns)])
+    log_counts(ax, rows["n_params"])
+    titled(ax, f"Transfer gain beyond L vs model size ({d.get('main_used')})", [ci_note(ns)])
     ax.set_xlabel("parameters")
     ax.set_ylabel("exact match beyond L: co-trained − alone")
-    _legend(ax, ncol=2)
-    return _to_b64(fig)
+    legend(ax, ncol=2)
+    return to_base64(fig)
 
 
 def _mean_map(cells: pd.Series, n_layers: int, n_heads: int) -> np.ndarray | None:
@@ -154,7 +144,7 @@ def head_maps(df: pd.DataFrame) -> str | None:
         ax.set_yticks(range(nl))
     fig.colorbar(im, ax=axes.ravel().tolist(), label="loss rise (nats/token)", shrink=0.8)
     fig.suptitle("Head importance (mean ablation), mean over seeds", fontsize=11)
-    return _to_b64(fig)
+    return to_base64(fig)
 
 
 def reuse_scatter(df: pd.DataFrame) -> str | None:
@@ -166,17 +156,17 @@ def reuse_scatter(df: pd.DataFrame) -> str | None:
             & np.isfinite(ok["transfer_gain"].to_numpy(float))]
     if co.empty:
         return None
-    fig, ax = _new_figure()
+    fig, ax = new_figure()
     pos = co["pos"].astype(str) if "pos" in co else pd.Series("rope", index=co.index)
     for (cond, main, p), g in co.groupby([co["condition"], co["main"], pos]):
         ax.scatter(g["head_corr"], g["transfer_gain"], s=18, alpha=0.7, color=COLOURS.get(cond, "k"),
                    marker="o" if p == "rope" else "^", label=f"{main}, {cond}, {p}")
     ax.axhline(0, color="k", lw=0.8)
-    _title(ax, "Head reuse vs transfer", [f"{len(co)} co-trained trials"])
+    titled(ax, "Head reuse vs transfer", [f"{len(co)} co-trained trials"])
     ax.set_xlabel("head-map similarity (Pearson r, main vs auxiliary)")
     ax.set_ylabel("transfer gain beyond L")
-    _legend(ax, ncol=2)
-    return _to_b64(fig)
+    legend(ax, ncol=2)
+    return to_base64(fig)
 
 
 def figures(study: Mapping[str, Any] | None = None) -> dict[str, tuple]:

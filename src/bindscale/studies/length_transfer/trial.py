@@ -38,8 +38,7 @@ import torch
 
 from bindscale import seeding
 from bindscale.models.transformer import Transformer
-from bindscale.seqtrain import train_from_config
-from bindscale.trainutil import TrialResult
+from bindscale.kit import TrialResult, train_from_config
 
 from . import tasks as T
 from .config import LengthTransferTrial

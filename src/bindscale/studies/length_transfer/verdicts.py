@@ -75,17 +75,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from bindscale.report.verdicts import (
-    MIN_REPLICATES,
-    NAN3,
-    _ci,
-    _decide,
-    _decide_below,
-    _key,
-    _py,
-    coerce_numeric,
-    degenerate,
-    ok_rows,
+from bindscale.report.verdicts import ok_rows
+from bindscale.kit import (
+    MIN_REPLICATES, NAN3, ci_entry, decide as _decide, decide_below, json_key, to_python, coerce_numeric,
+    degenerate, Verdict,
 )
 from bindscale.stats import bootstrap_ci, correlation_ci, mean_ci, mean_diff_ci, partial_spearman_within, strata_mean_ci
 
@@ -156,7 +149,7 @@ def _per_seed(rows: pd.DataFrame, col: str) -> np.ndarray:
 def _size_of(rows: pd.DataFrame) -> pd.Series:
     """Each row's size: a tuple of the :data:`SIZE` columns present."""
     cols = [c for c in SIZE if c in rows]
-    return pd.Series([tuple(_py(v) for v in t) for t in rows[cols].itertuples(index=False)], index=rows.index,
+    return pd.Series([tuple(to_python(v) for v in t) for t in rows[cols].itertuples(index=False)], index=rows.index,
                      dtype=object)
 
 
@@ -231,7 +224,7 @@ def _common(ok: pd.DataFrame, p: Mapping, stat: str, conds: tuple[str, ...], bot
 
     def stop(reason: str, n: int = 0) -> tuple:
         details["reason"] = reason
-        return (stat, "inconclusive", NAN3, n, details), None
+        return Verdict(stat, "inconclusive", NAN3, n, details), None
 
     miss = _missing(ok, NEED)
     if miss:
@@ -244,11 +237,11 @@ def _common(ok: pd.DataFrame, p: Mapping, stat: str, conds: tuple[str, ...], bot
     size = _size_of(rows)
     sizes = sorted(set(size), key=lambda t: _order(t, cols))
     details["acc_beyond_by_size"] = {
-        _key(g["n_params"].mean()): {c: float(gc["acc_beyond"].mean()) for c, gc in g.groupby("condition")}
+        json_key(g["n_params"].mean()): {c: float(gc["acc_beyond"].mean()) for c, gc in g.groupby("condition")}
         for _, g in rows.groupby(size)}
     for col in ("acc_in", "acc_past"):  # within L, and past the auxiliary's length, beside "beyond L"
         if col in rows:
-            details[f"{col}_by_size"] = {_key(g["n_params"].mean()): {c: float(gc[col].mean())
+            details[f"{col}_by_size"] = {json_key(g["n_params"].mean()): {c: float(gc[col].mean())
                                                                       for c, gc in g.groupby("condition")}
                                          for _, g in rows.groupby(size)}
     targets = {"largest": sizes[-1]}
@@ -262,7 +255,7 @@ def _common(ok: pd.DataFrame, p: Mapping, stat: str, conds: tuple[str, ...], bot
         g = rows[size == sz]
         n += len(g)
         details[f"{'deciding' if where == 'largest' else 'smallest'}_shape"] = _label(sz, cols)
-        details["deciding_size" if where == "largest" else "smallest_size"] = _key(g["n_params"].mean())
+        details["deciding_size" if where == "largest" else "smallest_size"] = json_key(g["n_params"].mean())
         lacking = [c for c in conds if not (g["condition"] == c).any()]
         if lacking:
             return stop(f"no ok {' or '.join(lacking)} trial at the {where} size {_label(sz, cols)} (a smaller size "
@@ -303,10 +296,10 @@ def _share_bound(details: dict, g: dict, other: str) -> None:
     details["transferring_share_upper"] = _upper_share(k, a.size)
 
 
-def _gain_rule(ok: pd.DataFrame, p: Mapping, other: str, stat: str, decide) -> tuple:
+def _gain_rule(ok: pd.DataFrame, p: Mapping, other: str, stat: str, decide) -> Verdict:
     conds = ("alone", "related", "unrelated") if other == "unrelated" else ("alone", "related")
     done, info = _common(ok, p, stat, conds)
-    _beside(ok, done[4] if done else info[1], other)
+    _beside(ok, done.details if done else info[1], other)
     if done:
         return done
     groups, details = info
@@ -317,17 +310,17 @@ def _gain_rule(ok: pd.DataFrame, p: Mapping, other: str, stat: str, decide) -> t
     _share_bound(details, g, other)
     if other == "unrelated":
         rel = mean_diff_ci(_per_seed(g["related"], "acc_beyond"), b)
-        details["related_minus_alone"] = _ci(rel, g["related"]["seed"].nunique() + b.size)
-        details["related_minus_unrelated"] = _ci(mean_diff_ci(_per_seed(g["related"], "acc_beyond"), a),
+        details["related_minus_alone"] = ci_entry(rel, g["related"]["seed"].nunique() + b.size)
+        details["related_minus_unrelated"] = ci_entry(mean_diff_ci(_per_seed(g["related"], "acc_beyond"), a),
                                                  g["related"]["seed"].nunique() + a.size)
         if _decide(rel, p["margin"]) != "supported":
             details["reason"] = (f"the related auxiliary does not transfer at this cell either (related − alone "
                                  f"{rel[0]:+.3f} [{rel[1]:.3f}, {rel[2]:.3f}], not above margin {p['margin']}): a "
                                  "control says nothing when nothing transfers")
-            return stat, "inconclusive", NAN3, n, details
+            return Verdict(stat, "inconclusive", NAN3, n, details)
     details["reason"] = (f"{_pair_text()}, largest size {details['deciding_size']} parameters: {other} "
                          f"{a.mean():.3f} vs alone {b.mean():.3f} exact match beyond L; margin {p['margin']}")
-    return stat, decide(triple, p["margin"]), triple, n, details
+    return Verdict(stat, decide(triple, p["margin"]), triple, n, details)
 
 
 def _beside(ok: pd.DataFrame, details: dict, other: str) -> None:
@@ -343,24 +336,24 @@ def _beside(ok: pd.DataFrame, details: dict, other: str) -> None:
                                             for k, g in co.groupby(keys)}
     if "pos" in co:
         for pos, g in co.groupby("pos"):
-            details[f"gain_{pos}_all_cells"] = _ci(mean_ci(g["transfer_gain"]), len(g))
+            details[f"gain_{pos}_all_cells"] = ci_entry(mean_ci(g["transfer_gain"]), len(g))
     if "n_params" in co:
-        details["gain_by_size"] = {_key(s): _ci(mean_ci(g["transfer_gain"]), len(g))
+        details["gain_by_size"] = {json_key(s): ci_entry(mean_ci(g["transfer_gain"]), len(g))
                                    for s, g in _deciding(co).groupby("n_params")}
 
 
-def length_transfer_exists(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
+def length_transfer_exists(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     """Cai et al. 2025: related co-training raises exact match beyond L (see the module docstring)."""
     return _gain_rule(ok, p, "related", "transfer_gain_related_minus_alone", _decide)
 
 
-def unrelated_aux_no_transfer(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
+def unrelated_aux_no_transfer(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     """The control of Cai et al.'s "related": an unrelated auxiliary gives no gain beyond L where a related
     one does (see the module docstring)."""
-    return _gain_rule(ok, p, "unrelated", "gain_unrelated_minus_alone", _decide_below)
+    return _gain_rule(ok, p, "unrelated", "gain_unrelated_minus_alone", decide_below)
 
 
-def transfer_grows_with_size(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
+def transfer_grows_with_size(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     """The transfer gain is larger at the largest size than at the smallest (see the module docstring)."""
     stat = "transfer_gain_largest_minus_smallest_size"
     done, info = _common(ok, p, stat, ("alone", "related"), both=True)
@@ -371,12 +364,12 @@ def transfer_grows_with_size(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: in
     cells = [big["related"], big["alone"], small["related"], small["alone"]]
     vals = [_per_seed(c, "acc_beyond") for c in cells]
     n = int(sum(v.size for v in vals))
-    details["gain_largest"] = _ci(mean_diff_ci(vals[0], vals[1]), vals[0].size + vals[1].size)
-    details["gain_smallest"] = _ci(mean_diff_ci(vals[2], vals[3]), vals[2].size + vals[3].size)
+    details["gain_largest"] = ci_entry(mean_diff_ci(vals[0], vals[1]), vals[0].size + vals[1].size)
+    details["gain_smallest"] = ci_entry(mean_diff_ci(vals[2], vals[3]), vals[2].size + vals[3].size)
     triple = strata_mean_ci(vals, weights=[1.0, -1.0, -1.0, 1.0])
     details["reason"] = (f"gain beyond L {triple[0]:+.3f} larger at {details['deciding_size']} than at "
                          f"{details['smallest_size']} parameters; margin {p['margin']}")
-    return stat, _decide(triple, p["margin"]), triple, n, details
+    return Verdict(stat, _decide(triple, p["margin"]), triple, n, details)
 
 
 def _within_spearman(a: np.ndarray) -> np.ndarray | float:
@@ -384,7 +377,7 @@ def _within_spearman(a: np.ndarray) -> np.ndarray | float:
     return partial_spearman_within(a[..., 0], a[..., 1], a[..., 2:])
 
 
-def head_reuse_predicts_transfer(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
+def head_reuse_predicts_transfer(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     """Cai et al. 2025: head-map similarity correlates with the transfer gain within cells (see the module
     docstring)."""
     stat = "spearman_head_similarity_vs_transfer_gain_within_cells"
@@ -393,12 +386,12 @@ def head_reuse_predicts_transfer(ok: pd.DataFrame, p: Mapping, n_boot: int, seed
     if miss:
         details["reason"] = (f"no {', '.join(miss)} in the table: the rule needs head similarities, transfer gains "
                              "and the learning checks' accuracies")
-        return stat, "inconclusive", NAN3, 0, details
+        return Verdict(stat, "inconclusive", NAN3, 0, details)
     co = ok[ok["condition"].isin(["related", "unrelated"])]
     x, y = co["head_corr"].to_numpy(float), co["transfer_gain"].to_numpy(float)
     if np.isinf(x).any() or np.isinf(y).any():
         details["reason"] = "infinite head similarities or gains: bad data"
-        return stat, "inconclusive", NAN3, len(co), details
+        return Verdict(stat, "inconclusive", NAN3, len(co), details)
     learned = ((co["acc_in"] >= p["min_in_acc"]) & (co["aux_acc_in"] >= p["min_aux_acc"])
                & (co["alone_acc_in"] >= p["min_in_acc"])).to_numpy()
     keep = np.isfinite(x) & np.isfinite(y) & learned
@@ -412,24 +405,24 @@ def head_reuse_predicts_transfer(ok: pd.DataFrame, p: Mapping, n_boot: int, seed
     for cond, g in used.groupby("condition"):
         details[f"mean_head_corr_{cond}"] = float(g["head_corr"].mean())
     if n:
-        details["spearman_pooled_across_cells"] = _ci(correlation_ci(used["head_corr"], used["transfer_gain"],
+        details["spearman_pooled_across_cells"] = ci_entry(correlation_ci(used["head_corr"], used["transfer_gain"],
                                                                      n_boot=n_boot, seed=seed), n)
         if "head_jaccard" in used:
-            details["spearman_jaccard_vs_gain_pooled"] = _ci(correlation_ci(used["head_jaccard"],
+            details["spearman_jaccard_vs_gain_pooled"] = ci_entry(correlation_ci(used["head_jaccard"],
                                                                             used["transfer_gain"], n_boot=n_boot,
                                                                             seed=seed), n)
     if n < p["min_trials"]:
         details["reason"] = (f"{n} co-trained trials with a head similarity, a gain and passing the learning checks, "
                              f"fewer than {int(p['min_trials'])}")
-        return stat, "inconclusive", NAN3, n, details
+        return Verdict(stat, "inconclusive", NAN3, n, details)
     if details["seeds_per_cell"] < MIN_REPLICATES:
         details["reason"] = (f"fewer than {MIN_REPLICATES} distinct seeds in a cell and condition: within-cell "
                              "differences of one or two seeds are no measurement of seed variation")
-        return stat, "inconclusive", NAN3, n, details
+        return Verdict(stat, "inconclusive", NAN3, n, details)
     why = degenerate([x[keep]]) or degenerate([y[keep]])
     if why:
         details["reason"] = f"degenerate inputs: {why} (a correlation needs both to vary)"
-        return stat, "inconclusive", NAN3, n, details
+        return Verdict(stat, "inconclusive", NAN3, n, details)
     codes = pd.factorize(cell)[0]
     design = (codes[:, None] == np.arange(1, codes.max() + 1)[None, :]).astype(float)
     data = np.column_stack([x[keep], y[keep], design])
@@ -439,7 +432,7 @@ def head_reuse_predicts_transfer(ok: pd.DataFrame, p: Mapping, n_boot: int, seed
                else "not_supported" if hi < p["margin"] else "inconclusive")
     details["reason"] = (f"{n} co-trained trials in {details['cells']} cells, correlated within cells; supported "
                          f"when the interval lies above {p['margin']}, not supported when below it")
-    return stat, verdict, triple, n, details
+    return Verdict(stat, verdict, triple, n, details)
 
 
 def planned_size_guard(df: pd.DataFrame, ok: pd.DataFrame, details: dict, verdict: str) -> tuple[str, str] | None:

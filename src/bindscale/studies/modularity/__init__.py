@@ -8,13 +8,10 @@ Modules: :mod:`.config` (trial config), :mod:`.tasks` (scenes and datasets), :mo
 (:mod:`bindscale.analysis.masks`).
 """
 
-from pathlib import Path
-
-from bindscale.study import Claim, StudyPlugin
+from bindscale.kit import Claim, StudyPlugin
 
 _LEPORI = ('Lepori, Serre, Pavlick 2023, "Break It Down: Evidence for Structural Compositionality in Neural '
            'Networks" (NeurIPS)')
-_V = "bindscale.studies.modularity.verdicts"
 _T = {"margin": (0.0, 1.0), "min_base_acc": (0.0, 1.0)}
 
 CLAIMS = (
@@ -29,7 +26,7 @@ CLAIMS = (
                    "and of the random-mask control (paired within base models), each a mean over (architecture, "
                    "width, pretraining) cells of base-seed means; its interval takes the smallest 95% low end and "
                    "a Bonferroni-adjusted high end."),
-        rule=f"{_V}:structure_emerges", thresholds=_T, defaults={"margin": 0.02, "min_base_acc": 0.95},
+        thresholds=_T, defaults={"margin": 0.02, "min_base_acc": 0.95},
         figures=("mod_scores", "mod_accuracies"), retired=("min_fraction",),
     ),
     Claim(
@@ -41,8 +38,8 @@ CLAIMS = (
         statistic=("The share of (base model × mask seed) runs structural beyond test-set noise at the largest "
                    "width minus at the smallest, mean over (architecture, pretraining) strata of base-seed means "
                    "(Welch–Satterthwaite interval)."),
-        rule=f"{_V}:structure_grows_with_width", thresholds=_T, defaults={"margin": 0.1, "min_base_acc": 0.95},
-        figures=("mod_share_vs_width",), guards=(f"{_V}:planned_width_guard",),
+        thresholds=_T, defaults={"margin": 0.1, "min_base_acc": 0.95},
+        figures=("mod_share_vs_width",), guards=(".verdicts:planned_width_guard",),
     ),
     Claim(
         name="pretraining_reliability", title="Does ordinary pretraining make it more reliable? (Break It Down)",
@@ -54,7 +51,7 @@ CLAIMS = (
                    "minus from scratch, mean over (architecture, width) strata of base-seed means "
                    "(Welch–Satterthwaite interval); subroutine-head pretraining is reported beside it, not "
                    "deciding."),
-        rule=f"{_V}:pretraining_reliability", thresholds=_T, defaults={"margin": 0.1, "min_base_acc": 0.95},
+        thresholds=_T, defaults={"margin": 0.1, "min_base_acc": 0.95},
         figures=("mod_share_by_pretraining",),
     ),
 )
@@ -62,18 +59,11 @@ CLAIMS = (
 STUDY = StudyPlugin(
     name="modularity",
     kind="modularity",
-    trial_config="bindscale.studies.modularity.config:ModularityTrial",
     claims=CLAIMS,
+    package=__name__,
     description="Are a compound task's subroutines separable subnetworks, more so with width or pretraining? "
                 "(Lepori, Serre, Pavlick 2023)",
-    directory=Path(__file__).parent,
-    trainer="bindscale.studies.modularity.trial:run_group",
-    cost="bindscale.studies.modularity.plan:job_cost",
-    memory="bindscale.studies.modularity.plan:trial_memory_bytes",
-    figure_set="bindscale.studies.modularity.figures:modularity_figures",
-    table="bindscale.studies.modularity.table:config_table",
-    models="bindscale.studies.modularity.trial:untrained_model",
-    tasks="bindscale.studies.modularity.trial:task_family",
+    figure_set=".figures:modularity_figures",
     # A rough fit through two per-trial CPU times in modularity.yaml's comments (width 16 ~15 s, width 64
     # ~30 s) on the 2-core Xeon, one torch thread.
     seconds_per_cost=(3.3e-10, 11.5),

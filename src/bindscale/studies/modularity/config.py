@@ -125,3 +125,7 @@ class ModularityTrial(TrialBase):
     train: SeqTrainConfig = SeqTrainConfig(steps=1000, batch_size=128, lr=3e-3, weight_decay=0.0, warmup_steps=50)
     mask: MaskConfig = MaskConfig()
     seed: int = Field(0, ge=0, le=2**31 - 1)
+
+
+#: The name the study plugin finds its trial config by (bindscale.study.CONVENTION).
+TrialConfig = ModularityTrial

@@ -19,18 +19,8 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from bindscale.report.figures import (
-    N_BOOT,
-    SMALL,
-    _ci_note,
-    _errorbar,
-    _legend,
-    _log_x,
-    _new_figure,
-    _summary,
-    _title,
-    _to_b64,
-)
+from bindscale.report.figures import N_BOOT, SMALL
+from bindscale.kit import ci_note, errorbar, legend, log_x, new_figure, seed_summary, titled, to_base64
 from bindscale.records import metric_items
 from bindscale.report.verdicts import ok_rows
 from bindscale.stats import mean_ci
@@ -113,10 +103,10 @@ def fig_scores(df: pd.DataFrame, min_base_acc: float = MIN_BASE_ACC) -> str | No
         ax.grid(True, axis="y", alpha=0.3)
     axes[1].set_xticks(range(len(groups)), [_condition(k) for k, _ in groups], fontsize=SMALL)
     axes[1].set_xlabel("condition (architecture, pretraining)")
-    _title(axes[0], "Structure scores per condition, pooled over widths",
-           [_ci_note(ns, "base models")])
-    _legend(axes[0], ncol=2)
-    return _to_b64(fig)
+    titled(axes[0], "Structure scores per condition, pooled over widths",
+           [ci_note(ns, "base models")])
+    legend(axes[0], ncol=2)
+    return to_base64(fig)
 
 
 def fig_accuracies(df: pd.DataFrame, min_base_acc: float = MIN_BASE_ACC) -> str | None:
@@ -135,7 +125,7 @@ def fig_accuracies(df: pd.DataFrame, min_base_acc: float = MIN_BASE_ACC) -> str 
     if not recs:
         return None
     runs = pd.DataFrame(recs)
-    fig, ax = _new_figure()
+    fig, ax = new_figure()
     conds = sorted(set(runs["cond"]))
     cols = (("acc_sub_target", "subnetwork, its subroutine", "C0", ""),
             ("acc_sub_other", "subnetwork, other subroutine", "C0", "//"),
@@ -153,10 +143,10 @@ def fig_accuracies(df: pd.DataFrame, min_base_acc: float = MIN_BASE_ACC) -> str 
     ax.set_xlabel("condition (architecture, pretraining)")
     ax.set_ylabel("accuracy on the subroutine test sets\n(fraction correct)")
     ax.set_ylim(0, 1.05)
-    _title(ax, "Found subnetwork vs ablated rest, trained networks",
-           [_ci_note(ns, "base models")])
-    _legend(ax, ncol=2)
-    return _to_b64(fig)
+    titled(ax, "Found subnetwork vs ablated rest, trained networks",
+           [ci_note(ns, "base models")])
+    legend(ax, ncol=2)
+    return to_base64(fig)
 
 
 def fig_share_vs_width(df: pd.DataFrame, min_base_acc: float = MIN_BASE_ACC) -> str | None:
@@ -164,7 +154,7 @@ def fig_share_vs_width(df: pd.DataFrame, min_base_acc: float = MIN_BASE_ACC) -> 
     rows = _rows(df, min_base_acc)
     if rows.empty:
         return None
-    fig, ax = _new_figure()
+    fig, ax = new_figure()
     col = _share_col(rows)
     lines = [(f"{_arch(arch)}, {PRETRAINING.get(pre, pre)}", g, col, {"color": f"C{i}"})
              for i, ((arch, pre), g) in enumerate(rows.groupby(["architecture", "pretraining"], sort=True))]
@@ -178,17 +168,17 @@ def fig_share_vs_width(df: pd.DataFrame, min_base_acc: float = MIN_BASE_ACC) -> 
                           {"color": "k" if arch == "mlp" else "C7", "ls": ":", "marker": "x"}))
     ns = []
     for i, (label, g, c, style) in enumerate(lines):
-        s = _summary(g, "width", c)
+        s = seed_summary(g, "width", c)
         ns += list(s["n"])
         shift = 1.04 ** (i - (len(lines) - 1) / 2)  # lines side by side at a shared width (log axis)
-        _errorbar(ax, s["width"] * shift, s, bounds=UNIT, label=label, **style)
-    _log_x(ax, rows["width"])
+        errorbar(ax, s["width"] * shift, s, bounds=UNIT, label=label, **style)
+    log_x(ax, rows["width"])
     ax.set_xlabel("width (MLP hidden units / transformer model dimension)")
     ax.set_ylabel(SHARE_ROBUST if col == "frac_robust" else SHARE_RAW)
     ax.set_ylim(-0.03, 1.03)
-    _title(ax, "Structural compositionality vs width", [_ci_note(ns, "base seeds")])
-    _legend(ax, ncol=2)
-    return _to_b64(fig)
+    titled(ax, "Structural compositionality vs width", [ci_note(ns, "base seeds")])
+    legend(ax, ncol=2)
+    return to_base64(fig)
 
 
 def fig_share_by_pretraining(df: pd.DataFrame, min_base_acc: float = MIN_BASE_ACC) -> str | None:
@@ -196,7 +186,7 @@ def fig_share_by_pretraining(df: pd.DataFrame, min_base_acc: float = MIN_BASE_AC
     rows = _rows(df, min_base_acc)
     if rows.empty or rows["pretraining"].nunique() < 2:
         return None
-    fig, ax = _new_figure()
+    fig, ax = new_figure()
     keys = sorted({(a, w) for a, w in zip(rows["architecture"], rows["width"])})
     col = _share_col(rows)
     conds = [c for c in PRETRAINING if c in set(rows["pretraining"])]
@@ -214,9 +204,9 @@ def fig_share_by_pretraining(df: pd.DataFrame, min_base_acc: float = MIN_BASE_AC
     ax.set_xlabel("architecture and width (hidden units / model dimension)")
     ax.set_ylabel(SHARE_ROBUST if col == "frac_robust" else SHARE_RAW)
     ax.set_ylim(0, 1.05)
-    _title(ax, "Structural compositionality by pretraining", [_ci_note(ns, "base seeds")])
-    _legend(ax)
-    return _to_b64(fig)
+    titled(ax, "Structural compositionality by pretraining", [ci_note(ns, "base seeds")])
+    legend(ax)
+    return to_base64(fig)
 
 
 _CI = "mean ± 95% t interval over base seeds, clipped to [0, 1] where a share (n in the title)"

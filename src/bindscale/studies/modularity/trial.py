@@ -57,8 +57,7 @@ from bindscale import seeding
 from bindscale.analysis.masks import accuracy, apply_mask
 from bindscale.models.mlp import MLPConfig, StackedMLP
 from bindscale.models.transformer import Transformer
-from bindscale.seqtrain import _batch_indices, fit_minibatches
-from bindscale.trainutil import TrialResult
+from bindscale.kit import TrialResult, batch_indices, fit_minibatches
 
 from .analysis import SubroutineResult, subroutine_modularity
 from .config import ModularityModelConfig, ModularityTrial
@@ -180,7 +179,7 @@ def make_data(trial: ModularityTrial) -> dict[str, CompoundDataset]:
 def _fit(params: list[nn.Parameter], loss_of: Callable[[torch.Tensor], torch.Tensor], n: int, steps: int,
          trial: ModularityTrial, generator: torch.Generator, device, on_step=None) -> dict:
     tr = trial.train
-    idx = _batch_indices(n, steps, tr.batch_size, generator)
+    idx = batch_indices(n, steps, tr.batch_size, generator)
     return fit_minibatches(params, lambda step, rows: loss_of(rows), idx, lr=tr.lr, weight_decay=tr.weight_decay,
                            warmup_steps=min(tr.warmup_steps, steps // 2), grad_clip=tr.grad_clip, device=device,
                            on_step=on_step)

@@ -66,7 +66,10 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from bindscale.report.verdicts import MIN_REPLICATES, NAN3, _ci, _decide, _key, _py, coerce_numeric, degenerate, restrict_to_mode
+from bindscale.kit import (
+    MIN_REPLICATES, NAN3, ci_entry, decide as _decide, json_key, to_python, coerce_numeric, degenerate,
+    restrict_to_mode, Verdict,
+)
 from bindscale.stats import mean_ci, mean_diff_ci, strata_mean_ci
 
 from . import CLAIMS  # noqa: E402  (the plugin object: claims, their statements and defaults)
@@ -156,7 +159,7 @@ def usable(ok: pd.DataFrame, min_base_acc: float) -> tuple[pd.DataFrame, dict]:
 
 
 def _cell_name(key: tuple) -> str:
-    return "/".join(_key(v) for v in (key if isinstance(key, tuple) else (key,)))
+    return "/".join(json_key(v) for v in (key if isinstance(key, tuple) else (key,)))
 
 
 def _seeds(rows: pd.DataFrame) -> int:
@@ -251,21 +254,21 @@ def _beside(cs: Mapping[tuple, pd.DataFrame], col: str) -> dict | None:
         return None
     groups = [_vals(g, col) for g in cs.values()]
     n = int(sum(np.isfinite(x).sum() for x in groups))
-    return _ci(strata_mean_ci(groups), n) if n else None
+    return ci_entry(strata_mean_ci(groups), n) if n else None
 
 
 CONTROLS = (("untrained", "untrained network"), ("random", "random mask"))
 
 
-def structure_emerges(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
+def structure_emerges(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     margin = p["margin"]
     stat = "weakest_structure_effect_net_of_controls"
     every, rows, details = _usable(ok, p["min_base_acc"])
 
-    def stop(reason: str, n: int = 0, triple: tuple = NAN3) -> tuple:
+    def stop(reason: str, n: int = 0, triple: tuple = NAN3) -> Verdict:
         details.setdefault("seeds_per_cell", 0)
         details["reason"] = reason
-        return stat, "inconclusive", triple, n, details
+        return Verdict(stat, "inconclusive", triple, n, details)
 
     if "reason" in details:
         return stop(details["reason"])
@@ -304,11 +307,11 @@ def structure_emerges(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> t
         return stop(f"{why} (SubDiff / AblDiff)", n)
     effects = _two_effects(cs, "sub_diff", "abl_diff")
     sub, abl = effects["SubDiff"], _neg(effects["−AblDiff"])
-    details["mean_sub_diff"], details["mean_abl_diff"] = _ci(sub, n), _ci(abl, n)
+    details["mean_sub_diff"], details["mean_abl_diff"] = ci_entry(sub, n), ci_entry(abl, n)
     details["source_test"] = {"sub_diff_above_0": bool(sub[1] > 0), "abl_diff_below_0": bool(abl[2] < 0),
                               "note": "the source's test (mean SubDiff > 0 and mean AblDiff < 0, each with its "
                                       "interval); reported, the deciding number adds the margin and the controls"}
-    details["weaker_effect"] = _ci(_weakest(partial(_two_effects, cs, "sub_diff", "abl_diff"))[0], n)
+    details["weaker_effect"] = ci_entry(_weakest(partial(_two_effects, cs, "sub_diff", "abl_diff"))[0], n)
     nets, unavailable = {}, []
     for src, label in CONTROLS:
         net, lacking = _net_of_control(cs, src)
@@ -317,7 +320,7 @@ def structure_emerges(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> t
             unavailable.append(label)
             continue
         nets[label] = net
-        details[f"beyond_{src}_control"] = _ci(_weakest(partial(_two_effects, net, "sub", "abl"))[0], n - lacking)
+        details[f"beyond_{src}_control"] = ci_entry(_weakest(partial(_two_effects, net, "sub", "abl"))[0], n - lacking)
 
     def parts_at(confidence: float) -> dict[str, tuple]:
         out = _two_effects(cs, "sub_diff", "abl_diff", confidence)
@@ -341,8 +344,8 @@ def structure_emerges(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> t
         for col in ("sub_diff", "abl_diff", "frac_robust", "frac_structural"):
             if (c := _beside(cs, f"{src}_{col}")) is not None:
                 details[f"{label}_{col}"] = c
-    details["by_cell"] = {_cell_name(k): {"sub_diff": _ci(mean_ci(g["sub_diff"]), len(g)),
-                                          "abl_diff": _ci(mean_ci(g["abl_diff"]), len(g))} for k, g in cs.items()}
+    details["by_cell"] = {_cell_name(k): {"sub_diff": ci_entry(mean_ci(g["sub_diff"]), len(g)),
+                                          "abl_diff": ci_entry(mean_ci(g["abl_diff"]), len(g))} for k, g in cs.items()}
     ex_rows = extra[np.isfinite(extra[["sub_diff", "abl_diff"]].to_numpy(dtype=float)).all(axis=1)]
     ex = {k: g for k, g in base_models(ex_rows, ("sub_diff", "abl_diff")).groupby(list(CELL), sort=True)
           if _seeds(g) >= MIN_REPLICATES}
@@ -350,7 +353,7 @@ def structure_emerges(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> t
         e = _two_effects(ex, "sub_diff", "abl_diff")
         m = sum(map(len, ex.values()))
         details["extra_subroutine_heads"] = {
-            "mean_sub_diff": _ci(e["SubDiff"], m), "mean_abl_diff": _ci(_neg(e["−AblDiff"]), m),
+            "mean_sub_diff": ci_entry(e["SubDiff"], m), "mean_abl_diff": ci_entry(_neg(e["−AblDiff"]), m),
             "note": "pretrained with one head per subroutine: reported beside, not deciding"}
     triple, weakest = _weakest(parts_at)
     if not np.isfinite(triple[1]) or not np.isfinite(triple[2]):
@@ -368,7 +371,7 @@ def structure_emerges(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> t
         verdict, why = "inconclusive", f"the weakest effect's interval ({weakest}) contains margin {margin}"
     details["weakest"] = weakest
     details["reason"] = f"{why} ({len(cs)} cells, {n} base models)"
-    return stat, verdict, triple, n, details
+    return Verdict(stat, verdict, triple, n, details)
 
 
 def contrast(rows: pd.DataFrame, strata: tuple[str, ...], pick: Callable[[pd.DataFrame], tuple | None],
@@ -397,7 +400,7 @@ def contrast(rows: pd.DataFrame, strata: tuple[str, ...], pick: Callable[[pd.Dat
         a, b = (_vals(s, col) for s in sides)
         groups += [a, b]
         n += len(a) + len(b)
-        per[f"{_cell_name(key)} ({label})"] = _ci(mean_diff_ci(a, b), len(a) + len(b))
+        per[f"{_cell_name(key)} ({label})"] = ci_entry(mean_diff_ci(a, b), len(a) + len(b))
     if not groups:
         return NAN3, per, n
     h = len(groups) // 2
@@ -408,7 +411,7 @@ def _widest(g: pd.DataFrame) -> tuple | None:
     if g["width"].nunique() < 2:
         return None
     w_lo, w_hi = g["width"].min(), g["width"].max()
-    return g[g["width"] == w_hi], g[g["width"] == w_lo], f"width {_key(w_hi)} − {_key(w_lo)}"
+    return g[g["width"] == w_hi], g[g["width"] == w_lo], f"width {json_key(w_hi)} − {json_key(w_lo)}"
 
 
 def _pretrained(kind: str) -> Callable[[pd.DataFrame], tuple | None]:
@@ -482,11 +485,11 @@ def _contrast_verdict(ok: pd.DataFrame, p: Mapping, strata: tuple[str, ...], pic
     if why:
         return stop(f"{why} ({col})", n)
     if "frac_structural" in rows:
-        details["raw_sign_share_difference"] = _ci(contrast(rows, strata, pick, "frac_structural")[0], n)
+        details["raw_sign_share_difference"] = ci_entry(contrast(rows, strata, pick, "frac_structural")[0], n)
     for src, label in (("untrained", "control_untrained_difference"), ("random", "control_random_mask_difference")):
         c = f"{src}_{col}"
         if c in rows and rows[c].notna().any():
-            details[label] = _ci(contrast(rows, strata, pick, c)[0], n)
+            details[label] = ci_entry(contrast(rows, strata, pick, c)[0], n)
     if not np.isfinite(triple[0]):
         return stop("the difference is not finite (missing shares)", n)
     verdict = _decide(triple, p["margin"])
@@ -503,15 +506,15 @@ def _no_extra(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[rows["pretraining"] != EXTRA]
 
 
-def structure_grows_with_width(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
+def structure_grows_with_width(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     stat = "share_structural_gain_widest_vs_narrowest"
     verdict, triple, n, details = _contrast_verdict(ok, p, ("architecture", "pretraining"), _widest, "two widths",
                                                     _no_extra)
     every, _, _ = _usable(ok, p["min_base_acc"])
     if not every.empty:
-        details["largest_width"] = {_cell_name(k): _py(g["width"].max())
+        details["largest_width"] = {_cell_name(k): to_python(g["width"].max())
                                     for k, g in _no_extra(every).groupby(["architecture", "pretraining"])}
-    return stat, verdict, triple, n, details
+    return Verdict(stat, verdict, triple, n, details)
 
 
 def lost_planned_width(df: pd.DataFrame, details: Mapping) -> str | None:
@@ -527,7 +530,7 @@ def lost_planned_width(df: pd.DataFrame, details: Mapping) -> str | None:
     rows = df[df["pretraining"] != EXTRA]
     planned = pd.to_numeric(rows["width"], errors="coerce").groupby(
         [rows["architecture"], rows["pretraining"]]).max()
-    short = [f"{_cell_name(k)}: width {_key(w)} planned, {_key(details['largest_width'].get(_cell_name(k)))} "
+    short = [f"{_cell_name(k)}: width {json_key(w)} planned, {json_key(details['largest_width'].get(_cell_name(k)))} "
              "compared" for k, w in planned.items() if np.isfinite(w)
              and not details["largest_width"].get(_cell_name(k), -math.inf) >= w]
     if short:
@@ -536,7 +539,7 @@ def lost_planned_width(df: pd.DataFrame, details: Mapping) -> str | None:
     return None
 
 
-def pretraining_reliability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
+def pretraining_reliability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     stat = "share_structural_gain_pretrained_vs_scratch"
     verdict, triple, n, details = _contrast_verdict(ok, p, ("architecture", "width"), _pretrained(GENERIC),
                                                     f"{GENERIC} and from-scratch trials",
@@ -544,10 +547,10 @@ def pretraining_reliability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int
     rows, _ = usable(ok, p["min_base_acc"])
     if not rows.empty and "frac_robust" in rows and (rows["pretraining"] == EXTRA).any():
         ex, per, n_ex = contrast(rows[rows["pretraining"] != GENERIC], ("architecture", "width"), _pretrained(EXTRA))
-        details["extra_subroutine_heads"] = {"difference": _ci(ex, n_ex), "by_stratum": per,
+        details["extra_subroutine_heads"] = {"difference": ci_entry(ex, n_ex), "by_stratum": per,
                                              "note": "one head per subroutine during pretraining: reported beside, "
                                                      "not deciding"}
-    return stat, verdict, triple, n, details
+    return Verdict(stat, verdict, triple, n, details)
 
 
 def planned_width_guard(df: pd.DataFrame, ok: pd.DataFrame, details: dict, verdict: str) -> tuple[str, str] | None:

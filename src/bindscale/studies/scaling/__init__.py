@@ -10,12 +10,9 @@ task family (:mod:`.tasks`), the students (:mod:`.students`, :mod:`.hypernet`), 
 (:mod:`.metrics`), the linear probes (:mod:`.probes`) and the stacked AdamW (:mod:`.optim`).
 """
 
-from pathlib import Path
-
-from bindscale.study import Claim, StudyPlugin
+from bindscale.kit import Claim, StudyPlugin
 
 _REDHARDT = 'Redhardt, Schug, Akram 2025, "Scaling can lead to compositional generalization" (arXiv 2507.07207)'
-_V = "bindscale.studies.scaling.verdicts"
 
 CLAIMS = (
     Claim(
@@ -25,9 +22,9 @@ CLAIMS = (
                    "largest width and best coverage, and widening helps)."),
         statistic=("Held-out R² of the widest MLP at the best coverage (smallest hold-out), mean over seeds with "
                    "a Student t interval."),
-        rule=f"{_V}:_scaling", thresholds={"r2_threshold": (0.0, 1.0)}, defaults={"r2_threshold": 0.9},
+        thresholds={"r2_threshold": (0.0, 1.0)}, defaults={"r2_threshold": 0.9},
         figures=("heldout_vs_width", "heldout_vs_train_combos", "training_curves"),
-        guards=(f"{_V}:SCALING_GUARDS.lost", f"{_V}:SCALING_GUARDS.planned"),
+        guards=(".verdicts:SCALING_GUARDS.lost", ".verdicts:SCALING_GUARDS.planned"),
     ),
     Claim(
         name="decodability", title="Linear decodability predicts generalization", source=_REDHARDT,
@@ -38,7 +35,7 @@ CLAIMS = (
         statistic=("Spearman correlation, across MLP trials, of the constituents' linear decodability (probe R² at "
                    "the layer chosen on in-distribution tasks) with held-out R² (pairs-bootstrap interval); the "
                    "within-cell partial Spearman and its excess over a random-init network's decide beside it."),
-        rule=f"{_V}:_decodability", thresholds={"rho_threshold": (-1.0, 1.0)}, defaults={"rho_threshold": 0.5},
+        thresholds={"rho_threshold": (-1.0, 1.0)}, defaults={"rho_threshold": 0.5},
         figures=("decodability",),
     ),
     Claim(
@@ -52,8 +49,8 @@ CLAIMS = (
         statistic=("Parameters an MLP needs over those a hypernetwork needs to reach the target held-out R² "
                    "(ratio; each count interpolated in log-parameters between grid points; percentile bootstrap "
                    "over the seeds of every cell)."),
-        rule=f"{_V}:_binding", thresholds={"target_r2": (0.0, 1.0)}, defaults={"target_r2": 0.9},
-        figures=("heldout_vs_params",), guards=(f"{_V}:BINDING_GUARDS.lost",), retired=("tolerance",),
+        thresholds={"target_r2": (0.0, 1.0)}, defaults={"target_r2": 0.9},
+        figures=("heldout_vs_params",), guards=(".verdicts:BINDING_GUARDS.lost",), retired=("tolerance",),
     ),
     Claim(
         name="hull", title="Inside vs outside the training hull",
@@ -65,9 +62,9 @@ CLAIMS = (
         statistic=("Out-of-hull held-out R² of the widest minus the narrowest MLP, at equal numbers of active "
                    "modules, mean over hold-outs of cell means (Welch–Satterthwaite interval); the in-hull gain and "
                    "the in − out gap at the largest width decide beside it."),
-        rule=f"{_V}:_hull", thresholds={"margin": (0.0, 1.0)}, defaults={"margin": 0.05},
+        thresholds={"margin": (0.0, 1.0)}, defaults={"margin": 0.05},
         figures=("hull_vs_width",),
-        guards=(f"{_V}:HULL_GUARDS.lost", f"{_V}:HULL_GUARDS.planned"),
+        guards=(".verdicts:HULL_GUARDS.lost", ".verdicts:HULL_GUARDS.planned"),
     ),
 )
 
@@ -76,22 +73,17 @@ STUDY = StudyPlugin(
     kind="hyperteacher",
     implicit_kind=True,  # trial dicts without a kind (every record since the first) are hyperteacher trials
     headline=True,
-    trial_config="bindscale.studies.scaling.config:TrialConfig",
     claims=CLAIMS,
+    package=__name__,
     description="Does held-out R² of plain MLPs grow with width and coverage, and does explicit binding need fewer "
                 "parameters? (hyperteacher; Redhardt et al. 2025, Schug et al. 2024)",
-    directory=Path(__file__).parent,
-    trainer="bindscale.studies.scaling.trial:train_group",
-    grouper="bindscale.studies.scaling.trial:group_key",
-    cost="bindscale.studies.scaling.plan:job_cost",
-    memory="bindscale.studies.scaling.plan:trial_memory_bytes",
-    checker="bindscale.studies.scaling.plan:check_splits",
-    rows=f"{_V}:ok_rows",
-    figure_set="bindscale.studies.scaling.figures:figures",
-    table="bindscale.studies.scaling.table:config_table",
-    models="bindscale.studies.scaling.trial:untrained_model",
-    tasks="bindscale.studies.scaling.trial:task_family",
-    step_timer="bindscale.studies.scaling.trial:stack_step_seconds",
+    # The stacked trainer and its planner hooks live in trial.py (they share its stack shapes), not in the
+    # conventional trial.run_group / plan.group_key / plan.stack_step_seconds.
+    trainer=".trial:train_group",
+    grouper=".trial:group_key",
+    step_timer=".trial:stack_step_seconds",
+    checker=".plan:check_splits",
+    rows=".verdicts:ok_rows",
     # Measured: every stacked job of `bindscale run scaling --set 'seed=[0]'` (20 trials, 2000 steps, fp32,
     # 11 jobs) trained inline at one torch thread on the 2-core Xeon, timed with time.process_time: 153 CPU-s
     # for a cost of 2.88e12 (per job 2.2e-11 at width 16 to 6.3e-11 for a hypernet; width-256 stacks 6.0e-11).

@@ -12,22 +12,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.colors import LogNorm
 
-from bindscale.report.figures import (
-    N_BOOT,
-    SMALL,
-    _as_list,
-    _band,
-    _ci_note,
-    _errorbar,
-    _fixed,
-    _legend,
-    _log_x,
-    _new_figure,
-    _summary,
-    _summary_of,
-    _title,
-    _to_b64,
-    _two,
+from bindscale.report.figures import N_BOOT, SMALL
+from bindscale.kit import (
+    curve_values, band as _band, ci_note, errorbar, fixed_qualifiers, legend, log_x, new_figure, seed_summary,
+    summary_of, titled, to_base64, two_decimals,
 )
 from bindscale.stats import correlation_ci
 
@@ -62,21 +50,21 @@ def fig_heldout_vs_width(df: pd.DataFrame, threshold: float | None = None) -> st
     rows, note = restrict_to_mode(_mlp(df, "r2_heldout", "width", "holdout"), COMPARE_LIKE)
     if rows.empty:
         return None
-    fig, ax = _new_figure()
+    fig, ax = new_figure()
     ns = []
     for h, g in rows.groupby("holdout"):
-        s = _summary(g, "width", "r2_heldout")
+        s = seed_summary(g, "width", "r2_heldout")
         ns += list(s["n"])
         n_train = g["n_train_combos"].median()
         label = f"hold-out {h:g}" + (f" ({n_train:.0f} training combinations)" if np.isfinite(n_train) else "")
-        _errorbar(ax, s["width"], s, label=label)
+        errorbar(ax, s["width"], s, label=label)
     if threshold is not None:
         ax.axhline(threshold, ls="--", c="grey", lw=1, label=f"the claim's threshold, R² = {threshold:g}")
-    _log_x(ax, rows["width"])
+    log_x(ax, rows["width"])
     ax.set(xlabel=WIDTH, ylabel=R2)
-    _title(ax, "Held-out R² vs width", _fixed(note) + [_ci_note(ns)])
-    _legend(ax)
-    return _to_b64(fig)
+    titled(ax, "Held-out R² vs width", fixed_qualifiers(note) + [ci_note(ns)])
+    legend(ax)
+    return to_base64(fig)
 
 
 def fig_heldout_vs_train_combos(df: pd.DataFrame) -> str | None:
@@ -84,19 +72,19 @@ def fig_heldout_vs_train_combos(df: pd.DataFrame) -> str | None:
     rows, note = restrict_to_mode(_mlp(df, "r2_heldout", "n_train_combos", "width"), COMPARE_LIKE)
     if rows.empty:
         return None
-    fig, ax = _new_figure()
+    fig, ax = new_figure()
     ns = []
     for w, g in rows.groupby("width"):
-        s = _summary(g, "holdout", "r2_heldout")
+        s = seed_summary(g, "holdout", "r2_heldout")
         ns += list(s["n"])
         # x: median combos per holdout (the count is fixed by the split).
         x = [g.loc[g["holdout"] == h, "n_train_combos"].median() for h in s["holdout"]]
         order = np.argsort(x)
-        _errorbar(ax, np.asarray(x)[order], s.iloc[order], label=f"width {w:g}")
+        errorbar(ax, np.asarray(x)[order], s.iloc[order], label=f"width {w:g}")
     ax.set(xlabel="training combinations of modules (count)", ylabel=R2)
-    _title(ax, "Held-out R² vs training combinations", _fixed(note) + [_ci_note(ns)])
-    _legend(ax)
-    return _to_b64(fig)
+    titled(ax, "Held-out R² vs training combinations", fixed_qualifiers(note) + [ci_note(ns)])
+    legend(ax)
+    return to_base64(fig)
 
 
 def fig_decodability(df: pd.DataFrame) -> str | None:
@@ -109,7 +97,7 @@ def fig_decodability(df: pd.DataFrame) -> str | None:
     rows = _mlp(df, "decod_best", "r2_heldout")
     if rows.empty:
         return None
-    fig, ax = _new_figure()
+    fig, ax = new_figure()
     widths = rows["width"].to_numpy(float)
     finite_w = np.isfinite(widths) & (widths > 0)
     norm = LogNorm(widths[finite_w].min(), widths[finite_w].max()) if finite_w.any() and np.ptp(widths[finite_w]) > 0 else None
@@ -132,10 +120,10 @@ def fig_decodability(df: pd.DataFrame) -> str | None:
     rho = correlation_ci(rows["decod_best"], rows["r2_heldout"], "spearman", N_BOOT)[0]
     r = correlation_ci(rows["decod_best"], rows["r2_heldout"], "pearson", N_BOOT)[0]
     ax.set(xlabel="linear decodability of the constituents (probe R²)", ylabel=R2,
-           title=f"Spearman ρ = {_two(rho)}, Pearson r = {_two(r)} (n = {len(rows)} trials)")
+           title=f"Spearman ρ = {two_decimals(rho)}, Pearson r = {two_decimals(r)} (n = {len(rows)} trials)")
     ax.title.set_fontsize(11)
-    _legend(ax, ncol=1)
-    return _to_b64(fig)
+    legend(ax, ncol=1)
+    return to_base64(fig)
 
 
 def fig_heldout_vs_params(df: pd.DataFrame) -> str | None:
@@ -151,20 +139,20 @@ def fig_heldout_vs_params(df: pd.DataFrame) -> str | None:
     shared = set.intersection(*(set(g["holdout"]) for _, g in rows.groupby("model")))
     h = min(shared) if shared else rows["holdout"].min()
     rows, note = restrict_to_mode(rows[rows["holdout"] == h], ("encoding", "split"))
-    fig, ax = _new_figure()
+    fig, ax = new_figure()
     ns = []
     for model, g in rows.groupby("model"):
-        s = _summary(g, ["width", "depth"], "r2_heldout")
+        s = seed_summary(g, ["width", "depth"], "r2_heldout")
         ns += list(s["n"])
         s["n_params"] = [g.loc[(g["width"] == w) & (g["depth"] == d), "n_params"].median()
                          for w, d in zip(s["width"], s["depth"])]
         s = s.sort_values("n_params")
-        _errorbar(ax, s["n_params"], s, label=MODELS.get(str(model), str(model)))
+        errorbar(ax, s["n_params"], s, label=MODELS.get(str(model), str(model)))
     ax.set_xscale("log")
     ax.set(xlabel="parameters (count, log scale)", ylabel=R2)
-    _title(ax, "Held-out R² vs parameters", [f"hold-out {h:g}", *_fixed(note), _ci_note(ns)])
-    _legend(ax)
-    return _to_b64(fig)
+    titled(ax, "Held-out R² vs parameters", [f"hold-out {h:g}", *fixed_qualifiers(note), ci_note(ns)])
+    legend(ax)
+    return to_base64(fig)
 
 
 def fig_hull_vs_width(df: pd.DataFrame) -> str | None:
@@ -182,7 +170,7 @@ def fig_hull_vs_width(df: pd.DataFrame) -> str | None:
     rows, note = restrict_to_mode(rows[np.isfinite(rows["in_matched"]) & np.isfinite(rows["out_matched"])], COMPARE_LIKE)
     if rows.empty:
         return None
-    fig, ax = _new_figure()
+    fig, ax = new_figure()
     ns = []
     for col, label, style, colour, marker, tag in (
             ("in_matched", "in hull: held-out combinations inside the convex hull of the training ones",
@@ -190,23 +178,23 @@ def fig_hull_vs_width(df: pd.DataFrame) -> str | None:
             ("out_matched", "out of hull: a module pairing never seen in training (same numbers of modules)",
              "-", "tab:red", "s", "out of hull"),
             ("r2_outhull", "out of hull, all numbers of modules (not matched)", "--", "tab:red", "s", None)):
-        s = _summary(rows, "width", col)
+        s = seed_summary(rows, "width", col)
         ns += list(s["n"])
-        _errorbar(ax, s["width"], s, label=label, linestyle=style, color=colour, marker=marker,
+        errorbar(ax, s["width"], s, label=label, linestyle=style, color=colour, marker=marker,
                   alpha=1.0 if tag else 0.45, mfc=colour if tag else "none")
         if tag and len(s):
             ax.annotate(tag, (s["width"].iloc[-1], s["mean"].iloc[-1]), xytext=(8, 0), textcoords="offset points",
                         va="center", ha="left", fontsize=SMALL, color=colour, fontweight="bold")
-    _log_x(ax, rows["width"])
+    log_x(ax, rows["width"])
     lo, hi = ax.get_xlim()
     ax.set_xlim(lo, hi * (hi / lo) ** 0.3)  # room for the line-end labels (log axis)
     pooled = rows["holdout"].nunique() > 1
     ax.set(xlabel=WIDTH, ylabel=R2)
-    _title(ax, "Inside vs outside the training hull, equal numbers of modules",
-           _fixed(note) + (["hold-outs pooled", _ci_note(ns, "seeds × hold-outs")] if pooled
-                           else [_ci_note(ns)]))
-    _legend(ax, ncol=1)
-    return _to_b64(fig)
+    titled(ax, "Inside vs outside the training hull, equal numbers of modules",
+           fixed_qualifiers(note) + (["hold-outs pooled", ci_note(ns, "seeds × hold-outs")] if pooled
+                           else [ci_note(ns)]))
+    legend(ax, ncol=1)
+    return to_base64(fig)
 
 
 def fig_training_curves(df: pd.DataFrame) -> str | None:
@@ -218,27 +206,27 @@ def fig_training_curves(df: pd.DataFrame) -> str | None:
     if rows.empty:
         return None
     rows = rows[rows["holdout"] == rows["holdout"].min()]
-    fig, ax = _new_figure()
+    fig, ax = new_figure()
     ns = []
     for w, g in rows.groupby("width"):
         by_step: dict[float, list[float]] = {}
         for steps, vals in zip(g["curve_steps"], g["curve_r2_heldout"]):
-            steps, vals = _as_list(steps), _as_list(vals)
+            steps, vals = curve_values(steps), curve_values(vals)
             if not steps or not vals or len(steps) != len(vals):
                 continue
             for st, v in zip(steps, vals):
                 if math.isfinite(v):
                     by_step.setdefault(st, []).append(v)
-        s = _summary_of(by_step, "step")
+        s = summary_of(by_step, "step")
         if len(s):
             ns += list(s["n"])
             _band(ax, s["step"], s, marker=".", label=f"width {w:g}")
     if not ns:
         return None
     ax.set(xlabel="training step (optimizer updates)", ylabel=R2)
-    _title(ax, "Training curves", [f"hold-out {rows['holdout'].min():g}", *_fixed(note), _ci_note(ns)])
-    _legend(ax)
-    return _to_b64(fig)
+    titled(ax, "Training curves", [f"hold-out {rows['holdout'].min():g}", *fixed_qualifiers(note), ci_note(ns)])
+    legend(ax)
+    return to_base64(fig)
 
 
 _CI = "mean ± 95% t interval over seeds (n seeds per point in the title)"

@@ -42,20 +42,10 @@ import numpy as np
 import pandas as pd
 
 from bindscale.records import metric_table
-from bindscale.report.verdicts import (
-    CONCLUSIVE_SEEDS,
-    INCONCLUSIVE,
-    MIN_REPLICATES,
-    NAN3,
-    NOT_SUPPORTED,
-    SUPPORTED,
-    _ci,
-    _finite,
-    _key,
-    _pooled,
-    _py,
-    degenerate,
-    restrict_to_mode,
+from bindscale.report.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
+from bindscale.kit import (
+    CONCLUSIVE_SEEDS, MIN_REPLICATES, NAN3, ci_entry, finite_values, json_key, pooled_columns, to_python,
+    degenerate, restrict_to_mode, Verdict,
 )
 from bindscale.report.verdicts import ok_rows as _ok_rows
 from bindscale.stats import (
@@ -122,7 +112,7 @@ COMPARE_LIKE = ("encoding", "split", "depth") + TRAINING_LIKE
 
 # ------------------------------------------------------------------ claims --
 
-def _scaling(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
+def scaling(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     """Held-out R² at the largest width and best coverage, plus width gain.
 
     Returns (statistic name, verdict, triple, n_trials, details).
@@ -132,13 +122,13 @@ def _scaling(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
     rows = design_rows(ok[(ok["model"] == "mlp") & np.isfinite(ok["r2_heldout"])], withheld=False)
     rows, restriction = restrict_to_mode(rows, COMPARE_LIKE)
     if rows.empty:
-        return name, INCONCLUSIVE, NAN3, 0, {"reason": "no ok MLP trials with held-out R²"}
+        return Verdict(name, INCONCLUSIVE, NAN3, 0, {"reason": "no ok MLP trials with held-out R²"})
 
     wmax, wmin = rows["width"].max(), rows["width"].min()
     hmin, hmax = rows["holdout"].min(), rows["holdout"].max()
 
     def cell(w: float, h: float) -> np.ndarray:
-        return _finite(rows.loc[(rows["width"] == w) & (rows["holdout"] == h), "r2_heldout"])
+        return finite_values(rows.loc[(rows["width"] == w) & (rows["holdout"] == h), "r2_heldout"])
 
     top, small, sparse = cell(wmax, hmin), cell(wmin, hmin), cell(wmax, hmax)
     value = mean_ci(top, n_boot, seed=seed)
@@ -147,24 +137,24 @@ def _scaling(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
 
     at_hmin = rows[rows["holdout"] == hmin]
     per_width = {
-        _key(w): _ci(mean_ci(g["r2_heldout"], n_boot, seed=seed), len(g))
+        json_key(w): ci_entry(mean_ci(g["r2_heldout"], n_boot, seed=seed), len(g))
         for w, g in at_hmin.groupby("width")
     }
     at_wmax = rows[rows["width"] == wmax]
     per_combos = {
-        _key(c): _ci(mean_ci(g["r2_heldout"], n_boot, seed=seed), len(g))
+        json_key(c): ci_entry(mean_ci(g["r2_heldout"], n_boot, seed=seed), len(g))
         for c, g in at_wmax.groupby("n_train_combos")
     }
     details: dict[str, Any] = {
         "r2_threshold": thr,
-        "largest_width": _py(wmax),
-        "smallest_width": _py(wmin),
-        "min_holdout": _py(hmin),
-        "max_holdout": _py(hmax),
+        "largest_width": to_python(wmax),
+        "smallest_width": to_python(wmin),
+        "min_holdout": to_python(hmin),
+        "max_holdout": to_python(hmax),
         "n_seeds_top_cell": int(top.size),
         "seeds_per_cell": int(min(x.size for x in (top, small, sparse) if x.size) if top.size else 0),
-        "width_gain": _ci(width_gain, top.size + small.size),
-        "coverage_gain": _ci(coverage_gain, top.size + sparse.size),
+        "width_gain": ci_entry(width_gain, top.size + small.size),
+        "coverage_gain": ci_entry(coverage_gain, top.size + sparse.size),
         "heldout_r2_by_width_at_min_holdout": per_width,
         "heldout_r2_by_n_train_combos_at_largest_width": per_combos,
         **restriction,
@@ -172,17 +162,17 @@ def _scaling(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
     if "r2_heldout_taskmean" in rows and np.isfinite(rows["r2_heldout_taskmean"]).any():
         # Item 8: the reference code's R² (mean over tasks of per-task R²) beside ours, which decides.
         tm = rows.loc[(rows["width"] == wmax) & (rows["holdout"] == hmin), "r2_heldout_taskmean"]
-        details["heldout_r2_taskmean_at_largest_scale"] = _ci(mean_ci(tm), int(np.isfinite(tm).sum()))
+        details["heldout_r2_taskmean_at_largest_scale"] = ci_entry(mean_ci(tm), int(np.isfinite(tm).sum()))
         details["r2_definition"] = ("deciding: pooled within-task R² = 1 − Σ MSE / Σ within-task target variance "
                                     "over held-out tasks; beside it the reference code's per-task mean R²")
-    if pooled := _pooled(rows, POOLABLE):
+    if pooled := pooled_columns(rows, POOLABLE):
         details["pooled_over"] = pooled
 
     wg_lo, wg_hi = width_gain[1], width_gain[2]
     # Widening must not hurt at the top: no narrower width clearly beats the largest (at the best coverage).
     better = [w for w in sorted(at_hmin["width"].unique()) if w != wmax
               and mean_diff_ci(top, cell(w, hmin))[2] < 0]
-    details["narrower_widths_clearly_better"] = [_py(w) for w in better]
+    details["narrower_widths_clearly_better"] = [to_python(w) for w in better]
     broken = degenerate([top, small, sparse])
     if top.size < MIN_REPLICATES or (wmax != wmin and small.size < MIN_REPLICATES):
         verdict, reason = INCONCLUSIVE, f"fewer than {MIN_REPLICATES} seeds in a deciding cell"
@@ -209,7 +199,7 @@ def _scaling(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
     else:
         verdict, reason = INCONCLUSIVE, "an interval straddles its threshold"
     details["reason"] = reason
-    return name, verdict, value, len(rows), details
+    return Verdict(name, verdict, value, len(rows), details)
 
 
 def _layer_means(series: pd.Series) -> dict[str, float]:
@@ -243,7 +233,7 @@ def _cell_design(rows: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
     return dummies.to_numpy(), axes
 
 
-def _decodability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
+def decodability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     """Spearman(decod_cv, r2_heldout) across MLP trials, pairs-bootstrap CI.
 
     ``decod_cv`` is the held-out decodability at the layer chosen by cross-validation on
@@ -261,12 +251,12 @@ def _decodability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple
     if not np.isfinite(mlp["decod_cv"]).any():
         details["reason"] = ("no trial has a decodability at a layer chosen on fit data (decod_cv): records "
                              "written before that column existed chose the layer by its held-out score")
-        return name, INCONCLUSIVE, NAN3, 0, details
+        return Verdict(name, INCONCLUSIVE, NAN3, 0, details)
     rows = mlp[np.isfinite(mlp["decod_cv"]) & np.isfinite(mlp["r2_heldout"])]
     n = len(rows)
     if n < CONCLUSIVE_SEEDS:
         details["reason"] = f"fewer than {CONCLUSIVE_SEEDS} trials with decodability and held-out R²"
-        return name, INCONCLUSIVE, NAN3, n, details
+        return Verdict(name, INCONCLUSIVE, NAN3, n, details)
     x, y = rows["decod_cv"].to_numpy(float), rows["r2_heldout"].to_numpy(float)
     ctrl = rows["decod_random_cv"].to_numpy(float)
     rho = correlation_ci(x, y, "spearman", n_boot, seed=seed)
@@ -290,17 +280,17 @@ def _decodability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple
     details.update({
         "layer_choice": "cross-validation on in-distribution tasks (decod_cv_layer); the held-out score is "
                         "read at that layer",
-        "within_cell_partial_spearman": _ci(partial, n),
+        "within_cell_partial_spearman": ci_entry(partial, n),
         "cells_over": axes,
         "n_cells": k + 1,
-        "control_within_cell_partial_spearman_random_init": _ci(partial_rnd, n),
-        "within_cell_partial_spearman_excess_over_random_init": _ci(excess, n),
-        "control_spearman_random_init_vs_heldout_r2": _ci(rho_rnd, n),
-        "pearson": _ci(r, n),
-        "mean_decod_cv": _ci(mean_ci(x), n),
-        "mean_decod_best_any_layer": _ci(mean_ci(rows["decod_best"]), int(np.isfinite(rows["decod_best"]).sum())),
-        "mean_decod_input": _ci(mean_ci(rows["decod_input"]), int(np.isfinite(rows["decod_input"]).sum())),
-        "mean_decod_random_cv": _ci(mean_ci(ctrl), int(np.isfinite(ctrl).sum())),
+        "control_within_cell_partial_spearman_random_init": ci_entry(partial_rnd, n),
+        "within_cell_partial_spearman_excess_over_random_init": ci_entry(excess, n),
+        "control_spearman_random_init_vs_heldout_r2": ci_entry(rho_rnd, n),
+        "pearson": ci_entry(r, n),
+        "mean_decod_cv": ci_entry(mean_ci(x), n),
+        "mean_decod_best_any_layer": ci_entry(mean_ci(rows["decod_best"]), int(np.isfinite(rows["decod_best"]).sum())),
+        "mean_decod_input": ci_entry(mean_ci(rows["decod_input"]), int(np.isfinite(rows["decod_input"]).sum())),
+        "mean_decod_random_cv": ci_entry(mean_ci(ctrl), int(np.isfinite(ctrl).sum())),
         "mean_decod_by_layer": _layer_means(rows["decod_layers"]) if "decod_layers" in rows else {},
         "chosen_layers": ({str(k_): int(v) for k_, v in rows["decod_cv_layer"].astype(str).value_counts().items()}
                           if "decod_cv_layer" in rows else {}),
@@ -309,7 +299,7 @@ def _decodability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple
         "min_decod_cv_when_heldout_r2_ge_0.95": float(high["decod_cv"].min()) if len(high) else math.nan,
         "seeds_per_cell": int(rows.groupby(axes).size().min()) if axes else n,
     })
-    if pooled := _pooled(rows, POOLABLE + ("width", "depth", "holdout")):
+    if pooled := pooled_columns(rows, POOLABLE + ("width", "depth", "holdout")):
         details["pooled_over"] = pooled
     spc = details["seeds_per_cell"]
     if not np.isfinite(rho[0]):
@@ -343,7 +333,7 @@ def _decodability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple
     else:
         verdict, reason = INCONCLUSIVE, f"Spearman CI straddles {thr}"
     details["reason"] = reason
-    return name, verdict, rho, n, details
+    return Verdict(name, verdict, rho, n, details)
 
 
 def params_to_target(means: np.ndarray, params: np.ndarray, target: float) -> tuple[float, str]:
@@ -379,7 +369,7 @@ def _param_ratio(m_means: np.ndarray, m_params: np.ndarray, h_means: np.ndarray,
     return float(np.max(m_params)) / ph if math.isnan(pm) else pm / ph
 
 
-def _binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
+def binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     """Parameter ratio MLP / hypernet to reach the study's fixed target held-out R².
 
     The target is the study file's ``target_r2``, never derived from the results (a target set by
@@ -395,25 +385,25 @@ def _binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
     mlp, hyp = base[base["model"] == "mlp"], base[base["model"] == "hypernet"]
     if hyp.empty or mlp.empty:
         details["reason"] = f"no ok {'hypernet' if hyp.empty else 'MLP'} trials"
-        return name, INCONCLUSIVE, NAN3, 0, details
+        return Verdict(name, INCONCLUSIVE, NAN3, 0, details)
     common = set(mlp["holdout"].dropna()) & set(hyp["holdout"].dropna())
     if not common:
         details["reason"] = "MLP and hypernet share no holdout value"
-        return name, INCONCLUSIVE, NAN3, 0, details
+        return Verdict(name, INCONCLUSIVE, NAN3, 0, details)
     h = min(common)
-    details["holdout"] = _py(h)
+    details["holdout"] = to_python(h)
     # Same encoding / split for both models (depth is part of a config here).
     at_h, restriction = restrict_to_mode(base[base["holdout"] == h], ("encoding", "split") + TRAINING_LIKE)
     details.update(restriction)
     mlp, hyp = at_h[at_h["model"] == "mlp"], at_h[at_h["model"] == "hypernet"]
     if hyp.empty or mlp.empty:
         details["reason"] = "MLP and hypernet share no encoding / split at this holdout"
-        return name, INCONCLUSIVE, NAN3, 0, details
+        return Verdict(name, INCONCLUSIVE, NAN3, 0, details)
 
     def cells(rows: pd.DataFrame) -> tuple[list[tuple], list[np.ndarray], np.ndarray]:
         keys, vals, params = [], [], []
         for (w, d), g in rows.groupby(["width", "depth"], dropna=False):
-            keys.append((_py(w), _py(d)))
+            keys.append((to_python(w), to_python(d)))
             vals.append(g["r2_heldout"].to_numpy(float))
             params.append(float(np.nanmedian(g["n_params"])))
         return keys, vals, np.asarray(params)
@@ -433,7 +423,7 @@ def _binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
     ph, h_kind = params_to_target(h_means, h_par, target)
 
     def describe(keys, vals, par, i):
-        return {"width": keys[i][0], "depth": keys[i][1], "n_params": _py(par[i]),
+        return {"width": keys[i][0], "depth": keys[i][1], "n_params": to_python(par[i]),
                 "mean_r2_heldout": float(vals[i].mean()), "n_seeds": int(vals[i].size)}
 
     def bracket(means, par, kind):
@@ -451,7 +441,7 @@ def _binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
         matched.append({
             "hypernet": describe(h_keys, h_vals, h_par, j),
             "mlp": describe(m_keys, m_vals, m_par, i),
-            "r2_diff_hypernet_minus_mlp": _ci(mean_diff_ci(h_vals[j], m_vals[i]), h_vals[j].size + m_vals[i].size),
+            "r2_diff_hypernet_minus_mlp": ci_entry(mean_diff_ci(h_vals[j], m_vals[i]), h_vals[j].size + m_vals[i].size),
         })
     m_br, h_br = bracket(m_means, m_par, m_kind), bracket(h_means, h_par, h_kind)
     # A model that never reaches the target is decided by its largest cell.
@@ -470,7 +460,7 @@ def _binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
                             "cell: about 88%, below the nominal 95%)"),
     })
     rows_used = pd.concat([mlp, hyp])
-    if pooled := _pooled(rows_used, POOLABLE):
+    if pooled := pooled_columns(rows_used, POOLABLE):
         details["pooled_over"] = pooled
 
     broken = degenerate(deciding)
@@ -520,7 +510,7 @@ def _binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
                                                     if kind == "at_most")
                    + " already reaches the target, so its parameters-to-target is an upper bound")
     details["reason"] = reason
-    return name, verdict, ratio, len(rows_used), details
+    return Verdict(name, verdict, ratio, len(rows_used), details)
 
 
 def arity_matched_hull(rows: pd.DataFrame) -> pd.DataFrame:
@@ -553,7 +543,7 @@ def arity_matched_hull(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"in_matched": in_m, "out_matched": out_m, "arities": arities}, index=rows.index)
 
 
-def _hull(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
+def hull(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     """Does width help inside the hull of the training combinations and not outside it?
 
     The claim is two-sided, and both sides are compared at equal numbers of active modules
@@ -577,19 +567,19 @@ def _hull(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
         details["trials_without_outhull_combinations"] = int(len(none))
         if len(none):
             details["trials_without_outhull_by_width_holdout"] = {
-                f"width {_key(w)}, holdout {_key(h)}": int(len(g)) for (w, h), g in none.groupby(["width", "holdout"])}
+                f"width {json_key(w)}, holdout {json_key(h)}": int(len(g)) for (w, h), g in none.groupby(["width", "holdout"])}
     mlp = design_rows(mlp, withheld=True)
     if not any(ARITY_COLUMN.match(str(c)) for c in mlp.columns):
         details["reason"] = ("the records have no per-arity hull R² (r2_inhull_k*, r2_outhull_k*): in- and "
                              "out-of-hull cannot be compared at equal numbers of active modules; re-run the study")
-        return name, INCONCLUSIVE, NAN3, 0, details
+        return Verdict(name, INCONCLUSIVE, NAN3, 0, details)
     rows = pd.concat([mlp, arity_matched_hull(mlp)], axis=1)
     rows = rows[np.isfinite(rows["in_matched"]) & np.isfinite(rows["out_matched"])]
     rows, restriction = restrict_to_mode(rows, COMPARE_LIKE)
     details.update(restriction)
     if rows.empty:
         details["reason"] = "no ok MLP trial has in-hull and out-of-hull combinations with the same number of modules"
-        return name, INCONCLUSIVE, NAN3, 0, details
+        return Verdict(name, INCONCLUSIVE, NAN3, 0, details)
     wmax, wmin = rows["width"].max(), rows["width"].min()
     holdouts = sorted(set(rows.loc[rows["width"] == wmax, "holdout"]) & set(rows.loc[rows["width"] == wmin, "holdout"]))
     rows = rows[rows["holdout"].isin(holdouts)]
@@ -598,7 +588,7 @@ def _hull(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
     H = len(holdouts)
     if not H:
         details["reason"] = "the smallest and largest widths share no hold-out value (or the columns are missing)"
-        return name, INCONCLUSIVE, NAN3, len(rows), details
+        return Verdict(name, INCONCLUSIVE, NAN3, len(rows), details)
 
     def gain(col: str) -> tuple[float, float, float]:
         if wmax == wmin or not H:
@@ -609,21 +599,21 @@ def _hull(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
     gap = strata_mean_ci([g["in_matched"] - g["out_matched"] for g in big]) if H else NAN3
     per_width = {}
     for w, g in rows.groupby("width"):
-        per_width[_key(w)] = {"inhull": _ci(mean_ci(g["in_matched"]), len(g)),
-                              "outhull": _ci(mean_ci(g["out_matched"]), len(g)),
-                              "inhull_all_arities": _ci(mean_ci(g["r2_inhull"]), len(g)),
-                              "outhull_all_arities": _ci(mean_ci(g["r2_outhull"]), len(g))}
+        per_width[json_key(w)] = {"inhull": ci_entry(mean_ci(g["in_matched"]), len(g)),
+                              "outhull": ci_entry(mean_ci(g["out_matched"]), len(g)),
+                              "inhull_all_arities": ci_entry(mean_ci(g["r2_inhull"]), len(g)),
+                              "outhull_all_arities": ci_entry(mean_ci(g["r2_outhull"]), len(g))}
     n_cells = [len(g) for g in big + small]
     value = gains["out"]
-    details.update({"largest_width": _py(wmax), "smallest_width": _py(wmin), "holdouts": [_py(h) for h in holdouts],
+    details.update({"largest_width": to_python(wmax), "smallest_width": to_python(wmin), "holdouts": [to_python(h) for h in holdouts],
                     "comparison": "in- vs out-of-hull R² averaged over the numbers of active modules that have both",
                     "arities_used": {str(k): int(v) for k, v in rows["arities"].value_counts().items()},
                     "seeds_per_cell": int(min(n_cells)) if n_cells else 0,
-                    "inhull_width_gain": _ci(gains["in"], sum(n_cells)),
-                    "outhull_width_gain": _ci(gains["out"], sum(n_cells)),
-                    "inhull_minus_outhull_at_largest_width": _ci(gap, sum(len(g) for g in big)),
+                    "inhull_width_gain": ci_entry(gains["in"], sum(n_cells)),
+                    "outhull_width_gain": ci_entry(gains["out"], sum(n_cells)),
+                    "inhull_minus_outhull_at_largest_width": ci_entry(gap, sum(len(g) for g in big)),
                     "r2_by_width": per_width})
-    if pooled := _pooled(rows, POOLABLE + ("holdout",)):
+    if pooled := pooled_columns(rows, POOLABLE + ("holdout",)):
         details["pooled_over"] = pooled
 
     broken = degenerate([g[c] for g in big + small for c in ("in_matched", "out_matched")])
@@ -647,7 +637,7 @@ def _hull(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
     else:
         verdict, reason = INCONCLUSIVE, "the intervals do not separate in-hull help from out-of-hull failure"
     details["reason"] = reason
-    return name, verdict, value, len(rows), details
+    return Verdict(name, verdict, value, len(rows), details)
 
 
 # claim -> rule(ok rows, params, n_boot, seed) -> (statistic, verdict, triple, n, details)
@@ -684,7 +674,7 @@ def lost_largest_widths(df: pd.DataFrame, ok: pd.DataFrame, models: tuple[str, .
             continue
         at = df[(df["model"].astype(str) == m) & (widths == wmax)]
         statuses = at["status"].astype(str).value_counts() if "status" in at else pd.Series(dtype=int)
-        out[m] = {"planned_largest_width": _py(wmax), "largest_ok_width": _py(got.max()) if not got.empty else None,
+        out[m] = {"planned_largest_width": to_python(wmax), "largest_ok_width": to_python(got.max()) if not got.empty else None,
                   "n_planned": len(at), "statuses": {str(k): int(v) for k, v in statuses.items()}}
     return out
 
@@ -701,7 +691,7 @@ def _short_of_planned_width(df: pd.DataFrame, details: dict, claim: str) -> str 
     planned = pd.to_numeric(mlp["width"], errors="coerce").max()
     if not np.isfinite(planned) or details["largest_width"] >= planned:
         return None
-    return (f"decided at width {details['largest_width']}, below the largest planned MLP width {_py(planned)}: "
+    return (f"decided at width {details['largest_width']}, below the largest planned MLP width {to_python(planned)}: "
             "its trials lack the deciding metric or the compared configuration there")
 
 
@@ -737,7 +727,7 @@ def planned_width_guard(claim: str):
 
 
 #: Claim name → rule (the plugin's claims reference these).
-RULES = {"scaling": _scaling, "decodability": _decodability, "binding": _binding, "hull": _hull}
+RULES = {"scaling": scaling, "decodability": decodability, "binding": binding, "hull": hull}
 
 
 class _Guards:

@@ -7,12 +7,9 @@ Modules: :mod:`.config` (trial config), :mod:`.tasks` (generators with their gra
 taxonomy), :mod:`.verdicts`, :mod:`.figures`, :mod:`.table`, :mod:`.plan`.
 """
 
-from pathlib import Path
-
-from bindscale.study import Claim, StudyPlugin
+from bindscale.kit import Claim, StudyPlugin
 
 _DZIRI = 'Dziri et al. 2023, "Faith and Fate: Limits of Transformers on Compositionality" (NeurIPS)'
-_V = "bindscale.studies.subgraphs.verdicts"
 
 CLAIMS = (
     Claim(
@@ -29,7 +26,6 @@ CLAIMS = (
                    "low) the rule returns id_minus_ood_acc_largest_model instead: the largest model's "
                    "in-distribution minus out-of-distribution exact match, paired by seed (t interval). With "
                    "several tasks each is decided within its task; the details name the deciding one (task_used)."),
-        rule=f"{_V}:scale_does_not_lift_ood",
         thresholds={"margin": (0.0, 1.0), "ood_floor": (0.0, 1.0), "min_id_acc": (0.0, 1.0),
                     "min_ood_drop": (0.0, 1.0)},
         defaults={"margin": 0.05, "ood_floor": 0.05, "min_id_acc": 0.5, "min_ood_drop": 0.2},
@@ -48,7 +44,7 @@ CLAIMS = (
                    "Welch–Satterthwaite interval. Where the other part decides (most correct steps are seen ones) "
                    "the rule returns seen_share_correct instead: the seen share of correct steps over all depths, "
                    "same cells. Decided within each task; the details name the deciding one (task_used)."),
-        rule=f"{_V}:correct_steps_seen_in_training", thresholds={"margin": (0.0, 1.0)}, defaults={"margin": 0.05},
+        thresholds={"margin": (0.0, 1.0)}, defaults={"margin": 0.05},
         figures=("sg_coverage_by_depth", "sg_error_types", "sg_acc_by_depth"), aliases=("seen_subgraphs",),
     ),
 )
@@ -56,18 +52,10 @@ CLAIMS = (
 STUDY = StudyPlugin(
     name="subgraphs",
     kind="subgraphs",
-    trial_config="bindscale.studies.subgraphs.config:SubgraphsTrial",
     claims=CLAIMS,
+    package=__name__,
     description="Does scale lift out-of-distribution accuracy on multi-step tasks, and are correct steps the "
                 "ones seen in training? (Dziri et al. 2023)",
-    directory=Path(__file__).parent,
-    trainer="bindscale.studies.subgraphs.trial:run_group",
-    cost="bindscale.studies.subgraphs.plan:job_cost",
-    memory="bindscale.studies.subgraphs.plan:trial_memory_bytes",
-    figure_set="bindscale.studies.subgraphs.figures:figures",
-    table="bindscale.studies.subgraphs.table:config_table",
-    models="bindscale.studies.subgraphs.trial:untrained_model",
-    tasks="bindscale.studies.subgraphs.trial:task_family",
     # A rough fit through two per-trial CPU times in subgraphs.yaml's comments (2x32: 29 s, 3x128: 129 s
     # at 1000 steps) on the 2-core Xeon, one torch thread.
     seconds_per_cost=(9.2e-11, 24.5),

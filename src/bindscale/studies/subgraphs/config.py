@@ -63,3 +63,7 @@ class SubgraphsTrial(TrialBase):
     model: TransformerConfig = TransformerConfig()
     train: SeqTrainConfig = SeqTrainConfig()
     seed: int = Field(0, ge=0, le=2**31 - 1)
+
+
+#: The name the study plugin finds its trial config by (bindscale.study.CONVENTION).
+TrialConfig = SubgraphsTrial

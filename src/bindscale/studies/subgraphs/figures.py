@@ -26,21 +26,10 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
 from bindscale.records import metric_table
-from bindscale.report.figures import (
-    ID_COLOUR,
-    OOD_COLOUR,
-    SMALL,
-    _ci_note,
-    _errorbar,
-    _id_ood_spans,
-    _legend,
-    _log_counts,
-    _new_figure,
-    _summary,
-    _summary_of,
-    _title,
-    _to_b64,
-    _yerr,
+from bindscale.report.figures import ID_COLOUR, OOD_COLOUR, SMALL
+from bindscale.kit import (
+    ci_note, errorbar, id_ood_spans, legend as _legend, log_counts, new_figure, seed_summary, summary_of, titled,
+    to_base64, error_lengths,
 )
 from bindscale.report.verdicts import ok_rows
 
@@ -74,7 +63,7 @@ def _finish(fig, ax, xlabel: str, ylabel: str, legend: bool = True, ylim: tuple[
         ax.set_ylim(*ylim)
     if legend:
         _legend(ax, ncol=ncol)
-    return _to_b64(fig)
+    return to_base64(fig)
 
 
 def _tables(rows: pd.DataFrame, col: str) -> list[dict]:
@@ -165,9 +154,9 @@ def _depth_spans(ax: Any, rows: pd.DataFrame, nodes: bool = False) -> None:
     if d is None:
         return
     if nodes:
-        _id_ood_spans(ax, d + 0.5, f"node depths that occur\nin training (≤ {d})", f"deeper than any\ntraining node (> {d})")
+        id_ood_spans(ax, d + 0.5, f"node depths that occur\nin training (≤ {d})", f"deeper than any\ntraining node (> {d})")
     else:
-        _id_ood_spans(ax, d + 0.5, f"depths of in-distribution\nproblems (≤ {d})",
+        id_ood_spans(ax, d + 0.5, f"depths of in-distribution\nproblems (≤ {d})",
                       f"deeper than any\ntraining problem (> {d})")
 
 
@@ -175,7 +164,7 @@ def _size_spans(ax: Any, rows: pd.DataFrame) -> None:
     id_max = _setting(rows, "task.id_max")
     if id_max is not None:
         inside, outside = _ranges(rows)
-        _id_ood_spans(ax, id_max + 0.5, f"in distribution\n({inside})", f"out of distribution\n({outside})")
+        id_ood_spans(ax, id_max + 0.5, f"in distribution\n({inside})", f"out of distribution\n({outside})")
 
 
 # ------------------------------------------------------------------ figures --
@@ -186,7 +175,7 @@ def fig_acc_vs_params(df: pd.DataFrame) -> str | None:
     ok = _ok(df)
     if "acc_ood" not in ok or ok.empty:
         return None
-    fig, ax = _new_figure()
+    fig, ax = new_figure()
     ok = ok.assign(scratchpad=scratchpad_flags(ok))  # read robustly: NaN / odd strings are unknown, left out
     cols = [c for c in ("task", "scratchpad", "n_train") if c in ok and ok[c].notna().any()]
     label = {"task": str, "scratchpad": lambda k: "scratchpad" if k else "answer only",
@@ -198,26 +187,26 @@ def fig_acc_vs_params(df: pd.DataFrame) -> str | None:
         name = ", ".join(label[c](k) for c, k in zip(cols, key)) or "all trials"
         shift = 1.06 ** (i - (len(groups) - 1) / 2)  # conditions side by side at a shared size
         for col, style, marker, face in (("acc_id", "-", "o", f"C{i}"), ("acc_ood", "--", "s", "white")):
-            s = _summary(g, "n_params", col)
+            s = seed_summary(g, "n_params", col)
             ns += list(s["n"])
-            _errorbar(ax, s["n_params"] * shift, s, bounds=UNIT, ls=style, marker=marker, mfc=face, color=f"C{i}")
+            errorbar(ax, s["n_params"] * shift, s, bounds=UNIT, ls=style, marker=marker, mfc=face, color=f"C{i}")
         handles.append(Line2D([], [], color=f"C{i}", lw=6))
         labels.append(name)
     inside, outside = _ranges(ok)
     handles += [Line2D([], [], color="k", ls="-", marker="o"), Line2D([], [], color="k", ls="--", marker="s", mfc="white")]
     labels += [f"in distribution{f' ({inside})' if inside else ''}",
                f"out of distribution{f' ({outside})' if outside else ''}"]
-    _log_counts(ax, ok["n_params"])
-    _title(ax, "Exact match vs model size", [_ci_note(ns)])
+    log_counts(ax, ok["n_params"])
+    titled(ax, "Exact match vs model size", [ci_note(ns)])
     ax.set(xlabel="parameters (count, log scale)", ylabel=EXACT, ylim=(-0.03, 1.03))
     _legend(ax, ncol=2, handles=handles, labels=labels)
-    return _to_b64(fig)
+    return to_base64(fig)
 
 
 def _by_depth(tables: list[dict]) -> pd.DataFrame:
     """Per depth, the mean over trials of its accuracy (``{depth: [n, accuracy]}`` tables) with its t interval."""
     acc = {int(d): v for d, v in _gather(tables, 1, lambda na: na[1]).items()}
-    return _summary_of(acc, "depth")
+    return summary_of(acc, "depth")
 
 
 def fig_acc_by_depth(df: pd.DataFrame) -> str | None:
@@ -226,15 +215,15 @@ def fig_acc_by_depth(df: pd.DataFrame) -> str | None:
     tables = _tables(rows, "acc_by_depth")
     if not tables:
         return None
-    fig, ax = _new_figure()
+    fig, ax = new_figure()
     s = _by_depth(tables)
-    _errorbar(ax, s["depth"], s, bounds=UNIT, label="bindscale's graph depth (largest model)")
+    errorbar(ax, s["depth"], s, bounds=UNIT, label="bindscale's graph depth (largest model)")
     ns = list(s["n"])
     source = [t for t in _tables(rows, "acc_by_depth_source") if t]
     if source:
         f = _by_depth(source)
         ns += list(f["n"])
-        _errorbar(ax, f["depth"], f, bounds=UNIT, fmt="s:", color="tab:purple",
+        errorbar(ax, f["depth"], f, bounds=UNIT, fmt="s:", color="tab:purple",
                   label="Faith and Fate's graph depth (same predictions)")
     eps = float(np.nanmedian(rows["compound_eps"])) if "compound_eps" in rows else np.nan
     if np.isfinite(eps):
@@ -244,7 +233,7 @@ def fig_acc_by_depth(df: pd.DataFrame) -> str | None:
     ax.set_xlim(s["depth"].min() - 0.5, s["depth"].max() + 0.5)
     ax.set_ylim(*HEADROOM)
     _depth_spans(ax, rows)
-    _title(ax, "Exact match by computation-graph depth", [_ci_note(ns)])
+    titled(ax, "Exact match by computation-graph depth", [ci_note(ns)])
     return _finish(fig, ax, "computation-graph depth (longest input-to-answer path, edges)", EXACT, ylim=None,
                    ncol=1)
 
@@ -257,20 +246,20 @@ def fig_error_types(df: pd.DataFrame, column: str = "taxonomy_dziri_by_depth") -
     if not tables:
         return None
     depths = sorted({int(d) for t in tables for d in t})
-    fig, ax = _new_figure()
+    fig, ax = new_figure()
     present = [lab for lab in LABEL_COLOURS if any(lab in labs for t in tables for labs in t.values())]
     ns = []
     for j, lab in enumerate(present):
         per = {d: [float((t[str(d)] or {}).get(lab, 0.0)) for t in tables if str(d) in t] for d in depths}
-        s = _summary_of(per, "depth")
+        s = summary_of(per, "depth")
         ns += list(s["n"])
         shift = 0.08 * (j - (len(present) - 1) / 2)  # labels side by side at a depth
-        _errorbar(ax, s["depth"] + shift, s, bounds=UNIT, color=LABEL_COLOURS[lab], label=lab, markersize=4)
+        errorbar(ax, s["depth"] + shift, s, bounds=UNIT, color=LABEL_COLOURS[lab], label=lab, markersize=4)
     ax.set_xticks(depths)
     ax.set_xlim(min(depths) - 0.5, max(depths) + 0.5)
     ax.set_ylim(*HEADROOM)
     _depth_spans(ax, rows, nodes=True)
-    _title(ax, "Scratchpad node labels by depth", [_ci_note(ns)])
+    titled(ax, "Scratchpad node labels by depth", [ci_note(ns)])
     return _finish(fig, ax, "node depth (edges from the inputs)", "share of the scratchpad nodes at that depth",
                    ylim=None, ncol=len(present))
 
@@ -282,21 +271,21 @@ def fig_coverage_by_depth(df: pd.DataFrame) -> str | None:
     if not tables:
         return None
     seen = _gather(tables, 2, lambda ns: ns[1])  # depth → label → shares
-    fig, ax = _new_figure()
+    fig, ax = new_figure()
     depths, ns = set(), []
     for lab, colour, shift in (("correct", "tab:green", -0.05), ("wrong", "tab:red", 0.05)):
-        s = _summary_of({int(d): labs[lab] for d, labs in seen.items() if lab in labs}, "depth")
+        s = summary_of({int(d): labs[lab] for d, labs in seen.items() if lab in labs}, "depth")
         if len(s):
             depths |= set(s["depth"])
             ns += list(s["n"])
-            _errorbar(ax, s["depth"] + shift, s, bounds=UNIT, color=colour, label=f"{lab} nodes")
+            errorbar(ax, s["depth"] + shift, s, bounds=UNIT, color=colour, label=f"{lab} nodes")
     if not depths:
         return None
     ax.set_xticks(sorted(depths))
     ax.set_xlim(min(depths) - 0.5, max(depths) + 0.5)
     ax.set_ylim(*HEADROOM)
     _depth_spans(ax, rows, nodes=True)
-    _title(ax, "Nodes whose whole computation was seen in training", [_ci_note(ns)])
+    titled(ax, "Nodes whose whole computation was seen in training", [ci_note(ns)])
     return _finish(fig, ax, "node depth (edges from the inputs)", "share with whole ancestry seen in training",
                    ylim=None)
 
@@ -310,7 +299,7 @@ def fig_acc_by_size(df: pd.DataFrame) -> str | None:
         return None
     acc = _gather(tables, 1, lambda na: na[1])
     keys = list(acc)
-    fig, ax = _new_figure()
+    fig, ax = new_figure()
     if all("x" in k for k in keys):  # multiplication: a heat map over operand digit counts
         da = sorted({int(k.split("x")[0]) for k in keys})
         db = sorted({int(k.split("x")[1]) for k in keys})
@@ -319,7 +308,7 @@ def fig_acc_by_size(df: pd.DataFrame) -> str | None:
         ns = []
         for k, v in acc.items():
             a, b = map(int, k.split("x"))
-            s = _summary_of({0: v})
+            s = summary_of({0: v})
             if len(s):
                 grid[da.index(a), db.index(b)] = s["mean"].iloc[0]
                 half[da.index(a), db.index(b)] = (s["hi"] - s["mean"]).iloc[0]
@@ -347,19 +336,19 @@ def fig_acc_by_size(df: pd.DataFrame) -> str | None:
                 top = f" (up to {ood_max} digits)" if ood_max else ""
                 ax.plot([], [], ls="none", marker="s", ms=8, mfc="none", mec=OOD_COLOUR,
                         label=f"out of distribution: the cells outside the box{top}")
-        _title(ax, "Exact match by operand size", ["cell: mean ± half-width of its interval", _ci_note(ns)])
+        titled(ax, "Exact match by operand size", ["cell: mean ± half-width of its interval", ci_note(ns)])
         _legend(ax, ncol=1)
     else:
-        s = _summary_of({int(k): v for k, v in acc.items()}, "size")
-        ax.bar(s["size"], s["mean"], yerr=_yerr(s, UNIT), capsize=3, color="tab:blue")
+        s = summary_of({int(k): v for k, v in acc.items()}, "size")
+        ax.bar(s["size"], s["mean"], yerr=error_lengths(s, UNIT), capsize=3, color="tab:blue")
         ax.set_xticks(s["size"])
         ax.set_xlim(s["size"].min() - 0.6, s["size"].max() + 0.6)
         ax.set_ylim(*HEADROOM)
         _size_spans(ax, rows)
         ax.set_xlabel("sequence length (elements)" if _size_word(rows) == "length" else "problem size")
         ax.set_ylabel(EXACT)
-        _title(ax, "Exact match by problem size, largest model", [_ci_note(s["n"])])
-    return _to_b64(fig)
+        titled(ax, "Exact match by problem size, largest model", [ci_note(s["n"])])
+    return to_base64(fig)
 
 
 def fig_information_gain(df: pd.DataFrame) -> str | None:
@@ -379,16 +368,16 @@ def fig_information_gain(df: pd.DataFrame) -> str | None:
     if not best:
         return None
     outs = sorted(best, key=lambda k: (len(k), k))
-    fig, ax = _new_figure()
+    fig, ax = new_figure()
     ns = []
     for j, order in enumerate(("1", "2")):
-        s = _summary_of({i: best[o].get(order, []) for i, o in enumerate(outs)}, "out")
+        s = summary_of({i: best[o].get(order, []) for i, o in enumerate(outs)}, "out")
         if len(s):
             ns += list(s["n"])
-            ax.bar(s["out"] + (j - 0.5) * 0.4, s["mean"], 0.4, yerr=_yerr(s, UNIT), capsize=3,
+            ax.bar(s["out"] + (j - 0.5) * 0.4, s["mean"], 0.4, yerr=error_lengths(s, UNIT), capsize=3,
                    label=f"best {'single input' if order == '1' else 'pair of inputs'}")
     ax.set_xticks(range(len(outs)), outs, rotation=45 if len(outs) > 6 else 0, fontsize=SMALL)
-    _title(ax, "Information about each answer digit in the inputs", [_ci_note(ns, "seeds (training sets)")])
+    titled(ax, "Information about each answer digit in the inputs", [ci_note(ns, "seeds (training sets)")])
     return _finish(fig, ax, "answer digit (output node of the computation graph)",
                    "relative information gain (fraction of H(Y))")
 

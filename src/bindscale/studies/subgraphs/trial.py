@@ -41,8 +41,7 @@ import torch
 
 from bindscale import seeding
 from bindscale.models.transformer import Transformer
-from bindscale.seqtrain import greedy_predictions, train_from_config
-from bindscale.trainutil import TrialResult
+from bindscale.kit import TrialResult, greedy_predictions, train_from_config
 
 from .analysis import TAXONOMIES, fit_compounding, label_table, rig_table, subgraph_coverage
 from .config import SubgraphsTrial

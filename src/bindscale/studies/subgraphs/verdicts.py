@@ -88,17 +88,9 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from bindscale.report.verdicts import (
-    MIN_REPLICATES,
-    NAN3,
-    _ci,
-    _decide,
-    _decide_below,
-    _key,
-    _pooled,
-    coerce_numeric,
-    degenerate,
-    restrict_to_mode,
+from bindscale.kit import (
+    MIN_REPLICATES, NAN3, ci_entry, decide as _decide, decide_below, json_key, pooled_columns, coerce_numeric,
+    degenerate, restrict_to_mode, Verdict,
 )
 from bindscale.stats import mean_ci, mean_diff_ci, strata_mean_ci
 
@@ -184,67 +176,67 @@ def _combine(parts: list[tuple[str, str, tuple[float, float, float]]]) -> tuple[
     return "inconclusive", verdicts.index("inconclusive")
 
 
-def _scale_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
+def _scale_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     """:func:`scale_does_not_lift_ood` within the rows of one task."""
     stat = "ood_acc_gain_best_size_vs_smallest"
     ok = _prepare(ok)
     need = ("acc_ood", "acc_id", "n_params", "seed")
     if _missing(ok, need):
-        return stat, "inconclusive", NAN3, len(ok), {
+        return Verdict(stat, "inconclusive", NAN3, len(ok), {
             "reason": f"no {', '.join(_missing(ok, need))} in the table: the rule needs {', '.join(need)}",
-            "seeds_per_cell": 0}
+            "seeds_per_cell": 0})
     rows = focus_rows(ok)
     details: dict = {"ood_floor": float(p["ood_floor"]), "min_ood_drop": float(p["min_ood_drop"]),
                      "seeds_per_cell": 0}
-    if _pooled(rows, ("steps", "lr", "heads")):
-        details["pooled_over"] = _pooled(rows, ("steps", "lr", "heads"))
+    if pooled_columns(rows, ("steps", "lr", "heads")):
+        details["pooled_over"] = pooled_columns(rows, ("steps", "lr", "heads"))
     if rows.empty:
         details["reason"] = "no trial of a known format (scratchpad or answer only) in the deciding slice"
-        return stat, "inconclusive", NAN3, 0, details
+        return Verdict(stat, "inconclusive", NAN3, 0, details)
     bad = _nonfinite(rows, need)
     if bad:
         details["reason"] = f"{bad} missing, NaN or infinite accuracies, sizes or seeds among the deciding trials"
-        return stat, "inconclusive", NAN3, len(rows), details
+        return Verdict(stat, "inconclusive", NAN3, len(rows), details)
     cells = _per_seed(rows, ["n_params"], ["acc_id", "acc_ood"])
     sizes = sorted(cells["n_params"].unique())
     ood = {s: cells.loc[cells["n_params"] == s, "acc_ood"].to_numpy(float) for s in sizes}
     n = len(cells)
     details["seeds_per_cell"] = int(min(v.size for v in ood.values()))
-    details["ood_by_params"] = {_key(s): float(v.mean()) for s, v in ood.items()}
-    details["id_by_params"] = {_key(s): float(g.mean()) for s, g in cells.groupby("n_params")["acc_id"]}
+    details["ood_by_params"] = {json_key(s): float(v.mean()) for s, v in ood.items()}
+    details["id_by_params"] = {json_key(s): float(g.mean()) for s, g in cells.groupby("n_params")["acc_id"]}
     if len(sizes) < 2:
         details["reason"] = "the deciding slice (one task, scratchpad, largest training set) has fewer than two model sizes"
-        return stat, "inconclusive", NAN3, n, details
+        return Verdict(stat, "inconclusive", NAN3, n, details)
     small, large = sizes[0], sizes[-1]
     big = cells[cells["n_params"] == large]
     drop = (big["acc_id"] - big["acc_ood"]).to_numpy(float)
     gains = {s: mean_diff_ci(ood[s], ood[small], n_boot, seed=seed) for s in sizes[1:]}
-    details["ood_gain_over_smallest"] = {_key(s): _ci(g, ood[s].size + ood[small].size) for s, g in gains.items()}
-    details["largest_model_acc_id"] = _ci(mean_ci(big["acc_id"], n_boot, seed=seed), len(big))
-    details["largest_model_acc_ood"] = _ci(mean_ci(big["acc_ood"], n_boot, seed=seed), len(big))
+    details["ood_gain_over_smallest"] = {json_key(s): ci_entry(g, ood[s].size + ood[small].size) for s, g in gains.items()}
+    details["largest_model_acc_id"] = ci_entry(mean_ci(big["acc_id"], n_boot, seed=seed), len(big))
+    details["largest_model_acc_ood"] = ci_entry(mean_ci(big["acc_ood"], n_boot, seed=seed), len(big))
     drop_ci = mean_ci(drop, n_boot, seed=seed)
-    details["largest_model_id_minus_ood"] = _ci(drop_ci, drop.size)
+    details["largest_model_id_minus_ood"] = ci_entry(drop_ci, drop.size)
     details["best_ood_cell"] = float(max(v.mean() for v in ood.values()))
     if details["seeds_per_cell"] < MIN_REPLICATES:
         details["reason"] = f"fewer than {MIN_REPLICATES} distinct seeds at some model size"
-        return stat, "inconclusive", NAN3, n, details
+        return Verdict(stat, "inconclusive", NAN3, n, details)
     why = degenerate(list(ood.values())) or degenerate([drop])
     if why:
         details["reason"] = f"degenerate deciding cells: {why}"
-        return stat, "inconclusive", NAN3, n, details
+        return Verdict(stat, "inconclusive", NAN3, n, details)
     if float(big["acc_id"].mean()) < p["min_id_acc"]:  # nothing learned in distribution: OOD says nothing
         details["reason"] = (f"the largest model's in-distribution exact match {float(big['acc_id'].mean()):.3f} is "
                              f"below {p['min_id_acc']}: it did not learn the task, so its OOD accuracy cannot decide")
-        return stat, "inconclusive", NAN3, n, details
+        return Verdict(stat, "inconclusive", NAN3, n, details)
     if not details["best_ood_cell"] > p["ood_floor"]:
         details["reason"] = (f"OOD exact match is at most {details['best_ood_cell']:.3f} at every model size, not "
                              f"above the floor {p['ood_floor']}: at the floor a zero gain cannot tell 'scale does "
                              f"not help' from 'no model here can reach these sizes'")
-        return stat, "inconclusive", NAN3, n, details
+        return Verdict(stat, "inconclusive", NAN3, n, details)
     above = [s for s, g in gains.items() if g[1] > p["margin"]]
     at = max(above, key=lambda s: gains[s][1]) if above else max(gains, key=lambda s: gains[s][2])
-    details["deciding_size"] = _key(at)
-    parts = [(stat, _decide_below(gains[at], p["margin"]), gains[at]),
+    details["deciding_size"] = json_key(at)
+    parts = [(stat, decide_below(gains[at], p["margin"]), gains[at]),
              ("id_minus_ood_acc_largest_model",
               _decide(drop_ci, p["min_ood_drop"]), drop_ci)]
     verdict, k = _combine(parts)
@@ -254,23 +246,23 @@ def _scale_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tup
                          f"gain's interval lies below {p['margin']} (not supported when one lies above); OOD stays "
                          f"low when the largest model's ID − OOD interval lies above {p['min_ood_drop']} (not "
                          f"supported when below)")
-    return parts[k][0], verdict, parts[k][2], n, details
+    return Verdict(parts[k][0], verdict, parts[k][2], n, details)
 
 
-def _steps_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
+def _steps_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     """:func:`correct_steps_seen_in_training` within the rows of one task."""
     stat = "seen_share_gap_correct_vs_wrong"
     ok = _prepare(ok)
     need = ("seen_gap_depth", "seen_correct", "seen_wrong", "n_params", "seed")
     if _missing(ok, need):
-        return stat, "inconclusive", NAN3, 0, {
+        return Verdict(stat, "inconclusive", NAN3, 0, {
             "reason": f"no {', '.join(_missing(ok, need))} in the table: the rule needs {', '.join(need)}",
-            "seeds_per_cell": 0}
+            "seeds_per_cell": 0})
     rows = ok[scratchpad_flags(ok) == True]  # noqa: E712
     details: dict = {"seeds_per_cell": 0}
     if rows.empty:
         details["reason"] = "no scratchpad trials: steps are not written"
-        return stat, "inconclusive", NAN3, 0, details
+        return Verdict(stat, "inconclusive", NAN3, 0, details)
     vals = rows[list(need)].to_numpy(dtype=float)
     gap_ok = np.isfinite(rows["seen_gap_depth"].to_numpy(dtype=float))
     details["trials_without_a_gap"] = int((~gap_ok).sum())
@@ -278,7 +270,7 @@ def _steps_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tup
     if bad:
         details["reason"] = (f"{bad} infinite values, or NaN shares, sizes or seeds in trials with a gap: "
                              "bad data, not a measurement")
-        return stat, "inconclusive", NAN3, len(rows), details
+        return Verdict(stat, "inconclusive", NAN3, len(rows), details)
     cell = [c for c in ("n_params", "n_train") if c in rows and rows[c].notna().all()]
     per = _per_seed(rows[gap_ok], cell, ["seen_gap_depth", "seen_correct", "seen_wrong"])
     groups = [g for _, g in per.groupby(cell)] if len(per) else []
@@ -288,7 +280,7 @@ def _steps_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tup
     details["seeds_per_cell"] = int(min((g.size for g in gaps), default=0))
     details["cells"] = len(groups)
     def cells_mean(values: list[np.ndarray]) -> dict:
-        return _ci(strata_mean_ci(values) if values else NAN3, n)
+        return ci_entry(strata_mean_ci(values) if values else NAN3, n)
 
     details["raw_gap_all_depths"] = cells_mean([(g["seen_correct"] - g["seen_wrong"]).to_numpy(float) for g in groups])
     details["seen_share_correct"] = cells_mean(correct)
@@ -297,16 +289,16 @@ def _steps_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tup
         details["compounding_eps_median"] = float(np.nanmedian(rows["compound_eps"])) if len(rows) else math.nan
     if not groups or details["seeds_per_cell"] < MIN_REPLICATES:
         details["reason"] = f"fewer than {MIN_REPLICATES} distinct seeds with both correct and wrong nodes in a cell"
-        return stat, "inconclusive", NAN3, n, details
+        return Verdict(stat, "inconclusive", NAN3, n, details)
     shares = per[["seen_correct", "seen_wrong"]].to_numpy(float).ravel()
     if np.all(shares == 0) or np.all(shares == 1):
         details["reason"] = ("seen-ness does not vary: " + ("every node" if shares[0] == 1 else "no node")
                              + " occurs in training, so the gap is 0 by construction")
-        return stat, "inconclusive", NAN3, n, details
+        return Verdict(stat, "inconclusive", NAN3, n, details)
     why = degenerate(gaps) or degenerate(correct)
     if why:
         details["reason"] = f"degenerate deciding cells: {why}"
-        return stat, "inconclusive", NAN3, n, details
+        return Verdict(stat, "inconclusive", NAN3, n, details)
     gap_ci, share_ci = strata_mean_ci(gaps), strata_mean_ci(correct)
     parts = [(stat, _decide(gap_ci, p["margin"]), gap_ci),
              ("seen_share_correct",
@@ -316,42 +308,42 @@ def _steps_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tup
     details["reason"] = (f"{len(groups)} cells; the depth-matched gap must lie above the margin {p['margin']} and "
                          f"the seen share of correct nodes above {MOSTLY}; a node is 'seen' when its whole ancestor "
                          f"computation occurs in training")
-    return parts[k][0], verdict, parts[k][2], n, details
+    return Verdict(parts[k][0], verdict, parts[k][2], n, details)
 
 
-def _by_task(rule, ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
+def _by_task(rule, ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     """``rule`` decided within each task; all tasks must hold (:func:`_combine`), tasks are never pooled."""
     ok = _prepare(ok)
     tasks = sorted(ok["task"].dropna().unique(), key=str) if "task" in ok else []
     untasked = int(ok["task"].isna().sum()) if tasks else 0
     if len(tasks) <= 1:
-        stat, verdict, triple, n, details = rule(ok[ok["task"].notna()] if tasks else ok, p, n_boot, seed)
+        one = rule(ok[ok["task"].notna()] if tasks else ok, p, n_boot, seed)
         if tasks:
-            details["task_used"] = _key(tasks[0])
+            one.details["task_used"] = json_key(tasks[0])
         if untasked:
-            details["trials_without_a_task"] = untasked
-        return stat, verdict, triple, n, details
+            one.details["trials_without_a_task"] = untasked
+        return one
     results = [rule(ok[ok["task"] == t], p, n_boot, seed) for t in tasks]
-    verdict, k = _combine([(r[0], r[1], r[2]) for r in results])
-    stat, _, triple, n, details = results[k]
-    by_task = {_key(t): {"verdict": r[1], **_ci(r[2], r[3]), "reason": r[4].get("reason", "")}
+    verdict, k = _combine([(r.statistic, r.outcome, r.interval) for r in results])
+    stat, triple, n, details = results[k].statistic, results[k].interval, results[k].n_trials, results[k].details
+    by_task = {json_key(t): {"verdict": r.outcome, **ci_entry(r.interval, r.n_trials), "reason": r.details.get("reason", "")}
                for t, r in zip(tasks, results)}
-    details = {**details, "task_used": _key(tasks[k]), "by_task": by_task,
-               "seeds_per_cell": int(min(r[4].get("seeds_per_cell", 0) for r in results)),
+    details = {**details, "task_used": json_key(tasks[k]), "by_task": by_task,
+               "seeds_per_cell": int(min(r.details.get("seeds_per_cell", 0) for r in results)),
                "reason": (f"decided within each of {len(tasks)} tasks (never pooled or compared across tasks): "
                           f"supported only when every task supports, not supported when any contradicts; task "
-                          f"{_key(tasks[k])} decides: {details.get('reason', '')}")}
+                          f"{json_key(tasks[k])} decides: {details.get('reason', '')}")}
     if untasked:
         details["trials_without_a_task"] = untasked
-    return stat, verdict, triple, n, details  # the deciding task is details["task_used"]
+    return Verdict(stat, verdict, triple, n, details)  # the deciding task is details["task_used"]
 
 
-def scale_does_not_lift_ood(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
+def scale_does_not_lift_ood(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     """Dziri et al. 2023: OOD exact match does not rise with model size and stays low (see the module docstring)."""
     return _by_task(_scale_one_task, ok, {**DEFAULTS["scale_does_not_lift_ood"], **p}, n_boot, seed)
 
 
-def correct_steps_seen_in_training(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> tuple:
+def correct_steps_seen_in_training(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     """Dziri et al. 2023: correct steps are mostly seen ones, more than wrong ones are (see the module docstring)."""
     return _by_task(_steps_one_task, ok, {**DEFAULTS["correct_steps_seen_in_training"], **p}, n_boot, seed)
 

@@ -1,0 +1,142 @@
+"""The study author's kit: everything a study needs from bindscale's core, under public names.
+
+A study (``bindscale/studies/<name>/`` or a third-party package, see :mod:`bindscale.registry`) imports
+from here and from its own folder, never a private (underscore) name of the core::
+
+    from bindscale.kit import Claim, StudyPlugin                 # __init__.py: the claims and the plugin
+    from bindscale.kit import TrialBase, StrictModel             # config.py: the trial config
+    from bindscale.kit import TrialResult                        # trial.py: one result per trial
+    from bindscale.kit import Verdict, ok_rows, decide, ci_entry # verdicts.py: one rule per claim
+    from bindscale.kit import new_figure, errorbar, to_base64    # figures.py
+
+Names live where they always did (:mod:`bindscale.study`, :mod:`bindscale.report.verdicts`,
+:mod:`bindscale.report.figures`, :mod:`bindscale.seqtrain`...); this module only re-exports them, with
+the plotting and verdict helpers that are private there given public names here. What a study module
+imports at registry time (``Claim``, ``StudyPlugin``, ``Verdict``, the outcomes, ``TrialBase``) is imported
+now; the rest (pandas, matplotlib, torch behind it) is imported on first access, so that
+``from bindscale.kit import Claim`` in a study's ``__init__.py`` keeps ``bindscale list`` fast.
+
+Constants:
+    ``SUPPORTED``, ``NOT_SUPPORTED``, ``INCONCLUSIVE``: the three outcomes of a :class:`Verdict`
+    (``supported`` always means the cited source's claim holds).
+    ``MISSING``: status of a planned trial that has no record (the guards see such rows).
+    ``NAN3``: ``(nan, nan, nan)``, the interval of a verdict that has no number.
+    ``MIN_REPLICATES``: fewest seeds a deciding cell may have for any verdict (3: a t interval needs a spread).
+    ``CONCLUSIVE_SEEDS``: seeds per deciding cell below which a verdict carries a caveat (8).
+    ``SIDES``: side key -> words (a :class:`Claim`'s ``side``: which side of the question it bears on).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from .config import StrictModel, TrialBase
+from .study import INCONCLUSIVE, NOT_SUPPORTED, SIDES, SUPPORTED, Claim, Study, StudyPlugin, Verdict
+
+__all__ = [
+    # the plugin and its claims
+    "Claim", "Study", "StudyPlugin", "SIDES",
+    # trial configs and results
+    "StrictModel", "TrialBase", "TrialResult",
+    # verdicts
+    "Verdict", "SUPPORTED", "NOT_SUPPORTED", "INCONCLUSIVE", "MISSING", "NAN3", "MIN_REPLICATES",
+    "CONCLUSIVE_SEEDS", "ok_rows", "coerce_numeric", "restrict_to_mode", "degenerate", "ci_entry", "json_key",
+    "to_python", "decide", "decide_below", "finite_values", "pooled_columns",
+    # figures
+    "new_figure", "to_base64", "seed_summary", "summary_of", "error_lengths", "errorbar", "band", "ci_note",
+    "legend", "titled", "count_label", "log_counts", "log_x", "fixed_qualifiers", "id_ood_spans",
+    "two_decimals", "curve_values",
+    # the report's per-configuration table
+    "mean_table",
+    # sequence-model training (shared by the transformer studies)
+    "train_from_config", "fit_minibatches", "greedy_predictions", "batch_indices",
+]
+
+#: Public name -> (module, name there), imported on first access (heavy dependencies behind them).
+_LAZY: dict[str, tuple[str, str]] = {
+    "TrialResult": ("bindscale.trainutil", "TrialResult"),
+    "MISSING": ("bindscale.report.verdicts", "MISSING"),
+    "NAN3": ("bindscale.report.verdicts", "NAN3"),
+    "MIN_REPLICATES": ("bindscale.report.verdicts", "MIN_REPLICATES"),
+    "CONCLUSIVE_SEEDS": ("bindscale.report.verdicts", "CONCLUSIVE_SEEDS"),
+    "ok_rows": ("bindscale.records", "ok_rows"),
+    "coerce_numeric": ("bindscale.report.verdicts", "coerce_numeric"),
+    "restrict_to_mode": ("bindscale.report.verdicts", "restrict_to_mode"),
+    "degenerate": ("bindscale.report.verdicts", "degenerate"),
+    "ci_entry": ("bindscale.report.verdicts", "_ci"),
+    "json_key": ("bindscale.report.verdicts", "_key"),
+    "to_python": ("bindscale.report.verdicts", "_py"),
+    "decide": ("bindscale.report.verdicts", "_decide"),
+    "decide_below": ("bindscale.report.verdicts", "_decide_below"),
+    "finite_values": ("bindscale.report.verdicts", "_finite"),
+    "pooled_columns": ("bindscale.report.verdicts", "_pooled"),
+    "new_figure": ("bindscale.report.figures", "_new_figure"),
+    "to_base64": ("bindscale.report.figures", "_to_b64"),
+    "seed_summary": ("bindscale.report.figures", "_summary"),
+    "summary_of": ("bindscale.report.figures", "_summary_of"),
+    "error_lengths": ("bindscale.report.figures", "_yerr"),
+    "errorbar": ("bindscale.report.figures", "_errorbar"),
+    "band": ("bindscale.report.figures", "_band"),
+    "ci_note": ("bindscale.report.figures", "_ci_note"),
+    "legend": ("bindscale.report.figures", "_legend"),
+    "titled": ("bindscale.report.figures", "_title"),
+    "count_label": ("bindscale.report.figures", "_count"),
+    "log_counts": ("bindscale.report.figures", "_log_counts"),
+    "log_x": ("bindscale.report.figures", "_log_x"),
+    "fixed_qualifiers": ("bindscale.report.figures", "_fixed"),
+    "id_ood_spans": ("bindscale.report.figures", "_id_ood_spans"),
+    "two_decimals": ("bindscale.report.figures", "_two"),
+    "curve_values": ("bindscale.report.figures", "_as_list"),
+    "mean_table": ("bindscale.report.html", "mean_table"),
+    "train_from_config": ("bindscale.seqtrain", "train_from_config"),
+    "fit_minibatches": ("bindscale.seqtrain", "fit_minibatches"),
+    "greedy_predictions": ("bindscale.seqtrain", "greedy_predictions"),
+    "batch_indices": ("bindscale.seqtrain", "batch_indices"),
+}
+
+if TYPE_CHECKING:  # what type checkers and IDEs see (the same objects __getattr__ hands out)
+    from .records import ok_rows
+    from .report.html import mean_table
+    from .report.figures import _as_list as curve_values
+    from .report.figures import _band as band
+    from .report.figures import _ci_note as ci_note
+    from .report.figures import _count as count_label
+    from .report.figures import _errorbar as errorbar
+    from .report.figures import _fixed as fixed_qualifiers
+    from .report.figures import _id_ood_spans as id_ood_spans
+    from .report.figures import _legend as legend
+    from .report.figures import _log_counts as log_counts
+    from .report.figures import _log_x as log_x
+    from .report.figures import _new_figure as new_figure
+    from .report.figures import _summary as seed_summary
+    from .report.figures import _summary_of as summary_of
+    from .report.figures import _title as titled
+    from .report.figures import _to_b64 as to_base64
+    from .report.figures import _two as two_decimals
+    from .report.figures import _yerr as error_lengths
+    from .report.verdicts import CONCLUSIVE_SEEDS, MIN_REPLICATES, MISSING, NAN3
+    from .report.verdicts import coerce_numeric, degenerate, restrict_to_mode
+    from .report.verdicts import _ci as ci_entry
+    from .report.verdicts import _decide as decide
+    from .report.verdicts import _decide_below as decide_below
+    from .report.verdicts import _finite as finite_values
+    from .report.verdicts import _key as json_key
+    from .report.verdicts import _pooled as pooled_columns
+    from .report.verdicts import _py as to_python
+    from .seqtrain import batch_indices, fit_minibatches, greedy_predictions, train_from_config
+    from .train import TrialResult
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), attr)
+    globals()[name] = value  # the next access is a plain lookup
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
