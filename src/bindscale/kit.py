@@ -60,7 +60,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "NAN3": ("bindscale.report.verdicts", "NAN3"),
     "MIN_REPLICATES": ("bindscale.report.verdicts", "MIN_REPLICATES"),
     "CONCLUSIVE_SEEDS": ("bindscale.report.verdicts", "CONCLUSIVE_SEEDS"),
-    "ok_rows": ("bindscale.records", "ok_rows"),
+    "ok_rows": ("bindscale.rows", "ok_rows"),
     "coerce_numeric": ("bindscale.report.verdicts", "coerce_numeric"),
     "restrict_to_mode": ("bindscale.report.verdicts", "restrict_to_mode"),
     "degenerate": ("bindscale.report.verdicts", "degenerate"),
@@ -96,7 +96,7 @@ _LAZY: dict[str, tuple[str, str]] = {
 }
 
 if TYPE_CHECKING:  # what type checkers and IDEs see (the same objects __getattr__ hands out)
-    from .records import ok_rows
+    from .rows import ok_rows
     from .report.html import mean_table
     from .report.figures import _as_list as curve_values
     from .report.figures import _band as band

@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
+from .rows import ok_rows  # noqa: F401 — re-exported: the results table's readers take it from here
 from .storage import RunStore
 
 if TYPE_CHECKING:  # pandas is imported where a table is built: a worker writing records never needs it
@@ -256,25 +257,6 @@ def records_table(records: list[dict], trial_class: type | None = None) -> pd.Da
     return df
 
 
-
-def ok_rows(df: pd.DataFrame, numeric: tuple[str, ...] = ()) -> pd.DataFrame:
-    """Copy of the ``status == "ok"`` rows of a results table, with the ``numeric`` columns coerced to float.
-
-    Missing numeric columns are added as NaN (an older run without a metric makes
-    its claim inconclusive instead of crashing). A table without a ``status``
-    column is taken as all ok; a repeated record (same ``trial_id``) counts once.
-    """
-    import numpy as np
-    import pandas as pd
-
-    out = df.copy()
-    if "trial_id" in out.columns:
-        out = out.drop_duplicates("trial_id")  # a repeated record is one trial, not another seed
-    if "status" in out.columns:
-        out = out[out["status"].astype(str) == "ok"].copy()
-    for col in numeric:
-        out[col] = pd.to_numeric(out[col], errors="coerce") if col in out else np.nan
-    return out.reset_index(drop=True)
 
 def _is_number_or_none(v) -> bool:
     return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))

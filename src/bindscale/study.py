@@ -456,7 +456,7 @@ class StudyPlugin:
             checker(trials)
 
     def prepare_rows(self, df: Any) -> Any:
-        from .records import ok_rows
+        from .rows import ok_rows
 
         rows = self.hook("rows")
         return rows(df) if rows else ok_rows(df)

@@ -22,13 +22,6 @@ import bindscale
 
 SRC = Path(bindscale.__file__).parent
 
-#: Cycles (as sets of modules) another change removes; each is an expected failure until then.
-#: Removed when the kit lands (study/registry/report restructured): empty this set then.
-KNOWN = {
-    frozenset({"bindscale.study", "bindscale.registry", "bindscale.report.verdicts"}),
-}
-
-
 def _module_names(root: Path, package: str) -> dict[str, Path]:
     """Every module under ``root`` by dotted name; a package's ``__init__`` is the package itself."""
     names = {}
@@ -109,18 +102,8 @@ def assert_no_cycles(graph: nx.DiGraph, allowed: set[frozenset[str]] = frozenset
 
 
 def test_no_import_cycles():
-    """Every cycle except the KNOWN ones fails, with the modules and some of its cycles."""
-    assert_no_cycles(import_graph(SRC, "bindscale"), KNOWN)
-
-
-@pytest.mark.parametrize("known", sorted(KNOWN, key=sorted), ids=lambda k: "+".join(sorted(k)))
-def test_known_cycle_gone(known):
-    """A KNOWN cycle is an expected failure until its change lands; then it passes (strict) and
-    the entry must be removed from KNOWN."""
-    graph = import_graph(SRC, "bindscale")
-    if frozenset(known) in {frozenset(c) for c in cycles(graph)}:
-        pytest.xfail(f"known cycle, removed when the kit lands: {_describe(graph, known)}")
-    pytest.fail(f"the known cycle {sorted(known)} is gone: remove it from KNOWN")
+    """Any cycle fails, with the modules and some of its cycles."""
+    assert_no_cycles(import_graph(SRC, "bindscale"), set())
 
 
 def _write(root: Path, files: dict[str, str]) -> None:
