@@ -7,6 +7,7 @@ import torch
 
 from ..trials import ModelConfig
 from .base import Dense, StackedModel
+from .hooks import ActivationCache, HookPoint, UnknownHookPoint, hook_names, hooks, run_with_cache, run_with_hooks
 from .hypernet import GeneratedDense, Hypernet, StackedHypernet
 from .mlp import MLP, StackedMLP
 
@@ -27,4 +28,5 @@ def build_model(
 
 
 __all__ = ["MODELS", "StackedModel", "StackedMLP", "StackedHypernet", "build_model", "MLP", "Hypernet", "Dense",
-           "GeneratedDense"]
+           "GeneratedDense", "HookPoint", "ActivationCache", "UnknownHookPoint", "hook_names", "hooks",
+           "run_with_cache", "run_with_hooks"]

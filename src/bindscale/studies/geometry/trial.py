@@ -41,6 +41,7 @@ import numpy as np
 import torch
 
 from bindscale import seeding
+from bindscale.models.hooks import run_with_cache
 from bindscale.models.transformer import Transformer
 from bindscale.seqtrain import PAD_ID, seq_loss, train_from_config
 from bindscale.train import TrialResult
@@ -104,13 +105,18 @@ def untrained_model(trial: GeometryTrial) -> Transformer:
 def word_activations(model: Transformer, sentences: list[Sentence], batch: int = 256) -> dict[str, list[np.ndarray]]:
     """Layer name (``"0"`` … ``str(n_layers)``) → per sentence its words' vectors ``(n_words, d_model)``."""
     model.eval()
-    out: dict[str, list[np.ndarray]] = {str(l): [] for l in range(model.n_layers + 1)}
+    n = model.n_layers
+    out: dict[str, list[np.ndarray]] = {str(l): [] for l in range(n + 1)}
+    # Layer l < n is the stream entering block l; layer n the stream after the last block.
+    names = [f"blocks.{l}.hook_resid_pre" for l in range(n)] + [f"blocks.{n - 1}.hook_resid_post"]
+    # The patterns are hooked too (and not read): that makes attention explicit in every layer,
+    # the computation these scores were fixed with (the fused kernel differs in float rounding).
+    patterns = [f"blocks.{l}.attn.hook_pattern" for l in range(n)]
     for i in range(0, len(sentences), batch):
         chunk = sentences[i:i + batch]
         tokens, _ = encode(chunk, with_eos=False)
-        acts: dict = {}
-        model(tokens, acts)
-        points = [acts[f"resid.{l}"] for l in range(model.n_layers)] + [acts["resid.final"]]
+        _, cache = run_with_cache(model, tokens, names=names + patterns)
+        points = [cache[name] for name in names]
         for l, x in enumerate(points):
             x = x.numpy()
             out[str(l)] += [x[n, 1:len(s) + 1].copy() for n, s in enumerate(chunk)]
