@@ -267,3 +267,16 @@ def test_hooks_run_in_order_and_prepend_goes_first():
 def test_a_hook_point_without_hooks_returns_its_input_itself():
     hp, t = HookPoint(), torch.randn(3)
     assert hp(t) is t and not hp.has_hooks
+
+
+@pytest.mark.parametrize("kind", ["mlp", "hypernet"])
+def test_a_deep_copy_runs_its_own_hook_points(kind):
+    """The stacked models keep plain references to their points for speed; a copy must use its own."""
+    import copy
+
+    m = stacked(kind)
+    c = copy.deepcopy(m)
+    code, x = inputs()
+    out = run_with_hooks(c, code, x, hooks={"hook_hidden.1": zeros})
+    assert torch.equal(out, run_with_hooks(m, code, x, hooks={"hook_hidden.1": zeros}))
+    assert not torch.equal(out, c(code, x))

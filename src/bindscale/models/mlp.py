@@ -41,6 +41,9 @@ class StackedMLP(StackedModel):
         self.hook_input = HookPoint()
         self.hook_hidden = nn.ModuleList(HookPoint() for _ in range(cfg.depth))
         self.hook_output = HookPoint()
+        # Plain (unregistered) references for the training step: a registered submodule's attribute
+        # lookup and ModuleList indexing cost ~1 µs each, several times the idle HookPoint itself.
+        self._points = (self.hook_input, tuple(self.hook_hidden), self.hook_output)
 
     def activation_shapes(self, B: int, S: int) -> dict[str, tuple[int, ...]]:
         T = self.n_trials
@@ -52,19 +55,20 @@ class StackedMLP(StackedModel):
     def forward(self, code: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         T, B, S, _ = x.shape
         h = torch.cat([code.unsqueeze(2).expand(T, B, S, code.shape[-1]), x], dim=-1).reshape(T, B * S, -1)
+        hp_input, hp_hidden, hp_output = self._points
         # Points see (T, B, S, ·) views; a hook that replaces one is reshaped back to (T, B·S, ·).
-        if self.hook_input.has_hooks:
-            h = self.hook_input(h.view(T, B, S, -1)).reshape(T, B * S, -1)
+        if hp_input.has_hooks:
+            h = hp_input(h.view(T, B, S, -1)).reshape(T, B * S, -1)
         last = len(self.weights) - 1
         for i, (W, b) in enumerate(zip(self.weights, self.biases)):
             h = torch.baddbmm(b, h, W)
             if i < last:
                 # In place for ReLU: baddbmm's backward does not need its output, so no extra tensor per layer.
                 h = h.relu_() if self.activation == "relu" else self.act(h)
-                hp = self.hook_hidden[i]
+                hp = hp_hidden[i]
                 if hp.has_hooks:
                     h = hp(h.view(T, B, S, -1)).reshape(T, B * S, -1)
-        return self.hook_output(h.view(T, B, S, -1))
+        return hp_output(h.view(T, B, S, -1))
 
     def member(self, i: int) -> "MLP":
         """Trial ``i`` as a plain :class:`MLP` (a copy of its weights)."""
