@@ -240,7 +240,8 @@ def test_hooks_are_removed_after_an_exception():
 @pytest.mark.parametrize("run", [run_with_cache, run_with_hooks])
 def test_an_unknown_name_raises_with_the_list_of_hook_points(run):
     m, x = transformer(), tokens()
-    kw = {"names": ["blocks.7.hook_resid_pre"]} if run is run_with_cache else {"hooks": {"blocks.7.hook_resid_pre": zeros}}
+    bad = "blocks.7.hook_resid_pre"
+    kw = {"names": [bad]} if run is run_with_cache else {"hooks": {bad: zeros}}
     with pytest.raises(KeyError, match=r"'blocks.7.hook_resid_pre'.*hook_embed, blocks.0.hook_resid_pre"):
         run(m, x, **kw)
     with pytest.raises(UnknownHookPoint):

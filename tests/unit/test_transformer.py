@@ -133,7 +133,8 @@ def test_head_ablation_changes_outputs_only_from_its_layer_on():
     m, x = model(n_layers=3), tokens()
     ref_logits, ref = run_with_cache(m, x)
     abl_logits, abl = run_with_cache(m, x, ablate={1: [2]})  # the cache reads hook_z after the ablation
-    for k in ("blocks.0.hook_resid_pre", "blocks.0.attn.hook_z", "blocks.1.hook_resid_pre", "blocks.1.attn.hook_pattern"):
+    for k in ("blocks.0.hook_resid_pre", "blocks.0.attn.hook_z", "blocks.1.hook_resid_pre",
+              "blocks.1.attn.hook_pattern"):
         assert torch.equal(ref[k], abl[k]), k
     keep = [0, 1, 3]
     assert torch.equal(abl["blocks.1.attn.hook_z"][:, keep], ref["blocks.1.attn.hook_z"][:, keep])

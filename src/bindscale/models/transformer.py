@@ -291,7 +291,7 @@ class Transformer(nn.Module):
         return sum(p.numel() for p in self.parameters() if p.requires_grad and id(p) not in skip)
 
     def activation_shapes(self, B: int, L: int) -> dict[str, tuple[int, ...]]:
-        """Hook name → shape of every hook point for ``B`` sequences of length ``L`` (no KV cache), in forward order."""
+        """Hook name → shape of every hook point for ``B`` sequences of length ``L`` (no KV cache), forward order."""
         d, H = self.d_model, self.n_heads
         shapes: dict[str, tuple[int, ...]] = {"hook_embed": (B, L, d)}
         if self.hook_pos_embed is not None:

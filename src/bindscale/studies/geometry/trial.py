@@ -16,8 +16,8 @@ Steps (independent seed streams, :mod:`bindscale.seeding`):
 3. Activations: word ``i``'s vector at layer ``l`` is the residual stream at its position (input
    ``<s> w_1 … w_n``; causal, so a word sees only itself and the words before it): layer 0 is
    ``blocks.0.hook_resid_pre`` (the input embeddings), layer ``l`` = ``blocks.{l}.hook_resid_pre``
-   after block ``l-1``, the last layer the last block's ``hook_resid_post``. The same for the untrained model (same initial weights: the random-model
-   control) when ``probe.untrained_control``.
+   after block ``l-1``, the last layer the last block's ``hook_resid_post``. The same for the
+   untrained model (same initial weights: the random-model control) when ``probe.untrained_control``.
 4. Probes (:func:`.layers.probe_layers`): structural, polar and identity on every layer, fit on the
    fit sentences, stopped and layer-chosen on dev (:data:`.layers.SELECT`), scored on test.
 
