@@ -80,7 +80,8 @@ def hook_points(model: nn.Module) -> dict[str, HookPoint]:
 
 
 def hook_names(model: nn.Module) -> list[str]:
-    """The names of every hook point of ``model``, in registration order (forward order in bindscale's models)."""
+    """The names of every hook point of ``model``, in registration order (the forward order for the MLPs and
+    the transformer; the hypernetwork registers its weight, bias and hidden points list by list)."""
     return list(hook_points(model))
 
 
