@@ -273,55 +273,53 @@ def collect_activations(model: "torch.nn.Module", inputs: Any, names: Sequence[s
 
     - **module outputs**: the output of every submodule named as in ``model.named_modules()``,
       read by a forward hook;
-    - **activation points** of modules whose forward fills an ``acts`` dict (the stacked
-      students, each documenting its points in its module, :class:`~bindscale.models.transformer.Transformer`): named ``<module>.<point>``,
-      or ``<point>`` for the model itself (a forward pre-hook passes them an ``acts`` dict).
+    - **hook points** (:class:`~bindscale.models.hooks.HookPoint` submodules, on every model of
+      :mod:`bindscale.models` and of the studies), read by :func:`~bindscale.models.hooks.run_with_cache`'s
+      mechanism. Their names and shapes are in each model's docstring (``activation_shapes``); to
+      patch them, use :func:`~bindscale.models.hooks.run_with_hooks`.
 
-    Names by model (``B`` tasks or sequences, ``S`` inputs per task, ``L`` tokens)::
+    Names by model (``B`` tasks or sequences, ``S`` inputs per task, ``L`` tokens; a study's own
+    models, such as the stacked students of ``studies/scaling``, document theirs in their module)::
 
-        MLP (bindscale.models.mlp)           input (B, S, E+I) code ‖ x; hidden.{i} (B, S, width)
-                                             post-activation; output (B, S, O)
+        MLP (bindscale.models.mlp)           hook_input (B, S, E+I) code ‖ x; hook_hidden.{i} (B, S, width)
+                                             post-activation; hook_output (B, S, O); modules input,
+                                             hidden.{i}, output (the same tensors)
         Transformer (subgraphs)              modules: embed, blocks.{i}, blocks.{i}.ln1, .attn,
                                              .attn.qkv, .attn.proj, .ln2, .mlp, .mlp.fc (pre-GELU),
                                              .mlp.proj, ln_f, head (logits);
-                                             points: resid.{i}, attn.{i}.pattern (B, H, L, L),
-                                             attn.{i}.head_out, attn.{i}.out, mlp.{i}.out, resid.final
-        CompoundNet (modularity)             MLP: net.input, net.hidden.{i}, net.output, each
-                                             (1, N, 1, ·) (a stack of one trial; module "net" on
-                                             request); transformer: net.embed …, net.resid.{i} …
+                                             hook points: hook_embed, blocks.{i}.hook_resid_pre,
+                                             .attn.hook_pattern (B, H, L, L), .attn.hook_z,
+                                             .hook_attn_out, .hook_resid_mid, .mlp.hook_post,
+                                             .hook_mlp_out, .hook_resid_post, hook_ln_final
+        CompoundNet (modularity)             MLP: net.hook_input, net.hook_hidden.{i}, net.hook_output,
+                                             each (1, N, 1, ·) (a stack of one trial; module "net" on
+                                             request); transformer: net.hook_embed, net.blocks.{i}.… …
 
     Args:
         model: any ``torch.nn.Module``.
         inputs: the forward's arguments: a tuple or list (positional), a dict (keywords), a
             batch with ``code`` and ``x`` attributes (passed as those two), or one tensor.
-        names: what to return; ``None``: every leaf module that ran, and every activation point.
+        names: what to return; ``None``: every leaf module that ran, and every hook point reached.
 
     Returns:
         Name → tensor (detached). A module run more than once keeps its last output; a module
-        that did not run has no entry. Asking for activation points makes the transformer
-        compute attention explicitly (the same result to float rounding).
+        that did not run has no entry. Asking for a transformer's ``attn.hook_pattern`` makes that
+        layer compute attention explicitly (the same result to float rounding).
 
     Raises:
         KeyError: a name in ``names`` that the model does not produce (the message lists those it does).
     """
-    import inspect
-
     import torch
+
+    from .models.hooks import HookPoint, hooks
 
     modules = dict(model.named_modules())
     wanted = None if names is None else list(dict.fromkeys(names))
+    points = {n for n, m in modules.items() if isinstance(m, HookPoint)}
     leaves = {n for n, m in modules.items() if n and not any(True for _ in m.children())}
-    hook_modules = leaves if wanted is None else {n for n in wanted if n in modules}
-    # Modules with named activation points: a forward(…, acts=None, …) that fills the dict.
-    capable: dict[str, int] = {}
-    for n, m in modules.items():
-        if hasattr(m, "activation_shapes"):
-            params = [p for p in inspect.signature(m.forward).parameters]
-            if "acts" in params:
-                capable[n] = params.index("acts")
-    if wanted is not None:
-        capable = {n: i for n, i in capable.items()
-                   if any(w not in modules and (not n or w.startswith(n + ".")) for w in wanted)}
+    selected = leaves if wanted is None else {n for n in wanted if n in modules}
+    # HookPoints skip nn.Module's call machinery (no forward hooks): they are read by a hook of their own.
+    hook_modules, hook_points = selected - points, selected & points
 
     found: dict[str, Any] = {}
     handles = []
@@ -331,32 +329,17 @@ def collect_activations(model: "torch.nn.Module", inputs: Any, names: Sequence[s
             found[name] = out.detach() if isinstance(out, torch.Tensor) else out
         return hook
 
-    def inject(idx: int):
-        def pre(_mod, args, kwargs):
-            if len(args) > idx:
-                # A caller's own dict is read afterwards; acts=None given positionally becomes a dict.
-                return None if args[idx] is not None else ((*args[:idx], {}, *args[idx + 1:]), kwargs)
-            if kwargs.get("acts") is not None:
-                return None
-            return args, {**kwargs, "acts": {}}
-        return pre
-
-    def read(prefix: str, idx: int):
-        def hook(_mod, args, kwargs, _out):
-            acts = args[idx] if len(args) > idx else kwargs.get("acts")
-            for k, v in (acts or {}).items():
-                found[f"{prefix}.{k}" if prefix else k] = v.detach() if isinstance(v, torch.Tensor) else v
-        return hook
+    def store(name: str):
+        def fn(x, _hook):
+            found[name] = x.detach()
+        return fn
 
     if hasattr(inputs, "code") and hasattr(inputs, "x") and not isinstance(inputs, torch.Tensor):
         inputs = (inputs.code, inputs.x)
     try:
         for n in hook_modules:
             handles.append(modules[n].register_forward_hook(keep(n)))
-        for n, idx in capable.items():
-            handles.append(modules[n].register_forward_pre_hook(inject(idx), with_kwargs=True))
-            handles.append(modules[n].register_forward_hook(read(n, idx), with_kwargs=True))
-        with torch.no_grad():
+        with torch.no_grad(), hooks(model, {n: store(n) for n in hook_points}):
             if isinstance(inputs, Mapping):
                 model(**inputs)
             elif isinstance(inputs, (tuple, list)):

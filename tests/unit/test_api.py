@@ -11,6 +11,7 @@ import bindscale
 import bindscale as bs
 from bindscale import seeding
 from bindscale.errors import ConfigError
+from bindscale.models import HookPoint, run_with_cache
 from bindscale.studies.scaling.metrics import r2_within_task
 from bindscale.studies.scaling.students import build_model as build_stack
 from bindscale.records import _clean, load_records
@@ -178,13 +179,13 @@ def test_a_members_activations_are_the_stacks_activation_points(kind):
     stack = build_stack(trial.model, task.code_dim, 16, 16, 6, gens)
     b = task.sample(4, torch.Generator().manual_seed(0))
     code, x = b.code[None].expand(3, -1, -1), b.x[None].expand(3, -1, -1, -1)
-    acts = {}
-    with torch.no_grad():
-        stack(code, x, acts)
+    _, acts = run_with_cache(stack, code, x)
     got = bs.collect_activations(stack.member(1), b)
-    assert list(got) == list(acts)  # same names, in forward order
+    assert [n for n in got if n.startswith("hook_")] == list(acts)  # same hook names, in forward order
     for name in acts:
         assert torch.equal(got[name], acts[name][1]), name
+    for layer in ("input", "hidden.0", "hidden.1", "output"):  # the member's layers output the same points
+        assert torch.equal(got[layer], acts[f"hook_{layer}"][1]), layer
     assert bs.collect_activations(stack.member(1), (b.code, b.x), names=["hidden.1"]).keys() == {"hidden.1"}
     with pytest.raises(IndexError):
         stack.member(3)
@@ -194,45 +195,33 @@ def test_transformer_activations_give_module_outputs_and_its_points():
     model = bs.build_model(SUBGRAPHS, max_len=32).eval()
     tokens = torch.randint(1, 10, (2, 5))
     acts = bs.collect_activations(model, tokens)
-    assert {"embed", "blocks.0.attn.qkv", "blocks.0.mlp.fc", "ln_f", "head", "resid.0", "attn.0.pattern",
-            "attn.0.head_out", "mlp.0.out", "resid.final"} <= set(acts)
+    assert {"embed", "blocks.0.attn.qkv", "blocks.0.mlp.fc", "ln_f", "head", "blocks.0.hook_resid_pre",
+            "blocks.0.attn.hook_pattern", "blocks.0.attn.hook_z", "blocks.0.hook_mlp_out", "hook_ln_final"} <= set(acts)
     assert "rope" not in acts  # a module that never runs has no entry
-    assert acts["attn.0.pattern"].shape == (2, 2, 5, 5)
+    assert acts["blocks.0.attn.hook_pattern"].shape == (2, 2, 5, 5)
     with torch.no_grad():
         torch.testing.assert_close(acts["head"], model(tokens))
-    only = bs.collect_activations(model, {"tokens": tokens}, names=["blocks.0", "attn.0.pattern"])
-    assert list(only) == ["blocks.0", "attn.0.pattern"]
-    with pytest.raises(KeyError, match="no activation named 'blocks.9'.*resid.final"):
+    only = bs.collect_activations(model, {"tokens": tokens}, names=["blocks.0", "blocks.0.attn.hook_pattern"])
+    assert list(only) == ["blocks.0", "blocks.0.attn.hook_pattern"]
+    with pytest.raises(KeyError, match="no activation named 'blocks.9'.*hook_ln_final"):
         bs.collect_activations(model, tokens, names=["blocks.9"])
     # Hooks are removed: the model runs as before.
     assert not any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
+    assert not any(isinstance(m, HookPoint) and m.has_hooks for m in model.modules())
 
 
-def test_activation_points_of_a_wrapped_stack_keep_a_callers_own_dict():
+def test_hook_points_of_a_wrapped_stack_carry_the_wrappers_prefix():
     model = bs.build_model(MODULARITY)
     x, _ = bs.build_tasks(MODULARITY)["compound_test"].xy("onehot")
     acts = bs.collect_activations(model, x[:5])
-    assert set(acts) == {"net.input", "net.hidden.0", "net.hidden.1", "net.output"}
-    assert acts["net.hidden.1"].shape == (1, 5, 1, 8)
+    assert set(acts) == {"net.hook_input", "net.hook_hidden.0", "net.hook_hidden.1", "net.hook_output"}
+    assert acts["net.hook_hidden.1"].shape == (1, 5, 1, 8)
     assert bs.collect_activations(model, x[:5], names=["net"])["net"].shape == (1, 5, 1, 1)
-
-    class Wrapper(torch.nn.Module):
-        """Passes its own acts dict to the stack (as CompoundNet.features does) and reads it."""
-
-        def __init__(self, net):
-            super().__init__()
-            self.net, self.seen = net, None
-
-        def forward(self, code, x):
-            mine = {}
-            out = self.net(code, x, mine)
-            self.seen = set(mine)
-            return out
-
-    wrapped = Wrapper(model.net)
-    got = bs.collect_activations(wrapped, (x[None, :5], x.new_zeros(1, 5, 1, 0)))
-    assert wrapped.seen == {"input", "hidden.0", "hidden.1", "output"}
-    assert torch.equal(got["net.hidden.1"], acts["net.hidden.1"])
+    # features() reads the same point through its own cache.
+    with torch.no_grad():
+        torch.testing.assert_close(model.features(x[:5]), acts["net.hook_hidden.1"].reshape(5, -1))
+    _, cache = run_with_cache(model, x[:5], names=["net.hook_hidden.1"])
+    torch.testing.assert_close(cache["net.hook_hidden.1"], acts["net.hook_hidden.1"])
 
 
 # --------------------------------------------------------------------------- a run with saved models

@@ -1,6 +1,7 @@
 import pytest
 import torch
 
+from bindscale.models.hooks import run_with_cache
 from bindscale.models.transformer import Rotary, Transformer
 
 V = 11
@@ -16,31 +17,36 @@ def tokens(B=3, L=9, seed=1):
 
 def test_logits_and_every_activation_point_have_the_declared_shapes():
     m, x = model(n_layers=3), tokens()
-    acts = {}
-    assert m(x, acts).shape == (3, 9, V)
+    out, acts = run_with_cache(m, x)
+    assert out.shape == (3, 9, V)
     assert {k: tuple(v.shape) for k, v in acts.items()} == m.activation_shapes(3, 9)
-    p = acts["attn.1.pattern"]
+    p = acts["blocks.1.attn.hook_pattern"]
     torch.testing.assert_close(p.sum(-1), torch.ones(3, 4, 9))
     assert bool((p.triu(diagonal=1) == 0).all())  # no weight on future keys
+
+
+def run(m, x, explicit, **kw):
+    """Logits; ``explicit``: with every attention pattern hooked (explicit attention, not the fused kernel)."""
+    return run_with_cache(m, x, **kw)[0] if explicit else m(x, **kw)
 
 
 @pytest.mark.parametrize("with_acts", [False, True])
 def test_a_future_token_never_changes_earlier_logits(with_acts):
     m, x = model(), tokens(L=10)
-    ref = m(x, {} if with_acts else None)
+    ref = run(m, x, with_acts)
     for t in (0, 4, 8):
         y = x.clone()
         y[:, t + 1:] = (y[:, t + 1:] + 1) % V
-        out = m(y, {} if with_acts else None)
+        out = run(m, y, with_acts)
         assert torch.equal(out[:, :t + 1], ref[:, :t + 1])
         assert not torch.allclose(out[:, t + 1:], ref[:, t + 1:])
 
 
 def test_explicit_attention_equals_the_fused_kernel():
     m, x = model(n_layers=3), tokens()
-    torch.testing.assert_close(m(x, {}), m(x), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(run(m, x, True), m(x), atol=1e-5, rtol=1e-5)
     abl = {1: [0, 2]}
-    torch.testing.assert_close(m(x, {}, ablate=abl), m(x, ablate=abl), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(run(m, x, True, ablate=abl), m(x, ablate=abl), atol=1e-5, rtol=1e-5)
 
 
 def test_rope_scores_depend_only_on_relative_position():
@@ -89,7 +95,7 @@ def test_cached_greedy_decoding_equals_recomputing_every_step():
 def test_generate_stops_per_row_and_keeps_input_order():
     m = model()
 
-    def successor(tokens, acts=None, *, ablate=None, ablate_with=None, cache=None):
+    def successor(tokens, *, ablate=None, ablate_with=None, cache=None):
         # A stand-in network that always predicts (last token + 1) mod V.
         if cache is not None:
             cache.length += tokens.shape[1]
@@ -125,22 +131,21 @@ def test_parameter_count_hand_worked():
 
 def test_head_ablation_changes_outputs_only_from_its_layer_on():
     m, x = model(n_layers=3), tokens()
-    ref, abl = {}, {}
-    ref_logits = m(x, ref)
-    abl_logits = m(x, abl, ablate={1: [2]})
-    for k in ("resid.0", "attn.0.head_out", "resid.1", "attn.1.pattern"):
+    ref_logits, ref = run_with_cache(m, x)
+    abl_logits, abl = run_with_cache(m, x, ablate={1: [2]})  # the cache reads hook_z after the ablation
+    for k in ("blocks.0.hook_resid_pre", "blocks.0.attn.hook_z", "blocks.1.hook_resid_pre",
+              "blocks.1.attn.hook_pattern"):
         assert torch.equal(ref[k], abl[k]), k
     keep = [0, 1, 3]
-    assert torch.equal(abl["attn.1.head_out"][:, keep], ref["attn.1.head_out"][:, keep])
-    assert bool((abl["attn.1.head_out"][:, 2] == 0).all())
-    for k in ("attn.1.out", "resid.2", "resid.final"):
+    assert torch.equal(abl["blocks.1.attn.hook_z"][:, keep], ref["blocks.1.attn.hook_z"][:, keep])
+    assert bool((abl["blocks.1.attn.hook_z"][:, 2] == 0).all())
+    for k in ("blocks.1.hook_attn_out", "blocks.2.hook_resid_pre", "blocks.2.hook_resid_post"):
         assert not torch.allclose(ref[k], abl[k]), k
     assert not torch.allclose(ref_logits, abl_logits)
     # Mean ablation: the head's output becomes the given vector.
-    mean = ref["attn.1.head_out"].mean(dim=(0, 2))  # (H, d_head)
-    mab = {}
-    m(x, mab, ablate={1: [2]}, ablate_with={1: mean})
-    torch.testing.assert_close(mab["attn.1.head_out"][:, 2], mean[2].expand(3, 9, 4))
+    mean = ref["blocks.1.attn.hook_z"].mean(dim=(0, 2))  # (H, d_head)
+    _, mab = run_with_cache(m, x, ablate={1: [2]}, ablate_with={1: mean})
+    torch.testing.assert_close(mab["blocks.1.attn.hook_z"][:, 2], mean[2].expand(3, 9, 4))
     with pytest.raises(ValueError, match="layer 5"):
         m(x, ablate={5: [0]})
     with pytest.raises(ValueError, match="heads"):

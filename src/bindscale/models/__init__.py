@@ -6,6 +6,8 @@ models by name keeps its own registry."""
 from __future__ import annotations
 
 from .base import Dense, StackedModel
+from .hooks import ActivationCache, HookPoint, UnknownHookPoint, hook_names, hooks, run_with_cache, run_with_hooks
 from .mlp import MLP, StackedMLP
 
-__all__ = ["StackedModel", "StackedMLP", "MLP", "Dense"]
+__all__ = ["StackedModel", "StackedMLP", "MLP", "Dense", "HookPoint", "ActivationCache", "UnknownHookPoint",
+           "hook_names", "hooks", "run_with_cache", "run_with_hooks"]

@@ -77,11 +77,13 @@ def linear_bound(fan_in: int) -> float:
 
 
 class StackedModel(nn.Module):
-    """Base class. Subclasses define ``forward(code, x, acts=None)`` and ``activation_shapes``.
+    """Base class. Subclasses define ``forward(code, x)`` and ``activation_shapes``.
 
     Shapes: ``code`` ``(T, B, E)`` encoded task input, ``x`` ``(T, B, S, I)`` inputs,
-    output ``(T, B, S, O)``. When ``acts`` is a dict, the forward pass stores every
-    named activation point in it (see :meth:`activation_shapes`).
+    output ``(T, B, S, O)``. Every named activation is a :class:`~bindscale.models.hooks.HookPoint`
+    submodule (see :meth:`activation_shapes`); read them with
+    :func:`~bindscale.models.hooks.run_with_cache`, patch them with
+    :func:`~bindscale.models.hooks.run_with_hooks`.
     """
 
     n_trials: int
@@ -91,16 +93,16 @@ class StackedModel(nn.Module):
         return sum(p[0].numel() for p in self.parameters())
 
     def activation_shapes(self, B: int, S: int) -> dict[str, tuple[int, ...]]:  # pragma: no cover - abstract
-        """Name → shape of every activation point for a batch of ``B`` tasks × ``S`` inputs."""
+        """Hook name → shape of every hook point for a batch of ``B`` tasks × ``S`` inputs (leading ``T``)."""
         raise NotImplementedError
 
     def member(self, i: int) -> nn.Module:  # pragma: no cover - abstract
         """Trial ``i`` of the stack as a plain single-trial module (a copy of its weights, same device).
 
         Its forward takes ``code`` ``(B, E)`` and ``x`` ``(B, S, I)`` and returns ``(B, S, O)``,
-        the stack's output for that trial; its activation points are submodules named like the
-        stack's (``input``, ``hidden.0`` …, ``output``), so forward hooks
-        (:func:`bindscale.api.collect_activations`) read them.
+        the stack's output for that trial; its hook points carry the stack's names (``hook_input``,
+        ``hook_hidden.0`` …, ``hook_output``) and shapes without ``T``, and its layers are
+        submodules named ``input``, ``hidden.0`` …, ``output`` (forward hooks read them too).
         """
         raise NotImplementedError
 

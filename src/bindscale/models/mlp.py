@@ -4,15 +4,15 @@ Input is the task code concatenated with x; ``depth`` hidden layers of
 ``width`` units; a linear readout. Stacked over trials: every weight has a
 leading trial dimension and layers are batched matmuls (``torch.baddbmm``).
 
-Activation points (for a batch of B tasks × S inputs, T trials)::
+Hook points (:mod:`bindscale.models.hooks`; batch of B tasks × S inputs, T trials,
+E code features, I input features, O outputs)::
 
-    input      (T, B, S, E + I)   code ‖ x
-    hidden.i   (T, B, S, width)   post-activation of hidden layer i, i = 0..depth-1
-    output     (T, B, S, O)
+    hook_input      (T, B, S, E + I)   code ‖ x
+    hook_hidden.i   (T, B, S, width)   post-activation of hidden layer i, i = 0..depth-1
+    hook_output     (T, B, S, O)       linear readout (the model's output)
 
 :meth:`StackedMLP.member` gives one trial as a plain :class:`MLP` (``code`` ``(B, E)``,
-``x`` ``(B, S, I)``), whose submodules ``input``, ``hidden.i`` and ``output`` output
-the same points without the ``T`` dimension.
+``x`` ``(B, S, I)``) with the same hook points without the ``T`` dimension.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from .base import ACTIVATIONS, Dense, StackedModel, resolve_init, stacked_init
+from .hooks import HookPoint
 
 
 @dataclass(frozen=True)
@@ -49,31 +50,37 @@ class StackedMLP(StackedModel):
             # (T, in, out): x @ W without a transpose in the hot loop.
             self.weights.append(stacked_init(init, (fan_in, fan_out), fan_in, gens))
             self.biases.append(stacked_init(init, (1, fan_out), fan_in, gens, bias=True))
+        self.hook_input = HookPoint()
+        self.hook_hidden = nn.ModuleList(HookPoint() for _ in range(cfg.depth))
+        self.hook_output = HookPoint()
+        # Plain (unregistered) references for the training step: a registered submodule's attribute
+        # lookup and ModuleList indexing cost ~1 µs each, several times the idle HookPoint itself.
+        self._points = (self.hook_input, tuple(self.hook_hidden), self.hook_output)
 
     def activation_shapes(self, B: int, S: int) -> dict[str, tuple[int, ...]]:
         T = self.n_trials
-        shapes = {"input": (T, B, S, self.dims[0])}
-        shapes |= {f"hidden.{i}": (T, B, S, d) for i, d in enumerate(self.dims[1:-1])}
-        shapes["output"] = (T, B, S, self.dims[-1])
+        shapes = {"hook_input": (T, B, S, self.dims[0])}
+        shapes |= {f"hook_hidden.{i}": (T, B, S, d) for i, d in enumerate(self.dims[1:-1])}
+        shapes["hook_output"] = (T, B, S, self.dims[-1])
         return shapes
 
-    def forward(self, code: torch.Tensor, x: torch.Tensor, acts: dict | None = None) -> torch.Tensor:
+    def forward(self, code: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         T, B, S, _ = x.shape
         h = torch.cat([code.unsqueeze(2).expand(T, B, S, code.shape[-1]), x], dim=-1).reshape(T, B * S, -1)
-        if acts is not None:
-            acts["input"] = h.view(T, B, S, -1)
+        hp_input, hp_hidden, hp_output = self._points
+        # Points see (T, B, S, ·) views; a hook that replaces one is reshaped back to (T, B·S, ·).
+        if hp_input.has_hooks:
+            h = hp_input(h.view(T, B, S, -1)).reshape(T, B * S, -1)
         last = len(self.weights) - 1
         for i, (W, b) in enumerate(zip(self.weights, self.biases)):
             h = torch.baddbmm(b, h, W)
             if i < last:
                 # In place for ReLU: baddbmm's backward does not need its output, so no extra tensor per layer.
                 h = h.relu_() if self.activation == "relu" else self.act(h)
-                if acts is not None:
-                    acts[f"hidden.{i}"] = h.view(T, B, S, -1)
-        out = h.view(T, B, S, -1)
-        if acts is not None:
-            acts["output"] = out
-        return out
+                hp = hp_hidden[i]
+                if hp.has_hooks:
+                    h = hp(h.view(T, B, S, -1)).reshape(T, B * S, -1)
+        return hp_output(h.view(T, B, S, -1))
 
     def member(self, i: int) -> "MLP":
         """Trial ``i`` as a plain :class:`MLP` (a copy of its weights)."""
@@ -94,6 +101,9 @@ class MLP(nn.Module):
         hidden.i   Dense        (B, S, width)   post-activation of hidden layer i
         output     Dense        (B, S, O)       linear readout
 
+    Hook points, as :class:`StackedMLP`'s without ``T``: ``hook_input`` ``(B, S, E + I)``,
+    ``hook_hidden.i`` ``(B, S, width)``, ``hook_output`` ``(B, S, O)``.
+
     Parameters ``hidden.i.weight`` ``(in, out)``, ``hidden.i.bias``, ``output.weight``, ``output.bias``.
     """
 
@@ -102,13 +112,16 @@ class MLP(nn.Module):
         self.input = nn.Identity()
         self.hidden = nn.ModuleList(hidden)
         self.output = output
+        self.hook_input = HookPoint()
+        self.hook_hidden = nn.ModuleList(HookPoint() for _ in hidden)
+        self.hook_output = HookPoint()
 
     def n_params(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
     def forward(self, code: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         B, S, _ = x.shape
-        h = self.input(torch.cat([code.unsqueeze(1).expand(B, S, code.shape[-1]), x], dim=-1))
-        for layer in self.hidden:
-            h = layer(h)
-        return self.output(h)
+        h = self.hook_input(self.input(torch.cat([code.unsqueeze(1).expand(B, S, code.shape[-1]), x], dim=-1)))
+        for layer, hp in zip(self.hidden, self.hook_hidden):
+            h = hp(layer(h))
+        return self.hook_output(self.output(h))

@@ -23,19 +23,32 @@ the two projections that write into the residual stream (attention output and
 MLP output) ~ N(0, (0.02/√(2·n_layers))²) so that the residual variance does
 not grow with depth. Every draw comes from the ``generator`` passed in.
 
-Activation points (batch of B sequences of length L; ``d = d_model``,
-``H = n_heads``, ``d_head = d / H``; ``i = 0..n_layers-1``)::
+Hook points (:mod:`bindscale.models.hooks`; batch of B sequences of length L;
+``d = d_model``, ``H = n_heads``, ``d_head = d / H``, ``d_ff`` the MLP width;
+``i = 0..n_layers-1``), in forward order::
 
-    resid.{i}            (B, L, d)            residual stream entering block i
-    attn.{i}.pattern     (B, H, L, L)         attention probabilities (row = query, column = key)
-    attn.{i}.head_out    (B, H, L, d_head)    per-head output before the output projection (after ablation)
-    attn.{i}.out         (B, L, d)            attention sublayer's write into the residual stream
-    mlp.{i}.out          (B, L, d)            MLP sublayer's write into the residual stream
-    resid.final          (B, L, d)            residual stream after the last block, before the final LayerNorm
+    hook_embed                  (B, L, d)           token embeddings
+    hook_pos_embed              (L, d)              learned position embeddings (``pos="learned"`` only)
+    blocks.{i}.hook_resid_pre   (B, L, d)           residual stream entering block i
+    blocks.{i}.attn.hook_pattern (B, H, L, K)       attention probabilities (row = query, column = key)
+    blocks.{i}.attn.hook_z      (B, H, L, d_head)   per-head output before the output projection
+    blocks.{i}.hook_attn_out    (B, L, d)           attention sublayer's write into the residual stream
+    blocks.{i}.hook_resid_mid   (B, L, d)           residual stream between attention and MLP
+    blocks.{i}.mlp.hook_post    (B, L, d_ff)        MLP hidden layer (after GELU)
+    blocks.{i}.hook_mlp_out     (B, L, d)           MLP sublayer's write into the residual stream
+    blocks.{i}.hook_resid_post  (B, L, d)           residual stream leaving block i (the last: before ln_f)
+    hook_ln_final               (B, L, d)           final LayerNorm's output, the head's input
 
-Head ablation needs no model surgery: ``forward(..., ablate={1: [0, 3]})``
-replaces heads 0 and 3 of layer 1 by zeros (or by ``ablate_with[1]``, e.g.
-their mean output, for mean ablation) before the output projection.
+``K = L`` keys without a KV cache; with one, ``L`` counts the new positions and ``K``
+every position so far. Attention runs the fused kernel (which returns no weights)
+except in a layer whose ``hook_pattern`` has a hook attached: it is then computed
+explicitly (the same result to float rounding).
+
+Head ablation needs no model surgery: a hook on ``blocks.{i}.attn.hook_z`` that
+replaces head ``h``'s slice. :meth:`Transformer.ablation_hooks` builds them, and
+``forward``/``generate`` accept ``ablate={1: [0, 3]}`` (heads 0 and 3 of layer 1
+replaced by zeros, or by ``ablate_with[1]``, e.g. their mean output, for mean
+ablation), which attach those hooks for the call.
 """
 
 from __future__ import annotations
@@ -46,6 +59,8 @@ from collections import defaultdict
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from .hooks import HookFn, HookPoint, hooks
 
 #: GPT-2's initialisation scale (Radford et al. 2019).
 INIT_STD = 0.02
@@ -126,10 +141,11 @@ class CausalSelfAttention(nn.Module):
         super().__init__()
         self.layer, self.n_heads, self.d_head = layer, n_heads, d_model // n_heads
         self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.hook_pattern = HookPoint()  # (B, H, L, K)
+        self.hook_z = HookPoint()  # (B, H, L, d_head)
         self.proj = nn.Linear(d_model, d_model)  # writes into the residual stream
 
-    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, acts: dict | None,
-                patch: tuple[torch.Tensor, torch.Tensor] | None, cache: KVCache | None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: KVCache | None) -> torch.Tensor:
         B, L, d = x.shape
         H, dh = self.n_heads, self.d_head
         q, k, v = self.qkv(x).view(B, L, 3, H, dh).permute(2, 0, 3, 1, 4)  # each (B, H, L, dh)
@@ -142,12 +158,11 @@ class CausalSelfAttention(nn.Module):
             cache.v[self.layer][:, :, start:start + L] = v
             k, v = cache.k[self.layer][:, :, :start + L], cache.v[self.layer][:, :, :start + L]  # (B, H, start+L, dh)
 
-        if acts is not None:
-            # SDPA does not return its weights: compute them explicitly when they are asked for.
+        if self.hook_pattern.has_hooks:
+            # SDPA does not return its weights: compute them explicitly when a hook reads or patches them.
             scores = (q @ k.transpose(-2, -1)) / math.sqrt(dh)  # (B, H, L, start+L)
             scores = scores.masked_fill(~causal_mask(L, start, x.device), float("-inf"))
-            pattern = scores.softmax(dim=-1)
-            acts[f"attn.{self.layer}.pattern"] = pattern
+            pattern = self.hook_pattern(scores.softmax(dim=-1))
             z = pattern @ v  # (B, H, L, dh)
         elif start == 0:
             z = F.scaled_dot_product_attention(q, k, v, is_causal=True)
@@ -157,11 +172,7 @@ class CausalSelfAttention(nn.Module):
             # is_causal aligns the mask top-left, wrong when keys outnumber queries: pass it explicitly.
             z = F.scaled_dot_product_attention(q, k, v, attn_mask=causal_mask(L, start, x.device))
 
-        if patch is not None:
-            ablated, value = patch  # (1, H, 1, 1) bool, broadcastable to (B, H, L, dh)
-            z = torch.where(ablated, value.to(z.dtype), z)
-        if acts is not None:
-            acts[f"attn.{self.layer}.head_out"] = z
+        z = self.hook_z(z)
         return self.proj(z.transpose(1, 2).reshape(B, L, d))
 
 
@@ -171,10 +182,11 @@ class MLP(nn.Module):
     def __init__(self, d_model: int, d_ff: int):
         super().__init__()
         self.fc = nn.Linear(d_model, d_ff)
+        self.hook_post = HookPoint()  # (B, L, d_ff)
         self.proj = nn.Linear(d_ff, d_model)  # writes into the residual stream
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.proj(F.gelu(self.fc(x)))
+        return self.proj(self.hook_post(F.gelu(self.fc(x))))
 
 
 class Block(nn.Module):
@@ -183,19 +195,23 @@ class Block(nn.Module):
     def __init__(self, layer: int, d_model: int, n_heads: int, d_ff: int):
         super().__init__()
         self.layer = layer
+        # Hook points interleaved in forward order (they hold no weights: initial draws are unchanged).
+        self.hook_resid_pre = HookPoint()
         self.ln1 = nn.LayerNorm(d_model)
         self.attn = CausalSelfAttention(layer, d_model, n_heads)
+        self.hook_attn_out = HookPoint()
+        self.hook_resid_mid = HookPoint()
         self.ln2 = nn.LayerNorm(d_model)
         self.mlp = MLP(d_model, d_ff)
+        self.hook_mlp_out = HookPoint()
+        self.hook_resid_post = HookPoint()
 
-    def forward(self, x, cos, sin, acts, patch, cache):
-        a = self.attn(self.ln1(x), cos, sin, acts, patch, cache)  # (B, L, d)
-        x = x + a
-        m = self.mlp(self.ln2(x))  # (B, L, d)
-        if acts is not None:
-            acts[f"attn.{self.layer}.out"] = a
-            acts[f"mlp.{self.layer}.out"] = m
-        return x + m
+    def forward(self, x, cos, sin, cache):
+        x = self.hook_resid_pre(x)
+        a = self.hook_attn_out(self.attn(self.ln1(x), cos, sin, cache))  # (B, L, d)
+        x = self.hook_resid_mid(x + a)
+        m = self.hook_mlp_out(self.mlp(self.ln2(x)))  # (B, L, d)
+        return self.hook_resid_post(x + m)
 
 
 class Transformer(nn.Module):
@@ -238,11 +254,14 @@ class Transformer(nn.Module):
         # PyTorch's default inits draw from the global RNG; keep its state untouched, we re-draw below.
         with torch.random.fork_rng(devices=[]):
             self.embed = nn.Embedding(vocab_size, d_model)
+            self.hook_embed = HookPoint()  # (B, L, d)
             # Registered only when used, so a rotary model's weights draw exactly as before this option existed.
             self.rope = Rotary(self.d_head, max_len) if pos == "rope" else None
             self.pos_embed = nn.Embedding(max_len, d_model) if pos == "learned" else None
+            self.hook_pos_embed = HookPoint() if pos == "learned" else None  # (L, d)
             self.blocks = nn.ModuleList(Block(i, d_model, n_heads, d_ff) for i in range(n_layers))
             self.ln_f = nn.LayerNorm(d_model)
+            self.hook_ln_final = HookPoint()  # (B, L, d)
             self.head = nn.Linear(d_model, vocab_size, bias=False)  # untied from the embedding
         self._init_weights(generator)
 
@@ -272,22 +291,48 @@ class Transformer(nn.Module):
         return sum(p.numel() for p in self.parameters() if p.requires_grad and id(p) not in skip)
 
     def activation_shapes(self, B: int, L: int) -> dict[str, tuple[int, ...]]:
-        """Name → shape of every activation point for ``B`` sequences of length ``L`` (no cache)."""
+        """Hook name → shape of every hook point for ``B`` sequences of length ``L`` (no KV cache), forward order."""
         d, H = self.d_model, self.n_heads
-        shapes: dict[str, tuple[int, ...]] = {}
+        shapes: dict[str, tuple[int, ...]] = {"hook_embed": (B, L, d)}
+        if self.hook_pos_embed is not None:
+            shapes["hook_pos_embed"] = (L, d)
         for i in range(self.n_layers):
-            shapes[f"resid.{i}"] = (B, L, d)
-            shapes[f"attn.{i}.pattern"] = (B, H, L, L)
-            shapes[f"attn.{i}.head_out"] = (B, H, L, self.d_head)
-            shapes[f"attn.{i}.out"] = (B, L, d)
-            shapes[f"mlp.{i}.out"] = (B, L, d)
-        shapes["resid.final"] = (B, L, d)
+            p = f"blocks.{i}."
+            shapes[p + "hook_resid_pre"] = (B, L, d)
+            shapes[p + "attn.hook_pattern"] = (B, H, L, L)
+            shapes[p + "attn.hook_z"] = (B, H, L, self.d_head)
+            shapes[p + "hook_attn_out"] = (B, L, d)
+            shapes[p + "hook_resid_mid"] = (B, L, d)
+            shapes[p + "mlp.hook_post"] = (B, L, self.d_ff)
+            shapes[p + "hook_mlp_out"] = (B, L, d)
+            shapes[p + "hook_resid_post"] = (B, L, d)
+        shapes["hook_ln_final"] = (B, L, d)
         return shapes
 
     def new_cache(self, B: int, capacity: int) -> KVCache:
         """An empty KV cache for ``B`` sequences of up to ``capacity`` positions, on the model's device and dtype."""
         p = next(self.parameters())
         return KVCache(self.n_layers, B, self.n_heads, capacity, self.d_head, p.device, p.dtype)
+
+    def ablation_hooks(self, ablate: dict[int, list[int]] | None,
+                       ablate_with: dict[int, torch.Tensor] | None = None) -> dict[str, HookFn]:
+        """Hooks (for :func:`~bindscale.models.hooks.run_with_hooks`) that ablate attention heads.
+
+        Args:
+            ablate: layer → heads whose output (``blocks.{layer}.attn.hook_z``) is replaced
+                before the output projection, by zeros unless ``ablate_with`` gives a value.
+            ablate_with: layer → replacement, ``(H, d_head)`` (one vector per head; only the
+                ablated heads' rows are used) or anything broadcastable to ``(B, H, L, d_head)``.
+
+        Returns:
+            ``{"blocks.{layer}.attn.hook_z": fn}`` for every layer in ``ablate``.
+
+        Raises:
+            ValueError: a layer or head that does not exist.
+        """
+        device = next(self.parameters()).device
+        return {f"blocks.{layer}.attn.hook_z": _replace_heads(mask, value)
+                for layer, (mask, value) in self._patches(ablate, ablate_with, device).items()}
 
     def _patches(self, ablate: dict[int, list[int]] | None, ablate_with: dict[int, torch.Tensor] | None,
                  device: torch.device) -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
@@ -309,7 +354,7 @@ class Transformer(nn.Module):
             patches[layer] = (mask, value.to(device))
         return patches
 
-    def forward(self, tokens: torch.Tensor, acts: dict | None = None, *,
+    def forward(self, tokens: torch.Tensor, *,
                 ablate: dict[int, list[int]] | None = None,
                 ablate_with: dict[int, torch.Tensor] | None = None,
                 cache: KVCache | None = None) -> torch.Tensor:
@@ -317,15 +362,9 @@ class Transformer(nn.Module):
 
         Args:
             tokens: LongTensor ``(B, L)`` of token ids.
-            acts: when a dict, filled with every activation point (see
-                :meth:`activation_shapes`); attention is then computed
-                explicitly instead of by the fused kernel (same result to float
-                rounding).
-            ablate: layer → heads whose output is replaced before the output
-                projection (zeros unless ``ablate_with`` gives a value).
-            ablate_with: layer → replacement, ``(H, d_head)`` (one vector per
-                head; only the ablated heads' rows are used) or anything
-                broadcastable to ``(B, H, L, d_head)``.
+            ablate, ablate_with: head ablation for this call, as in :meth:`ablation_hooks`
+                (its hooks run before any other hook on ``hook_z``, so a cache reads the
+                ablated heads).
             cache: keys and values of earlier positions (incremental decoding);
                 ``tokens`` then continue those positions and the cache advances.
 
@@ -345,19 +384,22 @@ class Transformer(nn.Module):
         cos = sin = None
         if self.rope is not None:
             cos, sin = self.rope.angles(start, L)  # each (L, d_head/2)
-        patches = self._patches(ablate, ablate_with, tokens.device)
-        x = self.embed(tokens)  # (B, L, d)
+        if ablate is not None:
+            with hooks(self, self.ablation_hooks(ablate, ablate_with), prepend=True):
+                return self._forward(tokens, cos, sin, cache)
+        return self._forward(tokens, cos, sin, cache)
+
+    def _forward(self, tokens: torch.Tensor, cos, sin, cache: KVCache | None) -> torch.Tensor:
+        B, L = tokens.shape
+        start = 0 if cache is None else cache.length
+        x = self.hook_embed(self.embed(tokens))  # (B, L, d)
         if self.pos_embed is not None:
-            x = x + self.pos_embed(torch.arange(start, start + L, device=tokens.device))  # (L, d) broadcast
-        for i, block in enumerate(self.blocks):
-            if acts is not None:
-                acts[f"resid.{i}"] = x
-            x = block(x, cos, sin, acts, patches.get(i), cache)
-        if acts is not None:
-            acts["resid.final"] = x
+            x = x + self.hook_pos_embed(self.pos_embed(torch.arange(start, start + L, device=tokens.device)))  # (L, d)
+        for block in self.blocks:
+            x = block(x, cos, sin, cache)
         if cache is not None:
             cache.length += L
-        return self.head(self.ln_f(x))
+        return self.head(self.hook_ln_final(self.ln_f(x)))
 
     @torch.inference_mode()
     def generate(self, prompts: list[list[int]], max_new_tokens: int, stop_id: int, *,
@@ -378,7 +420,7 @@ class Transformer(nn.Module):
             use_cache: False recomputes the whole sequence at each step (a
                 reference for tests; same tokens, slower).
             batch_size: largest number of prompts decoded together (None: a whole length group).
-            ablate, ablate_with: as in :meth:`forward`, applied at every step.
+            ablate, ablate_with: as in :meth:`forward`; their hooks stay attached for the whole decode.
 
         Returns:
             The generated tokens of each prompt, in input order, without the
@@ -404,26 +446,29 @@ class Transformer(nn.Module):
             groups[len(p)].append(n)
         was_training = self.training
         self.eval()
+        # Attached once for the whole decode (and validated before it), not at every step.
+        ablation = self.ablation_hooks(ablate, ablate_with)
         try:
-            device = next(self.parameters()).device
-            for _, rows in sorted(groups.items()):
-                step = batch_size or len(rows)
-                for c in range(0, len(rows), step):
-                    chunk = rows[c:c + step]
-                    x = torch.tensor([prompts[n] for n in chunk], dtype=torch.long, device=device)
-                    for n, seq in zip(chunk, self._greedy(x, max_new_tokens, stop_id, use_cache, ablate, ablate_with)):
-                        out[n] = seq
+            with hooks(self, ablation, prepend=True):
+                device = next(self.parameters()).device
+                for _, rows in sorted(groups.items()):
+                    step = batch_size or len(rows)
+                    for c in range(0, len(rows), step):
+                        chunk = rows[c:c + step]
+                        x = torch.tensor([prompts[n] for n in chunk], dtype=torch.long, device=device)
+                        for n, seq in zip(chunk, self._greedy(x, max_new_tokens, stop_id, use_cache)):
+                            out[n] = seq
         finally:
             self.train(was_training)
         return out
 
-    def _greedy(self, x: torch.Tensor, max_new: int, stop_id: int, use_cache: bool, ablate, ablate_with) -> list[list[int]]:
+    def _greedy(self, x: torch.Tensor, max_new: int, stop_id: int, use_cache: bool) -> list[list[int]]:
         """Greedy decoding of one rectangular batch ``x`` ``(b, Lp)``; see :meth:`generate`."""
         b, Lp = x.shape
         cache = self.new_cache(b, Lp + max_new - 1) if use_cache else None
         new = torch.full((b, max_new), stop_id, dtype=torch.long, device=x.device)
         done = torch.zeros(b, dtype=torch.bool, device=x.device)
-        logits = self(x, ablate=ablate, ablate_with=ablate_with, cache=cache)[:, -1]  # (b, V)
+        logits = self(x, cache=cache)[:, -1]  # (b, V)
         for t in range(max_new):
             nxt = torch.where(done, stop_id, logits.argmax(dim=-1))  # (b,); finished rows idle on stop_id
             new[:, t] = nxt
@@ -431,11 +476,18 @@ class Transformer(nn.Module):
             if t == max_new - 1 or bool(done.all()):
                 break
             if cache is not None:
-                logits = self(nxt[:, None], ablate=ablate, ablate_with=ablate_with, cache=cache)[:, -1]
+                logits = self(nxt[:, None], cache=cache)[:, -1]
             else:
                 x = torch.cat([x, nxt[:, None]], dim=1)
-                logits = self(x, ablate=ablate, ablate_with=ablate_with)[:, -1]
+                logits = self(x)[:, -1]
         rows = []
         for seq in new.tolist():
             rows.append(seq[:seq.index(stop_id) + 1] if stop_id in seq else seq)
         return rows
+
+
+def _replace_heads(mask: torch.Tensor, value: torch.Tensor) -> HookFn:
+    """A ``hook_z`` hook: heads where ``mask`` ``(1, H, 1, 1)`` is True take ``value`` (broadcast to ``z``)."""
+    def fn(z: torch.Tensor, _hook: HookPoint) -> torch.Tensor:
+        return torch.where(mask, value.to(z.dtype), z)
+    return fn

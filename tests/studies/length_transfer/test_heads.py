@@ -9,6 +9,7 @@ import torch
 from scipy import stats
 from sklearn.metrics import jaccard_score
 
+from bindscale.models.hooks import run_with_cache
 from bindscale.models.transformer import Transformer
 from bindscale.seqtrain import greedy_predictions
 from bindscale.studies.length_transfer.heads import (
@@ -85,9 +86,8 @@ def test_head_means_average_over_non_padding_positions_only():
     m = first_token_model()
     tokens, _ = first_token_batch(4)
     padded = torch.cat([tokens, torch.zeros(4, 3, dtype=torch.long)], dim=1)
-    acts: dict = {}
-    m(tokens, acts)
-    want = acts["attn.0.head_out"].mean(dim=(0, 2))  # (H, d_head): every position is a real token
+    _, acts = run_with_cache(m, tokens)
+    want = acts["blocks.0.attn.hook_z"].mean(dim=(0, 2))  # (H, d_head): every position is a real token
     got = head_means(m, padded)[0]
     assert torch.allclose(got, want, atol=1e-5)
 

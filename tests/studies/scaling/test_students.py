@@ -1,6 +1,7 @@
 import pytest
 import torch
 
+from bindscale.models import run_with_cache
 from bindscale.studies.scaling.config import ModelConfig
 from bindscale.studies.scaling.students import build_model
 
@@ -13,8 +14,7 @@ def gens(n, seed=0):
 def test_activation_points_have_the_declared_shapes(kind):
     m = build_model(ModelConfig(kind=kind, width=12, depth=2), code_dim=8, x_dim=16, out_dim=16, n_modules=8, gens=gens(3))
     code, x = torch.randn(3, 5, 8), torch.randn(3, 5, 7, 16)
-    acts = {}
-    y = m(code, x, acts)
+    y, acts = run_with_cache(m, code, x)
     assert y.shape == (3, 5, 7, 16)
     assert {k: tuple(v.shape) for k, v in acts.items()} == m.activation_shapes(5, 7)
 
@@ -45,9 +45,8 @@ def test_stacked_trials_are_independent(kind):
 def test_hypernet_output_is_linear_in_the_mixing_for_a_linear_target():
     # depth-1 target with identity-free check: generated weights are affine in the code.
     m = build_model(ModelConfig(kind="hypernet", width=4, depth=1, activation="relu"), 3, 2, 2, 3, gens(1))
-    acts = {}
-    m(torch.tensor([[[1.0, 0.0, 0.0]]]), torch.zeros(1, 1, 1, 2), acts)
-    alpha = acts["mixing"][0, 0]
+    _, acts = run_with_cache(m, torch.tensor([[[1.0, 0.0, 0.0]]]), torch.zeros(1, 1, 1, 2))
+    alpha = acts["hook_mixing"][0, 0]
     torch.testing.assert_close(alpha, m.mix_W[0, 0] + m.mix_b[0, 0])
 
 

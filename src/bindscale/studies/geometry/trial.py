@@ -15,9 +15,9 @@ Steps (independent seed streams, :mod:`bindscale.seeding`):
    Its test loss (nats per predicted token on the test sentences) is recorded.
 3. Activations: word ``i``'s vector at layer ``l`` is the residual stream at its position (input
    ``<s> w_1 … w_n``; causal, so a word sees only itself and the words before it): layer 0 is
-   ``resid.0`` (the input embeddings), layer ``l`` = ``resid.{l}`` after block ``l-1``, the last layer
-   ``resid.final``. The same for the untrained model (same initial weights: the random-model
-   control) when ``probe.untrained_control``.
+   ``blocks.0.hook_resid_pre`` (the input embeddings), layer ``l`` = ``blocks.{l}.hook_resid_pre``
+   after block ``l-1``, the last layer the last block's ``hook_resid_post``. The same for the
+   untrained model (same initial weights: the random-model control) when ``probe.untrained_control``.
 4. Probes (:func:`.layers.probe_layers`): structural, polar and identity on every layer, fit on the
    fit sentences, stopped and layer-chosen on dev (:data:`.layers.SELECT`), scored on test.
 
@@ -41,6 +41,7 @@ import numpy as np
 import torch
 
 from bindscale import seeding
+from bindscale.models.hooks import run_with_cache
 from bindscale.models.transformer import Transformer
 from bindscale.seqtrain import PAD_ID, seq_loss
 from bindscale.kit import TrialResult, train_from_config
@@ -103,13 +104,18 @@ def untrained_model(trial: GeometryTrial) -> Transformer:
 def word_activations(model: Transformer, sentences: list[Sentence], batch: int = 256) -> dict[str, list[np.ndarray]]:
     """Layer name (``"0"`` … ``str(n_layers)``) → per sentence its words' vectors ``(n_words, d_model)``."""
     model.eval()
-    out: dict[str, list[np.ndarray]] = {str(l): [] for l in range(model.n_layers + 1)}
+    n = model.n_layers
+    out: dict[str, list[np.ndarray]] = {str(l): [] for l in range(n + 1)}
+    # Layer l < n is the stream entering block l; layer n the stream after the last block.
+    names = [f"blocks.{l}.hook_resid_pre" for l in range(n)] + [f"blocks.{n - 1}.hook_resid_post"]
+    # The patterns are hooked too (and not read): that makes attention explicit in every layer,
+    # the computation these scores were fixed with (the fused kernel differs in float rounding).
+    patterns = [f"blocks.{l}.attn.hook_pattern" for l in range(n)]
     for i in range(0, len(sentences), batch):
         chunk = sentences[i:i + batch]
         tokens, _ = encode(chunk, with_eos=False)
-        acts: dict = {}
-        model(tokens, acts)
-        points = [acts[f"resid.{l}"] for l in range(model.n_layers)] + [acts["resid.final"]]
+        _, cache = run_with_cache(model, tokens, names=names + patterns)
+        points = [cache[name] for name in names]
         for l, x in enumerate(points):
             x = x.numpy()
             out[str(l)] += [x[n, 1:len(s) + 1].copy() for n, s in enumerate(chunk)]

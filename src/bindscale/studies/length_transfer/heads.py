@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from scipy import stats as sps
 
+from bindscale.models.hooks import HookFn, run_with_cache, run_with_hooks
 from bindscale.models.transformer import Transformer
 
 from .tasks import PAD_ID
@@ -24,8 +25,7 @@ from .tasks import PAD_ID
 
 @torch.inference_mode()
 def answer_scores(model: Transformer, tokens: torch.Tensor, mask: torch.Tensor, *, batch_size: int = 256,
-                  ablate: dict[int, list[int]] | None = None,
-                  ablate_with: dict[int, torch.Tensor] | None = None) -> tuple[np.ndarray, np.ndarray]:
+                  hooks: dict[str, HookFn] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Exact match and loss of each sequence's answer under teacher forcing.
 
     Exact match here equals exact match of greedy decoding: greedy decoding reproduces the answer
@@ -36,13 +36,15 @@ def answer_scores(model: Transformer, tokens: torch.Tensor, mask: torch.Tensor, 
         model: the transformer (eval mode is set and restored).
         tokens: ``(N, L)`` ids, right-padded with :data:`PAD_ID`.
         mask: ``(N, L)`` bool; ``[n, t]`` True makes token ``t + 1`` an answer token.
-        ablate, ablate_with: head ablation, as in :meth:`Transformer.forward`.
+        hooks: hook name → hook attached to every forward pass (:func:`run_with_hooks`), e.g. a
+            head ablation from :meth:`Transformer.ablation_hooks`.
 
     Returns:
         ``correct`` ``(N,)`` bool and ``loss`` ``(N,)`` mean cross-entropy per answer token (nats).
 
     Raises:
         ValueError: shapes differ, or a sequence has no answer token.
+        KeyError: a hook name that is not a hook point of the model.
     """
     if tokens.shape != mask.shape or tokens.dim() != 2:
         raise ValueError(f"tokens and mask must both be (N, L); got {tuple(tokens.shape)} and {tuple(mask.shape)}")
@@ -57,7 +59,7 @@ def answer_scores(model: Transformer, tokens: torch.Tensor, mask: torch.Tensor, 
             tok, m = tokens[s:s + batch_size].to(device), mask[s:s + batch_size, :-1].to(device)
             L = int(torch.where(m.any(dim=0))[0].max()) + 2  # up to the last target
             tok, m = tok[:, :L], m[:, :L - 1]
-            logits = model(tok[:, :-1], ablate=ablate, ablate_with=ablate_with)  # (B, L-1, V)
+            logits = run_with_hooks(model, tok[:, :-1], hooks=hooks)  # (B, L-1, V)
             target = tok[:, 1:]
             ce = F.cross_entropy(logits.transpose(1, 2), target, reduction="none")  # (B, L-1)
             right = (logits.argmax(-1) == target) | ~m
@@ -72,7 +74,7 @@ def answer_scores(model: Transformer, tokens: torch.Tensor, mask: torch.Tensor, 
 def head_means(model: Transformer, tokens: torch.Tensor) -> dict[int, torch.Tensor]:
     """Each head's mean output over a reference batch: layer → ``(H, d_head)``.
 
-    The mean of activation point ``attn.{i}.head_out`` over every sequence and every
+    The mean of hook point ``blocks.{i}.attn.hook_z`` over every sequence and every
     non-padding position of ``tokens`` ``(N, L)`` (pad positions are excluded).
 
     Raises:
@@ -84,14 +86,17 @@ def head_means(model: Transformer, tokens: torch.Tensor) -> dict[int, torch.Tens
     was = model.training
     model.eval()
     device = next(model.parameters()).device
+    n = model.n_layers
+    # The patterns are hooked too (not read): attention then runs explicitly in every layer, the
+    # computation these means were fixed with (the fused kernel differs in float rounding).
+    names = [f"blocks.{i}.attn.hook_{p}" for i in range(n) for p in ("pattern", "z")]
     try:
-        acts: dict = {}
-        model(tokens.to(device), acts)
+        _, cache = run_with_cache(model, tokens.to(device), names=names)
     finally:
         model.train(was)
     w = valid.to(device)[:, None, :, None].float()  # (N, 1, L, 1)
-    return {i: (acts[f"attn.{i}.head_out"] * w).sum(dim=(0, 2)) / w.sum(dim=(0, 2))  # (H, d_head)
-            for i in range(model.n_layers)}
+    return {i: (cache[f"blocks.{i}.attn.hook_z"] * w).sum(dim=(0, 2)) / w.sum(dim=(0, 2))  # (H, d_head)
+            for i in range(n)}
 
 
 def head_importance(model: Transformer, tokens: torch.Tensor, mask: torch.Tensor,
@@ -111,7 +116,8 @@ def head_importance(model: Transformer, tokens: torch.Tensor, mask: torch.Tensor
     out = np.zeros((model.n_layers, model.n_heads, 2))
     for layer in range(model.n_layers):
         for h in range(model.n_heads):
-            ok, loss = answer_scores(model, tokens, mask, ablate={layer: [h]}, ablate_with={layer: means[layer]})
+            ablation = model.ablation_hooks({layer: [h]}, {layer: means[layer]})  # head h → its mean
+            ok, loss = answer_scores(model, tokens, mask, hooks=ablation)
             out[layer, h] = (loss.mean() - base_loss.mean(), base_ok.mean() - ok.mean())
     return out
 

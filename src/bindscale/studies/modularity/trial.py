@@ -55,6 +55,7 @@ from torch import nn
 
 from bindscale import seeding
 from bindscale.analysis.masks import accuracy, apply_mask
+from bindscale.models.hooks import run_with_cache
 from bindscale.models.mlp import MLPConfig, StackedMLP
 from bindscale.models.transformer import Transformer
 from bindscale.kit import TrialResult, batch_indices, fit_minibatches
@@ -108,17 +109,17 @@ class MLPNet(CompoundNet):
         self.net = StackedMLP(cfg, code_dim=in_dim, x_dim=0, out_dim=1, n_modules=1, gens=[generator])
         self.depth, self.feature_dim = m.depth, m.width
 
-    def _run(self, x: torch.Tensor, acts: dict | None = None) -> torch.Tensor:
-        # (N, D) → code (1, N, D), no per-row inputs (1, N, 1, 0) → (1, N, 1, 1)
-        return self.net(x[None], x.new_zeros(1, len(x), 1, 0), acts)
+    def _inputs(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        # (N, D) → code (1, N, D), no per-row inputs (1, N, 1, 0); the stack outputs (1, N, 1, 1)
+        return x[None], x.new_zeros(1, len(x), 1, 0)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self._run(x).reshape(-1)
+        return self.net(*self._inputs(x)).reshape(-1)
 
     def features(self, x: torch.Tensor) -> torch.Tensor:
-        acts: dict = {}
-        self._run(x, acts)
-        return acts[f"hidden.{self.depth - 1}"].reshape(len(x), -1)
+        last = f"hook_hidden.{self.depth - 1}"
+        _, cache = run_with_cache(self.net, *self._inputs(x), names=[last], detach=False)
+        return cache[last].reshape(len(x), -1)
 
     def mask_names(self, which: str) -> list[str]:
         n = self.depth + (which == "all")
@@ -149,9 +150,12 @@ class TransformerNet(CompoundNet):
         return last[:, self.yes] - last[:, self.no]
 
     def features(self, tokens: torch.Tensor) -> torch.Tensor:
-        acts: dict = {}
-        self.net(tokens, acts)
-        return self.net.ln_f(acts["resid.final"][:, -1])
+        n = self.net.n_layers
+        last = f"blocks.{n - 1}.hook_resid_post"  # the stream after the last block, before ln_f
+        # Patterns hooked (not read) so attention runs explicitly, the computation the features were fixed with.
+        patterns = [f"blocks.{l}.attn.hook_pattern" for l in range(n)]
+        _, cache = run_with_cache(self.net, tokens, names=[last, *patterns], detach=False)
+        return self.net.ln_f(cache[last][:, -1])
 
     def mask_names(self, which: str) -> list[str]:
         names = [f"net.blocks.{i}.{w}.weight" for i in range(self.net.n_layers)

@@ -515,6 +515,19 @@ def _probe_rows(acts: dict[str, torch.Tensor], z: torch.Tensor, S: int) -> tuple
     return rows, zz
 
 
+def _probed_points(net: StackedModel, batch: Batch) -> dict[str, torch.Tensor]:
+    """The probed activations of ``net`` on ``batch``, keyed ``input``, ``mixing``, ``hidden.i`` (the
+    record's layer names: the hook names without ``hook_``), each ``(T, B, S, D)`` or ``(T, B, D)``.
+
+    The readout and the hypernet's generated weights are not probed.
+    """
+    from bindscale.models.hooks import hook_names, run_with_cache  # absolute: this module may move
+
+    names = [n for n in hook_names(net) if n.startswith(("hook_input", "hook_mixing", "hook_hidden."))]
+    _, cache = run_with_cache(net, batch.code, batch.x, names=names)
+    return {n.removeprefix("hook_"): a for n, a in cache.items()}
+
+
 @torch.no_grad()
 def _probe_metrics(model: StackedModel, trials, tasks, device) -> dict[str, list]:
     """Decodability of the constituents per layer (trained model, input baseline, random-init control).
@@ -552,9 +565,7 @@ def _probe_metrics(model: StackedModel, trials, tasks, device) -> dict[str, list
             "decod_layers": [{}] * T, "decod_layers_cv": [{}] * T}
     acts = {}
     for net, key in ((model, "trained"), (control, "random")):
-        a_fit, a_score = {}, {}
-        net(fit.code, fit.x, a_fit)
-        net(score.code, score.x, a_score)
+        a_fit, a_score = _probed_points(net, fit), _probed_points(net, score)
         acts[key] = (a_fit, a_score)
     groups = np.repeat(np.arange(tr.probe_tasks), S)  # task of each probe row (rows are task-major)
     for t in range(T):
