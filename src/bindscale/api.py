@@ -251,8 +251,8 @@ def build_model(config: TrialBase | Mapping[str, Any], **model_kwargs: Any) -> "
     """The trial's model before training (the trial's own initialisation, on the CPU, train mode):
     what :func:`run_trial` trains and hands back.
 
-    ``model_kwargs``: what the study's builder takes beyond the config (subgraphs: ``max_len``, the
-    transformer's longest sequence, else computed from the trial's data; :func:`load_model` passes
+    ``model_kwargs``: what the study's builder takes beyond the config (e.g. a transformer's ``max_len``,
+    its longest sequence, else computed from the trial's data; :func:`load_model` passes
     the saved ones).
 
     Raises:
@@ -284,14 +284,14 @@ def collect_activations(model: "torch.nn.Module", inputs: Any, names: Sequence[s
         MLP (bindscale.models.mlp)           hook_input (B, S, E+I) code ‖ x; hook_hidden.{i} (B, S, width)
                                              post-activation; hook_output (B, S, O); modules input,
                                              hidden.{i}, output (the same tensors)
-        Transformer (subgraphs)              modules: embed, blocks.{i}, blocks.{i}.ln1, .attn,
+        Transformer (models.transformer)     modules: embed, blocks.{i}, blocks.{i}.ln1, .attn,
                                              .attn.qkv, .attn.proj, .ln2, .mlp, .mlp.fc (pre-GELU),
                                              .mlp.proj, ln_f, head (logits);
                                              hook points: hook_embed, blocks.{i}.hook_resid_pre,
                                              .attn.hook_pattern (B, H, L, L), .attn.hook_z,
                                              .hook_attn_out, .hook_resid_mid, .mlp.hook_post,
                                              .hook_mlp_out, .hook_resid_post, hook_ln_final
-        CompoundNet (modularity)             MLP: net.hook_input, net.hook_hidden.{i}, net.hook_output,
+        CompoundNet (a study's)              MLP: net.hook_input, net.hook_hidden.{i}, net.hook_output,
                                              each (1, N, 1, ·) (a stack of one trial; module "net" on
                                              request); transformer: net.hook_embed, net.blocks.{i}.… …
 

@@ -664,7 +664,7 @@ def study_notes(study: StudyConfig) -> list[str]:
 
 def _check_overrides_kept(parsed: list[tuple[str, Any]], trials: list[TrialBase], source: str) -> None:
     """Refuse a ``--set`` of a trial field that no trial keeps: a trial class may drop the fields of another
-    kind (the ceiling study's real-model fields on its trained transformers), and a value silently dropped
+    kind (e.g. a study's real-model fields on its trained transformers), and a value silently dropped
     would run a study other than the one asked for.
 
     Raises:

@@ -1,10 +1,9 @@
 """Training and greedy evaluation of ONE sequence model on a fixed training set.
 
-The subgraphs study (Dziri et al., NeurIPS 2023, "Faith and Fate") trains
-character-level transformers from scratch on a *fixed* set of examples — the
-number of training examples is one of its axes — so, unlike the stacked
-trainer that samples its tasks online, nothing is sampled: mini-batches are
-drawn from the N given sequences in shuffled epochs.
+Studies that train a model from scratch on a *fixed* set of examples (where
+the number of training examples can be an axis) share this loop: nothing is
+sampled online, mini-batches are drawn from the N given sequences in
+shuffled epochs.
 
 Sequences are right-padded with :data:`PAD_ID`. A boolean loss mask says which
 next-token predictions count: ``loss_mask[n, t]`` True means the logits at

@@ -1,4 +1,4 @@
-"""Character-level decoder-only transformer (the subgraphs claim: Dziri et al., NeurIPS 2023, "Faith and Fate").
+"""Character-level decoder-only transformer, the sequence model every transformer study trains.
 
 One model, one trial (no stacking over trials, unlike the MLP students): token
 embedding → ``n_layers`` pre-LayerNorm blocks (Radford et al. 2019, GPT-2;

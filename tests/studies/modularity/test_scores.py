@@ -15,7 +15,7 @@ from bindscale.studies.modularity.analysis import (
 )
 from bindscale.studies.modularity.tasks import CompoundTask, make_datasets
 
-from unit.test_masks import C, S, hand_built, squeeze
+from .test_masks import C, S, hand_built, squeeze
 
 MASKED = ["0.weight", "2.weight"]
 

@@ -22,7 +22,7 @@ from bindscale.studies.modularity.trial import (
 from bindscale.jobs import run_group
 from bindscale.sweep import job_cost
 
-from unit.test_masks import C, S, hand_built
+from .test_masks import C, S, hand_built
 
 torch.set_num_threads(1)
 

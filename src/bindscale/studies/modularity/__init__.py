@@ -5,7 +5,7 @@ Structural Compositionality in Neural Networks" (NeurIPS).
 Modules: :mod:`.config` (trial config), :mod:`.tasks` (scenes and datasets), :mod:`.trial`
 (train a base network, search its masks), :mod:`.analysis` (SubDiff / AblDiff), :mod:`.verdicts`,
 :mod:`.figures`, :mod:`.table`, :mod:`.plan`; the mask search itself is shared
-(:mod:`bindscale.analysis.masks`).
+(:mod:`bindscale.studies.modularity.masks`).
 """
 
 from bindscale.kit import Claim, StudyPlugin

@@ -5,7 +5,7 @@ Neural Networks").
 For a base model trained on a compound task "A and B" and one target
 subroutine (say A):
 
-1. a mask is searched (:func:`~bindscale.analysis.masks.find_mask`,
+1. a mask is searched (:func:`~bindscale.studies.modularity.masks.find_mask`,
    continuous sparsification) under which the frozen model solves A — on the
    subroutine-A training set, where B is held true so the compound label is
    A's truth value;
@@ -61,7 +61,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from bindscale.analysis.masks import Data, ForwardFn, MaskResult, accuracy, apply_mask, find_mask, random_mask_like
+from bindscale.studies.modularity.masks import Data, ForwardFn, MaskResult, accuracy, apply_mask, find_mask, random_mask_like
 
 
 def sub_diff(acc_sub_target: float, acc_sub_other: float, chance: float) -> float:
@@ -155,7 +155,7 @@ def subroutine_modularity(
         model: the trained (or, for the control, untrained) base model; never modified.
         param_names: parameters to mask (see :func:`find_mask` and the module docstring on
             the readout).
-        forward_fn: ``forward_fn(f, inputs) -> logits`` (see :mod:`bindscale.analysis.masks`).
+        forward_fn: ``forward_fn(f, inputs) -> logits`` (see :mod:`bindscale.studies.modularity.masks`).
         train: ``(inputs, labels)`` the mask is trained on: the target subroutine's
             training set (other subroutine held true, label = target's truth value).
         test_target: the target subroutine's test set.

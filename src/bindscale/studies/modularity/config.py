@@ -74,10 +74,10 @@ class PretrainConfig(StrictModel):
 
 
 class MaskConfig(StrictModel):
-    """Continuous-sparsification mask search (bindscale.analysis.masks) and its controls.
+    """Continuous-sparsification mask search (bindscale.studies.modularity.masks) and its controls.
 
     ``params`` fixes which weights are masked — it decides the result (see
-    bindscale.analysis.modularity): ``hidden`` = every weight matrix that computes a
+    bindscale.studies.modularity.analysis): ``hidden`` = every weight matrix that computes a
     hidden representation (MLP: input and hidden-to-hidden matrices; transformer:
     attention qkv/output and MLP fc/proj matrices of every block), never the
     readout, the token embedding, biases or LayerNorm; ``all`` adds the readout (and

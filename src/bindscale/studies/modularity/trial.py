@@ -23,7 +23,7 @@ One trial (all randomness on its own stream of :mod:`bindscale.seeding`):
    afterwards; then training on the compound task ("train").
 3. **Mask search** ("mask", one sub-stream per network × subroutine × mask
    seed): for each subroutine and mask seed, continuous sparsification on that
-   subroutine's training set (:func:`bindscale.analysis.modularity.subroutine_modularity`),
+   subroutine's training set (:func:`bindscale.studies.modularity.analysis.subroutine_modularity`),
    scored by SubDiff / AblDiff with the chance floor on both subroutine test
    sets; structural = SubDiff > 0 and AblDiff < 0.
 4. **Controls**: a random mask of the same size per parameter for every found
@@ -54,7 +54,7 @@ import torch
 from torch import nn
 
 from bindscale import seeding
-from bindscale.analysis.masks import accuracy, apply_mask
+from bindscale.studies.modularity.masks import accuracy, apply_mask
 from bindscale.models.hooks import run_with_cache
 from bindscale.models.mlp import MLPConfig, StackedMLP
 from bindscale.models.transformer import Transformer
@@ -286,7 +286,7 @@ def search_masks(net: CompoundNet, data: dict[str, CompoundDataset], trial: Modu
 
     Returns:
         One dict per (subroutine, mask seed): ``net``, ``subroutine``, ``mask_seed``, the
-        scalars of :class:`~bindscale.analysis.modularity.SubroutineResult`, ``binary_fraction``
+        scalars of :class:`~bindscale.studies.modularity.analysis.SubroutineResult`, ``binary_fraction``
         (share of weights whose final soft mask is within 0.01 of the hard one) and
         ``abl_yes_target`` / ``abl_yes_other`` (share of "yes" answers of the ablated model
         on each test set: near 0 or 1 means the ablation left a constant answer).

@@ -10,7 +10,7 @@ training set. Every plotted mean carries its 95% Student t interval over seeds
 in-distribution range (sizes ≤ ``task.id_max``; depths reached by such problems) and the
 out-of-distribution range beyond it.
 The error-type figure ``sg_error_types`` labels nodes with Dziri et al.'s
-definitions (:func:`bindscale.analysis.subgraphs.classify_nodes_dziri`);
+definitions (:func:`bindscale.studies.subgraphs.analysis.classify_nodes_dziri`);
 ``sg_error_types_recomputed`` shows bindscale's recomputed labels beside it.
 Accuracy by depth uses bindscale's graph depth and, for multiplication, also
 Faith and Fate's (:func:`bindscale.studies.subgraphs.tasks.multiplication.source_depth`).

@@ -21,7 +21,7 @@ target only, then decodes greedily. Metrics (all on the test examples):
 - node error taxonomy on predicted scratchpads (correct / local / propagation
   / restoration / missing) by depth, with Dziri et al.'s definitions
   (``taxonomy_dziri_by_depth``) and bindscale's recomputed ones
-  (``taxonomy_by_depth``), see :mod:`bindscale.analysis.subgraphs`;
+  (``taxonomy_by_depth``), see :mod:`bindscale.studies.subgraphs.analysis`;
 - subgraph coverage: the share of non-input nodes whose whole ancestor
   computation occurs in the training graphs, among correct vs wrong nodes,
   overall and matched by depth (:func:`depth_matched_gap`);

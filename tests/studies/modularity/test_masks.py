@@ -3,7 +3,7 @@ import pytest
 import torch
 from torch import nn
 
-from bindscale.analysis.masks import (
+from bindscale.studies.modularity.masks import (
     MaskedModel,
     accuracy,
     accuracy_of,
