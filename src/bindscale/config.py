@@ -78,6 +78,12 @@ class TrialBase(StrictModel):
         return self.config_columns(out)
 
     @classmethod
+    def column_names(cls) -> tuple[str, ...]:
+        """Names of the config columns a results table has for this class (:meth:`flat`'s keys, ``seed``
+        included), whichever member of a union section a trial uses: the columns that make one unit."""
+        return tuple(cls.config_columns({p: None for p in sorted(_trial_paths(cls))}))
+
+    @classmethod
     def config_columns(cls, flat: Mapping[str, Any]) -> dict[str, Any]:
         """Config columns with one name per field, from a record's ``config`` in either form.
 
@@ -217,7 +223,9 @@ class StudyConfig(StrictModel):
             if name not in claims:
                 raise ValueError(f"unknown verdict {name!r} for the {study.name} study; allowed: "
                                  f"{', '.join(claims) or 'none'}")
-            allowed = claims[name].thresholds
+            from .study import ENGINE_THRESHOLDS
+
+            allowed = {**ENGINE_THRESHOLDS, **claims[name].thresholds}
             for key, value in (params or {}).items():
                 if key not in allowed:
                     raise ValueError(f"verdicts.{name}: unknown threshold {key!r}; allowed: {', '.join(allowed)}")

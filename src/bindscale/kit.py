@@ -23,6 +23,8 @@ Constants:
     ``NAN3``: ``(nan, nan, nan)``, the interval of a verdict that has no number.
     ``MIN_REPLICATES``: fewest seeds a deciding cell may have for any verdict (3: a t interval needs a spread).
     ``CONCLUSIVE_SEEDS``: seeds per deciding cell below which a verdict carries a caveat (8).
+    ``MIN_SEEDS``: default of every claim's ``min_seeds`` threshold, the share of a deciding cell's planned
+    seeds that must be finite (0.75: 6 of 8); a rule names its deciding cells with ``deciding_cell``.
     ``SIDES``: side key -> words (a :class:`Claim`'s ``side``: which side of the question it bears on).
 """
 
@@ -41,7 +43,7 @@ __all__ = [
     "StrictModel", "TrialBase", "TrialResult",
     # verdicts
     "Verdict", "SUPPORTED", "NOT_SUPPORTED", "INCONCLUSIVE", "MISSING", "NAN3", "MIN_REPLICATES",
-    "CONCLUSIVE_SEEDS", "ok_rows", "coerce_numeric", "restrict_to_mode", "degenerate", "ci_entry", "json_key",
+    "CONCLUSIVE_SEEDS", "MIN_SEEDS", "deciding_cell", "at_bound", "one_per_unit", "ok_rows", "coerce_numeric", "restrict_to_mode", "degenerate", "ci_entry", "json_key",
     "to_python", "decide", "decide_below", "finite_values", "pooled_columns",
     # figures
     "new_figure", "to_base64", "seed_summary", "summary_of", "error_lengths", "errorbar", "band", "ci_note",
@@ -60,6 +62,10 @@ _LAZY: dict[str, tuple[str, str]] = {
     "NAN3": ("bindscale.report.verdicts", "NAN3"),
     "MIN_REPLICATES": ("bindscale.report.verdicts", "MIN_REPLICATES"),
     "CONCLUSIVE_SEEDS": ("bindscale.report.verdicts", "CONCLUSIVE_SEEDS"),
+    "MIN_SEEDS": ("bindscale.report.verdicts", "MIN_SEEDS"),
+    "deciding_cell": ("bindscale.report.verdicts", "deciding_cell"),
+    "at_bound": ("bindscale.report.verdicts", "at_bound"),
+    "one_per_unit": ("bindscale.rows", "one_per_unit"),
     "ok_rows": ("bindscale.rows", "ok_rows"),
     "coerce_numeric": ("bindscale.report.verdicts", "coerce_numeric"),
     "restrict_to_mode": ("bindscale.report.verdicts", "restrict_to_mode"),
@@ -96,7 +102,7 @@ _LAZY: dict[str, tuple[str, str]] = {
 }
 
 if TYPE_CHECKING:  # what type checkers and IDEs see (the same objects __getattr__ hands out)
-    from .rows import ok_rows
+    from .rows import ok_rows, one_per_unit
     from .report.html import mean_table
     from .report.figures import _as_list as curve_values
     from .report.figures import _band as band
@@ -115,7 +121,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see (the same objects __getattr
     from .report.figures import _to_b64 as to_base64
     from .report.figures import _two as two_decimals
     from .report.figures import _yerr as error_lengths
-    from .report.verdicts import CONCLUSIVE_SEEDS, MIN_REPLICATES, MISSING, NAN3
+    from .report.verdicts import CONCLUSIVE_SEEDS, MIN_REPLICATES, MIN_SEEDS, MISSING, NAN3
+    from .report.verdicts import at_bound, deciding_cell
     from .report.verdicts import coerce_numeric, degenerate, restrict_to_mode
     from .report.verdicts import _ci as ci_entry
     from .report.verdicts import _decide as decide

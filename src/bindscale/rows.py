@@ -30,3 +30,33 @@ def ok_rows(df: pd.DataFrame, numeric: tuple[str, ...] = ()) -> pd.DataFrame:
     for col in numeric:
         out[col] = pd.to_numeric(out[col], errors="coerce") if col in out else np.nan
     return out.reset_index(drop=True)
+
+
+def one_per_unit(df: pd.DataFrame, config: tuple[str, ...] = (),
+                 axes: tuple[str, ...] = ()) -> tuple[pd.DataFrame, int]:
+    """The table with one record per independent unit (a configuration and its seed), and how many were dropped.
+
+    Two records of the same configuration and seed are one measurement, whatever their trial ids: a
+    copied record, or a trial rerun into another directory, resampled as a second seed would narrow
+    every interval. ``config``: the trial class's config columns (``seed`` among them,
+    :meth:`bindscale.config.TrialBase.column_names`); ``axes``: its sweep axes. When the table has
+    ``seed`` and every axis column (a results table written by :func:`bindscale.records.records_table`
+    has all of them), records equal on the config columns present are one unit; otherwise (a table
+    built by hand, which may tell its cells apart by columns that are not config fields) only records
+    equal on every column but ``trial_id`` are. Of a unit's records an ``ok`` one is kept (the last).
+    """
+    import numpy as np
+    import pandas as pd
+
+    if df.empty:
+        return df, 0
+    cols = [c for c in config if c in df.columns]
+    full = "seed" in df.columns and all(a in df.columns for a in axes)
+    key_cols = cols if full and cols else [c for c in df.columns if c != "trial_id"]
+    # str(): list- and dict-valued cells (curves, keyed tables) are not hashable.
+    key = pd.Series(["\x1f".join(map(str, r)) for r in df[key_cols].itertuples(index=False)])
+    ok = (df["status"].astype(str) == "ok").to_numpy() if "status" in df.columns else np.ones(len(df), bool)
+    pos = np.argsort(ok, kind="stable")  # positions, ok rows last (kept); the index may repeat labels
+    keep = ~key.iloc[pos].duplicated(keep="last").to_numpy()
+    out = df.iloc[np.sort(pos[keep])]
+    return out, int(len(df) - len(out))

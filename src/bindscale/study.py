@@ -109,6 +109,13 @@ def resolve(ref: Any) -> Any:
     return obj
 
 
+
+#: Thresholds the verdict engine reads for every claim, beside each claim's own (name → allowed (low, high)):
+#: ``min_seeds``, the share (≤ 1) or number (> 1) of a deciding cell's planned seeds that must be finite
+#: (:data:`bindscale.report.verdicts.MIN_SEEDS`).
+ENGINE_THRESHOLDS: dict[str, tuple[float, float]] = {"min_seeds": (0.0, 1000.0)}
+
+
 @dataclass(frozen=True)
 class Claim:
     """One published claim a study tests, and how its verdict is decided.

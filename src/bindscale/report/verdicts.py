@@ -34,6 +34,10 @@ __all__ = [
     "degenerate",
     "MIN_REPLICATES",
     "CONCLUSIVE_SEEDS",
+    "MIN_SEEDS",
+    "deciding_cell",
+    "seed_loss",
+    "at_bound",
     "study_as_dict",
 ]
 
@@ -45,6 +49,11 @@ MIN_REPLICATES = 3
 #: Seeds per deciding cell below which a verdict carries a caveat: intervals are valid but not for
 #: conclusions (the quick variants). Default studies have at least this many (verdicts issue, item 5).
 CONCLUSIVE_SEEDS = 8
+#: Default of every claim's ``min_seeds`` (settable in a study file's ``verdicts:`` like any threshold): the
+#: share (≤ 1) or number (> 1) of a deciding cell's planned seeds that must have a finite value for the claim
+#: to be decided; 0.75 is 6 of 8. Failed, diverged, unrecorded and NaN seeds are not a random subset (a
+#: width whose runs blow up loses its worst seeds), so a cell that lost more is not a measurement of it.
+MIN_SEEDS = 0.75
 
 
 # ----------------------------------------------------------------- helpers --
@@ -122,6 +131,102 @@ def degenerate(cells: list[np.ndarray], discrete: bool = False) -> str | None:
     allv = np.concatenate(vals)
     if np.ptp(allv) == 0:
         return f"every deciding value is {allv[0]:g}: nothing varies"
+    return None
+
+
+def deciding_cell(cell: Mapping[str, Any], n: int) -> dict[str, Any]:
+    """One deciding cell as a rule reports it in ``details["deciding_cells"]`` (a list of these).
+
+    ``cell``: the config columns and values that pick its trials out of the results table (say
+    ``{"model": "mlp", "width": 256, "holdout": 0.25}``); ``n``: how many finite values the rule used
+    there. The engine counts the cell's planned seeds in the whole table (every status, planned trials
+    without a record too) and makes the claim inconclusive when fewer than ``min_seeds`` were used
+    (:func:`seed_loss`).
+    """
+    return {"cell": {str(k): _py(v) for k, v in cell.items()}, "n": int(n)}
+
+
+def _cell_label(cell: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k.replace('_', '-')} {v}" for k, v in cell.items())
+
+
+def _matching(whole: pd.DataFrame, cell: Mapping[str, Any]) -> pd.DataFrame:
+    """Rows of ``whole`` in ``cell`` (columns the table lacks are not compared)."""
+    mask = pd.Series(True, index=whole.index)
+    for col, want in cell.items():
+        if col not in whole:
+            continue
+        have = whole[col]
+        if isinstance(want, (int, float)) and not isinstance(want, bool):
+            num = pd.to_numeric(have, errors="coerce").to_numpy(float)
+            mask &= np.isclose(num, float(want), rtol=1e-9, atol=0) & np.isfinite(num)
+        else:
+            mask &= have.astype(str) == str(want)
+    return whole[mask]
+
+
+def needed_seeds(planned: int, min_seeds: float) -> int:
+    """Finite seeds a cell of ``planned`` seeds needs: ``ceil(min_seeds · planned)`` for a share (≤ 1), else
+    ``min_seeds`` itself (at most ``planned``); never fewer than :data:`MIN_REPLICATES`."""
+    need = math.ceil(min_seeds * planned - 1e-9) if min_seeds <= 1 else min(int(min_seeds), planned)
+    return max(need, MIN_REPLICATES)
+
+
+def seed_loss(whole: pd.DataFrame, cells: list[Mapping[str, Any]], min_seeds: float) -> tuple[str | None, dict]:
+    """Seeds the deciding cells lost, and why a verdict cannot stand on what is left (or None).
+
+    ``whole``: every row of the results table (any status, planned trials without a record as status
+    :data:`MISSING`); ``cells``: :func:`deciding_cell` entries. A cell's planned seeds are its distinct
+    ``seed`` values in ``whole`` (its rows when there is no seed column); lost = planned − used, split
+    into statuses other than ok and ok records whose deciding value is NaN. Output: (reason in words
+    or None, ``{cell label: {"planned", "used", "lost", "needed", "statuses"}}`` for cells that lost any).
+    """
+    lost: dict[str, dict[str, Any]] = {}
+    short = []
+    for entry in cells:
+        cell, used = entry["cell"], int(entry["n"])
+        rows = _matching(whole, cell)
+        planned = int(rows["seed"].nunique(dropna=True)) if "seed" in rows else len(rows)
+        if planned <= used:
+            continue
+        statuses = rows["status"].astype(str) if "status" in rows else pd.Series("ok", index=rows.index)
+        if "seed" in rows:  # a seed with an ok record is not lost to a failed retry of it
+            statuses = statuses.groupby(rows["seed"]).agg(lambda s: "ok" if (s == "ok").any() else s.iloc[-1])
+        bad = {str(k): int(v) for k, v in statuses[statuses != "ok"].value_counts().items()}
+        nan = planned - used - sum(bad.values())
+        if nan > 0:
+            bad["ok but NaN"] = nan
+        need = needed_seeds(planned, min_seeds)
+        label = _cell_label(cell)
+        lost[label] = {"planned": planned, "used": used, "lost": planned - used, "needed": need, "statuses": bad}
+        if used < need:
+            why = ", ".join(f"{v} {k}" for k, v in bad.items())
+            short.append(f"{planned - used} of {planned} seeds of the deciding cell ({label}) are NaN, failed, "
+                         f"diverged or missing ({why}); at least {need} of {planned} are needed, {used} remain")
+    return ("; ".join(short) or None), lost
+
+
+def at_bound(arms: Mapping[str, Any], low: float | None = 0.0, high: float | None = 1.0) -> str | None:
+    """Why a comparison of these arms says nothing because every arm sits at a bound of the metric, or None.
+
+    ``arms``: arm name → its seed values (NaN dropped); ``low`` / ``high``: the metric's floor and
+    ceiling (``None``: unbounded on that side, e.g. R² below). When every seed of every arm is exactly
+    the floor (no model learned anything measurable) or exactly the ceiling (every model, the control
+    too, is already perfect), a difference of 0 is the bound's, not the models': a floor or ceiling
+    effect (Cohen 1988, *Statistical Power Analysis*, on restricted range; here in its exact form).
+    An arm without values leaves the question to the caller's seed checks (returns None).
+    """
+    vals = {k: np.asarray(v, float) for k, v in arms.items()}
+    vals = {k: v[np.isfinite(v)] for k, v in vals.items()}
+    if not vals or any(v.size == 0 for v in vals.values()):
+        return None
+    names = " and ".join(vals)
+    for bound, word, what in ((low, "floor", "no model learned anything measurable"),
+                              (high, "ceiling", "every model, the control too, is already perfect")):
+        if bound is not None and all(np.all(v == bound) for v in vals.values()):
+            n = ", ".join(f"{k} {v.size}" for k, v in vals.items())
+            return (f"every seed of {names} is exactly {bound:g} (seeds: {n}): both sit at the {word} of the "
+                    f"metric, {what}, so the comparison says nothing about the claim")
     return None
 
 
@@ -209,6 +314,25 @@ def study_as_dict(study: Any) -> dict[str, Any]:
     return dict(study or {})
 
 
+def _prepare(plugin: Any, df: pd.DataFrame, unrecorded: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFrame, int]:
+    """(the study's ok rows, the whole table its guards see, records dropped as repeats of a unit).
+
+    Every table is first reduced to one record per configuration and seed (:func:`bindscale.rows.one_per_unit`).
+    """
+    from bindscale.rows import one_per_unit
+
+    try:
+        cls = plugin.trial_class
+        config, axes = cls.column_names(), tuple(cls.AXES)
+    except Exception:  # noqa: BLE001 - a plugin without a usable config class: exact copies only
+        config, axes = (), ("\x00",)
+    df, duplicates = one_per_unit(df, config, axes)
+    whole = df
+    if unrecorded is not None and len(unrecorded):  # empty columns dropped: nothing to add, no dtype warning
+        whole = pd.concat([df, unrecorded.dropna(axis=1, how="all")], ignore_index=True)
+    return plugin.prepare_rows(df), whole, duplicates
+
+
 def compute_verdicts(
     df: pd.DataFrame, study: Mapping[str, Any], n_boot: int = 2000, seed: int = 0,
     unrecorded: pd.DataFrame | None = None,
@@ -237,10 +361,7 @@ def compute_verdicts(
     study = study_as_dict(study)
     rules = study.get("verdicts") or {}
     anchors = study.get("anchors") or {}
-    prepared: dict[str, pd.DataFrame] = {}
-    whole = df
-    if unrecorded is not None and len(unrecorded):  # empty columns dropped: nothing to add, no dtype warning
-        whole = pd.concat([df, unrecorded.dropna(axis=1, how="all")], ignore_index=True)
+    prepared: dict[str, tuple[pd.DataFrame, pd.DataFrame, int]] = {}
     out = []
     for name, params in rules.items():
         try:
@@ -248,16 +369,26 @@ def compute_verdicts(
         except KeyError:
             continue
         if plugin.name not in prepared:
-            prepared[plugin.name] = plugin.prepare_rows(df)
-        ok = prepared[plugin.name]
+            prepared[plugin.name] = _prepare(plugin, df, unrecorded)
+        ok, whole, duplicates = prepared[plugin.name]
         given = {k: v for k, v in dict(params or {}).items() if v is not None}
         merged = {**claim.defaults, **given}
+        min_seeds = float(merged.pop("min_seeds", MIN_SEEDS))
         try:
             decided = resolve(claim.rule)(ok, merged, n_boot, seed)
             if not isinstance(decided, Verdict):
                 raise TypeError(f"the rule returned {type(decided).__name__}, not a bindscale.kit.Verdict")
             stat, verdict, triple, n, details = (decided.statistic, decided.outcome, decided.interval,
                                                  decided.n_trials, decided.details)
+            short, lost = seed_loss(whole, details.get("deciding_cells") or [], min_seeds)
+            if lost:
+                details["lost_seeds"] = lost
+            if short and verdict != INCONCLUSIVE:
+                details["reason"] = f"{short} (its own result there: {verdict}, {details.get('reason', '')})"
+                details["value_with_the_lost_seeds"] = _ci(triple, n)
+                verdict, triple = INCONCLUSIVE, NAN3
+            elif short:
+                details["reason"] = f"{details.get('reason', '')}; {short}".lstrip("; ")
             for guard in claim.guards:
                 # A guard sees the whole table (failed and diverged trials too): e.g. the widest planned
                 # model has no result, so the rule answered at a smaller scale than the study asked about;
@@ -274,6 +405,11 @@ def compute_verdicts(
                                  "rule, not a finding: please report it)",
                        "rule_error": f"{type(err).__name__}: {err}"}
             warnings.warn(f"verdict for {name}: {details['reason']}", RuntimeWarning, stacklevel=2)
+        if duplicates:
+            details["duplicate_records"] = duplicates
+            details["reason"] = (f"{details.get('reason', '')}; {duplicates} record(s) repeat the configuration and "
+                                 "seed of another record (copied or rerun under another trial id): each "
+                                 "configuration and seed counted once").lstrip("; ")
         spc = details.get("seeds_per_cell")
         if isinstance(spc, int) and 0 < spc < CONCLUSIVE_SEEDS:
             details["caveat"] = (f"{spc} seeds in a deciding cell, fewer than {CONCLUSIVE_SEEDS}: the interval is "

@@ -198,9 +198,10 @@ def test_only_ok_rows_enter():
 
 
 def _cell(rows, model, width, holdout, values, n_params=0, depth=2):
-    for v in values:
+    """One row per value, each its own seed (two records of one configuration and seed are one unit)."""
+    for s, v in enumerate(values):
         rows.append(_row(len(rows), model=model, width=width, depth=depth, holdout=holdout,
-                         r2_heldout=v, n_params=n_params))
+                         r2_heldout=v, n_params=n_params, seed=s))
 
 
 def test_scaling_hand_computed():
