@@ -44,7 +44,7 @@ import pandas as pd
 from bindscale.records import metric_table
 from bindscale.report.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
 from bindscale.kit import (
-    CONCLUSIVE_SEEDS, MIN_REPLICATES, NAN3, ci_entry, finite_values, json_key, pooled_columns, to_python,
+    CONCLUSIVE_SEEDS, MIN_REPLICATES, NAN3, ci_entry, deciding_cell, finite_values, json_key, pooled_columns, to_python,
     degenerate, restrict_to_mode, Verdict,
 )
 from bindscale.report.verdicts import ok_rows as _ok_rows
@@ -123,6 +123,19 @@ def scaling(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     rows, restriction = restrict_to_mode(rows, COMPARE_LIKE)
     if rows.empty:
         return Verdict(name, INCONCLUSIVE, NAN3, 0, {"reason": "no ok MLP trials with held-out R²"})
+    # The claim speaks of two axes (width and coverage): each must be recorded and have two values with results.
+    for axis, words in (("width", "width"), ("holdout", "hold-out (coverage)")):
+        if axis not in rows or not rows[axis].notna().any():
+            return Verdict(name, INCONCLUSIVE, NAN3, len(rows), {
+                "r2_threshold": thr, "missing_axis": axis,
+                "reason": f"the table records no {words} for its MLP trials: the claim's {words} effect cannot be "
+                          "measured"})
+        if rows[axis].nunique(dropna=True) < 2:
+            only = to_python(rows[axis].dropna().iloc[0])
+            return Verdict(name, INCONCLUSIVE, NAN3, len(rows), {
+                "r2_threshold": thr, "missing_axis": axis, f"{axis}_present": [only],
+                "reason": f"only one {words} ({only}) has ok MLP trials with a held-out R² (any other planned one "
+                          f"failed, diverged or was not run): the claim's {words} effect needs at least two"})
 
     wmax, wmin = rows["width"].max(), rows["width"].min()
     hmin, hmax = rows["holdout"].min(), rows["holdout"].max()
@@ -159,6 +172,9 @@ def scaling(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
         "heldout_r2_by_n_train_combos_at_largest_width": per_combos,
         **restriction,
     }
+    fixed = {"model": "mlp", **{k.removesuffix("_used"): v for k, v in restriction.items() if k.endswith("_used")}}
+    details["deciding_cells"] = [deciding_cell({**fixed, "width": w, "holdout": h}, c.size)
+                                 for (w, h), c in {(wmax, hmin): top, (wmin, hmin): small, (wmax, hmax): sparse}.items()]
     if "r2_heldout_taskmean" in rows and np.isfinite(rows["r2_heldout_taskmean"]).any():
         # Item 8: the reference code's R² (mean over tasks of per-task R²) beside ours, which decides.
         tm = rows.loc[(rows["width"] == wmax) & (rows["holdout"] == hmin), "r2_heldout_taskmean"]
@@ -448,6 +464,12 @@ def binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     m_br = m_br or [int(np.argmax(m_par))]
     h_br = h_br or [int(np.argmax(h_par))]
     deciding = [m_vals[i] for i in m_br] + [h_vals[i] for i in h_br]
+    fixed = {"holdout": h, **{k.removesuffix("_used"): v for k, v in restriction.items() if k.endswith("_used")}}
+    details["deciding_cells"] = (
+        [deciding_cell({"model": "mlp", **fixed, "width": m_keys[i][0], "depth": m_keys[i][1]}, m_vals[i].size)
+         for i in m_br]
+        + [deciding_cell({"model": "hypernet", **fixed, "width": h_keys[i][0], "depth": h_keys[i][1]}, h_vals[i].size)
+           for i in h_br])
     details.update({
         "mlp_params_to_target": pm, "mlp_params_to_target_kind": m_kind,
         "hypernet_params_to_target": ph, "hypernet_params_to_target_kind": h_kind,
