@@ -51,9 +51,12 @@ plans 8 in every deciding cell), the main task alone was not learned within its 
 learned within its own lengths (mean ``aux_acc_in`` below ``min_aux_acc``: no length skill to transfer
 or withhold), the co-trained main task was not learned within L (an auxiliary that wrecks the main
 task shows no transfer trivially), or the deciding cells are degenerate
-(:func:`bindscale.report.verdicts.degenerate` with ``discrete=True``). Once the learning checks pass,
-exact match flat at 0 (or 1) beyond L is a measurement — the task was learned within L and does not
-extrapolate — and decides; one other value everywhere is not.
+(:func:`bindscale.report.verdicts.degenerate` with ``discrete=True``). One arm flat at 0 (or 1) beyond L
+is a measurement once the learning checks pass and decides; every compared arm at 0, or every one at 1
+(the alone arm too), is the metric's floor or ceiling (:func:`bindscale.kit.at_bound`) and says nothing:
+inconclusive (issue 31, item 2). A deciding trial with a NaN accuracy is left out and counted as a lost
+seed of its cell (``details["deciding_cells"]``): the engine decides only with ``min_seeds`` of the
+planned seeds left (issue 31, item 4).
 
 Interval coverage (``benchmarks/length_transfer_coverage.py``, 1000 repetitions): per-seed exact match
 beyond L is zero-inflated alone and bimodal co-trained (a few seeds transfer; Cai et al. report strong
@@ -77,7 +80,7 @@ from scipy import stats as sps
 
 from bindscale.report.verdicts import ok_rows
 from bindscale.kit import (
-    MIN_REPLICATES, NAN3, ci_entry, decide as _decide, decide_below, json_key, to_python, coerce_numeric,
+    MIN_REPLICATES, NAN3, at_bound, ci_entry, deciding_cell, decide as _decide, decide_below, json_key, to_python, coerce_numeric,
     degenerate, Verdict,
 )
 from bindscale.stats import bootstrap_ci, correlation_ci, mean_ci, mean_diff_ci, partial_spearman_within, strata_mean_ci
@@ -265,13 +268,22 @@ def _common(ok: pd.DataFrame, p: Mapping, stat: str, conds: tuple[str, ...], bot
             vary = [c for c in CELL if c in g and g[c].astype(str).nunique() > 1]
             return stop(f"the deciding trials at the {where} size form {cells} cells (differing in "
                         f"{', '.join(vary)}): one cell is compared, never a pool of settings", n)
-        need = ["acc_in", "acc_beyond", "seed"]
-        bad = int(sum((~np.isfinite(g[c].to_numpy(float))).sum() for c in need))
-        bad += int((~np.isfinite(g.loc[g["condition"] != "alone", "aux_acc_in"].to_numpy(float))).sum())
-        if bad:
-            return stop(f"{bad} missing, NaN or infinite accuracies or seeds among the deciding trials at the "
-                        f"{where} size", n)
+        finite = np.ones(len(g), dtype=bool)
+        for c in ("acc_in", "acc_beyond", "seed"):
+            finite &= np.isfinite(g[c].to_numpy(float))
+        finite &= (g["condition"] == "alone").to_numpy() | np.isfinite(g["aux_acc_in"].to_numpy(float))
+        if not finite.all():
+            # Dropped here, counted by the engine against the cell's planned seeds (min_seeds; issue 31, item 4).
+            details.setdefault("trials_with_nan_accuracies", {})[where] = int((~finite).sum())
+            g = g[finite]
+            lacking = [c for c in conds if not (g["condition"] == c).any()]
+            if lacking:
+                return stop(f"every {' and '.join(lacking)} trial at the {where} size has a NaN or infinite accuracy "
+                            "or seed", n)
         groups[where] = {c: g[g["condition"] == c] for c in conds}
+        fixed = {c: to_python(g[c].iloc[0]) for c in ("main", "pos") + CELL if c in g}
+        details.setdefault("deciding_cells", []).extend(
+            deciding_cell({**fixed, "aux": str(gc["aux"].iloc[0])}, gc["seed"].nunique()) for gc in groups[where].values())
     details["seeds_per_cell"] = int(min(gc["seed"].nunique() for g in groups.values() for gc in g.values()))
     if details["seeds_per_cell"] < MIN_REPLICATES:
         return stop(f"fewer than {MIN_REPLICATES} distinct seeds in a deciding cell", n)
@@ -281,11 +293,17 @@ def _common(ok: pd.DataFrame, p: Mapping, stat: str, conds: tuple[str, ...], bot
             return stop(why, n)
     cells = [_per_seed(gc, "acc_beyond") for g in groups.values() for gc in g.values()]
     allv = np.concatenate(cells)
-    if not np.isin(allv, (0.0, 1.0)).all():  # flat at 0 or 1 with learning checks passed is a measurement
+    if not np.isin(allv, (0.0, 1.0)).all():  # flat at 0 or 1 is a bound, judged by each rule on its own arms
         why = degenerate(cells, discrete=True)
         if why:
             return stop(f"degenerate deciding cells: {why} (every seed gave the same value)", n)
     return None, (groups, details)
+
+
+def _bounded(groups: dict, arms: tuple[tuple[str, str], ...]) -> str | None:
+    """:func:`bindscale.kit.at_bound` on exact match beyond L of the compared arms ((size, condition) pairs)."""
+    return at_bound({f"{cond} at the {where} size": _per_seed(groups[where][cond], "acc_beyond")
+                     for where, cond in arms})
 
 
 def _share_bound(details: dict, g: dict, other: str) -> None:
@@ -308,6 +326,11 @@ def _gain_rule(ok: pd.DataFrame, p: Mapping, other: str, stat: str, decide) -> V
     n = int(a.size + b.size)
     triple = mean_diff_ci(a, b)
     _share_bound(details, g, other)
+    bound = _bounded(groups, (("largest", other), ("largest", "alone")))
+    if bound:
+        details["reason"] = f"{_pair_text()}: {bound} (beyond the training length L)"
+        details["difference_at_the_bound"] = ci_entry(triple, n)
+        return Verdict(stat, "inconclusive", NAN3, n, details)
     if other == "unrelated":
         rel = mean_diff_ci(_per_seed(g["related"], "acc_beyond"), b)
         details["related_minus_alone"] = ci_entry(rel, g["related"]["seed"].nunique() + b.size)
@@ -367,6 +390,11 @@ def transfer_grows_with_size(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: in
     details["gain_largest"] = ci_entry(mean_diff_ci(vals[0], vals[1]), vals[0].size + vals[1].size)
     details["gain_smallest"] = ci_entry(mean_diff_ci(vals[2], vals[3]), vals[2].size + vals[3].size)
     triple = strata_mean_ci(vals, weights=[1.0, -1.0, -1.0, 1.0])
+    bound = _bounded(groups, tuple((w, c) for w in ("largest", "smallest") for c in ("related", "alone")))
+    if bound:
+        details["reason"] = f"{_pair_text()}: {bound} (beyond the training length L)"
+        details["difference_at_the_bound"] = ci_entry(triple, n)
+        return Verdict(stat, "inconclusive", NAN3, n, details)
     details["reason"] = (f"gain beyond L {triple[0]:+.3f} larger at {details['deciding_size']} than at "
                          f"{details['smallest_size']} parameters; margin {p['margin']}")
     return Verdict(stat, _decide(triple, p["margin"]), triple, n, details)
