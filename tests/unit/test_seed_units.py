@@ -1,0 +1,83 @@
+"""Issue 31, items 2, 4, 6: the shared helpers (floors and ceilings, lost seeds, one record per unit)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import bindscale.kit as kit
+from bindscale.report.verdicts import MIN_SEEDS, deciding_cell, needed_seeds, seed_loss
+from bindscale.rows import one_per_unit
+
+
+def _table(seeds=4) -> pd.DataFrame:
+    return pd.DataFrame([{"trial_id": f"w{w}s{s}", "status": "ok", "width": w, "seed": s, "acc": 0.5 + 0.01 * s}
+                         for w in (16, 64) for s in range(seeds)])
+
+
+def test_kit_exports_the_helpers_with_docstrings():
+    for name in ("at_bound", "deciding_cell", "one_per_unit", "MIN_SEEDS"):
+        assert name in kit.__all__
+    assert kit.at_bound.__doc__ and kit.deciding_cell.__doc__ and kit.one_per_unit.__doc__
+    assert kit.MIN_SEEDS == MIN_SEEDS == 0.75
+
+
+def test_copies_under_new_trial_ids_are_one_unit():
+    df = _table()
+    copied = pd.concat([df, df.assign(trial_id=df["trial_id"] + "-copy")], ignore_index=True)
+    out, dropped = one_per_unit(copied)  # no config known: exact copies
+    assert dropped == len(df) and len(out) == len(df)
+    rerun = pd.concat([df, df.assign(trial_id="x" + df["trial_id"], acc=df["acc"] + 0.1)], ignore_index=True)
+    assert one_per_unit(rerun)[1] == 0  # other metrics, config unknown: not provably one unit
+    out, dropped = one_per_unit(rerun, config=("width", "seed"), axes=("width", "seed"))
+    assert dropped == len(df) and len(out) == len(df)  # config + seed known: a rerun is the same unit
+
+
+def test_of_a_unit_an_ok_record_is_kept_and_repeated_index_labels_are_fine():
+    df = _table(2)
+    failed = df.assign(status="failed", acc=math.nan)
+    both = pd.concat([df, failed])  # index labels repeat
+    out, dropped = one_per_unit(both, config=("width", "seed"), axes=("width", "seed"))
+    assert dropped == len(df) and (out["status"] == "ok").all()
+
+
+def test_needed_seeds_share_or_count_never_below_min_replicates():
+    assert needed_seeds(8, 0.75) == 6 and needed_seeds(8, 0.5) == 4 and needed_seeds(8, 7) == 7
+    assert needed_seeds(8, 20) == 8 and needed_seeds(3, 0.5) == 3
+
+
+def test_seed_loss_counts_statuses_and_nan_and_says_it_in_words():
+    df = _table(8)
+    df.loc[(df["width"] == 64) & (df["seed"] < 2), "status"] = "failed"
+    df.loc[(df["width"] == 64) & (df["seed"] == 2), "status"] = "diverged"
+    cells = [deciding_cell({"width": np.int64(64)}, 3), deciding_cell({"width": 16}, 8)]  # 2 more ok but NaN
+    reason, lost = seed_loss(df, cells, 0.75)
+    assert lost == {"width 64": {"planned": 8, "used": 3, "lost": 5, "needed": 6,
+                                 "statuses": {"failed": 2, "diverged": 1, "ok but NaN": 2}}}
+    assert reason == ("5 of 8 seeds of the deciding cell (width 64) are NaN, failed, diverged or missing (2 failed, "
+                      "1 diverged, 2 ok but NaN); at least 6 of 8 are needed, 3 remain")
+    assert seed_loss(df, cells, 0.25)[0] is None  # enough left: reported, not blocking
+    assert seed_loss(df, [], 0.75) == (None, {})
+
+
+@pytest.mark.parametrize("bound,word", [(0.0, "floor"), (1.0, "ceiling")])
+def test_at_bound_needs_every_seed_of_every_arm_at_the_same_bound(bound, word):
+    arms = {"related": [bound] * 8, "alone": [bound] * 8}
+    assert word in kit.at_bound(arms) and "related and alone" in kit.at_bound(arms)
+    assert kit.at_bound({"related": [bound] * 7 + [0.5], "alone": [bound] * 8}) is None
+    assert kit.at_bound({"a": [0.0] * 8, "b": [1.0] * 8}) is None  # one at the floor, one at the ceiling: decides
+    assert kit.at_bound({"a": [0.0, math.nan], "b": [0.0]}) is not None  # NaN is the seed checks' business
+    assert kit.at_bound({"a": [], "b": [0.0]}) is None
+    assert kit.at_bound({"a": [1.0], "b": [1.0]}, high=None) is None  # unbounded above (a loss, say)
+
+
+def test_a_study_file_may_set_min_seeds_for_any_claim():
+    from bindscale.config import StudyConfig
+
+    base = {"model": {"width": 16}}  # no kind: the scaling study (implicit kind)
+    StudyConfig(name="x", base=base, verdicts={"scaling": {"min_seeds": 6}})
+    with pytest.raises(ValueError, match="out of range"):
+        StudyConfig(name="x", base=base, verdicts={"scaling": {"min_seeds": -1}})
