@@ -66,7 +66,9 @@ import numpy as np
 import pandas as pd
 
 from bindscale.report.verdicts import ok_rows
-from bindscale.kit import MIN_REPLICATES, NAN3, ci_entry, coerce_numeric, degenerate, restrict_to_mode, Verdict
+from bindscale.kit import (
+    MIN_REPLICATES, NAN3, Verdict, at_bound, ci_entry, coerce_numeric, deciding_cell, degenerate, restrict_to_mode,
+)
 from bindscale.stats import mean_ci, strata_mean_ci
 
 from . import CLAIMS
@@ -126,6 +128,7 @@ def deeper_composes_better_at_equal_params(ok: pd.DataFrame, thresholds: Mapping
     by_split: dict = {}
     results = []  # (split, triple, n)
     seeds_per_cell = []
+    decide_cells: list[dict] = []
     for split in sorted(s for s in rows["split"].dropna().unique() if s != IN_DISTRIBUTION):
         srows = rows[rows["split"] == split]
         groups, weights, cells, entry, unlearned = [], [], [], {}, []
@@ -141,6 +144,10 @@ def deeper_composes_better_at_equal_params(ok: pd.DataFrame, thresholds: Mapping
             groups += [d, -s]
             weights += [1.0 / len(budgets)] * 2
             cells += [d, s]
+            pair = [(d, deep), (s, shallow)]
+            decide_cells += [deciding_cell({"split": split, "budget": b, "layers": int(x["layers"].iloc[0]),
+                                            **({"pos": x["pos"].iloc[0]} if "pos" in x else {})}, v.size)
+                             for v, x in pair]
             entry[f"budget_{b:g}"] = {"deepest": int(deep["layers"].max()), "shallowest": int(shallow["layers"].min()),
                                       "acc_deepest": float(d.mean()), "acc_shallowest": float(s.mean()),
                                       "acc_id_deepest": float(deep["acc_id"].mean()),
@@ -162,7 +169,9 @@ def deeper_composes_better_at_equal_params(ok: pd.DataFrame, thresholds: Mapping
             entry.setdefault("problem", f"a deciding cell has fewer than {MIN_REPLICATES} seeds")
         # discrete=True: a cell whose seeds all score 0.0 is SCAN's usual outcome (shallow models fail
         # every seed), so only every cell flat, or one value everywhere, is degenerate.
-        why = degenerate(cells, discrete=True)
+        # Every deep and shallow seed exactly 0 (or 1) on this split: the floor (ceiling), not a depth effect.
+        why = at_bound({"the deepest members": np.concatenate(cells[0::2]),
+                        "the shallowest members": np.concatenate(cells[1::2])}) or degenerate(cells, discrete=True)
         if why:
             entry.setdefault("problem", why)
         triple = strata_mean_ci(groups, weights)
@@ -170,6 +179,7 @@ def deeper_composes_better_at_equal_params(ok: pd.DataFrame, thresholds: Mapping
         by_split[split] = entry
         results.append((split, triple, sum(len(c) for c in cells), entry.get("problem")))
     details["by_split"] = by_split
+    details["deciding_cells"] = decide_cells
     details["seeds_per_cell"] = int(min(seeds_per_cell)) if seeds_per_cell else 0
     details["margin"] = margin
     if not results:
