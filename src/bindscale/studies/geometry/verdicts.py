@@ -65,8 +65,8 @@ import pandas as pd
 
 from bindscale.records import metric_table
 from bindscale.kit import (
-    MIN_REPLICATES, NAN3, ci_entry, decide as _decide, json_key, coerce_numeric, degenerate, restrict_to_mode,
-    Verdict,
+    MIN_REPLICATES, NAN3, at_bound, ci_entry, deciding_cell, decide as _decide, json_key, coerce_numeric, degenerate,
+    restrict_to_mode, Verdict,
 )
 from bindscale.stats import mean_ci, mean_diff_ci
 
@@ -169,6 +169,22 @@ def _cells(rows: pd.DataFrame, col: str) -> dict[float, np.ndarray]:
     return {s: g[col].to_numpy(float) for s, g in per_seed.groupby("n_params")}
 
 
+def _size_cells(rows: pd.DataFrame, cells: Mapping[float, np.ndarray], sizes) -> list[dict]:
+    """:func:`bindscale.kit.deciding_cell` entries of these sizes, named by the model shape (config columns, which
+    failed trials have too) where the table records it, else by ``n_params``."""
+    out = []
+    for size in sizes:
+        at = rows[rows["n_params"] == size]
+        shape = {c: at[c].iloc[0] for c in ("layers", "d_model") if c in at and at[c].nunique() == 1}
+        out.append(deciding_cell(shape or {"n_params": size}, cells[size].size))
+    return out
+
+
+def _las_bound(rows: pd.DataFrame, arms: Mapping[str, tuple[str, float]]) -> str | None:
+    """:func:`bindscale.kit.at_bound` on LAS (a share of words, in [0, 1]): arm name → (column, model size)."""
+    return at_bound({name: _cells(rows, col)[size] for name, (col, size) in arms.items()})
+
+
 def _screen(ok: pd.DataFrame, cols: tuple[str, ...], min_sizes: int = 1) -> tuple[pd.DataFrame | None, dict]:
     """The deciding rows, or None with a reason in the details (missing, NaN, fewer than ``min_sizes``
     model sizes or too few seeds)."""
@@ -258,7 +274,11 @@ def polar_beats_structural(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int)
         "chain_uuas_pp": float(pd.to_numeric(rows["chain_uuas_pp"], errors="coerce").mean()),
         "chain_uuas_hm": float(pd.to_numeric(rows["chain_uuas_hm"], errors="coerce").mean())
         if "chain_uuas_hm" in rows else float("nan")}
-    why = degenerate([diff]) or degenerate([cells[largest], *(c for c in cells.values())])
+    details["deciding_cells"] = _size_cells(rows, cells, [largest])
+    # Both probes at LAS 0 (or 1) in every seed of the largest model: the floor (ceiling) decides, not the probes.
+    why = (_las_bound(rows, {"the polar probe's LAS": ("ctx_polar_las_pp", largest),
+                             "the structural probe's LAS": ("ctx_structural_las_pp", largest)})
+           or degenerate([diff]) or degenerate([cells[largest], *(c for c in cells.values())]))
     if why:
         details["reason"] = f"degenerate deciding cells: {why}"
         return Verdict(stat, "inconclusive", NAN3, len(diff), details)
@@ -336,7 +356,10 @@ def geometry_grows_with_scale(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: i
         details["reason"] = (f"{gain.size} seed(s) present at both {int(small):,} and {int(large):,} parameters; the "
                              f"paired difference needs {MIN_REPLICATES}")
         return Verdict(stat, "inconclusive", NAN3, int(gain.size), details)
-    why = degenerate(list(cells.values()))
+    details["deciding_cells"] = _size_cells(rows, cells, [small, large])
+    why = (_las_bound(rows, {"the polar LAS of the smallest model": ("ctx_polar_las_pp", small),
+                             "the polar LAS of the largest model": ("ctx_polar_las_pp", large)})
+           or degenerate(list(cells.values())))
     if why:
         details["reason"] = f"degenerate deciding cells: {why}"
         return Verdict(stat, "inconclusive", NAN3, int(gain.size), details)
