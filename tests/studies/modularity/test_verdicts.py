@@ -148,8 +148,8 @@ def test_pretraining_reliability_is_decided_by_generic_pretraining_not_subroutin
 
 def test_contrasts_are_inconclusive_on_missing_nan_or_all_zero_shares():
     for rule in (structure_grows_with_width, pretraining_reliability):
-        zeros = rule(_table(robust=0.0, robust_spread=0.0), P_DIFF, 500, 0)
-        assert zeros.outcome == "inconclusive" and "zero spread" in zeros.details["reason"]
+        zeros = rule(_table(robust=0.0, robust_spread=0.0), P_DIFF, 500, 0)  # the share's floor (issue 31, item 2)
+        assert zeros.outcome == "inconclusive" and "floor" in zeros.details["reason"]
         assert rule(_table(robust=float("nan")), P_DIFF, 500, 0).outcome == "inconclusive"
         assert rule(_table().drop(columns=["frac_robust"]), P_DIFF, 500, 0).outcome == "inconclusive"
         assert rule(_table().query("seed < 2"), P_DIFF, 500, 0).outcome == "inconclusive"
@@ -256,7 +256,7 @@ def test_constant_seeds_or_all_zero_deciding_strata_are_inconclusive():
     thin = _table(arch="transformer", robust=0.7, widths=(16,)).query("seed < 2")
     for rule in (structure_grows_with_width, pretraining_reliability):
         out = rule(pd.concat([zeros, thin]), P_DIFF, 200, 0)
-        assert out.outcome == "inconclusive" and "zero spread" in out.details["reason"]
+        assert out.outcome == "inconclusive" and "floor" in out.details["reason"]
         flat = rule(_table(robust_spread=0.0), P_DIFF, 200, 0)  # 0.5 in every seed of every cell
         assert flat.outcome == "inconclusive"
 

@@ -67,7 +67,8 @@ import numpy as np
 import pandas as pd
 
 from bindscale.kit import (
-    MIN_REPLICATES, NAN3, ci_entry, decide as _decide, json_key, to_python, coerce_numeric, degenerate,
+    MIN_REPLICATES, NAN3, at_bound, ci_entry, deciding_cell, decide as _decide, json_key, to_python, coerce_numeric,
+    degenerate,
     restrict_to_mode, Verdict,
 )
 from bindscale.stats import mean_ci, mean_diff_ci, strata_mean_ci
@@ -442,6 +443,7 @@ def _contrast_verdict(ok: pd.DataFrame, p: Mapping, strata: tuple[str, ...], pic
     if rows.empty:
         return stop("no trial learned the compound task")
     sides, survivors, thinned, uneven, short = [], {}, [], [], []
+    cells_used: list[dict] = []
     for key, g in every.groupby(list(strata), sort=True):
         picked = pick(g)
         if picked is None:
@@ -457,7 +459,14 @@ def _contrast_verdict(ok: pd.DataFrame, p: Mapping, strata: tuple[str, ...], pic
         elif counts[0][1] != counts[1][1]:
             uneven.append(name)
         sides += [rows.loc[rows.index.intersection(s.index)] for s in (hi, lo)]
+        # Seeds run (ok records) per side against the seeds planned: failed / diverged / missing ones are lost
+        # (the accuracy filter's selection is checked above, on its own terms).
+        for side, (run, _) in zip((hi, lo), counts):
+            fixed = {c: side[c].iloc[0] for c in ("architecture", "pretraining", "width") if c in side
+                     and side[c].nunique() == 1}
+            cells_used.append(deciding_cell(fixed, run))
     details["seeds_learned_per_side"] = survivors
+    details["deciding_cells"] = cells_used
     if short:
         return stop(f"no base network of the higher side of {', '.join(short)} learned the compound task: "
                     "the contrast would be decided on a smaller design than the study ran")
@@ -480,8 +489,11 @@ def _contrast_verdict(ok: pd.DataFrame, p: Mapping, strata: tuple[str, ...], pic
     details["seeds_per_cell"] = min(map(_seeds, bms))
     triple, per, n = contrast(rows, strata, pick, col)
     details["by_stratum"] = per
-    # Shares of a few mask runs: one cell whose seeds all score 0 is a real measurement.
-    why = degenerate([_vals(b, col) for b in bms], discrete=True)
+    # Shares of a few mask runs: one cell whose seeds all score 0 is a real measurement; both sides all at 0
+    # (or all at 1) is the share's floor (ceiling).
+    why = (at_bound({"the higher side": np.concatenate([_vals(b, col) for b in bms[0::2]]),
+                     "the lower side": np.concatenate([_vals(b, col) for b in bms[1::2]])})
+           or degenerate([_vals(b, col) for b in bms], discrete=True))
     if why:
         return stop(f"{why} ({col})", n)
     if "frac_structural" in rows:

@@ -1,0 +1,37 @@
+"""Issue 31, items 2 and 4 on the modularity contrasts: shares at the floor or ceiling, lost seeds of a side."""
+
+from __future__ import annotations
+
+import pytest
+
+from bindscale.report.verdicts import compute_verdicts
+from bindscale.studies.modularity.verdicts import pretraining_reliability, structure_grows_with_width
+
+from .test_verdicts import P_DIFF, _table
+
+RULES = (structure_grows_with_width, pretraining_reliability)
+
+
+def through_engine(df, claim: str) -> dict:
+    return compute_verdicts(df, {"verdicts": {claim: {"margin": 0.1, "min_base_acc": 0.95}}}, n_boot=200)[0]
+
+
+def test_true_and_false_still_decide():
+    grows = _table(robust={(16, "none"): 0.2, (64, "none"): 0.6, (16, "match_count"): 0.2, (64, "match_count"): 0.6})
+    assert through_engine(grows, "structure_grows_with_width")["verdict"] == "supported"
+    assert through_engine(_table(), "structure_grows_with_width")["verdict"] == "not_supported"
+
+
+@pytest.mark.parametrize("rule", RULES)
+@pytest.mark.parametrize("bound,word", [(0.0, "floor"), (1.0, "ceiling")])
+def test_both_sides_at_the_floor_or_ceiling_is_inconclusive(rule, bound, word):
+    out = rule(_table(robust=bound, robust_spread=0.0), P_DIFF, 200, 0)
+    assert out.outcome == "inconclusive" and word in out.details["reason"], out.details["reason"]
+
+
+def test_five_of_eight_failed_seeds_on_the_wide_side_are_inconclusive():
+    grows = _table(robust={(16, "none"): 0.2, (64, "none"): 0.6, (16, "match_count"): 0.2, (64, "match_count"): 0.6})
+    grows.loc[(grows["width"] == 64) & (grows["pretraining"] == "none") & (grows["seed"] < 5), "status"] = "failed"
+    v = through_engine(grows, "structure_grows_with_width")
+    assert v["verdict"] == "inconclusive", v["details"]["reason"]
+    assert "5 of 8 seeds of the deciding cell (architecture mlp, pretraining none, width 64)" in v["details"]["reason"]
