@@ -124,18 +124,17 @@ def scaling(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     if rows.empty:
         return Verdict(name, INCONCLUSIVE, NAN3, 0, {"reason": "no ok MLP trials with held-out R²"})
     # The claim speaks of two axes (width and coverage): each must be recorded and have two values with results.
+    single = None
     for axis, words in (("width", "width"), ("holdout", "hold-out (coverage)")):
         if axis not in rows or not rows[axis].notna().any():
             return Verdict(name, INCONCLUSIVE, NAN3, len(rows), {
                 "r2_threshold": thr, "missing_axis": axis,
                 "reason": f"the table records no {words} for its MLP trials: the claim's {words} effect cannot be "
                           "measured"})
-        if rows[axis].nunique(dropna=True) < 2:
+        if single is None and rows[axis].nunique(dropna=True) < 2:
             only = to_python(rows[axis].dropna().iloc[0])
-            return Verdict(name, INCONCLUSIVE, NAN3, len(rows), {
-                "r2_threshold": thr, "missing_axis": axis, f"{axis}_present": [only],
-                "reason": f"only one {words} ({only}) has ok MLP trials with a held-out R² (any other planned one "
-                          f"failed, diverged or was not run): the claim's {words} effect needs at least two"})
+            single = (axis, f"only one {words} ({only}) has ok MLP trials with a held-out R² (any other planned one "
+                            f"failed, diverged or was not run): the claim's {words} effect needs at least two")
 
     wmax, wmin = rows["width"].max(), rows["width"].min()
     hmin, hmax = rows["holdout"].min(), rows["holdout"].max()
@@ -190,7 +189,10 @@ def scaling(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
               and mean_diff_ci(top, cell(w, hmin))[2] < 0]
     details["narrower_widths_clearly_better"] = [to_python(w) for w in better]
     broken = degenerate([top, small, sparse])
-    if top.size < MIN_REPLICATES or (wmax != wmin and small.size < MIN_REPLICATES):
+    if single:
+        details["missing_axis"] = single[0]
+        verdict, reason = INCONCLUSIVE, single[1]
+    elif top.size < MIN_REPLICATES or (wmax != wmin and small.size < MIN_REPLICATES):
         verdict, reason = INCONCLUSIVE, f"fewer than {MIN_REPLICATES} seeds in a deciding cell"
     elif broken:
         verdict, reason = INCONCLUSIVE, broken
