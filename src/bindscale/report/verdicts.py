@@ -147,7 +147,10 @@ def deciding_cell(cell: Mapping[str, Any], n: int) -> dict[str, Any]:
 
 
 def _cell_label(cell: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k.replace('_', '-')} {v}" for k, v in cell.items())
+    return ", ".join(f"{_WORDS.get(k, k)} {v}" for k, v in cell.items())
+
+
+_WORDS = {"holdout": "hold-out"}  # column → the word a reader sees
 
 
 def _matching(whole: pd.DataFrame, cell: Mapping[str, Any]) -> pd.DataFrame:

@@ -89,8 +89,8 @@ import numpy as np
 import pandas as pd
 
 from bindscale.kit import (
-    MIN_REPLICATES, NAN3, ci_entry, decide as _decide, decide_below, json_key, pooled_columns, coerce_numeric,
-    degenerate, restrict_to_mode, Verdict,
+    MIN_REPLICATES, NAN3, ci_entry, deciding_cell, decide as _decide, decide_below, json_key, pooled_columns,
+    coerce_numeric, degenerate, restrict_to_mode, Verdict,
 )
 from bindscale.stats import mean_ci, mean_diff_ci, strata_mean_ci
 
@@ -209,6 +209,15 @@ def _scale_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Ver
         return Verdict(stat, "inconclusive", NAN3, n, details)
     small, large = sizes[0], sizes[-1]
     big = cells[cells["n_params"] == large]
+    # Named by config columns where the table has them (failed trials have no n_params), else by n_params.
+    details["deciding_cells"] = []
+    for size in (small, large):
+        at = rows[rows["n_params"] == size]
+        shape = {c: at[c].iloc[0] for c in ("task", "n_train", "layers", "d_model", "heads")
+                 if c in at and at[c].nunique() == 1}
+        if not {"layers", "d_model"} & set(shape):
+            shape["n_params"] = size
+        details["deciding_cells"].append(deciding_cell(shape, ood[size].size))
     drop = (big["acc_id"] - big["acc_ood"]).to_numpy(float)
     gains = {s: mean_diff_ci(ood[s], ood[small], n_boot, seed=seed) for s in sizes[1:]}
     details["ood_gain_over_smallest"] = {json_key(s): ci_entry(g, ood[s].size + ood[small].size) for s, g in gains.items()}

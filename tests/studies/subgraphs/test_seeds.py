@@ -1,0 +1,31 @@
+"""Issue 31, item 4 on scale_does_not_lift_ood: seeds lost at a deciding size are counted, not dropped."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bindscale.report.verdicts import compute_verdicts
+
+from .test_verdicts import EIGHT, OOD, SEEN_C, SEEN_W, _rows
+
+CLAIM = "scale_does_not_lift_ood"
+
+
+def through_engine(df) -> dict:
+    return compute_verdicts(df, {"verdicts": {CLAIM: dict(OOD)}}, n_boot=200)[0]
+
+
+def test_flat_ood_still_decides_and_a_lift_still_refutes():
+    assert through_engine(_rows(EIGHT, EIGHT[::-1], SEEN_C, SEEN_W))["verdict"] == "supported"
+    lifted = _rows(EIGHT, [v + 0.4 for v in EIGHT], SEEN_C, SEEN_W)
+    assert through_engine(lifted)["verdict"] == "not_supported"
+
+
+def test_five_of_eight_failed_or_diverged_seeds_of_the_largest_model_are_inconclusive():
+    df = _rows(EIGHT, EIGHT[::-1], SEEN_C, SEEN_W)
+    lost = (df["n_params"] == 1e6) & (df["seed"] < 5)
+    df.loc[lost, "status"] = np.where(df.loc[lost, "seed"] < 2, "failed", "diverged")
+    v = through_engine(df)
+    assert v["verdict"] == "inconclusive", v["details"]["reason"]
+    assert "5 of 8 seeds of the deciding cell" in v["details"]["reason"]
+    assert "2 failed" in v["details"]["reason"] and "3 diverged" in v["details"]["reason"]
