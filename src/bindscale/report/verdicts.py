@@ -385,7 +385,7 @@ def compute_verdicts(
                                                  decided.n_trials, decided.details)
             short, lost = seed_loss(whole, details.get("deciding_cells") or [], min_seeds)
             if lost:
-                details["lost_seeds"] = lost
+                details["lost_seeds_by_cell"] = lost
             if short and verdict != INCONCLUSIVE:
                 details["reason"] = f"{short} (its own result there: {verdict}, {details.get('reason', '')})"
                 details["value_with_the_lost_seeds"] = _ci(triple, n)

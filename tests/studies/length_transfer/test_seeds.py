@@ -70,7 +70,7 @@ def test_one_lost_seed_is_reported_and_decides():
     df.loc[(df["aux"] == R) & (df["d_model"] == 64) & (df["seed"] == 0), "acc_beyond"] = np.nan
     v = verdicts(df, ("length_transfer_exists",))["length_transfer_exists"]
     assert v["verdict"] == "supported", v["details"]["reason"]
-    (cell,) = v["details"]["lost_seeds"].values()
+    (cell,) = v["details"]["lost_seeds_by_cell"].values()
     assert cell["lost"] == 1 and cell["statuses"] == {"ok but NaN": 1}
 
 

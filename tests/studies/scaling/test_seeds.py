@@ -28,7 +28,7 @@ def widest_cell(df: pd.DataFrame) -> pd.Series:
 def test_the_planted_table_decides():
     v = verdicts(make_results(effect=True, problems=False))
     assert v["scaling"]["verdict"] == v["binding"]["verdict"] == "supported"
-    assert "lost_seeds" not in v["scaling"]["details"] and "duplicate_records" not in v["scaling"]["details"]
+    assert "lost_seeds_by_cell" not in v["scaling"]["details"] and "duplicate_records" not in v["scaling"]["details"]
     assert verdicts(make_results(effect=False, problems=False))["scaling"]["verdict"] == "not_supported"
 
 
@@ -47,7 +47,7 @@ def test_five_of_eight_lost_seeds_in_the_widest_cell_are_inconclusive(how):
         assert v[claim]["verdict"] == "inconclusive", d["reason"]
         assert "5 of 8 seeds of the deciding cell" in d["reason"] and "width 256" in d["reason"]
         assert "at least 6 of 8 are needed, 3 remain" in d["reason"]
-        (cell,) = [c for c in d["lost_seeds"].values() if c["lost"] == 5]
+        (cell,) = [c for c in d["lost_seeds_by_cell"].values() if c["lost"] == 5]
         assert cell["planned"] == 8 and cell["used"] == 3
         words = "ok but NaN" if how == "nan" else "failed"
         assert words in d["reason"] and words in cell["statuses"]
@@ -59,7 +59,7 @@ def test_one_lost_seed_is_reported_and_the_claim_still_decides():
     df.loc[widest_cell(df) & (df["seed"] == 0), "status"] = "failed"
     v = verdicts(df)["scaling"]
     assert v["verdict"] == "supported", v["details"]["reason"]
-    (cell,) = v["details"]["lost_seeds"].values()
+    (cell,) = v["details"]["lost_seeds_by_cell"].values()
     assert cell == {"planned": 8, "used": 7, "lost": 1, "needed": 6, "statuses": {"failed": 1}}
 
 

@@ -59,7 +59,9 @@ import numpy as np
 import pandas as pd
 
 from bindscale.report.verdicts import ok_rows
-from bindscale.kit import MIN_REPLICATES, NAN3, ci_entry, coerce_numeric, degenerate, restrict_to_mode, Verdict
+from bindscale.kit import (
+    MIN_REPLICATES, NAN3, ci_entry, coerce_numeric, deciding_cell, degenerate, restrict_to_mode, Verdict,
+)
 from bindscale.stats import strata_mean_ci
 
 from .fits import compare
@@ -257,6 +259,10 @@ def constraint_satisfaction_plateaus(ok: pd.DataFrame, thresholds: Mapping[str, 
     if absent:
         return _inconclusive(stat, n, details, f"family {absent[0]}: its column "
                              f"{VERDICT_METRIC.get(absent[0], 'sat')}_{absent[0]} is missing, empty or not numeric")
+    fixed = {k.removesuffix("_used"): v for k, v in note.items() if k.endswith("_used")}
+    # Every size of the sweep decides the fit: its seeds lost (failed, diverged, missing) count against min_seeds.
+    details["deciding_cells"] = [deciding_cell({**fixed, "budget": b}, g["seed"].nunique())
+                                 for b, g in rows.groupby("budget")]
     by_family: dict = {}
     for f in families:
         m = VERDICT_METRIC[f]
