@@ -35,3 +35,13 @@ def test_five_of_eight_failed_seeds_on_the_wide_side_are_inconclusive():
     v = through_engine(grows, "structure_grows_with_width")
     assert v["verdict"] == "inconclusive", v["details"]["reason"]
     assert "5 of 8 seeds of the deciding cell (architecture mlp, pretraining none, width 64)" in v["details"]["reason"]
+
+
+def test_structure_emerges_with_five_of_eight_failed_seeds_in_a_cell_is_inconclusive():
+    claim = {"structure_emerges": {"margin": 0.02, "min_base_acc": 0.95}}
+    good = _table()
+    assert compute_verdicts(good, {"verdicts": claim}, n_boot=200)[0]["verdict"] == "supported"
+    good.loc[(good["width"] == 64) & (good["pretraining"] == "none") & (good["seed"] < 5), "status"] = "failed"
+    v = compute_verdicts(good, {"verdicts": claim}, n_boot=200)[0]
+    assert v["verdict"] == "inconclusive", v["details"]["reason"]
+    assert "5 of 8 seeds of the deciding cell (architecture mlp, width 64, pretraining none)" in v["details"]["reason"]

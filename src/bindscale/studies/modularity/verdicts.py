@@ -282,6 +282,9 @@ def structure_emerges(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> V
     extra, rows = rows[rows["pretraining"] == EXTRA], rows[rows["pretraining"] != EXTRA]
     cs = {k: g for k, g in rows.groupby(list(CELL), sort=True) if _seeds(g) >= MIN_REPLICATES}
     details["seeds_per_cell"] = seeds_per_cell(cs)
+    # Seeds run (ok records) per deciding cell: failed / diverged / missing ones count against min_seeds.
+    run = {k: _seeds(g) for k, g in deciding_every.groupby(list(CELL), sort=True)}
+    details["deciding_cells"] = [deciding_cell(dict(zip(CELL, k)), run.get(k, _seeds(g))) for k, g in cs.items()]
     if thinned:
         return stop(f"the accuracy filter (held-out accuracy ≥ {p['min_base_acc']}) left fewer than "
                     f"{MIN_REPLICATES} base seeds in {', '.join(thinned)}: the survivors are a selection",
