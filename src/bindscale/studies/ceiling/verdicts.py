@@ -244,6 +244,11 @@ def constraint_satisfaction_plateaus(ok: pd.DataFrame, thresholds: Mapping[str, 
         return _inconclusive(stat, 0, {}, "no trials with a budget and a seed")
     if "model_kind" not in ok:
         ok = ok.assign(model_kind="transformer")
+    trained = ok[ok["model_kind"] == "transformer"]
+    if len(trained) and trained["budget"].isna().all():  # the size axis the claim speaks of
+        return _inconclusive(stat, len(trained), {"missing_axis": "budget"},
+                             "the table records no budget (model size) for its trained transformers: the size axis "
+                             "the plateau is read along is missing")
     rows, note = size_sweep(ok)
     details: dict = dict(note) | {"margin": margin, "delta_aic": delta, "lm_points": lm_points(ok),
                                   "verdict_metric": dict(VERDICT_METRIC)}

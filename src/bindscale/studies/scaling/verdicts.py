@@ -417,6 +417,17 @@ def binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     if hyp.empty or mlp.empty:
         details["reason"] = "MLP and hypernet share no encoding / split at this holdout"
         return Verdict(name, INCONCLUSIVE, NAN3, 0, details)
+    # The claim speaks of a parameter axis: each model needs its sizes (width) recorded, and two of them.
+    for label, rows_m in (("MLP", mlp), ("hypernet", hyp)):
+        for axis in ("width", "n_params"):
+            if not rows_m[axis].notna().all():
+                details.update(missing_axis=axis, reason=f"the table records no {axis} for some {label} trials: "
+                               "the parameter axis the claim speaks of is not recorded")
+                return Verdict(name, INCONCLUSIVE, NAN3, len(at_h), details)
+        if rows_m[["width", "depth"]].drop_duplicates().shape[0] < 2:
+            details.update(missing_axis="width", reason=f"only one {label} size (width {to_python(rows_m['width'].iloc[0])}) "
+                           f"has ok trials at hold-out {to_python(h)}: parameters-to-target needs a grid of sizes")
+            return Verdict(name, INCONCLUSIVE, NAN3, len(at_h), details)
 
     def cells(rows: pd.DataFrame) -> tuple[list[tuple], list[np.ndarray], np.ndarray]:
         keys, vals, params = [], [], []
