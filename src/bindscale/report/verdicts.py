@@ -224,12 +224,12 @@ def at_bound(arms: Mapping[str, Any], low: float | None = 0.0, high: float | Non
     if not vals or any(v.size == 0 for v in vals.values()):
         return None
     names = " and ".join(vals)
-    for bound, word, what in ((low, "floor", "no model learned anything measurable"),
-                              (high, "ceiling", "every model, the control too, is already perfect")):
+    for bound, where, what in ((low, "floor of the metric", "no model learned anything measurable"),
+                               (high, "ceiling of the metric", "every model, the control too, is already perfect")):
         if bound is not None and all(np.all(v == bound) for v in vals.values()):
             n = ", ".join(f"{k} {v.size}" for k, v in vals.items())
-            return (f"every seed of {names} is exactly {bound:g} (seeds: {n}): both sit at the {word} of the "
-                    f"metric, {what}, so the comparison says nothing about the claim")
+            return (f"every seed of {names} is exactly {bound:g} (seeds: {n}): both sit at the {where}, "
+                    f"{what}, so the comparison says nothing about the claim")
     return None
 
 
