@@ -13,6 +13,14 @@ Intervals come from :mod:`bindscale.stats`.
 A verdict whose deciding cell has fewer than ``MIN_REPLICATES`` values is
 "inconclusive" (each rule checks); one with fewer than ``CONCLUSIVE_SEEDS``
 seeds in a deciding cell carries a caveat.
+
+Every seed counted, once (issue 31, items 4 and 6): the table is first reduced
+to one record per configuration and seed (:func:`bindscale.rows.one_per_unit`;
+each verdict says how many records were repeats), and the cells a rule names in
+``details["deciding_cells"]`` (:func:`deciding_cell`) are checked against their
+planned seeds in the whole table: with fewer than ``min_seeds`` (a threshold of
+every claim, default :data:`MIN_SEEDS`) finite seeds left the claim is
+inconclusive, and the reason says how many were lost and how.
 """
 
 from __future__ import annotations

@@ -640,6 +640,9 @@ def hull(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
                               "outhull_all_arities": ci_entry(mean_ci(g["r2_outhull"]), len(g))}
     n_cells = [len(g) for g in big + small]
     value = gains["out"]
+    fixed = {"model": "mlp", **{k.removesuffix("_used"): v for k, v in restriction.items() if k.endswith("_used")}}
+    details["deciding_cells"] = [deciding_cell({**fixed, "width": w, "holdout": h}, g["seed"].nunique())
+                                 for w, gs in ((wmax, big), (wmin, small)) for h, g in zip(holdouts, gs)]
     details.update({"largest_width": to_python(wmax), "smallest_width": to_python(wmin), "holdouts": [to_python(h) for h in holdouts],
                     "comparison": "in- vs out-of-hull R² averaged over the numbers of active modules that have both",
                     "arities_used": {str(k): int(v) for k, v in rows["arities"].value_counts().items()},
