@@ -88,3 +88,12 @@ def test_head_reuse_counts_a_copied_record_once():
     assert after["n_trials"] == before["n_trials"]
     assert (after["ci_low"], after["ci_high"]) == pytest.approx((before["ci_low"], before["ci_high"]))
     assert after["details"]["duplicate_records"] == 5 * len(df)
+
+
+def test_head_reuse_with_five_of_eight_failed_seeds_in_a_cell_is_inconclusive():
+    name = "head_reuse_predicts_transfer"
+    df = table(related=(0.2, 0.45))
+    assert verdicts(df, (name,))[name]["verdict"] == "supported"
+    df.loc[(df["aux"] == R) & (df["d_model"] == 64) & (df["seed"] < 5), "status"] = "failed"
+    v = verdicts(df, (name,))[name]
+    assert v["verdict"] == "inconclusive" and "5 of 8 seeds of the deciding cell" in v["details"]["reason"]

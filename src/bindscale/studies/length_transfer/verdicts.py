@@ -427,6 +427,13 @@ def head_reuse_predicts_transfer(ok: pd.DataFrame, p: Mapping, n_boot: int, seed
     details["trials_failing_learning_checks"] = int((~learned).sum())
     used = co[keep]
     n = int(keep.sum())
+    # Seeds with a value per (cell, auxiliary) against those planned: failed / diverged / NaN ones count against
+    # min_seeds (issue 31, item 4); the learning checks' selection is reported on its own above.
+    valued = co[np.isfinite(x) & np.isfinite(y)]
+    details["deciding_cells"] = [
+        deciding_cell({c: to_python(g[c].iloc[0]) for c in ("main", "aux", "pos") + CELL if c in g and g[c].nunique() == 1},
+                      g["seed"].nunique())
+        for _, g in valued.groupby([_cell_key(valued), valued["aux"].astype(str)])] if len(valued) else []
     cell = _cell_key(used)
     details["cells"] = int(cell.nunique())
     details["seeds_per_cell"] = int(used.groupby([cell, used["condition"]])["seed"].nunique().min()) if n else 0
