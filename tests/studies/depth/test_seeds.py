@@ -42,3 +42,14 @@ def test_five_of_eight_failed_seeds_of_the_deepest_member_are_inconclusive():
     v = through_engine(df)
     assert v["verdict"] == "inconclusive", v["details"]["reason"]
     assert "5 of 8 seeds of the deciding cell (split addprim_jump, budget 100000, layers 8" in v["details"]["reason"]
+
+
+def test_scan_failure_claim_with_five_of_eight_failed_seeds_of_the_largest_model_is_inconclusive():
+    claim = "seq2seq_fails_scan_splits"
+    cells = {("length", 100_000, 4): 0.1, ("addprim_jump", 100_000, 4): 0.05}
+    df = _rows(cells, id_acc=0.98, noise=0.01)
+    assert compute_verdicts(df, {"verdicts": {claim: {}}}, n_boot=200)[0]["verdict"] == "supported"
+    df.loc[(df["split"] == "length") & (df["seed"] < 5), "status"] = "failed"
+    v = compute_verdicts(df, {"verdicts": {claim: {}}}, n_boot=200)[0]
+    assert v["verdict"] == "inconclusive", v["details"]["reason"]
+    assert "5 of 8 seeds of the deciding cell (split length, budget 100000, layers 4" in v["details"]["reason"]

@@ -291,6 +291,9 @@ def seq2seq_fails_scan_splits(ok: pd.DataFrame, thresholds: Mapping[str, float],
             return _inconclusive(stat, len(top), details, f"split {split}: {bad}")
         acc, acc_id = _seed_means(g, "acc_test"), _seed_means(g, "acc_id")
         spc.append(acc.size)
+        details.setdefault("deciding_cells", []).append(deciding_cell(
+            {"split": split, "budget": budget, "layers": layers, **({"pos": g["pos"].iloc[0]} if "pos" in g else {})},
+            acc.size))
         triple = mean_ci(acc)
         entry = {"acc": ci_entry(triple, acc.size), "acc_id": float(acc_id.mean())}
         if acc.size < MIN_REPLICATES:
