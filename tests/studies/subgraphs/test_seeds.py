@@ -29,3 +29,12 @@ def test_five_of_eight_failed_or_diverged_seeds_of_the_largest_model_are_inconcl
     assert v["verdict"] == "inconclusive", v["details"]["reason"]
     assert "5 of 8 seeds of the deciding cell" in v["details"]["reason"]
     assert "2 failed" in v["details"]["reason"] and "3 diverged" in v["details"]["reason"]
+
+
+def test_steps_claim_with_five_of_eight_failed_seeds_in_a_cell_is_inconclusive():
+    claim = {"correct_steps_seen_in_training": {"margin": 0.05}}
+    df = _rows(EIGHT, EIGHT[::-1], SEEN_C, SEEN_W)
+    assert compute_verdicts(df, {"verdicts": claim}, n_boot=200)[0]["verdict"] == "supported"
+    df.loc[(df["n_params"] == 1e6) & (df["seed"] < 5), "status"] = "failed"
+    v = compute_verdicts(df, {"verdicts": claim}, n_boot=200)[0]
+    assert v["verdict"] == "inconclusive" and "5 of 8 seeds of the deciding cell" in v["details"]["reason"]

@@ -176,6 +176,17 @@ def _combine(parts: list[tuple[str, str, tuple[float, float, float]]]) -> tuple[
     return "inconclusive", verdicts.index("inconclusive")
 
 
+def _cell_of(rows: pd.DataFrame, where: Mapping) -> dict:
+    """A deciding cell named by config columns where the table has them (a failed trial has no ``n_params``),
+    else by ``where`` itself (``n_params``, ``n_train``)."""
+    at = rows
+    for c, v in where.items():
+        at = at[at[c] == v]
+    shape = {c: at[c].iloc[0] for c in ("task", "n_train", "layers", "d_model", "heads") if c in at and len(at)
+             and at[c].nunique() == 1}
+    return shape if {"layers", "d_model"} & set(shape) else {**shape, **where}
+
+
 def _scale_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     """:func:`scale_does_not_lift_ood` within the rows of one task."""
     stat = "ood_acc_gain_best_size_vs_smallest"
@@ -209,15 +220,8 @@ def _scale_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Ver
         return Verdict(stat, "inconclusive", NAN3, n, details)
     small, large = sizes[0], sizes[-1]
     big = cells[cells["n_params"] == large]
-    # Named by config columns where the table has them (failed trials have no n_params), else by n_params.
-    details["deciding_cells"] = []
-    for size in (small, large):
-        at = rows[rows["n_params"] == size]
-        shape = {c: at[c].iloc[0] for c in ("task", "n_train", "layers", "d_model", "heads")
-                 if c in at and at[c].nunique() == 1}
-        if not {"layers", "d_model"} & set(shape):
-            shape["n_params"] = size
-        details["deciding_cells"].append(deciding_cell(shape, ood[size].size))
+    details["deciding_cells"] = [deciding_cell(_cell_of(rows, {"n_params": size}), ood[size].size)
+                                 for size in (small, large)]
     drop = (big["acc_id"] - big["acc_ood"]).to_numpy(float)
     gains = {s: mean_diff_ci(ood[s], ood[small], n_boot, seed=seed) for s in sizes[1:]}
     details["ood_gain_over_smallest"] = {json_key(s): ci_entry(g, ood[s].size + ood[small].size) for s, g in gains.items()}
@@ -288,6 +292,9 @@ def _steps_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Ver
     n = len(per)
     details["seeds_per_cell"] = int(min((g.size for g in gaps), default=0))
     details["cells"] = len(groups)
+    details["deciding_cells"] = [deciding_cell(_cell_of(rows, dict(zip(cell, k if isinstance(k, tuple) else (k,)))),
+                                               g["seed"].nunique())
+                                 for k, g in per.groupby(cell)] if cell and len(per) else []
     def cells_mean(values: list[np.ndarray]) -> dict:
         return ci_entry(strata_mean_ci(values) if values else NAN3, n)
 
