@@ -119,3 +119,12 @@ def test_a_rerun_of_the_same_configuration_and_seed_counts_once():
                                        r2_heldout=lambda d: d["r2_heldout"] + 0.001)
     v = verdicts(pd.concat([df, rerun], ignore_index=True))["scaling"]
     assert v["details"]["duplicate_records"] == 8 and v["details"]["n_seeds_top_cell"] == 8
+
+
+def test_decodability_with_five_of_eight_failed_seeds_in_a_cell_is_inconclusive():
+    df = make_results(effect=True, problems=False)
+    assert verdicts(df)["decodability"]["verdict"] == "supported"
+    df.loc[(df["model"] == "mlp") & (df["width"] == 64) & (df["holdout"] == 0.5) & (df["seed"] < 5), "status"] = "failed"
+    v = verdicts(df)["decodability"]
+    assert v["verdict"] == "inconclusive", v["details"]["reason"]
+    assert "5 of 8 seeds of the deciding cell" in v["details"]["reason"] and "width 64" in v["details"]["reason"]

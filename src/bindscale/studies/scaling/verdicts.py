@@ -272,6 +272,11 @@ def decodability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdic
         return Verdict(name, INCONCLUSIVE, NAN3, 0, details)
     rows = mlp[np.isfinite(mlp["decod_cv"]) & np.isfinite(mlp["r2_heldout"])]
     n = len(rows)
+    # Every cell of the pooled grid decides the correlation: seeds lost there count against min_seeds.
+    axes = [c for c in CELL_AXES if c in rows and rows[c].notna().all()]
+    details["deciding_cells"] = [deciding_cell({"model": "mlp", **dict(zip(axes, k if isinstance(k, tuple) else (k,)))},
+                                               g["seed"].nunique())
+                                 for k, g in rows.groupby(axes)] if axes and n else []
     if n < CONCLUSIVE_SEEDS:
         details["reason"] = f"fewer than {CONCLUSIVE_SEEDS} trials with decodability and held-out R²"
         return Verdict(name, INCONCLUSIVE, NAN3, n, details)
