@@ -52,7 +52,9 @@ def one_per_unit(df: pd.DataFrame, config: tuple[str, ...] = (),
         return df, 0
     cols = [c for c in config if c in df.columns]
     full = "seed" in df.columns and all(a in df.columns for a in axes)
-    key_cols = cols if full and cols else [c for c in df.columns if c != "trial_id"]
+    # "study": a table may hold the trials of several studies, which share column names (seed, lr, steps).
+    key_cols = cols + [c for c in ("study",) if c in df.columns and c not in cols] if full and cols else \
+        [c for c in df.columns if c != "trial_id"]
     # str(): list- and dict-valued cells (curves, keyed tables) are not hashable.
     key = pd.Series(["\x1f".join(map(str, r)) for r in df[key_cols].itertuples(index=False)])
     ok = (df["status"].astype(str) == "ok").to_numpy() if "status" in df.columns else np.ones(len(df), bool)
