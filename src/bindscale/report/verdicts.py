@@ -224,7 +224,7 @@ def at_bound(arms: Mapping[str, Any], low: float | None = 0.0, high: float | Non
     ceiling (``None``: unbounded on that side, e.g. R² below). When every seed of every arm is exactly
     the floor (no model learned anything measurable) or exactly the ceiling (every model, the control
     too, is already perfect), a difference of 0 is the bound's, not the models': a floor or ceiling
-    effect (Cohen 1988, *Statistical Power Analysis*, on restricted range; here in its exact form).
+    effect, here only in its exact form (every seed on the bound).
     An arm without values leaves the question to the caller's seed checks (returns None).
     """
     vals = {k: np.asarray(v, float) for k, v in arms.items()}
