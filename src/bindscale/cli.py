@@ -224,7 +224,10 @@ def list_() -> None:
     from . import registry
 
     con = Console()
-    studies = registry.studies()
+    try:
+        studies = registry.studies()
+    except BindscaleError as err:  # a plugin that cannot be loaded, or two studies of one name: one line
+        _fail(str(err))
     width = max(map(len, studies), default=0)
 
     def line(text: str) -> None:

@@ -310,11 +310,21 @@ def format_validation_error(err: ValidationError, where: str = "") -> str:
 _PYDANTIC_PREFIX = "Value error, "
 
 
+#: The class :func:`validate` is validating: pydantic names it in its errors only by ``__name__``, which
+#: two studies' trial classes may share (``TrialConfig`` by the study convention).
+_VALIDATING: contextvars.ContextVar[type | None] = contextvars.ContextVar("bindscale_validating", default=None)
+
+
 def _allowed_fields(title: str, parent: tuple) -> list[str]:
     from . import registry
 
-    classes = {"StudyConfig": StudyConfig} | {s.trial_class.__name__: s.trial_class for s in registry.studies().values()}
-    model: type[BaseModel] = classes.get(title, StudyConfig)
+    hinted = _VALIDATING.get()
+    if hinted is not None and hinted.__name__ == title:
+        model: type[BaseModel] = hinted
+    else:
+        classes = {"StudyConfig": StudyConfig} | {s.trial_class.__name__: s.trial_class
+                                                  for s in registry.studies().values()}
+        model = classes.get(title, StudyConfig)
     if parent[:1] == ("base",):  # a base trial's error, located under base
         model = model if model is not StudyConfig else (_BASE_CLASS.get() or StudyConfig)
         parent = parent[1:] if model is not StudyConfig else parent
@@ -334,10 +344,13 @@ def _allowed_fields(title: str, parent: tuple) -> list[str]:
 
 def validate(model: type[BaseModel], data: Any, where: str = "") -> Any:
     """``model.model_validate(data)`` with errors as :class:`ConfigError` (one line)."""
+    token = _VALIDATING.set(model)
     try:
         return model.model_validate(data)
     except ValidationError as err:
         raise ConfigError(format_validation_error(err, where)) from None
+    finally:
+        _VALIDATING.reset(token)
 
 
 # --------------------------------------------------------------------------- loading

@@ -4,7 +4,7 @@ plugins registered under the entry-point group ``bindscale.studies``.
 A third-party package declares, in its ``pyproject.toml``::
 
     [project.entry-points."bindscale.studies"]
-    my_study = "my_package.study:STUDY"
+    <study name> = "<package>.<module>:STUDY"
 
 where ``STUDY`` satisfies :class:`bindscale.study.Study` (usually a
 :class:`bindscale.study.StudyPlugin`). Discovery imports only the plugin objects

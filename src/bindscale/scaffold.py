@@ -51,7 +51,7 @@ def how_to_register(package: Path, test_file: Path) -> str:
     name = package.name
     return (f"made study {name}: {package}/ and {test_file}\n"
             "register it, either\n"
-            f"  - built in: move {package}/ to src/bindscale/studies/{name}/ and {test_file.name} to tests/unit/\n"
+            f"  - built in: move {package}/ to src/bindscale/studies/{name}/ and {test_file.name} to tests/studies/{name}/\n"
             "    (every package there with a STUDY is registered: bindscale.registry); or\n"
             "  - as a plugin, in the pyproject.toml of the package that holds it, then pip install -e . :\n"
             '      [project.entry-points."bindscale.studies"]\n'

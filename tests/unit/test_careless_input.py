@@ -134,6 +134,22 @@ def test_list_on_a_terminal_keeps_one_line_per_study(monkeypatch):
     assert all(len(row) <= 80 for row in rows) and any(row.endswith("…") for row in rows)
 
 
+def test_list_with_a_plugin_that_cannot_load_says_one_line_and_exits_2(monkeypatch, capsys):
+    import typer
+
+    import bindscale.cli as cli_module
+
+    def broken():
+        raise ConfigError("study plugin my_x (my_x:STUDY) cannot be loaded: ModuleNotFoundError: No module named 'my_x'")
+
+    monkeypatch.setattr(registry, "studies", broken)
+    with pytest.raises(typer.Exit) as err:
+        cli_module.list_()
+    assert err.value.exit_code == 2
+    out = capsys.readouterr()
+    assert "cannot be loaded" in out.err + out.out and "Traceback" not in out.err + out.out
+
+
 # ----------------------------------------------------------------------------- --set twice
 
 

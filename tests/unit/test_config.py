@@ -136,3 +136,24 @@ def test_report_of_a_missing_directory_says_so(tmp_path):
         load_run_study(tmp_path / "nope")
     with pytest.raises(ConfigError, match="not a bindscale run directory"):
         load_run_study(tmp_path)
+
+
+def test_unknown_field_lists_the_fields_of_the_class_validated_when_two_share_a_name():
+    """Two studies' trial classes are both named TrialConfig (the study convention); an unknown
+    field lists the fields of the one being validated, not of whichever the registry names first."""
+    from typing import Literal
+
+    from bindscale.config import StrictModel, TrialBase, validate
+
+    class OtherModel(StrictModel):
+        breadth: int = 1
+
+    class TrialConfig(TrialBase):  # noqa: F811 — the clash is the point
+        kind: Literal["other"] = "other"
+        model: OtherModel = OtherModel()
+        seed: int = 0
+
+    with pytest.raises(ConfigError, match=r"model\.foo: unknown field; allowed: breadth$"):
+        validate(TrialConfig, {"model": {"breadth": 2, "foo": 3}}, where="trial config")
+    with pytest.raises(ConfigError, match=r"allowed: kind, width, depth"):
+        validate(globals()["TrialConfig"], {"model": {"kind": "mlp", "foo": 3}}, where="trial config")

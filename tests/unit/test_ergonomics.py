@@ -350,11 +350,11 @@ def test_list_prints_one_line_per_study():
     start = lines.index("studies:")
     from bindscale import registry
 
-    n = len(registry.builtin())
+    n = len(registry.studies())  # built-in ones and any installed plugin
     rows = lines[start + 1:start + 1 + n]
-    assert [row.split()[0] for row in rows] == sorted(registry.builtin())
+    assert [row.split()[0] for row in rows] == sorted(registry.studies())
     # Other study files of a study (geometry-lm) are listed under their study, so a user can find them.
-    variants = {v: name for name, s in registry.builtin().items() for v in s.study_files() if v != name}
+    variants = {v: name for name, s in registry.studies().items() for v in s.study_files() if v != name}
     assert "geometry-lm" in variants
     assert lines[start + 1 + n] == "variants (other study files of a study):"
     rows = lines[start + 2 + n:start + 2 + n + len(variants)]

@@ -17,7 +17,8 @@ SRC = Path(registry.__file__).parent
 
 def test_builtin_studies_are_registered_with_unique_kinds_and_claims():
     studies = registry.builtin()
-    assert set(studies) == {"scaling", "subgraphs", "modularity", "geometry", "length_transfer", "depth", "ceiling"}
+    # the seven of this repository (a study added beside them is one more folder, not an edit here)
+    assert set(studies) >= {"scaling", "subgraphs", "modularity", "geometry", "length_transfer", "depth", "ceiling"}
     assert all(isinstance(s, Study) for s in studies.values())
     assert registry.by_kind(None).name == "scaling" and registry.headline().name == "scaling"
     names = [c.name for s in studies.values() for c in s.claims]

@@ -61,7 +61,7 @@ class PretrainConfig(StrictModel):
     - ``match_count`` (the generic condition, which decides ``pretraining_reliability``):
       one 3-way head on the last hidden representation learns how many attributes the
       two objects share (0, 1 or 2, i.e. A + B) on the pretraining sets; see
-      :func:`bindscale.modularity_trial.pretrain`.
+      :func:`bindscale.studies.modularity.trial.pretrain`.
     - ``subroutines`` (a labelled extra, reported beside the verdict): the body learns
       A and B at once, each with its own linear head on the last hidden representation.
 

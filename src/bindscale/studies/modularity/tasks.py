@@ -32,7 +32,7 @@ decides the answer. Here:
   over the four (A, B) kinds; labelled with one subroutine's truth value they
   are that subroutine as a task of its own (the subroutine-head pretraining),
   and the generic pretraining reads the same rows with the label A + B (how
-  many attributes match; :func:`bindscale.modularity_trial.pretrain`).
+  many attributes match; :func:`bindscale.studies.modularity.trial.pretrain`).
 
 **Disjoint data.** :func:`make_datasets` first partitions the scene space
 (:func:`partition_scenes`) into a part for the base network's training and

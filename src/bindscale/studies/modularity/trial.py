@@ -32,7 +32,7 @@ One trial (all randomness on its own stream of :mod:`bindscale.seeding`):
    solves a subroutine; only the ablation separates the cases.
 
 Which weights are masked is fixed by ``mask.params`` (see
-:class:`bindscale.config.MaskConfig`): ``hidden`` — every weight matrix that
+:class:`bindscale.studies.modularity.config.MaskConfig`): ``hidden`` — every weight matrix that
 computes a hidden representation, never the readout, the token embedding,
 biases or LayerNorm. Masking the readout makes AblDiff 0 (a readout both
 subroutines need is kept by every mask, so its ablation breaks both); masking

@@ -24,7 +24,7 @@ from .verdicts import ARITY_COLUMN, COMPARE_LIKE, DEFAULTS, arity_matched_hull, 
 
 def _mlp(df: pd.DataFrame, *cols: str, withheld: bool = False) -> pd.DataFrame:
     """ok MLP rows with finite values in ``cols``, from the random hold-out grid (``withheld=False``)
-    or the hull claim's withheld-pair grid (:func:`bindscale.report.verdicts.design_rows`)."""
+    or the hull claim's withheld-pair grid (:func:`bindscale.studies.scaling.verdicts.design_rows`)."""
     rows = ok_rows(df)
     rows = design_rows(rows[rows["model"] == "mlp"], withheld=withheld)
     for c in cols:
@@ -158,7 +158,7 @@ def fig_heldout_vs_params(df: pd.DataFrame) -> str | None:
 def fig_hull_vs_width(df: pd.DataFrame) -> str | None:
     """In-hull and out-of-hull held-out R² vs MLP width, at equal numbers of active modules.
 
-    Uses the hull claim's rows and comparison (:func:`bindscale.report.verdicts.arity_matched_hull`:
+    Uses the hull claim's rows and comparison (:func:`bindscale.studies.scaling.verdicts.arity_matched_hull`:
     the withheld-pair grid where there is one; R² averaged over the numbers of active modules that
     have both kinds); the unmatched out-of-hull R² is drawn dashed beside it. In-hull (blue, circles)
     and out-of-hull (red, squares) are also written at the lines' right ends.

@@ -42,7 +42,7 @@ class Encoder:
     """A fixed encoding of task codes. Build once per trial; call on batches.
 
     Args:
-        name: one of :data:`bindscale.config.ENCODINGS`.
+        name: one of :data:`bindscale.studies.scaling.config.ENCODINGS`.
         M, K: modules and largest number active.
         gen: the trial's ``encoding`` generator.
         io_dims: ``(input_dim, output_dim)`` of the teacher (for ``fewshot``).
