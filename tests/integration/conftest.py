@@ -51,6 +51,24 @@ def run_quick(study: str, out: Path) -> tuple[float, dict]:
     return elapsed, summary
 
 
+def run_tiny(study: Path, out: Path, claims: list[str], n_trials: int, columns=()) -> tuple[dict, "pd.DataFrame"]:
+    """Run a tiny study file through the CLI on one worker and check what every study's run must give:
+    exit 0, its claims in order, each inconclusive (a tiny study has too few seeds to decide), ``n_trials``
+    ok records and the ``columns`` in the results table. Returns (summary, results table)."""
+    import pandas as pd
+
+    r = bindscale("run", study, "--out", out, "--workers", "1")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert [v["claim"] for v in summary["verdicts"]] == list(claims)
+    assert all(v["verdict"] == "inconclusive" for v in summary["verdicts"]), [v["verdict"] for v in summary["verdicts"]]
+    df = pd.read_parquet(out / "results.parquet")
+    assert len(df) == n_trials and set(df["status"]) == {"ok"}
+    missing = [c for c in columns if c not in df]
+    assert not missing, missing
+    return summary, df
+
+
 def assert_resumes(study: Path, out: Path, n_trials: int) -> None:
     """A second run of the same command re-runs nothing."""
     r = bindscale("run", study, "--out", out, "--workers", "1")

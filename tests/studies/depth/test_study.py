@@ -1,10 +1,8 @@
-import json
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
-from integration.conftest import assert_typed_table, bindscale, run_quick
+from integration.conftest import assert_typed_table, bindscale, run_quick, run_tiny
 
 TINY_DEPTH = Path(__file__).parent / "tiny.yaml"
 CLAIMS = ["deeper_composes_better_at_equal_params", "seq2seq_fails_scan_splits"]
@@ -12,15 +10,8 @@ CLAIMS = ["deeper_composes_better_at_equal_params", "seq2seq_fails_scan_splits"]
 
 def test_a_tiny_depth_study_runs_end_to_end(tmp_path):
     out = tmp_path / "d"
-    r = bindscale("run", TINY_DEPTH, "--out", out, "--workers", "1")
-    assert r.returncode == 0, r.stderr
-    summary = json.loads((out / "summary.json").read_text())
-    assert [v["claim"] for v in summary["verdicts"]] == CLAIMS
-    assert all(v["verdict"] == "inconclusive" for v in summary["verdicts"])  # one seed per cell
-    df = pd.read_parquet(out / "results.parquet")
-    assert len(df) == 3 and set(df["status"]) == {"ok"}
-    for col in ("acc_test", "tok_acc_test", "acc_id", "acc_by_length", "n_params_nonembed", "d_ff", "split", "budget"):
-        assert col in df
+    run_tiny(TINY_DEPTH, out, CLAIMS, 3, ("acc_test", "tok_acc_test", "acc_id", "acc_by_length", "n_params_nonembed",
+                                          "d_ff", "split", "budget"))  # one seed per cell: inconclusive
     assert_typed_table(out)
     assert "At equal parameters, do deeper transformers compose better?" in (out / "report.html").read_text()
 

@@ -1,12 +1,10 @@
 """The geometry study end to end: a tiny study through the CLI, and (slow) the quick study."""
 
-import json
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
-from integration.conftest import assert_resumes, assert_typed_table, bindscale, run_quick
+from integration.conftest import assert_resumes, assert_typed_table, run_quick, run_tiny
 
 TINY_GEO = Path(__file__).parent / "tiny.yaml"
 CLAIMS = ["polar_beats_structural", "geometry_grows_with_scale"]
@@ -14,16 +12,9 @@ CLAIMS = ["polar_beats_structural", "geometry_grows_with_scale"]
 
 def test_a_tiny_geometry_study_runs_end_to_end_and_reports_its_claims(tmp_path):
     out = tmp_path / "geo"
-    r = bindscale("run", TINY_GEO, "--out", out, "--workers", "1")
-    assert r.returncode == 0, r.stderr
-    summary = json.loads((out / "summary.json").read_text())
-    assert [v["claim"] for v in summary["verdicts"]] == CLAIMS
-    assert all(v["verdict"] == "inconclusive" for v in summary["verdicts"])  # one seed per size
-    df = pd.read_parquet(out / "results.parquet")
-    assert len(df) == 2 and set(df["status"]) == {"ok"}
-    for col in ("polar_las_pp", "structural_uuas_hm", "identity_las_pp", "untrained_polar_las_pp",
-                "embed_structural_uuas_pp", "chain_uuas_pp", "probe_layers", "confusion", "polar_edges"):
-        assert col in df, col
+    run_tiny(TINY_GEO, out, CLAIMS, 2, ("polar_las_pp", "structural_uuas_hm", "identity_las_pp", "untrained_polar_las_pp",
+                                       "embed_structural_uuas_pp", "chain_uuas_pp", "probe_layers", "confusion",
+                                       "polar_edges"))  # one seed per size: inconclusive
     assert_typed_table(out)
     html = (out / "report.html").read_text()
     assert "Does a polar probe read syntax better" in html and "data:image/png;base64," in html

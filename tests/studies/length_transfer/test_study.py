@@ -1,4 +1,3 @@
-import json
 from pathlib import Path
 
 import pandas as pd
@@ -6,7 +5,7 @@ import pytest
 
 from bindscale.report.browser import assert_fits
 
-from integration.conftest import assert_resumes, assert_typed_table, bindscale, run_quick
+from integration.conftest import assert_resumes, assert_typed_table, run_quick, run_tiny
 
 TINY_LT = Path(__file__).parent / "tiny.yaml"
 CLAIMS = ["length_transfer_exists", "unrelated_aux_no_transfer", "head_reuse_predicts_transfer",
@@ -16,13 +15,7 @@ CLAIMS = ["length_transfer_exists", "unrelated_aux_no_transfer", "head_reuse_pre
 @pytest.mark.slow
 def test_a_tiny_length_transfer_study_runs_end_to_end_and_reports_its_claims(tmp_path):
     out = tmp_path / "lt"
-    r = bindscale("run", TINY_LT, "--out", out, "--workers", "1")
-    assert r.returncode == 0, r.stderr
-    summary = json.loads((out / "summary.json").read_text())
-    assert [v["claim"] for v in summary["verdicts"]] == CLAIMS
-    assert all(v["verdict"] == "inconclusive" for v in summary["verdicts"])  # one seed: no verdict
-    df = pd.read_parquet(out / "results.parquet")
-    assert len(df) == 4 and set(df["status"]) == {"ok"}
+    _, df = run_tiny(TINY_LT, out, CLAIMS, 4)  # one seed: no verdict
     assert set(df["pos"]) == {"rope", "none"}
     for col in ("acc_in", "acc_beyond", "acc_past", "acc_by_length", "heads_main", "heads_aux", "head_corr",
                 "head_jaccard", "aux_acc_by_length", "n_params"):

@@ -1,12 +1,10 @@
-import json
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from bindscale.report.browser import assert_fits
 
-from integration.conftest import assert_resumes, assert_typed_table, bindscale, run_quick
+from integration.conftest import assert_resumes, assert_typed_table, run_quick, run_tiny
 
 TINY_MOD = Path(__file__).parent / "tiny.yaml"
 CLAIMS = ["structure_emerges", "structure_grows_with_width", "pretraining_reliability"]
@@ -14,16 +12,9 @@ CLAIMS = ["structure_emerges", "structure_grows_with_width", "pretraining_reliab
 
 def test_a_tiny_modularity_study_runs_end_to_end_and_reports_its_claims(tmp_path):
     out = tmp_path / "mod"
-    r = bindscale("run", TINY_MOD, "--out", out, "--workers", "1")
-    assert r.returncode == 0, r.stderr
-    summary = json.loads((out / "summary.json").read_text())
-    assert [v["claim"] for v in summary["verdicts"]] == CLAIMS
-    # one base seed per cell: too few replicates for a verdict, and the report says why
-    assert all(v["verdict"] == "inconclusive" for v in summary["verdicts"])
+    summary, df = run_tiny(TINY_MOD, out, CLAIMS, 6)  # one base seed per cell: too few replicates, the report says why
     assert "3 base seeds" in summary["verdicts"][0]["details"]["reason"]
     assert set(summary["figures"]) == {"mod_scores", "mod_accuracies", "mod_share_vs_width", "mod_share_by_pretraining"}
-    df = pd.read_parquet(out / "results.parquet")
-    assert len(df) == 6 and set(df["status"]) == {"ok"}
     assert set(df["width"]) == {8, 16} and set(df["pretraining"]) == {"none", "match_count", "subroutines"}
     for col in ("base_acc_test", "frac_structural", "frac_robust", "sub_diff_A", "abl_diff_B", "random_frac_structural",
                 "untrained_frac_structural", "density"):

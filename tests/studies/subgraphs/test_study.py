@@ -1,26 +1,18 @@
-import json
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from bindscale.report.browser import assert_fits
 
-from integration.conftest import assert_resumes, assert_typed_table, bindscale, run_quick
+from integration.conftest import assert_resumes, assert_typed_table, run_quick, run_tiny
 
 TINY_SG = Path(__file__).parent / "tiny.yaml"
 
 
 def test_a_tiny_subgraphs_study_runs_end_to_end_and_reports_its_claims(tmp_path):
     out = tmp_path / "sg"
-    r = bindscale("run", TINY_SG, "--out", out, "--workers", "1")
-    assert r.returncode == 0, r.stderr
-    summary = json.loads((out / "summary.json").read_text())
-    assert [v["claim"] for v in summary["verdicts"]] == ["scale_does_not_lift_ood", "correct_steps_seen_in_training"]
     # one seed per size: too few replicates for a verdict, and the report says so
-    assert all(v["verdict"] == "inconclusive" for v in summary["verdicts"])
-    df = pd.read_parquet(out / "results.parquet")
-    assert len(df) == 3 and set(df["status"]) == {"ok"}
+    summary, df = run_tiny(TINY_SG, out, ["scale_does_not_lift_ood", "correct_steps_seen_in_training"], 3)
     assert set(df["task"]) == {"maxsubseq", "multiplication"}
     for col in ("acc_id", "acc_ood", "compound_eps", "seen_gap_depth", "n_params", "taxonomy_dziri_by_depth",
                 "acc_by_depth_source"):
