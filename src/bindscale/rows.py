@@ -43,7 +43,8 @@ def one_per_unit(df: pd.DataFrame, config: tuple[str, ...] = (),
     ``seed`` and every axis column (a results table written by :func:`bindscale.records.records_table`
     has all of them), records equal on the config columns present are one unit; otherwise (a table
     built by hand, which may tell its cells apart by columns that are not config fields) only records
-    equal on every column but ``trial_id`` are. Of a unit's records an ``ok`` one is kept (the last).
+    equal on every column but ``trial_id`` are; a record whose ``seed`` is missing (NaN) is never merged. Of a
+    unit's records an ``ok`` one with the most finite numbers is kept (the last such).
     """
     import numpy as np
     import pandas as pd
@@ -57,8 +58,15 @@ def one_per_unit(df: pd.DataFrame, config: tuple[str, ...] = (),
         [c for c in df.columns if c != "trial_id"]
     # str(): list- and dict-valued cells (curves, keyed tables) are not hashable.
     key = pd.Series(["\x1f".join(map(str, r)) for r in df[key_cols].itertuples(index=False)])
+    if "seed" in df.columns:  # a record without a seed is no evidence of a repeat: its own unit
+        no_seed = pd.to_numeric(df["seed"], errors="coerce").isna().to_numpy()
+        key[no_seed] = [f"\x1e{i}" for i in np.flatnonzero(no_seed)]
     ok = (df["status"].astype(str) == "ok").to_numpy() if "status" in df.columns else np.ones(len(df), bool)
-    pos = np.argsort(ok, kind="stable")  # positions, ok rows last (kept); the index may repeat labels
+    # Of a unit's records the kept one is ok and, among those, has the most finite numbers (a rerun
+    # whose metrics came out NaN does not hide a good record of the same configuration and seed).
+    finite = np.isfinite(df.select_dtypes("number").to_numpy(float)).sum(axis=1) if len(df.columns) else 0
+    order = ok.astype(np.int64) * (df.shape[1] + 1) + finite
+    pos = np.argsort(order, kind="stable")  # positions, best last (kept); the index may repeat labels
     keep = ~key.iloc[pos].duplicated(keep="last").to_numpy()
     out = df.iloc[np.sort(pos[keep])]
     return out, int(len(df) - len(out))

@@ -44,6 +44,20 @@ def test_of_a_unit_an_ok_record_is_kept_and_repeated_index_labels_are_fine():
     assert dropped == len(df) and (out["status"] == "ok").all()
 
 
+def test_of_a_unit_the_record_with_finite_metrics_is_kept_over_a_nan_rerun():
+    df = _table(2)
+    nan_rerun = df.assign(trial_id="x" + df["trial_id"], acc=math.nan)  # ok records whose metric came out NaN
+    for both in (pd.concat([df, nan_rerun]), pd.concat([nan_rerun, df])):
+        out, dropped = one_per_unit(both, config=("width", "seed"), axes=("width", "seed"))
+        assert dropped == len(df) and out["acc"].notna().all()
+
+
+def test_records_without_a_seed_are_never_merged():
+    df = _table(4).assign(seed=math.nan)  # the seeds were lost: nothing says two records repeat a unit
+    out, dropped = one_per_unit(df, config=("width", "seed"), axes=("width", "seed"))
+    assert dropped == 0 and len(out) == len(df)
+
+
 def test_needed_seeds_share_or_count_never_below_min_replicates():
     assert needed_seeds(8, 0.75) == 6 and needed_seeds(8, 0.5) == 4 and needed_seeds(8, 7) == 7
     assert needed_seeds(8, 20) == 8 and needed_seeds(3, 0.5) == 3
