@@ -43,7 +43,7 @@ __all__ = [
     "StrictModel", "TrialBase", "TrialResult",
     # verdicts
     "Verdict", "SUPPORTED", "NOT_SUPPORTED", "INCONCLUSIVE", "MISSING", "NAN3", "MIN_REPLICATES",
-    "CONCLUSIVE_SEEDS", "MIN_SEEDS", "deciding_cell", "at_bound", "one_per_unit", "ok_rows", "coerce_numeric", "restrict_to_mode", "degenerate", "ci_entry", "json_key",
+    "CONCLUSIVE_SEEDS", "MIN_SEEDS", "deciding_cell", "at_bound", "no_room", "one_per_unit", "ok_rows", "coerce_numeric", "restrict_to_mode", "degenerate", "ci_entry", "json_key",
     "to_python", "decide", "decide_below", "finite_values", "pooled_columns",
     # figures
     "new_figure", "to_base64", "seed_summary", "summary_of", "error_lengths", "errorbar", "band", "ci_note",
@@ -65,6 +65,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "MIN_SEEDS": ("bindscale.report.verdicts", "MIN_SEEDS"),
     "deciding_cell": ("bindscale.report.verdicts", "deciding_cell"),
     "at_bound": ("bindscale.report.verdicts", "at_bound"),
+    "no_room": ("bindscale.report.verdicts", "no_room"),
     "one_per_unit": ("bindscale.rows", "one_per_unit"),
     "ok_rows": ("bindscale.rows", "ok_rows"),
     "coerce_numeric": ("bindscale.report.verdicts", "coerce_numeric"),

@@ -241,6 +241,24 @@ def at_bound(arms: Mapping[str, Any], low: float | None = 0.0, high: float | Non
     return None
 
 
+def no_room(baseline: Any, margin: float, high: float = 1.0, name: str = "the baseline") -> str | None:
+    """Why a gain of at least ``margin`` over ``baseline`` cannot be measured, or None.
+
+    ``baseline``: the seed values of the arm a gain is measured from (NaN dropped) on a metric capped at
+    ``high``. When ``high − mean(baseline) < margin`` no model could beat the baseline by the margin, so a
+    difference below the margin is the ceiling's, not the models' (the near-ceiling case that
+    :func:`at_bound` leaves, e.g. one seed of 48 at 0.999 and the rest at 1). An arm without values
+    leaves the question to the caller's seed checks (returns None).
+    """
+    v = np.asarray(baseline, float)
+    v = v[np.isfinite(v)]
+    if v.size == 0 or high - v.mean() >= margin:
+        return None
+    return (f"{name} already averages {v.mean():.3f} over {v.size} seeds, {high - v.mean():.3f} below the "
+            f"metric's ceiling {high:g}: no model could exceed it by the margin {margin:g}, so the comparison "
+            "says nothing about the claim")
+
+
 def _pooled(rows: pd.DataFrame, cols: tuple[str, ...]) -> dict[str, list]:
     """Columns among ``cols`` that vary across ``rows``: name -> sorted values."""
     out = {}

@@ -97,3 +97,18 @@ def test_head_reuse_with_five_of_eight_failed_seeds_in_a_cell_is_inconclusive():
     df.loc[(df["aux"] == R) & (df["d_model"] == 64) & (df["seed"] < 5), "status"] = "failed"
     v = verdicts(df, (name,))[name]
     assert v["verdict"] == "inconclusive" and "5 of 8 seeds of the deciding cell" in v["details"]["reason"]
+
+
+def test_near_the_ceiling_no_room_for_the_margin_is_inconclusive():
+    """Every seed at 1 beyond L but one at 0.999 (the exact-bound check does not fire), and alone already at
+    0.99 with a margin of 0.05: neither can show the claimed gain, so neither says not_supported."""
+    near = table(related=(0.0, 0.0))
+    near["acc_beyond"] = 1.0
+    near.loc[near.index[0], "acc_beyond"] = 0.999
+    high = table(related=(0.0, 0.0), noise=0.003).assign(acc_beyond=lambda d: np.clip(d["acc_beyond"] + 0.94, 0, 1))
+    for df in (near, high):
+        out = verdicts(df, GAINS)
+        for claim in GAINS:
+            assert out[claim]["verdict"] == "inconclusive", (claim, out[claim]["details"]["reason"])
+    # alone at ~0.99 is off the exact bound: the room check says why
+    assert "no model could exceed it by the margin" in verdicts(high, GAINS)["length_transfer_exists"]["details"]["reason"]

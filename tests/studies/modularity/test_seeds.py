@@ -45,3 +45,14 @@ def test_structure_emerges_with_five_of_eight_failed_seeds_in_a_cell_is_inconclu
     v = compute_verdicts(good, {"verdicts": claim}, n_boot=200)[0]
     assert v["verdict"] == "inconclusive", v["details"]["reason"]
     assert "5 of 8 seeds of the deciding cell (architecture mlp, width 64, pretraining none)" in v["details"]["reason"]
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_near_the_ceiling_no_room_for_the_margin_is_inconclusive(rule):
+    """One seed just off the ceiling escapes the exact-bound check; the room check catches it: a gain of
+    the margin cannot happen above a lower side that already averages ~1."""
+    near = _table(robust=1.0, robust_spread=0.0)
+    near.loc[near.index[0], "frac_robust"] = 0.999
+    out = rule(near, P_DIFF, 200, 0)
+    assert out.outcome == "inconclusive" and "no model could exceed it by the margin" in out.details["reason"], \
+        out.details["reason"]

@@ -80,7 +80,7 @@ from scipy import stats as sps
 
 from bindscale.report.verdicts import ok_rows
 from bindscale.kit import (
-    MIN_REPLICATES, NAN3, at_bound, ci_entry, deciding_cell, decide as _decide, decide_below, json_key, to_python, coerce_numeric,
+    MIN_REPLICATES, NAN3, at_bound, ci_entry, no_room, deciding_cell, decide as _decide, decide_below, json_key, to_python, coerce_numeric,
     degenerate, Verdict,
 )
 from bindscale.stats import bootstrap_ci, correlation_ci, mean_ci, mean_diff_ci, partial_spearman_within, strata_mean_ci
@@ -326,7 +326,8 @@ def _gain_rule(ok: pd.DataFrame, p: Mapping, other: str, stat: str, decide) -> V
     n = int(a.size + b.size)
     triple = mean_diff_ci(a, b)
     _share_bound(details, g, other)
-    bound = _bounded(groups, (("largest", other), ("largest", "alone")))
+    bound = _bounded(groups, (("largest", other), ("largest", "alone"))) or no_room(
+        b, p["margin"], name="alone at the largest size")
     if bound:
         details["reason"] = f"{_pair_text()}: {bound} (beyond the training length L)"
         details["difference_at_the_bound"] = ci_entry(triple, n)
@@ -390,7 +391,8 @@ def transfer_grows_with_size(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: in
     details["gain_largest"] = ci_entry(mean_diff_ci(vals[0], vals[1]), vals[0].size + vals[1].size)
     details["gain_smallest"] = ci_entry(mean_diff_ci(vals[2], vals[3]), vals[2].size + vals[3].size)
     triple = strata_mean_ci(vals, weights=[1.0, -1.0, -1.0, 1.0])
-    bound = _bounded(groups, tuple((w, c) for w in ("largest", "smallest") for c in ("related", "alone")))
+    bound = _bounded(groups, tuple((w, c) for w in ("largest", "smallest") for c in ("related", "alone"))) or no_room(
+        vals[1], p["margin"], name="alone at the largest size")
     if bound:
         details["reason"] = f"{_pair_text()}: {bound} (beyond the training length L)"
         details["difference_at_the_bound"] = ci_entry(triple, n)

@@ -67,7 +67,7 @@ import numpy as np
 import pandas as pd
 
 from bindscale.kit import (
-    MIN_REPLICATES, NAN3, at_bound, ci_entry, deciding_cell, decide as _decide, json_key, to_python, coerce_numeric,
+    MIN_REPLICATES, NAN3, at_bound, ci_entry, no_room, deciding_cell, decide as _decide, json_key, to_python, coerce_numeric,
     degenerate,
     restrict_to_mode, Verdict,
 )
@@ -496,6 +496,7 @@ def _contrast_verdict(ok: pd.DataFrame, p: Mapping, strata: tuple[str, ...], pic
     # (or all at 1) is the share's floor (ceiling).
     why = (at_bound({"the higher side": np.concatenate([_vals(b, col) for b in bms[0::2]]),
                      "the lower side": np.concatenate([_vals(b, col) for b in bms[1::2]])})
+           or no_room(np.concatenate([_vals(b, col) for b in bms[1::2]]), p["margin"], name="the lower side")
            or degenerate([_vals(b, col) for b in bms], discrete=True))
     if why:
         return stop(f"{why} ({col})", n)
