@@ -28,7 +28,7 @@ from .config import resolve_study
 from .errors import BindscaleError
 from .rundir import load_run_study
 from .storage import RunStore
-from .study import SIDES
+from .study import SIDES, gate_lines
 
 QUESTION = ("Can scaling alone — more parameters, more data, more coverage of combinations — produce compositional "
             "generalization, or do networks need explicit binding mechanisms?")
@@ -175,6 +175,7 @@ def collect(run_dir: "str | Path") -> dict[str, Any]:
                 "value": v.get("value"), "ci_low": v.get("ci_low"),
                 "ci_high": v.get("ci_high"), "n_trials": v.get("n_trials"), "seeds_per_cell": _seeds(details),
                 "reason": details.get("reason"), "caveat": details.get("caveat"),
+                "gates": gate_lines(details),
                 "firm": status == "firm", "run_status": status,
                 "figure": f"{name}/figures/{figure}.png" if figure else None,
                 "report": f"{name}/report.html#claim-{v['claim']}",

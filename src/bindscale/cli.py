@@ -337,6 +337,10 @@ def _print_summary(summary: dict, out_dir: str) -> None:
                 con.print(f"    deciding number ({v['statistic']}): {v['statistic_text']}", highlight=False)
             if details.get("reason"):
                 con.print(f"    why {v['verdict']}: {details['reason']}", highlight=False)
+            from .study import gate_lines
+
+            for gate in gate_lines(details):
+                con.print(f"    learned first: {gate}", highlight=False)
             if details.get("caveat"):
                 con.print(f"    caveat: {details['caveat']}", highlight=False)
     else:

@@ -34,16 +34,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from .config import StrictModel, TrialBase
-from .study import INCONCLUSIVE, NOT_SUPPORTED, SIDES, SUPPORTED, Claim, Study, StudyPlugin, Verdict
+from .study import INCONCLUSIVE, NOT_SUPPORTED, SIDES, SUPPORTED, Claim, Gate, Study, StudyPlugin, Verdict
 
 __all__ = [
     # the plugin and its claims
-    "Claim", "Study", "StudyPlugin", "SIDES",
+    "Claim", "Gate", "Study", "StudyPlugin", "SIDES",
     # trial configs and results
     "StrictModel", "TrialBase", "TrialResult",
     # verdicts
     "Verdict", "SUPPORTED", "NOT_SUPPORTED", "INCONCLUSIVE", "MISSING", "NAN3", "MIN_REPLICATES",
-    "CONCLUSIVE_SEEDS", "MIN_SEEDS", "deciding_cell", "at_bound", "no_room", "one_per_unit", "ok_rows", "coerce_numeric", "restrict_to_mode", "degenerate", "ci_entry", "json_key",
+    "CONCLUSIVE_SEEDS", "MIN_SEEDS", "deciding_cell", "gate_check", "at_bound", "no_room", "one_per_unit", "ok_rows", "coerce_numeric", "restrict_to_mode", "degenerate", "ci_entry", "json_key",
     "to_python", "decide", "decide_below", "finite_values", "pooled_columns",
     # figures
     "new_figure", "to_base64", "seed_summary", "summary_of", "error_lengths", "errorbar", "band", "ci_note",
@@ -64,6 +64,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "CONCLUSIVE_SEEDS": ("bindscale.report.verdicts", "CONCLUSIVE_SEEDS"),
     "MIN_SEEDS": ("bindscale.report.verdicts", "MIN_SEEDS"),
     "deciding_cell": ("bindscale.report.verdicts", "deciding_cell"),
+    "gate_check": ("bindscale.report.verdicts", "gate_check"),
     "at_bound": ("bindscale.report.verdicts", "at_bound"),
     "no_room": ("bindscale.report.verdicts", "no_room"),
     "one_per_unit": ("bindscale.rows", "one_per_unit"),

@@ -117,6 +117,58 @@ ENGINE_THRESHOLDS: dict[str, tuple[float, float]] = {"min_seeds": (0.0, 1000.0)}
 
 
 @dataclass(frozen=True)
+class Gate:
+    """The fit a claim's deciding models must reach on their *training* distribution before it is decided.
+
+    A model that has not learned its training task measures capacity, not composition: failing out of
+    distribution, a plateau or "no gain" then says nothing about the claim (issue 31, item 1). The engine
+    (:func:`bindscale.report.verdicts.gate_check`) reads ``metric`` in every deciding cell the rule names
+    (:func:`bindscale.report.verdicts.deciding_cell`, unless the cell says it is a control that need not
+    learn, such as an untrained twin) and makes the claim inconclusive when a cell's mean over its seeds
+    misses the level; the reason names the cell and its fit, and the report shows the gate beside the verdict.
+
+    Attributes:
+        metric: column of the study's prepared rows holding each trial's fit (e.g. ``"acc_id"``); the
+            study's ``prepare_rows`` may derive it.
+        threshold: name of the claim threshold that holds the level (so a study file can set it, like any
+            threshold); the claim's ``thresholds`` and ``defaults`` must have it.
+        what: the fit in words, as the report prints it ("in-distribution exact match on SCAN's training
+            commands").
+        source: why this level: what the cited source reports of its own models' fit (authors, year).
+        higher: True when a fit must reach at least the level (accuracy); False when it must stay at or
+            below it (a loss, or a loss's excess over the data's entropy).
+    """
+
+    metric: str
+    threshold: str
+    what: str
+    source: str
+    higher: bool = True
+
+    def passes(self, fit: float, level: float) -> bool:
+        """Whether a cell's mean fit meets ``level`` (NaN never does)."""
+        return bool(fit >= level) if self.higher else bool(fit <= level)
+
+    def says(self, level: float) -> str:
+        """The gate in words: "in-distribution exact match ≥ 0.95"."""
+        return f"{self.what} {'≥' if self.higher else '≤'} {level:g}"
+
+
+def gate_lines(details: Mapping[str, Any]) -> list[str]:
+    """The claim's competence gates in words, one line each, for the report beside its verdict.
+
+    ``details["gates"]`` as :func:`bindscale.report.verdicts.gate_check` writes it → e.g. "in-distribution
+    exact match ≥ 0.95 (Lake & Baroni 2018: ...): width 16 0.33 (missed), width 64 0.99".
+    """
+    out = []
+    for g in details.get("gates") or []:
+        cells = ", ".join(f"{label} {'not recorded' if fit is None else f'{fit:.3g}'}"
+                          f"{' (missed)' if label in g.get('missed', ()) else ''}" for label, fit in g["cells"].items())
+        out.append(f"{g['says']} ({g['source']}): {cells or 'no deciding cell'}")
+    return out
+
+
+@dataclass(frozen=True)
 class Claim:
     """One published claim a study tests, and how its verdict is decided.
 
@@ -139,6 +191,8 @@ class Claim:
             a verdict inconclusive (e.g. the widest planned model produced no result).
         aliases: earlier names of the claim (old study files still load).
         retired: thresholds of earlier rules, dropped when an old study file is loaded.
+        gates: :class:`Gate`\\s: the fit on their training distribution the deciding models must reach
+            before the claim is decided (every built-in claim has at least one).
     """
 
     name: str
@@ -154,8 +208,13 @@ class Claim:
     guards: Sequence[Any] = ()
     aliases: Sequence[str] = ()
     retired: Sequence[str] = ()
+    gates: Sequence[Gate] = ()
 
     def __post_init__(self) -> None:
+        for gate in self.gates:
+            if gate.threshold not in self.thresholds or gate.threshold not in self.defaults:
+                raise ValueError(f"claim {self.name}: gate on {gate.metric} reads threshold {gate.threshold!r}, "
+                                 "which the claim's thresholds and defaults must both have")
         if self.side not in SIDES:
             raise ValueError(f"claim {self.name}: side {self.side!r} is not one of {', '.join(SIDES)}")
         if set(self.defaults) - set(self.thresholds):

@@ -24,6 +24,7 @@ import pandas as pd
 import yaml
 
 from bindscale.storage import RunStore
+from bindscale.study import gate_lines
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from bindscale.report.figures import render
@@ -277,7 +278,8 @@ def build_report(run_dir: str | os.PathLike, df: pd.DataFrame, study: Mapping[st
             "n_trials": v["n_trials"],
             "reference": v["reference"],
             "reason": v["details"].get("reason", ""),
-            "details": _detail_rows({k: x for k, x in v["details"].items() if k != "reason"}),
+            "details": _detail_rows({k: x for k, x in v["details"].items() if k not in ("reason", "gates")}),
+            "gates": gate_lines(v["details"]),
             "figures": figs,
         })
     other = [(caption[k], b64) for k, b64 in figures.items() if b64 and k not in used]

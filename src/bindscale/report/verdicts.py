@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -45,6 +45,7 @@ __all__ = [
     "MIN_SEEDS",
     "deciding_cell",
     "seed_loss",
+    "gate_check",
     "at_bound",
     "study_as_dict",
 ]
@@ -142,16 +143,22 @@ def degenerate(cells: list[np.ndarray], discrete: bool = False) -> str | None:
     return None
 
 
-def deciding_cell(cell: Mapping[str, Any], n: int) -> dict[str, Any]:
+def deciding_cell(cell: Mapping[str, Any], n: int, gated: bool | Sequence[str] = True) -> dict[str, Any]:
     """One deciding cell as a rule reports it in ``details["deciding_cells"]`` (a list of these).
 
     ``cell``: the config columns and values that pick its trials out of the results table (say
     ``{"model": "mlp", "width": 256, "holdout": 0.25}``); ``n``: how many finite values the rule used
     there. The engine counts the cell's planned seeds in the whole table (every status, planned trials
     without a record too) and makes the claim inconclusive when fewer than ``min_seeds`` were used
-    (:func:`seed_loss`).
+    (:func:`seed_loss`). ``gated``: which of the claim's :class:`~bindscale.study.Gate`\\s the cell's
+    models must pass (:func:`gate_check`): True every one, False none (a control that is not meant to
+    learn, e.g. an untrained twin or a random mask), or the gates' metric names that apply (an arm
+    without an auxiliary task has no auxiliary fit).
     """
-    return {"cell": {str(k): _py(v) for k, v in cell.items()}, "n": int(n)}
+    out: dict[str, Any] = {"cell": {str(k): _py(v) for k, v in cell.items()}, "n": int(n)}
+    if gated is not True:
+        out["gated"] = list(gated) if gated else []
+    return out
 
 
 def _cell_label(cell: Mapping[str, Any]) -> str:
@@ -215,6 +222,50 @@ def seed_loss(whole: pd.DataFrame, cells: list[Mapping[str, Any]], min_seeds: fl
             short.append(f"{planned - used} of {planned} seeds of the deciding cell ({label}) are NaN, failed, "
                          f"diverged or missing ({why}); at least {need} of {planned} are needed, {used} remain")
     return ("; ".join(short) or None), lost
+
+
+def gate_check(ok: pd.DataFrame, cells: list[Mapping[str, Any]], gates: Sequence[Any],
+               levels: Mapping[str, float]) -> tuple[str | None, dict[str, Any]]:
+    """Whether the deciding cells' models learned their training task: (reason or None, the gates' report).
+
+    ``ok``: the study's prepared ok rows; ``cells``: the rule's :func:`deciding_cell` entries; ``gates``:
+    the claim's :class:`~bindscale.study.Gate`\\s; ``levels``: the claim's thresholds (each gate's level
+    is ``levels[gate.threshold]``). A cell's fit is the mean of the gate's metric over the cell's ok
+    seeds (NaN dropped); a cell misses the gate when that mean misses the level, or when no seed of
+    the cell recorded the metric (a fit that was never measured is not shown to have been reached).
+    Output: the reason naming every cell that missed, with its fit ("depth 8, width 32: in-distribution
+    exact match 0.33 < 0.95"), or None; and ``{"gates": [{"metric", "what", "level", "source", "higher",
+    "cells": {cell label: fit}, "missed": [labels]}]}`` for the report.
+    """
+    report, missed = [], []
+    for gate in gates:
+        level = float(levels[gate.threshold])
+        fits: dict[str, float | None] = {}
+        bad = []
+        for entry in cells:
+            gated = entry.get("gated", True)
+            if gated is not True and gate.metric not in gated:
+                continue
+            label = _cell_label(entry["cell"])
+            if label in fits:
+                continue
+            rows = _matching(ok, entry["cell"])
+            vals = (pd.to_numeric(rows[gate.metric], errors="coerce").to_numpy(float)
+                    if gate.metric in rows else np.array([]))
+            vals = vals[np.isfinite(vals)]
+            fit = float(vals.mean()) if vals.size else math.nan
+            fits[label] = None if math.isnan(fit) else round(fit, 6)
+            if not gate.passes(fit, level):
+                bad.append(label)
+                sign = "<" if gate.higher else ">"
+                missed.append(f"{label}: {gate.what} {fit:.3g} {sign} {level:g}" if vals.size else
+                              f"{label}: {gate.what} not recorded for any seed")
+        report.append({"metric": gate.metric, "what": gate.what, "level": level, "higher": gate.higher,
+                       "source": gate.source, "says": gate.says(level), "cells": fits, "missed": bad})
+    if not missed:
+        return None, {"gates": report}
+    return (f"the deciding models did not learn their training task (a claim is decided only by models that "
+            f"did): {'; '.join(missed)}"), {"gates": report}
 
 
 def at_bound(arms: Mapping[str, Any], low: float | None = 0.0, high: float | None = 1.0) -> str | None:
@@ -409,7 +460,8 @@ def compute_verdicts(
                 raise TypeError(f"the rule returned {type(decided).__name__}, not a bindscale.kit.Verdict")
             stat, verdict, triple, n, details = (decided.statistic, decided.outcome, decided.interval,
                                                  decided.n_trials, decided.details)
-            short, lost = seed_loss(whole, details.get("deciding_cells") or [], min_seeds)
+            cells = details.get("deciding_cells") or []
+            short, lost = seed_loss(whole, cells, min_seeds)
             if lost:
                 details["lost_seeds_by_cell"] = lost
             if short and verdict != INCONCLUSIVE:
@@ -418,6 +470,18 @@ def compute_verdicts(
                 verdict, triple = INCONCLUSIVE, NAN3
             elif short:
                 details["reason"] = f"{details.get('reason', '')}; {short}".lstrip("; ")
+            if claim.gates:
+                unlearned, gate_report = gate_check(ok, cells, claim.gates, merged)
+                details.update(gate_report)
+                if not cells and verdict != INCONCLUSIVE:  # a rule's bug: it must say which models decided
+                    unlearned = ("the rule named no deciding cell, so whether its models learned their training "
+                                 "task cannot be checked")
+                if unlearned and verdict != INCONCLUSIVE:
+                    details["reason"] = f"{unlearned} (its own result there: {verdict}, {details.get('reason', '')})"
+                    details["value_of_unlearned_models"] = _ci(triple, n)
+                    verdict, triple = INCONCLUSIVE, NAN3
+                elif unlearned:
+                    details["reason"] = f"{details.get('reason', '')}; {unlearned}".lstrip("; ")
             for guard in claim.guards:
                 # A guard sees the whole table (failed and diverged trials too): e.g. the widest planned
                 # model has no result, so the rule answered at a smaller scale than the study asked about;

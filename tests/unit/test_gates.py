@@ -1,0 +1,142 @@
+"""Issue 31, item 1: competence gates. No claim is decided by models that did not learn their training task."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bindscale import registry
+from bindscale.report.verdicts import compute_verdicts, deciding_cell, gate_check
+from bindscale.study import SUPPORTED, Claim, Gate, StudyPlugin, Verdict
+
+GATE = Gate(metric="acc_id", threshold="min_id", what="in-distribution exact match",
+            source="a test source: near-perfect training accuracy")
+LOSS = Gate(metric="excess", threshold="max_excess", what="next-token loss above the entropy (nats)",
+            source="a test source", higher=False)
+
+
+def _table(fit_small=0.99, fit_big=0.99, seeds=8) -> pd.DataFrame:
+    rows = []
+    for w, fit in ((16, fit_small), (64, fit_big)):
+        for s in range(seeds):
+            rows.append({"trial_id": f"w{w}s{s}", "status": "ok", "width": w, "seed": s,
+                         "acc_id": fit, "acc_ood": 0.2 + 0.002 * w + 0.001 * s, "excess": 0.05})
+    return pd.DataFrame(rows)
+
+
+def _cells(df):
+    return [deciding_cell({"width": w}, int((df["width"] == w).sum())) for w in (16, 64)]
+
+
+def test_a_cell_below_its_gate_is_named_with_its_fit():
+    df = _table(fit_small=0.33)
+    reason, report = gate_check(df, _cells(df), [GATE], {"min_id": 0.95})
+    assert reason and "width 16: in-distribution exact match 0.33 < 0.95" in reason
+    assert "width 64" not in reason
+    (g,) = report["gates"]
+    assert g["cells"] == {"width 16": 0.33, "width 64": 0.99} and g["missed"] == ["width 16"]
+    assert g["says"] == "in-distribution exact match ≥ 0.95"
+
+
+def test_every_cell_at_its_gate_passes_and_the_level_is_inclusive():
+    df = _table(fit_small=0.95, fit_big=1.0)
+    assert gate_check(df, _cells(df), [GATE], {"min_id": 0.95})[0] is None
+
+
+@pytest.mark.parametrize("damage", ["nan", "missing_column", "no_rows"])
+def test_an_unmeasured_fit_never_passes(damage):
+    df = _table()
+    if damage == "nan":
+        df["acc_id"] = math.nan
+    elif damage == "missing_column":
+        df = df.drop(columns="acc_id")
+    cells = _cells(df)
+    if damage == "no_rows":
+        cells.append(deciding_cell({"width": 256}, 0))
+    reason, _ = gate_check(df, cells, [GATE], {"min_id": 0.95})
+    assert reason and "not recorded" in reason
+
+
+def test_a_loss_gate_fails_above_its_level():
+    df = _table()
+    df.loc[df["width"] == 64, "excess"] = 0.8
+    reason, _ = gate_check(df, _cells(df), [LOSS], {"max_excess": 0.1})
+    assert reason and "width 64: next-token loss above the entropy (nats) 0.8 > 0.1" in reason
+
+
+def test_controls_and_partial_gates():
+    df = _table(fit_small=0.0)  # width 16 is an untrained control: it is not meant to learn
+    cells = [deciding_cell({"width": 16}, 8, gated=False), deciding_cell({"width": 64}, 8)]
+    assert gate_check(df, cells, [GATE, LOSS], {"min_id": 0.95, "max_excess": 0.1})[0] is None
+    df["excess"] = 0.5
+    cells = [deciding_cell({"width": 16}, 8, gated=["excess"]), deciding_cell({"width": 64}, 8, gated=["acc_id"])]
+    reason, _ = gate_check(df, cells, [GATE, LOSS], {"min_id": 0.95, "max_excess": 0.1})
+    assert "width 16: next-token" in reason and "width 64" not in reason
+
+
+def test_a_claim_gate_must_name_a_threshold_with_a_default():
+    with pytest.raises(ValueError, match="gate on acc_id reads threshold 'min_id'"):
+        Claim(name="x", title="x", source="s", statement="s", statistic="s", side="scale_suffices",
+              rule=lambda *a: None, gates=(GATE,))
+
+
+# ---------------------------------------------------------------- the engine, on a toy claim --
+
+def _rule(ok, thresholds, n_boot, seed):
+    big = ok[ok["width"] == 64]
+    small = ok[ok["width"] == 16]
+    gain = float(big["acc_ood"].mean() - small["acc_ood"].mean())
+    return Verdict("gain", SUPPORTED, (gain, gain - 0.01, gain + 0.01), len(ok),
+                   {"reason": "the wider model extrapolates better", "deciding_cells": _cells(ok)})
+
+
+def _no_cells_rule(ok, thresholds, n_boot, seed):
+    return Verdict("gain", SUPPORTED, (0.1, 0.05, 0.15), len(ok), {"reason": "always"})
+
+
+@pytest.fixture
+def toy(monkeypatch):
+    claims = tuple(Claim(name=n, title="toy", source="src", statement="st", statistic="gain", side="scale_suffices",
+                         rule=r, thresholds={"min_id": (0.0, 1.0)}, defaults={"min_id": 0.95}, gates=(GATE,))
+                   for n, r in (("toy_gain", _rule), ("toy_nocells", _no_cells_rule)))
+    plugin = StudyPlugin(name="toygate", kind="toygate", claims=claims, trainer=lambda *a, **k: [])
+    real = registry.claim
+
+    def claim(name):
+        for c in claims:
+            if c.name == name:
+                return plugin, c
+        return real(name)
+
+    monkeypatch.setattr(registry, "claim", claim)
+    return plugin
+
+
+def test_the_engine_turns_an_unlearned_decision_inconclusive_and_says_why(toy):
+    (v,) = compute_verdicts(_table(fit_small=0.33), {"verdicts": {"toy_gain": {}}})
+    assert v["verdict"] == "inconclusive" and np.isnan(v["value"])
+    assert "did not learn their training task" in v["details"]["reason"]
+    assert "width 16: in-distribution exact match 0.33 < 0.95" in v["details"]["reason"]
+    assert "its own result there: supported" in v["details"]["reason"]
+    assert v["details"]["value_of_unlearned_models"]["value"] == pytest.approx(0.096)
+    (learned,) = compute_verdicts(_table(), {"verdicts": {"toy_gain": {}}})
+    assert learned["verdict"] == "supported" and learned["details"]["gates"][0]["missed"] == []
+
+
+def test_a_study_file_sets_the_gate_level(toy):
+    (v,) = compute_verdicts(_table(fit_small=0.33), {"verdicts": {"toy_gain": {"min_id": 0.3}}})
+    assert v["verdict"] == "supported" and v["details"]["gates"][0]["level"] == 0.3
+
+
+def test_a_gated_rule_that_names_no_cell_decides_nothing(toy):
+    (v,) = compute_verdicts(_table(), {"verdicts": {"toy_nocells": {}}})
+    assert v["verdict"] == "inconclusive" and "named no deciding cell" in v["details"]["reason"]
+
+
+def test_every_builtin_claim_has_a_gate():
+    """Issue 31, item 1: each claim states the fit its deciding models must reach."""
+    ungated = [c.name for s in registry.builtin().values() for c in s.claims if not c.gates]
+    assert ungated == []
