@@ -103,38 +103,44 @@ def synthesis(claims: list[dict]) -> dict[str, Any]:
     def names(xs: list[str]) -> str:
         return ", ".join(xs) if xs else "none"
 
+    def said(side: str) -> str:
+        t = sides[side]
+        return f"supported — {names(t['for'])}; not supported — {names(t['against'])}"
+
     scale, binding, stops = (sides[s]["state"] for s in ("scale_suffices", "binding_needed", "where_scale_stops"))
-    # what the firm claims that scale stops somewhere said, used by two of the sentences below
-    stops_said = (f"(supported: {names(sides['where_scale_stops']['for'])}; "
-                  f"not supported: {names(sides['where_scale_stops']['against'])})")
     answer = []
+    # Rule 4, the reading of the answer: one sentence on scale, read together with where it stops.
     if scale == "holds" and stops != "holds":
         answer.append(f"Scale suffices in what was tested: every firm claim on that side is supported "
-                      f"({names(sides['scale_suffices']['for'])}), and no claim that scale stops somewhere holds "
-                      f"{stops_said}.")
+                      f"({names(sides['scale_suffices']['for'])}) and no claim that scale stops somewhere holds.")
     elif scale in ("holds", "contested") and stops in ("holds", "contested"):
-        answer.append(f"Scale helps, with limits: supported for scale — {names(sides['scale_suffices']['for'])}; "
-                      f"supported that scale stops — {names(sides['where_scale_stops']['for'])}.")
+        against = sides["scale_suffices"]["against"]
+        answer.append(f"Scale helps, with limits: supported that scale suffices — "
+                      f"{names(sides['scale_suffices']['for'])}"
+                      f"{f' (not supported — {names(against)})' if against else ''}; supported that scale stops "
+                      f"— {names(sides['where_scale_stops']['for'])}.")
     elif scale == "contested":
-        answer.append(f"Whether scale suffices is contested: supported — {names(sides['scale_suffices']['for'])}; "
-                      f"not supported — {names(sides['scale_suffices']['against'])}.")
+        answer.append(f"Whether scale suffices is contested: {said('scale_suffices')}.")
     elif scale == "rejected":
         answer.append(f"The evidence is against scale sufficing: not supported — "
                       f"{names(sides['scale_suffices']['against'])}.")
     else:
         answer.append("No firm evidence yet on whether scale suffices.")
-    if scale == "contested" and stops != "holds":
-        answer.append(f"No claim that scale stops somewhere holds {stops_said}.")
-    if binding == "holds":
-        answer.append(f"Explicit binding has the advantage its sources claim where tested "
-                      f"({names(sides['binding_needed']['for'])}; each claim's statement says which).")
-    elif binding == "rejected":
-        answer.append(f"Explicit binding showed no advantage ({names(sides['binding_needed']['against'])}).")
-    elif binding == "contested":
-        answer.append(f"The evidence on explicit binding is mixed: supported — {names(sides['binding_needed']['for'])}; "
-                      f"not supported — {names(sides['binding_needed']['against'])}.")
-    else:
-        answer.append("No firm evidence yet on explicit binding.")
+    # Every side is named in every state (issue 31, item 8): where scale stops has its own sentence.
+    answer.append({
+        "holds": f"Scale stops somewhere in what was tested: supported — {names(sides['where_scale_stops']['for'])}.",
+        "contested": f"Whether scale stops somewhere is contested: {said('where_scale_stops')}.",
+        "rejected": f"No claim that scale stops somewhere holds: not supported — "
+                    f"{names(sides['where_scale_stops']['against'])}.",
+        "open": "No firm evidence yet on where scale stops.",
+    }[stops])
+    answer.append({
+        "holds": f"Explicit binding has the advantage its sources claim where tested "
+                 f"({names(sides['binding_needed']['for'])}; each claim's statement says which).",
+        "contested": f"The evidence on explicit binding is mixed: {said('binding_needed')}.",
+        "rejected": f"Explicit binding showed no advantage ({names(sides['binding_needed']['against'])}).",
+        "open": "No firm evidence yet on explicit binding.",
+    }[binding])
     return {"sides": sides, "answer": answer}
 
 

@@ -32,7 +32,7 @@ def test_claim_false_everywhere_gives_the_opposite_answer():
     rows = [_row("a", "scale_suffices", "not_supported"), _row("b", "binding_needed", "not_supported")]
     out = synthesis(rows)
     assert out["sides"]["scale_suffices"]["state"] == "rejected"
-    assert "against scale sufficing" in out["answer"][0] and "no advantage" in out["answer"][1]
+    assert "against scale sufficing" in out["answer"][0] and "no advantage" in out["answer"][2]
 
 
 def test_smoke_tests_and_inconclusive_are_not_counted():
@@ -40,7 +40,36 @@ def test_smoke_tests_and_inconclusive_are_not_counted():
     out = synthesis(rows)
     assert out["sides"]["scale_suffices"] == {"for": [], "against": [], "open": [], "smoke": ["a"], "state": "open"}
     assert out["sides"]["binding_needed"]["open"] == ["b"]
-    assert out["answer"] == ["No firm evidence yet on whether scale suffices.", "No firm evidence yet on explicit binding."]
+    assert out["answer"] == ["No firm evidence yet on whether scale suffices.",
+                             "No firm evidence yet on where scale stops.", "No firm evidence yet on explicit binding."]
+
+
+_STATE_ROWS = {  # a side's state → the firm verdicts that give it
+    "holds": ("supported",), "contested": ("supported", "not_supported"), "rejected": ("not_supported",), "open": (),
+}
+#: words by which a reader finds each side in the answer
+_SIDE_WORDS = {"scale_suffices": "scale suffic", "where_scale_stops": "scale stops", "binding_needed": "binding"}
+
+
+@pytest.mark.parametrize("scale", list(_STATE_ROWS))
+@pytest.mark.parametrize("stops", list(_STATE_ROWS))
+@pytest.mark.parametrize("binding", list(_STATE_ROWS))
+def test_every_side_is_named_in_every_state(scale, stops, binding):
+    """Issue 31, item 8: the whole 4 × 4 × 4 grid of side states; every side and each of its firm claims
+    appears in the answer's text, whatever the others' states."""
+    states = {"scale_suffices": scale, "where_scale_stops": stops, "binding_needed": binding}
+    rows = [_row(f"{side}_{verdict}", side, verdict) for side, state in states.items()
+            for verdict in _STATE_ROWS[state]]
+    out = synthesis(rows)
+    text = " ".join(out["answer"]).lower()
+    for side, state in states.items():
+        assert out["sides"][side]["state"] == state
+        assert _SIDE_WORDS[side] in text, (side, state, out["answer"])
+        for row in rows:
+            if row["side"] == side:
+                assert row["claim"] in " ".join(out["answer"]), (row["claim"], out["answer"])
+    # the "scale suffices" reading only when its side holds and no limit of scale holds
+    assert out["answer"][0].startswith("Scale suffices") == (scale == "holds" and stops != "holds")
 
 
 def test_no_claims_at_all():
