@@ -70,3 +70,31 @@ def one_per_unit(df: pd.DataFrame, config: tuple[str, ...] = (),
     keep = ~key.iloc[pos].duplicated(keep="last").to_numpy()
     out = df.iloc[np.sort(pos[keep])]
     return out, int(len(df) - len(out))
+
+
+def ambiguous_units(df: pd.DataFrame, config: tuple[str, ...] = (),
+                    axes: tuple[str, ...] = ()) -> tuple[int, list[str]]:
+    """Records that may repeat a unit but cannot be told apart from distinct ones, and the columns missing.
+
+    When a table lacks some of the study's axis columns (a table built by hand), :func:`one_per_unit`
+    merges only exact copies; a record that equals another on every config column present and on its
+    ``seed`` but differs in a metric is then either another configuration (on an axis the table does not
+    record) or a rerun of the same one, and counting it as another seed would narrow every interval.
+    Only ``ok`` records count (a failed retry is never resampled). Output: (how many such records beyond
+    the first of each group, the axis columns missing); ``(0, [])``
+    when the table has every axis column or no seed column (then each record is its own unit anyway).
+    """
+    import pandas as pd
+
+    missing = [a for a in axes if a not in df.columns]
+    if df.empty or not missing or "seed" not in df.columns:
+        return 0, missing if "seed" in df.columns else []
+    cols = [c for c in config if c in df.columns]
+    cols += [c for c in ("study",) if c in df.columns and c not in cols]
+    if "seed" not in cols:
+        cols.append("seed")
+    seeded = df[pd.to_numeric(df["seed"], errors="coerce").notna()]
+    if "status" in seeded.columns:  # only ok records are resampled as seeds
+        seeded = seeded[seeded["status"].astype(str) == "ok"]
+    keys = pd.Series(["\x1f".join(map(str, r)) for r in seeded[cols].itertuples(index=False)])
+    return int(keys.duplicated().sum()), missing

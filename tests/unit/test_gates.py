@@ -140,3 +140,27 @@ def test_every_builtin_claim_has_a_gate():
     """Issue 31, item 1: each claim states the fit its deciding models must reach."""
     ungated = [c.name for s in registry.builtin().values() for c in s.claims if not c.gates]
     assert ungated == []
+
+
+def test_a_table_without_an_axis_says_its_seeds_may_repeat(toy, monkeypatch):
+    """Review finding of issue 31: reruns in a table lacking an axis column were counted as seeds silently."""
+    df = _table()
+    rerun = df.assign(trial_id="x" + df["trial_id"], acc_ood=df["acc_ood"] + 1e-6)
+    both = pd.concat([df, rerun], ignore_index=True)
+    (v,) = compute_verdicts(both, {"verdicts": {"toy_gain": {}}})
+    assert "ambiguous_records" not in v["details"]  # no config class: nothing known of its axes
+
+    class Config:  # the toy study's trial config: its sweep axes include lr, which the table lacks
+        AXES = {"width": "model.width", "lr": "train.lr", "seed": "seed"}
+
+        @staticmethod
+        def column_names():
+            return ("width", "lr", "seed")
+
+    object.__setattr__(toy, "trial_config", Config)
+    toy._found.clear()
+    (v,) = compute_verdicts(both, {"verdicts": {"toy_gain": {}}})
+    assert v["details"]["ambiguous_records"] == len(df)
+    assert "no lr column" in v["details"]["caveat"] and "counted twice" in v["details"]["caveat"]
+    (clean,) = compute_verdicts(df, {"verdicts": {"toy_gain": {}}})
+    assert "ambiguous_records" not in clean["details"]

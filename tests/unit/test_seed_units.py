@@ -95,3 +95,19 @@ def test_a_study_file_may_set_min_seeds_for_any_claim():
     StudyConfig(name="x", base=base, verdicts={"scaling": {"min_seeds": 6}})
     with pytest.raises(ValueError, match="out of range"):
         StudyConfig(name="x", base=base, verdicts={"scaling": {"min_seeds": -1}})
+
+
+def test_a_table_without_an_axis_cannot_count_perturbed_reruns_as_seeds():
+    """Review finding of issue 31: a hand-built table that lacks an axis column merged only exact copies,
+    so reruns with a perturbed metric counted as more seeds, silently."""
+    from bindscale.rows import ambiguous_units
+
+    df = _table()
+    rerun = df.assign(trial_id="x" + df["trial_id"], acc=df["acc"] + 1e-6)
+    both = pd.concat([df, rerun], ignore_index=True)
+    assert one_per_unit(both, config=("width", "seed", "lr"), axes=("width", "lr", "seed"))[1] == 0
+    assert ambiguous_units(both, config=("width", "seed", "lr"), axes=("width", "lr", "seed")) == (len(df), ["lr"])
+    assert ambiguous_units(df, config=("width", "seed", "lr"), axes=("width", "lr", "seed")) == (0, ["lr"])
+    full = both.assign(lr=1e-3)
+    assert ambiguous_units(full, config=("width", "seed", "lr"), axes=("width", "lr", "seed")) == (0, [])
+    assert ambiguous_units(both.drop(columns="seed"), ("width", "seed", "lr"), ("width", "lr", "seed")) == (0, [])

@@ -394,12 +394,14 @@ def study_as_dict(study: Any) -> dict[str, Any]:
     return dict(study or {})
 
 
-def _prepare(plugin: Any, df: pd.DataFrame, unrecorded: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFrame, int]:
-    """(the study's ok rows, the whole table its guards see, records dropped as repeats of a unit).
+def _prepare(plugin: Any, df: pd.DataFrame, unrecorded: pd.DataFrame | None
+             ) -> tuple[pd.DataFrame, pd.DataFrame, int, tuple[int, list[str]]]:
+    """(the study's ok rows, the whole table its guards see, records dropped as repeats of a unit, and
+    :func:`bindscale.rows.ambiguous_units` of the table).
 
     Every table is first reduced to one record per configuration and seed (:func:`bindscale.rows.one_per_unit`).
     """
-    from bindscale.rows import one_per_unit
+    from bindscale.rows import ambiguous_units, one_per_unit
 
     try:
         cls = plugin.trial_class
@@ -407,10 +409,11 @@ def _prepare(plugin: Any, df: pd.DataFrame, unrecorded: pd.DataFrame | None) -> 
     except Exception:  # noqa: BLE001 - a plugin without a usable config class: exact copies only
         config, axes = (), ("\x00",)
     df, duplicates = one_per_unit(df, config, axes)
+    ambiguity = ambiguous_units(df, config, axes) if config else (0, [])
     whole = df
     if unrecorded is not None and len(unrecorded):  # empty columns dropped: nothing to add, no dtype warning
         whole = pd.concat([df, unrecorded.dropna(axis=1, how="all")], ignore_index=True)
-    return plugin.prepare_rows(df), whole, duplicates
+    return plugin.prepare_rows(df), whole, duplicates, ambiguity
 
 
 def compute_verdicts(
@@ -441,7 +444,7 @@ def compute_verdicts(
     study = study_as_dict(study)
     rules = study.get("verdicts") or {}
     anchors = study.get("anchors") or {}
-    prepared: dict[str, tuple[pd.DataFrame, pd.DataFrame, int]] = {}
+    prepared: dict[str, tuple] = {}
     out = []
     for name, params in rules.items():
         try:
@@ -450,7 +453,7 @@ def compute_verdicts(
             continue
         if plugin.name not in prepared:
             prepared[plugin.name] = _prepare(plugin, df, unrecorded)
-        ok, whole, duplicates = prepared[plugin.name]
+        ok, whole, duplicates, (ambiguous, missing_axes) = prepared[plugin.name]
         given = {k: v for k, v in dict(params or {}).items() if v is not None}
         merged = {**claim.defaults, **given}
         min_seeds = float(merged.pop("min_seeds", MIN_SEEDS))
@@ -498,14 +501,21 @@ def compute_verdicts(
                                  "rule, not a finding: please report it)",
                        "rule_error": f"{type(err).__name__}: {err}"}
             warnings.warn(f"verdict for {name}: {details['reason']}", RuntimeWarning, stacklevel=2)
+        if ambiguous:  # said, not decided on: a hand-built table may tell its cells apart by other columns
+            details["ambiguous_records"] = ambiguous
+            ambiguity = (f"the table has no {', '.join(missing_axes)} column and {ambiguous} ok record(s) share "
+                         "the recorded configuration and seed of another: if they are reruns rather than other "
+                         "settings of a missing axis, their seeds are counted twice")
         if duplicates:
             details["duplicate_records"] = duplicates
             details["reason"] = (f"{details.get('reason', '')}; {duplicates} record(s) repeat the configuration and "
                                  "seed of another record (copied or rerun under another trial id): each "
                                  "configuration and seed counted once").lstrip("; ")
         spc = details.get("seeds_per_cell")
+        if ambiguous:
+            details["caveat"] = ambiguity
         if isinstance(spc, int) and 0 < spc < CONCLUSIVE_SEEDS:
-            details["caveat"] = (f"{spc} seeds in a deciding cell, fewer than {CONCLUSIVE_SEEDS}: the interval is "
+            details["caveat"] = (f"{details['caveat']}; " if ambiguous else "") + (f"{spc} seeds in a deciding cell, fewer than {CONCLUSIVE_SEEDS}: the interval is "
                                  "an honest t / bootstrap interval but wide and not for conclusions (quick runs, "
                                  "or seeds removed by one of the study's filters)")
         v = _verdict(name, stat, verdict, triple, n, details, anchors.get(name), claim.statement)
