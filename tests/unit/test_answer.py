@@ -100,7 +100,10 @@ def test_page_from_summaries_lists_every_claim_missing_studies_and_smoke_tests(t
     (tmp_path / "scaling").mkdir()
     _study_file(tmp_path / "scaling", "scaling")
     (tmp_path / "scaling" / "summary.json").write_text(json.dumps(_summary(
-        [_verdict("scaling", "supported"), _verdict("hull", "inconclusive", reason="too few seeds"),
+        [_verdict("scaling", "supported", gates=[{"metric": "r2_id", "what": "in-distribution R²", "level": 0.9,
+                                                  "higher": True, "source": "the source's fit", "cells": {"width 256": 0.93},
+                                                  "missed": [], "says": "in-distribution R² ≥ 0.9"}]),
+         _verdict("hull", "inconclusive", reason="too few seeds"),
          _verdict("binding", "supported"), _verdict("decodability", "not_supported")])))
     (tmp_path / "subgraphs").mkdir()
     (tmp_path / "subgraphs" / "summary.json").write_text(json.dumps(_summary(
@@ -118,7 +121,11 @@ def test_page_from_summaries_lists_every_claim_missing_studies_and_smoke_tests(t
     assert "smoke test: supported" in html and "scaling/report.html#claim-scaling" in html
     for rule in RULES:
         assert rule.split(":")[0][:40] in html.replace("&#39;", "'")
-    assert json.loads((tmp_path / "answer.json").read_text())["question"].startswith("Can scaling alone")
+    answer = json.loads((tmp_path / "answer.json").read_text())
+    assert answer["question"].startswith("Can scaling alone")
+    gate = "in-distribution R² ≥ 0.9 (the source's fit): width 256 0.93"
+    assert answer["claims"][0]["gates"] == [gate]  # the competence gate beside the verdict (issue 31, item 1)
+    assert gate.replace("'", "&#39;") in html
 
 
 def test_answer_page_fits_the_viewport(tmp_path):
