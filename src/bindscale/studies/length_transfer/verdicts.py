@@ -192,10 +192,13 @@ def _deciding(df: pd.DataFrame) -> pd.DataFrame:
     return rows[keep]
 
 
-def _cell_of(g: pd.DataFrame) -> dict:
-    """A deciding cell as :func:`bindscale.kit.deciding_cell` takes it: the columns that pick its trials out of the
-    table, in the order a reader looks for them (task, auxiliary, shape, then the rest of :data:`CELL`)."""
-    order = ("main", "aux", "layers", "d_model", "heads", "pos") + tuple(c for c in CELL if c not in SIZE + ("main", "pos"))
+def _cell_of(g: pd.DataFrame, among: pd.DataFrame) -> dict:
+    """A deciding cell as :func:`bindscale.kit.deciding_cell` takes it: the columns that pick its trials ``g`` out of
+    the table, in the order a reader looks for them: task, auxiliary, shape, position scheme, then the other
+    :data:`CELL` settings only where they vary among ``among`` (the trials the rule read), so that the reason reads
+    "main caprev, aux cap+rev, layers 2, d_model 64, heads 4, pos rope" and still names one cell."""
+    order = ("main", "aux", "layers", "d_model", "heads", "pos")
+    order += tuple(c for c in CELL if c not in order and c in among and among[c].astype(str).nunique() > 1)
     return {c: (str(g[c].iloc[0]) if c == "aux" else to_python(g[c].iloc[0]))
             for c in order if c in g and g[c].astype(str).nunique() == 1}
 
@@ -277,7 +280,7 @@ def _common(ok: pd.DataFrame, p: Mapping, stat: str, conds: tuple[str, ...], bot
         # Every compared arm is a deciding cell: the engine counts its seeds and checks the claim's gates on it
         # (the main task within L everywhere, the auxiliary within its own lengths where there is one).
         details.setdefault("deciding_cells", []).extend(
-            deciding_cell(_cell_of(gc), gc["seed"].nunique(), gated=["acc_in"] if cond == "alone" else True)
+            deciding_cell(_cell_of(gc, rows), gc["seed"].nunique(), gated=["acc_in"] if cond == "alone" else True)
             for cond, gc in groups[where].items())
     details["seeds_per_cell"] = int(min(gc["seed"].nunique() for g in groups.values() for gc in g.values()))
     if details["seeds_per_cell"] < MIN_REPLICATES:
@@ -444,11 +447,11 @@ def head_reuse_predicts_transfer(ok: pd.DataFrame, p: Mapping, n_boot: int, seed
         alone = pair[pair["condition"] == "alone"]
         akey, ukey = _cell_key(alone), _cell_key(used)
         for (k, aux), g in used.groupby([ukey, used["aux"].astype(str)]):
-            entries.append(deciding_cell(_cell_of(g), g["seed"].nunique()))
+            entries.append(deciding_cell(_cell_of(g, pair), g["seed"].nunique()))
         for k in sorted(set(ukey)):
             g = alone[akey == k]
             if len(g):
-                entries.append(deciding_cell(_cell_of(g),
+                entries.append(deciding_cell(_cell_of(g, pair),
                                              int(g.loc[np.isfinite(g["acc_beyond"].to_numpy(float)), "seed"].nunique()),
                                              gated=["acc_in"]))
     details["deciding_cells"] = entries
