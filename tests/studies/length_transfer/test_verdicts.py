@@ -1,6 +1,8 @@
 """length_transfer verdict rules on synthetic tables: each can be supported and can fail, and missing,
 NaN, all-zero or unlearned inputs give inconclusive, never a verdict."""
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -22,8 +24,8 @@ P = {c.name: dict(c.defaults) for c in CLAIMS}
 SIZES = {32: 27_000, 64: 101_000}
 
 
-def table(related=(0.05, 0.45), unrelated=(0.0, 0.0), alone_in=0.9, seeds=8, reuse=1.0, noise=0.03, seed=0,
-          aux_in=0.9):
+def table(related=(0.05, 0.45), unrelated=(0.0, 0.0), alone_in=0.99, seeds=8, reuse=1.0, noise=0.03, seed=0,
+          aux_in=0.99):
     """Deciding-pair trials (:data:`DECIDING`) alone / + related / + unrelated at two sizes; ``related`` and ``unrelated`` are
     the true gains beyond L at the (small, large) size over an alone level of 0.05; ``reuse`` is the correlation's
     sign: each co-trained trial's head similarity follows its gain (1), its negative (-1) or neither (0)."""
@@ -47,6 +49,11 @@ def table(related=(0.05, 0.45), unrelated=(0.0, 0.0), alone_in=0.9, seeds=8, reu
 
 def rule(fn, df, name):
     return fn(prepare_rows(df), P[name], 500, 0)
+
+
+def engine(df, name, **th):
+    """The claim's verdict through the engine (its gates, seed counts and guards), ``th`` over the defaults."""
+    return compute_verdicts(df, {"verdicts": {name: th}}, n_boot=300)[0]
 
 
 def test_prepare_rows_labels_conditions_and_computes_gains_within_cells():
@@ -82,10 +89,13 @@ def test_gain_rules_are_inconclusive_on_missing_nan_degenerate_or_unlearned_inpu
     nan = df.copy()
     nan.loc[(nan["aux"] == "none") & (nan["d_model"] == 64), "acc_beyond"] = np.nan
     assert rule(fn, nan, name).outcome == "inconclusive"
-    out = rule(fn, table(alone_in=0.1), name)
-    assert out.outcome == "inconclusive" and "main task alone" in out.details["reason"]
-    out = rule(fn, table(aux_in=0.1, unrelated=(0.3, 0.3)), name)  # the auxiliary itself was not learned
-    assert out.outcome == "inconclusive" and "auxiliary reached" in out.details["reason"]
+    # Not learned: the engine's gates (issue 31, item 1), on every deciding cell.
+    out = engine(table(alone_in=0.1), name)
+    assert out["verdict"] == "inconclusive" and "main caprev, aux none, layers 2, d_model 64" in out["details"]["reason"]
+    assert "main task's exact match within its training lengths 0.0" in out["details"]["reason"]
+    out = engine(table(aux_in=0.1, unrelated=(0.3, 0.3)), name)  # the auxiliary itself was not learned
+    assert out["verdict"] == "inconclusive"
+    assert re.search(r"auxiliary's exact match within its own training lengths 0\.\d+ < 0\.95", out["details"]["reason"])
     assert rule(fn, df.drop(columns=["aux_acc_in"]), name).outcome == "inconclusive"
     assert rule(fn, df[df["seed"] < 2], name).outcome == "inconclusive"  # two seeds per cell
     assert rule(fn, df.iloc[0:0], name).outcome == "inconclusive"
@@ -265,12 +275,16 @@ def test_head_reuse_within_cells_learning_checks_and_one_threshold():
     result = rule(head_reuse_predicts_transfer, df, name)
     verdict, (r, lo, hi), n, d = result.outcome, result.interval, result.n_trials, result.details
     assert verdict != "supported" and d["spearman_pooled_across_cells"]["ci_low"] > 0.0 and d["cells"] == 2
-    # unlearned trials are left out
+    # a cell whose auxiliary did not learn its lengths (3 of 8 seeds at 0.1: mean ~0.66) is no longer
+    # filtered trial by trial: the engine's gate names the cell and the claim is inconclusive
     bad = table(related=(0.2, 0.45))
     bad.loc[(bad.aux == R) & (bad.seed < 3), "aux_acc_in"] = 0.1
     result = rule(head_reuse_predicts_transfer, bad, name)
-    verdict, n, d = result.outcome, result.n_trials, result.details
-    assert d["trials_failing_learning_checks"] == 6 and n == 26 and verdict == "supported"
+    assert result.n_trials == 32 and result.outcome == "supported"
+    out = engine(bad, name)
+    assert out["verdict"] == "inconclusive" and f"aux {R}, layers 2, d_model 32" in out["details"]["reason"]
+    assert "auxiliary's exact match within its own training lengths 0.66" in out["details"]["reason"]
+    assert engine(table(related=(0.2, 0.45)), name)["verdict"] == "supported"
     # weak correlation (rho 0.08, 400 trials): never supported, never flipping between the two answers
     for s in range(4):
         r = np.random.default_rng(s)
@@ -297,16 +311,20 @@ def test_deciding_size_must_be_one_cell():
 
 
 def test_size_claim_needs_the_smallest_model_learned():
+    name = "transfer_grows_with_size"
     df = table(related=(0.0, 0.45))
     m = df.n_params == 27000
     df.loc[m, "acc_in"] = 0.02
     df.loc[m, "acc_beyond"] = 0.0
-    out = rule(transfer_grows_with_size, df, "transfer_grows_with_size")
-    assert out.outcome == "inconclusive" and "smallest size" in out.details["reason"]
+    out = engine(df, name)
+    assert out["verdict"] == "inconclusive" and "d_model 32" in out["details"]["reason"]
+    assert "main task's exact match within its training lengths 0.0" in out["details"]["reason"]
     df = table(related=(0.0, 0.45))
     df.loc[(df.n_params == 27000) & (df.aux == R), "aux_acc_in"] = 0.05
-    out = rule(transfer_grows_with_size, df, "transfer_grows_with_size")
-    assert out.outcome == "inconclusive" and "auxiliary reached" in out.details["reason"]
+    out = engine(df, name)
+    assert out["verdict"] == "inconclusive" and "auxiliary's exact match within its own training lengths 0.0" \
+        in out["details"]["reason"]
+    assert engine(table(related=(0.0, 0.45)), name)["verdict"] == "supported"
 
 
 def test_unrelated_control_needs_transfer_and_a_learned_main_task():
@@ -317,8 +335,11 @@ def test_unrelated_control_needs_transfer_and_a_learned_main_task():
     m = df.aux == U
     df.loc[m, "acc_beyond"] = 0.0
     df.loc[m, "acc_in"] = 0.0  # the unrelated auxiliary wrecks the main task
-    out = rule(unrelated_aux_no_transfer, df, name)
-    assert out.outcome == "inconclusive" and "broke the main task" in out.details["reason"]
+    assert rule(unrelated_aux_no_transfer, df, name).outcome == "supported"  # the rule answers; the gate stops it
+    out = engine(df, name)
+    assert out["verdict"] == "inconclusive"
+    assert f"aux {U}, layers 2, d_model 64" in out["details"]["reason"]
+    assert "main task's exact match within its training lengths 0 < 0.95" in out["details"]["reason"]
     d = rule(unrelated_aux_no_transfer, table(), name).details
     assert d["related_minus_unrelated"]["ci_low"] > 0.3
     claim = next(c for c in CLAIMS if c.name == name)
@@ -360,10 +381,11 @@ def test_head_reuse_needs_replicate_seeds_per_cell():
 def test_head_reuse_with_no_trial_passing_the_learning_checks_is_inconclusive_not_a_crash():
     # The real pilot: no auxiliary was learned, so every co-trained trial fails the checks (an empty
     # table reached pandas' row-wise join, which returns a DataFrame on no rows, and the report crashed).
-    df = table(aux_in=0.1)
-    result = rule(head_reuse_predicts_transfer, df, "head_reuse_predicts_transfer")
-    verdict, n, d = result.outcome, result.n_trials, result.details
-    assert verdict == "inconclusive" and n == 0 and d["cells"] == 0
+    # Now the engine's gate: every co-trained cell misses the auxiliary's level and is named.
+    out = engine(table(aux_in=0.1), "head_reuse_predicts_transfer")
+    assert out["verdict"] == "inconclusive" and out["details"]["reason"].count("auxiliary's exact match") == 4
+    empty = rule(head_reuse_predicts_transfer, table().iloc[0:0], "head_reuse_predicts_transfer")
+    assert empty.outcome == "inconclusive" and empty.n_trials == 0
 
 
 def test_deciding_auxiliary_set_is_matched_as_a_set():
@@ -374,3 +396,104 @@ def test_deciding_auxiliary_set_is_matched_as_a_set():
     a = rule(length_transfer_exists, df, "length_transfer_exists")
     b = rule(length_transfer_exists, swapped, "length_transfer_exists")
     assert a.outcome == b.outcome == "supported" and a.interval == b.interval
+
+
+# -- issue 31: gates, floors and ceilings, reasons in numbers --------------------------------------------------
+
+GAIN_RULES = [(length_transfer_exists, "length_transfer_exists"), (transfer_grows_with_size, "transfer_grows_with_size")]
+
+
+def test_every_claim_is_gated_at_the_sources_level_and_the_old_aux_gate_no_longer_passes_0_70():
+    """Issue 31, item 1: an auxiliary at 0.70 within its lengths (the pilot's cap+rev) passed the old 0.5 gate."""
+    import yaml
+
+    from bindscale.studies.length_transfer import STUDY
+
+    shipped = yaml.safe_load((STUDY.directory / "length_transfer.yaml").read_text())["verdicts"]
+    for c in CLAIMS:
+        assert {g.metric for g in c.gates} == {"acc_in", "aux_acc_in"} and "Cai et al." in c.gates[0].source
+        assert c.defaults["min_in_acc"] == c.defaults["min_aux_acc"] == 0.95
+        assert shipped[c.name]["min_in_acc"] == shipped[c.name]["min_aux_acc"] == 0.95
+    df = table(aux_in=0.70)
+    for c in CLAIMS:
+        out = engine(df, c.name)
+        assert out["verdict"] == "inconclusive", c.name
+        assert "auxiliary's exact match within its own training lengths 0.7" in out["details"]["reason"], c.name
+        assert out["details"]["gates"][1]["level"] == 0.95
+
+
+def test_alone_cells_are_gated_on_the_main_task_only():
+    """An arm without an auxiliary has no auxiliary fit: its NaN aux_acc_in never fails a gate."""
+    out = engine(table(), "length_transfer_exists")
+    assert out["verdict"] == "supported"
+    main, aux = out["details"]["gates"]
+    assert any("aux none" in k for k in main["cells"]) and not any("aux none" in k for k in aux["cells"])
+    assert not main["missed"] and not aux["missed"]
+
+
+@pytest.mark.parametrize("fn,name", GAIN_RULES)
+@pytest.mark.parametrize("bound", [0.0, 1.0])
+def test_every_model_at_the_floor_or_ceiling_beyond_L_is_inconclusive_not_not_supported(fn, name, bound):
+    """Issue 31, item 2: every model at 0 beyond L, or every model (alone included) already extrapolating
+    perfectly, says nothing about transfer, through the rule and through the engine."""
+    df = table(related=(0.0, 0.0)).assign(acc_beyond=bound)
+    out = rule(fn, df, name)
+    assert out.outcome == "inconclusive" and ("floor" if bound == 0 else "ceiling") in out.details["reason"]
+    assert engine(df, name)["verdict"] == "inconclusive"
+
+
+@pytest.mark.parametrize("fn,name", GAIN_RULES)
+def test_alone_nearly_at_the_ceiling_leaves_no_room_for_a_gain(fn, name):
+    df = table(related=(0.0, 0.0))
+    df["acc_beyond"] = 1.0
+    df.loc[df.index[(df.aux == "none") & (df.n_params == 101000)][0], "acc_beyond"] = 0.99
+    out = rule(fn, df, name)
+    assert out.outcome == "inconclusive" and "no model could exceed it" in out.details["reason"]
+
+
+def test_unrelated_control_is_not_supported_by_two_arms_that_learned_nothing_beyond_L():
+    """Issue 31, item 2: the related auxiliary transfers, but the unrelated and alone arms both sit at 0 beyond L
+    in every seed: "no gain from the unrelated auxiliary" is the floor's, not a finding."""
+    df = table(related=(0.45, 0.45))
+    df.loc[df.aux.isin(["none", U]), "acc_beyond"] = 0.0
+    out = rule(unrelated_aux_no_transfer, df, "unrelated_aux_no_transfer")
+    assert out.outcome == "inconclusive" and "floor" in out.details["reason"]
+    assert engine(df, "unrelated_aux_no_transfer")["verdict"] == "inconclusive"
+
+
+def test_nan_and_failed_seeds_in_a_deciding_cell_leave_it_inconclusive():
+    """Issue 31, item 4 on this study's cells: 3 of 8 related seeds NaN at the largest size, 2 failed alone."""
+    df = table()
+    rel = df.index[(df.aux == R) & (df.n_params == 101000)]
+    df.loc[rel[:3], "acc_beyond"] = np.nan
+    df.loc[df.index[(df.aux == "none") & (df.n_params == 101000)][:2], "status"] = "failed"
+    assert rule(length_transfer_exists, df, "length_transfer_exists").outcome == "supported"
+    out = engine(df, "length_transfer_exists")
+    assert out["verdict"] == "inconclusive" and out["details"]["lost_seeds_by_cell"]
+
+
+def test_reasons_state_the_findings_in_numbers():
+    """Issue 31, item 3: each rule's reason gives the arms' accuracies, the gain and its interval."""
+    d = rule(length_transfer_exists, table(noise=0.001), "length_transfer_exists").details
+    assert "at 101000 parameters: exact match beyond L 0.500 with the related auxiliary (8 seeds) vs 0.050 alone" \
+        in d["reason"] and "gain +0.450 [+0.4" in d["reason"] and "above the margin 0.05" in d["reason"]
+    d = rule(unrelated_aux_no_transfer, table(), "unrelated_aux_no_transfer").details
+    assert "with the unrelated auxiliary" in d["reason"] and "below the margin" in d["reason"]
+    assert "the related auxiliary's gain there +0.4" in d["reason"]
+    d = rule(transfer_grows_with_size, table(noise=0.001), "transfer_grows_with_size").details
+    assert "gain beyond L (related − alone) +0.450" in d["reason"] and "at 27000" in d["reason"]
+    assert "difference +0.400" in d["reason"]
+    r = rule(head_reuse_predicts_transfer, table(related=(0.2, 0.45), unrelated=(0.0, 0.02)),
+             "head_reuse_predicts_transfer")
+    assert r.details["reason"].startswith("within-cell Spearman correlation of head-map similarity with the transfer "
+                                          f"gain {r.interval[0]:+.2f}")
+    assert "over 32 co-trained trials in 2 cells" in r.details["reason"]
+
+
+def test_head_reuse_reads_the_deciding_pair_only():
+    """The other pairs of the default file are not learned on its budget; the rule reads the deciding pair's
+    co-trained cells, every one of which the engine gates."""
+    df = pd.concat([table(related=(0.2, 0.45), unrelated=(0.0, 0.02)), _other_pair().assign(acc_in=0.1)])
+    r = rule(head_reuse_predicts_transfer, df, "head_reuse_predicts_transfer")
+    assert r.n_trials == 32 and all(c["cell"]["main"] == M for c in r.details["deciding_cells"])
+    assert engine(df, "head_reuse_predicts_transfer")["verdict"] == "supported"

@@ -11,7 +11,7 @@ from bindscale.report import compute_verdicts
 from bindscale.studies.subgraphs.verdicts import correct_steps_seen_in_training, scale_does_not_lift_ood
 
 
-def _rows(ood_small, ood_large, seen_c, seen_w, acc_id=(0.9, 0.99), gap=None, sizes=(1e5, 1e6), task=None):
+def _rows(ood_small, ood_large, seen_c, seen_w, acc_id=(0.97, 0.99), gap=None, sizes=(1e5, 1e6), task=None):
     """Two model sizes, one seed per index; ``gap`` defaults to seen_c − seen_w − 0.1."""
     rows = []
     for i, (a, b) in enumerate(zip(ood_small, ood_large)):
@@ -23,8 +23,8 @@ def _rows(ood_small, ood_large, seen_c, seen_w, acc_id=(0.9, 0.99), gap=None, si
     return pd.DataFrame(rows)
 
 
-OOD = {"margin": 0.05, "ood_floor": 0.05, "min_id_acc": 0.5, "min_ood_drop": 0.2}
-STEPS = {"margin": 0.05}
+OOD = {"margin": 0.05, "ood_floor": 0.05, "min_id_acc": 0.95, "min_ood_drop": 0.2}
+STEPS = {"margin": 0.05, "min_id_acc": 0.95}
 EIGHT = [0.30, 0.31, 0.29, 0.30, 0.32, 0.28, 0.30, 0.31]
 JIT = [0.01 * k for k in (0, 1, -1, 2, -2, 1, 0, -1)]  # seed-to-seed spread, mean 0
 SEEN_C = [0.6 + j for j in JIT]
@@ -66,7 +66,7 @@ def test_all_zero_ood_accuracy_is_inconclusive_not_a_confirmation():
     assert scale_does_not_lift_ood(low, {**OOD, "ood_floor": 0.03}, 500, 0).outcome == "supported"
 
 
-@pytest.mark.parametrize("spoil", ["nan_large", "nan_small", "inf_small", "missing_column", "no_id", "one_size",
+@pytest.mark.parametrize("spoil", ["nan_large", "nan_small", "inf_small", "missing_column", "one_size",
                                    "few_seeds", "one_scratchpad_size"])
 def test_scale_does_not_lift_ood_is_inconclusive_on_missing_or_unusable_data(spoil):
     df = _rows(EIGHT, EIGHT, SEEN_C, SEEN_W)
@@ -78,8 +78,6 @@ def test_scale_does_not_lift_ood_is_inconclusive_on_missing_or_unusable_data(spo
         df.loc[df.index[df.n_params == 1e5][0], "acc_id"] = math.inf
     elif spoil == "missing_column":
         df = df.drop(columns="acc_ood")
-    elif spoil == "no_id":  # the largest model did not learn the task in distribution
-        df.loc[df.n_params == 1e6, "acc_id"] = 0.2
     elif spoil == "one_size":
         df = df[df.n_params == 1e6]
     elif spoil == "few_seeds":
@@ -310,3 +308,67 @@ def test_trials_without_a_task_name_are_not_pooled_with_a_named_task():
     result = scale_does_not_lift_ood(pd.concat([named, unnamed]), OOD, 500, 0)
     stat, verdict, triple, n, details = result.statistic, result.outcome, result.interval, result.n_trials, result.details
     assert verdict == "supported" and details["trials_without_a_task"] == 8 and details["task_used"] == "maxsubseq"
+
+
+# --------------------------------------------- issue 31: competence gates and reasons in numbers
+
+BOTH = {"verdicts": {"scale_does_not_lift_ood": {}, "correct_steps_seen_in_training": {}}}
+
+
+def test_both_claims_are_gated_on_in_distribution_exact_match_at_095():
+    import yaml
+
+    from bindscale import registry
+    from bindscale.studies.subgraphs.verdicts import __file__ as module
+
+    study = yaml.safe_load((Path(module).parent / "subgraphs.yaml").read_text())
+    for name in BOTH["verdicts"]:
+        c = registry.claim(name)[1]
+        (gate,) = c.gates
+        assert gate.metric == "acc_id" and gate.threshold == "min_id_acc" and "Dziri et al. 2023" in gate.source
+        assert c.defaults["min_id_acc"] == study["verdicts"][name]["min_id_acc"] == 0.95
+
+
+@pytest.mark.parametrize("small, large", [(0.2, 0.99), (0.9, 0.99), (0.99, 0.2)])
+def test_a_size_that_did_not_learn_in_distribution_makes_both_claims_inconclusive(small, large):
+    """Issue 31, item 1: every size is gated, not only the largest (the old 0.5 check read the largest only, so a
+    smallest model at 0.2 or 0.9 in distribution decided "no gain over the smallest")."""
+    df = _rows(EIGHT, EIGHT[::-1], SEEN_C, SEEN_W, acc_id=(small, large))
+    for v in compute_verdicts(df, BOTH):
+        assert v["verdict"] == "inconclusive", v["claim"]
+        missed = "100000" if small < 0.95 else "1000000"
+        assert f"n_train 4000, n_params {missed}" in v["details"]["reason"] or \
+            f"n_params {missed}" in v["details"]["reason"]
+        assert f"in-distribution exact match (problem sizes up to the training maximum) {min(small, large):g} < 0.95" \
+            in v["details"]["reason"]
+    learned = compute_verdicts(_rows(EIGHT, EIGHT[::-1], SEEN_C, SEEN_W), BOTH)
+    assert [v["verdict"] for v in learned] == ["supported", "supported"]
+
+
+def test_every_tasks_cells_are_gated():
+    """The claim holds only when it holds in every task: an unlearned second task stops it."""
+    a = _rows(EIGHT, EIGHT[::-1], SEEN_C, SEEN_W, task="maxsubseq")
+    b = _rows(EIGHT, EIGHT[::-1], SEEN_C, SEEN_W, task="multiplication", acc_id=(0.4, 0.5))
+    v = compute_verdicts(pd.concat([a, b]), {"verdicts": {"scale_does_not_lift_ood": {}}})[0]
+    assert v["verdict"] == "inconclusive" and "task multiplication" in v["details"]["reason"]
+    assert len(v["details"]["gates"][0]["cells"]) == 4
+
+
+def test_the_answer_only_control_of_the_same_shape_is_not_in_the_gated_cell():
+    df = _rows(EIGHT, EIGHT[::-1], SEEN_C, SEEN_W).assign(layers=2)
+    df["d_model"] = np.where(df.n_params == 1e5, 32, 64)
+    control = df[df.n_params == 1e6].assign(scratchpad=False, acc_id=0.1)  # the answer-only control learns little
+    v = compute_verdicts(pd.concat([df, control]), BOTH)
+    assert [x["verdict"] for x in v] == ["supported", "supported"], [x["details"]["reason"] for x in v]
+    assert all("scratchpad True" in k for k in v[0]["details"]["gates"][0]["cells"])
+
+
+def test_reasons_state_the_findings_in_numbers():
+    """Issue 31, item 3: not the rule restated, the numbers found."""
+    d = scale_does_not_lift_ood(_rows(EIGHT, EIGHT[::-1], SEEN_C, SEEN_W), OOD, 500, 0).details
+    assert d["reason"].startswith("OOD exact match by size 100,000: 0.301, 1,000,000: 0.301 (in distribution 0.970, "
+                                  "0.990); the largest gain over the smallest, at 1,000,000 parameters, +0.000 [")
+    assert "against the margin 0.05 (holds)" in d["reason"] and "the largest model's ID − OOD 0.689" in d["reason"]
+    d = correct_steps_seen_in_training(_rows(EIGHT, EIGHT[::-1], SEEN_C, SEEN_W), STEPS, 500, 0).details
+    assert d["reason"].startswith("over 2 cells (16 seeds): correct steps' whole computation seen in training 0.600 [")
+    assert "(wrong steps 0.200) against 0.5 (holds); at equal depth correct minus wrong +0.300 [" in d["reason"]

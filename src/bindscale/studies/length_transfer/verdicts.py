@@ -34,9 +34,10 @@ Rules (95% intervals; ``margin`` and the others are thresholds of the study file
   when above. Related minus unrelated is reported beside.
 - ``head_reuse_predicts_transfer``: Spearman correlation of ``head_corr`` with the transfer gain
   *within cells* (ranks residualised on cell indicators, :func:`bindscale.stats.partial_spearman_within`:
-  size, task pair and position scheme cannot drive both), over the related and unrelated co-trained
-  trials that pass the learning checks (their ``acc_in`` and ``aux_acc_in``, and their cell's
-  main-alone ``acc_in``); pairs bootstrap. Supported when the interval lies above ``margin``, not
+  size and auxiliary cannot drive both), over the deciding pair's related and unrelated co-trained
+  trials (:data:`DECIDING`, every size; the other pairs of the default file are not learned on its
+  budget); pairs bootstrap. Every co-trained cell and the main-alone cell its gains are measured from
+  are deciding cells, gated by the engine (no per-trial selection on the learning checks). Supported when the interval lies above ``margin``, not
   supported when below it (reuse predicts transfer weakly at best), inconclusive when it straddles it,
   with fewer than ``min_trials`` trials or with fewer than ``MIN_REPLICATES`` seeds in a cell and condition.
 - ``transfer_grows_with_size``: (related − alone) at the largest size minus at the smallest, four
@@ -46,17 +47,24 @@ Rules (95% intervals; ``margin`` and the others are thresholds of the study file
 Every gain rule is inconclusive, whatever the numbers, when a column it needs is missing, a value of a
 deciding trial is NaN or infinite (values of other trials are reported, never deciding), a deciding
 cell has fewer than ``MIN_REPLICATES`` seeds (a caveat below ``CONCLUSIVE_SEEDS``: the default file
-plans 8 in every deciding cell), the main task alone was not learned within its training lengths (mean
-``acc_in`` below ``min_in_acc``: failing beyond L then says nothing), a compared auxiliary was not
-learned within its own lengths (mean ``aux_acc_in`` below ``min_aux_acc``: no length skill to transfer
-or withhold), the co-trained main task was not learned within L (an auxiliary that wrecks the main
-task shows no transfer trivially), or the deciding cells are degenerate
+plans 8 in every deciding cell), or the deciding cells are degenerate
 (:func:`bindscale.report.verdicts.degenerate` with ``discrete=True``). One arm flat at 0 (or 1) beyond L
-is a measurement once the learning checks pass and decides; every compared arm at 0, or every one at 1
+is a measurement once the gates pass and decides; every compared arm at 0, or every one at 1
 (the alone arm too), is the metric's floor or ceiling (:func:`bindscale.kit.at_bound`) and says nothing:
 inconclusive (issue 31, item 2). A deciding trial with a NaN accuracy is left out and counted as a lost
 seed of its cell (``details["deciding_cells"]``): the engine decides only with ``min_seeds`` of the
 planned seeds left (issue 31, item 4).
+
+Competence gates (issue 31, item 1; :data:`.GATES`, checked by the engine on every cell a rule names in
+``details["deciding_cells"]``, mean over the cell's seeds): the main task's exact match within its
+training lengths ``acc_in`` ≥ ``min_in_acc`` in every deciding cell (the main-alone arm too: failing
+beyond L says nothing about a task not learned within L; a co-trained main task below it was wrecked by
+its auxiliary, which shows no transfer trivially), and the auxiliary's exact match within its own
+lengths ``aux_acc_in`` ≥ ``min_aux_acc`` in every co-trained cell (an auxiliary that did not learn its
+lengths has no length skill to lend or withhold); main-alone cells are named with
+``gated=["acc_in"]``. Both levels are 0.95 (Cai et al.'s models solve their training ranges). The rules
+report each arm's fits (``fits_largest_size``, ``fits_smallest_size``) and state their finding in
+numbers in ``reason``.
 
 Interval coverage (``benchmarks/length_transfer_coverage.py``, 1000 repetitions): per-seed exact match
 beyond L is zero-inflated alone and bimodal co-trained (a few seeds transfer; Cai et al. report strong
@@ -184,6 +192,17 @@ def _deciding(df: pd.DataFrame) -> pd.DataFrame:
     return rows[keep]
 
 
+def _cell_of(g: pd.DataFrame, among: pd.DataFrame) -> dict:
+    """A deciding cell as :func:`bindscale.kit.deciding_cell` takes it: the columns that pick its trials ``g`` out of
+    the table, in the order a reader looks for them: task, auxiliary, shape, position scheme, then the other
+    :data:`CELL` settings only where they vary among ``among`` (the trials the rule read), so that the reason reads
+    "main caprev, aux cap+rev, layers 2, d_model 64, heads 4, pos rope" and still names one cell."""
+    order = ("main", "aux", "layers", "d_model", "heads", "pos")
+    order += tuple(c for c in CELL if c not in order and c in among and among[c].astype(str).nunique() > 1)
+    return {c: (str(g[c].iloc[0]) if c == "aux" else to_python(g[c].iloc[0]))
+            for c in order if c in g and g[c].astype(str).nunique() == 1}
+
+
 def _pair_text() -> str:
     return (f"{DECIDING['main']} alone / + {DECIDING['related']} (related) / + {DECIDING['unrelated']} (unrelated), "
             f"{DECIDING['pos']}")
@@ -192,29 +211,6 @@ def _pair_text() -> str:
 def _upper_share(k: int, n: int) -> float:
     """One-sided 95% Clopper–Pearson upper bound on a share after ``k`` of ``n`` (Clopper & Pearson 1934)."""
     return 1.0 if k >= n else float(sps.beta.ppf(0.95, k + 1, n - k))
-
-
-def _learned(g: dict, p: Mapping, where: str) -> str | None:
-    """Why a deciding size cannot speak, or None (see the module docstring)."""
-    a = float(g["alone"]["acc_in"].mean())
-    if not a >= p["min_in_acc"]:
-        return (f"the main task alone reached exact match {a:.3f} within its training lengths at the {where} size, "
-                f"below min_in_acc {p['min_in_acc']}: it was not learned, so failing beyond L says nothing about "
-                "transfer")
-    for cond, rows in g.items():
-        if cond == "alone":
-            continue
-        aux = float(rows["aux_acc_in"].mean())
-        if not aux >= p["min_aux_acc"]:
-            return (f"the {cond} auxiliary reached exact match {aux:.3f} within its own training lengths at the "
-                    f"{where} size, below min_aux_acc {p['min_aux_acc']}: it was not learned, so it has no length "
-                    "skill to transfer (or to withhold)")
-        main = float(rows["acc_in"].mean())
-        if not main >= p["min_in_acc"]:
-            return (f"co-trained with the {cond} auxiliary the main task reached exact match {main:.3f} within its "
-                    f"training lengths at the {where} size, below min_in_acc {p['min_in_acc']}: the auxiliary broke "
-                    "the main task, so its accuracy beyond L says nothing about transfer")
-    return None
 
 
 def _common(ok: pd.DataFrame, p: Mapping, stat: str, conds: tuple[str, ...], both: bool = False) -> tuple:
@@ -281,16 +277,20 @@ def _common(ok: pd.DataFrame, p: Mapping, stat: str, conds: tuple[str, ...], bot
                 return stop(f"every {' and '.join(lacking)} trial at the {where} size has a NaN or infinite accuracy "
                             "or seed", n)
         groups[where] = {c: g[g["condition"] == c] for c in conds}
-        fixed = {c: to_python(g[c].iloc[0]) for c in ("main", "pos") + CELL if c in g}
+        # Every compared arm is a deciding cell: the engine counts its seeds and checks the claim's gates on it
+        # (the main task within L everywhere, the auxiliary within its own lengths where there is one).
         details.setdefault("deciding_cells", []).extend(
-            deciding_cell({**fixed, "aux": str(gc["aux"].iloc[0])}, gc["seed"].nunique()) for gc in groups[where].values())
+            deciding_cell(_cell_of(gc, rows), gc["seed"].nunique(), gated=["acc_in"] if cond == "alone" else True)
+            for cond, gc in groups[where].items())
     details["seeds_per_cell"] = int(min(gc["seed"].nunique() for g in groups.values() for gc in g.values()))
     if details["seeds_per_cell"] < MIN_REPLICATES:
         return stop(f"fewer than {MIN_REPLICATES} distinct seeds in a deciding cell", n)
+    # Whether each arm learned its training range (main within L, auxiliary within its own lengths) is the
+    # engine's competence gate on the deciding cells named above; the fits stay in the details for the report.
     for where, g in groups.items():
-        why = _learned(g, p, where)
-        if why:
-            return stop(why, n)
+        details[f"fits_{where}_size"] = {c: {"acc_in": float(gc["acc_in"].mean()),
+                                             **({} if c == "alone" else {"aux_acc_in": float(gc["aux_acc_in"].mean())})}
+                                         for c, gc in g.items()}
     cells = [_per_seed(gc, "acc_beyond") for g in groups.values() for gc in g.values()]
     allv = np.concatenate(cells)
     if not np.isin(allv, (0.0, 1.0)).all():  # flat at 0 or 1 is a bound, judged by each rule on its own arms
@@ -342,9 +342,15 @@ def _gain_rule(ok: pd.DataFrame, p: Mapping, other: str, stat: str, decide) -> V
                                  f"{rel[0]:+.3f} [{rel[1]:.3f}, {rel[2]:.3f}], not above margin {p['margin']}): a "
                                  "control says nothing when nothing transfers")
             return Verdict(stat, "inconclusive", NAN3, n, details)
-    details["reason"] = (f"{_pair_text()}, largest size {details['deciding_size']} parameters: {other} "
-                         f"{a.mean():.3f} vs alone {b.mean():.3f} exact match beyond L; margin {p['margin']}")
-    return Verdict(stat, decide(triple, p["margin"]), triple, n, details)
+    verdict = decide(triple, p["margin"])
+    side = {"supported": "above" if decide is _decide else "below", "not_supported": "below" if decide is _decide
+            else "above"}.get(verdict, "across")
+    details["reason"] = (f"{_pair_text()} at {details['deciding_size']} parameters: exact match beyond L {a.mean():.3f} "
+                         f"with the {other} auxiliary ({a.size} seeds) vs {b.mean():.3f} alone ({b.size} seeds), "
+                         f"gain {triple[0]:+.3f} [{triple[1]:+.3f}, {triple[2]:+.3f}], {side} the margin {p['margin']:g}"
+                         + (f"; the related auxiliary's gain there {rel[0]:+.3f} [{rel[1]:+.3f}, {rel[2]:+.3f}]"
+                            if other == "unrelated" else ""))
+    return Verdict(stat, verdict, triple, n, details)
 
 
 def _beside(ok: pd.DataFrame, details: dict, other: str) -> None:
@@ -397,8 +403,11 @@ def transfer_grows_with_size(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: in
         details["reason"] = f"{_pair_text()}: {bound} (beyond the training length L)"
         details["difference_at_the_bound"] = ci_entry(triple, n)
         return Verdict(stat, "inconclusive", NAN3, n, details)
-    details["reason"] = (f"gain beyond L {triple[0]:+.3f} larger at {details['deciding_size']} than at "
-                         f"{details['smallest_size']} parameters; margin {p['margin']}")
+    gl, gs = details["gain_largest"], details["gain_smallest"]
+    details["reason"] = (f"{_pair_text()}: gain beyond L (related − alone) {gl['value']:+.3f} [{gl['ci_low']:+.3f}, "
+                         f"{gl['ci_high']:+.3f}] at {details['deciding_size']} parameters vs {gs['value']:+.3f} "
+                         f"[{gs['ci_low']:+.3f}, {gs['ci_high']:+.3f}] at {details['smallest_size']}: difference "
+                         f"{triple[0]:+.3f} [{triple[1]:+.3f}, {triple[2]:+.3f}], margin {p['margin']:g}")
     return Verdict(stat, _decide(triple, p["margin"]), triple, n, details)
 
 
@@ -417,25 +426,35 @@ def head_reuse_predicts_transfer(ok: pd.DataFrame, p: Mapping, n_boot: int, seed
         details["reason"] = (f"no {', '.join(miss)} in the table: the rule needs head similarities, transfer gains "
                              "and the learning checks' accuracies")
         return Verdict(stat, "inconclusive", NAN3, 0, details)
-    co = ok[ok["condition"].isin(["related", "unrelated"])]
+    # The deciding pair only (its related and unrelated co-trained trials, every size): the other pairs of the
+    # default file are not learned on its budget, and every cell read here must pass the claim's gates.
+    pair = _deciding(ok)
+    details["deciding_trials"] = _pair_text()
+    co = pair[pair["condition"].isin(["related", "unrelated"])]
     x, y = co["head_corr"].to_numpy(float), co["transfer_gain"].to_numpy(float)
     if np.isinf(x).any() or np.isinf(y).any():
         details["reason"] = "infinite head similarities or gains: bad data"
         return Verdict(stat, "inconclusive", NAN3, len(co), details)
-    learned = ((co["acc_in"] >= p["min_in_acc"]) & (co["aux_acc_in"] >= p["min_aux_acc"])
-               & (co["alone_acc_in"] >= p["min_in_acc"])).to_numpy()
-    keep = np.isfinite(x) & np.isfinite(y) & learned
-    details["trials_without_a_value"] = int((~(np.isfinite(x) & np.isfinite(y))).sum())
-    details["trials_failing_learning_checks"] = int((~learned).sum())
+    keep = np.isfinite(x) & np.isfinite(y)
+    details["trials_without_a_value"] = int((~keep).sum())
     used = co[keep]
     n = int(keep.sum())
-    # Seeds with a value per (cell, auxiliary) against those planned: failed / diverged / NaN ones count against
-    # min_seeds (issue 31, item 4); the learning checks' selection is reported on its own above.
-    valued = co[np.isfinite(x) & np.isfinite(y)]
-    details["deciding_cells"] = [
-        deciding_cell({c: to_python(g[c].iloc[0]) for c in ("main", "aux", "pos") + CELL if c in g and g[c].nunique() == 1},
-                      g["seed"].nunique())
-        for _, g in valued.groupby([_cell_key(valued), valued["aux"].astype(str)])] if len(valued) else []
+    # Every cell read is a deciding cell: the co-trained ones with a value (seeds lost to failed / diverged / NaN
+    # trials count against min_seeds, issue 31, item 4) and the main-alone cells their gains are measured from.
+    # The engine checks the claim's gates on each (the alone cells on the main task only).
+    entries = []
+    if len(used):
+        alone = pair[pair["condition"] == "alone"]
+        akey, ukey = _cell_key(alone), _cell_key(used)
+        for (k, aux), g in used.groupby([ukey, used["aux"].astype(str)]):
+            entries.append(deciding_cell(_cell_of(g, pair), g["seed"].nunique()))
+        for k in sorted(set(ukey)):
+            g = alone[akey == k]
+            if len(g):
+                entries.append(deciding_cell(_cell_of(g, pair),
+                                             int(g.loc[np.isfinite(g["acc_beyond"].to_numpy(float)), "seed"].nunique()),
+                                             gated=["acc_in"]))
+    details["deciding_cells"] = entries
     cell = _cell_key(used)
     details["cells"] = int(cell.nunique())
     details["seeds_per_cell"] = int(used.groupby([cell, used["condition"]])["seed"].nunique().min()) if n else 0
@@ -449,7 +468,7 @@ def head_reuse_predicts_transfer(ok: pd.DataFrame, p: Mapping, n_boot: int, seed
                                                                             used["transfer_gain"], n_boot=n_boot,
                                                                             seed=seed), n)
     if n < p["min_trials"]:
-        details["reason"] = (f"{n} co-trained trials with a head similarity, a gain and passing the learning checks, "
+        details["reason"] = (f"{n} co-trained trials of the deciding pair with a head similarity and a gain, "
                              f"fewer than {int(p['min_trials'])}")
         return Verdict(stat, "inconclusive", NAN3, n, details)
     if details["seeds_per_cell"] < MIN_REPLICATES:
@@ -467,8 +486,13 @@ def head_reuse_predicts_transfer(ok: pd.DataFrame, p: Mapping, n_boot: int, seed
     lo, hi = triple[1], triple[2]
     verdict = ("inconclusive" if not (np.isfinite(lo) and np.isfinite(hi)) else "supported" if lo > p["margin"]
                else "not_supported" if hi < p["margin"] else "inconclusive")
-    details["reason"] = (f"{n} co-trained trials in {details['cells']} cells, correlated within cells; supported "
-                         f"when the interval lies above {p['margin']}, not supported when below it")
+    means = ", ".join(f"{k.removeprefix('mean_head_corr_')} {v:.2f}" for k, v in details.items()
+                      if k.startswith("mean_head_corr_"))
+    details["reason"] = (f"within-cell Spearman correlation of head-map similarity with the transfer gain "
+                         f"{triple[0]:+.2f} [{lo:+.2f}, {hi:+.2f}] over {n} co-trained trials in {details['cells']} "
+                         f"cells ({_pair_text()}; mean head similarity {means}); "
+                         f"{'above' if verdict == 'supported' else 'below' if verdict == 'not_supported' else 'across'}"
+                         f" the margin {p['margin']:g}")
     return Verdict(stat, verdict, triple, n, details)
 
 

@@ -7,9 +7,19 @@ Modules: :mod:`.config` (trial config), :mod:`.tasks` (generators with their gra
 taxonomy), :mod:`.verdicts`, :mod:`.figures`, :mod:`.table`, :mod:`.plan`.
 """
 
-from bindscale.kit import Claim, StudyPlugin
+from bindscale.kit import Claim, Gate, StudyPlugin
 
 _DZIRI = 'Dziri et al. 2023, "Faith and Fate: Limits of Transformers on Compositionality" (NeurIPS)'
+
+#: The competence gate of both claims (issue 31, item 1): in-distribution exact match, the source's metric.
+ID_GATE = Gate(
+    metric="acc_id", threshold="min_id_acc",
+    what="in-distribution exact match (problem sizes up to the training maximum)",
+    source=("Dziri et al. 2023 (§3, exhaustive fine-tuning of GPT-3 on multiplication and dynamic programming up to a "
+            "problem size): the models reach near-perfect accuracy in distribution while out-of-distribution accuracy "
+            "collapses; their claims are about models that learned the training distribution ('near-perfect' read as "
+            "0.95)"),
+)
 
 CLAIMS = (
     Claim(
@@ -28,7 +38,7 @@ CLAIMS = (
                    "several tasks each is decided within its task; the details name the deciding one (task_used)."),
         thresholds={"margin": (0.0, 1.0), "ood_floor": (0.0, 1.0), "min_id_acc": (0.0, 1.0),
                     "min_ood_drop": (0.0, 1.0)},
-        defaults={"margin": 0.05, "ood_floor": 0.05, "min_id_acc": 0.5, "min_ood_drop": 0.2},
+        defaults={"margin": 0.05, "ood_floor": 0.05, "min_id_acc": 0.95, "min_ood_drop": 0.2}, gates=(ID_GATE,),
         figures=("sg_acc_vs_params", "sg_acc_by_size"), aliases=("ood_scaling",),
     ),
     Claim(
@@ -44,7 +54,8 @@ CLAIMS = (
                    "Welch–Satterthwaite interval. Where the other part decides (most correct steps are seen ones) "
                    "the rule returns seen_share_correct instead: the seen share of correct steps over all depths, "
                    "same cells. Decided within each task; the details name the deciding one (task_used)."),
-        thresholds={"margin": (0.0, 1.0)}, defaults={"margin": 0.05},
+        thresholds={"margin": (0.0, 1.0), "min_id_acc": (0.0, 1.0)}, defaults={"margin": 0.05, "min_id_acc": 0.95},
+        gates=(ID_GATE,),
         figures=("sg_coverage_by_depth", "sg_error_types", "sg_acc_by_depth"), aliases=("seen_subgraphs",),
     ),
 )

@@ -39,9 +39,7 @@ its trial is left out.
   size or seed is missing, NaN or infinite, when a model size has fewer than
   ``MIN_REPLICATES`` distinct seeds, when the deciding cells are degenerate
   (:func:`bindscale.report.verdicts.degenerate`: a cell constant across its
-  seeds, or one value everywhere), when the largest model's in-distribution
-  exact match is below ``min_id_acc`` (nothing was learned, so OOD failure
-  says nothing), and when no model size reaches a mean OOD accuracy above
+  seeds, or one value everywhere), and when no model size reaches a mean OOD accuracy above
   ``ood_floor`` (at the floor everywhere a zero gain cannot tell "scale does
   not help" from "these OOD sizes are out of reach of every model in the
   grid").
@@ -76,8 +74,17 @@ its trial is left out.
   zero included), or when seen-ness does not vary (every node seen in every
   trial, or none: the gap is 0 by construction).
 
+Competence gate (issue 31, item 1; :data:`.ID_GATE`, both claims): every
+deciding cell the rules name (every model size of the scale rule; every
+(size, training set) cell of the steps rule; every task's cells when there
+are several) must reach a mean in-distribution exact match ``acc_id`` of
+``min_id_acc`` (0.95: Dziri et al.'s models are near-perfect in
+distribution), checked by the engine; below it the claim is inconclusive
+and the reason names the cell and its fit (an unlearned model's OOD failure,
+or its wrong steps, say nothing about composition).
+
 Every verdict's details carry ``seeds_per_cell``: the smallest number of
-distinct seeds in a deciding cell.
+distinct seeds in a deciding cell; ``reason`` states the finding in numbers.
 """
 
 from __future__ import annotations
@@ -184,6 +191,9 @@ def _cell_of(rows: pd.DataFrame, where: Mapping) -> dict:
         at = at[at[c] == v]
     shape = {c: at[c].iloc[0] for c in ("task", "n_train", "layers", "d_model", "heads") if c in at and len(at)
              and at[c].nunique() == 1}
+    if "scratchpad" in at and len(at) and at["scratchpad"].astype(str).nunique() == 1:
+        # the answer-only control shares a shape with a scratchpad cell: the format picks the cell's trials
+        shape["scratchpad"] = at["scratchpad"].iloc[0]
     return shape if {"layers", "d_model"} & set(shape) else {**shape, **where}
 
 
@@ -220,8 +230,9 @@ def _scale_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Ver
         return Verdict(stat, "inconclusive", NAN3, n, details)
     small, large = sizes[0], sizes[-1]
     big = cells[cells["n_params"] == large]
-    details["deciding_cells"] = [deciding_cell(_cell_of(rows, {"n_params": size}), ood[size].size)
-                                 for size in (small, large)]
+    # Every size is read (each one's gain over the smallest, the largest's ID − OOD): each is a deciding cell, and
+    # the engine checks the claim's gate (in-distribution exact match) on each.
+    details["deciding_cells"] = [deciding_cell(_cell_of(rows, {"n_params": size}), ood[size].size) for size in sizes]
     drop = (big["acc_id"] - big["acc_ood"]).to_numpy(float)
     gains = {s: mean_diff_ci(ood[s], ood[small], n_boot, seed=seed) for s in sizes[1:]}
     details["ood_gain_over_smallest"] = {json_key(s): ci_entry(g, ood[s].size + ood[small].size) for s, g in gains.items()}
@@ -237,10 +248,7 @@ def _scale_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Ver
     if why:
         details["reason"] = f"degenerate deciding cells: {why}"
         return Verdict(stat, "inconclusive", NAN3, n, details)
-    if float(big["acc_id"].mean()) < p["min_id_acc"]:  # nothing learned in distribution: OOD says nothing
-        details["reason"] = (f"the largest model's in-distribution exact match {float(big['acc_id'].mean()):.3f} is "
-                             f"below {p['min_id_acc']}: it did not learn the task, so its OOD accuracy cannot decide")
-        return Verdict(stat, "inconclusive", NAN3, n, details)
+    # Whether the models learned the task in distribution is the engine's competence gate on every size.
     if not details["best_ood_cell"] > p["ood_floor"]:
         details["reason"] = (f"OOD exact match is at most {details['best_ood_cell']:.3f} at every model size, not "
                              f"above the floor {p['ood_floor']}: at the floor a zero gain cannot tell 'scale does "
@@ -254,11 +262,14 @@ def _scale_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Ver
               _decide(drop_ci, p["min_ood_drop"]), drop_ci)]
     verdict, k = _combine(parts)
     details["parts"] = {"no_size_lifts_ood": parts[0][1], "ood_stays_low": parts[1][1]}
-    details["reason"] = (f"OOD accuracy by size {', '.join(f'{int(s):,}: {ood[s].mean():.3f}' for s in sizes)}; "
-                         f"largest gain over the smallest at {int(at):,} parameters; no size lifts OOD when every "
-                         f"gain's interval lies below {p['margin']} (not supported when one lies above); OOD stays "
-                         f"low when the largest model's ID − OOD interval lies above {p['min_ood_drop']} (not "
-                         f"supported when below)")
+    g, ids = gains[at], details["id_by_params"]
+    words = {"supported": "holds", "not_supported": "contradicted", "inconclusive": "undecided"}
+    details["reason"] = (f"OOD exact match by size {', '.join(f'{int(s):,}: {ood[s].mean():.3f}' for s in sizes)} "
+                         f"(in distribution {', '.join(f'{ids[json_key(s)]:.3f}' for s in sizes)}); the largest gain "
+                         f"over the smallest, at {int(at):,} parameters, {g[0]:+.3f} [{g[1]:+.3f}, {g[2]:+.3f}] against "
+                         f"the margin {p['margin']:g} ({words[parts[0][1]]}); the largest model's ID − OOD "
+                         f"{drop_ci[0]:.3f} [{drop_ci[1]:.3f}, {drop_ci[2]:.3f}] against {p['min_ood_drop']:g} "
+                         f"({words[parts[1][1]]})")
     return Verdict(parts[k][0], verdict, parts[k][2], n, details)
 
 
@@ -321,9 +332,13 @@ def _steps_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Ver
               _decide(share_ci, MOSTLY), share_ci)]
     verdict, k = _combine(parts)
     details["parts"] = {"correct_more_often_seen_at_equal_depth": parts[0][1], "correct_mostly_seen": parts[1][1]}
-    details["reason"] = (f"{len(groups)} cells; the depth-matched gap must lie above the margin {p['margin']} and "
-                         f"the seen share of correct nodes above {MOSTLY}; a node is 'seen' when its whole ancestor "
-                         f"computation occurs in training")
+    words = {"supported": "holds", "not_supported": "contradicted", "inconclusive": "undecided"}
+    wrong = details["seen_share_wrong"]
+    details["reason"] = (f"over {len(groups)} cells ({n} seeds): correct steps' whole computation seen in training "
+                         f"{share_ci[0]:.3f} [{share_ci[1]:.3f}, {share_ci[2]:.3f}] (wrong steps {wrong['value']:.3f}) "
+                         f"against {MOSTLY} ({words[parts[1][1]]}); at equal depth correct minus wrong "
+                         f"{gap_ci[0]:+.3f} [{gap_ci[1]:+.3f}, {gap_ci[2]:+.3f}] against the margin {p['margin']:g} "
+                         f"({words[parts[0][1]]})")
     return Verdict(parts[k][0], verdict, parts[k][2], n, details)
 
 
@@ -344,7 +359,10 @@ def _by_task(rule, ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verd
     stat, triple, n, details = results[k].statistic, results[k].interval, results[k].n_trials, results[k].details
     by_task = {json_key(t): {"verdict": r.outcome, **ci_entry(r.interval, r.n_trials), "reason": r.details.get("reason", "")}
                for t, r in zip(tasks, results)}
-    details = {**details, "task_used": json_key(tasks[k]), "by_task": by_task,
+    # Every task's deciding cells: the claim holds only when it holds in every task, so each task's models must
+    # have learned theirs (the engine's gate and seed counts see them all).
+    details = {**details, "deciding_cells": [c for r in results for c in r.details.get("deciding_cells", [])],
+               "task_used": json_key(tasks[k]), "by_task": by_task,
                "seeds_per_cell": int(min(r.details.get("seeds_per_cell", 0) for r in results)),
                "reason": (f"decided within each of {len(tasks)} tasks (never pooled or compared across tasks): "
                           f"supported only when every task supports, not supported when any contradicts; task "
