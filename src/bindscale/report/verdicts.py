@@ -479,12 +479,12 @@ def compute_verdicts(
                 if not cells and verdict != INCONCLUSIVE:  # a rule's bug: it must say which models decided
                     unlearned = ("the rule named no deciding cell, so whether its models learned their training "
                                  "task cannot be checked")
-                if unlearned and verdict != INCONCLUSIVE:
-                    details["reason"] = f"{unlearned} (its own result there: {verdict}, {details.get('reason', '')})"
-                    details["value_of_unlearned_models"] = _ci(triple, n)
+                if unlearned:  # first in the reason, and no number from models that did not learn
+                    own = f"its own result there: {verdict}, " if verdict != INCONCLUSIVE else ""
+                    details["reason"] = f"{unlearned} ({own}{details.get('reason', '')})".replace(" ()", "")
+                    if not all(math.isnan(float(x)) for x in triple):
+                        details["value_of_unlearned_models"] = _ci(triple, n)
                     verdict, triple = INCONCLUSIVE, NAN3
-                elif unlearned:
-                    details["reason"] = f"{details.get('reason', '')}; {unlearned}".lstrip("; ")
             for guard in claim.guards:
                 # A guard sees the whole table (failed and diverged trials too): e.g. the widest planned
                 # model has no result, so the rule answered at a smaller scale than the study asked about;
