@@ -89,11 +89,14 @@ def test_models_already_above_the_band_refute_it_even_without_a_clear_plateau():
 
 
 def test_an_interval_straddling_the_band_edge_is_inconclusive():
-    v = verdict(table(at(0.65), sd=0.06))
-    e = v["details"]["by_family"][v["details"]["family_used"]]
-    assert e["level"] in ("straddles", "inside", "above")
-    if e["level"] == "straddles":
-        assert v["verdict"] == "inconclusive"
+    bounds = cv.band(TH)
+    assert bounds == pytest.approx((0.50, 0.65))
+    assert [cv.level(lo, hi, bounds) for lo, hi in ((0.52, 0.6), (0.6, 0.7), (0.7, 0.8), (0.3, 0.45), (0.4, 0.9))] == [
+        "inside", "straddles", "above", "below", "straddles"]
+    e = {"asymptote": {"ci_low": 0.6, "ci_high": 0.7}, "saturating": {"a": 0.65, "b": 0.3, "c": 0.9},
+         "delta_aic_climb": 10.0, "chance": 0.1, "last_gain": {"ci_low": -0.01},
+         "largest": {"value": 0.62, "ci_low": 0.6, "ci_high": 0.64}}
+    assert cv._state(e, 0.05, 2.0, bounds)[0] == "open" and e["level"] == "straddles"
 
 
 def test_a_satisfaction_plateau_above_chance_does_not_decide_when_feasibility_does_not_reach_the_level():
