@@ -114,8 +114,9 @@ def test_a_satisfaction_plateau_above_chance_does_not_decide_when_feasibility_do
 def test_every_deciding_number_is_shown_beside_its_chance_level():
     df = table(at(0.58))
     df["chance_sat_colouring"] = 0.75
-    e = verdict(df)["details"]["by_family"]["colouring"]
-    assert e["chance"] == 0.1 and "feasibility, chance 0.100" in verdict(df)["details"]["reason"]
+    d = verdict(df)["details"]
+    e = d["by_family"]["colouring"]
+    assert e["chance"] == 0.1 and "feasibility, chance 0.100" in d["reason"]
     bm = e["by_metric"]
     assert bm["sat"]["chance"] == 0.75 and bm["feas"]["chance"] == 0.1 and len(bm["sat"]["means"]) == len(SIZES)
     assert bm["sat_corrected"]["means"][0] == pytest.approx((bm["sat"]["means"][0] - 0.75) / 0.25)

@@ -349,7 +349,7 @@ def lm_points(rows: pd.DataFrame) -> list[dict]:
 def constraint_satisfaction_plateaus(ok: pd.DataFrame, thresholds: Mapping[str, float], n_boot: int = 2000,
                                      seed: int = 0) -> Verdict:
     """The plateau rule (see the module docstring)."""
-    stat = "asymptote_sat"
+    stat = "asymptote_feas"  # feasibility (knapsack: feasible and optimal), VERDICT_METRIC
     margin, delta = float(thresholds["margin"]), float(thresholds["delta_aic"])
     min_sizes = int(thresholds["min_sizes"])
     bounds = band(thresholds)
