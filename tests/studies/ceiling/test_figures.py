@@ -85,7 +85,7 @@ def _sweep_table(seeds=3, sizes=(1e4, 2e4, 4e4, 8e4)):
                 r[col] = float(np.clip(saturating(n / sizes[0], a, b, 0.9) + rng.normal(0, 0.02), 0, 1))
             for f in ("colouring", "knapsack", "assignment"):
                 r[f"feas_{f}"], r[f"gap_{f}"] = r[f"sat_{f}"] / 2, 0.1
-                r[f"chance_sat_{f}"] = r[f"chance_optimal_{f}"] = 0.05
+                r[f"chance_sat_{f}"] = r[f"chance_feas_{f}"] = r[f"chance_optimal_{f}"] = 0.05
             rows.append(r)
     return pd.DataFrame(rows)
 
@@ -97,7 +97,7 @@ def test_the_report_fits_each_family_metric_once_and_the_figure_draws_the_verdic
 
     def counting_compare(x, y, n_boot=500, **kw):
         # Which column was fitted: the one whose values these are (each (size, seed) is one row here).
-        [col] = [c for c in df if c.startswith(("sat_", "optimal_")) and np.allclose(sorted(df[c]), sorted(y))]
+        [col] = [c for c in df if c.startswith(("sat_", "feas_", "optimal_")) and np.allclose(sorted(df[c]), sorted(y))]
         calls.append((col, n_boot))
         return real_compare(x, y, n_boot=n_boot, **kw)
 
@@ -111,14 +111,45 @@ def test_the_report_fits_each_family_metric_once_and_the_figure_draws_the_verdic
     monkeypatch.setattr(Axes, "axhspan", recording_axhspan)
     study = {"name": "ceiling", "base": {"kind": "ceiling"}, "verdicts": {CLAIMS[0].name: {}}}
     summary = build_report(tmp_path, df, study, n_boot=30)
-    assert "ceiling_sat_vs_params" in summary["figures"]
+    assert "ceiling_sat_vs_params" in summary["figures"] and "ceiling_feas_vs_params" in summary["figures"]
     # One fit per (family, metric) in the whole report; only the verdict's metrics are bootstrapped.
-    assert Counter(c for c, _ in calls) == {"sat_colouring": 1, "optimal_knapsack": 1, "sat_assignment": 1,
-                                            "sat_knapsack": 1}
-    assert {c for c, n in calls if n > 0} == {"sat_colouring", "optimal_knapsack", "sat_assignment"}
+    assert Counter(c for c, _ in calls) == {"feas_colouring": 1, "optimal_knapsack": 1, "feas_assignment": 1,
+                                            "feas_knapsack": 1, "sat_colouring": 1, "sat_knapsack": 1,
+                                            "sat_assignment": 1}
+    assert {c for c, n in calls if n > 0} == {"feas_colouring", "optimal_knapsack", "feas_assignment"}
     # The figure's band of each family is the interval its verdict prints (knapsack: its optimal rate).
     [v] = summary["verdicts"]
     by_family = v["details"]["by_family"]
     assert sorted(bands) == sorted((COLOURS[f], e["asymptote"]["ci_low"], e["asymptote"]["ci_high"])
                                    for f, e in by_family.items())
     assert by_family["knapsack"]["column"] == "optimal_knapsack"
+    assert by_family["colouring"]["column"] == "feas_colouring"
+
+
+def test_the_figures_draw_the_random_level_and_stop_the_curves_at_the_largest_model(monkeypatch):
+    """Issue 31, item 3: the dotted uniform-random level the title promises is drawn from the trials' own
+    columns (before, only when no chance column existed, i.e. never for a real run), and no fitted curve runs
+    past the largest model (before: to 4x it)."""
+    df = _sweep_table()
+    for f, r in zip(COLOURS, (0.75, 0.51, 0.68)):
+        df[f"random_sat_{f}"], df[f"random_feas_{f}"] = r, r / 10
+    dotted, xmax = [], []
+    real_axhline, real_plot = Axes.axhline, Axes.plot
+
+    def axhline(ax, y=0, *a, **kw):
+        if kw.get("linestyle") == ":":
+            dotted.append(round(float(y), 4))
+        return real_axhline(ax, y, *a, **kw)
+
+    def plot(ax, *a, **kw):
+        if len(a) >= 2 and np.size(a[0]) > 10:  # a fitted curve (80 points)
+            xmax.append(float(np.max(a[0])))
+        return real_plot(ax, *a, **kw)
+
+    monkeypatch.setattr(Axes, "axhline", axhline)
+    monkeypatch.setattr(Axes, "plot", plot)
+    assert F.fig_sat_vs_params(df) is not None
+    assert sorted(dotted) == [0.51, 0.68, 0.75]
+    assert F.fig_feas_vs_params(df, fits={}) is not None  # own fits only: no bootstrap (speed)
+    assert sorted(dotted)[:3] == [0.051, 0.068, 0.075]
+    assert xmax and max(xmax) <= df["n_params_nonembed"].max() * 1.0001

@@ -3,18 +3,21 @@
 Each figure function takes the results table and returns a base64 PNG, or None when its data are missing.
 Plotted means are over seeds with their 95% Student t interval (:func:`bindscale.kit.seed_summary`).
 
-- ``ceiling_sat_vs_params``: test constraint satisfaction against non-embedding parameters, one colour per
-  family (the size sweep of :func:`.verdicts.size_sweep`), both fits drawn (solid: saturating ``a - b·N^-c``,
-  dashed: power law ``1 - b·N^-c``), and real-model points (``model.kind: lm``) as stars at their parameter
-  count (at the right edge when unknown). Each family's verdict metric (:data:`.verdicts.VERDICT_METRIC`;
-  knapsack's optimal rate is drawn too, hollow squares) carries the verdict's own fit and its asymptote
-  interval, as printed, as a band at the right: the report hands them over (:func:`figures`), so the figure
-  neither refits them nor can show another interval. Metrics the verdict does not fit (knapsack
-  satisfaction) get fits without a bootstrap, and no band.
-- ``ceiling_feas_vs_params`` / ``ceiling_gap_vs_params``: feasibility and optimality gap (among feasible
-  answers) the same way, without fits. Satisfaction and feasibility figures draw the uniform-random answers'
-  level per family (dotted; :mod:`.baselines`); the satisfaction caption states the metric definitions, the
-  prompt and the parse rule (:data:`DEFINITIONS`).
+- ``ceiling_feas_vs_params``: test feasibility (the verdict's metric, the source's kind:
+  :data:`.verdicts.VERDICT_METRIC`) against non-embedding parameters, one colour per family (the size sweep of
+  :func:`.verdicts.size_sweep`), both fits drawn (solid: saturating ``a - b·N^-c``, dashed: power law
+  ``1 - b·N^-c``), and real-model points (``model.kind: lm``) as stars at their parameter count (at the right
+  edge when unknown). Each family's verdict metric (knapsack's optimal rate beside its feasibility, hollow
+  squares) carries the verdict's own fit and its asymptote interval, as printed, as a band at the right: the
+  report hands them over (:func:`figures`), so the figure neither refits them nor can show another interval.
+  Metrics the verdict does not fit (knapsack feasibility) get fits without a bootstrap, and no band.
+- ``ceiling_sat_vs_params``: test constraint satisfaction (bindscale's per-constraint share, the metric the
+  hypothesis names; not the verdict's) the same way, with fits without a bootstrap and no band.
+- ``ceiling_gap_vs_params``: optimality gap among feasible answers, without fits.
+  Satisfaction and feasibility figures draw the uniform-random answers' level per family on the same test
+  instances (dotted; a trial's ``random_<metric>_<family>`` column, else :mod:`.baselines`) and the
+  hypothesised 55–60% (grey); fitted curves stop at the largest model of the sweep (no extrapolation drawn). The
+  satisfaction caption states the metric definitions, the prompt and the parse rule (:data:`DEFINITIONS`).
 - ``ceiling_sat_vs_data``: satisfaction against training instances per family at the budget with most
   training-set sizes, both fits drawn.
 - ``ceiling_by_difficulty``: satisfaction, feasibility and optimality gap (rows) against the difficulty knob
@@ -45,8 +48,7 @@ from bindscale.kit import (
 from . import CLAIMS
 from .fits import compare, power_law, saturating
 from .problems import FAMILIES
-from .verdicts import (VERDICT_METRIC, chance_level, constraint_satisfaction_plateaus, prepare_rows, size_sweep,
-                       trained_rows)
+from .verdicts import (VERDICT_METRIC, constraint_satisfaction_plateaus, prepare_rows, size_sweep, trained_rows)
 
 #: The claim whose verdict's fits the satisfaction figure draws.
 CLAIM = CLAIMS[0]
@@ -79,13 +81,37 @@ def rule_fits(df: pd.DataFrame, thresholds: Mapping[str, float] | None = None) -
     rows = prepare_rows(df) if len(df) else df
     if rows.empty:
         return {}
-    return constraint_satisfaction_plateaus(rows, {**CLAIM.defaults, **(thresholds or {})})[4].get("by_family") or {}
+    return constraint_satisfaction_plateaus(rows, {**CLAIM.defaults, **(thresholds or {})}).details.get("by_family") or {}
+
+
+#: How far past the largest model a fitted curve is drawn (a factor on the x axis: no extrapolation shown).
+CURVE_END = 1.0
+
+
+def random_level(rows: pd.DataFrame, family: str, metric: str) -> float:
+    """The uniform-random answers' ``metric`` on the family's test instances: the ``random_{metric}_{family}``
+    column a trained trial records, else recomputed from the sweep's task columns (:func:`.baselines.baselines`);
+    NaN when neither is available."""
+    col = f"random_{metric}_{family}"
+    if col in rows:
+        v = pd.to_numeric(rows[col], errors="coerce").dropna()
+        if len(v):
+            return float(v.iloc[0])
+    task = []
+    for c in ("task.max_difficulty", "task.n_test", "task.eval_seed"):
+        v = pd.to_numeric(rows[c], errors="coerce").dropna() if c in rows else pd.Series(dtype=float)
+        task.append(v.mode().iloc[0] if len(v) else math.nan)
+    if not np.isfinite(task).all() or family not in FAMILIES:
+        return math.nan
+    from .baselines import baselines
+
+    return float(baselines(family, *(int(v) for v in task))["random"].get(metric, math.nan))
 
 
 def _draw_curves(ax, xs: pd.Series, x_min: float, sat: Mapping | None, pw: Mapping | None, colour: str) -> None:
     """The saturating curve (solid) and the power law (dashed) with these parameters (None / empty: a failed
-    fit, not drawn), from the smallest size to 4x the largest."""
-    grid = np.geomspace(xs.min(), xs.max() * 4, 80)
+    fit, not drawn), from the smallest size to the largest (:data:`CURVE_END`)."""
+    grid = np.geomspace(xs.min(), xs.max() * CURVE_END, 80)
     xn = grid / x_min
     if sat:
         ax.plot(grid, saturating(xn, **sat), color=colour, lw=1.2)
@@ -134,7 +160,8 @@ def _lm_points(ax, df: pd.DataFrame, col: str, xmax: float) -> bool:
 
 def _vs_params(df: pd.DataFrame, metric: str, fits: Mapping | None = None) -> str | None:
     """``metric`` against parameters per family; ``fits``: the verdict's per family (:func:`verdict_fits`), drawn
-    with the fits of the metrics it does not fit (None: no fits)."""
+    with the fits of the metrics it does not fit (None: no fits). On the feasibility figure a family whose
+    verdict metric is another (knapsack: optimal) has that metric drawn beside, with the verdict's fit."""
     rows = prepare_rows(df) if len(df) else df
     if rows.empty:
         return None
@@ -157,8 +184,8 @@ def _vs_params(df: pd.DataFrame, metric: str, fits: Mapping | None = None) -> st
             _draw_verdict_fit(ax, fits.get(f), g[x], x, col, COLOURS[f])
         elif fits is not None:
             _draw_own_fits(ax, g, x, col, COLOURS[f])
-            vcol = f"{vm}_{f}"  # the family's verdict metric beside it, with the verdict's fit
-            if vm and vcol in sweep and sweep[vcol].notna().any():
+            vcol = f"{vm}_{f}"  # the family's verdict metric beside its feasibility, with the verdict's fit
+            if metric == "feas" and vm and vcol in sweep and sweep[vcol].notna().any():
                 gv = sweep[[x, "seed", vcol]].dropna()
                 sv = seed_summary(gv, x, vcol)
                 errorbar(ax, sv[x], sv, (0.0, 1.0), label=f"{f}: {METRIC_WORDS.get(vm, vm)} (its verdict metric)",
@@ -166,9 +193,9 @@ def _vs_params(df: pd.DataFrame, metric: str, fits: Mapping | None = None) -> st
                 ns += list(sv["n"])
                 _draw_verdict_fit(ax, fits.get(f), gv[x], x, vcol, COLOURS[f])
         if metric != "gap":  # the random-answer baseline on the same test instances (dotted)
-            _, b = chance_level(sweep, f, metric)
-            if b is not None:
-                ax.axhline(b["random"][metric], color=COLOURS[f], linestyle=":", linewidth=1)
+            r = random_level(sweep, f, metric)
+            if math.isfinite(r):
+                ax.axhline(r, color=COLOURS[f], linestyle=":", linewidth=1)
     if not ns:
         return None
     lm = _lm_points(ax, rows, metric, float(sweep[x].max()))
@@ -178,25 +205,26 @@ def _vs_params(df: pd.DataFrame, metric: str, fits: Mapping | None = None) -> st
     if metric != "gap":
         ax.set_ylim(-0.03, 1.03)
         ax.axhspan(0.55, 0.60, color="grey", alpha=0.12)  # the hypothesised ceiling
-    quals = [ci_note(ns)] + (["solid: a - b·N^-c, dashed: 1 - b·N^-c",
-                               "band: the verdict's asymptote 95% bootstrap interval",
-                               "grey: the hypothesised 55-60%"] if fits is not None else []) + (
-        ["dotted: uniform-random answers"] if metric != "gap" else [])
+    quals = [ci_note(ns)] + (["solid: a - b·N^-c, dashed: 1 - b·N^-c"] if fits is not None else []) + (
+        ["band: the verdict's asymptote 95% bootstrap interval"] if fits is not None and metric == "feas" else []) + (
+        ["grey: the hypothesised 55-60%", "dotted: uniform-random answers"] if metric != "gap" else [])
     titled(ax, f"{TITLES[metric]} vs parameters per family", quals)
     legend(ax)
     return to_base64(fig)
 
 
-def fig_sat_vs_params(df: pd.DataFrame, fits: Mapping | None = None,
-                      thresholds: Mapping[str, float] | None = None) -> str | None:
-    """Satisfaction vs parameters with both fits and the asymptote bands. ``fits``: the report's verdict's
-    (:func:`verdict_fits`); without them the verdict rule computes them here (:func:`rule_fits`)."""
-    return _vs_params(df, "sat", fits=rule_fits(df, thresholds) if fits is None else fits)
+def fig_sat_vs_params(df: pd.DataFrame) -> str | None:
+    """Satisfaction (bindscale's per-constraint share; not the verdict's metric) vs parameters, with fits
+    without a bootstrap, the random answers' level and the hypothesised band."""
+    return _vs_params(df, "sat", fits={})
 
 
-def fig_feas_vs_params(df: pd.DataFrame) -> str | None:
-    """Feasibility vs parameters."""
-    return _vs_params(df, "feas")
+def fig_feas_vs_params(df: pd.DataFrame, fits: Mapping | None = None,
+                       thresholds: Mapping[str, float] | None = None) -> str | None:
+    """Feasibility (the verdict's metric; knapsack's optimal rate beside it) vs parameters with both fits and the
+    asymptote bands. ``fits``: the report's verdict's (:func:`verdict_fits`); without them the verdict rule
+    computes them here (:func:`rule_fits`)."""
+    return _vs_params(df, "feas", fits=rule_fits(df, thresholds) if fits is None else fits)
 
 
 def fig_gap_vs_params(df: pd.DataFrame) -> str | None:
@@ -304,17 +332,20 @@ DEFINITIONS = (
     " Metrics, per family on the test instances: satisfaction = mean over instances of each instance's share of "
     "constraints met (an unparsable answer meets none); feasibility = share of instances whose answer meets every "
     "constraint; optimality gap = mean over feasible answers of |f - f*| / |f*| (f* the exact MILP optimum); "
-    "optimal = share answered feasibly with gap 0. The verdict fits satisfaction for colouring and assignment and "
+    "optimal = share answered feasibly with gap 0. The verdict fits feasibility for colouring and assignment and "
     "'optimal' for knapsack: the empty selection meets knapsack's one constraint (capacity), so knapsack "
     "satisfaction and feasibility are 1.0 for an answer that learned nothing. Chance levels (details: baselines): "
-    "uniform-random and all-zero answers on the same instances. Prompt (real models): the instance in words "
+    "uniform-random and all-zero answers on the same instances; on the default instances random answers meet "
+    "0.75 of the colouring constraints and 0.68 of the assignment ones, so a 55-60% satisfaction would be below "
+    "chance, whereas their feasibility is 0.07. Prompt (real models): the instance in words "
     "(e.g. 'Graph colouring. Nodes 0 to n-1. Edges: u-v, .... Give each node a colour from 0 to 3 so that the two "
     "ends of every edge have different colours, using as few distinct colours as possible.') then \"Answer with one "
     "line 'ANSWER:' followed by n integers separated by spaces: ...\". Parse rule: the last line containing "
     "'ANSWER:' (any case); the integers on that line after it (any separators); exactly n of them, each in range; "
     "else unparsable. Trained transformers emit the answer tokens directly (n integers, then the end token). "
     "ConstraintBench's 65.0% is not verified to be this satisfaction metric (its abstract pairs it with "
-    "'feasibility is the primary bottleneck'): read it beside our feasibility figure."
+    "'feasibility is the primary bottleneck', and it scores tasks by a verifier of every constraint): the verdict "
+    "reads it as feasibility and decides on our feasibility figure."
 )
 
 
@@ -325,17 +356,21 @@ def figures(study: Any = None, verdicts: Sequence[Mapping[str, Any]] | None = No
     given = ((study or {}).get("verdicts") or {}).get(CLAIM.name) or {}
     thresholds = {k: v for k, v in given.items() if v is not None}
     return {
-        "ceiling_sat_vs_params": (partial(fig_sat_vs_params, fits=verdict_fits(verdicts), thresholds=thresholds),
-                                  "Test constraint satisfaction against non-embedding parameters per family, both "
-                                  "fits drawn; for each family's verdict metric (satisfaction; for knapsack the "
-                                  "optimal rate, hollow squares) the fit is the verdict's and the band at the right "
-                                  "is its asymptote with the 95% bootstrap interval over seeds the verdict prints "
-                                  "(knapsack satisfaction: fits, no band); stars are real models on the same "
-                                  "instances; grey: the hypothesised 55-60% ceiling (no primary source); dotted: "
-                                  "uniform-random answers." + DEFINITIONS),
-        "ceiling_feas_vs_params": (fig_feas_vs_params, "Test feasibility (every constraint met) against parameters per "
-                                   "family (ConstraintBench: none of six frontier LLMs above 30.5% on joint "
-                                   "feasibility and optimality)."),
+        "ceiling_sat_vs_params": (fig_sat_vs_params,
+                                  "Test constraint satisfaction (share of constraints met per instance: the metric "
+                                  "the hypothesis names, not the verdict's) against non-embedding parameters per "
+                                  "family, both fits drawn (no bootstrap), up to the largest model; stars are real "
+                                  "models on the same instances; grey: the hypothesised 55-60% ceiling (no primary "
+                                  "source); dotted: uniform-random answers on the same instances." + DEFINITIONS),
+        "ceiling_feas_vs_params": (partial(fig_feas_vs_params, fits=verdict_fits(verdicts), thresholds=thresholds),
+                                   "Test feasibility (every constraint met: the verdict's metric, the source's kind) "
+                                   "against parameters per family, both fits drawn up to the largest model; for each "
+                                   "family's verdict metric (feasibility; for knapsack the optimal rate, hollow "
+                                   "squares, since its empty answer is feasible) the fit is the verdict's and the "
+                                   "band at the right is its asymptote with the 95% bootstrap interval over seeds "
+                                   "the verdict prints; grey: the hypothesised 55-60%; dotted: uniform-random "
+                                   "answers (ConstraintBench: best model 65.0%, none of six frontier LLMs above "
+                                   "30.5% on joint feasibility and optimality)."),
         "ceiling_gap_vs_params": (fig_gap_vs_params, "Relative optimality gap among feasible answers against "
                                   "parameters per family (0 = optimal)."),
         "ceiling_sat_vs_data": (fig_sat_vs_data, "Test constraint satisfaction against training instances per "

@@ -10,7 +10,10 @@ per variable), loss on the solution and ``<eos>`` only, trained by
 the data axis). Labels are the solver's optima (:mod:`.problems`), so the model learns to emit an
 optimal solution; greedy decoding up to ``<eos>``; outputs parsed by :func:`.scoring.parse_tokens`
 and scored by :func:`.scoring.trial_metrics` on the test and held-out sets and on up to
-:data:`N_TRAIN_CHECK` training instances per family (``*_train`` columns: did the model fit its data?).
+:data:`N_TRAIN_CHECK` training instances per family (``*_train`` columns, same parser and checker: did the model
+fit its data? The claim's competence gates read them, :mod:`.verdicts`; about a tenth of the test set's cost).
+Chance levels on the same test instances: ``chance_<metric>_<family>`` (the better of uniform-random and
+all-zero answers) and ``random_<metric>_<family>`` (uniform-random), :mod:`.baselines`.
 """
 
 from __future__ import annotations
@@ -142,6 +145,7 @@ def run_trial(trial: CeilingTrial, device: str | torch.device = "cpu", progress:
     for f in task.family_list:  # chance levels on these very test instances (the verdict's floor, .baselines)
         b = baselines(f, task.max_difficulty, task.n_test, task.eval_seed)
         metrics |= {f"chance_{m}_{f}": chance(b, m) for m in BASE_METRICS}
+        metrics |= {f"random_{m}_{f}": b["random"][m] for m in BASE_METRICS}  # the figures' dotted line
     metrics["examples"] = [{"family": f, "prompt": " ".join(ps[0].tokens()), "gold": " ".join(map(str, ps[0].optimum)),
                             "pred": " ".join(map(str, got["test"][f][0])) if got["test"][f][0] else "(unparsable)"}
                            for f, ps in sets.test.items() if ps]
