@@ -113,7 +113,8 @@ def contextual_scores(rows: pd.DataFrame) -> pd.DataFrame:
                 at = best_layer(by_kind, kind)
                 test = (layers.get(at) or {}).get("test") if at is not None else None
                 for m in CTX_METRICS:
-                    v = test[values.index(m)] if test else None
+                    i = values.index(m)
+                    v = test[i] if test and i < len(test) else None
                     rec[f"ctx_{prefix}{kind}_{m}"] = float(v) if v is not None else np.nan
                 rec[f"ctx_{prefix}best_layer_{kind}"] = float(at) if at is not None and at.isdigit() else np.nan
         out.append(rec)
