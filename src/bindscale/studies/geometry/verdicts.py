@@ -20,15 +20,26 @@ word-type vector without context: a probe that wins there reads the lexicon, not
 syntax, and in the default run it won there in 31 of 32 trials. The scalar ``{kind}_las_pp``
 columns (best layer over all layers, 0 included) stay in the details for reference.
 
+Competence gates (issue 31, item 1; :data:`bindscale.studies.geometry.LM_GATE` / ``CHAIN_GATE``), checked by
+the engine on every deciding cell the rules name (:func:`bindscale.kit.deciding_cell`): each trained LM's
+next-token loss on held-out test sentences may exceed the grammar's own exact loss on the same sentences by
+at most ``max_excess_loss`` nats per token (``lm_excess_loss``, :mod:`.entropy`); the polar probe's UUAS at
+its best contextual layer must beat the linear chain's by ``min_uuas_over_chain``
+(``ctx_polar_uuas_pp_minus_chain``, joined by :func:`prepare_rows`) — a probe that recovers fewer edges than
+"attach each word to the next" reads no tree (issue 31, item 9). The untrained twins are controls, named as
+ungated cells (``control: untrained twin``). A cell that misses a gate makes a decided claim inconclusive.
+
 - ``polar_beats_structural``: at the largest model, per seed, (polar − structural LAS of the trained
   model) minus (polar − structural LAS of the untrained model with the same initial weights), each
   probe at its best contextual layer (``net_polar_minus_structural_las_pp``); mean over seeds with
   Student's t interval (:func:`bindscale.stats.mean_ci`). A gap the untrained model shows as well is
-  not learned syntax. Supported when the interval lies above ``margin`` *and* the polar probe's UUAS
-  beats the linear-chain baseline (``chain_uuas_pp``; paired per seed, interval above 0) — a probe
-  that recovers fewer edges than "attach each word to the next" reads no tree, so its advantage over
-  another probe says nothing about syntax; otherwise such a result is inconclusive. Not supported when
-  the interval lies below ``margin``; inconclusive otherwise. The same difference at every size, the
+  not learned syntax. Beside it, the source's headline: the polar/structural LAS ratio of the trained
+  model (ratio of the seed means, percentile bootstrap resampling seeds with both probes kept together,
+  :func:`_las_ratio`) next to the authors' 70.1/51.1 = 1.37 and their "nearly double". Supported when the
+  gap's interval lies above ``margin`` and the ratio's above ``min_las_ratio`` (1: the polar probe's LAS
+  beats the structural probe's); not supported when one lies below and neither above; inconclusive
+  otherwise. Every UUAS, UAS and LAS of both probes is shown beside the linear chain's
+  (``beside_linear_chain``). The same difference at every size, the
   trained and untrained gaps alone, the all-layers gap, the layers chosen and both probes' UUAS/LAS
   with the identity-probe, untrained-model and input-embedding controls are in the details.
 - ``geometry_grows_with_scale``: the polar LAS of the trained model minus that of the untrained model
@@ -43,6 +54,12 @@ columns (best layer over all layers, 0 included) stay in the details for referen
   (width 64 and up) gets rank 32; a narrower model (width 16 in some studies' ladders) gets a lower
   rank, so a gain can partly be probe capacity; the details list the rank per size
   (``probe_rank_by_size``) and say when it varies.
+
+Pretrained models (``model.source: pretrained``, the ``geometry-lm`` study file: one trial per model) never
+decide (no seeds); :func:`pretrained_report` lists per model both probes' UUAS / UAS / LAS beside the
+chain's, the LAS ratio with a bootstrap interval over test sentences, balanced relation accuracy, and names
+each model as a cell of the chain gate, so a model whose polar probe does not beat the chain is named with
+its numbers.
 
 Planned sizes (guard :func:`planned_size_guard`, which sees the whole table, failed and diverged
 trials too): a verdict decided at a smaller largest size (or, for growth, a larger smallest size) than
@@ -405,7 +422,8 @@ def polar_beats_structural(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int)
         verdict = "not_supported"
     else:
         verdict = "inconclusive"
-    u = details["beside_linear_chain"][json_key(largest)]
+    u = {k: {a: (f"{x:.3f}" if x is not None else "n/a") for a, x in v.items()}
+         for k, v in details["beside_linear_chain"][json_key(largest)].items()}
     details["reason"] = (
         f"(polar − structural LAS of the trained model) − (the same of the untrained model), PolarProbe "
         f"convention, each probe at its best dev layer among layers ≥ 1, at the largest model ({int(largest):,} "
