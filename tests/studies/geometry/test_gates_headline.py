@@ -178,10 +178,30 @@ def test_the_las_ratio_is_reported_beside_the_source_and_its_interval_resamples_
     assert "70.1/51.1" in result.details["reason"]
     assert set(result.details["beside_linear_chain"][str(SIZES[-1])]["las_pp"]) == {"polar", "structural",
                                                                                    "linear_chain"}
-    # ratio of means by hand; pairs resampled together (a perfectly proportional pair has no spread)
+    # ratio of means by hand; pairs kept together (an exactly proportional sample has no spread)
     pol, st = np.array([.6, .5, .7, .4]), np.array([.3, .25, .35, .2])
-    assert _las_ratio(pol, st, 500, 0) == pytest.approx((2.0, 2.0, 2.0))
-    assert all(math.isnan(x) for x in _las_ratio(np.array([.5]), np.array([.2]), 100, 0))
+    assert _las_ratio(pol, st) == pytest.approx((2.0, 2.0, 2.0))
+    assert all(math.isnan(x) for x in _las_ratio(np.array([.5]), np.array([.2])))
+    # a structural LAS indistinguishable from 0: the ratio is unbounded, so it cannot decide
+    assert _las_ratio(np.array([.3, .4, .35]), np.array([.01, -.01, 0.02]))[1:] == (-np.inf, np.inf)
+
+
+@pytest.mark.parametrize("n", [8, 200])
+@pytest.mark.parametrize("shape", ["normal", "skewed"])
+def test_the_ratio_interval_covers_at_the_n_it_is_used(n, shape):
+    """Issue 31 item 10 where the ratio is used: 8 seeds (the default cells) and a few hundred test sentences;
+    correlated pairs (both probes read one model), normal and exponential noise; 95% intervals cover 92–98%."""
+    rng = np.random.default_rng(n)
+    hits, reps = 0, 1500
+    for _ in range(reps):
+        draw = rng.normal if shape == "normal" else rng.exponential
+        common = draw(0, 0.05, n) if shape == "normal" else draw(0.05, n)
+        pol = 0.45 + common + (draw(0, 0.05, n) if shape == "normal" else draw(0.05, n))
+        st = 0.30 + common + (draw(0, 0.05, n) if shape == "normal" else draw(0.05, n))
+        truth = 0.45 / 0.30 if shape == "normal" else 0.55 / 0.40
+        _, lo, hi = _las_ratio(pol, st)
+        hits += lo <= truth <= hi
+    assert 0.92 <= hits / reps <= 0.98
 
 
 def test_a_net_gap_with_the_structural_probe_ahead_is_not_support():

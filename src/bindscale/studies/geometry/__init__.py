@@ -94,11 +94,11 @@ CLAIMS = (
                    "sentence, punctuation included), each probe at its own best layer among layers >= 1 (layer 0, "
                    "the context-free input embeddings, excluded) chosen on dev sentences; mean over seeds with "
                    "Student's t interval. Supported when that interval lies above margin, the polar/structural "
-                   "LAS ratio (ratio of seed means, paired bootstrap over seeds) lies above min_las_ratio, and the "
+                   "LAS ratio (ratio of seed means, Fieller's interval over paired seeds) lies above min_las_ratio, and the "
                    "polar probe's UUAS beats the linear-chain baseline (paired per seed, interval above 0); not "
                    "supported when the gap's interval lies below margin or the ratio's below min_las_ratio. "
                    "Gates: the trained LMs' excess loss over the grammar, and the polar probe above the chain. "
-                   "Pretrained models (one trial each) are reported per model, ratio bootstrapped over test "
+                   "Pretrained models (one trial each) are reported per model, the ratio's interval over test "
                    "sentences, and do not decide."),
         thresholds={"margin": (-1.0, 1.0), "min_las_ratio": (0.0, 10.0), **_GATE_LEVELS},
         defaults={"margin": 0.0, "min_las_ratio": 1.0, **_GATE_DEFAULTS},

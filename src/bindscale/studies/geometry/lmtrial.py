@@ -32,7 +32,7 @@ the trained model's best layer of that kind; identity at the polar one), ``embed
 (layer 0), ``best_layer_{kind}``, ``polar_minus_structural_las_pp`` / ``_hm``, ``n_params``,
 ``n_layers``, ``n_fit`` / ``n_dev`` / ``n_test`` sentences, the linear-chain baseline
 ``chain_{uuas,uas,las}_{hm,pp}`` (:func:`.scores.chain_metrics`), ``{kind}_las_pp_by_sentence`` (polar and
-structural at their best layer >= 1, per test sentence: the unit of the LAS ratio's bootstrap), activation seconds, ``probes_fit`` /
+structural at their best layer >= 1, per test sentence: the units of the LAS ratio's interval), activation seconds, ``probes_fit`` /
 ``probes_from_cache`` (probes fitted here / read back from the probe cache). Tables as the
 synthetic trial: ``probe_layers`` (``{"trained"|"untrained": {kind: {layer: {split: METRICS}}}}``),
 ``confusion`` (polar probe at its best layer, test) and ``polar_edges`` (the polar picture).

@@ -53,7 +53,7 @@ same rule); they decode with networkx's minimum spanning tree (Kruskal), we with
 only on ties); they drop sentences containing ".com" or "@"; ours keep them.
 
 ``las_pp_by_sentence`` (with ``per_sentence=True``): the per-sentence LAS behind ``las_pp``, so an
-interval can resample sentences (one pretrained model has no seeds to resample).
+interval can take sentences as its units (one pretrained model has no seeds).
 """
 
 from __future__ import annotations

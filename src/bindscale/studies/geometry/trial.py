@@ -27,7 +27,7 @@ trained model, ``untrained_{kind}_{metric}`` (untrained model, its own best laye
 ``metric`` in ``uuas_hm las_hm uuas_pp las_pp spearman rel_acc dir_acc``; ``best_layer_{kind}``;
 ``polar_minus_structural_las_pp`` (and ``_hm``); ``chain_{uuas,uas,las}_{hm,pp}`` (the linear-chain
 baseline, :func:`.scores.chain_metrics`); ``{kind}_las_pp_by_sentence`` (polar and structural at their best
-layers among layers >= 1, per test sentence, for the sentence bootstrap of the LAS ratio); ``n_params``, ``train_tokens`` (input positions
+layers among layers >= 1, per test sentence, the units of the LAS ratio's interval for one model); ``n_params``, ``train_tokens`` (input positions
 trained on), ``lm_test_loss``, ``lm_test_entropy``, ``lm_excess_loss`` (the gate's fit), ``grammar_entropy``
 (:func:`lm_fit_metrics`). Tables: ``probe_layers``, ``confusion`` (polar probe at its best
 layer), ``polar_edges`` (:func:`.layers.polar_picture`).

@@ -34,12 +34,11 @@ ungated cells (``control: untrained twin``). A cell that misses a gate makes a d
   probe at its best contextual layer (``net_polar_minus_structural_las_pp``); mean over seeds with
   Student's t interval (:func:`bindscale.stats.mean_ci`). A gap the untrained model shows as well is
   not learned syntax. Beside it, the source's headline: the polar/structural LAS ratio of the trained
-  model (ratio of the seed means, percentile bootstrap resampling seeds with both probes kept together,
-  :func:`_las_ratio`) next to the authors' 70.1/51.1 = 1.37 and their "nearly double". Supported when the
-  gap's interval lies above ``margin`` and the ratio's above ``min_las_ratio`` (1: the polar probe's LAS
-  beats the structural probe's); not supported when one lies below and neither above; inconclusive
-  otherwise. Every UUAS, UAS and LAS of both probes is shown beside the linear chain's
-  (``beside_linear_chain``). The same difference at every size, the
+  model (ratio of the seed means, Fieller's interval for paired seeds, :func:`_las_ratio`) next to the
+  authors' 70.1/51.1 = 1.37 and their "nearly double". Supported when the gap's interval lies above
+  ``margin`` and the ratio's above ``min_las_ratio`` (1: the polar probe's LAS beats the structural probe's);
+  not supported when one lies below and neither above; inconclusive otherwise. Every UUAS, UAS and LAS of
+  both probes is shown beside the linear chain's (``beside_linear_chain``). The same difference at every size, the
   trained and untrained gaps alone, the all-layers gap, the layers chosen and both probes' UUAS/LAS
   with the identity-probe, untrained-model and input-embedding controls are in the details.
 - ``geometry_grows_with_scale``: the polar LAS of the trained model minus that of the untrained model
@@ -57,7 +56,7 @@ ungated cells (``control: untrained twin``). A cell that misses a gate makes a d
 
 Pretrained models (``model.source: pretrained``, the ``geometry-lm`` study file: one trial per model) never
 decide (no seeds); :func:`pretrained_report` lists per model both probes' UUAS / UAS / LAS beside the
-chain's, the LAS ratio with a bootstrap interval over test sentences, balanced relation accuracy, and names
+chain's, the LAS ratio with Fieller's interval over test sentences, balanced relation accuracy, and names
 each model as a cell of the chain gate, so a model whose polar probe does not beat the chain is named with
 its numbers.
 
@@ -86,7 +85,7 @@ from bindscale.kit import (
     ok_rows,
     restrict_to_mode, Verdict,
 )
-from bindscale.stats import bootstrap_ci, mean_ci, mean_diff_ci
+from bindscale.stats import mean_ci, mean_diff_ci
 
 from . import CLAIMS
 from .config import GeometryTrial
@@ -217,24 +216,41 @@ def _size_cells(rows: pd.DataFrame, cells: Mapping[float, np.ndarray], sizes, ga
     return out
 
 
-def _las_ratio(polar: np.ndarray, structural: np.ndarray, n_boot: int, seed: int) -> tuple[float, float, float]:
-    """Polar over structural LAS, the ratio of the means over paired units (seeds, or one model's test
-    sentences), with a percentile bootstrap interval resampling the units (pairs kept together)."""
+def _las_ratio(polar: np.ndarray, structural: np.ndarray, n_boot: int = 0, seed: int = 0,
+               confidence: float = 0.95) -> tuple[float, float, float]:
+    """Polar over structural LAS: the ratio of the means over paired units (seeds, or one model's test
+    sentences), with Fieller's interval for a ratio of paired means (Fieller 1954): the ratios ``r`` at which
+    the mean of ``polar − r·structural`` is within Student's t (n − 1 degrees of freedom) of 0. Exact for
+    normal pairs at any n (a percentile bootstrap covered only 88–90% at 8 seeds in simulation; the test
+    checks Fieller's at 8 seeds on normal and skewed pairs). Unbounded (−inf, inf) when the structural
+    mean is not itself distinguishable from 0; NaN for fewer than 2 finite pairs. ``n_boot`` / ``seed``:
+    unused (kept so the callers read like the other intervals)."""
+    from scipy.stats import t as student_t
+
     pairs = np.column_stack([polar, structural]).astype(float)
     pairs = pairs[np.isfinite(pairs).all(1)]
-    if len(pairs) < 2:
+    n = len(pairs)
+    if n < 2:
         return NAN3
-
-    def ratio(x):
-        den = x[..., 1].mean(-1)
-        return np.where(den > 0, x[..., 0].mean(-1) / np.where(den > 0, den, 1.0), np.nan)
-
-    return bootstrap_ci(pairs, ratio, n_boot, seed=seed, vectorized=True)
+    mp, ms = pairs.mean(0)
+    if ms <= 0:
+        return NAN3
+    cov = np.cov(pairs.T, ddof=1) / n
+    q = float(student_t.ppf(0.5 + confidence / 2, n - 1)) ** 2
+    a, b, c = ms * ms - q * cov[1, 1], mp * ms - q * cov[0, 1], mp * mp - q * cov[0, 0]
+    point = float(mp / ms)
+    disc = b * b - a * c
+    if -1e-12 * b * b < disc < 0:  # rounding of an exactly proportional sample
+        disc = 0.0
+    if a <= 0 or disc < 0:
+        return point, -np.inf, np.inf
+    root = float(np.sqrt(disc))
+    return point, float((b - root) / a), float((b + root) / a)
 
 
 def _headline(triple, n: int, unit: str) -> dict:
     """The LAS ratio beside the source's numbers."""
-    return {"polar_over_structural_las_pp": ci_entry(triple, n), "unit_resampled": unit,
+    return {"polar_over_structural_las_pp": ci_entry(triple, n), "units": unit,
             "source_evaluation_ratio": round(ANCHOR_RATIO, 3),
             "source_evaluation_las": dict(ANCHOR_LAS), "source_headline": "polar 'nearly double' the structural "
             "probe's accuracy (x2); the authors' evaluation comments: LAS 70.1 vs 51.1 (x1.37), 7B model, EWT test"}
@@ -271,8 +287,8 @@ def _mean(rows: pd.DataFrame, col: str) -> float | None:
 
 def pretrained_report(ok: pd.DataFrame, n_boot: int, seed: int) -> tuple[dict, list[dict], str]:
     """Per pretrained model (``model.source: pretrained``, one trial each): both probes' UUAS / UAS / LAS at their
-    best layer >= 1 beside the linear chain's, the polar/structural LAS ratio with a bootstrap interval over
-    test sentences, balanced relation accuracy; its gate cells (the chain gate only: nothing was trained here);
+    best layer >= 1 beside the linear chain's, the polar/structural LAS ratio with Fieller's interval over
+    test sentences (:func:`_las_ratio`), balanced relation accuracy; its gate cells (the chain gate only: nothing was trained here);
     and a sentence in words. Such models are reported, not deciding: one trial has no seeds to resample."""
     if "model.source" not in ok:
         return {}, [], ""
