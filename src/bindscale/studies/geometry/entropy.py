@@ -28,7 +28,8 @@ import numpy as np
 
 from bindscale import seeding
 
-from .grammar import ADJS, ADVS, CCS, DETS, NOUNS, PREPS, VERBS_INTR, VERBS_SAY, VERBS_TR, GrammarConfig, sample_sentence
+from .grammar import (ADJS, ADVS, CCS, DETS, NOUNS, PREPS, VERBS_INTR, VERBS_SAY, VERBS_TR, GrammarConfig,
+                      sample_sentence)
 
 #: Seed stream of the Monte Carlo entropy estimate: root seed 0, sub-stream 31 of ``test`` (no trial draws
 #: a sub-stream of ``test``; trials use the stream itself), the same for every trial of a grammar.
