@@ -24,7 +24,7 @@ CONFIGS = {"ceiling": "CeilingTrial", "depth": "DepthTrial", "geometry": "Geomet
 ABSENT = {
     "ceiling": {"grouper", "step_timer"},
     "depth": {"grouper", "step_timer"},
-    "geometry": {"grouper", "step_timer", "rows"},
+    "geometry": {"grouper", "step_timer"},  # rows: prepare_rows joins the contextual scores its gates read
     "length_transfer": {"grouper", "step_timer", "checker"},
     "modularity": {"grouper", "step_timer", "checker", "rows"},
     "subgraphs": {"grouper", "step_timer", "checker", "rows"},

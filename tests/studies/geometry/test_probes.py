@@ -83,7 +83,10 @@ def test_mst_matches_networkx_and_scipy_and_keeps_zero_distances():
 def _reference_score(probe, pairs):
     """The metrics sentence by sentence and edge by edge (sentence_counts, label_edge), as score computed them
     before it was vectorised."""
+    from sklearn.metrics import balanced_accuracy_score
+
     tot, per, rows, rel_ok, dir_ok, n = {"gold": 0, "uuas": 0, "luas": 0, "las": 0}, {"uuas": [], "luas": [], "las": []}, {}, 0, 0, 0
+    uas_hm, uas_pp, gold_rels, pred_rels = [0, 0], [], [], []
     for a, s in pairs:
         p, dist = probe.project(a), probe.distances(a)
         hm = sentence_counts(probe, a, s, punct=False)
@@ -93,14 +96,29 @@ def _reference_score(probe, pairs):
             for k in per:
                 per[k].append(pp[k] / pp["gold"])
         rows.setdefault(len(s), []).append(row_spearman(dist, tree_distances(s.heads)))
+        # UAS edge by edge: a gold edge of the decoded tree whose decoded dependent is the gold one
+        for punct in (False, True):
+            keep = [i for i in range(len(s)) if punct or s.upos[i] != "PUNCT"]
+            gold = [(d, h - 1) for d, h in enumerate(s.heads) if h > 0 and d in keep and h - 1 in keep]
+            tree = mst_edges(dist, keep) if len(keep) > 1 else set()
+            right = sum((min(d, h), max(d, h)) in tree and label_edge(p, d, h, probe.relations, probe.centroids)[1] == d
+                        for d, h in gold)
+            if punct and gold:
+                uas_pp.append(right / len(gold))
+            elif not punct:
+                uas_hm[0], uas_hm[1] = uas_hm[0] + right, uas_hm[1] + len(gold)
         for d, h in ((d, h - 1) for d, h in enumerate(s.heads) if h > 0):
             v = p[d] - p[h]
-            rel_ok += probe.relations[int(np.argmax(probe.centroids @ (v / np.linalg.norm(v))))] == s.deprels[d]
+            pred = probe.relations[int(np.argmax(probe.centroids @ (v / np.linalg.norm(v))))]
+            rel_ok += pred == s.deprels[d]
+            gold_rels.append(s.deprels[d]), pred_rels.append(pred)
             dir_ok += label_edge(p, d, h, probe.relations, probe.centroids)[1] == d
             n += 1
     out = {f"{k}_hm": tot[k] / tot["gold"] for k in ("uuas", "luas", "las")}
     return out | {f"{k}_pp": float(np.mean(v)) for k, v in per.items()} | {
-        "spearman": hm_spearman(rows), "rel_acc": rel_ok / n, "dir_acc": dir_ok / n, "n_sentences": len(pairs)}
+        "spearman": hm_spearman(rows), "rel_acc": rel_ok / n, "dir_acc": dir_ok / n, "n_sentences": len(pairs),
+        "uas_hm": uas_hm[0] / uas_hm[1], "uas_pp": float(np.mean(uas_pp)),
+        "rel_bacc": balanced_accuracy_score(gold_rels, pred_rels)}
 
 
 def test_vectorised_score_equals_the_per_sentence_reference(short_splits):

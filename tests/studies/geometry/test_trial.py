@@ -47,7 +47,8 @@ def test_a_tiny_trial_records_every_metric_and_table():
     assert r.status == "ok"
     for prefix in ("", "untrained_", "embed_"):
         for kind in ("structural", "polar", "identity"):
-            for metric in ("uuas_hm", "las_hm", "uuas_pp", "las_pp", "spearman", "rel_acc", "dir_acc"):
+            for metric in ("uuas_hm", "las_hm", "uuas_pp", "las_pp", "spearman", "rel_acc", "dir_acc", "uas_pp",
+                           "uas_hm", "rel_bacc"):
                 v = m[f"{prefix}{kind}_{metric}"]
                 assert np.isnan(v) or 0.0 <= v <= 1.0 or metric == "spearman"
     assert set(m["probe_layers"]) == {"trained", "untrained"}
@@ -55,6 +56,17 @@ def test_a_tiny_trial_records_every_metric_and_table():
     assert m["best_layer_polar"] in (0, 1) and m["n_params"] == build_model(TINY).n_params()
     assert m["polar_minus_structural_las_pp"] == pytest.approx(m["polar_las_pp"] - m["structural_las_pp"])
     assert sum(sum(v.values()) for v in m["confusion"].values()) > 0
+    # the gate's fit: the LM's test loss against the grammar's exact loss on the same sentences
+    assert m["lm_excess_loss"] == pytest.approx(m["lm_test_loss"] - m["lm_test_entropy"])
+    assert 2.0 < m["lm_test_entropy"] < 4.0 and 2.0 < m["grammar_entropy"] < 4.0
+    assert m["lm_excess_loss"] > 0.1  # four steps learn nothing like the grammar
+    # the chain beside every UUAS/UAS/LAS; per-sentence LAS aligned with the chain's, for the sentence bootstrap
+    for k in ("uuas", "uas", "las"):
+        for conv in ("pp", "hm"):
+            assert 0.0 <= m[f"chain_{k}_{conv}"] <= 1.0
+    assert m["chain_las_pp"] <= m["chain_uas_pp"] <= m["chain_uuas_pp"] and m["chain_label"]
+    n = len(m["chain_las_pp_by_sentence"])
+    assert n == 6 and len(m["polar_las_pp_by_sentence"]) == n == len(m["structural_las_pp_by_sentence"])
     assert all(len(v) == 3 for v in m["polar_edges"].values())
     assert r.metrics == run_trial(TINY).metrics | {"steps_per_s": r.metrics["steps_per_s"],
                                                      "timings": r.metrics["timings"]}  # deterministic

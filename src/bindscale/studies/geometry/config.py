@@ -91,7 +91,7 @@ class GeometryTrial(TrialBase):
     NESTED_METRICS: ClassVar[dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
         "probe_layers": (("model", "probe", "layer", "split"),
                          ("uuas_hm", "las_hm", "luas_hm", "uuas_pp", "las_pp", "luas_pp", "spearman",
-                          "rel_acc", "dir_acc")),
+                          "rel_acc", "dir_acc", "uas_hm", "uas_pp", "rel_bacc")),
         "confusion": (("gold", "pred"), ("n",)),
         "polar_edges": (("edge",), ("rel", "angle", "sqdist")),
     }

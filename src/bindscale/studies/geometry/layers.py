@@ -17,10 +17,11 @@ from .probes import KINDS, Pair, Probe, ProbeSettings, fit_probe, gold_edges
 from .scores import score
 
 #: The metrics stored per (probe, layer, split), in the order of the trial's ``probe_layers`` table.
-METRICS = ("uuas_hm", "las_hm", "luas_hm", "uuas_pp", "las_pp", "luas_pp", "spearman", "rel_acc", "dir_acc")
+METRICS = ("uuas_hm", "las_hm", "luas_hm", "uuas_pp", "las_pp", "luas_pp", "spearman", "rel_acc", "dir_acc",
+           "uas_hm", "uas_pp", "rel_bacc")
 #: Scalar metrics recorded per probe kind (a subset of :data:`METRICS`); here, beside them, so that both
 #: trainers (:mod:`.trial`, :mod:`.lmtrial`) take them from below instead of from each other.
-SCALARS = ("uuas_hm", "las_hm", "uuas_pp", "las_pp", "spearman", "rel_acc", "dir_acc")
+SCALARS = ("uuas_hm", "las_hm", "uuas_pp", "las_pp", "spearman", "rel_acc", "dir_acc", "uas_hm", "uas_pp", "rel_bacc")
 #: Dev metric that chooses a probe's layer (PolarProbe's convention: the anchors' numbers use it).
 SELECT = "las_pp"
 
@@ -63,6 +64,30 @@ def best_layer(table: Mapping, kind: str, select: str = SELECT) -> str | None:
         if v is not None and math.isfinite(v) and v > best:
             best, where = v, layer
     return where
+
+
+#: The input-embedding layer's name (word-type vectors, no context): left out where a probe's layer is chosen
+#: among the contextual layers (:func:`contextual_best_layer`).
+INPUT_LAYER = "0"
+
+
+def contextual_best_layer(table: Mapping, kind: str, select: str = SELECT) -> str | None:
+    """:func:`best_layer` among the layers other than :data:`INPUT_LAYER` (the verdicts' choice)."""
+    return best_layer({kind: {k: v for k, v in table.get(kind, {}).items() if str(k) != INPUT_LAYER}}, kind, select)
+
+
+def las_by_sentence(table: Mapping, probes: Mapping, pairs_at: Callable[[str], tuple], prefix: str = "") -> dict:
+    """Per test sentence, the LAS (PolarProbe's convention) of the polar and structural probes at their best
+    contextual layer: ``{prefix}{kind}_las_pp_by_sentence`` (lists aligned with the chain's
+    ``chain_las_pp_by_sentence``: the test sentences with a gold edge, in order). ``probes`` is keyed by
+    ``(kind, layer)`` with the layer as the table names it or as an int; ``pairs_at(layer)`` → (fit, dev, test)."""
+    out = {}
+    for kind in ("polar", "structural"):
+        at = contextual_best_layer(table, kind)
+        probe = None if at is None else probes.get((kind, at), probes.get((kind, int(at)) if at.isdigit() else None))
+        out[f"{prefix}{kind}_las_pp_by_sentence"] = (
+            score(probe, pairs_at(at)[2], per_sentence=True)["las_pp_by_sentence"] if probe is not None else [])
+    return out
 
 
 def relation_confusion(probe: Probe, pairs: Sequence[Pair]) -> dict[str, dict[str, int]]:

@@ -30,7 +30,9 @@ Scalar metrics (test sentences; ``metric`` in :data:`.layers.SCALARS`): ``{kind}
 dev layer (identity: at the polar probe's best layer), ``untrained_{kind}_{metric}`` (random model, at
 the trained model's best layer of that kind; identity at the polar one), ``embed_{kind}_{metric}``
 (layer 0), ``best_layer_{kind}``, ``polar_minus_structural_las_pp`` / ``_hm``, ``n_params``,
-``n_layers``, ``n_fit`` / ``n_dev`` / ``n_test`` sentences, activation seconds, ``probes_fit`` /
+``n_layers``, ``n_fit`` / ``n_dev`` / ``n_test`` sentences, the linear-chain baseline
+``chain_{uuas,uas,las}_{hm,pp}`` (:func:`.scores.chain_metrics`), ``{kind}_las_pp_by_sentence`` (polar and
+structural at their best layer >= 1, per test sentence: the units of the LAS ratio's interval), activation seconds, ``probes_fit`` /
 ``probes_from_cache`` (probes fitted here / read back from the probe cache). Tables as the
 synthetic trial: ``probe_layers`` (``{"trained"|"untrained": {kind: {layer: {split: METRICS}}}}``),
 ``confusion`` (polar probe at its best layer, test) and ``polar_edges`` (the polar picture).
@@ -304,6 +306,11 @@ def run_lm_trial(trial: Any, device: str = "cpu", progress: Callable[[int], None
         metrics[f"best_layer_{kind}"] = best[kind] if best[kind] is not None else -1
         metrics |= _at(table, kind, 0, "embed_")
     metrics |= _at(table, "identity", best["polar"], "")
+    from .layers import las_by_sentence
+    from .scores import chain_metrics
+
+    metrics |= chain_metrics(splits["fit"], splits["test"])  # the linear-chain baseline beside every UUAS and LAS
+    metrics |= las_by_sentence(table, probes, lambda layer: trained.pairs(int(layer)))
     layers_table = {"trained": table}
     t_probe = time.perf_counter() - t0 - t_act
     if control:

@@ -29,14 +29,31 @@ Metrics, each under two conventions (suffix ``_hm`` and ``_pp``):
 - ``uuas``: share of gold (undirected) edges in the predicted tree.
 - ``las``: share of gold edges ``(dependent, head, relation)`` found with the right pair, relation and
   direction (the predicted tree's edge ``{dep, head}`` labelled with the gold relation and the gold
-  dependent as its dependent).
+  dependent as its dependent). PolarProbe's code labels and directs each edge of the predicted tree
+  the same way (nearest centroid by ``1 − |cos|``, direction by the sign of the cosine).
 - ``luas``: as ``las`` without the direction (pair and relation right).
+- ``uas``: share of gold edges found with the right pair and direction, relation free (PolarProbe's
+  ``evaluate_las_uuas``: the direction of a predicted edge is the sign of its cosine with the centroid of
+  its predicted relation, the relation nearest by absolute cosine, as for ``las``).
 - ``spearman``: Hewitt & Manning's distance Spearman — for each word, Spearman's ρ between its row of
   predicted distances and its row of tree distances (all words, diagonal included, as their code);
   averaged over all rows of all sentences of one length, then over lengths 5–50 (NaN without any).
 - ``rel_acc``: on gold edges read in their gold direction (``B(h_dep − h_head)``), share whose nearest
   centroid ``+c_r`` is the gold relation; ``dir_acc``: on gold edges, share whose decoded direction
   (nearest of ``±c_r``, relation free) is the gold one. Punctuation edges included (``_pp``-like).
+- ``rel_bacc``: balanced relation accuracy, PolarProbe's ``evaluate_ang`` with scikit-learn's
+  ``balanced_accuracy_score``: the mean over the gold relations present of the share of their edges
+  labelled right as ``rel_acc`` labels them (a gold relation the probe has no centroid for counts with
+  recall 0, as the authors' ``mapping.get(rel, -1)`` does).
+
+Where this differs from PolarProbe's code (``pjdisi/PolarProbe``, ``train.py``): their centroids are the
+means of the raw edge vectors ``B(h_head − h_dep)`` of up to 5,000 training sentences, ours the
+normalised means of the unit vectors ``B(h_dep − h_head)`` of the fit sentences (the opposite sign is the
+same rule); they decode with networkx's minimum spanning tree (Kruskal), we with Prim's (the trees differ
+only on ties); they drop sentences containing ".com" or "@"; ours keep them.
+
+``las_pp_by_sentence`` (with ``per_sentence=True``): the per-sentence LAS behind ``las_pp``, so an
+interval can take sentences as its units (one pretrained model has no seeds).
 """
 
 from __future__ import annotations
@@ -49,7 +66,8 @@ from scipy.stats import rankdata
 from .probes import Pair, Probe, gold_edges, tree_distances
 from .treebank import Sentence
 
-__all__ = ["mst_edges", "prim_parents", "label_edge", "score", "row_spearman", "hm_spearman", "sentence_counts", "chain_uuas"]
+__all__ = ["mst_edges", "prim_parents", "label_edge", "score", "row_spearman", "hm_spearman", "sentence_counts", "chain_uuas",
+           "chain_scores", "chain_label", "balanced_accuracy"]
 
 PUNCT = "PUNCT"
 #: The PTB xpos tags Hewitt & Manning's code (structural-probes, ``reporter.py``) leaves out of the trees.
@@ -163,7 +181,16 @@ def sentence_counts(probe: Probe, acts: np.ndarray, s: Sentence, punct: bool,
     return out
 
 
-def score(probe: Probe, pairs: Sequence[Pair]) -> dict[str, float]:
+def balanced_accuracy(gold: Sequence, pred: Sequence) -> float:
+    """Mean over the classes present in ``gold`` of the share of their items predicted right (scikit-learn's
+    ``balanced_accuracy_score`` without its adjustment); NaN when ``gold`` is empty."""
+    gold, pred = np.asarray(gold, dtype=object), np.asarray(pred, dtype=object)
+    if gold.size == 0:
+        return float("nan")
+    return float(np.mean([np.mean(pred[gold == c] == c) for c in dict.fromkeys(gold.tolist())]))
+
+
+def score(probe: Probe, pairs: Sequence[Pair], per_sentence: bool = False) -> dict[str, float]:
     """Every metric of the module docstring for one probe on ``(activations, sentence)`` pairs.
 
     Vectorised over the corpus: one projection of all words, the relation and direction of every gold
@@ -178,8 +205,9 @@ def score(probe: Probe, pairs: Sequence[Pair]) -> dict[str, float]:
     nan = float("nan")
     out: dict[str, float] = {}
     if not pairs:
-        return {f"{k}_{c}": nan for c in ("hm", "pp") for k in ("uuas", "luas", "las")} | {
-            "spearman": nan, "rel_acc": nan, "dir_acc": nan, "n_sentences": 0}
+        return {f"{k}_{c}": nan for c in ("hm", "pp") for k in ("uuas", "uas", "luas", "las")} | {
+            "spearman": nan, "rel_acc": nan, "rel_bacc": nan, "dir_acc": nan, "n_sentences": 0} | (
+            {"las_pp_by_sentence": []} if per_sentence else {})
     lengths = np.array([len(s) for _, s in pairs])
     starts = np.concatenate([[0], np.cumsum(lengths)])
     P_all = probe.project(np.concatenate([np.asarray(a) for a, _ in pairs]))
@@ -247,20 +275,23 @@ def score(probe: Probe, pairs: Sequence[Pair]) -> dict[str, float]:
     # Hewitt & Manning: corpus level, edges between two non-punctuation words
     h = hit["hm"] & hm_edge
     tot = {"gold": int(hm_edge.sum()), "uuas": int(h.sum()), "luas": int((h & rel_right).sum()),
-           "las": int((h & rel_right & dir_right).sum())}
+           "las": int((h & rel_right & dir_right).sum()), "uas": int((h & dir_right).sum())}
     # PolarProbe: per sentence, every edge; sentences without an edge are skipped
     h = hit["pp"]
     gold_n = count(np.ones(len(h), bool))
     has = gold_n > 0
     per = {"uuas": count(h)[has] / gold_n[has], "luas": count(h & rel_right)[has] / gold_n[has],
-           "las": count(h & rel_right & dir_right)[has] / gold_n[has]}
-    out = {f"{k}_hm": (tot[k] / tot["gold"] if tot["gold"] else nan) for k in ("uuas", "luas", "las")}
+           "las": count(h & rel_right & dir_right)[has] / gold_n[has], "uas": count(h & dir_right)[has] / gold_n[has]}
+    out = {f"{k}_hm": (tot[k] / tot["gold"] if tot["gold"] else nan) for k in ("uuas", "uas", "luas", "las")}
     out |= {f"{k}_pp": (float(np.mean(v)) if len(v) else nan) for k, v in per.items()}
     out["spearman"] = hm_spearman(rows)
     n_edges = len(V)
     out["rel_acc"] = int((labelled & (rels[nearest] == gold_rel)).sum()) / n_edges if n_edges else nan
+    out["rel_bacc"] = balanced_accuracy(gold_rel, np.where(labelled, rels[nearest], ""))
     out["dir_acc"] = int(dir_right.sum()) / n_edges if n_edges else nan
     out["n_sentences"] = len(pairs)
+    if per_sentence:
+        out["las_pp_by_sentence"] = [float(v) for v in per["las"]]
     return out
 
 
@@ -289,3 +320,61 @@ def chain_uuas(sentences: Sequence[Sentence]) -> dict[str, float]:
                 gold_tot, hit_tot = gold_tot + len(gold), hit_tot + hits
     nan = float("nan")
     return {"uuas_hm": hit_tot / gold_tot if gold_tot else nan, "uuas_pp": float(np.mean(per)) if per else nan}
+
+
+def chain_label(fit: Sequence[Sentence]) -> str:
+    """The relation the labelled linear chain gives every edge: the commonest relation of gold edges whose head is
+    the word right after their dependent, in the fit sentences ("" when there is none)."""
+    counts: dict[str, int] = {}
+    for s in fit:
+        for d, h, r in gold_edges(s):
+            if h == d + 1:
+                counts[r] = counts.get(r, 0) + 1
+    return max(sorted(counts), key=counts.get) if counts else ""
+
+
+def chain_scores(sentences: Sequence[Sentence], label: str = "", per_sentence: bool = False) -> dict:
+    """The linear-chain baseline beside every UUAS, UAS and LAS: each word's head is the next word (the last
+    word is the root), every edge labelled ``label`` (:func:`chain_label` of the fit sentences).
+
+    Keys ``uuas_hm``, ``uas_hm``, ``las_hm`` (corpus level, punctuation skipped: the chain joins the kept
+    words, as :func:`chain_uuas`) and ``uuas_pp``, ``uas_pp``, ``las_pp`` (per sentence, punctuation
+    included); with ``per_sentence`` also ``las_pp_by_sentence``. A gold edge is found by the chain when its
+    two words are neighbours (among the kept words); its direction is right when the head is the right one
+    of the two; its label when it is also ``label``.
+    """
+    tot = {"gold": 0, "uuas": 0, "uas": 0, "las": 0}
+    per: dict[str, list[float]] = {"uuas": [], "uas": [], "las": []}
+    for s in sentences:
+        for punct in (False, True):
+            keep = [i for i in range(len(s)) if punct or s.upos[i] != PUNCT]
+            rank = {w: n for n, w in enumerate(keep)}
+            gold = [(d, h, r) for d, h, r in gold_edges(s) if d in rank and h in rank]
+            if len(keep) < 2 or not gold:
+                continue
+            adj = [abs(rank[d] - rank[h]) == 1 for d, h, _ in gold]
+            right = [a and rank[h] == rank[d] + 1 for a, (d, h, _) in zip(adj, gold)]
+            lab = [ok and r == label for ok, (_, _, r) in zip(right, gold)]
+            if punct:
+                for k, v in (("uuas", adj), ("uas", right), ("las", lab)):
+                    per[k].append(sum(v) / len(gold))
+            else:
+                tot["gold"] += len(gold)
+                tot["uuas"], tot["uas"], tot["las"] = tot["uuas"] + sum(adj), tot["uas"] + sum(right), tot["las"] + sum(lab)
+    nan = float("nan")
+    out: dict = {f"{k}_hm": tot[k] / tot["gold"] if tot["gold"] else nan for k in ("uuas", "uas", "las")}
+    out |= {f"{k}_pp": float(np.mean(v)) if v else nan for k, v in per.items()}
+    if per_sentence:
+        out["las_pp_by_sentence"] = per["las"]
+    return out
+
+
+def chain_metrics(fit: list[Sentence], test: list[Sentence]) -> dict:
+    """The linear-chain baseline on the test sentences (:func:`chain_scores`, labelled with the fit
+    sentences' :func:`chain_label`): ``chain_{uuas,uas,las}_{hm,pp}``, ``chain_label`` and
+    ``chain_las_pp_by_sentence``."""
+    label = chain_label(fit)
+    chain = chain_scores(test, label, per_sentence=True)
+    out: dict = {f"chain_{k}": v for k, v in chain.items()}
+    out["chain_label"] = label
+    return out

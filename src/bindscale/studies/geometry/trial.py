@@ -25,9 +25,11 @@ Scalar metrics (test sentences, each probe at its own best dev layer): ``{kind}_
 trained model, ``untrained_{kind}_{metric}`` (untrained model, its own best layer),
 ``embed_{kind}_{metric}`` (layer 0 of the trained model: the input-embedding control), with
 ``metric`` in ``uuas_hm las_hm uuas_pp las_pp spearman rel_acc dir_acc``; ``best_layer_{kind}``;
-``polar_minus_structural_las_pp`` (and ``_hm``); ``chain_uuas_hm`` / ``_pp`` (the linear-chain
-baseline, :func:`.scores.chain_uuas`); ``n_params``, ``train_tokens`` (input positions
-trained on), ``lm_test_loss``. Tables: ``probe_layers``, ``confusion`` (polar probe at its best
+``polar_minus_structural_las_pp`` (and ``_hm``); ``chain_{uuas,uas,las}_{hm,pp}`` (the linear-chain
+baseline, :func:`.scores.chain_metrics`); ``{kind}_las_pp_by_sentence`` (polar and structural at their best
+layers among layers >= 1, per test sentence, the units of the LAS ratio's interval for one model); ``n_params``, ``train_tokens`` (input positions
+trained on), ``lm_test_loss``, ``lm_test_entropy``, ``lm_excess_loss`` (the gate's fit), ``grammar_entropy``
+(:func:`lm_fit_metrics`). Tables: ``probe_layers``, ``confusion`` (polar probe at its best
 layer), ``polar_edges`` (:func:`.layers.polar_picture`).
 """
 
@@ -47,11 +49,12 @@ from bindscale.seqtrain import PAD_ID, seq_loss
 from bindscale.kit import TrialResult, train_from_config
 
 from .config import GeometryTrial
+from .entropy import corpus_nll, grammar_entropy
 from .grammar import GrammarConfig, make_splits, vocabulary
-from .layers import METRICS, SCALARS, best_layer, polar_picture, probe_layers, relation_confusion
+from .layers import METRICS, SCALARS, best_layer, las_by_sentence, polar_picture, probe_layers, relation_confusion
 from .lmtrial import is_lm_trial, run_lm_trial
 from .probes import KINDS, ProbeSettings
-from .scores import chain_uuas
+from .scores import chain_metrics
 from .treebank import Sentence
 
 BOS_ID, EOS_ID = 1, 2
@@ -68,6 +71,24 @@ def task_family(trial: GeometryTrial, device: str | torch.device = "cpu") -> dic
     """The trial's sentences: ``lm``, ``fit``, ``dev``, ``test`` (``device`` unused)."""
     d = trial.data
     return make_splits(trial.seed, d.n_lm, d.n_fit, d.n_dev, d.n_test, grammar_config(trial))
+
+
+def lm_fit_metrics(lm_test_loss: float, test: list[Sentence], cfg: GrammarConfig) -> dict[str, float]:
+    """How close the LM came to the grammar (the claims' competence gate, issue 31 item 1), in nats per token
+    (every word and ``</s>``, as ``lm_test_loss`` counts them):
+
+    - ``lm_test_entropy``: the grammar's own loss −log p(s) (exact, :func:`.entropy.sentence_logprob`) per
+      token on the same test sentences: what a perfect LM scores there;
+    - ``lm_excess_loss``: ``lm_test_loss − lm_test_entropy`` (≥ 0 in expectation: the LM's excess over the
+      grammar on held-out sentences, paired sentence by sentence);
+    - ``grammar_entropy`` / ``grammar_entropy_se``: the grammar's entropy rate by Monte Carlo on a seed stream
+      no trial draws from (:func:`.entropy.grammar_entropy`), for reference.
+    """
+    nll, tokens = corpus_nll(test, cfg)
+    h, se = grammar_entropy(cfg)
+    test_h = nll / tokens if tokens else float("nan")
+    return {"lm_test_entropy": test_h, "lm_excess_loss": lm_test_loss - test_h, "grammar_entropy": h,
+            "grammar_entropy_se": se}
 
 
 def word_ids() -> dict[str, int]:
@@ -141,7 +162,8 @@ def summarise(table: dict, prefix: str, layer: str | None = None) -> dict:
         at = layer if layer is not None else best_layer(table, kind)
         row = table.get(kind, {}).get(at, {}).get("test") if at is not None else None
         for m in SCALARS:
-            out[f"{prefix}{kind}_{m}"] = float(row[METRICS.index(m)]) if row else float("nan")
+            i = METRICS.index(m)
+            out[f"{prefix}{kind}_{m}"] = float(row[i]) if row and i < len(row) and row[i] is not None else float("nan")
         if layer is None:
             out[f"{prefix}best_layer_{kind}"] = int(at) if at is not None else -1
     return out
@@ -171,13 +193,14 @@ def run_trial(trial: GeometryTrial, device: str | torch.device = "cpu",
     with torch.no_grad():
         tt, tm = encode(splits["test"])
         metrics["lm_test_loss"] = float(seq_loss(model, tt, tm))
-    chain = chain_uuas(splits["test"])
-    metrics |= {"chain_uuas_hm": chain["uuas_hm"], "chain_uuas_pp": chain["uuas_pp"]}
+    metrics |= lm_fit_metrics(metrics["lm_test_loss"], splits["test"], grammar_config(trial))
+    metrics |= chain_metrics(splits["fit"], splits["test"])
     settings = probe_settings(trial)
     trained_pairs = _layer_pairs(model, splits)
     table, probes = probe_layers(trained_pairs, KINDS, settings, trial.seed)
     layers_table = {"trained": table}
     metrics |= summarise(table, "") | summarise(table, "embed_", layer="0")
+    metrics |= las_by_sentence(table, probes, lambda layer: trained_pairs[layer])
     if trial.probe.untrained_control:
         utable, _ = probe_layers(_layer_pairs(untrained, splits), KINDS, settings, trial.seed)
         layers_table["untrained"] = utable
