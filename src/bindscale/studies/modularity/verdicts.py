@@ -445,7 +445,7 @@ def contrast(rows: pd.DataFrame, strata: tuple[str, ...], pick: Callable[[pd.Dat
     return strata_mean_ci(groups, weights=[1.0 / h, -1.0 / h] * h, confidence=confidence), per, n
 
 
-def what_differs(pick: Callable, per: Mapping[str, object]) -> str:
+def _sides_in_words(per: Mapping[str, object]) -> str:
     """The contrast's two sides in words, from its strata labels ("width 64 − 16; match_count − scratch")."""
     labels = sorted({k[k.rfind("(") + 1:-1] for k in per if k.endswith(")")})
     return "share of runs structural beyond test-set noise, " + "; ".join(labels)
@@ -588,7 +588,7 @@ def _contrast_verdict(ok: pd.DataFrame, p: Mapping, strata: tuple[str, ...], pic
         verdict, why = "supported", f"above the margin {m:g} with its whole interval"
     else:
         verdict, why = "inconclusive", f"its interval contains the margin {m:g}"
-    details["reason"] = (f"{what_differs(pick, per)}: the weakest, the {weakest}, differs by {_num(triple)}, "
+    details["reason"] = (f"{_sides_in_words(per)}: the weakest, the {weakest}, differs by {_num(triple)}, "
                          f"{why} (mean over {len(per)} strata of {', '.join(strata)}; {found})")
     return verdict, triple, n, details
 
