@@ -438,3 +438,8 @@ def test_reasons_state_the_finding_with_numbers():
     assert "width 64 − 16" in reason and "0.400 [" in reason and "margin 0.1" in reason
     reason = structure_emerges(_table(), P_EMERGE, 200, 0).details["reason"]
     assert "−AblDiff" in reason and "0.200 [" in reason and "SubDiff 0.300 [" in reason
+    thin = _table()
+    thin.loc[(thin["width"] == 16) & (thin["pretraining"] == "none") & (thin["seed"] < 6), "base_acc_test"] = 0.5
+    assert "mlp/16/none: 2 of 8 learned the task" in structure_emerges(thin, P_EMERGE, 200, 0).details["reason"]
+    assert "mlp/16 (match_count − scratch): 8/2 of 8/8 learned" in \
+        pretraining_reliability(thin, P_DIFF, 200, 0).details["reason"]

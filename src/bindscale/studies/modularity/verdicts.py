@@ -318,9 +318,10 @@ def structure_emerges(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> V
     # and those the accuracy filter dropped count against min_seeds (issue 31, items 1 and 4).
     details["deciding_cells"] = _named_cells(deciding_every, rows, details)
     if thinned:
+        counts = ", ".join(f"{k}: {survivors[k]['seeds_learned']} of {survivors[k]['seeds_run']}" for k in thinned)
         return stop(f"the accuracy filter (held-out accuracy ≥ {p['min_base_acc']}) left fewer than "
-                    f"{MIN_REPLICATES} base seeds in {', '.join(thinned)}: the survivors are a selection",
-                    len(rows))
+                    f"{MIN_REPLICATES} base seeds in a cell ({counts} learned the task): the survivors are a "
+                    "selection", len(rows))
     if not cs:
         return stop(f"no (architecture, width, pretraining) cell has {MIN_REPLICATES} base seeds that learned the "
                     f"compound task (held-out accuracy ≥ {p['min_base_acc']})", len(rows))
@@ -514,8 +515,11 @@ def _contrast_verdict(ok: pd.DataFrame, p: Mapping, strata: tuple[str, ...], pic
         return stop(f"no base network of the higher side of {', '.join(short)} learned the compound task: "
                     "the contrast would be decided on a smaller design than the study ran")
     if thinned:
+        counts = ", ".join(f"{k}: {'/'.join(map(str, survivors[k]['seeds_learned']))} of "
+                           f"{'/'.join(map(str, survivors[k]['seeds_run']))}" for k in thinned)
         return stop(f"the accuracy filter (held-out accuracy ≥ {p['min_base_acc']}) left fewer than "
-                    f"{MIN_REPLICATES} base seeds on a side of {', '.join(thinned)}: the survivors are a selection")
+                    f"{MIN_REPLICATES} base seeds on a side of a stratum ({counts} learned the task, higher/lower "
+                    "side): the survivors are a selection")
     if not survivors:
         return stop(f"no stratum has {what} with {MIN_REPLICATES} base seeds on each side")
     if uneven:
