@@ -36,7 +36,7 @@ CLAIMS = (
                    "and coverage of the combination space grow (held-out R² reaches the study's threshold at the "
                    "largest width and best coverage, and widening helps)."),
         statistic=("Held-out R² of the widest MLP at the best coverage (smallest hold-out), mean over seeds with "
-                   "a Student t interval; the width and coverage gains (Welch intervals) must exceed min_gain."),
+                   "a Student t interval; the width gain (Welch interval) must exceed min_gain, the coverage gain 0."),
         thresholds={"r2_threshold": (0.0, 1.0), "min_gain": (0.0, 1.0), **_GATE_T},
         # min_gain 0.05: a gain of 5% of the R² scale, the smallest the report treats as more than noise between
         # training runs (the hull claim's margin); a 0.003 gain is not "widening helps".
