@@ -34,7 +34,7 @@ def test_five_of_eight_failed_seeds_on_the_wide_side_are_inconclusive():
     grows.loc[(grows["width"] == 64) & (grows["pretraining"] == "none") & (grows["seed"] < 5), "status"] = "failed"
     v = through_engine(grows, "structure_grows_with_width")
     assert v["verdict"] == "inconclusive", v["details"]["reason"]
-    assert "5 of 8 seeds of the deciding cell (architecture mlp, pretraining none, width 64)" in v["details"]["reason"]
+    assert "5 of 8 seeds of the deciding cell (architecture mlp, width 64, pretraining none)" in v["details"]["reason"]
 
 
 def test_structure_emerges_with_five_of_eight_failed_seeds_in_a_cell_is_inconclusive():

@@ -286,10 +286,15 @@ def test_intervals_are_t_intervals_over_base_seeds():
     assert (d["mean_sub_diff"]["ci_low"], d["mean_sub_diff"]["ci_high"]) == pytest.approx((ref.low, ref.high))
     df = _table(widths=(16, 64), pre=("none",))
     df["frac_robust"] = 0.3 + rng.normal(0, 0.05, len(df)) + 0.3 * (df["width"] == 64)
-    (value, lo, hi) = structure_grows_with_width(df, P_DIFF, 500, 0).interval
+    out = structure_grows_with_width(df, P_DIFF, 500, 0)
     hi_s, lo_s = (df.loc[df["width"] == w, "frac_robust"] for w in (64, 16))
     ref = stats.ttest_ind(hi_s, lo_s, equal_var=False).confidence_interval(0.95)
-    assert (lo, hi) == pytest.approx((ref.low, ref.high))
+    trained = out.details["trained_difference"]
+    assert (trained["ci_low"], trained["ci_high"]) == pytest.approx((ref.low, ref.high))
+    # the deciding number is the weakest of it and its nets of the controls (here 0): the same low end, a
+    # Bonferroni-adjusted high end
+    (value, lo, hi) = out.interval
+    assert lo == pytest.approx(ref.low) and hi > ref.high
 
 
 def test_a_largest_width_without_usable_trials_makes_the_width_contrast_inconclusive():
@@ -365,3 +370,76 @@ def test_a_largest_width_whose_trials_all_failed_is_named_for_compute_verdicts()
     why = lost_planned_width(df, out["details"])
     assert why is not None and "width 256 planned, 64 compared" in why
     assert lost_planned_width(df[df["status"] == "ok"], out["details"]) is None
+
+
+# ------------------------------------------------------------- issue 31: gates, dropped seeds, controls
+
+
+def test_a_cell_whose_base_networks_did_not_learn_makes_every_claim_inconclusive_naming_its_fit():
+    up = {(w, p): 0.2 + 0.4 * (w == 64) + 0.3 * (p == "match_count") for w in (16, 64) for p in ("none", "match_count")}
+    df = _table(robust=up)
+    assert [v["verdict"] for v in compute_verdicts(df, {"verdicts": dict.fromkeys(RULES)})] == ["supported"] * 3
+    low = (df["width"] == 16) & (df["pretraining"] == "none") & (df["seed"] < 3)
+    df.loc[low, "base_acc_test"] = 0.6  # 3 of 8 base networks at width 16 from scratch never learned the task
+    for v in compute_verdicts(df, {"verdicts": dict.fromkeys(RULES)}):
+        assert v["verdict"] == "inconclusive", v["claim"]
+        reason = v["details"]["reason"]
+        assert "did not learn their training task" in reason and "0.85 < 0.95" in reason, v["claim"]
+        assert "width 16, pretraining none" in reason
+        # the seeds the accuracy filter dropped count against min_seeds (5 of 8 left; 6 needed)
+        (lost,) = [c for k, c in v["details"]["lost_seeds_by_cell"].items() if "width 16" in k and "none" in k]
+        assert lost["planned"] == 8 and lost["used"] == 5 and lost["needed"] == 6, v["claim"]
+    # the study file sets the level: at 0.5 every base network learned, and the claims stand
+    out = compute_verdicts(df, {"verdicts": {k: {"min_base_acc": 0.5} for k in RULES}})
+    assert [v["verdict"] for v in out] == ["supported"] * 3
+    assert all(v["details"]["gates"][0]["level"] == 0.5 for v in out)
+
+
+def test_one_dropped_seed_counts_but_leaves_enough():
+    df = _table()
+    df.loc[(df["width"] == 16) & (df["pretraining"] == "none") & (df["seed"] == 0), "base_acc_test"] = 0.9
+    (v,) = compute_verdicts(df, {"verdicts": {"structure_emerges": {}}})
+    assert v["verdict"] == "supported"  # 7 of 8 learned (6 needed); the cell's mean fit 0.9875 passes the gate
+    assert v["details"]["lost_seeds_by_cell"]["architecture mlp, width 16, pretraining none"]["used"] == 7
+
+
+@pytest.mark.parametrize("control", ["untrained_frac_robust", "random_frac_robust"])
+def test_contrasts_whose_control_moves_like_the_trained_share_are_not_supported(control):
+    """Issue 31, item 7: the untrained-network or random-mask control as structural as the trained networks
+    on both sides explains the difference without training."""
+    for rule, up in ((structure_grows_with_width,
+                      {(w, p): 0.2 + 0.4 * (w == 64) for w in (16, 64) for p in ("none", "match_count")}),
+                     (pretraining_reliability,
+                      {(w, p): 0.2 + 0.4 * (p == "match_count") for w in (16, 64) for p in ("none", "match_count")})):
+        df = _table(robust=up)
+        assert rule(df, P_DIFF, 200, 0).outcome == "supported"
+        same = df.assign(**{control: df["frac_robust"]})  # the control equals the trained share, seed by seed
+        out = rule(same, P_DIFF, 200, 0)
+        assert out.outcome == "not_supported", (rule.__name__, out.details["reason"])
+        assert out.details["trained_difference"]["value"] == pytest.approx(0.4)
+        assert "net of the" in out.details["weakest"] and "0.000" in out.details["reason"]
+        # a control at the trained share on the wider / pretrained side only: the trained networks there are no
+        # more structural than the control
+        hi = (df["width"] == 64) if rule is structure_grows_with_width else (df["pretraining"] == "match_count")
+        one = df.copy()
+        one.loc[hi, control] = one.loc[hi, "frac_robust"]
+        assert rule(one, P_DIFF, 200, 0).outcome == "not_supported"
+        # without the control in a deciding base model the difference is never supported
+        gone = df.copy()
+        gone.loc[gone["seed"] == 0, control] = float("nan")
+        gone.loc[gone["seed"] == 0, control.replace("frac_robust", "sub_diff")] = float("nan")
+        out = rule(gone, P_DIFF, 200, 0)
+        assert out.outcome == "inconclusive" and "control is missing" in out.details["reason"], rule.__name__
+
+
+def test_reasons_state_the_finding_with_numbers():
+    up = {(w, p): 0.2 + 0.4 * (w == 64) for w in (16, 64) for p in ("none", "match_count")}
+    reason = structure_grows_with_width(_table(robust=up), P_DIFF, 200, 0).details["reason"]
+    assert "width 64 − 16" in reason and "0.400 [" in reason and "margin 0.1" in reason
+    reason = structure_emerges(_table(), P_EMERGE, 200, 0).details["reason"]
+    assert "−AblDiff" in reason and "0.200 [" in reason and "SubDiff 0.300 [" in reason
+    thin = _table()
+    thin.loc[(thin["width"] == 16) & (thin["pretraining"] == "none") & (thin["seed"] < 6), "base_acc_test"] = 0.5
+    assert "mlp/16/none: 2 of 8 learned the task" in structure_emerges(thin, P_EMERGE, 200, 0).details["reason"]
+    assert "mlp/16 (match_count − scratch): 8/2 of 8/8 learned" in \
+        pretraining_reliability(thin, P_DIFF, 200, 0).details["reason"]

@@ -15,7 +15,11 @@ scenes are disjoint from every training set) count; the survivors are reported
 per cell (``seeds_learned_per_cell`` / ``_per_side``), a deciding cell the filter
 leaves with fewer than ``MIN_REPLICATES`` base seeds makes the verdict
 inconclusive (the survivors are a selection), and unequal survivors on the two
-sides of a contrast give ``caveat_selection``. Trials pretrained with one head
+sides of a contrast give ``caveat_selection``. Every deciding cell is named with
+its learned seeds (:func:`bindscale.kit.deciding_cell`), so the engine counts the
+seeds the filter dropped against ``min_seeds`` like failed ones, and checks the
+claims' competence gate (each cell's mean ``base_acc_test`` ≥ ``min_base_acc``;
+issue 31, item 1). Trials pretrained with one head
 per subroutine (``pretraining: subroutines``) are a labelled extra: reported
 beside, never deciding (that pretraining nearly builds the result in).
 
@@ -45,14 +49,18 @@ before covered 81–92%.
   noise-robust and raw sign shares are reported beside.
 - ``structure_grows_with_width`` (a question of this lab, not a claim of the
   paper): per (architecture, pretraining), the noise-robust share at the largest
-  width minus at the smallest; the mean over strata. Supported when the interval
-  lies above ``margin``, not supported when below it. The largest width is the
+  width minus at the smallest; the mean over strata. The same difference is taken
+  of the share net of the untrained-network control and of the random-mask
+  control (paired within base models; issue 31, item 7): the weakest of the three
+  decides, with ``structure_emerges``'s interval. Supported when the interval
+  lies above ``margin``, not supported when below it; never supported when a
+  deciding base model lacks a control. The largest width is the
   largest that ran (ok trials): if none of its base networks learned the task the
   verdict is inconclusive; a largest width whose trials all failed is visible only
   to :func:`lost_planned_width` (the whole table).
 - ``pretraining_reliability``: per (architecture, width), the noise-robust share
   after the generic ``match_count`` pretraining minus from scratch; the mean over
-  strata; same rule. The subroutine-head pretraining's difference is reported
+  strata; same rule, controls included. The subroutine-head pretraining's difference is reported
   beside (``extra_subroutine_heads``).
 """
 
@@ -153,6 +161,25 @@ def _usable(ok: pd.DataFrame, min_base_acc: float) -> tuple[pd.DataFrame, pd.Dat
     return every, learned, note
 
 
+def _cell_of(key: Mapping[str, object], note: Mapping) -> dict:
+    """A deciding cell's config (``key``: its columns → values) with the settings held for its architecture."""
+    held = note.get(f"held_{key.get('architecture')}", {})
+    return {**key, **{k.removesuffix("_used"): v for k, v in held.items() if k.endswith("_used")}}
+
+
+def _named_cells(every: pd.DataFrame, learned: pd.DataFrame, note: Mapping) -> list[dict]:
+    """Every deciding (architecture, width, pretraining) cell that ran, with the base seeds that learned the task.
+
+    A base seed that ran but stayed below ``min_base_acc`` is dropped from the statistic, so it counts against
+    ``min_seeds`` like a failed one (the engine compares these counts with the cell's planned seeds).
+    """
+    out = []
+    for key, g in every.groupby(list(CELL), sort=True):
+        kept = learned.loc[learned.index.intersection(g.index)]
+        out.append(deciding_cell(_cell_of(dict(zip(CELL, key)), note), _seeds(kept) if len(kept) else 0))
+    return out
+
+
 def usable(ok: pd.DataFrame, min_base_acc: float) -> tuple[pd.DataFrame, dict]:
     """Trials that learned the compound task, other varying settings held per architecture; and a note."""
     _, learned, note = _usable(ok, min_base_acc)
@@ -219,6 +246,11 @@ def _weakest(parts_at: Callable[[float], Mapping[str, tuple]]) -> tuple[tuple, s
             float(min(v[2] for v in highs.values()))), name
 
 
+def _num(t: tuple) -> str:
+    """A statistic with its interval in words: "0.215 [0.180, 0.250]"."""
+    return f"{t[0]:.3f} [{t[1]:.3f}, {t[2]:.3f}]"
+
+
 def _neg(t: tuple) -> tuple:
     return -t[0], -t[2], -t[1]
 
@@ -282,13 +314,14 @@ def structure_emerges(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> V
     extra, rows = rows[rows["pretraining"] == EXTRA], rows[rows["pretraining"] != EXTRA]
     cs = {k: g for k, g in rows.groupby(list(CELL), sort=True) if _seeds(g) >= MIN_REPLICATES}
     details["seeds_per_cell"] = seeds_per_cell(cs)
-    # Seeds run (ok records) per deciding cell: failed / diverged / missing ones count against min_seeds.
-    run = {k: _seeds(g) for k, g in deciding_every.groupby(list(CELL), sort=True)}
-    details["deciding_cells"] = [deciding_cell(dict(zip(CELL, k)), run.get(k, _seeds(g))) for k, g in cs.items()]
+    # Every deciding cell that ran, with the base seeds that learned the task: failed / diverged / missing seeds
+    # and those the accuracy filter dropped count against min_seeds (issue 31, items 1 and 4).
+    details["deciding_cells"] = _named_cells(deciding_every, rows, details)
     if thinned:
+        counts = ", ".join(f"{k}: {survivors[k]['seeds_learned']} of {survivors[k]['seeds_run']}" for k in thinned)
         return stop(f"the accuracy filter (held-out accuracy ≥ {p['min_base_acc']}) left fewer than "
-                    f"{MIN_REPLICATES} base seeds in {', '.join(thinned)}: the survivors are a selection",
-                    len(rows))
+                    f"{MIN_REPLICATES} base seeds in a cell ({counts} learned the task): the survivors are a "
+                    "selection", len(rows))
     if not cs:
         return stop(f"no (architecture, width, pretraining) cell has {MIN_REPLICATES} base seeds that learned the "
                     f"compound task (held-out accuracy ≥ {p['min_base_acc']})", len(rows))
@@ -362,24 +395,26 @@ def structure_emerges(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> V
     triple, weakest = _weakest(parts_at)
     if not np.isfinite(triple[1]) or not np.isfinite(triple[2]):
         return stop("the interval is undefined", n, triple)
+    found = "; ".join(f"{k} {_num(v)}" for k, v in parts_at(0.95).items())
     if triple[2] < margin:
-        verdict, why = "not_supported", (f"the weakest effect ({weakest}) lies below margin {margin} with its "
-                                         "whole interval")
+        verdict, why = "not_supported", (f"the weakest effect, {weakest}, is {_num(triple)}: below the margin "
+                                         f"{margin:g} with its whole interval")
     elif unavailable:
         verdict, why = "inconclusive", (f"no {' or '.join(unavailable)} control in every deciding cell: whether "
                                         "training, not the mask search, makes the structure cannot be checked")
     elif triple[1] > margin:
-        verdict, why = "supported", (f"SubDiff and −AblDiff, and both net of the untrained-network and random-mask "
-                                     f"controls, lie above margin {margin} with their whole intervals")
+        verdict, why = "supported", (f"the weakest effect, {weakest}, is {_num(triple)}: above the margin "
+                                     f"{margin:g} with its whole interval")
     else:
-        verdict, why = "inconclusive", f"the weakest effect's interval ({weakest}) contains margin {margin}"
+        verdict, why = "inconclusive", (f"the weakest effect, {weakest}, is {_num(triple)}: its interval contains "
+                                        f"the margin {margin:g}")
     details["weakest"] = weakest
-    details["reason"] = f"{why} ({len(cs)} cells, {n} base models)"
+    details["reason"] = f"{why} (mean over {len(cs)} cells, {n} base models; {found})"
     return Verdict(stat, verdict, triple, n, details)
 
 
 def contrast(rows: pd.DataFrame, strata: tuple[str, ...], pick: Callable[[pd.DataFrame], tuple | None],
-             col: str = "frac_robust") -> tuple[tuple, dict, int]:
+             col: str = "frac_robust", confidence: float = 0.95) -> tuple[tuple, dict, int]:
     """Mean over strata of ``mean(col | high) − mean(col | low)`` (base-seed means; Welch–Satterthwaite t).
 
     ``pick(stratum rows) -> (high rows, low rows, label)`` or None (stratum unusable); a side with
@@ -408,7 +443,13 @@ def contrast(rows: pd.DataFrame, strata: tuple[str, ...], pick: Callable[[pd.Dat
     if not groups:
         return NAN3, per, n
     h = len(groups) // 2
-    return strata_mean_ci(groups, weights=[1.0 / h, -1.0 / h] * h), per, n
+    return strata_mean_ci(groups, weights=[1.0 / h, -1.0 / h] * h, confidence=confidence), per, n
+
+
+def _sides_in_words(per: Mapping[str, object]) -> str:
+    """The contrast's two sides in words, from its strata labels ("width 64 − 16; match_count − scratch")."""
+    labels = sorted({k[k.rfind("(") + 1:-1] for k in per if k.endswith(")")})
+    return "share of runs structural beyond test-set noise, " + "; ".join(labels)
 
 
 def _widest(g: pd.DataFrame) -> tuple | None:
@@ -462,20 +503,23 @@ def _contrast_verdict(ok: pd.DataFrame, p: Mapping, strata: tuple[str, ...], pic
         elif counts[0][1] != counts[1][1]:
             uneven.append(name)
         sides += [rows.loc[rows.index.intersection(s.index)] for s in (hi, lo)]
-        # Seeds run (ok records) per side against the seeds planned: failed / diverged / missing ones are lost
-        # (the accuracy filter's selection is checked above, on its own terms).
-        for side, (run, _) in zip((hi, lo), counts):
-            fixed = {c: side[c].iloc[0] for c in ("architecture", "pretraining", "width") if c in side
+        # Base seeds that learned the task per side against the seeds planned: failed / diverged / missing ones
+        # and those the accuracy filter dropped count against min_seeds (issue 31, items 1 and 4).
+        for side, (_, kept) in zip((hi, lo), counts):
+            fixed = {c: side[c].iloc[0] for c in CELL if c in side
                      and side[c].nunique() == 1}
-            cells_used.append(deciding_cell(fixed, run))
+            cells_used.append(deciding_cell(_cell_of(fixed, details), kept))
     details["seeds_learned_per_side"] = survivors
     details["deciding_cells"] = cells_used
     if short:
         return stop(f"no base network of the higher side of {', '.join(short)} learned the compound task: "
                     "the contrast would be decided on a smaller design than the study ran")
     if thinned:
+        counts = ", ".join(f"{k}: {'/'.join(map(str, survivors[k]['seeds_learned']))} of "
+                           f"{'/'.join(map(str, survivors[k]['seeds_run']))}" for k in thinned)
         return stop(f"the accuracy filter (held-out accuracy ≥ {p['min_base_acc']}) left fewer than "
-                    f"{MIN_REPLICATES} base seeds on a side of {', '.join(thinned)}: the survivors are a selection")
+                    f"{MIN_REPLICATES} base seeds on a side of a stratum ({counts} learned the task, higher/lower "
+                    "side): the survivors are a selection")
     if not survivors:
         return stop(f"no stratum has {what} with {MIN_REPLICATES} base seeds on each side")
     if uneven:
@@ -508,13 +552,48 @@ def _contrast_verdict(ok: pd.DataFrame, p: Mapping, strata: tuple[str, ...], pic
             details[label] = ci_entry(contrast(rows, strata, pick, c)[0], n)
     if not np.isfinite(triple[0]):
         return stop("the difference is not finite (missing shares)", n)
-    verdict = _decide(triple, p["margin"])
+    details["trained_difference"] = ci_entry(triple, n)
+    # Item 7 of issue 31: a control whose share moves like the trained networks' (an untrained network, or a
+    # random mask of equal size, structural as often) explains the difference without training. The
+    # difference is also taken of the share net of each control, paired within base models; the weakest of
+    # the three decides (its interval as structure_emerges's: smallest 95% low, Bonferroni-adjusted high).
+    rows = rows.copy()
+    effects, unavailable = {"trained share": col}, []
+    for src, label in CONTROLS:
+        c = f"{src}_{col}"
+        lacking = (sum(_nonfinite(s_, (c,)) for s_ in sides) if c in rows else len(deciding))
+        details[f"n_without_{src}_control"] = int(lacking)
+        if lacking:
+            unavailable.append(label)
+            continue
+        rows[f"net_{src}"] = rows[col] - rows[c]
+        effects[f"share net of the {label}"] = f"net_{src}"
+
+    def parts_at(confidence: float) -> dict[str, tuple]:
+        return {k: contrast(rows, strata, pick, c, confidence)[0] for k, c in effects.items()}
+
+    parts = parts_at(0.95)
+    for k, c in effects.items():
+        if c != col:
+            details[f"difference_{c}"] = ci_entry(parts[k], n)
+    triple, weakest = _weakest(parts_at)
+    details["weakest"] = weakest
     m = p["margin"]
-    why = {"supported": f"the difference's interval lies above margin {m}",
-           "not_supported": f"the difference's interval lies below margin {m}",
-           "inconclusive": f"the difference's interval contains margin {m}"}[verdict]
-    details["reason"] = (f"{why}: {triple[0]:.3g} [{triple[1]:.3g}, {triple[2]:.3g}], mean over {len(per)} "
-                         f"strata ({', '.join(strata)})")
+    found = "; ".join(f"{k} {_num(v)}" for k, v in parts.items())
+    if not np.isfinite(triple[1]) or not np.isfinite(triple[2]):
+        return stop(f"an interval is undefined ({found})", n)
+    if triple[2] < m:
+        verdict, why = "not_supported", f"below the margin {m:g} with its whole interval"
+    elif unavailable:
+        verdict, why = "inconclusive", (f"the {' and the '.join(unavailable)} control is missing in a deciding "
+                                        "base model: whether training, not the mask search, makes the difference "
+                                        "cannot be checked")
+    elif triple[1] > m:
+        verdict, why = "supported", f"above the margin {m:g} with its whole interval"
+    else:
+        verdict, why = "inconclusive", f"its interval contains the margin {m:g}"
+    details["reason"] = (f"{_sides_in_words(per)}: the weakest, the {weakest}, differs by {_num(triple)}, "
+                         f"{why} (mean over {len(per)} strata of {', '.join(strata)}; {found})")
     return verdict, triple, n, details
 
 

@@ -28,6 +28,14 @@ So is a claim about the largest scale (scaling, hull, binding) when every
 trial of the widest planned model its verdict rests on diverged or failed:
 the rule would otherwise answer at a smaller width than the study asked
 about (:func:`lost_largest_widths`).
+
+Issue 31: every claim has a competence gate (``min_r2_id``: the in-distribution
+R² of the deciding students; the narrowest-width baselines of the width
+comparisons and binding's below-target interpolation cells are not gated, and
+of decodability's pooled grid only the largest width is); a table without a
+seed column, or with trials lacking their seed, decides nothing
+(:func:`_seedless`); scaling's width gain must exceed ``min_gain``; decodability without a spread of held-out R² is inconclusive; and
+every reason states the deciding numbers with their intervals.
 """
 
 from __future__ import annotations
@@ -44,8 +52,8 @@ import pandas as pd
 from bindscale.records import metric_table
 from bindscale.report.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
 from bindscale.kit import (
-    CONCLUSIVE_SEEDS, MIN_REPLICATES, NAN3, ci_entry, deciding_cell, finite_values, json_key, pooled_columns, to_python,
-    degenerate, restrict_to_mode, Verdict,
+    CONCLUSIVE_SEEDS, MIN_REPLICATES, NAN3, ci_entry, deciding_cell, finite_values, json_key, no_room, pooled_columns,
+    to_python, degenerate, restrict_to_mode, Verdict,
 )
 from bindscale.report.verdicts import ok_rows as _ok_rows
 from bindscale.stats import (
@@ -112,17 +120,58 @@ COMPARE_LIKE = ("encoding", "split", "depth") + TRAINING_LIKE
 
 # ------------------------------------------------------------------ claims --
 
-def scaling(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
-    """Held-out R² at the largest width and best coverage, plus width gain.
+def _num(t: tuple) -> str:
+    """A statistic with its interval in words: "0.115 [0.040, 0.190]"."""
+    return f"{t[0]:.3f} [{t[1]:.3f}, {t[2]:.3f}]"
 
-    Returns (statistic name, verdict, triple, n_trials, details).
+
+def _seedless(rows: pd.DataFrame, what: str) -> str | None:
+    """Why ``rows`` cannot be counted seed by seed (no seed column, or trials without a seed), or None.
+
+    Intervals resample seeds and each configuration and seed counts once (issue 31, items 4 and 6); a
+    record without its seed can be neither, so a claim is inconclusive rather than decided on rows.
+    """
+    if "seed" not in rows or not rows["seed"].notna().any():
+        return (f"the table has no seed column for its {what} trials: intervals resample seeds and each "
+                "configuration and seed counts once, so nothing can be decided without it")
+    missing = int(rows["seed"].isna().sum())
+    if missing:
+        return (f"{missing} of {len(rows)} {what} trials have no seed: they cannot be counted once per seed, and "
+                "dropping them would let the rest decide")
+    return None
+
+
+def _fits(rows: pd.DataFrame, by: str) -> dict[str, dict]:
+    """In-distribution R² (``r2_id``) per value of ``by``, reported beside the deciding held-out numbers."""
+    if "r2_id" not in rows:
+        return {}
+    return {json_key(k): ci_entry(mean_ci(g["r2_id"]), int(np.isfinite(g["r2_id"]).sum()))
+            for k, g in rows.groupby(by)}
+
+
+def scaling(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
+    """Held-out R² at the largest width and best coverage, plus the width and coverage gains.
+
+    Supported: the held-out R² interval at the largest scale at or above ``r2_threshold``, the width gain
+    (largest − smallest width at the best coverage) with its interval above ``min_gain``, the coverage gain
+    (best − worst coverage at the largest width) with its interval above 0, and no narrower width clearly
+    better. Not supported: the held-out R² interval below the threshold, the width gain's interval below
+    ``min_gain`` (unless the metric's ceiling leaves no room for it), or the coverage gain's below 0.
+    The deciding cells are the largest width at both coverages (gated: their students must fit their
+    training tasks) and the smallest width at the best coverage (not gated: a narrow student that cannot
+    fit is what widening is claimed to fix; its in-distribution R² is reported beside). The coverage gain
+    has no margin: in the default grid its whole range (hold-out 0.25 to 0.75 at width 256) may already
+    cover the task space enough (one seed at 2000 steps: 0.958 vs 0.911).
     """
     name = "heldout_r2_at_largest_scale"
-    thr = float(p["r2_threshold"])
+    thr, m = float(p["r2_threshold"]), float(p.get("min_gain", 0.05))
     rows = design_rows(ok[(ok["model"] == "mlp") & np.isfinite(ok["r2_heldout"])], withheld=False)
     rows, restriction = restrict_to_mode(rows, COMPARE_LIKE)
     if rows.empty:
         return Verdict(name, INCONCLUSIVE, NAN3, 0, {"reason": "no ok MLP trials with held-out R²"})
+    if why := _seedless(rows, "MLP"):
+        return Verdict(name, INCONCLUSIVE, NAN3, len(rows), {"r2_threshold": thr, "missing_axis": "seed",
+                                                            "reason": why})
     # The claim speaks of two axes (width and coverage): each must be recorded and have two values with results.
     single = None
     for axis, words in (("width", "width"), ("holdout", "hold-out (coverage)")):
@@ -157,8 +206,10 @@ def scaling(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
         json_key(c): ci_entry(mean_ci(g["r2_heldout"], n_boot, seed=seed), len(g))
         for c, g in at_wmax.groupby("n_train_combos")
     }
+    W, Wn, H, Hs = (json_key(x) for x in (wmax, wmin, hmin, hmax))
     details: dict[str, Any] = {
         "r2_threshold": thr,
+        "min_gain": m,
         "largest_width": to_python(wmax),
         "smallest_width": to_python(wmin),
         "min_holdout": to_python(hmin),
@@ -169,11 +220,16 @@ def scaling(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
         "coverage_gain": ci_entry(coverage_gain, top.size + sparse.size),
         "heldout_r2_by_width_at_min_holdout": per_width,
         "heldout_r2_by_n_train_combos_at_largest_width": per_combos,
+        "in_distribution_r2_by_width_at_min_holdout": _fits(at_hmin, "width"),
         **restriction,
     }
     fixed = {"model": "mlp", **{k.removesuffix("_used"): v for k, v in restriction.items() if k.endswith("_used")}}
-    details["deciding_cells"] = [deciding_cell({**fixed, "width": w, "holdout": h}, c.size)
-                                 for (w, h), c in {(wmax, hmin): top, (wmin, hmin): small, (wmax, hmax): sparse}.items()]
+    # The narrowest width is the baseline the width gain is measured from: a student too narrow to fit its
+    # training tasks is what widening is claimed to fix, so it is not gated (its fit is reported beside).
+    details["deciding_cells"] = [
+        deciding_cell({**fixed, "width": w, "holdout": h}, c.size, gated=gated)
+        for (w, h), (c, gated) in {(wmax, hmin): (top, True), (wmin, hmin): (small, False),
+                                   (wmax, hmax): (sparse, True)}.items()]
     if "r2_heldout_taskmean" in rows and np.isfinite(rows["r2_heldout_taskmean"]).any():
         # Item 8: the reference code's R² (mean over tasks of per-task R²) beside ours, which decides.
         tm = rows.loc[(rows["width"] == wmax) & (rows["holdout"] == hmin), "r2_heldout_taskmean"]
@@ -183,39 +239,50 @@ def scaling(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     if pooled := pooled_columns(rows, POOLABLE):
         details["pooled_over"] = pooled
 
-    wg_lo, wg_hi = width_gain[1], width_gain[2]
     # Widening must not hurt at the top: no narrower width clearly beats the largest (at the best coverage).
     better = [w for w in sorted(at_hmin["width"].unique()) if w != wmax
               and mean_diff_ci(top, cell(w, hmin))[2] < 0]
     details["narrower_widths_clearly_better"] = [to_python(w) for w in better]
     broken = degenerate([top, small, sparse])
+    level = f"held-out R² of width {W} at hold-out {H} is {_num(value)} (threshold {thr:g})"
+    wg = f"width {W} gains {_num(width_gain)} over width {Wn} at hold-out {H}"
+    cg = f"hold-out {H} gains {_num(coverage_gain)} over hold-out {Hs} at width {W}"
+    found = f"{level}; {wg}; {cg}; the width gain's margin is {m:g}"
+    room_w = no_room(small, m, name=f"width {Wn} at hold-out {H}")
+    thin = {lab: c.size for lab, c in ((f"width {W}, hold-out {H}", top), (f"width {Wn}, hold-out {H}", small),
+                                         (f"width {W}, hold-out {Hs}", sparse)) if c.size < MIN_REPLICATES}
     if single:
         details["missing_axis"] = single[0]
         verdict, reason = INCONCLUSIVE, single[1]
-    elif top.size < MIN_REPLICATES or (wmax != wmin and small.size < MIN_REPLICATES):
-        verdict, reason = INCONCLUSIVE, f"fewer than {MIN_REPLICATES} seeds in a deciding cell"
+    elif thin:
+        verdict, reason = INCONCLUSIVE, (f"fewer than {MIN_REPLICATES} seeds in a deciding cell ("
+                                         + ", ".join(f"{k}: {v}" for k, v in thin.items()) + ")")
     elif broken:
         verdict, reason = INCONCLUSIVE, broken
     elif value[2] < thr:
-        verdict, reason = NOT_SUPPORTED, f"CI of held-out R² at largest scale entirely below {thr}"
+        verdict, reason = NOT_SUPPORTED, f"{level}: below the threshold with its whole interval; {wg}; {cg}"
     elif coverage_gain[2] < 0:
-        verdict, reason = NOT_SUPPORTED, "coverage gain CI below 0: more training combinations lower held-out R²"
-    elif value[1] >= thr and wg_lo > 0 and not better and not coverage_gain[1] <= 0:
-        verdict, reason = SUPPORTED, (f"CI of held-out R² at largest scale ≥ {thr}, width gain CI > 0"
-                                      + (", coverage gain CI > 0" if hmax != hmin else "")
-                                      + ", and no narrower width clearly better")
-    elif value[1] >= thr and wg_lo > 0 and better:
-        verdict, reason = INCONCLUSIVE, (f"held-out R² clears {thr} but narrower width(s) "
+        verdict, reason = NOT_SUPPORTED, (f"{cg}: below 0 with its whole interval (more training combinations "
+                                          f"lower held-out R²); {level}; {wg}")
+    elif width_gain[2] < m and not room_w:
+        verdict, reason = NOT_SUPPORTED, (f"{wg}: below the margin {m:g} with its whole interval (widening does "
+                                          f"not help by the margin); {level}; {cg}")
+    elif room_w:
+        verdict, reason = INCONCLUSIVE, f"{room_w}; {found}"
+    elif value[1] >= thr and width_gain[1] > m and coverage_gain[1] > 0 and not better:
+        verdict, reason = SUPPORTED, (f"{level}, at or above it with its whole interval; {wg}, above the margin "
+                                      f"{m:g} with its whole interval; {cg}, above 0 with its whole interval; no "
+                                      "narrower width does clearly better")
+    elif value[1] >= thr and width_gain[1] > m and coverage_gain[1] > 0:
+        verdict, reason = INCONCLUSIVE, (f"{found}; but narrower width(s) "
                                          f"{', '.join(map(str, details['narrower_widths_clearly_better']))} "
                                          "do clearly better: widening hurts at the top")
-    elif value[1] >= thr and wg_lo > 0:
-        verdict, reason = INCONCLUSIVE, "held-out R² clears the threshold but the coverage gain CI reaches 0"
-    elif value[2] < thr:
-        verdict, reason = NOT_SUPPORTED, f"CI of held-out R² at largest scale entirely below {thr}"
-    elif wg_hi <= 0:
-        verdict, reason = NOT_SUPPORTED, "width gain CI ≤ 0: widening does not help"
     else:
-        verdict, reason = INCONCLUSIVE, "an interval straddles its threshold"
+        open_ = [what for what, ok_ in ((f"the held-out R² interval reaches below {thr:g}", value[1] >= thr),
+                                        (f"the width gain's interval contains the margin {m:g}", width_gain[1] > m),
+                                        ("the coverage gain's interval reaches 0", coverage_gain[1] > 0))
+                 if not ok_]
+        verdict, reason = INCONCLUSIVE, f"{'; '.join(open_)}: {found}"
     details["reason"] = reason
     return Verdict(name, verdict, value, len(rows), details)
 
@@ -272,11 +339,20 @@ def decodability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdic
         return Verdict(name, INCONCLUSIVE, NAN3, 0, details)
     rows = mlp[np.isfinite(mlp["decod_cv"]) & np.isfinite(mlp["r2_heldout"])]
     n = len(rows)
-    # Every cell of the pooled grid decides the correlation: seeds lost there count against min_seeds.
+    if n and (why := _seedless(rows, "MLP")):
+        details.update(missing_axis="seed", reason=why)
+        return Verdict(name, INCONCLUSIVE, NAN3, n, details)
+    # Every cell of the pooled grid decides the correlation: seeds lost there count against min_seeds. The
+    # correlation spans failing configurations by design (the source correlates over all its runs; the
+    # within-cell partial Spearman removes the configuration), so only the cells of the largest width are
+    # gated: the grid must include students that fit their training tasks, or decodability would only be
+    # predicting how much of its training distribution each network fit.
     axes = [c for c in CELL_AXES if c in rows and rows[c].notna().all()]
-    details["deciding_cells"] = [deciding_cell({"model": "mlp", **dict(zip(axes, k if isinstance(k, tuple) else (k,)))},
-                                               g["seed"].nunique())
-                                 for k, g in rows.groupby(axes)] if axes and n else []
+    wtop = rows["width"].max() if n and "width" in rows else math.nan
+    details["deciding_cells"] = [
+        deciding_cell({"model": "mlp", **dict(zip(axes, k if isinstance(k, tuple) else (k,)))}, g["seed"].nunique(),
+                      gated=bool(g["width"].max() == wtop) if "width" in g else True)
+        for k, g in rows.groupby(axes)] if axes and n else []
     if n < CONCLUSIVE_SEEDS:
         details["reason"] = f"fewer than {CONCLUSIVE_SEEDS} trials with decodability and held-out R²"
         return Verdict(name, INCONCLUSIVE, NAN3, n, details)
@@ -325,36 +401,52 @@ def decodability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdic
     if pooled := pooled_columns(rows, POOLABLE + ("width", "depth", "holdout")):
         details["pooled_over"] = pooled
     spc = details["seeds_per_cell"]
-    if not np.isfinite(rho[0]):
+    # A correlation needs a spread of what it predicts: held-out R² the same in every trial, or in every trial
+    # of each cell (only the configuration moves it), leaves nothing for decodability to predict.
+    groups = [g["r2_heldout"].to_numpy(float) for _, g in rows.groupby(axes)] if axes else [y]
+    flat_y = "every trial" if np.ptp(y) == 0 else (
+        "every trial of each cell of the swept axes" if all(np.ptp(v) == 0 for v in groups) else None)
+    flat_x = "every trial" if np.ptp(x) == 0 else None
+    details["heldout_r2_spread"] = {"min": float(y.min()), "max": float(y.max()), "sd": float(np.std(y, ddof=1))
+                                    if n > 1 else math.nan}
+    found = (f"Spearman {_num(rho)} (threshold {thr:g}); within-cell partial Spearman {_num(partial)}; its excess "
+             f"over a random-init network's {_num(excess)}; over {n} MLP trials, held-out R² {y.min():.3f} to "
+             f"{y.max():.3f}")
+    if flat_y or flat_x:
+        what, where = ("held-out R²", flat_y) if flat_y else ("decodability", flat_x)
+        verdict, reason = INCONCLUSIVE, (f"{what} is the same in {where} ({float(np.median(y if flat_y else x)):.3g}): "
+                                         "there is no spread to correlate, so the claim can be neither supported "
+                                         "nor rejected")
+    elif not np.isfinite(rho[0]):
         verdict, reason = INCONCLUSIVE, "correlation undefined (constant input)"
     elif spc < MIN_REPLICATES:
         verdict, reason = INCONCLUSIVE, (f"a cell of the swept axes has {spc} trial(s), fewer than "
                                          f"{MIN_REPLICATES}: the within-cell correlation has nothing to work with")
     elif rho[2] < thr:
-        verdict, reason = NOT_SUPPORTED, f"Spearman CI entirely below {thr}"
+        verdict, reason = NOT_SUPPORTED, f"the Spearman interval lies below {thr:g}: {found}"
     elif np.isfinite(partial[2]) and partial[2] <= 0:
         verdict, reason = NOT_SUPPORTED, ("the correlation is carried by the configuration: within cells of the "
-                                          "swept axes decodability does not predict held-out R² (within-cell "
-                                          "partial Spearman CI at or below 0)")
+                                          "swept axes decodability does not predict held-out R² (the partial "
+                                          f"Spearman's interval is at or below 0): {found}")
     elif not control_ok:
         verdict, reason = INCONCLUSIVE, ("the random-init control is missing or not finite in "
                                          f"{int((~np.isfinite(ctrl)).sum())} of {n} trials, or the same in every "
                                          "trial: whether training adds decodability beyond a random network's "
-                                         "cannot be decided")
+                                         f"cannot be decided ({found})")
     elif rho[1] > thr and partial[1] > 0 and excess[1] > 0:
-        verdict, reason = SUPPORTED, (f"Spearman CI entirely above {thr}, decodability predicts held-out R² "
-                                      "within cells of the swept axes (partial Spearman CI above 0), more than a "
-                                      "random-init network's does (excess CI above 0)")
+        verdict, reason = SUPPORTED, (f"decodability predicts held-out R² across trials (Spearman interval above "
+                                      f"{thr:g}), within cells of the swept axes (partial Spearman above 0) and "
+                                      f"more than a random-init network's does (excess above 0): {found}")
     elif rho[1] > thr and partial[1] > 0:
         verdict, reason = INCONCLUSIVE, ("decodability predicts held-out R² within cells, but a random-init "
-                                         "network's decodability does nearly as well: the excess of the trained "
-                                         "partial Spearman over the control's has a CI reaching 0")
+                                         "network's decodability does nearly as well (the excess's interval "
+                                         f"reaches 0): {found}")
     elif rho[1] > thr:
-        verdict, reason = INCONCLUSIVE, (f"Spearman CI entirely above {thr}, but the within-cell partial Spearman "
-                                         "is not clearly above 0 (its CI reaches 0): the correlation may be "
-                                         "carried by the swept axes")
+        verdict, reason = INCONCLUSIVE, (f"the Spearman interval lies above {thr:g}, but the within-cell partial "
+                                         "Spearman's interval reaches 0: the correlation may be carried by the "
+                                         f"swept axes ({found})")
     else:
-        verdict, reason = INCONCLUSIVE, f"Spearman CI straddles {thr}"
+        verdict, reason = INCONCLUSIVE, f"the Spearman interval contains {thr:g}: {found}"
     details["reason"] = reason
     return Verdict(name, verdict, rho, n, details)
 
@@ -406,6 +498,9 @@ def binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     details: dict[str, Any] = {"target_r2": target}
     base = design_rows(ok[np.isfinite(ok["r2_heldout"])], withheld=False)
     mlp, hyp = base[base["model"] == "mlp"], base[base["model"] == "hypernet"]
+    if len(mlp) + len(hyp) and (why := _seedless(pd.concat([mlp, hyp]), "MLP and hypernet")):
+        details.update(missing_axis="seed", reason=why)
+        return Verdict(name, INCONCLUSIVE, NAN3, len(mlp) + len(hyp), details)
     if hyp.empty or mlp.empty:
         details["reason"] = f"no ok {'hypernet' if hyp.empty else 'MLP'} trials"
         return Verdict(name, INCONCLUSIVE, NAN3, 0, details)
@@ -483,11 +578,14 @@ def binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     h_br = h_br or [int(np.argmax(h_par))]
     deciding = [m_vals[i] for i in m_br] + [h_vals[i] for i in h_br]
     fixed = {"holdout": h, **{k.removesuffix("_used"): v for k, v in restriction.items() if k.endswith("_used")}}
+    # Gated: the cell that reaches the target, and a model's largest cell when none does (its "not reached"
+    # must not be an undertrained model's). Not gated: the cell below the target that the interpolation
+    # starts from (falling short there is what the parameter count measures).
     details["deciding_cells"] = (
-        [deciding_cell({"model": "mlp", **fixed, "width": m_keys[i][0], "depth": m_keys[i][1]}, m_vals[i].size)
-         for i in m_br]
-        + [deciding_cell({"model": "hypernet", **fixed, "width": h_keys[i][0], "depth": h_keys[i][1]}, h_vals[i].size)
-           for i in h_br])
+        [deciding_cell({"model": "mlp", **fixed, "width": m_keys[i][0], "depth": m_keys[i][1]}, m_vals[i].size,
+                       gated=bool(i == m_br[-1])) for i in m_br]
+        + [deciding_cell({"model": "hypernet", **fixed, "width": h_keys[i][0], "depth": h_keys[i][1]},
+                         h_vals[i].size, gated=bool(i == h_br[-1])) for i in h_br])
     details.update({
         "mlp_params_to_target": pm, "mlp_params_to_target_kind": m_kind,
         "hypernet_params_to_target": ph, "hypernet_params_to_target_kind": h_kind,
@@ -510,6 +608,9 @@ def binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     if (m_kind == "at_most" and h_kind in ("at_most", "not_reached")) or (m_kind == h_kind == "not_reached"):
         ratio_is = "unknown"  # neither side pins its parameters to the target (or both only bound it)
     details["ratio_is"] = ratio_is
+    mlp_needs = f"{pm:.0f}" if m_kind != "not_reached" else f"more than {m_par.max():.0f} (none of its grid reaches it)"
+    needs = (f"to reach held-out R² {target:g} at hold-out {json_key(h)} the MLP needs {mlp_needs} parameters, the "
+             f"hypernetwork {ph:.0f}; ratio {_num(ratio)}")
     if any(v.size < MIN_REPLICATES for v in deciding) or not deciding:
         verdict, reason = INCONCLUSIVE, f"fewer than {MIN_REPLICATES} seeds in a deciding cell"
     elif broken:
@@ -533,16 +634,16 @@ def binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
         verdict, reason = INCONCLUSIVE, ("the smallest MLP already reaches the target and the hypernet's "
                                          "parameters-to-target is not exact: extend the grids downward")
     elif ratio[1] > 1 and ratio_is != "an upper bound":
-        verdict, reason = SUPPORTED, "CI of the parameter ratio entirely above 1" + (
+        verdict, reason = SUPPORTED, f"the parameter ratio's interval lies above 1: {needs}" + (
             f" (the ratio is {ratio_is})" if ratio_is == "a lower bound" else "")
     elif ratio[2] <= 1 and ratio_is != "a lower bound":
-        verdict, reason = NOT_SUPPORTED, "CI of the parameter ratio ≤ 1" + (
+        verdict, reason = NOT_SUPPORTED, f"the parameter ratio's interval lies at or below 1: {needs}" + (
             f" (the ratio is {ratio_is})" if ratio_is == "an upper bound" else "")
     elif ratio_is != "exact (interpolated)" and (ratio[1] > 1 or ratio[2] <= 1):
         verdict, reason = INCONCLUSIVE, (f"the ratio is only {ratio_is} (a model reaches the target at its "
-                                         "grid's edge), and that bound does not decide the claim")
+                                         f"grid's edge), and that bound does not decide the claim: {needs}")
     else:
-        verdict, reason = INCONCLUSIVE, "CI of the parameter ratio straddles 1"
+        verdict, reason = INCONCLUSIVE, f"the parameter ratio's interval contains 1: {needs}"
     if m_kind == "not_reached":
         details["ratio_lower_bound"] = float(m_par.max() / ph)
     if "at_most" in (m_kind, h_kind):
@@ -613,6 +714,9 @@ def hull(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
         details["reason"] = ("the records have no per-arity hull R² (r2_inhull_k*, r2_outhull_k*): in- and "
                              "out-of-hull cannot be compared at equal numbers of active modules; re-run the study")
         return Verdict(name, INCONCLUSIVE, NAN3, 0, details)
+    if len(mlp) and (why := _seedless(mlp, "MLP")):
+        details.update(missing_axis="seed", reason=why)
+        return Verdict(name, INCONCLUSIVE, NAN3, len(mlp), details)
     rows = pd.concat([mlp, arity_matched_hull(mlp)], axis=1)
     rows = rows[np.isfinite(rows["in_matched"]) & np.isfinite(rows["out_matched"])]
     rows, restriction = restrict_to_mode(rows, COMPARE_LIKE)
@@ -646,8 +750,12 @@ def hull(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     n_cells = [len(g) for g in big + small]
     value = gains["out"]
     fixed = {"model": "mlp", **{k.removesuffix("_used"): v for k, v in restriction.items() if k.endswith("_used")}}
-    details["deciding_cells"] = [deciding_cell({**fixed, "width": w, "holdout": h}, g["seed"].nunique())
+    # The narrowest width is the baseline the gains are measured from (a student too narrow to fit is what
+    # widening is claimed to fix): not gated; its in-distribution fit is reported beside.
+    details["deciding_cells"] = [deciding_cell({**fixed, "width": w, "holdout": h}, g["seed"].nunique(),
+                                               gated=bool(w == wmax))
                                  for w, gs in ((wmax, big), (wmin, small)) for h, g in zip(holdouts, gs)]
+    details["in_distribution_r2_by_width"] = _fits(rows, "width")
     details.update({"largest_width": to_python(wmax), "smallest_width": to_python(wmin), "holdouts": [to_python(h) for h in holdouts],
                     "comparison": "in- vs out-of-hull R² averaged over the numbers of active modules that have both",
                     "arities_used": {str(k): int(v) for k, v in rows["arities"].value_counts().items()},
@@ -660,25 +768,37 @@ def hull(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
         details["pooled_over"] = pooled
 
     broken = degenerate([g[c] for g in big + small for c in ("in_matched", "out_matched")])
+    W, Wn = json_key(wmax), json_key(wmin)
+    over = f"mean over hold-out{'s' if H > 1 else ''} {', '.join(json_key(h) for h in holdouts)}"
+    ins = f"in-hull R² gains {_num(gains['in'])} from width {Wn} to {W}"
+    outs = f"out-of-hull R² gains {_num(gains['out'])}"
+    gaps = f"at width {W} in-hull exceeds out-of-hull by {_num(gap)}"
+    found = f"{ins}; {outs}; {gaps} ({over}, equal numbers of active modules; the margin is {margin:g})"
+    # Data first, then the claim's halves in order: scale must help inside the hull, not outside it, and
+    # leave a gap between the two at the largest width.
     if wmax == wmin:
         verdict, reason = INCONCLUSIVE, "only one width has in- and out-of-hull combinations of the same size"
+    elif min(n_cells) < MIN_REPLICATES:
+        thin = ", ".join(f"width {json_key(w)}, hold-out {json_key(h)}: {len(g)}" for w, gs in ((wmax, big), (wmin, small))
+                         for h, g in zip(holdouts, gs) if len(g) < MIN_REPLICATES)
+        verdict, reason = INCONCLUSIVE, f"fewer than {MIN_REPLICATES} seeds in a (width, hold-out) deciding cell ({thin})"
     elif broken:
         verdict, reason = INCONCLUSIVE, broken
-    elif min(n_cells) < MIN_REPLICATES:
-        verdict, reason = INCONCLUSIVE, f"fewer than {MIN_REPLICATES} trials in a (width, holdout) deciding cell"
-    elif value[1] > margin:
-        verdict, reason = NOT_SUPPORTED, f"out-of-hull R² grows with width: gain CI entirely above {margin}"
-    elif gap[2] <= margin:
-        verdict, reason = NOT_SUPPORTED, (f"at the largest width out-of-hull R² is within {margin} of in-hull "
-                                          "(gap CI at or below the margin): the hull does not limit scale")
     elif gains["in"][2] <= 0:
-        verdict, reason = NOT_SUPPORTED, "in-hull R² does not grow with width (gain CI at or below 0)"
+        verdict, reason = NOT_SUPPORTED, f"scale does not help inside the hull: {found}"
+    elif value[1] > margin:
+        verdict, reason = NOT_SUPPORTED, f"scale helps outside the hull by more than the margin: {found}"
+    elif gap[2] <= margin:
+        verdict, reason = NOT_SUPPORTED, (f"outside the hull does as well as inside, within the margin, at the "
+                                          f"largest width: {found}")
     elif value[2] <= margin and gains["in"][1] > 0 and gap[1] > margin:
-        verdict, reason = SUPPORTED, (f"in-hull R² grows with width (gain CI above 0), the out-of-hull gain CI "
-                                      f"stays at or below {margin}, and at the largest width in-hull exceeds "
-                                      f"out-of-hull by more than {margin} (gap CI)")
+        verdict, reason = SUPPORTED, (f"scale helps inside the hull (interval above 0), not outside it (interval "
+                                      f"at or below the margin), and leaves a gap above the margin: {found}")
     else:
-        verdict, reason = INCONCLUSIVE, "the intervals do not separate in-hull help from out-of-hull failure"
+        open_ = [what for what, ok_ in (("the in-hull gain's interval reaches 0", gains["in"][1] > 0),
+                                        ("the out-of-hull gain's interval contains the margin", value[2] <= margin),
+                                        ("the gap's interval contains the margin", gap[1] > margin)) if not ok_]
+        verdict, reason = INCONCLUSIVE, f"{'; '.join(open_)}: {found}"
     details["reason"] = reason
     return Verdict(name, verdict, value, len(rows), details)
 
