@@ -143,7 +143,8 @@ def degenerate(cells: list[np.ndarray], discrete: bool = False) -> str | None:
     return None
 
 
-def deciding_cell(cell: Mapping[str, Any], n: int, gated: bool | Sequence[str] = True) -> dict[str, Any]:
+def deciding_cell(cell: Mapping[str, Any], n: int, gated: bool | Sequence[str] = True,
+                  dropped: str | None = None) -> dict[str, Any]:
     """One deciding cell as a rule reports it in ``details["deciding_cells"]`` (a list of these).
 
     ``cell``: the config columns and values that pick its trials out of the results table (say
@@ -153,9 +154,12 @@ def deciding_cell(cell: Mapping[str, Any], n: int, gated: bool | Sequence[str] =
     (:func:`seed_loss`). ``gated``: which of the claim's :class:`~bindscale.study.Gate`\\s the cell's
     models must pass (:func:`gate_check`): True every one, False none (a control that is not meant to
     learn, e.g. an untrained twin or a random mask), or the gates' metric names that apply (an arm
-    without an auxiliary task has no auxiliary fit).
+    without an auxiliary task has no auxiliary fit). ``dropped``: why the rule left out ok seeds of the
+    cell, in words (e.g. "below the accuracy filter"); by default they are ok records whose value is NaN.
     """
     out: dict[str, Any] = {"cell": {str(k): _py(v) for k, v in cell.items()}, "n": int(n)}
+    if dropped:
+        out["dropped"] = str(dropped)
     if gated is not True:
         out["gated"] = list(gated) if gated else []
     return out
@@ -213,7 +217,7 @@ def seed_loss(whole: pd.DataFrame, cells: list[Mapping[str, Any]], min_seeds: fl
         bad = {str(k): int(v) for k, v in statuses[statuses != "ok"].value_counts().items()}
         nan = planned - used - sum(bad.values())
         if nan > 0:
-            bad["ok but NaN"] = nan
+            bad[entry.get("dropped") or "ok but NaN"] = nan
         need = needed_seeds(planned, min_seeds)
         label = _cell_label(cell)
         lost[label] = {"planned": planned, "used": used, "lost": planned - used, "needed": need, "statuses": bad}

@@ -56,3 +56,12 @@ def test_near_the_ceiling_no_room_for_the_margin_is_inconclusive(rule):
     out = rule(near, P_DIFF, 200, 0)
     assert out.outcome == "inconclusive" and "no model could exceed it by the margin" in out.details["reason"], \
         out.details["reason"]
+
+
+def test_seeds_the_accuracy_filter_dropped_are_named_as_such():
+    grows = _table(robust={(16, "none"): 0.2, (64, "none"): 0.6, (16, "match_count"): 0.2, (64, "match_count"): 0.6})
+    grows.loc[(grows["width"] == 64) & (grows["pretraining"] == "none") & (grows["seed"] < 3), "base_acc_test"] = 0.6
+    v = through_engine(grows, "structure_grows_with_width")
+    lost = v["details"]["lost_seeds_by_cell"]["architecture mlp, width 64, pretraining none"]
+    assert lost["statuses"] == {"ok but below the accuracy filter (min_base_acc)": 3} and lost["used"] == 5
+    assert v["verdict"] == "inconclusive" and "below the accuracy filter" in v["details"]["reason"]

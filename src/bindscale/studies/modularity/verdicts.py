@@ -167,6 +167,10 @@ def _cell_of(key: Mapping[str, object], note: Mapping) -> dict:
     return {**key, **{k.removesuffix("_used"): v for k, v in held.items() if k.endswith("_used")}}
 
 
+#: How the engine names the seeds the accuracy filter left out of a deciding cell (issue 31, item 4).
+_BELOW = "ok but below the accuracy filter (min_base_acc)"
+
+
 def _named_cells(every: pd.DataFrame, learned: pd.DataFrame, note: Mapping) -> list[dict]:
     """Every deciding (architecture, width, pretraining) cell that ran, with the base seeds that learned the task.
 
@@ -176,7 +180,8 @@ def _named_cells(every: pd.DataFrame, learned: pd.DataFrame, note: Mapping) -> l
     out = []
     for key, g in every.groupby(list(CELL), sort=True):
         kept = learned.loc[learned.index.intersection(g.index)]
-        out.append(deciding_cell(_cell_of(dict(zip(CELL, key)), note), _seeds(kept) if len(kept) else 0))
+        out.append(deciding_cell(_cell_of(dict(zip(CELL, key)), note), _seeds(kept) if len(kept) else 0,
+                                 dropped=_BELOW))
     return out
 
 
@@ -508,7 +513,7 @@ def _contrast_verdict(ok: pd.DataFrame, p: Mapping, strata: tuple[str, ...], pic
         for side, (_, kept) in zip((hi, lo), counts):
             fixed = {c: side[c].iloc[0] for c in CELL if c in side
                      and side[c].nunique() == 1}
-            cells_used.append(deciding_cell(_cell_of(fixed, details), kept))
+            cells_used.append(deciding_cell(_cell_of(fixed, details), kept, dropped=_BELOW))
     details["seeds_learned_per_side"] = survivors
     details["deciding_cells"] = cells_used
     if short:
