@@ -256,3 +256,49 @@ def test_stacked_training_rejects_mismatched_inputs():
     with pytest.raises(ValueError, match="lr has 3 values"):
         train_stacked_seq_model(st, [d, d], steps=2, batch_size=4, lr=[1e-3] * 3, weight_decay=0.0, warmup_steps=0,
                                 grad_clip=None, generators=[torch.Generator(), torch.Generator()])
+
+
+# --- the subgraphs study, end to end ------------------------------------------------------------------
+
+
+def _same(a, b) -> bool:
+    """Equal, NaN equal to NaN (a compounding fit of constant accuracies has R² NaN)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (math.isnan(a) and math.isnan(b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def test_subgraphs_trials_stacked_give_the_records_they_give_alone():
+    """Three tiny subgraphs trials (seeds 0 and 1 at one lr, seed 2 at another) share a stack key and train
+    as one stack through the study's trainer; each record equals the trial's record alone: every metric
+    (accuracies, taxonomies, coverage, examples...) identical, the losses within 1e-5 relative, only the
+    timings differ. A trial of another shape trains alone in the same job."""
+    from bindscale.studies.subgraphs import trial as sg
+    from bindscale.studies.subgraphs.config import SubgraphsTrial
+    from bindscale.studies.subgraphs.plan import group_key, stack_step_seconds
+
+    base = {"task": {"n_train": 200, "id_max": 3, "ood_max": 4, "n_test": 4},
+            "model": {"n_layers": 1, "d_model": 32, "n_heads": 2},
+            "train": {"steps": 30, "batch_size": 16, "warmup_steps": 5}}
+    trials = [SubgraphsTrial.model_validate(base | {"seed": s}) for s in (0, 1)]
+    trials.append(SubgraphsTrial.model_validate(base | {"seed": 2, "train": base["train"] | {"lr": 3e-3}}))
+    other = SubgraphsTrial.model_validate(base | {"model": {"n_layers": 1, "d_model": 16, "n_heads": 2}})
+    assert len({group_key(t) for t in trials}) == 1 and group_key(other) != group_key(trials[0])
+    stacked = sg.run_group([trials[0], other, *trials[1:]], return_models=True)
+    stacked = [stacked[0], *stacked[2:], stacked[1]]
+    for t, res in zip([*trials, other], stacked):
+        ref = sg.run_trial(t, return_models=True)
+        assert res.status == ref.status == "ok"
+        a, b = dict(ref.metrics), dict(res.metrics)
+        for m in (a, b):
+            m.pop("timings"), m.pop("steps_per_s")
+        assert rel(a.pop("curve_loss"), b.pop("curve_loss")) < 1e-5
+        assert abs(a.pop("final_loss") - b.pop("final_loss")) < 1e-5 * ref.metrics["final_loss"]
+        assert _same(a, b), [k for k in a if not _same(a[k], b.get(k))]
+        assert isinstance(res.model, Transformer) and not res.model.training
+        assert res.model_kwargs == ref.model_kwargs and res.model.max_len == ref.model.max_len
+    assert stack_step_seconds(trials) > 0
