@@ -1,4 +1,4 @@
-"""Training and greedy evaluation of ONE sequence model on a fixed training set.
+"""Training and greedy evaluation of sequence models on a fixed training set, one trial alone or a stack.
 
 Studies that train a model from scratch on a *fixed* set of examples (where
 the number of training examples can be an axis) share this loop: nothing is
@@ -14,6 +14,14 @@ decay to :data:`MIN_LR_RATIO` of the peak (Hoffmann et al. 2022, "Training
 Compute-Optimal Large Language Models", decay to 10%), and gradient-norm
 clipping. A non-finite loss stops training with status ``"diverged"``; it never
 raises.
+
+Stacked training (:func:`train_stacked_from_config`, :func:`train_stacked_seq_model`,
+:func:`fit_stacked_minibatches`) trains ``T`` same-shape trials as one
+:class:`~bindscale.models.stacked_transformer.StackedTransformer`, each trial as it would train
+alone up to float rounding: its own training set and batch order, the sum (never the mean) of the
+per-trial losses, per-trial gradient clipping (:func:`clip_per_trial_`), per-trial AdamW state,
+learning rate and weight decay (:class:`PerTrialAdamW`), and per-trial divergence (a trial whose
+loss is non-finite is recorded ``"diverged"`` at that step and frozen; the stack carries on).
 """
 
 from __future__ import annotations
