@@ -302,3 +302,16 @@ def test_subgraphs_trials_stacked_give_the_records_they_give_alone():
         assert isinstance(res.model, Transformer) and not res.model.training
         assert res.model_kwargs == ref.model_kwargs and res.model.max_len == ref.model.max_len
     assert stack_step_seconds(trials) > 0
+
+
+def test_the_planner_stacks_subgraphs_trials_that_differ_in_seed_and_lr_only():
+    from bindscale.studies.subgraphs.config import SubgraphsTrial
+    from bindscale.sweep import plan_jobs
+
+    base = {"model": {"n_layers": 1, "d_model": 16, "n_heads": 2}, "train": {"steps": 15, "batch_size": 16}}
+    trials = [SubgraphsTrial.model_validate(base | {"seed": s, "train": base["train"] | {"lr": lr}})
+              for s in range(3) for lr in (1e-3, 3e-3)]
+    trials.append(SubgraphsTrial.model_validate(base | {"train": base["train"] | {"steps": 20}}))  # other schedule
+    trials.append(SubgraphsTrial.model_validate(base | {"task": {"scratchpad": False}}))  # other task format
+    jobs = plan_jobs(trials, n_workers=1, memory=64 << 30)
+    assert sorted(len(j) for j in jobs) == [1, 1, 6]
