@@ -53,6 +53,8 @@ __all__ = [
     "mean_table",
     # sequence-model training (shared by the transformer studies)
     "train_from_config", "fit_minibatches", "greedy_predictions", "batch_indices",
+    # stacked sequence training: same-shape trials as one stacked transformer
+    "train_stacked_from_config", "StackedTransformer",
 ]
 
 #: Public name -> (module, name there), imported on first access (heavy dependencies behind them).
@@ -101,6 +103,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "fit_minibatches": ("bindscale.seqtrain", "fit_minibatches"),
     "greedy_predictions": ("bindscale.seqtrain", "greedy_predictions"),
     "batch_indices": ("bindscale.seqtrain", "batch_indices"),
+    "train_stacked_from_config": ("bindscale.seqtrain", "train_stacked_from_config"),
+    "StackedTransformer": ("bindscale.models.stacked_transformer", "StackedTransformer"),
 }
 
 if TYPE_CHECKING:  # what type checkers and IDEs see (the same objects __getattr__ hands out)
@@ -133,7 +137,9 @@ if TYPE_CHECKING:  # what type checkers and IDEs see (the same objects __getattr
     from .report.verdicts import _key as json_key
     from .report.verdicts import _pooled as pooled_columns
     from .report.verdicts import _py as to_python
+    from .models.stacked_transformer import StackedTransformer
     from .seqtrain import batch_indices, fit_minibatches, greedy_predictions, train_from_config
+    from .seqtrain import train_stacked_from_config
     from .train import TrialResult
 
 

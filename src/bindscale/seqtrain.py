@@ -1,4 +1,4 @@
-"""Training and greedy evaluation of ONE sequence model on a fixed training set.
+"""Training and greedy evaluation of sequence models on a fixed training set, one trial alone or a stack.
 
 Studies that train a model from scratch on a *fixed* set of examples (where
 the number of training examples can be an axis) share this loop: nothing is
@@ -14,6 +14,14 @@ decay to :data:`MIN_LR_RATIO` of the peak (Hoffmann et al. 2022, "Training
 Compute-Optimal Large Language Models", decay to 10%), and gradient-norm
 clipping. A non-finite loss stops training with status ``"diverged"``; it never
 raises.
+
+Stacked training (:func:`train_stacked_from_config`, :func:`train_stacked_seq_model`,
+:func:`fit_stacked_minibatches`) trains ``T`` same-shape trials as one
+:class:`~bindscale.models.stacked_transformer.StackedTransformer`, each trial as it would train
+alone up to float rounding: its own training set and batch order, the sum (never the mean) of the
+per-trial losses, per-trial gradient clipping (:func:`clip_per_trial_`), per-trial AdamW state,
+learning rate and weight decay (:class:`PerTrialAdamW`), and per-trial divergence (a trial whose
+loss is non-finite is recorded ``"diverged"`` at that step and frozen; the stack carries on).
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
+from torch.optim.adamw import adamw
 
 from . import seeding
 from .models.transformer import Transformer
@@ -168,19 +177,7 @@ def train_seq_model(
         ValueError: mismatched or empty inputs, a masked last column, no
             masked position at all, or non-positive steps / batch size.
     """
-    if tokens.dim() != 2 or tokens.shape != loss_mask.shape:
-        raise ValueError(f"tokens and loss_mask must both be (N, L); got {tuple(tokens.shape)} and {tuple(loss_mask.shape)}")
-    if tokens.shape[0] == 0 or tokens.shape[1] < 2:
-        raise ValueError(f"need at least one sequence of length >= 2; got tokens of shape {tuple(tokens.shape)}")
-    if loss_mask.dtype != torch.bool:
-        raise ValueError(f"loss_mask must be a bool tensor, got {loss_mask.dtype}")
-    if bool(loss_mask[:, -1].any()):
-        raise ValueError("loss_mask[:, -1] must be False: the last position has no next token to predict")
-    if not bool(loss_mask.any()):
-        raise ValueError("loss_mask selects no position: nothing to train on")
-    if steps < 1 or batch_size < 1 or warmup_steps < 0:
-        raise ValueError(f"need steps >= 1, batch_size >= 1, warmup_steps >= 0; got {steps}, {batch_size}, {warmup_steps}")
-
+    _check_training_set(tokens, loss_mask, steps, batch_size, warmup_steps)
     device = torch.device(device)
     model.to(device).train()
     N = tokens.shape[0]
@@ -198,6 +195,23 @@ def train_seq_model(
     n_tokens = batch_size * sum(L - 1 for L in lengths[:out["steps_done"]])
     out["tokens_per_s"] = n_tokens / out["train_seconds"]
     return out
+
+
+def _check_training_set(tokens: torch.Tensor, loss_mask: torch.Tensor, steps: int, batch_size: int,
+                        warmup_steps: int) -> None:
+    """The checks of :func:`train_seq_model`'s inputs (see its Raises)."""
+    if tokens.dim() != 2 or tokens.shape != loss_mask.shape:
+        raise ValueError(f"tokens and loss_mask must both be (N, L); got {tuple(tokens.shape)} and {tuple(loss_mask.shape)}")
+    if tokens.shape[0] == 0 or tokens.shape[1] < 2:
+        raise ValueError(f"need at least one sequence of length >= 2; got tokens of shape {tuple(tokens.shape)}")
+    if loss_mask.dtype != torch.bool:
+        raise ValueError(f"loss_mask must be a bool tensor, got {loss_mask.dtype}")
+    if bool(loss_mask[:, -1].any()):
+        raise ValueError("loss_mask[:, -1] must be False: the last position has no next token to predict")
+    if not bool(loss_mask.any()):
+        raise ValueError("loss_mask selects no position: nothing to train on")
+    if steps < 1 or batch_size < 1 or warmup_steps < 0:
+        raise ValueError(f"need steps >= 1, batch_size >= 1, warmup_steps >= 0; got {steps}, {batch_size}, {warmup_steps}")
 
 
 def train_from_config(
@@ -269,7 +283,7 @@ def fit_minibatches(
     sync_every = 1 if device.type == "cpu" else SYNC_EVERY
 
     losses = torch.empty(steps, device=device)
-    status, diverged_step, done = "ok", None, 0
+    diverged_step, done = None, 0
     t0 = time.perf_counter()
     for step in range(1, steps + 1):
         for group in opt.param_groups:
@@ -284,7 +298,7 @@ def fit_minibatches(
         if step % sync_every == 0 or step == steps:
             for s, v in enumerate(losses[done:step].tolist(), start=done + 1):
                 if not math.isfinite(v):
-                    status, diverged_step = "diverged", s
+                    diverged_step = s
                     break
                 if on_step is not None:
                     on_step(s, v)
@@ -292,8 +306,12 @@ def fit_minibatches(
             if diverged_step is not None:
                 break
     seconds = time.perf_counter() - t0
+    return _fit_summary(losses[:diverged_step or done].tolist(), diverged_step, done, seconds)
 
-    curve_losses = losses[:diverged_step or done].tolist()
+
+def _fit_summary(curve_losses: list[float], diverged_step: int | None, done: int, seconds: float) -> dict:
+    """The summary :func:`fit_minibatches` returns, from the batch losses of steps ``1..done``
+    (the last one non-finite when ``diverged_step`` is set)."""
     if diverged_step is not None:
         final = curve_losses[-1]
         curve_losses = curve_losses[:-1]
@@ -301,7 +319,7 @@ def fit_minibatches(
     if diverged_step is None:
         final = curve[-1][1]
     return {
-        "status": status,
+        "status": "ok" if diverged_step is None else "diverged",
         "final_loss": float(final),
         "loss_curve": curve,
         "steps_per_s": done / seconds,
@@ -329,3 +347,300 @@ def greedy_predictions(model: Transformer, prompts: list[list[int]], max_new_tok
         for n, p in zip(chunk, preds):
             out[n] = p
     return out
+
+
+# ---------------------------------------------------------------------------------------------------
+# Stacked training: T same-shape trials as one StackedTransformer.
+#
+# Each trial is trained exactly as train_seq_model would train it alone, up to float rounding: its own
+# training set and batch order (its own generator), its own learning rate schedule, weight decay and
+# clipping threshold, AdamW state of its own, and gradients of its own loss only. The stack's loss is the
+# SUM of the per-trial losses (never their mean: a mean would scale every trial's gradient by 1/T), and
+# trial t's logits depend on trial t's weights alone, so d(sum)/d(trial t's weights) = d(loss_t)/d(...).
+# ---------------------------------------------------------------------------------------------------
+
+
+def stacked_seq_loss(model: torch.nn.Module, tokens: torch.Tensor, loss_mask: torch.Tensor) -> torch.Tensor:
+    """Per-trial mean cross-entropy (nats per target token) where ``loss_mask`` is True (:func:`seq_loss` per trial).
+
+    Args:
+        model: maps ``(T, B, L-1)`` token ids to ``(T, B, L-1, V)`` logits (a stacked model).
+        tokens: ``(T, B, L)`` token ids.
+        loss_mask: ``(T, B, L)`` bool; ``[t, n, l]`` True scores the prediction of token ``l + 1``.
+
+    Returns:
+        ``(T,)`` losses; 0 (not NaN) for a trial with no masked position.
+    """
+    T = tokens.shape[0]
+    logits = model(tokens[:, :, :-1])  # (T, B, L-1, V)
+    targets = torch.where(loss_mask[:, :, :-1], tokens[:, :, 1:], -100)
+    ce = F.cross_entropy(logits.flatten(0, 2), targets.flatten(), ignore_index=-100, reduction="none")
+    return ce.view(T, -1).sum(dim=1) / loss_mask[:, :, :-1].flatten(1).sum(dim=1).clamp(min=1)
+
+
+def _per_trial(v, T: int, name: str) -> list:
+    """One value per trial: a scalar (shared) or a sequence of ``T`` values."""
+    if isinstance(v, (list, tuple)):
+        if len(v) != T:
+            raise ValueError(f"{name} has {len(v)} values for a stack of {T} trials")
+        return list(v)
+    return [v] * T
+
+
+class PerTrialAdamW:
+    """AdamW whose state, step count, learning rate and weight decay are per trial, over stacked parameters.
+
+    Trial ``t``'s update is PyTorch's AdamW (the same functional kernel ``torch.optim.AdamW`` calls,
+    fused on CPU and CUDA) applied to the slices ``p[t]``: the tensors the trial alone would have, so
+    its update is the one ``torch.optim.AdamW`` gives that trial alone, bit for bit, given the same
+    gradients (the fused CPU kernel splits a tensor into a vector loop and a scalar tail by its size,
+    so it is never run over a whole stacked tensor; see
+    :mod:`bindscale.studies.scaling.optim`). Trials sharing a learning rate and weight decay at a step
+    are updated in one kernel call. Weight decay applies to parameters whose per-trial slice has two
+    or more dimensions (matrices and embeddings), as :func:`fit_minibatches` does.
+
+    Args:
+        params: stacked parameters, each ``(T, ...)``.
+        weight_decay: per trial (or one shared value).
+        betas, eps: as ``torch.optim.AdamW``'s.
+        fused: use the fused kernel (``torch.optim.AdamW(fused=True)``'s); None: on CPU and CUDA.
+    """
+
+    def __init__(self, params: list[torch.Tensor], weight_decay, betas=BETAS, eps: float = 1e-8,
+                 fused: bool | None = None):
+        self.params = [p for p in params if p.requires_grad]
+        if not self.params:
+            raise ValueError("PerTrialAdamW got no parameters")
+        T = self.params[0].shape[0]
+        if any(p.shape[0] != T for p in self.params):
+            raise ValueError("PerTrialAdamW: every parameter needs the same leading trial dimension")
+        self.n_trials = T
+        self.weight_decay = [float(w) for w in _per_trial(weight_decay, T, "weight_decay")]
+        self.betas, self.eps = betas, eps
+        device = self.params[0].device
+        self.fused = device.type in ("cpu", "cuda") if fused is None else fused
+        self.decay = [p.dim() >= 3 for p in self.params]
+        self.exp_avg = [torch.zeros_like(p, memory_format=torch.contiguous_format) for p in self.params]
+        self.exp_avg_sq = [torch.zeros_like(p, memory_format=torch.contiguous_format) for p in self.params]
+        # Per trial: its parameter slices, moments and step counts (float32 scalars, as torch.optim.AdamW's).
+        self.slices = [[(p[t], m[t], v[t], torch.zeros((), dtype=torch.float32, device=device), d)
+                        for p, m, v, d in zip(self.params, self.exp_avg, self.exp_avg_sq, self.decay)]
+                       for t in range(T)]
+
+    @torch.no_grad()
+    def step(self, lrs: list[float], trials: list[int]) -> None:
+        """One AdamW step of ``trials`` (others untouched), trial ``t`` at learning rate ``lrs[t]``."""
+        grads = [None if p.grad is None else p.grad.unbind(0) for p in self.params]
+        groups: dict[tuple[float, float], list[int]] = {}
+        for t in trials:
+            groups.setdefault((float(lrs[t]), self.weight_decay[t]), []).append(t)
+        for (lr, wd), ts in groups.items():
+            for decayed in (True, False):
+                ps, gs, ms, vs, ss = [], [], [], [], []
+                for t in ts:
+                    for k, (p, m, v, s, d) in enumerate(self.slices[t]):
+                        if d == decayed and grads[k] is not None:
+                            ps.append(p), gs.append(grads[k][t]), ms.append(m), vs.append(v), ss.append(s)
+                if ps:
+                    adamw(ps, gs, ms, vs, [], ss, fused=self.fused, foreach=None if self.fused else False,
+                          amsgrad=False, beta1=self.betas[0], beta2=self.betas[1], lr=lr,
+                          weight_decay=wd if decayed else 0.0, eps=self.eps, maximize=False)
+
+    def zero_grad(self) -> None:
+        for p in self.params:
+            p.grad = None
+
+
+@torch.no_grad()
+def clip_per_trial_(params: list[torch.Tensor], max_norm: list[float | None]) -> torch.Tensor:
+    """Scale each trial's gradients so that the norm over its slice of every parameter is at most ``max_norm[t]``.
+
+    ``torch.nn.utils.clip_grad_norm_`` applied to each trial alone (coefficient ``max_norm / (norm + 1e-6)``,
+    capped at 1); a trial with ``max_norm`` None is not clipped. Not the norm of the whole stack: one
+    trial's large gradient never shrinks another's.
+
+    Returns:
+        ``(T,)`` per-trial gradient norms before clipping.
+    """
+    grads = [p.grad for p in params if p.grad is not None]
+    T = grads[0].shape[0]
+    norms = torch.stack([torch.linalg.vector_norm(g.flatten(1), 2, dim=1) for g in grads])  # (P, T)
+    total = torch.linalg.vector_norm(norms, 2, dim=0)  # (T,)
+    limit = torch.tensor([math.inf if c is None else float(c) for c in max_norm], dtype=total.dtype,
+                         device=total.device)
+    coef = torch.where(torch.isinf(limit), 1.0, limit / (total + 1e-6)).clamp(max=1.0)
+    for g in grads:
+        g.mul_(coef.view(T, *([1] * (g.dim() - 1))))
+    return total
+
+
+def fit_stacked_minibatches(
+    params: list[torch.nn.Parameter],
+    batch_loss: Callable[[int, torch.Tensor], torch.Tensor],
+    idx: torch.Tensor,
+    *,
+    lr,
+    weight_decay,
+    warmup_steps,
+    grad_clip,
+    device: str | torch.device = "cpu",
+    on_step: Callable[[int, int, float], None] | None = None,
+) -> list[dict]:
+    """:func:`fit_minibatches` for ``T`` stacked trials: one summary per trial, each as its own loop's.
+
+    Per trial: learning-rate schedule (peak ``lr[t]``, ``warmup_steps[t]``), AdamW
+    (:class:`PerTrialAdamW`, decay ``weight_decay[t]``), gradient clipping at ``grad_clip[t]``
+    (:func:`clip_per_trial_`) and divergence: a trial whose loss is non-finite at a step is recorded
+    as ``diverged`` at that step and frozen (no further update; the others carry on, untouched).
+    The losses are read on the host every step (one sync per step, on an accelerator too).
+
+    Args:
+        params: stacked parameters, each ``(T, ...)``.
+        batch_loss: ``batch_loss(step, rows) -> (T,) losses``; ``step`` 0-based, ``rows`` ``(T, B)``
+            example indices of every trial on ``device``.
+        idx: ``(T, steps, B)`` example indices (each trial's own :func:`batch_indices`).
+        lr, weight_decay, warmup_steps, grad_clip: one value per trial, or one shared value.
+        on_step: called as ``on_step(trial, step, loss)`` for each trial's finite losses.
+
+    Returns:
+        Per trial, :func:`fit_minibatches`' summary. ``train_seconds`` is the stack's time until the
+        trial stopped and ``steps_per_s`` its steps over that time (every trial advances one step per
+        stack step: the stack's rate, not a T-th of it).
+    """
+    device = torch.device(device)
+    T, steps = idx.shape[0], idx.shape[1]
+    params = [p for p in params if p.requires_grad]
+    lrs, wds = _per_trial(lr, T, "lr"), _per_trial(weight_decay, T, "weight_decay")
+    warm, clips = _per_trial(warmup_steps, T, "warmup_steps"), _per_trial(grad_clip, T, "grad_clip")
+    opt = PerTrialAdamW(params, wds)
+    idx = idx.to(device)
+
+    losses: list[list[float]] = [[] for _ in range(T)]
+    active = list(range(T))
+    diverged: list[int | None] = [None] * T
+    done, seconds = [0] * T, [0.0] * T
+    t0 = time.perf_counter()
+    for step in range(1, steps + 1):
+        loss = batch_loss(step - 1, idx[:, step - 1])  # (T,)
+        opt.zero_grad()
+        loss.sum().backward()  # a sum: each trial gets its own loss's gradient
+        vals = loss.detach().tolist()
+        for t in list(active):
+            v = vals[t]
+            losses[t].append(v)
+            done[t] = step
+            if not math.isfinite(v):
+                diverged[t], seconds[t] = step, time.perf_counter() - t0
+                active.remove(t)  # frozen: never updated again
+            elif on_step is not None:
+                on_step(t, step, v)
+        if not active:
+            break
+        if any(clips[t] is not None for t in active):
+            clip_per_trial_(params, clips)
+        opt.step([lr_at(step, lr=lrs[t], warmup_steps=warm[t], steps=steps) for t in range(T)], active)
+    end = time.perf_counter() - t0
+    return [_fit_summary(losses[t], diverged[t], done[t], seconds[t] if diverged[t] else end) for t in range(T)]
+
+
+def train_stacked_seq_model(
+    model,
+    data: list[tuple[torch.Tensor, torch.Tensor]],
+    *,
+    steps: int,
+    batch_size: int,
+    lr,
+    weight_decay,
+    warmup_steps,
+    grad_clip,
+    generators: list[torch.Generator],
+    device: str | torch.device = "cpu",
+    on_step: Callable[[int, int, float], None] | None = None,
+) -> list[dict]:
+    """:func:`train_seq_model` for the ``T`` trials of a :class:`~bindscale.models.stacked_transformer.StackedTransformer`.
+
+    Trial ``t`` trains on its own set ``data[t] = (tokens, loss_mask)`` (``(N_t, L_t)`` each, as
+    :func:`train_seq_model` takes) in its own batch order (``generators[t]``), with its own learning
+    rate, weight decay, warm-up and clipping (one value per trial, or one shared); ``steps`` and
+    ``batch_size`` are the stack's. Each step's batch is trimmed to the longest sequence any trial
+    draws; a trial's shorter sequences are padded, which changes none of its losses or gradients
+    (attention is causal and padded positions are not targets) beyond float rounding.
+
+    Returns:
+        Per trial, :func:`train_seq_model`'s summary (see :func:`fit_stacked_minibatches` for the
+        timings; ``tokens_per_s`` counts the trial's own trimmed positions).
+
+    Raises:
+        ValueError: as :func:`train_seq_model`, for any trial; a number of data sets or per-trial
+            values other than the stack's ``T``.
+    """
+    T = model.n_trials
+    if len(data) != T or len(generators) != T:
+        raise ValueError(f"a stack of {T} trials needs {T} training sets and generators; "
+                         f"got {len(data)} and {len(generators)}")
+    for tokens, loss_mask in data:
+        _check_training_set(tokens, loss_mask, steps, batch_size, 0)
+    for w in _per_trial(warmup_steps, T, "warmup_steps"):
+        if w < 0:
+            raise ValueError(f"warmup_steps must be >= 0, got {w}")
+    device = torch.device(device)
+    model.to(device).train()
+    N, L = max(tok.shape[0] for tok, _ in data), max(tok.shape[1] for tok, _ in data)
+    tokens = torch.full((T, N, L), PAD_ID, dtype=torch.long)
+    mask = torch.zeros((T, N, L), dtype=torch.bool)
+    idx, own_lengths = [], []
+    for t, (tok, m) in enumerate(data):
+        tokens[t, :tok.shape[0], :tok.shape[1]], mask[t, :m.shape[0], :m.shape[1]] = tok.cpu(), m.cpu()
+        idx.append(batch_indices(tok.shape[0], steps, batch_size, generators[t]))  # (steps, B)
+        own_lengths.append(sequence_lengths(tok.cpu(), m.cpu())[idx[-1]].amax(dim=1))  # (steps,)
+    idx = torch.stack(idx)  # (T, steps, B)
+    own = torch.stack(own_lengths)  # (T, steps)
+    lengths = own.amax(dim=0).tolist()
+    tokens, mask = tokens.to(device), mask.to(device)
+    trial = torch.arange(T, device=device)[:, None]
+
+    def batch_loss(step: int, rows: torch.Tensor) -> torch.Tensor:
+        L = lengths[step]
+        return stacked_seq_loss(model, tokens[trial, rows, :L], mask[trial, rows, :L])
+
+    out = fit_stacked_minibatches(list(model.parameters()), batch_loss, idx, lr=lr, weight_decay=weight_decay,
+                                  warmup_steps=warmup_steps, grad_clip=grad_clip, device=device, on_step=on_step)
+    for t, o in enumerate(out):
+        o["tokens_per_s"] = batch_size * int((own[t, :o["steps_done"]] - 1).sum()) / o["train_seconds"]
+    return out
+
+
+def train_stacked_from_config(
+    model,
+    data: list[tuple[torch.Tensor, torch.Tensor]],
+    trains: list,
+    *,
+    seeds: list[int],
+    device: str | torch.device = "cpu",
+    progress: Callable[[int], None] | None = None,
+) -> list[dict]:
+    """:func:`train_from_config` for a stack: trial ``t`` with training section ``trains[t]`` and root
+    seed ``seeds[t]`` (its batch order is its own ``"train"`` stream), on ``data[t]``.
+
+    Every trial must share ``steps`` and ``batch_size``; ``lr``, ``weight_decay``, ``warmup_steps``
+    (capped at half the steps, as alone) and ``grad_clip`` are per trial.
+    ``progress``: called as ``progress(1)`` for each trial's step.
+
+    Returns:
+        Per trial, the dict :func:`train_from_config` returns for that trial alone (up to float rounding
+        and timings).
+
+    Raises:
+        ValueError: trials with different ``steps`` or ``batch_size``; as :func:`train_stacked_seq_model`.
+    """
+    shared = {(tr.steps, tr.batch_size) for tr in trains}
+    if len(shared) != 1:
+        raise ValueError(f"a stack's trials share steps and batch_size; got {sorted(shared)}")
+    steps, batch_size = shared.pop()
+    return train_stacked_seq_model(
+        model, data, steps=steps, batch_size=batch_size, lr=[tr.lr for tr in trains],
+        weight_decay=[tr.weight_decay for tr in trains],
+        warmup_steps=[min(tr.warmup_steps, steps // 2) for tr in trains], grad_clip=[tr.grad_clip for tr in trains],
+        generators=[seeding.generator(s, "train") for s in seeds], device=device,
+        on_step=(lambda t, step, loss: progress(1)) if progress else None,
+    )

@@ -27,7 +27,7 @@ ABSENT = {
     "geometry": {"grouper", "step_timer"},  # rows: prepare_rows joins the contextual scores its gates read
     "length_transfer": {"grouper", "step_timer", "checker"},
     "modularity": {"grouper", "step_timer", "checker", "rows"},
-    "subgraphs": {"grouper", "step_timer", "checker", "rows"},
+    "subgraphs": {"checker", "rows"},  # stacks its trials (grouper, step_timer: plan.py)
 }
 
 

@@ -1,6 +1,7 @@
 """Building blocks of the stacked student models: every stacked model's parameters carry a leading
 trial dimension ``T`` so that same-shape trials train as one model (:mod:`.base`), the stacked MLP
-(:mod:`.mlp`) and the decoder-only transformer (:mod:`.transformer`). A study that picks among
+(:mod:`.mlp`), the decoder-only transformer (:mod:`.transformer`) and its stack over trials
+(:mod:`.stacked_transformer`). A study that picks among
 models by name keeps its own registry."""
 
 from __future__ import annotations

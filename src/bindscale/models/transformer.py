@@ -1,6 +1,8 @@
 """Character-level decoder-only transformer, the sequence model every transformer study trains.
 
-One model, one trial (no stacking over trials, unlike the MLP students): token
+One model, one trial (:mod:`bindscale.models.stacked_transformer` stacks ``T`` of them, with the
+same parameter names and layout plus a leading trial dimension, to train same-shape trials together;
+its ``member(i)`` gives one trial back as this class): token
 embedding → ``n_layers`` pre-LayerNorm blocks (Radford et al. 2019, GPT-2;
 Xiong et al. 2020, "On Layer Normalization in the Transformer Architecture")
 → final LayerNorm → an *untied* linear head to the vocabulary. Positions, by

@@ -41,7 +41,8 @@ import torch
 
 from bindscale import seeding
 from bindscale.models.transformer import Transformer
-from bindscale.kit import TrialResult, greedy_predictions, train_from_config
+from bindscale.kit import (StackedTransformer, TrialResult, greedy_predictions, train_from_config,
+                          train_stacked_from_config)
 
 from .analysis import TAXONOMIES, fit_compounding, label_table, rig_table, subgraph_coverage
 from .config import SubgraphsTrial
@@ -239,9 +240,18 @@ def run_trial(trial: SubgraphsTrial, device: str | torch.device = "cpu",
     tokens, mask = charvocab.pack(train)
     max_len = model_max_len(train, test)
     model = build_model(trial, max_len).to(device)
-    kept = {"model": model, "model_kwargs": {"max_len": max_len}} if return_models else {}
     fit = train_from_config(model, tokens, mask, trial.train, seed=trial.seed, device=device, progress=progress)
-    t_train = time.perf_counter() - t0
+    return _result(model, fit, train, test, in_dist, max_len, time.perf_counter() - t0, device, return_models)
+
+
+def _result(model: Transformer, fit: dict, train: list[Example], test: list[Example], in_dist: list[bool],
+            max_len: int, t_train: float, device: str | torch.device, return_models: bool) -> TrialResult:
+    """A trained trial's result: its training summary and, unless it diverged, every metric of :func:`evaluate`.
+
+    ``t_train``: seconds from the start of the trial (its stack's, when stacked) to the end of training.
+    """
+    t1 = time.perf_counter()
+    kept = {"model": model, "model_kwargs": {"max_len": max_len}} if return_models else {}
     metrics = {"n_params": model.n_params(), "final_loss": fit["final_loss"],
                "curve_steps": [st for st, _ in fit["loss_curve"]],
                "curve_loss": [loss for _, loss in fit["loss_curve"]], "steps_per_s": fit["steps_per_s"],
@@ -252,7 +262,7 @@ def run_trial(trial: SubgraphsTrial, device: str | torch.device = "cpu",
     metrics |= evaluate(model, train, test, in_dist, device)
     rig = rig_table(train[:_RIG_EXAMPLES], max_order=2)
     metrics["rig_top"] = _rig_summary(rig)
-    metrics["timings"] = {"train_s": t_train, "eval_s": time.perf_counter() - t0 - t_train}
+    metrics["timings"] = {"train_s": t_train, "eval_s": time.perf_counter() - t1}
     return TrialResult(status="ok", metrics=metrics, **_eval_mode(kept))
 
 
@@ -276,5 +286,51 @@ def _rig_summary(rig: pd.DataFrame) -> dict:
 
 def run_group(trials: list[SubgraphsTrial], device: str | torch.device = "cpu",
               progress: Callable[[int], None] | None = None, return_models: bool = False) -> list[TrialResult]:
-    """Trials one after another (transformer trials are not stacked); ``return_models``: see :func:`run_trial`."""
-    return [run_trial(t, device, progress, return_models) for t in trials]
+    """Train and evaluate a job's trials; results in the order of ``trials``.
+
+    Trials sharing a stack key (:func:`bindscale.studies.subgraphs.plan.group_key`: they differ only in
+    seed, learning rate, weight decay, warm-up or clipping) train as one
+    :class:`~bindscale.models.stacked_transformer.StackedTransformer` (:func:`run_stack`); a trial
+    without a partner trains alone (:func:`run_trial`). Either way a trial's record holds the same
+    metrics, equal up to float rounding. ``return_models``: see :func:`run_trial`.
+    """
+    from .plan import group_key
+
+    groups: dict[tuple, list[int]] = {}
+    for i, t in enumerate(trials):
+        groups.setdefault(group_key(t), []).append(i)
+    out: list[TrialResult | None] = [None] * len(trials)
+    for rows in groups.values():
+        if len(rows) == 1:
+            out[rows[0]] = run_trial(trials[rows[0]], device, progress, return_models)
+        else:
+            for i, res in zip(rows, run_stack([trials[i] for i in rows], device, progress, return_models)):
+                out[i] = res
+    return out
+
+
+def run_stack(trials: list[SubgraphsTrial], device: str | torch.device = "cpu",
+              progress: Callable[[int], None] | None = None, return_models: bool = False) -> list[TrialResult]:
+    """Trials of one stack key trained together as one stacked transformer, each then evaluated alone.
+
+    Trial ``t`` keeps everything it has alone: its own data ("train"/"test" streams), initial weights
+    ("init" stream: member ``t`` starts as :func:`build_model`'s model), batch order, learning-rate
+    schedule, clipping and AdamW state, and divergence (a diverged trial is recorded as such; the others
+    carry on); see :func:`bindscale.seqtrain.train_stacked_from_config`. After training, each member
+    (:meth:`~bindscale.models.stacked_transformer.StackedTransformer.member`, with its own ``max_len``) is
+    evaluated by the same code as a trial alone. ``steps_per_s`` is the stack's rate (every member
+    advances one step per stack step) and ``timings.train_s`` the stack's time to the end of training.
+    """
+    t0 = time.perf_counter()
+    datas = [make_data(t) for t in trials]
+    max_lens = [model_max_len(train, test) for train, test, _ in datas]
+    stack = StackedTransformer.from_members([build_model(t, m) for t, m in zip(trials, max_lens)]).to(device)
+    fits = train_stacked_from_config(stack, [charvocab.pack(train) for train, _, _ in datas],
+                                     [t.train for t in trials], seeds=[t.seed for t in trials],
+                                     device=device, progress=progress)
+    t_train = time.perf_counter() - t0
+    out = []
+    for i, ((train, test, in_dist), fit, max_len) in enumerate(zip(datas, fits, max_lens)):
+        model = stack.member(i, max_len=max_len)
+        out.append(_result(model, fit, train, test, in_dist, max_len, t_train, device, return_models))
+    return out
