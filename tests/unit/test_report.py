@@ -59,6 +59,16 @@ def test_files_written_and_self_contained(built):
     assert not list(run_dir.glob("*.tmp"))  # atomic writes leave no temp files
 
 
+def test_each_claim_shows_its_competence_gate_beside_the_verdict(built):
+    """Issue 31, item 1: the report says the fit the deciding models had to reach, and theirs."""
+    run_dir, summary = built
+    html = (run_dir / "report.html").read_text(encoding="utf-8")
+    scaling = next(v for v in summary["verdicts"] if v["claim"] == "scaling")
+    (gate,) = scaling["details"]["gates"]
+    assert gate["metric"] == "r2_id" and gate["cells"] and gate["missed"] == []
+    assert "Learned first (competence gate): " + gate["says"] in html
+
+
 def test_summary_is_strict_json_with_required_keys(built):
     run_dir, summary = built
     on_disk = _strict_loads((run_dir / "summary.json").read_text(encoding="utf-8"))
