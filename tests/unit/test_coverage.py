@@ -162,7 +162,7 @@ def ratio_coverage(design: str, dist: str, reps: int, n_boot: int, seed: int, ex
     hits = 0
     for k in range(reps):
         _, lo, hi = bootstrap_ci(_ratio_cells(rng, design, dist), ratio_statistic, n_boot=n_boot, seed=k,
-                                 vectorized=True, expand=expand)
+                                 vectorized=True, **({} if expand else {"expand": False}))
         hits += lo <= truth <= hi
     return hits / reps
 
