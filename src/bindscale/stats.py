@@ -112,7 +112,7 @@ def expanded_confidence(n: int, confidence: float = 0.95) -> float:
     percentile interval).
 
     Hesterberg 2015, "What teachers should know about the bootstrap" (The American Statistician 69(4),
-    371–386, sec. 5.2): a percentile interval is too narrow in small samples, because the bootstrap
+    371–386; the "expanded percentile interval"): a percentile interval is too narrow in small samples, because the bootstrap
     distribution has the plug-in spread (variance ``(n−1)/n`` of the unbiased one) and normal rather than
     *t* tails. The expanded interval reads the replicates' quantiles at ``α'/2 = Φ(−√(n/(n−1)) ·
     t_{n−1, (1+confidence)/2})`` instead of ``α/2``, so that for a mean it is as wide as the *t* interval.
