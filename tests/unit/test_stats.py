@@ -51,13 +51,35 @@ def test_seeded_and_deterministic():
     assert mean_ci(x, seed=1) == mean_ci(x, seed=2)  # t interval: no resampling
 
 
-def test_mean_intervals_match_scipy_t_and_welch():
+def test_mean_intervals_match_scipy_t_and_welch_on_symmetric_samples():
+    # Samples symmetric about their mean (skewness 0): Hall's correction vanishes.
     rng = np.random.default_rng(2)
-    a, b = rng.normal(size=12), rng.gamma(2.0, size=7)
+    h = rng.normal(size=6)
+    a, b = np.concatenate([h, -h]) + 0.3, np.concatenate([h[:4], -h[:4], [0.0]]) * 2.0
     ci = stats.ttest_1samp(a, 0.0).confidence_interval(0.95)
     assert mean_ci(a) == pytest.approx((a.mean(), ci.low, ci.high))
     ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
     assert mean_diff_ci(a, b) == pytest.approx((a.mean() - b.mean(), ci.low, ci.high))
+
+
+def test_skewed_samples_get_halls_interval_stretched_toward_the_long_tail():
+    """Hall 1992 by hand for [0, 0, 0, 0, 0, 0, 0, 1]: mean 1/8, s² = 1/8, se = 1/8, m3 = 7·(1/8)³·(−1)/8 +
+    (7/8)³/8 = 0.0410, A = (m3/64)/se³ = 0.328, a = A/3, b = A/6; bounds mean − se·g⁻¹(±q)."""
+    x = np.array([0.0] * 7 + [1.0])
+    m3 = float(np.mean((x - x.mean()) ** 3))
+    se = math.sqrt(x.var(ddof=1) / 8)
+    a = m3 / 64 / se**3 / 3
+    q = stats.t.ppf(0.975, 7)
+
+    def g_inv(u):
+        return (np.cbrt(1 + 3 * a * (u - a / 2)) - 1) / a
+
+    point, low, high = mean_ci(x)
+    assert (point, low, high) == pytest.approx((0.125, 0.125 - se * g_inv(q), 0.125 - se * g_inv(-q)))
+    t = stats.ttest_1samp(x, 0.0).confidence_interval(0.95)
+    assert high > t.high and low > t.low  # right skew: the interval moves toward the long (upper) tail
+    # The negated mean (weight −1) gets the mirrored interval.
+    assert strata_mean_ci([x], weights=[-1.0]) == pytest.approx((-point, -high, -low))
 
 
 def test_strata_mean_is_the_mean_of_cell_means_with_a_welch_satterthwaite_interval():

@@ -278,23 +278,28 @@ def test_repeated_records_of_a_base_model_count_once():
 def test_intervals_are_t_intervals_over_base_seeds():
     from scipy import stats
 
+    from bindscale.stats import mean_ci, mean_diff_ci
+
     one = _table(widths=(16,), pre=("none",))
     rng = np.random.default_rng(0)
     one["sub_diff"] = 0.3 + rng.normal(0, 0.05, len(one))
     d = structure_emerges(one, P_EMERGE, 500, 0).details
-    ref = stats.ttest_1samp(one["sub_diff"], 0).confidence_interval(0.95)
-    assert (d["mean_sub_diff"]["ci_low"], d["mean_sub_diff"]["ci_high"]) == pytest.approx((ref.low, ref.high))
+    # The t interval (Hall's skewness-corrected form, bindscale.stats.mean_ci) of the per-seed values.
+    ref = mean_ci(one["sub_diff"])
+    assert (d["mean_sub_diff"]["ci_low"], d["mean_sub_diff"]["ci_high"]) == pytest.approx(ref[1:])
+    assert ref[1:] == pytest.approx(tuple(stats.ttest_1samp(one["sub_diff"], 0).confidence_interval(0.95)), abs=0.01)
     df = _table(widths=(16, 64), pre=("none",))
     df["frac_robust"] = 0.3 + rng.normal(0, 0.05, len(df)) + 0.3 * (df["width"] == 64)
     out = structure_grows_with_width(df, P_DIFF, 500, 0)
     hi_s, lo_s = (df.loc[df["width"] == w, "frac_robust"] for w in (64, 16))
-    ref = stats.ttest_ind(hi_s, lo_s, equal_var=False).confidence_interval(0.95)
+    ref = mean_diff_ci(hi_s, lo_s)  # Welch's interval, skewness-corrected (bindscale.stats)
+    assert ref[1:] == pytest.approx(tuple(stats.ttest_ind(hi_s, lo_s, equal_var=False).confidence_interval(0.95)), abs=0.01)
     trained = out.details["trained_difference"]
-    assert (trained["ci_low"], trained["ci_high"]) == pytest.approx((ref.low, ref.high))
+    assert (trained["ci_low"], trained["ci_high"]) == pytest.approx(ref[1:])
     # the deciding number is the weakest of it and its nets of the controls (here 0): the same low end, a
     # Bonferroni-adjusted high end
     (value, lo, hi) = out.interval
-    assert lo == pytest.approx(ref.low) and hi > ref.high
+    assert lo == pytest.approx(ref[1]) and hi > ref[2]
 
 
 def test_a_largest_width_without_usable_trials_makes_the_width_contrast_inconclusive():
