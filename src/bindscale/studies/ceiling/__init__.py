@@ -51,7 +51,7 @@ CLAIMS = (
                    "answers on the same instances; every size's models first fit their own training instances "
                    "(the gates)."),
         statistic=("Per family: the saturating curve's asymptote a fitted to the verdict metric of every (size, "
-                   "seed) trial, with a 95% percentile bootstrap interval over seeds (seeds resampled within each "
+                   "seed) trial, with a 95% expanded-percentile bootstrap interval over seeds (seeds resampled within each "
                    "size, the curve refitted), shown clipped at 1, and its chance level beside it. Not supported "
                    "when a family's interval reaches 1 - margin and the gain over the last doubling of size "
                    "(largest minus second-largest size, Welch interval) is above 0, when the identified interval "

@@ -31,16 +31,17 @@ not include the sampling error of that subsample (a binomial standard error of a
 percentage points per trial at 300 examples).
 
 Coverage at 8 seeds (simulated in ``tests/studies/depth/test_coverage.py``, run with ``-m slow``;
-4000 draws, nominal 95%): exact match is bounded and, on SCAN, skewed or bimodal across seeds, and
-the one-sample t interval of a single cell then undercovers: 0.84 on Beta(0.3, 3) draws, 0.77 on
-Beta(0.2, 5), 0.72 when 15% of seeds succeed (bimodal), 0.94 on the symmetric Beta(5, 5). The
-Welch–Satterthwaite difference of the depth rule covers 0.88 for two skewed groups of different
-shape (add-jump, one budget), 0.96 for four skewed groups without effect (length, two budgets),
-0.99 for two bimodal groups without effect, and 0.72 for a bimodal deep member against a failing
-shallow one. A seed bootstrap (``scipy.stats.bootstrap``, BCa or percentile, 999 resamples) does no
-better on these draws (BCa within noise of t, percentile 0.02-0.06 lower), so the rules keep the t
-intervals; read a narrow interval near 0 or a bimodal cell (a few seeds succeeding) as
-optimistic: its true coverage may be 0.72-0.84, not 0.95.
+4000 draws, nominal 95%): exact match is bounded and, on SCAN, skewed or bimodal across seeds. Student's
+t interval of a single cell undercovered there (0.84 on Beta(0.3, 3) draws, 0.77 on Beta(0.2, 5)); the
+intervals are now Hall's skewness-corrected t (:mod:`bindscale.stats`, issue 31 item 10), which covers
+0.91 on Beta(0.3, 3), 0.88 on Beta(0.2, 5), 0.95 on the symmetric Beta(5, 5) and still only 0.72 when
+15% of seeds succeed (bimodal: not fixable from 8 values). The Welch–Satterthwaite difference of the
+depth rule covers 0.89 for two skewed groups of different shape (add-jump, one budget), 0.94 for four
+skewed groups without effect (length, two budgets), 0.976 for two bimodal groups without effect, and
+0.72 for a bimodal deep member against a failing shallow one. A seed bootstrap (``scipy.stats.bootstrap``,
+BCa or percentile, 999 resamples) does no better on these draws, so the rules keep the t intervals; read
+a narrow interval near 0 or a bimodal cell (a few seeds succeeding) as optimistic: its true coverage may
+be 0.72-0.89, not 0.95.
 
 Both rules are inconclusive, whatever the numbers, when a deciding cell has fewer than
 ``MIN_REPLICATES`` seeds, when a deciding value is missing, NaN or infinite, when the deciding

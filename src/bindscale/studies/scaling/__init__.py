@@ -66,7 +66,7 @@ CLAIMS = (
                    "architecture (a hypernetwork over module banks) reaches a given held-out R² with fewer "
                    "parameters than a plain MLP."),
         statistic=("Parameters an MLP needs over those a hypernetwork needs to reach the target held-out R² "
-                   "(ratio; each count interpolated in log-parameters between grid points; percentile bootstrap "
+                   "(ratio; each count interpolated in log-parameters between grid points; expanded-percentile bootstrap "
                    "over the seeds of every cell)."),
         thresholds={"target_r2": (0.0, 1.0), **_GATE_T}, defaults={"target_r2": 0.9, **_GATE_D},
         gates=(_ID_GATE,),

@@ -1,7 +1,8 @@
 """Verdict rules of the scaling study (scaling / decodability / binding / hull).
 
 Each rule takes the ok rows (:func:`ok_rows`) and returns one verdict. Each verdict is decided by one number and its 95%
-percentile-bootstrap interval over seeds/trials (``bindscale.stats``):
+interval over seeds/trials (``bindscale.stats``: t intervals with Hall's skewness correction for means,
+expanded-percentile bootstraps for ratios and correlations):
 
 - scaling: Redhardt, Schug, Akram 2025, "Scaling can lead to compositional
   generalization" (arXiv 2507.07207): plain MLPs reach high held-out R² once
@@ -490,8 +491,8 @@ def binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     The target is the study file's ``target_r2``, never derived from the results (a target set by
     the best MLP cell's mean rises with the noise of that maximum, against the hypernet; verdicts
     issue, item 6). Parameters-to-target are interpolated in log-parameters between grid points
-    (:func:`params_to_target`), and the ratio's interval is a percentile bootstrap over the seeds of
-    every cell (each cell resampled independently).
+    (:func:`params_to_target`), and the ratio's interval is an expanded-percentile bootstrap over the seeds
+    of every cell (each cell resampled independently; simulated coverage 0.955–0.972 at 8 seeds per cell).
     """
     name = "param_ratio_mlp_over_hypernet"
     target = float(p["target_r2"])
@@ -594,8 +595,8 @@ def binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
         "hypernet_reaching": describe(h_keys, h_vals, h_par, h_br[-1]) if h_kind != "not_reached" else None,
         "matched_params": matched,
         "seeds_per_cell": int(min(v.size for v in deciding)) if deciding else 0,
-        "interval_method": ("percentile bootstrap over the seeds of each cell (simulated coverage at 8 seeds per "
-                            "cell: about 88%, below the nominal 95%)"),
+        "interval_method": ("expanded-percentile bootstrap over the seeds of each cell (simulated coverage at 8 "
+                            "seeds per cell: 0.955–0.972 of the nominal 95%)"),
     })
     rows_used = pd.concat([mlp, hyp])
     if pooled := pooled_columns(rows_used, POOLABLE):
