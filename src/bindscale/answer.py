@@ -207,7 +207,9 @@ def build_answer(run_dir: "str | Path") -> dict[str, Any]:
     goes to the study's own report beside it).
     """
     # The report package imports pandas and matplotlib: only when a page is written, not on import.
+    from .fmt import anchor_text
     from .report.html import _environment, fmt, fmt_ci, to_jsonable
+    from .report.text import clip
 
     store = RunStore.of(run_dir)
     data = to_jsonable(collect(run_dir))
@@ -216,7 +218,7 @@ def build_answer(run_dir: "str | Path") -> dict[str, Any]:
         if c["figure"]:
             images[c["claim"]] = base64.b64encode(store.read_bytes(c["figure"])).decode("ascii")
     html = _environment().get_template("answer.html.j2").render(
-        data=data, images=images, fmt=fmt, fmt_ci=fmt_ci, sides=SIDES)
+        data=data, images=images, fmt=fmt, fmt_ci=fmt_ci, sides=SIDES, clip=clip, anchor_text=anchor_text)
     store.write_text("answer.html", html)
     store.write_text("answer.json", json.dumps(data, indent=2, allow_nan=False) + "\n")
     return data

@@ -135,21 +135,45 @@ def _run_all(quick, out, set_, device, workers, executor, address, retries, dry_
         return
     from .runner import run_all
 
+    def study_done(name: str, summary: dict) -> None:  # each study's verdicts as soon as it finishes
+        _print_summary(summary, RunStore(out_dir).where(name))
+
     try:
-        result = run_all(out_dir, quick=quick, console=err_console, device=device, workers=workers,
-                         executor=executor, retries=retries, address=address)
+        result = run_all(out_dir, quick=quick, console=err_console, on_study_done=study_done, device=device,
+                         workers=workers, executor=executor, retries=retries, address=address)
     except BindscaleError as err:
         _fail(str(err))
-    for name, summary in result["studies"].items():
-        _print_summary(summary, RunStore(out_dir).where(name))
     _print_answer(result["answer"], out_dir)
 
 
+def _anchor_lines(row: dict) -> list[str]:
+    """A claim's source headline and its relation to bindscale's number, as the answer page shows them
+    (``row``: an answer.json claim row or a summary's verdict, with ``anchor`` / ``relation`` when known)."""
+    from .fmt import anchor_text
+
+    out = []
+    anchor, relation = row.get("anchor"), row.get("relation")
+    if isinstance(anchor, dict) and anchor:
+        out.append(f"source's headline: {anchor_text(anchor)}")
+    if isinstance(relation, dict) and relation.get("word"):
+        out.append(f"relation: {relation['word']}" + (f" ({relation['why']})" if relation.get("why") else ""))
+    return out
+
+
 def _print_answer(answer: dict, out_dir: str) -> None:
+    from .fmt import fmt_ci, verdict_words
+
     con = console()
     con.print(f"[bold]The answer so far[/] ({answer['question']})", highlight=False)
     for line in answer["synthesis"]["answer"]:
         con.print(f"  - {line}", highlight=False)
+    if any(c.get("anchor") or c.get("relation") for c in answer.get("claims", [])):
+        con.print("every claim, bindscale's number beside its source's:", highlight=False)
+        for c in answer["claims"]:
+            con.print(f"  {c['study']} › {c['claim']}: {verdict_words(c['verdict'], not c.get('firm'))}, "
+                      f"{fmt_ci(c.get('value'), c.get('ci_low'), c.get('ci_high'))}", highlight=False)
+            for line in _anchor_lines(c):
+                con.print(f"    {line}", highlight=False)
     if answer["missing"]["smoke_tests"]:
         con.print(f"  smoke tests only (not counted): {', '.join(answer['missing']['smoke_tests'])}", highlight=False)
     for label, name in (("answer page", "answer.html"), ("answer data", "answer.json")):
@@ -319,10 +343,13 @@ def _print_summary(summary: dict, out_dir: str) -> None:
     table = Table(title=f"{summary.get('study')}{' (quick)' if summary.get('quick') else ''}: verdicts")
     for col in ("claim", "verdict", "statistic", "value [95% CI]", "n"):
         table.add_column(col, overflow="fold")
+    # The page's words and numbers (bindscale.fmt): "smoke test: not supported", "0.0294 [0.0220, 0.140]".
+    from .fmt import fmt_ci, verdict_words
+
+    smoke = bool(summary.get("quick") or summary.get("n_missing"))
     for v in summary.get("verdicts", []):
-        fmt = lambda x: "—" if x is None else (x if isinstance(x, str) else f"{x:.3g}")  # noqa: E731
-        table.add_row(v["claim"], v["verdict"], v["statistic"],
-                      f"{fmt(v['value'])} [{fmt(v['ci_low'])}, {fmt(v['ci_high'])}]", str(v["n_trials"]))
+        table.add_row(v["claim"], verdict_words(v["verdict"], smoke), v["statistic"],
+                      fmt_ci(v["value"], v["ci_low"], v["ci_high"]), str(v["n_trials"]))
     if summary.get("n_missing"):  # first, so no one reads the verdicts below as a finished run's
         con.print(f"[yellow]unfinished run:[/] {summary['n_missing']} of {summary['n_planned']} planned trials have "
                   "no record yet; what follows reads only the recorded ones", highlight=False)
@@ -336,7 +363,9 @@ def _print_summary(summary: dict, out_dir: str) -> None:
             if v.get("statistic_text"):
                 con.print(f"    deciding number ({v['statistic']}): {v['statistic_text']}", highlight=False)
             if details.get("reason"):
-                con.print(f"    why {v['verdict']}: {details['reason']}", highlight=False)
+                con.print(f"    why {verdict_words(v['verdict'], smoke)}: {details['reason']}", highlight=False)
+            for line in _anchor_lines(v):
+                con.print(f"    {line}", highlight=False)
             from .study import gate_lines
 
             for gate in gate_lines(details):

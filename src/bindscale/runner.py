@@ -8,8 +8,10 @@ executors (:mod:`bindscale.executors`), the report and, for ``run all``, the ans
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -172,12 +174,14 @@ def _warm_report_imports() -> None:
 ALL = "all"
 
 
-def run_all(out: "str | Path", quick: bool = False, console: Console | None = None, **kwargs) -> dict:
+def run_all(out: "str | Path", quick: bool = False, console: Console | None = None,
+            on_study_done: "Callable[[str, dict], None] | None" = None, **kwargs) -> dict:
     """Run (or resume) every built-in study into ``out/<study>`` and write ``out/answer.html`` and
     ``out/answer.json`` (:mod:`bindscale.answer`); returns ``{"studies": {name: summary}, "answer": data}``.
 
     Every study is resolved and checked before any trains; a study whose trials all have records
-    is only re-reported. ``kwargs`` go to :func:`run_study` (device, workers, executor, ...).
+    is only re-reported. ``on_study_done(name, summary)`` is called as each study finishes (the CLI
+    prints its verdicts then). The directory's own lock is held throughout. ``kwargs`` go to :func:`run_study` (device, workers, executor, ...).
 
     Raises:
         ConfigError: as :func:`run_study`, for any of the studies, before anything is written.
@@ -191,10 +195,19 @@ def run_all(out: "str | Path", quick: bool = False, console: Console | None = No
     for study in studies.values():
         study.plugin.check_trials(study.trials())
     summaries = {}
-    for i, (name, study) in enumerate(studies.items(), 1):
-        console.print(f"[bold]study {i} of {len(studies)}[/]: {name}", highlight=False)
-        summaries[name] = run_study(study, store.where(name), console=console, **kwargs)
-    answer = build_answer(out)
+    try:
+        store.makedirs()
+    except StorageError as err:
+        raise ConfigError(f"--out {out}: {err}") from None
+    # The whole directory is held while the studies run (each study's own lock too): `bindscale report`
+    # of it is refused before it rebuilds anything, also between two studies.
+    with RunLock(store):
+        for i, (name, study) in enumerate(studies.items(), 1):
+            console.print(f"[bold]study {i} of {len(studies)}[/]: {name}", highlight=False)
+            summaries[name] = run_study(study, store.where(name), console=console, **kwargs)
+            if on_study_done is not None:  # the study's verdicts now, not after the last study
+                on_study_done(name, summaries[name])
+        answer = build_answer(out)
     return {"studies": summaries, "answer": answer}
 
 
@@ -205,15 +218,22 @@ def is_multi_run(run_dir: "str | Path") -> bool:
 
 
 def rebuild_all(run_dir: "str | Path") -> dict:
-    """``bindscale report`` of a ``run all`` directory: every study's outputs, then the answer page."""
+    """``bindscale report`` of a ``run all`` directory: every study's outputs, then the answer page.
+
+    Raises:
+        RunLocked: a live run holds the directory or any of its studies; raised before anything is rebuilt.
+    """
     store = RunStore.of(run_dir)
-    summaries = {}
-    for name in registry.builtin():
-        if store.exists(f"{name}/{STUDY_FILE}"):
-            sub = store.where(name)
-            with RunLock(sub):
-                summaries[name] = build_outputs(sub, load_run_study(sub))
-    return {"studies": summaries, "answer": build_answer(run_dir)}
+    names = [n for n in registry.builtin() if store.exists(f"{n}/{STUDY_FILE}")]
+    # Every lock first, the directory's and each study's, before any report is rebuilt: a live
+    # `run all` (holding the directory, or only the study it is training) refuses this at once.
+    with contextlib.ExitStack() as held:
+        held.enter_context(RunLock(store))
+        for name in names:
+            held.enter_context(RunLock(store.where(name)))
+        studies = {name: load_run_study(store.where(name)) for name in names}
+        summaries = {name: build_outputs(store.where(name), study) for name, study in studies.items()}
+        return {"studies": summaries, "answer": build_answer(run_dir)}
 
 
 def build_outputs(run_dir: "str | Path | RunStore", study: StudyConfig) -> dict:

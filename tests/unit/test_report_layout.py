@@ -78,10 +78,10 @@ def test_detail_rows_keep_the_raw_key_beside_the_label():
     })
     assert rows == [
         ("held-out R² by width at min holdout › width 16", "heldout_r2_by_width_at_min_holdout › 16",
-         "0.100 [0.000, 0.200] (n=3)"),
+         "0.100 [0, 0.200] (n=3)"),  # three significant figures (bindscale.fmt)
         ("matched parameters › #1 › MLP", "matched_params › [0] › mlp",
          "width: 16; n parameters: 1216; mean R² held-out: 0.166"),
-        ("out-of-distribution by parameters", "ood_by_params", "parameters 13856: 0.052; parameters 102272: 0.167"),
+        ("out-of-distribution by parameters", "ood_by_params", "parameters 13856: 0.0520; parameters 102272: 0.167"),
         ("caveat", "caveat", "3 seeds"),
     ]
 

@@ -44,7 +44,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["BrowserMissing", "CHROMIUM_FLAGS", "assert_fits", "find_chromium", "overflow_by_width",
+__all__ = ["BrowserMissing", "CHROMIUM_FLAGS", "assert_fits", "find_chromium", "layout_by_width", "overflow_by_width",
            "overflowing_elements", "require_browser"]
 
 #: Flags for a quiet, offline, throwaway headless Chromium. Without the
@@ -135,6 +135,56 @@ window.addEventListener("load", function () {
 </script>
 """
 
+# Appended to each page copy by layout_by_width: measures the page as a reader first sees it.
+_MEASURE = r"""
+<script>
+window.addEventListener("load", function () {
+  var out;
+  try {
+    var doc = document.documentElement, body = document.body;
+    function broken() {  // words split over two lines inside table cells and list items
+      var found = [], range = document.createRange();
+      var walker = document.createTreeWalker(body, NodeFilter.SHOW_TEXT);
+      for (var t = walker.nextNode(); t; t = walker.nextNode()) {
+        var el = t.parentElement;
+        if (!el || !el.closest("td, th, li") || el.closest("script, style")) continue;
+        if (!el.getClientRects().length) continue;  // not rendered (a closed <details>)
+        // A word: letters and digits, with inner . , ' (0.0294, don't); a line may break at anything else
+        // (a space, hyphen, slash, bracket, operator, or a <wbr>, which splits the text node).
+        var re = /[\p{L}\p{N}]+(?:[.,'\u2019][\p{L}\p{N}]+)*/gu, m;
+        while ((m = re.exec(t.data)) !== null) {
+          range.setStart(t, m.index); range.setEnd(t, m.index + m[0].length);
+          var rects = Array.prototype.filter.call(range.getClientRects(), function (r) { return r.width > 0; });
+          var tops = new Set(rects.map(function (r) { return Math.round(r.top); }));
+          if (tops.size > 1) found.push(m[0]);
+        }
+      }
+      return found;
+    }
+    var closed = broken();
+    var height = doc.scrollHeight;
+    var figures = Array.prototype.map.call(document.querySelectorAll("img"), function (i) {
+      return Math.round(i.getBoundingClientRect().width); });
+    var rows = document.querySelectorAll("table.claims tr[id]").length;
+    var spills = [];
+    document.querySelectorAll("td, th").forEach(function (c) {
+      if (c.scrollWidth > c.clientWidth + 1) spills.push((c.textContent || "").trim().replace(/\s+/g, " ").slice(0, 60));
+    });
+    document.querySelectorAll("details").forEach(function (d) { d.open = true; });
+    var opened = broken();
+    out = {height: height, rows: rows, figures: figures, spills: spills,
+           broken: Array.from(new Set(closed.concat(opened)))};
+  } catch (e) {
+    out = {error: String(e)};
+  }
+  var pre = window.parent.document.getElementById("overflow-result");
+  var got = JSON.parse(pre.textContent || "{}");
+  got[window.name] = out;
+  pre.textContent = JSON.stringify(got);
+});
+</script>
+"""
+
 # The frame page: one same-origin (srcdoc) frame per page and width; each writes its list into #overflow-result.
 _FRAMES = """<!DOCTYPE html>
 <html><head><meta charset="utf-8"><style>
@@ -162,23 +212,19 @@ def find_chromium() -> str | None:
     return None
 
 
-def _with_checker(page: str) -> str:
+def _with_checker(page: str, script: str = _CHECKER) -> str:
     i = page.lower().rfind("</body>")
-    return page[:i] + _CHECKER + page[i:] if i >= 0 else page + _CHECKER
+    return page[:i] + script + page[i:] if i >= 0 else page + script
 
 
 def _describe(f: dict) -> str:
     return f"{f['what']}: right edge {f['right']}px > {f['limit']}px" + (f": {f['text']!r}" if f.get("text") else "")
 
 
-def overflow_by_width(html_paths: Sequence[str | os.PathLike], widths: Sequence[int] = (1024, 800),
-                      timeout: float = 180.0) -> dict[tuple[str, int], list[str]]:
-    """``{(str(path), width): overflow lines}`` for every page at every viewport width, from one
-    Chromium start. An empty list means that page fits at that width.
-
-    Raises ``BrowserMissing`` when no Chromium is installed, ``RuntimeError`` when Chromium fails,
-    times out or leaves a page unreported, or the checker script fails (never a silent pass).
-    """
+def _run_frames(html_paths: Sequence[str | os.PathLike], widths: Sequence[int], script: str,
+                timeout: float) -> dict[tuple[str, int], object]:
+    """Lay out every page at every width in one Chromium start with ``script`` appended to each copy;
+    ``{(str(path), width): what the script wrote for that copy}`` (parsed JSON)."""
     exe = find_chromium()
     if exe is None:
         raise BrowserMissing("no Chromium found to check the report's layout: install Debian's 'chromium' "
@@ -186,7 +232,7 @@ def overflow_by_width(html_paths: Sequence[str | os.PathLike], widths: Sequence[
     paths = [str(p) for p in html_paths]
     frames = [(f"p{i}w{int(w)}", i, int(w)) for i in range(len(paths)) for w in widths]
     keys = {k: (paths[i], w) for k, i, w in frames}
-    pages = [_html.escape(_with_checker(Path(p).read_text(encoding="utf-8")), quote=True) for p in paths]
+    pages = [_html.escape(_with_checker(Path(p).read_text(encoding="utf-8"), script), quote=True) for p in paths]
     tags = "\n".join(f'<iframe name="{k}" style="width:{w}px" srcdoc="{pages[i]}"></iframe>' for k, i, w in frames)
     with tempfile.TemporaryDirectory(prefix="bindscale-browser-") as tmp:
         root = Path(tmp)
@@ -203,17 +249,53 @@ def overflow_by_width(html_paths: Sequence[str | os.PathLike], widths: Sequence[
     m = re.search(rf'<pre id="{RESULT_ID}"[^>]*>(.*?)</pre>', proc.stdout, re.S)
     if m is None:
         tail = " | ".join((proc.stderr or "").strip().splitlines()[-5:])
-        raise RuntimeError(f"Chromium (exit {proc.returncode}) returned no overflow result for {paths}"
+        raise RuntimeError(f"Chromium (exit {proc.returncode}) returned no layout result for {paths}"
                            + (f": {tail}" if tail else ""))
     got = json.loads(_html.unescape(m.group(1)))
-    out: dict[tuple[str, int], list[str]] = {}
+    out: dict[tuple[str, int], object] = {}
     for k, where in keys.items():
-        found = got.get(k)
-        if found is None:
+        if k not in got:
             raise RuntimeError(f"Chromium laid out no result for {where[0]} at {where[1]}px")
+        out[where] = got[k]
+    return out
+
+
+def overflow_by_width(html_paths: Sequence[str | os.PathLike], widths: Sequence[int] = (1024, 800),
+                      timeout: float = 180.0) -> dict[tuple[str, int], list[str]]:
+    """``{(str(path), width): overflow lines}`` for every page at every viewport width, from one
+    Chromium start. An empty list means that page fits at that width.
+
+    Raises ``BrowserMissing`` when no Chromium is installed, ``RuntimeError`` when Chromium fails,
+    times out or leaves a page unreported, or the checker script fails (never a silent pass).
+    """
+    out: dict[tuple[str, int], list[str]] = {}
+    for where, found in _run_frames(html_paths, widths, _CHECKER, timeout).items():
         if any(f["what"] == "checker error" for f in found):
             raise RuntimeError(f"the overflow script failed in {where[0]} at {where[1]}px: {found[0]['text']}")
         out[where] = [_describe(f) for f in found]
+    return out
+
+
+def layout_by_width(html_paths: Sequence[str | os.PathLike], widths: Sequence[int] = (1280,),
+                    timeout: float = 180.0) -> dict[tuple[str, int], dict]:
+    """How each page reads at each viewport width, as a reader first sees it (every ``<details>`` closed),
+    from one Chromium start: ``{(str(path), width): {"height", "rows", "figures", "broken", "spills"}}``.
+
+    * ``height``: the document's height in pixels (``scrollHeight``);
+    * ``rows``: how many rows with an ``id`` the table ``table.claims`` has (one per claim on the answer page);
+    * ``figures``: the rendered width in pixels of every ``<img>``;
+    * ``broken``: words broken across two lines inside a table cell or list item (``"incon|clusiv|e"``),
+      checked with every ``<details>`` closed and again open. A word is a run of letters and digits
+      (with inner ``.``, ``,`` or ``'``): a break at a space, hyphen, slash, bracket or ``<wbr>`` breaks none;
+    * ``spills``: cells whose content is wider than the cell (text running over its border).
+
+    Raises as :func:`overflow_by_width`.
+    """
+    out = {}
+    for where, got in _run_frames(html_paths, widths, _MEASURE, timeout).items():
+        if isinstance(got, dict) and "error" in got:
+            raise RuntimeError(f"the layout script failed in {where[0]} at {where[1]}px: {got['error']}")
+        out[where] = got
     return out
 
 

@@ -27,11 +27,12 @@ from bindscale.storage import RunStore
 from bindscale.study import gate_lines
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from bindscale.fmt import fmt, fmt_ci, verdict_words
 from bindscale.report.figures import render
-from bindscale.report.text import SEP, breakable, child_label, detail_label
+from bindscale.report.text import SEP, breakable, child_label, clip, detail_label
 from bindscale.report.verdicts import compute_verdicts, study_as_dict
 
-__all__ = ["build_report", "to_jsonable", "fmt"]
+__all__ = ["build_report", "to_jsonable", "fmt", "fmt_ci"]
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 TEMPLATE = "report.html.j2"
@@ -63,26 +64,6 @@ def to_jsonable(obj: Any) -> Any:
     return str(obj)
 
 
-def fmt(v: Any) -> str:
-    """Human-readable number: 3 decimals in the usual range, — for missing."""
-    if v is None:
-        return "—"
-    if isinstance(v, (bool, np.bool_)):
-        return str(bool(v))
-    if isinstance(v, (int, np.integer)):
-        return str(int(v))
-    if isinstance(v, (float, np.floating)):
-        f = float(v)
-        if math.isnan(f):
-            return "—"
-        if math.isinf(f):
-            return "∞" if f > 0 else "−∞"
-        if f.is_integer() and abs(f) >= 1000:
-            return f"{int(f)}"
-        return f"{f:.3f}" if f == 0 or 1e-3 <= abs(f) < 1e3 else f"{f:.3g}"
-    return str(v)
-
-
 def fmt_cfg(v: Any) -> str:
     """Config value or count: 0.25, 256, 69 (no padding decimals)."""
     if isinstance(v, (float, np.floating)) and math.isfinite(v):
@@ -92,12 +73,6 @@ def fmt_cfg(v: Any) -> str:
 
 def _is_ci(v: Any) -> bool:
     return isinstance(v, Mapping) and {"value", "ci_low", "ci_high"} <= set(v)
-
-
-def fmt_ci(value: Any, low: Any, high: Any, n: Any = None) -> str:
-    """'0.953 [0.941, 0.962]' (with ' (n=5)' when n is given)."""
-    text = f"{fmt(value)} [{fmt(low)}, {fmt(high)}]"
-    return text + (f" (n={n})" if n is not None else "")
 
 
 def _scalar_items(parent: str, v: Mapping[str, Any]) -> str:
@@ -215,6 +190,8 @@ def _environment() -> Environment:
     )
     env.filters["fmt"] = fmt
     env.filters["breakable"] = breakable
+    env.filters["clip"] = clip
+    env.globals["verdict_words"] = verdict_words
     return env
 
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from markupsafe import Markup, escape
 
-__all__ = ["ABBREVIATIONS", "PHRASES", "SEP", "breakable", "child_label", "detail_label", "key_label"]
+__all__ = ["ABBREVIATIONS", "PHRASES", "SEP", "breakable", "child_label", "clip", "detail_label", "key_label"]
 
 SEP = " › "
 
@@ -144,3 +144,15 @@ def breakable(text: object) -> Markup:
     """``text`` escaped, with a ``<wbr>`` (break opportunity) after each ``_ / =`` inside a word and
     each ``.`` before a letter (``hidden.0``, not ``0.25``)."""
     return Markup(_BREAK_AFTER.sub(lambda m: m.group(0) + "<wbr>", str(escape(str(text)))))
+
+
+def clip(text: object, limit: int = 160) -> str:
+    """``text`` cut to at most ``limit`` characters at a word boundary, with ``…`` where it was cut (the
+    page keeps the whole text one click away)."""
+    text = " ".join(str(text or "").split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    if " " in cut[limit // 2:]:
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ,;:") + "…"
