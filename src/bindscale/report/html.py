@@ -171,6 +171,83 @@ def _problems(df: pd.DataFrame, axes: list[str]) -> list[dict[str, str]]:
     return out
 
 
+# ---------------------------------------------------------------- what ran --
+
+def _grid_ids(study: Mapping[str, Any]) -> list[set[str]] | None:
+    """The trial ids each of the study's grids makes (None where the study dict cannot be read back)."""
+    from bindscale.config import StudyConfig, validate
+
+    try:
+        cfg = validate(StudyConfig, dict(study))
+        return [{t.trial_id for t in cfg.model_copy(update={"grids": [g]}).trials()} for g in cfg.grids]
+    except Exception:  # noqa: BLE001 - a description, never a reason to fail the report
+        return None
+
+
+def _values(col: pd.Series) -> list[str]:
+    """The distinct values of a config column as the page prints them, numbers in order."""
+    vals = [v for v in col.dropna().unique().tolist()]
+    try:
+        vals = sorted(vals)
+    except TypeError:
+        pass
+    return [fmt_cfg(v) for v in vals]
+
+
+def _params(n: pd.Series) -> str:
+    """"30.4k–114k parameters" (or one size) from an ``n_params`` column."""
+    n = pd.to_numeric(n, errors="coerce").dropna()
+    if n.empty:
+        return ""
+
+    def size(x: float) -> str:
+        return f"{fmt(x / 1e6)}M" if x >= 1e6 else f"{fmt(x / 1e3)}k" if x >= 1e3 else fmt(int(x))
+
+    lo, hi = float(n.min()), float(n.max())
+    return f"{size(lo)} parameters" if lo == hi else f"{size(lo)}–{size(hi)} parameters"
+
+
+def what_ran(df: pd.DataFrame, study: Mapping[str, Any], axes: Mapping[str, str]) -> list[str]:
+    """What the run trained, one line per grid of its study, read from its results table (not from the
+    study's prose, which describes the full design): the grid's swept values among the recorded trials,
+    seeds, training steps and model sizes, e.g. ``"12 trials: main caprev; aux none, cap+rev; d_model 16,
+    32; 3 seeds; 150 steps; 4.1k-14.6k parameters"``. ``axes``: the trial class's short axis names → paths."""
+    if df.empty or "trial_id" not in df:
+        return []
+    short = {path: name for name, path in axes.items()}
+    grids = list(study.get("grids") or [{}])
+    ids = _grid_ids(study)
+    rows = df.drop_duplicates("trial_id")
+    groups: list[tuple[list[str], pd.DataFrame]] = []
+    taken: set[str] = set()
+    for i, grid in enumerate(grids):
+        cols = [c for c in (short.get(k, k) for k in grid) if c in rows and c not in ("seed", "steps")]
+        if ids is None:
+            part = rows if i == 0 else rows.iloc[0:0]
+        else:
+            part = rows[rows["trial_id"].astype(str).isin(ids[i] - taken)]
+            taken |= set(part["trial_id"].astype(str))
+        if not part.empty:
+            groups.append((cols, part))
+    if ids is not None:
+        rest = rows[~rows["trial_id"].astype(str).isin(taken)]
+        if not rest.empty:  # records of trials no grid makes (e.g. a run resumed under another study file)
+            groups.append(([], rest))
+    lines = []
+    for cols, part in groups:
+        bits = [f"{c} {', '.join(_values(part[c]))}" for c in cols]
+        if "seed" in part:
+            n_seeds = part["seed"].nunique()
+            bits.append(f"{n_seeds} seed{'s' if n_seeds != 1 else ''}")
+        steps_col = "steps" if "steps" in part else "train.steps" if "train.steps" in part else None
+        if steps_col:
+            bits.append(f"{' / '.join(_values(part[steps_col]))} steps")
+        if "n_params" in part and (sizes := _params(part["n_params"])):
+            bits.append(sizes)
+        lines.append(f"{len(part)} trial{'s' if len(part) != 1 else ''}: " + "; ".join(bits))
+    return lines
+
+
 # ------------------------------------------------------------------- write --
 
 def _package_version() -> str | None:
@@ -224,9 +301,11 @@ def build_report(run_dir: str | os.PathLike, df: pd.DataFrame, study: Mapping[st
     caption = {k: c for k, (_, c) in figure_set.items()}
     claim_figures = {c.name: list(c.figures) for c in plugin.claims}
 
+    ran = what_ran(df, study, getattr(plugin.trial_class, "AXES", {}))
     summary = to_jsonable({
         "study": name,
         "description": study.get("description"),
+        "what_ran": ran,
         "verdicts": verdicts,
         "n_trials": len(df),
         "n_ok": int((status == "ok").sum()),
@@ -265,6 +344,7 @@ def build_report(run_dir: str | os.PathLike, df: pd.DataFrame, study: Mapping[st
     html = _environment().get_template(TEMPLATE).render(
         name=name,
         description=study.get("description") or "",
+        what_ran=ran,
         summary=summary,
         sections=sections,
         other_figures=other,
