@@ -200,6 +200,23 @@ def collect(run_dir: "str | Path") -> dict[str, Any]:
             "synthesis": syn, "missing": missing}
 
 
+def _beside_the_number(data: dict, store: RunStore) -> None:
+    """Give each claim row its verdict's ``unparsable`` share (a generated-answer study's, from its summary:
+    :func:`bindscale.report.html.unparsable_share`) where the row has none, so the page shows it beside the
+    number (issue 34, item 6)."""
+    verdicts: dict[str, dict] = {}
+    for c in data["claims"]:
+        if "unparsable" in c:
+            continue
+        if c["study"] not in verdicts:
+            try:
+                summary = json.loads(RunStore.of(store.where(c["study"])).read_text("summary.json"))
+            except (OSError, ValueError):
+                summary = {}
+            verdicts[c["study"]] = {v.get("claim"): v for v in summary.get("verdicts") or [] if isinstance(v, dict)}
+        c["unparsable"] = (verdicts[c["study"]].get(c["claim"]) or {}).get("unparsable")
+
+
 def build_answer(run_dir: "str | Path") -> dict[str, Any]:
     """Write ``answer.html`` and ``answer.json`` in ``run_dir`` from its studies' summaries; returns the data.
 
@@ -208,17 +225,19 @@ def build_answer(run_dir: "str | Path") -> dict[str, Any]:
     """
     # The report package imports pandas and matplotlib: only when a page is written, not on import.
     from .fmt import anchor_text
-    from .report.html import _environment, fmt, fmt_ci, to_jsonable
+    from .report.html import _environment, fmt, fmt_ci, to_jsonable, unparsable_text
     from .report.text import clip
 
     store = RunStore.of(run_dir)
     data = to_jsonable(collect(run_dir))
+    _beside_the_number(data, store)
     images = {}
     for c in data["claims"]:
         if c["figure"]:
             images[c["claim"]] = base64.b64encode(store.read_bytes(c["figure"])).decode("ascii")
     html = _environment().get_template("answer.html.j2").render(
-        data=data, images=images, fmt=fmt, fmt_ci=fmt_ci, sides=SIDES, clip=clip, anchor_text=anchor_text)
+        data=data, images=images, fmt=fmt, fmt_ci=fmt_ci, sides=SIDES, clip=clip, anchor_text=anchor_text,
+        unparsable_text=unparsable_text)
     store.write_text("answer.html", html)
     store.write_text("answer.json", json.dumps(data, indent=2, allow_nan=False) + "\n")
     return data

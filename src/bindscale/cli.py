@@ -344,7 +344,7 @@ def _print_summary(summary: dict, out_dir: str) -> None:
     for col in ("claim", "verdict", "statistic", "value [95% CI]", "n"):
         table.add_column(col, overflow="fold")
     # The page's words and numbers (bindscale.fmt): "smoke test: not supported", "0.0294 [0.0220, 0.140]".
-    from .fmt import fmt_ci, verdict_words
+    from .fmt import fmt_ci, unparsable_text, verdict_words
 
     smoke = bool(summary.get("quick") or summary.get("n_missing"))
     for v in summary.get("verdicts", []):
@@ -364,6 +364,8 @@ def _print_summary(summary: dict, out_dir: str) -> None:
                 con.print(f"    deciding number ({v['statistic']}): {v['statistic_text']}", highlight=False)
             if details.get("reason"):
                 con.print(f"    why {verdict_words(v['verdict'], smoke)}: {details['reason']}", highlight=False)
+            if v.get("unparsable"):
+                con.print(f"    {unparsable_text(v['unparsable'])}", highlight=False)
             for line in _anchor_lines(v):
                 con.print(f"    {line}", highlight=False)
             from .study import gate_lines

@@ -14,7 +14,7 @@ import math
 import numbers
 from typing import Any
 
-__all__ = ["SIG", "anchor_text", "fmt", "fmt_ci", "verdict_words"]
+__all__ = ["SIG", "anchor_text", "fmt", "fmt_ci", "unparsable_text", "verdict_words"]
 
 #: Significant figures of every reported number.
 SIG = 3
@@ -75,3 +75,13 @@ def anchor_text(anchor: dict, citation: bool = True) -> str:
         said = anchor.get("quote") or anchor.get("text") or ""
         text = f"no number: “{said}”" if said else "no number"
     return text + (f" ({anchor['citation']})" if citation and anchor.get("citation") else "")
+
+
+def unparsable_text(u: "dict | None") -> str:
+    """A generated-answer study's unparsable share (``{"mean", "min", "max"}`` over trials), as the pages and
+    the terminal print it: ``unparsable answers: 0.870 of the test answers (0.700–1.00 by trial)``; ``""``
+    without one."""
+    if not u:
+        return ""
+    spread = f" ({fmt(u.get('min'))}–{fmt(u.get('max'))} by trial)" if u.get("min") != u.get("max") else ""
+    return f"unparsable answers: {fmt(u.get('mean'))} of the test answers{spread}"

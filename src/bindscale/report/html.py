@@ -27,12 +27,12 @@ from bindscale.storage import RunStore
 from bindscale.study import gate_lines
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from bindscale.fmt import fmt, fmt_ci, verdict_words
+from bindscale.fmt import fmt, fmt_ci, unparsable_text, verdict_words
 from bindscale.report.figures import render
 from bindscale.report.text import SEP, breakable, child_label, clip, detail_label
 from bindscale.report.verdicts import compute_verdicts, study_as_dict
 
-__all__ = ["build_report", "to_jsonable", "fmt", "fmt_ci"]
+__all__ = ["build_report", "to_jsonable", "fmt", "fmt_ci", "unparsable_share", "unparsable_text", "what_ran"]
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 TEMPLATE = "report.html.j2"
@@ -171,6 +171,29 @@ def _problems(df: pd.DataFrame, axes: list[str]) -> list[dict[str, str]]:
     return out
 
 
+# -------------------------------------------------------------- unparsable --
+
+#: Results-table columns ``unparsable_<part>`` (a generated-answer study's share of test answers that could
+#: not be parsed, e.g. ceiling's per family); the train / held-out splits' columns are not the test's.
+UNPARSABLE = "unparsable_"
+
+
+def unparsable_share(df: pd.DataFrame) -> dict[str, float] | None:
+    """The share of unparsable test answers over the run's ok trials, where its records have one
+    (``unparsable_<part>`` columns): ``{"mean", "min", "max"}`` over trials (each trial's mean over parts);
+    None for a study without generated answers. Shown beside every verdict's number (issue 34, item 6): a
+    low score that is mostly unparsable output must say so."""
+    cols = [c for c in df.columns if str(c).startswith(UNPARSABLE)
+            and not str(c).endswith(("_train", "_heldout"))]
+    if not cols:
+        return None
+    ok = df[df["status"].astype(str) == "ok"] if "status" in df else df
+    per_trial = ok[cols].apply(pd.to_numeric, errors="coerce").mean(axis=1, skipna=True).dropna()
+    if per_trial.empty:
+        return None
+    return {"mean": float(per_trial.mean()), "min": float(per_trial.min()), "max": float(per_trial.max())}
+
+
 # ---------------------------------------------------------------- what ran --
 
 def _grid_ids(study: Mapping[str, Any]) -> list[set[str]] | None:
@@ -296,6 +319,9 @@ def build_report(run_dir: str | os.PathLike, df: pd.DataFrame, study: Mapping[st
 
     plugin = registry.for_study(study)
     verdicts = compute_verdicts(df, study, n_boot=n_boot, unrecorded=unrecorded)
+    if (unparsable := unparsable_share(df)) is not None:  # beside every number of a generated-answer study
+        for v in verdicts:
+            v["unparsable"] = unparsable
     figure_set = plugin.figures(study, verdicts=verdicts)  # a figure may draw what a verdict computed
     figures = render(figure_set, df)
     caption = {k: c for k, (_, c) in figure_set.items()}
@@ -331,6 +357,7 @@ def build_report(run_dir: str | os.PathLike, df: pd.DataFrame, study: Mapping[st
             "statistic": v["statistic"],
             "statistic_text": v.get("statistic_text") or "",
             "value": fmt_ci(v["value"], v["ci_low"], v["ci_high"]),
+            "unparsable": unparsable_text(v.get("unparsable")),
             "n_trials": v["n_trials"],
             "reference": v["reference"],
             "reason": v["details"].get("reason", ""),

@@ -153,3 +153,60 @@ def test_the_figures_draw_the_random_level_and_stop_the_curves_at_the_largest_mo
     assert F.fig_feas_vs_params(df, fits={}) is not None  # own fits only: no bootstrap (speed)
     assert sorted(dotted)[:3] == [0.051, 0.068, 0.075]
     assert xmax and max(xmax) <= df["n_params_nonembed"].max() * 1.0001
+
+
+def test_the_unparsable_share_is_drawn_beside_every_generated_answer_metric(monkeypatch):
+    """Issue 34, item 6: a quick run's feasibility of 0.029 was mostly unparsable output (81-93% of answers) and no
+    figure said so. Each family's unparsable share is drawn (dash-dot, ×) beside satisfaction and feasibility,
+    the title says so, and the by-difficulty figure has a row of it."""
+    df = _sweep_table()
+    for i, f in enumerate(COLOURS):
+        df[f"unparsable_{f}"] = 0.81 + 0.06 * i
+    drawn, titles = [], []
+    real_plot = Axes.plot
+
+    def plot(ax, *a, **kw):
+        if kw.get("ls") == "-.":
+            drawn.append((kw.get("color"), tuple(np.round(np.asarray(a[1], float), 2))))
+        return real_plot(ax, *a, **kw)
+
+    real_titled = F.titled
+    monkeypatch.setattr(Axes, "plot", plot)
+    monkeypatch.setattr(F, "titled", lambda ax, title, quals: titles.append(quals) or real_titled(ax, title, quals))
+    for fig in (F.fig_sat_vs_params, lambda d: F.fig_feas_vs_params(d, fits={})):
+        drawn.clear()
+        assert fig(df) is not None
+        assert sorted(drawn) == sorted((COLOURS[f], (round(0.81 + 0.06 * i, 2),) * 4) for i, f in enumerate(COLOURS))
+        assert F.UNPARSABLE_NOTE in titles[-1]
+    assert F.fig_sat_vs_params(df.drop(columns=[f"unparsable_{f}" for f in COLOURS])) is not None
+    assert F.UNPARSABLE_NOTE not in titles[-1]  # no column, no promise
+    rows_seen = []
+    real_subplots = F.Figure.subplots
+    monkeypatch.setattr(F.Figure, "subplots", lambda self, n, m, **kw: rows_seen.append(n) or real_subplots(self, n, m, **kw))
+    assert fig_by_difficulty(table()) is not None
+    assert rows_seen == [4]  # satisfaction, feasibility, gap, and the unparsable answers
+    for name in ("ceiling_sat_vs_params", "ceiling_feas_vs_params", "ceiling_by_difficulty"):
+        assert "unparsable answers" in figures()[name][1]
+
+
+def test_the_unparsable_share_stands_beside_the_number_on_every_page(tmp_path, capsys):
+    """Issue 34, item 6: the report's verdict row, the answer page's claim row and the terminal say how much of
+    the answers behind the deciding number were unparsable."""
+    from bindscale.answer import build_answer
+    from bindscale.cli import _print_summary
+    from bindscale.config import resolve_study
+
+    df = _sweep_table()
+    for i, f in enumerate(COLOURS):
+        df[f"unparsable_{f}"] = [0.7 + 0.1 * i + 0.001 * k for k in range(len(df))]
+        df[f"unparsable_{f}_train"] = 0.0  # the training split's: not the test answers'
+    summary = build_report(tmp_path / "ceiling", df, resolve_study("ceiling", quick=True), n_boot=50,
+                           run_info={"quick": True, "n_planned": len(df), "n_missing": 0})
+    u = summary["verdicts"][0]["unparsable"]
+    assert u["min"] == pytest.approx(0.8) and u["max"] == pytest.approx(0.8 + 0.001 * (len(df) - 1))
+    text = "unparsable answers: 0.805 of the test answers (0.800–0.811 by trial)"  # the test split's, not training's
+    assert text in (tmp_path / "ceiling" / "report.html").read_text(encoding="utf-8")
+    build_answer(tmp_path)
+    assert text in (tmp_path / "answer.html").read_text(encoding="utf-8")
+    _print_summary(summary, str(tmp_path / "ceiling"))
+    assert text in capsys.readouterr().out

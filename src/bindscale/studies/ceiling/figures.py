@@ -54,6 +54,8 @@ from .verdicts import (VERDICT_METRIC, constraint_satisfaction_plateaus, prepare
 CLAIM = CLAIMS[0]
 
 TITLES = {"sat": "Constraint satisfaction", "feas": "Feasibility", "gap": "Optimality gap"}
+#: Rows of the by-difficulty figure: the metrics, then the share of unparsable answers beside them.
+DIFFICULTY_ROWS = {**TITLES, "unparsable": "Unparsable answers"}
 COLOURS = {"colouring": "tab:blue", "knapsack": "tab:orange", "assignment": "tab:green"}
 METRIC_WORDS = {"sat": "satisfaction", "optimal": "optimal rate"}
 LABELS = {"sat": "test constraint satisfaction (share of constraints met)",
@@ -171,6 +173,7 @@ def _vs_params(df: pd.DataFrame, metric: str, fits: Mapping | None = None) -> st
     x = _x(sweep)
     fig, ax = new_figure()
     ns: list = []
+    unparsable = False
     for f in FAMILIES:
         col = f"{metric}_{f}"
         if col not in sweep or sweep[col].isna().all():
@@ -196,6 +199,7 @@ def _vs_params(df: pd.DataFrame, metric: str, fits: Mapping | None = None) -> st
             r = random_level(sweep, f, metric)
             if math.isfinite(r):
                 ax.axhline(r, color=COLOURS[f], linestyle=":", linewidth=1)
+            unparsable |= _draw_unparsable(ax, sweep, x, f)
     if not ns:
         return None
     lm = _lm_points(ax, rows, metric, float(sweep[x].max()))
@@ -207,10 +211,27 @@ def _vs_params(df: pd.DataFrame, metric: str, fits: Mapping | None = None) -> st
         ax.axhspan(0.55, 0.60, color="grey", alpha=0.12)  # the hypothesised ceiling
     quals = [ci_note(ns)] + (["solid: a - b·N^-c, dashed: 1 - b·N^-c"] if fits is not None else []) + (
         ["band: the verdict's asymptote 95% bootstrap interval"] if fits is not None and metric == "feas" else []) + (
-        ["grey: the hypothesised 55-60%", "dotted: uniform-random answers"] if metric != "gap" else [])
+        ["grey: the hypothesised 55-60%", "dotted: uniform-random answers"] if metric != "gap" else []) + (
+        [UNPARSABLE_NOTE] if unparsable else [])
     titled(ax, f"{TITLES[metric]} vs parameters per family", quals)
     legend(ax)
     return to_base64(fig)
+
+
+#: The title's words for the unparsable share drawn beside a generated-answer metric.
+UNPARSABLE_NOTE = "dash-dot ×: share of unparsable answers"
+
+
+def _draw_unparsable(ax, rows: pd.DataFrame, x: str, family: str) -> bool:
+    """The family's share of unparsable test answers (``unparsable_<family>``, mean over seeds) beside its metric,
+    dash-dot with × markers in the family's colour: a low satisfaction or feasibility that is mostly unparsable
+    output reads as such (issue 34, item 6). False where the trials have no such column."""
+    col = f"unparsable_{family}"
+    if col not in rows or rows[col].isna().all():
+        return False
+    s = seed_summary(rows[[x, "seed", col]].dropna(), x, col)
+    ax.plot(s[x], s["mean"], color=COLOURS[family], ls="-.", marker="x", lw=0.9, ms=5, alpha=0.8)
+    return True
 
 
 def fig_sat_vs_params(df: pd.DataFrame) -> str | None:
@@ -275,7 +296,7 @@ def _difficulty_rows(sweep: pd.DataFrame, x: str) -> pd.DataFrame:
             if isinstance(r, dict) and r.get("split") in ("test", "heldout") and r.get("family") in FAMILIES:
                 out.append({"size": float(size), "seed": seed, "family": r["family"], "split": r["split"],
                             "difficulty": pd.to_numeric(r.get("difficulty"), errors="coerce"),
-                            **{m: pd.to_numeric(r.get(m), errors="coerce") for m in TITLES}})
+                            **{m: pd.to_numeric(r.get(m), errors="coerce") for m in DIFFICULTY_ROWS}})
     return pd.DataFrame(out).dropna(subset=["difficulty"]) if out else pd.DataFrame()
 
 
@@ -290,15 +311,16 @@ def fig_by_difficulty(df: pd.DataFrame) -> str | None:
         return None
     fams = [f for f in FAMILIES if f in set(long["family"])]
     sizes = sorted(long["size"].unique())
-    fig = Figure(figsize=(FIGSIZE[0], 1.0 + 1.9 * len(TITLES)), dpi=100, layout="constrained")
+    rows_drawn = {m: t for m, t in DIFFICULTY_ROWS.items() if m in TITLES or long[m].notna().any()}
+    fig = Figure(figsize=(FIGSIZE[0], 1.0 + 1.9 * len(rows_drawn)), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(len(TITLES), len(fams), squeeze=False, sharex=True)
+    axes = fig.subplots(len(rows_drawn), len(fams), squeeze=False, sharex=True)
     colours = [_size_colour(i, len(sizes)) for i in range(len(sizes))]
     ns: list = []
     for j, f in enumerate(fams):
         g = long[long["family"] == f]
         trained = g.loc[g["split"] == "test", "difficulty"]
-        for i, m in enumerate(TITLES):
+        for i, m in enumerate(rows_drawn):
             ax = axes[i, j]
             ax.grid(True, alpha=0.3)
             for size, colour in zip(sizes, colours):
@@ -316,13 +338,14 @@ def fig_by_difficulty(df: pd.DataFrame) -> str | None:
             if i == 0:
                 ax.set_title(f, fontsize=SMALL + 2)
             if j == 0:
-                ax.set_ylabel(TITLES[m].lower(), fontsize=SMALL + 1)
-            if i == len(TITLES) - 1:
+                ax.set_ylabel(rows_drawn[m].lower(), fontsize=SMALL + 1)
+            if i == len(rows_drawn) - 1:
                 ax.set_xlabel("difficulty", fontsize=SMALL + 1)
                 ax.set_xticks(sorted(g["difficulty"].unique()))
     if not ns:
         return None
-    fig.suptitle(f"Metrics by difficulty per family, one line per size\n({ci_note(ns)})", fontsize=11)
+    fig.suptitle(f"Metrics{' and unparsable answers' if 'unparsable' in rows_drawn else ''} by difficulty per family, "
+                 f"one line per size\n({ci_note(ns)})", fontsize=11)
     legend(axes[0, 0], ncol=len(sizes), title="non-embedding parameters")
     return to_base64(fig)
 
@@ -361,7 +384,8 @@ def figures(study: Any = None, verdicts: Sequence[Mapping[str, Any]] | None = No
                                   "the hypothesis names, not the verdict's) against non-embedding parameters per "
                                   "family, both fits drawn (no bootstrap), up to the largest model; stars are real "
                                   "models on the same instances; grey: the hypothesised 55-60% ceiling (no primary "
-                                  "source); dotted: uniform-random answers on the same instances." + DEFINITIONS),
+                                  "source); dotted: uniform-random answers on the same instances; dash-dot with ×: the share of "
+                                  "unparsable answers (which meet no constraint)." + DEFINITIONS),
         "ceiling_feas_vs_params": (partial(fig_feas_vs_params, fits=verdict_fits(verdicts), thresholds=thresholds),
                                    "Test feasibility (every constraint met: the verdict's metric, the source's kind) "
                                    "against parameters per family, both fits drawn up to the largest model; for each "
@@ -369,14 +393,16 @@ def figures(study: Any = None, verdicts: Sequence[Mapping[str, Any]] | None = No
                                    "squares, since its empty answer is feasible) the fit is the verdict's and the "
                                    "band at the right is its asymptote with the 95% bootstrap interval over seeds "
                                    "the verdict prints; grey: the hypothesised 55-60%; dotted: uniform-random "
-                                   "answers (ConstraintBench: best model 65.0%, none of six frontier LLMs above "
+                                   "answers; dash-dot with ×: the share of unparsable answers (never feasible) "
+                                   "(ConstraintBench: best model 65.0%, none of six frontier LLMs above "
                                    "30.5% on joint feasibility and optimality)."),
         "ceiling_gap_vs_params": (fig_gap_vs_params, "Relative optimality gap among feasible answers against "
                                   "parameters per family (0 = optimal)."),
         "ceiling_sat_vs_data": (fig_sat_vs_data, "Test constraint satisfaction against training instances per "
                                 "family (the data axis), both fits drawn."),
-        "ceiling_by_difficulty": (fig_by_difficulty, "Test constraint satisfaction, feasibility and optimality gap "
-                                  "(among feasible answers) against the difficulty knob per family, one line per "
+        "ceiling_by_difficulty": (fig_by_difficulty, "Test constraint satisfaction, feasibility, optimality gap "
+                                  "(among feasible answers) and the share of unparsable answers against the "
+                                  "difficulty knob per family, one line per "
                                   "model size of the size sweep (mean over seeds); the last difficulty, shaded, "
                                   "is the held-out one, harder than any trained on."),
     }
