@@ -22,7 +22,7 @@ from .checkpoints import MODEL_DIR
 from .config import StudyConfig, TrialBase, resolve_study
 from .errors import ConfigError
 from .lock import RunLock
-from .options import RETRIES, available_cores, check_out, check_run
+from .options import RETRIES, available_cores, check_run
 from .plan import replaced_study_note, study_yaml
 from .progress import TrainingProgress, console as progress_console
 from .records import RECORD_DIR, load_records, records_table, write_results
@@ -191,7 +191,16 @@ def run_all(out: "str | Path", quick: bool = False, console: Console | None = No
         raise ConfigError("--out: empty path; give a directory for the runs")
     names = registry.run_order()  # headline first
     studies = {name: resolve_study(name, quick=quick) for name in names}
-    store = check_out(out, kwargs.get("executor"))  # before the studies' checks import torch
+    # Every option a study's run would refuse, before the studies' checks import torch and before the
+    # directory and its lock are made (a refused `run all` writes nothing).
+    store = check_run(out, kwargs.get("executor"), kwargs.get("retries", RETRIES), kwargs.get("address"),
+                      kwargs.get("workers"))
+    from .sweep import resolve_device  # torch
+
+    try:
+        resolve_device(kwargs.get("device", "auto"))
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
     for study in studies.values():
         study.plugin.check_trials(study.trials())
     summaries = {}
