@@ -165,3 +165,31 @@ def test_the_synthesis_names_every_side_with_its_claims(page):
         for c in data["claims"]:
             if c["side"] == side:
                 assert f'href="#{c["claim"]}"' in block and "smoke test: " in block
+
+
+def test_partial_anchors_and_a_plain_relation_word_render(tmp_path, monkeypatch):
+    """Rows whose anchor lacks most keys (a source with no number: its sentence), whose relation is a bare word,
+    or that have none: the page is written and says what it has."""
+    import bindscale.answer as answer
+
+    (tmp_path / "scaling").mkdir()
+    verdicts = [{"claim": c, "verdict": "supported", "statistic": "s", "value": 0.5, "ci_low": 0.4, "ci_high": 0.6,
+                 "n_trials": 8, "details": {}} for c in ("scaling", "binding", "hull")]
+    (tmp_path / "scaling" / "summary.json").write_text(json.dumps({"study": "scaling", "verdicts": verdicts}))
+    real = answer.collect
+
+    def rows(run_dir):
+        data = real(run_dir)
+        extra = {"scaling": {"anchor": {"quote": "scaling can lead to compositional generalization"},
+                             "relation": "not comparable"},
+                 "binding": {"anchor": {"number": 2, "unit": "x fewer parameters"}, "relation": {"word": "reproduced"}}}
+        for c in data["claims"]:
+            c.update(extra.get(c["claim"], {}))
+        return data
+
+    monkeypatch.setattr(answer, "collect", rows)
+    build_answer(tmp_path)
+    html = (tmp_path / "answer.html").read_text(encoding="utf-8").replace("<wbr>", "")
+    assert "source: no number: “scaling can lead to compositional generalization”" in html
+    assert ">not comparable</span>" in html and ">reproduced</span>" in html
+    assert "source: 2 x fewer parameters" in html
