@@ -23,6 +23,7 @@ Skips without Chromium; fails instead under BINDSCALE_REQUIRE_BROWSER=1 (CI).
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import struct
@@ -193,3 +194,20 @@ def test_partial_anchors_and_a_plain_relation_word_render(tmp_path, monkeypatch)
     assert "source: no number: “scaling can lead to compositional generalization”" in html
     assert ">not comparable</span>" in html and ">reproduced</span>" in html
     assert "source: 2 x fewer parameters" in html
+
+
+def test_the_layout_check_finds_a_word_broken_inside_a_cell(tmp_path):
+    """The measuring script itself: "incon/clusiv/e" in a narrow cell is a broken word; breaks at <wbr>, at a
+    hyphen or between words are not; a cell whose text runs over its border is a spill."""
+    require_browser()
+    page = tmp_path / "p.html"
+    page.write_text(
+        '<!DOCTYPE html><html><body><table class="claims" style="table-layout:fixed;width:220px">'
+        '<tr id="a"><td style="width:60px;overflow-wrap:anywhere">inconclusive</td>'
+        '<td style="width:100px">length_<wbr>transfer_<wbr>exists in-distribution held-out</td>'
+        '<td style="width:60px;white-space:nowrap">0.0294 [0.0220, 0.140]</td></tr></table>'
+        f'<img style="width:123px" src="data:image/png;base64,{base64.b64encode(png(20, 10)).decode()}">'
+        '</body></html>', encoding="utf-8")
+    got = layout_by_width([page], (800,))[(str(page), 800)]
+    assert got["broken"] == ["inconclusive"] and got["rows"] == 1 and got["figures"] == [123]
+    assert len(got["spills"]) == 1 and got["spills"][0].startswith("0.0294")
