@@ -38,7 +38,7 @@ binding mechanism built in. Polar beating structural says that structure is pres
 with model size says scale brings it.
 """
 
-from bindscale.kit import Claim, Gate, StudyPlugin
+from bindscale.kit import Anchor, Claim, Gate, StudyPlugin
 
 _POLAR = ('Diego-Simón, D\'Ascoli, Chemla, Lakretz, King 2024, "A polar coordinate system represents syntax in '
           'large language models" (NeurIPS); Hewitt & Manning 2019, "A structural probe for finding syntax in '
@@ -76,9 +76,27 @@ CHAIN_GATE = Gate(
 _GATE_LEVELS = {"max_excess_loss": (0.0, 5.0), "min_uuas_over_chain": (-1.0, 1.0)}
 _GATE_DEFAULTS = {"max_excess_loss": 0.05, "min_uuas_over_chain": 0.01}
 
+#: The source's headline (issue 34, item 1): PolarProbe's evaluation on UD English EWT as this study records it
+#: (:data:`.verdicts.ANCHOR_LAS`), per sentence with punctuation (the convention bindscale's deciding number uses).
+_POLAR_CITATION = "Diego-Simón et al. 2024, NeurIPS (PolarProbe's evaluation, UD English EWT test)"
+ANCHORS = {
+    "polar_beats_structural": Anchor(
+        citation=_POLAR_CITATION,
+        metric="labelled attachment score of the polar vs the distance-only structural probe, each at its best layer",
+        model_size="a 7B-parameter pretrained LM", params=7e9, number=70.1, unit="% LAS",
+        says="LAS 70.1 (polar probe) vs 51.1 (structural probe), x1.37",
+        statistics=("polar_minus_structural_las_pp_net_of_untrained_largest_model",)),
+    "geometry_grows_with_scale": Anchor(
+        citation=_POLAR_CITATION,
+        metric="polar-probe LAS of one trained vs an untrained model (no trend with size reported: the growth is bindscale's hypothesis)",
+        model_size="a 7B-parameter pretrained LM", params=7e9, number=70.1, unit="% LAS",
+        says="polar LAS 70.1 (7B model) vs 5.7 (untrained model)"),
+}
+
 CLAIMS = (
     Claim(
         name="polar_beats_structural",
+        anchor=ANCHORS["polar_beats_structural"],
         title="Does a polar probe read syntax better than a structural one? (PolarProbe)",
         source=_POLAR, side="scale_suffices",
         statement=("Diego-Simón et al. 2024: language models code a dependency's type and direction by the "
@@ -109,6 +127,7 @@ CLAIMS = (
     ),
     Claim(
         name="geometry_grows_with_scale",
+        anchor=ANCHORS["geometry_grows_with_scale"],
         title="Does the polar syntax geometry grow with model size? (bindscale's working hypothesis)",
         source=_SEED_GROWTH, side="scale_suffices",
         statement=("bindscale's working hypothesis, not a claim of Diego-Simón et al. 2024 (who find the polar code in "
