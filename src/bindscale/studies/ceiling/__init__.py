@@ -37,7 +37,8 @@ _SOURCE = ("bindscale's working hypothesis (no primary source for '55-60% constr
 #: The claimed 55-60% plateau has no primary source; ConstraintBench reports no size sweep.
 ANCHORS = {
     "constraint_satisfaction_plateaus": Anchor(
-        citation="ConstraintBench, arXiv 2602.22465 (nearest primary source; the 55-60% plateau has none)",
+        citation="Tso et al. 2026, ConstraintBench, arXiv 2602.22465 (abstract; nearest primary source: the 55-60% plateau has none)",
+        quote="The best model achieves only 65.0% constraint satisfaction, yet feasible solutions average 89 to 96% of the Gurobi-optimal objective.",
         metric="best constraint satisfaction of six frontier LLMs on 200 constrained-optimisation tasks, no size sweep",
         model_size="six frontier LLMs (sizes not disclosed)", number=65.0, unit="%",
         says="65.0% constraint satisfaction (best of 6 frontier LLMs); none above 30.5% on joint feasibility and optimality"),

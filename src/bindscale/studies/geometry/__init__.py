@@ -78,19 +78,23 @@ _GATE_DEFAULTS = {"max_excess_loss": 0.05, "min_uuas_over_chain": 0.01}
 
 #: The source's headline (issue 34, item 1): PolarProbe's evaluation on UD English EWT as this study records it
 #: (:data:`.verdicts.ANCHOR_LAS`), per sentence with punctuation (the convention bindscale's deciding number uses).
-_POLAR_CITATION = "Diego-Simón et al. 2024, NeurIPS (PolarProbe's evaluation, UD English EWT test)"
+_POLAR_CITATION = "Diego-Simón et al. 2024, NeurIPS (abstract; LAS from PolarProbe's evaluation, UD English EWT test)"
 ANCHORS = {
     "polar_beats_structural": Anchor(
         citation=_POLAR_CITATION,
         metric="labelled attachment score of the polar vs the distance-only structural probe, each at its best layer",
         model_size="a 7B-parameter pretrained LM", params=7e9, number=70.1, unit="% LAS",
         says="LAS 70.1 (polar probe) vs 51.1 (structural probe), x1.37",
+        quote=("our Polar Probe successfully recovers the type and direction of syntactic relations, and "
+               "substantially outperforms the Structural Probe by nearly two folds"),
         statistics=("polar_minus_structural_las_pp_net_of_untrained_largest_model",)),
     "geometry_grows_with_scale": Anchor(
-        citation=_POLAR_CITATION,
-        metric="polar-probe LAS of one trained vs an untrained model (no trend with size reported: the growth is bindscale's hypothesis)",
-        model_size="a 7B-parameter pretrained LM", params=7e9, number=70.1, unit="% LAS",
-        says="polar LAS 70.1 (7B model) vs 5.7 (untrained model)"),
+        citation="Diego-Simón et al. 2024, NeurIPS (abstract)",
+        metric=("precision of the polar code across pretrained LLMs, newer frontier models against older ones (not "
+                "a controlled size sweep; no growth figure is cited)"),
+        model_size="many pretrained LLMs, up to frontier models (the largest's size not cited here)",
+        quote=("this polar coordinate system exists in a low-dimensional subspace of the intermediate layers of "
+               "many LLMs and becomes increasingly precise in the latest frontier models")),
 }
 
 CLAIMS = (
