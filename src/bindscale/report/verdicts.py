@@ -528,7 +528,12 @@ def compute_verdicts(
             details["caveat"] = (f"{details['caveat']}; " if ambiguous else "") + (f"{spc} seeds in a deciding cell, fewer than {CONCLUSIVE_SEEDS}: the interval is "
                                  "an honest t / bootstrap interval but wide and not for conclusions (quick runs, "
                                  "or seeds removed by one of the study's filters)")
-        v = _verdict(name, stat, verdict, triple, n, details, anchors.get(name), claim.statement)
+        # The reference is the source's headline (the claim's Anchor); a study file's own note (a pilot's
+        # numbers) is kept beside it, never in its place.
+        reference = claim.anchor.text if getattr(claim, "anchor", None) is not None else anchors.get(name)
+        if anchors.get(name) and reference != anchors[name]:
+            details["study_file_note"] = anchors[name]
+        v = _verdict(name, stat, verdict, triple, n, details, reference, claim.statement)
         v.update(statistic_text=claim.statistic, title=claim.title, source=claim.source, side=claim.side,
                  study_kind=plugin.kind)
         out.append(v)
