@@ -144,7 +144,7 @@ def degenerate(cells: list[np.ndarray], discrete: bool = False) -> str | None:
 
 
 def deciding_cell(cell: Mapping[str, Any], n: int, gated: bool | Sequence[str] = True,
-                  dropped: str | None = None) -> dict[str, Any]:
+                  dropped: str | None = None, seeds: Sequence[Any] | None = None) -> dict[str, Any]:
     """One deciding cell as a rule reports it in ``details["deciding_cells"]`` (a list of these).
 
     ``cell``: the config columns and values that pick its trials out of the results table (say
@@ -156,10 +156,14 @@ def deciding_cell(cell: Mapping[str, Any], n: int, gated: bool | Sequence[str] =
     learn, e.g. an untrained twin or a random mask), or the gates' metric names that apply (an arm
     without an auxiliary task has no auxiliary fit). ``dropped``: why the rule left out ok seeds of the
     cell, in words (e.g. "below the accuracy filter"); by default they are ok records whose value is NaN.
+    ``seeds``: the seeds the rule used, when it chose among the cell's ok seeds (a per-seed filter): the
+    gates then read those seeds only (the others count against ``min_seeds`` already).
     """
     out: dict[str, Any] = {"cell": {str(k): _py(v) for k, v in cell.items()}, "n": int(n)}
     if dropped:
         out["dropped"] = str(dropped)
+    if seeds is not None:
+        out["seeds"] = sorted(_py(s) for s in seeds)
     if gated is not True:
         out["gated"] = list(gated) if gated else []
     return out
@@ -258,6 +262,8 @@ def gate_check(ok: pd.DataFrame, cells: list[Mapping[str, Any]], gates: Sequence
             if label in fits:
                 continue
             rows = _matching(ok, entry["cell"])
+            if entry.get("seeds") is not None and "seed" in rows:
+                rows = rows[pd.to_numeric(rows["seed"], errors="coerce").isin(entry["seeds"])]
             vals = (pd.to_numeric(rows[gate.metric], errors="coerce").to_numpy(float)
                     if gate.metric in rows else np.array([]))
             vals = vals[np.isfinite(vals)]
