@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from . import registry
+from .anchors import RULE as RELATION_RULE
+from .anchors import relation
 from .config import resolve_study
 from .errors import BindscaleError
 from .rundir import load_run_study
@@ -149,9 +151,60 @@ def _seeds(details: dict) -> Any:
     return spc if isinstance(spc, int) else None
 
 
+#: Columns of a results table that hold a trial's parameter count, first found first used.
+PARAM_COLUMNS = ("n_params",)
+#: Keys of a verdict's details that hold the largest model's parameter count (where the table has none).
+PARAM_DETAILS = ("largest_model_params",)
+
+
+def run_params(sub: RunStore, verdicts: list[dict] | None = None) -> float | None:
+    """Parameter count of the largest model the run trained: the largest ``n_params`` among the ok rows of
+    its ``results.parquet``; else the largest :data:`PARAM_DETAILS` value a verdict's details carry; else None.
+    """
+    if sub.exists("results.parquet"):
+        try:
+            import io
+
+            import pandas as pd
+
+            df = pd.read_parquet(io.BytesIO(sub.read_bytes("results.parquet")))
+            if "status" in df.columns:
+                df = df[df["status"].astype(str) == "ok"]
+            for col in PARAM_COLUMNS:
+                if col in df.columns:
+                    vals = pd.to_numeric(df[col], errors="coerce").dropna()
+                    vals = vals[vals > 0]
+                    if len(vals):
+                        return float(vals.max())
+        except (OSError, ValueError, ImportError):
+            pass
+    found = [float(d[k]) for v in verdicts or () for d in [v.get("details") or {}] for k in PARAM_DETAILS
+             if isinstance(d.get(k), (int, float)) and d[k] > 0]
+    return max(found) if found else None
+
+
+def _finding(v: dict, details: dict) -> str:
+    """The verdict's reason (its finding in words); where a rule gave none, the number it decided on."""
+    reason = details.get("reason")
+    if reason:
+        return str(reason)
+    value = v.get("value")
+    if isinstance(value, (int, float)) and value == value:
+        lo, hi = v.get("ci_low"), v.get("ci_high")
+        ci = f" [{lo:.3g}, {hi:.3g}]" if all(isinstance(x, (int, float)) and x == x for x in (lo, hi)) else ""
+        return f"no reason recorded: {v.get('statistic')} {value:.3g}{ci}"
+    return f"no reason recorded and no number: {v.get('verdict')}"
+
+
 def collect(run_dir: "str | Path") -> dict[str, Any]:
     """The answer's data from the study runs in ``run_dir``: one entry per built-in study (run or not),
-    one row per claim of each run study (see ``answer.json``)."""
+    one row per claim of each run study (see ``answer.json``).
+
+    Each claim row carries, beside the verdict: ``reason`` (the finding in words, as the rule wrote it),
+    ``rule`` (the definition of the deciding statistic, the claim's ``statistic`` text: for a details
+    element, never the table cell), ``anchor`` (the source's headline, :meth:`bindscale.study.Anchor.as_dict`,
+    or None for a claim without one), ``params`` (the largest model the run trained, :func:`run_params`)
+    and ``relation`` (``{"word", "why"}``, :func:`bindscale.anchors.relation`)."""
     store = RunStore.of(run_dir)
     studies: dict[str, dict] = {}
     claims: list[dict] = []
@@ -169,23 +222,30 @@ def collect(run_dir: "str | Path") -> dict[str, Any]:
                          "n_failed": summary.get("n_failed"), "n_diverged": summary.get("n_diverged"),
                          "quick": bool(summary.get("quick")), "generated": summary.get("generated")}
         by_name = {c.name: c for c in plugin.claims}
+        params = run_params(sub, summary.get("verdicts"))
+        studies[name]["largest_model_params"] = params
         for v in summary.get("verdicts", []):
             c = by_name.get(v["claim"])
             details = v.get("details") or {}
             figure = next((f for f in (c.figures if c else ()) if sub.exists(f"figures/{f}.png")), None)
-            claims.append({
+            rule = v.get("statistic_text") or (c.statistic if c else "")
+            anchor = c.anchor if c else None
+            row = {
                 "study": name, "claim": v["claim"], "title": v.get("title") or (c.title if c else v["claim"]),
                 "source": v.get("source") or (c.source if c else ""), "statement": v.get("statement"),
                 "side": v.get("side") or (c.side if c else ""), "verdict": v["verdict"],
                 "statistic": v.get("statistic"), "statistic_text": v.get("statistic_text") or (c.statistic if c else ""),
                 "value": v.get("value"), "ci_low": v.get("ci_low"),
                 "ci_high": v.get("ci_high"), "n_trials": v.get("n_trials"), "seeds_per_cell": _seeds(details),
-                "reason": details.get("reason"), "caveat": details.get("caveat"),
+                "reason": _finding(v, details), "rule": rule, "caveat": details.get("caveat"),
                 "gates": gate_lines(details),
                 "firm": status == "firm", "run_status": status,
                 "figure": f"{name}/figures/{figure}.png" if figure else None,
                 "report": f"{name}/report.html#claim-{v['claim']}",
-            })
+                "anchor": anchor.as_dict() if anchor is not None else None, "params": params,
+            }
+            row["relation"] = relation(row, anchor, params)
+            claims.append(row)
     order = list(SIDES)
     claims.sort(key=lambda c: order.index(c["side"]) if c["side"] in order else len(order))  # stable: study order
     syn = synthesis(claims)
@@ -196,7 +256,7 @@ def collect(run_dir: "str | Path") -> dict[str, Any]:
         "smoke_tests": [n for n, s in studies.items() if s["run"] and s["status"] != "firm"],
     }
     return {"question": QUESTION, "generated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "rules": list(RULES), "sides": dict(SIDES), "studies": studies, "claims": claims,
+            "rules": list(RULES), "relation_rule": RELATION_RULE, "sides": dict(SIDES), "studies": studies, "claims": claims,
             "synthesis": syn, "missing": missing}
 
 

@@ -3,7 +3,7 @@
 A study (``bindscale/studies/<name>/`` or a third-party package, see :mod:`bindscale.registry`) imports
 from here and from its own folder, never a private (underscore) name of the core::
 
-    from bindscale.kit import Claim, StudyPlugin                 # __init__.py: the claims and the plugin
+    from bindscale.kit import Anchor, Claim, StudyPlugin         # __init__.py: the claims, their sources' anchors, the plugin
     from bindscale.kit import TrialBase, StrictModel             # config.py: the trial config
     from bindscale.kit import TrialResult                        # trial.py: one result per trial
     from bindscale.kit import Verdict, ok_rows, decide, ci_entry # verdicts.py: one rule per claim
@@ -34,11 +34,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from .config import StrictModel, TrialBase
-from .study import INCONCLUSIVE, NOT_SUPPORTED, SIDES, SUPPORTED, Claim, Gate, Study, StudyPlugin, Verdict
+from .study import INCONCLUSIVE, NOT_SUPPORTED, SIDES, SUPPORTED, Anchor, Claim, Gate, Study, StudyPlugin, Verdict
 
 __all__ = [
     # the plugin and its claims
-    "Claim", "Gate", "Study", "StudyPlugin", "SIDES",
+    "Anchor", "Claim", "Gate", "Study", "StudyPlugin", "SIDES",
     # trial configs and results
     "StrictModel", "TrialBase", "TrialResult",
     # verdicts

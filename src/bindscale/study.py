@@ -172,6 +172,82 @@ def gate_lines(details: Mapping[str, Any]) -> list[str]:
 
 
 @dataclass(frozen=True)
+class Anchor:
+    """The source's headline result for a claim, as the source states it: what the answer page shows
+    beside bindscale's deciding number (issue 34, item 1).
+
+    Where the source gives a number, ``number`` holds it in the source's own unit (``70.1`` with unit
+    ``"% LAS"``, not 0.701); where it gives none, ``number`` is None and ``quote`` holds the sentence
+    that states the result. A quote is the source's wording; where that wording could not be checked
+    against the source, ``paraphrase=True`` and the text says "paraphrase". Nothing here is computed by
+    bindscale except where a field says so (a parameter count derived from a stated architecture).
+
+    Attributes:
+        citation: authors, year, venue or arXiv id.
+        metric: what the number (or the quoted sentence) measures, in the source's terms.
+        model_size: the source's models in words ("a 7B-parameter LM", "2-layer LSTM, 200 units").
+        params: parameter count of the source's largest model that the headline comes from, for the
+            scale comparison of :mod:`bindscale.anchors`; None where the source does not state it (the
+            relation is then "not comparable": a scale that cannot be compared is not comparable).
+        number: the headline number in the source's unit, or None (then ``quote`` is required).
+        unit: the number's unit ("%", "% LAS", "R²"); "" for a quote.
+        quote: the sentence stating the result (required when ``number`` is None; may accompany a number).
+        paraphrase: True when ``quote`` is bindscale's paraphrase, not verified wording.
+        says: the number as the source puts it, when it is more than one figure ("LAS 70.1 (polar) vs
+            51.1 (structural)"); "" to print ``number`` and ``unit``.
+        statistics: identifiers of bindscale's deciding statistics (a rule's ``Verdict.statistic``) that
+            measure the source's metric, so that the two numbers can be read side by side; empty when
+            bindscale decides the claim on another measure (the relation is then "not comparable").
+
+    Raises:
+        ValueError: neither a finite number nor a quote; a number that is not finite; params not positive.
+    """
+
+    citation: str
+    metric: str
+    model_size: str
+    params: float | None = None
+    number: float | None = None
+    unit: str = ""
+    quote: str | None = None
+    paraphrase: bool = False
+    says: str = ""
+    statistics: Sequence[str] = ()
+
+    def __post_init__(self) -> None:
+        import math
+
+        if self.number is None and not (self.quote or "").strip():
+            raise ValueError(f"anchor ({self.citation}): give the source's number, or quote its sentence")
+        if self.number is not None and not math.isfinite(float(self.number)):
+            raise ValueError(f"anchor ({self.citation}): number {self.number!r} is not finite")
+        if self.params is not None and not float(self.params) > 0:
+            raise ValueError(f"anchor ({self.citation}): params {self.params!r} must be a positive count")
+
+    @property
+    def text(self) -> str:
+        """One line a reader sees: the result (``says``, else number, unit and metric), the model size and
+        the citation: "LAS 70.1 (polar probe) vs 51.1 (structural probe), x1.37 — a 7B-parameter pretrained LM;
+        Diego-Simón et al. 2024 ..."; without a number: 'no number; quote: "…" — ...' (or 'no number;
+        paraphrase: … — ...'). The metric is its own field (``metric``), beside the line.
+        """
+        if self.number is not None:
+            head = self.says or f"{self.number:g}{self.unit if self.unit.startswith('%') else ' ' + self.unit} {self.metric}"
+        else:
+            head = (f"no number; paraphrase: {self.quote}" if self.paraphrase
+                    else f"no number; quote: \u201c{self.quote}\u201d")
+        return f"{head} — {self.model_size}; {self.citation}"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The anchor as ``answer.json`` carries it: number, unit, metric, model_size, params, citation,
+        quote, paraphrase, text."""
+        return {"number": None if self.number is None else float(self.number), "unit": self.unit,
+                "metric": self.metric, "model_size": self.model_size,
+                "params": None if self.params is None else float(self.params), "citation": self.citation,
+                "quote": self.quote, "paraphrase": self.paraphrase, "text": self.text}
+
+
+@dataclass(frozen=True)
 class Claim:
     """One published claim a study tests, and how its verdict is decided.
 
@@ -196,6 +272,9 @@ class Claim:
         retired: thresholds of earlier rules, dropped when an old study file is loaded.
         gates: :class:`Gate`\\s: the fit on their training distribution the deciding models must reach
             before the claim is decided (every built-in claim has at least one).
+        anchor: the source's headline result as the source states it (:class:`Anchor`), shown beside
+            bindscale's deciding number with the relation :func:`bindscale.anchors.relation` decides
+            (every built-in claim has one; None only for a third-party claim that gives none).
     """
 
     name: str
@@ -212,6 +291,7 @@ class Claim:
     aliases: Sequence[str] = ()
     retired: Sequence[str] = ()
     gates: Sequence[Gate] = ()
+    anchor: Anchor | None = None
 
     def __post_init__(self) -> None:
         for gate in self.gates:

@@ -176,3 +176,14 @@ def test_the_reason_says_what_each_missed_gate_means():
                              "the tree than the linear chain")
     reason, _ = gate_check(df.assign(acc_id=1.0), _cells(df), [GATE, chain], {"min_id": 0.95, "max_excess": 0.1})
     assert "did not learn" not in reason and "linear chain" in reason
+
+
+def test_a_rule_that_filters_seeds_is_gated_on_the_seeds_it_used():
+    """A per-seed filter (modularity keeps the base networks that learned) leaves the gate to those seeds; the
+    dropped ones count against min_seeds instead."""
+    df = _table(fit_small=0.99)
+    df.loc[(df["width"] == 16) & (df["seed"] < 2), "acc_id"] = 0.5  # two seeds did not learn: cell mean 0.87
+    plain = _cells(df)
+    assert gate_check(df, plain, [GATE], {"min_id": 0.95})[0] is not None
+    used = [deciding_cell({"width": 16}, 6, seeds=range(2, 8)), deciding_cell({"width": 64}, 8, seeds=range(8))]
+    assert gate_check(df, used, [GATE], {"min_id": 0.95})[0] is None

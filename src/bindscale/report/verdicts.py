@@ -144,7 +144,7 @@ def degenerate(cells: list[np.ndarray], discrete: bool = False) -> str | None:
 
 
 def deciding_cell(cell: Mapping[str, Any], n: int, gated: bool | Sequence[str] = True,
-                  dropped: str | None = None) -> dict[str, Any]:
+                  dropped: str | None = None, seeds: Sequence[Any] | None = None) -> dict[str, Any]:
     """One deciding cell as a rule reports it in ``details["deciding_cells"]`` (a list of these).
 
     ``cell``: the config columns and values that pick its trials out of the results table (say
@@ -156,10 +156,14 @@ def deciding_cell(cell: Mapping[str, Any], n: int, gated: bool | Sequence[str] =
     learn, e.g. an untrained twin or a random mask), or the gates' metric names that apply (an arm
     without an auxiliary task has no auxiliary fit). ``dropped``: why the rule left out ok seeds of the
     cell, in words (e.g. "below the accuracy filter"); by default they are ok records whose value is NaN.
+    ``seeds``: the seeds the rule used, when it chose among the cell's ok seeds (a per-seed filter): the
+    gates then read those seeds only (the others count against ``min_seeds`` already).
     """
     out: dict[str, Any] = {"cell": {str(k): _py(v) for k, v in cell.items()}, "n": int(n)}
     if dropped:
         out["dropped"] = str(dropped)
+    if seeds is not None:
+        out["seeds"] = sorted(_py(s) for s in seeds)
     if gated is not True:
         out["gated"] = list(gated) if gated else []
     return out
@@ -242,6 +246,9 @@ def gate_check(ok: pd.DataFrame, cells: list[Mapping[str, Any]], gates: Sequence
     "cells": {cell label: fit}, "missed": [labels]}]}`` for the report.
     """
     report, missed, why = [], [], []
+    # A cell is named by the columns that tell the deciding cells apart (a rule may pin a dozen settings).
+    keys = [k for k in dict.fromkeys(k for e in cells for k in e["cell"])
+            if len({repr(e["cell"].get(k)) for e in cells}) > 1] if len(cells) > 1 else None
     for gate in gates:
         level = float(levels[gate.threshold])
         fits: dict[str, float | None] = {}
@@ -250,10 +257,13 @@ def gate_check(ok: pd.DataFrame, cells: list[Mapping[str, Any]], gates: Sequence
             gated = entry.get("gated", True)
             if gated is not True and gate.metric not in gated:
                 continue
-            label = _cell_label(entry["cell"])
+            label = _cell_label({k: v for k, v in entry["cell"].items() if keys is None or k in keys}
+                                or entry["cell"])
             if label in fits:
                 continue
             rows = _matching(ok, entry["cell"])
+            if entry.get("seeds") is not None and "seed" in rows:
+                rows = rows[pd.to_numeric(rows["seed"], errors="coerce").isin(entry["seeds"])]
             vals = (pd.to_numeric(rows[gate.metric], errors="coerce").to_numpy(float)
                     if gate.metric in rows else np.array([]))
             vals = vals[np.isfinite(vals)]
@@ -524,7 +534,12 @@ def compute_verdicts(
             details["caveat"] = (f"{details['caveat']}; " if ambiguous else "") + (f"{spc} seeds in a deciding cell, fewer than {CONCLUSIVE_SEEDS}: the interval is "
                                  "an honest t / bootstrap interval but wide and not for conclusions (quick runs, "
                                  "or seeds removed by one of the study's filters)")
-        v = _verdict(name, stat, verdict, triple, n, details, anchors.get(name), claim.statement)
+        # The reference is the source's headline (the claim's Anchor); a study file's own note (a pilot's
+        # numbers) is kept beside it, never in its place.
+        reference = claim.anchor.text if getattr(claim, "anchor", None) is not None else anchors.get(name)
+        if anchors.get(name) and reference != anchors[name]:
+            details["study_file_note"] = anchors[name]
+        v = _verdict(name, stat, verdict, triple, n, details, reference, claim.statement)
         v.update(statistic_text=claim.statistic, title=claim.title, source=claim.source, side=claim.side,
                  study_kind=plugin.kind)
         out.append(v)

@@ -146,8 +146,10 @@ def test_verdict_dicts_have_exact_keys(planted):
         assert set(v) == KEYS
         assert v["verdict"] in {"supported", "not_supported", "inconclusive"}
         assert v["ci_low"] <= v["value"] <= v["ci_high"]
-    assert planted["scaling"]["reference"].startswith("pilot")
-    assert planted["binding"]["reference"] is None
+    # the source's headline (issue 34), the study file's pilot beside it
+    assert "Redhardt" in planted["scaling"]["reference"] and "pilot" not in planted["scaling"]["reference"]
+    assert planted["scaling"]["details"]["study_file_note"].startswith("pilot")
+    assert "Schug" in planted["binding"]["reference"]
 
 
 @pytest.mark.parametrize("claim", ["scaling", "decodability", "binding", "hull"])

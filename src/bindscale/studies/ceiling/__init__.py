@@ -27,15 +27,27 @@ Modules: :mod:`.problems` (generators, exact MILP labels, checker), :mod:`.data`
 :mod:`.baselines`, :mod:`.figures`, :mod:`.table`, :mod:`.plan`.
 """
 
-from bindscale.kit import Claim, Gate, StudyPlugin
+from bindscale.kit import Anchor, Claim, Gate, StudyPlugin
 
 _SOURCE = ("bindscale's working hypothesis (no primary source for '55-60% constraint satisfaction whatever the size' found); "
            "nearest primary sources: ConstraintBench, arXiv 2602.22465; Bernier et al. 2026, arXiv 2603.23004 "
            "(LLMs on optimal power flow)")
 
+#: The nearest primary source's headline (issue 34, item 1): ConstraintBench, as this module's docstring records it.
+#: The claimed 55-60% plateau has no primary source; ConstraintBench reports no size sweep.
+ANCHORS = {
+    "constraint_satisfaction_plateaus": Anchor(
+        citation="Tso et al. 2026, ConstraintBench, arXiv 2602.22465 (abstract; nearest primary source: the 55-60% plateau has none)",
+        quote="The best model achieves only 65.0% constraint satisfaction, yet feasible solutions average 89 to 96% of the Gurobi-optimal objective.",
+        metric="best constraint satisfaction of six frontier LLMs on 200 constrained-optimisation tasks, no size sweep",
+        model_size="six frontier LLMs (sizes not disclosed)", number=65.0, unit="%",
+        says="65.0% constraint satisfaction (best of 6 frontier LLMs); none above 30.5% on joint feasibility and optimality"),
+}
+
 CLAIMS = (
     Claim(
         name="constraint_satisfaction_plateaus",
+        anchor=ANCHORS["constraint_satisfaction_plateaus"],
         title="Do models plateau on constraint satisfaction whatever their size? (hypothesis; ConstraintBench as anchor)",
         source=_SOURCE, side="where_scale_stops",
         statement=("bindscale's working hypothesis (no primary source found): on constrained-optimisation problems, "

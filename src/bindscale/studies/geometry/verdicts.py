@@ -531,10 +531,12 @@ def geometry_grows_with_scale(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: i
     verdict = _decide(triple, float(p["margin"]))
     details["welch_interval_unpaired_for_reference"] = ci_entry(mean_diff_ci(cells[large], cells[small], n_boot, seed=seed),
                                                            cells[large].size + cells[small].size)
-    details["reason"] = (f"polar LAS of the trained minus the untrained model (PolarProbe convention, best dev layer "
-                         f"among layers >= 1) at {int(large):,} minus at {int(small):,} parameters, paired by seed over "
-                         f"{gain.size} seeds; supported when the interval lies above {p['margin']}, not supported when "
-                         f"below" + (f"; note: {rank_note}" if rank_note else ""))
+    where = {"supported": "above", "not_supported": "below"}.get(verdict, "on both sides of")
+    details["reason"] = (f"the polar probe's LAS net of the same model untrained (PolarProbe convention, best dev layer >= 1) "
+                         f"grows by {triple[0]:+.3f} [{triple[1]:+.3f}, {triple[2]:+.3f}] from {int(small):,} to "
+                         f"{int(large):,} parameters (mean {cells[small].mean():.3f} to {cells[large].mean():.3f}, "
+                         f"paired by seed over {gain.size} seeds): its interval lies {where} the margin {p['margin']}"
+                         + (f"; note: {rank_note}" if rank_note else ""))
     return Verdict(stat, verdict, triple, int(gain.size), details)
 
 

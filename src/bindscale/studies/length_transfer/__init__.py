@@ -14,7 +14,7 @@ lengths, but of an unrelated task, gives no extrapolation) marks a limit of data
 the seed's reading of that qualifier (no separate unrelated-auxiliary result of theirs is cited).
 """
 
-from bindscale.kit import Claim, Gate, StudyPlugin
+from bindscale.kit import Anchor, Claim, Gate, StudyPlugin
 
 _CAI = ('Cai et al. 2025, "Extrapolation by Association: Length Generalization Transfer in Transformers" '
         '(arXiv 2506.09251)')
@@ -35,9 +35,37 @@ GATES = (
 #: Decided at the largest (and smallest) planned size or not at all (review item 2).
 _G = (".verdicts:planned_size_guard",)
 
+#: The source's headline (issue 34, item 1): Cai et al.'s abstract (their transfer results are figures, no
+#: table). Model size: their from-scratch transformer, 6 layers x 6 heads, width 384 (about 10.6M non-embedding
+#: parameters by bindscale's count, 12 * layers * width²; the paper's own count is not cited here).
+_CAI_SIZE = ("from-scratch transformers, 6 layers x 6 heads, width 384, RoPE (about 10.6M non-embedding parameters "
+             "by bindscale's count)")
+_CAI_CITE = "Cai et al. 2025, arXiv 2506.09251 (abstract)"
+_CAI_TRANSFER = ("training a model with a longer and related auxiliary task can lead it to generalize to unseen and "
+                 "longer inputs from some other target task")
+ANCHORS = {
+    "length_transfer_exists": Anchor(
+        citation=_CAI_CITE, model_size=_CAI_SIZE, params=10.6e6, quote=_CAI_TRANSFER,
+        metric="main task's exact match beyond its training length, co-trained with a related longer task vs alone",
+        statistics=("transfer_gain_related_minus_alone",)),
+    "unrelated_aux_no_transfer": Anchor(
+        citation=_CAI_CITE, model_size=_CAI_SIZE, params=10.6e6,
+        quote="We find that length generalization can be transferred across related tasks.",
+        metric="transfer from related auxiliaries (no unrelated-auxiliary result stated: the control is bindscale's reading)"),
+    "head_reuse_predicts_transfer": Anchor(
+        citation=_CAI_CITE, model_size=_CAI_SIZE, params=10.6e6,
+        quote=("we provide initial mechanistic evidence that length generalization transfer correlates with the "
+               "re-use of the same attention heads between the tasks"),
+        metric="head reuse between tasks against transfer (their measure of reuse is not bindscale's map correlation)"),
+    "transfer_grows_with_size": Anchor(
+        citation=_CAI_CITE, model_size=_CAI_SIZE, params=10.6e6, quote=_CAI_TRANSFER,
+        metric="transfer at their model size (growth with size is bindscale's question, not a result of theirs)"),
+}
+
 CLAIMS = (
     Claim(
         name="length_transfer_exists", title="Does a related longer task extend the main task's length? (Cai et al.)",
+        anchor=ANCHORS["length_transfer_exists"],
         source=_CAI, side="scale_suffices",
         statement=("Cai et al. 2025: a main task trained only up to length L, co-trained with a related auxiliary "
                    "task seen up to a longer length, reaches higher exact match beyond L (toward the auxiliary's "
@@ -51,6 +79,7 @@ CLAIMS = (
     ),
     Claim(
         name="unrelated_aux_no_transfer", title="Does an unrelated longer task give no transfer? (Cai et al.)",
+        anchor=ANCHORS["unrelated_aux_no_transfer"],
         source=_CAI, side="where_scale_stops",
         statement=("The control implied by Cai et al. 2025, who claim transfer from a *related* auxiliary (abstract: "
                    "\"training a model with a longer and related auxiliary task can lead it to generalize to unseen "
@@ -68,6 +97,7 @@ CLAIMS = (
     ),
     Claim(
         name="head_reuse_predicts_transfer", title="Does head reuse predict transfer? (Cai et al.)",
+        anchor=ANCHORS["head_reuse_predicts_transfer"],
         source=_CAI, side="scale_suffices",
         statement=("Cai et al. 2025: tasks that transfer reuse the same attention heads: across co-trained models "
                    "(task pairs and seeds), the similarity of the main and auxiliary tasks' head-importance maps "
@@ -86,6 +116,7 @@ CLAIMS = (
     ),
     Claim(
         name="transfer_grows_with_size", title="Does transfer grow with model size? (Cai et al.)",
+        anchor=ANCHORS["transfer_grows_with_size"],
         source="bindscale's question on the setting of " + _CAI + " (the seed's reading)",
         side="scale_suffices",
         statement=("The transfer gain (co-trained with the related auxiliary minus alone, beyond L) is larger at the "

@@ -8,7 +8,7 @@ Modules: :mod:`.config` (trial config), :mod:`.tasks` (scenes and datasets), :mo
 (:mod:`bindscale.studies.modularity.masks`).
 """
 
-from bindscale.kit import Claim, Gate, StudyPlugin
+from bindscale.kit import Anchor, Claim, Gate, StudyPlugin
 
 _LEPORI = ('Lepori, Serre, Pavlick 2023, "Break It Down: Evidence for Structural Compositionality in Neural '
            'Networks" (NeurIPS)')
@@ -25,9 +25,31 @@ _GATE = Gate(metric="base_acc_test", threshold="min_base_acc",
                      "task (Inside-Contact), ensuring that it can achieve high accuracy on the task' (no number "
                      "given; 0.95 is bindscale's reading of high accuracy on a binary task, chance 0.5)"))
 
+#: The source's headline (issue 34, item 1): Lepori, Serre, Pavlick's abstract; their results are figures of
+#: SubDiff / AblDiff per model and task, with no single number, and the sizes of their models are not cited here.
+_LEPORI_CITE = "Lepori, Serre, Pavlick 2023, NeurIPS (abstract)"
+_LEPORI_SIZE = "CNNs and transformers on vision and language tasks (sizes not cited here)"
+_LEPORI_SAYS = ("Our results demonstrate that models often implement solutions to subroutines via modular subnetworks, "
+                "which can be ablated while maintaining the functionality of other subnetworks.")
+ANCHORS = {
+    "structure_emerges": Anchor(
+        citation=_LEPORI_CITE, model_size=_LEPORI_SIZE, quote=_LEPORI_SAYS,
+        metric="SubDiff and AblDiff of masked and ablated subnetworks across runs (figures, no single number)",
+        statistics=("weakest_structure_effect_net_of_controls",)),
+    "structure_grows_with_width": Anchor(
+        citation=_LEPORI_CITE, model_size=_LEPORI_SIZE, quote=_LEPORI_SAYS,
+        metric="structural compositionality at their models' sizes (growth with width is bindscale's question)"),
+    "pretraining_reliability": Anchor(
+        citation="Lepori, Serre, Pavlick 2023, NeurIPS", model_size=_LEPORI_SIZE, paraphrase=True,
+        # bindscale's paraphrase of their pretraining result: the wording is not checked against the paper.
+        quote="pretrained models show structural compositionality more reliably than models trained from scratch",
+        metric="structural compositionality after pretraining vs from scratch"),
+}
+
 CLAIMS = (
     Claim(
         name="structure_emerges", title="Do subroutines live in separable subnetworks? (Break It Down)",
+        anchor=ANCHORS["structure_emerges"],
         source=_LEPORI, side="scale_suffices",
         statement=("Lepori, Serre, Pavlick (2023) claim that a network trained on a compound task implements each "
                    "subroutine in its own subnetwork: across runs, the subnetwork found for a subroutine solves it "
@@ -42,6 +64,7 @@ CLAIMS = (
     ),
     Claim(
         name="structure_grows_with_width", title="Does structural compositionality grow with width? (Break It Down)",
+        anchor=ANCHORS["structure_grows_with_width"],
         source="bindscale's question on the setting of " + _LEPORI + " (not a claim of the paper)",
         side="scale_suffices",
         statement=("Not a claim of Lepori, Serre, Pavlick (2023) but this lab's question: the share of runs with "
@@ -56,6 +79,7 @@ CLAIMS = (
     ),
     Claim(
         name="pretraining_reliability", title="Does ordinary pretraining make it more reliable? (Break It Down)",
+        anchor=ANCHORS["pretraining_reliability"],
         source=_LEPORI, side="scale_suffices",
         statement=("Lepori, Serre, Pavlick (2023) claim that pretrained models show structural compositionality more "
                    "reliably than models trained from scratch (here: generic match-count pretraining raises the "

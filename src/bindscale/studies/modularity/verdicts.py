@@ -181,7 +181,7 @@ def _named_cells(every: pd.DataFrame, learned: pd.DataFrame, note: Mapping) -> l
     for key, g in every.groupby(list(CELL), sort=True):
         kept = learned.loc[learned.index.intersection(g.index)]
         out.append(deciding_cell(_cell_of(dict(zip(CELL, key)), note), _seeds(kept) if len(kept) else 0,
-                                 dropped=_BELOW))
+                                 dropped=_BELOW, seeds=kept["seed"].unique() if len(kept) else []))
     return out
 
 
@@ -513,7 +513,8 @@ def _contrast_verdict(ok: pd.DataFrame, p: Mapping, strata: tuple[str, ...], pic
         for side, (_, kept) in zip((hi, lo), counts):
             fixed = {c: side[c].iloc[0] for c in CELL if c in side
                      and side[c].nunique() == 1}
-            cells_used.append(deciding_cell(_cell_of(fixed, details), kept, dropped=_BELOW))
+            used = rows.loc[rows.index.intersection(side.index), "seed"].unique()
+            cells_used.append(deciding_cell(_cell_of(fixed, details), kept, dropped=_BELOW, seeds=used))
     details["seeds_learned_per_side"] = survivors
     details["deciding_cells"] = cells_used
     if short:

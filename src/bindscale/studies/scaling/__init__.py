@@ -10,7 +10,7 @@ task family (:mod:`.tasks`), the students (:mod:`.students`, :mod:`.hypernet`), 
 (:mod:`.metrics`), the linear probes (:mod:`.probes`) and the stacked AdamW (:mod:`.optim`).
 """
 
-from bindscale.kit import Claim, Gate, StudyPlugin
+from bindscale.kit import Anchor, Claim, Gate, StudyPlugin
 
 _REDHARDT = 'Redhardt, Schug, Akram 2025, "Scaling can lead to compositional generalization" (arXiv 2507.07207)'
 
@@ -29,9 +29,47 @@ _ID_GATE = Gate(
 _GATE_T = {"min_r2_id": (0.0, 1.0)}
 _GATE_D = {"min_r2_id": 0.9}
 
+#: The sources' headlines, as the sources state them (issue 34, item 1); :mod:`bindscale.anchors` relates each
+#: verdict to its anchor. Redhardt et al.'s abstract gives no number; the model size is that of the reference
+#: code's default student (DESIGN.md §4: width 1024 x 4 layers on the 16-unit hyperteacher, about 3.2M
+#: parameters by bindscale's count, not a number of the paper).
+_REDHARDT_SIZE = ("MLPs; the reference code's default student is width 1024 x 4 layers (about 3.2M parameters by "
+                  "bindscale's count; the abstract states no size)")
+ANCHORS = {
+    "scaling": Anchor(
+        citation="Redhardt, Schug, Akram 2025, arXiv 2507.07207 (abstract)",
+        metric="compositional generalization of plain MLPs to held-out task combinations (held-out R²)",
+        model_size=_REDHARDT_SIZE, params=3.2e6,
+        quote=("We find that simply scaling data and model size leads to compositional generalization. We show "
+               "that this holds across different task encodings as long as the training distribution sufficiently "
+               "covers the task space."),
+        statistics=("heldout_r2_at_largest_scale",)),
+    "decodability": Anchor(
+        citation=("Redhardt, Schug, Akram 2025, arXiv 2507.07207 (abstract; the R² range as DESIGN.md's anchor table "
+                  "records the paper)"),
+        metric="hidden-layer decoder R² of the constituents (bindscale decides on a rank correlation instead)",
+        model_size=_REDHARDT_SIZE, params=3.2e6, number=0.90, unit="R²",
+        says="decoder R² 0.90-0.99 whenever held-out R² >= 0.95, all six encodings",
+        quote=("if networks successfully compositionally generalize, the constituents of a task can be linearly "
+               "decoded from their hidden activations")),
+    "binding": Anchor(
+        citation="Schug et al. 2024, ICLR (abstract)",
+        metric="compositional generalization of modular (hypernetwork) vs monolithic students (no parameter ratio stated)",
+        model_size="hypernetwork and monolithic students on a modular teacher (sizes not stated in the abstract)",
+        quote=("in an extensive empirical study we demonstrate how meta-learning from finite data can discover "
+               "modular solutions that generalize compositionally in modular but not monolithic architectures")),
+    "hull": Anchor(
+        citation="bindscale's synthesis (DESIGN.md §1; no source states it)",
+        metric="held-out R² inside vs outside the training hull",
+        model_size="no source model (bindscale's own hypothesis)",
+        quote=("Synthesis: scaling helps inside the convex hull of what training covered (held-out combinations "
+               "whose parts were seen together) and fails outside it (combinations that need a never-seen pairing).")),
+}
+
 CLAIMS = (
     Claim(
         name="scaling", title="Scaling: width, data and coverage", source=_REDHARDT, side="scale_suffices",
+        anchor=ANCHORS["scaling"],
         statement=("Redhardt, Schug, Akram 2025: plain MLPs generalize to held-out module combinations once width "
                    "and coverage of the combination space grow (held-out R² reaches the study's threshold at the "
                    "largest width and best coverage, and widening helps)."),
@@ -46,6 +84,7 @@ CLAIMS = (
     ),
     Claim(
         name="decodability", title="Linear decodability predicts generalization", source=_REDHARDT,
+        anchor=ANCHORS["decodability"],
         side="scale_suffices",
         statement=("Redhardt, Schug, Akram 2025: how linearly decodable the constituents are from a network's "
                    "hidden activations predicts its held-out (compositional) success, beyond the configuration "
@@ -59,6 +98,7 @@ CLAIMS = (
     ),
     Claim(
         name="binding", title="Explicit binding: hypernetwork vs MLP",
+        anchor=ANCHORS["binding"],
         source=('Schug et al. 2024, "Discovering modular solutions that generalize compositionally" (ICLR); '
                 'Greff, van Steenkiste, Schmidhuber 2020, "On the Binding Problem in Artificial Neural Networks"'),
         side="binding_needed",
@@ -74,6 +114,7 @@ CLAIMS = (
     ),
     Claim(
         name="hull", title="Inside vs outside the training hull",
+        anchor=ANCHORS["hull"],
         source="bindscale's synthesis of the sources above (no single paper makes this claim)",
         side="where_scale_stops",
         statement=("The project's synthesis: scale (width) helps held-out combinations inside the convex hull of the "

@@ -7,7 +7,7 @@ Modules: :mod:`.config` (trial config), :mod:`.tasks` (generators with their gra
 taxonomy), :mod:`.verdicts`, :mod:`.figures`, :mod:`.table`, :mod:`.plan`.
 """
 
-from bindscale.kit import Claim, Gate, StudyPlugin
+from bindscale.kit import Anchor, Claim, Gate, StudyPlugin
 
 _DZIRI = 'Dziri et al. 2023, "Faith and Fate: Limits of Transformers on Compositionality" (NeurIPS)'
 
@@ -21,9 +21,26 @@ ID_GATE = Gate(
             "0.95)"),
 )
 
+#: The source's headlines (issue 34, item 1): Dziri et al.'s introduction (§1 citing §3) and abstract. Their
+#: fine-tuning results (in- vs out-of-distribution by problem size) are figures; GPT-4's size is not disclosed.
+_DZIRI_SIZE = "GPT-4 and ChatGPT off the shelf (sizes not disclosed); GPT-3 fine-tuned in their §3"
+ANCHORS = {
+    "scale_does_not_lift_ood": Anchor(
+        citation="Dziri et al. 2023, NeurIPS (§1)", model_size=_DZIRI_SIZE, number=59.0, unit="%",
+        says="59% (GPT-4) and 55% (ChatGPT) accuracy on 3-digit by 3-digit multiplication",
+        quote="off-the-shelf ChatGPT and GPT4 achieve only 55% and 59% accuracies on this task, respectively",
+        metric="zero-shot exact-match accuracy on 3 x 3-digit multiplication (not a gain with size)"),
+    "correct_steps_seen_in_training": Anchor(
+        citation="Dziri et al. 2023, NeurIPS (abstract)", model_size=_DZIRI_SIZE,
+        quote=("transformer LLMs solve compositional tasks by reducing multi-step compositional reasoning into "
+               "linearized subgraph matching, without necessarily developing systematic problem-solving skills"),
+        metric="how often correct steps' computation subgraphs were seen in training (figures, no single number)"),
+}
+
 CLAIMS = (
     Claim(
         name="scale_does_not_lift_ood", title="Out of distribution: does scale help? (Faith and Fate)",
+        anchor=ANCHORS["scale_does_not_lift_ood"],
         source=_DZIRI, side="where_scale_stops",
         statement=("Dziri et al. 2023 (Faith and Fate): a transformer trained on a multi-step task gains no "
                    "out-of-distribution exact match from more parameters (no model size of one task beats the "
@@ -43,6 +60,7 @@ CLAIMS = (
     ),
     Claim(
         name="correct_steps_seen_in_training",
+        anchor=ANCHORS["correct_steps_seen_in_training"],
         title="Are correct steps the ones seen in training? (Faith and Fate)", source=_DZIRI,
         side="where_scale_stops",
         statement=("Dziri et al. 2023 (Faith and Fate): transformers get a computation step right mostly when its "
