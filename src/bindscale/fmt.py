@@ -62,9 +62,12 @@ def verdict_words(verdict: str, smoke: bool = False) -> str:
 
 
 def anchor_text(anchor: dict, citation: bool = True) -> str:
-    """One line for a source's headline result (an answer row's ``anchor``): its number with unit, metric and
-    model size (``55-60 %, constraint satisfaction, GPT-4``), then the citation; where the source gives no
-    number, ``no number: “its own sentence”`` (``quote``, else ``text``)."""
+    """One line for a source's headline result (an answer row's ``anchor``): the anchor's own one-line
+    ``text`` where it has one (:attr:`bindscale.study.Anchor.text`: result, model size, citation); else its
+    number with unit, metric and model size (``57.5%, constraint satisfaction, GPT-4``), then the citation;
+    where the source gives no number, ``no number: “its own sentence”`` (``quote``)."""
+    if anchor.get("text"):
+        return str(anchor["text"])
     number = anchor.get("number")
     if number is not None and number != "":
         unit = anchor.get("unit") or ""
@@ -72,7 +75,7 @@ def anchor_text(anchor: dict, citation: bool = True) -> str:
         head = f"{value}{unit}" if unit == "%" else " ".join(x for x in (value, str(unit)) if x)
         text = ", ".join([head] + [str(anchor[k]) for k in ("metric", "model_size") if anchor.get(k)])
     else:
-        said = anchor.get("quote") or anchor.get("text") or ""
+        said = anchor.get("quote") or ""
         text = f"no number: “{said}”" if said else "no number"
     return text + (f" ({anchor['citation']})" if citation and anchor.get("citation") else "")
 
