@@ -246,9 +246,6 @@ def gate_check(ok: pd.DataFrame, cells: list[Mapping[str, Any]], gates: Sequence
     "cells": {cell label: fit}, "missed": [labels]}]}`` for the report.
     """
     report, missed, why = [], [], []
-    # A cell is named by the columns that tell the deciding cells apart (a rule may pin a dozen settings).
-    keys = [k for k in dict.fromkeys(k for e in cells for k in e["cell"])
-            if len({repr(e["cell"].get(k)) for e in cells}) > 1] if len(cells) > 1 else None
     for gate in gates:
         level = float(levels[gate.threshold])
         fits: dict[str, float | None] = {}
@@ -257,8 +254,7 @@ def gate_check(ok: pd.DataFrame, cells: list[Mapping[str, Any]], gates: Sequence
             gated = entry.get("gated", True)
             if gated is not True and gate.metric not in gated:
                 continue
-            label = _cell_label({k: v for k, v in entry["cell"].items() if keys is None or k in keys}
-                                or entry["cell"])
+            label = _cell_label(entry["cell"])
             if label in fits:
                 continue
             rows = _matching(ok, entry["cell"])
