@@ -112,7 +112,7 @@ def synthesis(claims: list[dict]) -> dict[str, Any]:
     scale, binding, stops = (sides[s]["state"] for s in ("scale_suffices", "binding_needed", "where_scale_stops"))
     answer = []
     # Rule 4, the reading of the answer: one sentence on scale, read together with where it stops.
-    if scale == "holds" and stops != "holds":
+    if scale == "holds" and stops in ("rejected", "open"):
         answer.append(f"Scale suffices in what was tested: every firm claim on that side is supported "
                       f"({names(sides['scale_suffices']['for'])}) and no claim that scale stops somewhere holds.")
     elif scale in ("holds", "contested") and stops in ("holds", "contested"):

@@ -69,7 +69,9 @@ def test_every_side_is_named_in_every_state(scale, stops, binding):
             if row["side"] == side:
                 assert row["claim"] in " ".join(out["answer"]), (row["claim"], out["answer"])
     # the "scale suffices" reading only when its side holds and no limit of scale holds
-    assert out["answer"][0].startswith("Scale suffices") == (scale == "holds" and stops != "holds")
+    assert out["answer"][0].startswith("Scale suffices") == (scale == "holds" and stops in ("rejected", "open"))
+    # never "no claim that scale stops somewhere holds" beside a supported one
+    assert not ("no claim that scale stops somewhere holds" in text and out["sides"]["where_scale_stops"]["for"])
 
 
 def test_no_claims_at_all():

@@ -31,7 +31,7 @@ _GATE_D = {"min_r2_id": 0.9}
 
 #: The sources' headlines, as the sources state them (issue 34, item 1); :mod:`bindscale.anchors` relates each
 #: verdict to its anchor. Redhardt et al.'s abstract gives no number; the model size is that of the reference
-#: code's default student (DESIGN.md §4: width 1024 x 4 layers on the 16-unit hyperteacher, about 3.2M
+#: code's default student (the project's design notes: width 1024 x 4 layers on the 16-unit hyperteacher, about 3.2M
 #: parameters by bindscale's count, not a number of the paper).
 _REDHARDT_SIZE = ("MLPs; the reference code's default student is width 1024 x 4 layers (about 3.2M parameters by "
                   "bindscale's count; the abstract states no size)")
@@ -45,8 +45,8 @@ ANCHORS = {
                "covers the task space."),
         statistics=("heldout_r2_at_largest_scale",)),
     "decodability": Anchor(
-        citation=("Redhardt, Schug, Akram 2025, arXiv 2507.07207 (abstract; the R² range as DESIGN.md's anchor table "
-                  "records the paper)"),
+        citation=("Redhardt, Schug, Akram 2025, arXiv 2507.07207 (abstract; the R² range as the project's design notes "
+                  "record the paper's results, not checked against its text here)"),
         metric="hidden-layer decoder R² of the constituents (bindscale decides on a rank correlation instead)",
         model_size=_REDHARDT_SIZE, params=3.2e6, number=0.90, unit="R²",
         says="decoder R² 0.90-0.99 whenever held-out R² >= 0.95, all six encodings",
@@ -59,7 +59,7 @@ ANCHORS = {
         quote=("in an extensive empirical study we demonstrate how meta-learning from finite data can discover "
                "modular solutions that generalize compositionally in modular but not monolithic architectures")),
     "hull": Anchor(
-        citation="bindscale's synthesis (DESIGN.md §1; no source states it)",
+        citation="bindscale's synthesis of the sources (no source states it)",
         metric="held-out R² inside vs outside the training hull",
         model_size="no source model (bindscale's own hypothesis)",
         quote=("Synthesis: scaling helps inside the convex hull of what training covered (held-out combinations "
