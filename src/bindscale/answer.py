@@ -69,7 +69,20 @@ def _as_shipped(sub: RunStore, name: str) -> bool:
     except BindscaleError:
         return False
     same_trials = {t.trial_id for t in run.trials()} == {t.trial_id for t in shipped.trials()}
-    return same_trials and run.verdicts == shipped.verdicts and not run.is_quick
+    return same_trials and _thresholds(run.verdicts) == _thresholds(shipped.verdicts) and not run.is_quick
+
+
+def _thresholds(verdicts: dict) -> dict:
+    """Each claim's thresholds as they take effect: the claim's defaults, then what the study file sets (a
+    default written out is the same study as one left implicit)."""
+    out = {}
+    for name, given in (verdicts or {}).items():
+        try:
+            defaults = dict(registry.claim(name)[1].defaults)
+        except KeyError:
+            defaults = {}
+        out[name] = {**defaults, **{k: v for k, v in dict(given or {}).items() if v is not None}}
+    return out
 
 
 def side_state(n_for: int, n_against: int) -> str:

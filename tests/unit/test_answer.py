@@ -154,6 +154,16 @@ def test_a_run_not_as_shipped_is_a_smoke_test(tmp_path, overrides):
     assert data["missing"]["smoke_tests"] == ["scaling"]
 
 
+def test_a_default_written_out_is_the_shipped_study(tmp_path):
+    """A study file that writes a claim's default threshold out (the hull's gate, 0.9) runs the shipped study:
+    its verdicts are firm, not demoted to a smoke test."""
+    (tmp_path / "scaling").mkdir()
+    _study_file(tmp_path / "scaling", "scaling", ["verdicts.hull.min_r2_id=0.9", "verdicts.hull.margin=0.05"])
+    (tmp_path / "scaling" / "summary.json").write_text(json.dumps(_summary([_verdict("hull", "not_supported")])))
+    (claim,) = build_answer(tmp_path)["claims"]
+    assert claim["firm"], claim["run_status"]
+
+
 def test_quick_run_with_missing_trials_says_both(tmp_path):
     (tmp_path / "scaling").mkdir()
     (tmp_path / "scaling" / "summary.json").write_text(json.dumps(_summary(
