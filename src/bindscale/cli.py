@@ -380,9 +380,9 @@ def _print_summary(summary: dict, out_dir: str) -> None:
     for v in summary.get("verdicts", []):
         # (an inconclusive verdict already says why, e.g. too few seeds)
         if v["verdict"] != "inconclusive" and isinstance(v["ci_low"], (int, float)) and v["ci_low"] == v["ci_high"]:
-            con.print(f"note: {v['claim']}'s interval has zero width: its statistic takes a few grid values "
-                      "(e.g. parameter counts of the swept widths) and every resample gave the same one; "
-                      "the report explains it", highlight=False)
+            con.print(f"note: {v['claim']}'s interval has zero width: every resample gave the same value (the "
+                      "statistic takes a few grid values, such as the swept widths' parameter counts, or every "
+                      "seed gave the same number): read it as no spread, not as certainty", highlight=False)
     if summary.get("n_failed"):
         first = _first_error(out_dir)
         con.print(f"[red]{summary['n_failed']} of {summary['n_trials']} trials failed[/] (errors: the report's "
