@@ -33,3 +33,33 @@ def test_quick_depth_study_gives_its_verdicts_and_figures(tmp_path):
     assert all("seeds_per_cell" in v["details"] for v in summary["verdicts"])
     html = (tmp_path / "q" / "report.html").read_text()
     assert html.count("data:image/png;base64,") >= 3
+
+
+@pytest.mark.parametrize("name", ["depth", "depth-full", "depth-paper"])
+def test_every_tier_trains_one_step_count_and_gives_deciding_cells_five_seeds(name):
+    """The rules compare only rotary cells of the most common step count (verdicts.py), so a tier whose
+    trials trained different step counts would silently drop cells; and three seeds decide nothing
+    (issue 32): each family's deepest and shallowest member and the largest depth-2 model on the length
+    and add-jump splits (the largest budget's most common depth on those splits) have at least 5 seeds."""
+    from collections import defaultdict
+
+    from bindscale.config import resolve_study
+
+    trials = resolve_study(name).trials()
+    assert len({t.train.steps for t in trials}) == 1
+    seeds = defaultdict(set)
+    for t in trials:
+        if t.model.pos == "rope":
+            seeds[(t.task.split, t.model.budget, t.model.n_layers)].add(t.seed)
+    families = defaultdict(set)
+    for split, budget, layers in seeds:
+        families[(split, budget)].add(layers)
+    deciding = {(s, b, min(ls)) for (s, b), ls in families.items() if len(ls) > 1}
+    deciding |= {(s, b, max(ls)) for (s, b), ls in families.items() if len(ls) > 1}
+    decided = ("length", "addprim_jump")
+    top = max(b for (s, b, _) in seeds if s in decided)
+    counts = {L: sum(len(v) for (s, b, L2), v in seeds.items() if s in decided and b == top and L2 == L)
+              for (s, b, L) in seeds if s in decided and b == top}
+    deciding |= {(s, top, max(counts, key=lambda L: (counts[L], -L))) for s in decided}
+    assert deciding and all(len(seeds[c]) >= 5 for c in deciding), {c: len(seeds[c]) for c in deciding}
+    assert {"length", "addprim_jump"} <= {s for (s, _, _) in deciding}
