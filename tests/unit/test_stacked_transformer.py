@@ -225,6 +225,18 @@ def test_a_stacked_trial_trains_as_it_would_alone(shape):
         assert torch.allclose(st.member(t)(x), ref_model(x), rtol=1e-4, atol=1e-4)
 
 
+def test_trials_sharing_rate_and_decay_take_the_whole_tensor_path_and_still_train_as_alone():
+    """One learning rate and weight decay, widths of whole ALIGN multiples: AdamW runs one call per stacked
+    tensor (no per-trial slices) and every trial's curve is still its curve alone."""
+    seeds = [0, 1, 2]
+    assert PerTrialAdamW(list(StackedTransformer.from_members([plain(s, "rope_2x32") for s in seeds]).parameters()),
+                         0.1).whole
+    ds = [data(s) for s in seeds]
+    _, curves, _ = stacked(seeds, "rope_2x32", ds)
+    for t, s in enumerate(seeds):
+        assert rel(alone(s, "rope_2x32", ds[t])[1], curves[t]) < 1e-5
+
+
 def test_a_stack_of_one_and_a_stack_of_four_give_the_same_records():
     seeds, lrs = [5, 6, 7, 8], [2e-3, 4e-3, 2e-3, 1e-3]
     ds = [data(s) for s in seeds]
