@@ -20,8 +20,10 @@ Stacked training (:func:`train_stacked_from_config`, :func:`train_stacked_seq_mo
 :class:`~bindscale.models.stacked_transformer.StackedTransformer`, each trial as it would train
 alone up to float rounding: its own training set and batch order, the sum (never the mean) of the
 per-trial losses, per-trial gradient clipping (:func:`clip_per_trial_`), per-trial AdamW state,
-learning rate and weight decay (:class:`PerTrialAdamW`), and per-trial divergence (a trial whose
-loss is non-finite is recorded ``"diverged"`` at that step and frozen; the stack carries on).
+learning rate and weight decay (:class:`PerTrialAdamW`, the project's one per-trial AdamW,
+:mod:`bindscale.stackopt`), and per-trial divergence (a trial whose loss is non-finite is recorded
+``"diverged"`` at that step and frozen; the stack carries on). A study's grouping of trials into stacks
+and its train-then-evaluate loop over members are :mod:`bindscale.seqstack`'s.
 """
 
 from __future__ import annotations

@@ -479,7 +479,9 @@ class StudyPlugin:
     models: Any = None
     tasks: Any = None
     #: ``function(trials) -> float``: seconds of one training step of ``trials`` as one stack on this
-    #: machine (one thread); with it the planner sizes stacks by measurement (:func:`bindscale.sweep.plan_jobs`).
+    #: machine (one thread); with it the planner sizes stacks by measurement (:func:`bindscale.sweep.plan_jobs`),
+    #: whether it is given here or found by convention (``plan.stack_step_seconds``; the transformer
+    #: studies' timers time a stacked transformer, :func:`bindscale.seqstack.stack_step_seconds`).
     step_timer: Any = None
     _found: dict = field(default_factory=dict, init=False, repr=False, compare=False)  # hook -> object
 
