@@ -131,6 +131,16 @@ def run_group(trials: Sequence[Any], device, progress: Callable[[int], None] | N
     return out
 
 
+def hook_model(**model_kwargs: Any) -> Callable[[Any, int], Any]:
+    """A ``build`` for :func:`stack_step_seconds`: the trial's untrained model from its study's ``models`` hook
+    (:meth:`bindscale.study.StudyPlugin.build_model`) with ``max_len`` and ``model_kwargs``. Resolved through
+    the registry, so that a study's light ``plan`` module never imports its ``trial`` module (which imports
+    ``plan`` to group its trials)."""
+    from . import registry
+
+    return lambda trial, max_len: registry.for_trial(trial).build_model(trial, max_len=max_len, **model_kwargs)
+
+
 def stack_step_seconds(trials: Sequence[Any], build: Callable[[Any, int], Any], length: int,
                        window: float = 0.05, rounds: int = 3) -> float:
     """Seconds of one training step of ``trials`` stacked, here and now, at the calling process's threads.

@@ -31,11 +31,9 @@ def group_key(trial) -> tuple:
 def stack_step_seconds(trials: list, window: float = 0.05, rounds: int = 3) -> float:
     """Seconds of one training step of transformer ``trials`` stacked, here and now
     (:func:`bindscale.seqstack.stack_step_seconds` at :data:`TIMER_POSITIONS` positions)."""
-    from bindscale.seqstack import stack_step_seconds as timed
+    from bindscale.seqstack import hook_model, stack_step_seconds as timed
 
-    from .trial import VOCAB, build_model
-
-    return timed(trials, lambda t, max_len: build_model(t, len(VOCAB), max_len), TIMER_POSITIONS, window, rounds)
+    return timed(trials, hook_model(), TIMER_POSITIONS, window, rounds)  # the hook's default: the fixed vocabulary
 
 
 def trial_cost(t) -> float:

@@ -34,13 +34,11 @@ def group_key(trial) -> tuple:
 def stack_step_seconds(trials: list, window: float = 0.05, rounds: int = 3) -> float:
     """Seconds of one training step of ``trials`` stacked, here and now (:func:`bindscale.seqstack.stack_step_seconds`
     at the split's batch length, :data:`POSITIONS`, and a SCAN-sized vocabulary, :data:`TIMER_VOCAB`)."""
-    from bindscale.seqstack import stack_step_seconds as timed
-
-    from .trial import build_model
+    from bindscale.seqstack import hook_model, stack_step_seconds as timed
 
     t = trials[0]
     positions = POSITIONS.get(t.task.split, POSITIONS_OTHER) if t.data.train is None else POSITIONS_OTHER
-    return timed(trials, lambda trial, max_len: build_model(trial, TIMER_VOCAB, max_len), positions, window, rounds)
+    return timed(trials, hook_model(vocab_size=TIMER_VOCAB), positions, window, rounds)
 
 
 def trial_cost(t) -> float:

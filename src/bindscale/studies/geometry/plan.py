@@ -27,12 +27,11 @@ def stack_step_seconds(trials: list, window: float = 0.05, rounds: int = 3) -> f
     """Seconds of one training step of trained-LM ``trials`` stacked, here and now
     (:func:`bindscale.seqstack.stack_step_seconds` at a sentence's mean length, :data:`_TOKENS_PER_SENTENCE`,
     or the longest input the model takes if shorter; its ``max_len`` is its own, ``max_words + 2``)."""
+    from bindscale import registry
     from bindscale.seqstack import stack_step_seconds as timed
 
-    from .trial import build_model
-
     length = min(round(_TOKENS_PER_SENTENCE), trials[0].data.max_words + 1)
-    return timed(trials, lambda t, max_len: build_model(t), length, window, rounds)
+    return timed(trials, lambda t, max_len: registry.for_trial(t).build_model(t), length, window, rounds)
 
 
 def job_cost(job: list) -> float:

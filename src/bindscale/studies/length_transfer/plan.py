@@ -26,11 +26,9 @@ def longest_train_sequence(t) -> int:
 def stack_step_seconds(trials: list, window: float = 0.05, rounds: int = 3) -> float:
     """Seconds of one training step of ``trials`` stacked, here and now (:func:`bindscale.seqstack.stack_step_seconds`
     at the longest training sequence, :func:`longest_train_sequence`: batches are trimmed to about that)."""
-    from bindscale.seqstack import stack_step_seconds as timed
+    from bindscale.seqstack import hook_model, stack_step_seconds as timed
 
-    from .trial import build_model
-
-    return timed(trials, build_model, longest_train_sequence(trials[0]), window, rounds)
+    return timed(trials, hook_model(), longest_train_sequence(trials[0]), window, rounds)
 
 
 def trial_cost(t) -> float:

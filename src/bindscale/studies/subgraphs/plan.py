@@ -34,8 +34,6 @@ def trial_memory_bytes(trial) -> int:
 def stack_step_seconds(trials: list, window: float = 0.05, rounds: int = 3) -> float:
     """Seconds of one training step of ``trials`` stacked, here and now (:func:`bindscale.seqstack.stack_step_seconds`
     at the task's rough sequence length, :func:`_length`)."""
-    from bindscale.seqstack import stack_step_seconds as timed
+    from bindscale.seqstack import hook_model, stack_step_seconds as timed
 
-    from .trial import build_model
-
-    return timed(trials, build_model, _length(trials[0]), window, rounds)
+    return timed(trials, hook_model(), _length(trials[0]), window, rounds)
