@@ -34,7 +34,7 @@ after every measurement go into the JSON. ``--profile`` adds a torch.profiler re
 steps (aten operator time, matrix-multiply time and the remainder: Python, dispatch, autograd
 bookkeeping) for the peer and the largest stack, to say where a missed target went.
 
-    python benchmarks/transformer_peer.py --json peer.json          # 5 studies, ~6 min on 2 cores
+    python benchmarks/transformer_peer.py --profile --json peer.json   # 5 studies: 202 CPU-s (17 min wall at load ~10)
     python benchmarks/transformer_peer.py --studies depth:budget=25000 --stacks 1,8 --rounds 2
 """
 
