@@ -202,6 +202,9 @@ def report(run_dir: Annotated[str, typer.Argument(help="a run directory (path or
             _fail(str(err))
         for name, summary in result["studies"].items():
             _print_summary(summary, RunStore(run_dir).where(name))
+        for name in result.get("unrecorded", []):
+            err_console.print(f"{name}: nothing recorded yet (no trial of it finished), so its report was not "
+                              f"rebuilt; {_resume_how(RunStore(run_dir).where(name))}")
         _print_answer(result["answer"], run_dir)
         return
     try:
