@@ -124,3 +124,19 @@ def test_report_of_a_live_run_all_is_refused_before_any_work(run_all_dir, monkey
     assert work == []
     runner.rebuild_all(root)  # once the run has finished, the report is made
     assert work == [str(root / first), str(root / last), "answer"]
+
+
+def test_a_dry_run_says_when_a_live_run_holds_its_directory_and_writes_nothing(tmp_path):
+    from bindscale.lock import live_holder
+
+    out = tmp_path / "run"
+    assert live_holder(out) is None and not out.exists()  # nothing there: not held, nothing created
+    out.mkdir()
+    with RunLock(out):
+        assert "pid" in live_holder(out)
+        result = CliRunner().invoke(app, ["run", "depth", "--quick", "--dry-run", "--out", str(out)])
+        assert result.exit_code == 0 and "is being written by a live bindscale run" in result.output
+    assert live_holder(out) is None
+    result = CliRunner().invoke(app, ["run", "depth", "--quick", "--dry-run", "--out", str(out)])
+    assert result.exit_code == 0 and "live bindscale run" not in result.output
+    assert sorted(p.name for p in out.iterdir()) == [".lock"]  # the dry runs wrote nothing
