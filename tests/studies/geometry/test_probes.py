@@ -374,6 +374,6 @@ def test_authors_preset_and_recipe_field():
     assert ProbeConfig(recipe="authors", max_epochs=7).settings() == ProbeSettings.authors(max_epochs=7, patience=2)
     assert ProbeConfig().settings() == ProbeSettings()
     with pytest.raises(ValueError, match="recipe 'authors' sets rank"):
-        ProbeConfig(recipe="authors", rank=32)
+        ProbeConfig(recipe="authors", rank=64)
     with pytest.raises(ValueError, match="select_by"):
         ProbeSettings(select_by="dev_uuas")

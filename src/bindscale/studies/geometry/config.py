@@ -77,7 +77,9 @@ class ProbeConfig(StrictModel):
 
     @model_validator(mode="after")
     def _one_recipe(self) -> "ProbeConfig":
-        clash = sorted(self.model_fields_set & set(_FIT_FIELDS) - {"max_epochs", "patience"})
+        # A field changed from its default would be ignored (grids dump every field, so "given" is "changed").
+        clash = sorted(f for f in set(_FIT_FIELDS) - {"max_epochs", "patience"}
+                       if getattr(self, f) != type(self).model_fields[f].default)
         if self.recipe == "authors" and clash:
             raise ValueError(f"recipe 'authors' sets {', '.join(clash)} itself; drop them or use recipe 'bindscale'")
         return self
