@@ -231,6 +231,9 @@ def rebuild_all(run_dir: "str | Path") -> dict:
 
     Raises:
         RunLocked: a live run holds the directory or any of its studies; raised before anything is rebuilt.
+
+    Output: ``{"studies": {name: summary}, "answer": ..., "unrecorded": [names]}``; a study whose folder
+    holds no record yet is left as it is and named in ``unrecorded``.
     """
     store = RunStore.of(run_dir)
     names = [n for n in registry.builtin() if store.exists(f"{n}/{STUDY_FILE}")]
@@ -240,9 +243,12 @@ def rebuild_all(run_dir: "str | Path") -> dict:
         held.enter_context(RunLock(store))
         for name in names:
             held.enter_context(RunLock(store.where(name)))
-        studies = {name: load_run_study(store.where(name)) for name in names}
+        # A study the run reached but none of whose trials finished has nothing to report: rebuilding it
+        # would write a report of gaps that reads as if its trials had failed.
+        unrecorded = [n for n in names if not RunStore.of(store.where(n)).list(RECORD_DIR, ".json")]
+        studies = {name: load_run_study(store.where(name)) for name in names if name not in unrecorded}
         summaries = {name: build_outputs(store.where(name), study) for name, study in studies.items()}
-        return {"studies": summaries, "answer": build_answer(run_dir)}
+        return {"studies": summaries, "answer": build_answer(run_dir), "unrecorded": unrecorded}
 
 
 def build_outputs(run_dir: "str | Path | RunStore", study: StudyConfig) -> dict:
