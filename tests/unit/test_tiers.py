@@ -126,3 +126,19 @@ def test_the_cluster_estimate_is_the_list_schedule_of_the_cpu_estimate():
     shown = re.search(r"on a Ray cluster: ~(\d+) min wall", text)
     assert shown and abs(int(shown.group(1)) - wall / 60) <= 1, (text, wall / 60)
     assert wall >= sum(seconds) / 16 and math.isfinite(wall)
+
+
+def test_a_run_on_a_ray_cluster_keeps_its_workers_beyond_this_machines_cores(tmp_path, monkeypatch):
+    """--workers on a Ray cluster counts the cluster's CPUs: the run plans with them (as its dry run does),
+    where a local run is cut to this machine's cores."""
+    import bindscale.runner as runner
+    from bindscale.storage import RunStore
+
+    seen = {}
+    monkeypatch.setattr(runner, "check_run", lambda out, *a: RunStore.of(out))  # Ray need not be installed here
+    monkeypatch.setattr(runner, "_run_locked", lambda study, store, dev, workers, *a: seen.setdefault("w", workers))
+    study = resolve_study(str(TINY))
+    runner.run_study(study, tmp_path / "a", device="cpu", executor="ray", address="auto", workers=512)
+    assert seen.pop("w") == 512
+    runner.run_study(study, tmp_path / "b", device="cpu", executor="ray", workers=512)  # a local Ray: this machine
+    assert seen.pop("w") == runner.available_cores()
