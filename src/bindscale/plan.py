@@ -98,8 +98,8 @@ def job_seconds(job: list) -> float:
 
 def _job_steps(job: list) -> int:
     """Optimizer steps of a job: a stack steps once for all its trials (the most steps of any of them).
-    A study may count steps beyond its progress unit (``steps``) with an ``optimizer_steps`` hook
-    (e.g. pretraining and mask searches); else its ``steps``."""
+    A study may count steps beyond its progress unit (``steps``: e.g. pretraining and mask searches) with
+    its ``step_counter`` hook (:meth:`bindscale.study.StudyPlugin.optimizer_steps`); else its ``steps``."""
     plugin = registry.for_trial(job[0])
     count = getattr(plugin, "optimizer_steps", None) or plugin.steps
     return max(int(count(t)) for t in job)
@@ -190,13 +190,19 @@ def describe_plan(study: StudyConfig, workers: int | None = None, device: str = 
                   address: str | None = None) -> str:
     """The dry run's text: trials per grid, stacked jobs, estimated time. Runs and writes nothing.
 
+    The estimate is the CPU one (seconds on the CPU machine, scheduled on the workers), a GPU one on
+    ``device`` cuda (:func:`gpu_job_seconds`), or a Ray-cluster one with ``executor`` ray and an ``address``
+    (``workers``: the cluster's worker CPUs; not cut to this machine's cores, as the run does not).
+
     Args:
         workers, device, executor, retries, address: as ``bindscale run`` takes them.
         out: the run directory, read (not written) to leave out trials already recorded.
 
     Raises:
         ConfigError: an option the run would refuse (device, workers, executor, an ``out`` it could
-            not write), or a split that cannot be made.
+            not write), or a split that cannot be made. Two refusals of a run are notes here instead, so
+            that one can estimate before renting: ``--device cuda`` on a machine without CUDA (planned
+            for an assumed GPU, :data:`GPU_ASSUMED`) and ``--executor ray`` without Ray installed.
     """
     # What a run refuses, refused the same way.
     held, no_ray = None, False
