@@ -78,7 +78,8 @@ def run_study(
         console.print(f"note: --workers {workers} ignored: the inline executor trains in this process, one job "
                       "at a time", highlight=False)
         workers = 1
-    elif workers is not None and workers > cores:
+    elif workers is not None and workers > cores and not (executor == "ray" and address):
+        # (On a Ray cluster --workers counts the cluster's CPUs, not this machine's cores.)
         console.print(f"note: --workers {workers} > {cores} cores; using {cores} (more would oversubscribe the CPU)")
         workers = cores
 

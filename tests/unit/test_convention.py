@@ -22,12 +22,12 @@ OVERRIDES = {
 CONFIGS = {"ceiling": "CeilingTrial", "depth": "DepthTrial", "geometry": "GeometryTrial",
            "length_transfer": "LengthTransferTrial", "modularity": "ModularityTrial", "subgraphs": "SubgraphsTrial"}
 ABSENT = {
-    "ceiling": {"grouper", "step_timer"},
-    "depth": {"grouper", "step_timer"},
-    "geometry": {"grouper", "step_timer"},  # rows: prepare_rows joins the contextual scores its gates read
-    "length_transfer": {"grouper", "step_timer", "checker"},
+    "ceiling": {"grouper", "step_timer", "step_counter"},
+    "depth": {"grouper", "step_timer", "step_counter"},
+    "geometry": {"grouper", "step_timer", "step_counter"},  # rows: prepare_rows joins the contextual scores its gates read
+    "length_transfer": {"grouper", "step_timer", "checker", "step_counter"},
     "modularity": {"grouper", "step_timer", "checker", "rows"},
-    "subgraphs": {"checker", "rows"},  # stacks its trials (grouper, step_timer: plan.py)
+    "subgraphs": {"checker", "rows", "step_counter"},  # stacks its trials (grouper, step_timer: plan.py)
 }
 
 
