@@ -23,12 +23,12 @@ CONFIGS = {"ceiling": "CeilingTrial", "depth": "DepthTrial", "geometry": "Geomet
            "length_transfer": "LengthTransferTrial", "modularity": "ModularityTrial", "subgraphs": "SubgraphsTrial"}
 #: The transformer studies stack their trials (grouper, step_timer: plan.py, over bindscale.seqstack).
 ABSENT = {
-    "ceiling": set(),
-    "depth": set(),
-    "geometry": set(),  # rows: prepare_rows joins the contextual scores its gates read
-    "length_transfer": {"checker"},
+    "ceiling": {"step_counter"},
+    "depth": {"step_counter"},
+    "geometry": {"step_counter"},  # rows: prepare_rows joins the contextual scores its gates read
+    "length_transfer": {"checker", "step_counter"},
     "modularity": {"grouper", "step_timer", "checker", "rows"},
-    "subgraphs": {"checker", "rows"},
+    "subgraphs": {"checker", "rows", "step_counter"},
 }
 
 

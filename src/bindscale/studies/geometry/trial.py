@@ -150,9 +150,7 @@ def _layer_pairs(model: Transformer, splits: dict[str, list[Sentence]]) -> dict:
 
 
 def probe_settings(trial: GeometryTrial) -> ProbeSettings:
-    p = trial.probe
-    return ProbeSettings(rank=p.rank, angular_weight=p.angular_weight, lr=p.lr, batch_size=p.batch_size,
-                         max_epochs=p.max_epochs, patience=p.patience, lr_decay=p.lr_decay)
+    return trial.probe.settings()
 
 
 def summarise(table: dict, prefix: str, layer: str | None = None) -> dict:
