@@ -49,16 +49,14 @@ import json
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from functools import lru_cache
 
 import numpy as np
 import torch
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import shortest_path
 
-from .treebank import Sentence
+from .probe_types import Pair, Probe, gold_edges, tree_distances
+from .scores import score
 
 __all__ = ["KINDS", "FIT_VERSION", "ProbeSettings", "Probe", "tree_distances", "fit_probe", "relation_centroids",
            "probe_key", "fit_probe_cached"]
@@ -71,10 +69,6 @@ CENTROIDS = ("unit", "raw")
 #: Version of :func:`fit_probe`'s results, part of a cached probe's key (:func:`probe_key`): bump it whenever a
 #: change to the fitting, the scale or the centroids changes what a fit returns, so no stale probe is read.
 FIT_VERSION = 2
-#: One (activations (n_words, d), sentence) pair.
-Pair = tuple[np.ndarray, Sentence]
-
-
 @dataclass(frozen=True)
 class ProbeSettings:
     """How a probe is fit (defaults suit the synthetic study; the real-model study may set others).
@@ -124,64 +118,6 @@ class ProbeSettings:
         base = dict(rank=1024, angular_weight=0.01, root_weight=0.01, lr=1e-3, batch_size=200, select_by="dev_las",
                     centroids="raw", lr_decay=1.0, max_epochs=50, patience=5)
         return cls(**(base | changes))
-
-
-def tree_distances(heads: Sequence[int]) -> np.ndarray:
-    """Path lengths between every pair of words of a dependency tree, ``(n, n)`` float (0 on the diagonal).
-
-    ``heads``: 1-based heads, 0 for the root (as :class:`Sentence`). Computed by
-    :func:`scipy.sparse.csgraph.shortest_path` on the undirected tree (cached per tree; read-only).
-    """
-    return _tree_distances(tuple(int(h) for h in heads))
-
-
-@lru_cache(maxsize=100_000)
-def _tree_distances(heads: tuple[int, ...]) -> np.ndarray:
-    n = len(heads)
-    deps = [i for i in range(n) if heads[i] > 0]
-    graph = csr_matrix((np.ones(len(deps)), (deps, [heads[i] - 1 for i in deps])), shape=(n, n))
-    out = shortest_path(graph, directed=False, unweighted=True)
-    out.setflags(write=False)
-    return out
-
-
-def gold_edges(s: Sentence) -> list[tuple[int, int, str]]:
-    """``(dependent, head, relation)`` with 0-based word indices, root excluded."""
-    return [(i, h - 1, s.deprels[i]) for i, h in enumerate(s.heads) if h > 0]
-
-
-@dataclass
-class Probe:
-    """A fitted probe: its map, activation scale and relation centroids.
-
-    Attributes:
-        kind: one of :data:`KINDS`.
-        B: ``(k, d)`` map (the identity for ``kind="identity"``).
-        scale: activations are divided by it before ``B`` (see the module docstring).
-        relations: relation names, the rows of ``centroids``.
-        centroids: ``(R, k)`` unit vectors, mean normalised edge vector per relation.
-        epochs: epochs run; ``dev_loss``: best dev loss (NaN for the identity probe), or the best dev LAS when
-            the fit chose its epoch by it (``select_by="dev_las"``).
-    """
-
-    kind: str
-    B: np.ndarray
-    scale: float
-    relations: list[str] = field(default_factory=list)
-    centroids: np.ndarray | None = None
-    epochs: int = 0
-    dev_loss: float = math.nan
-
-    def project(self, acts: np.ndarray) -> np.ndarray:
-        """``(n, d)`` activations → ``(n, k)`` probe coordinates ``B h / scale``."""
-        return (np.asarray(acts, dtype=np.float64) / self.scale) @ self.B.T
-
-    def distances(self, acts: np.ndarray) -> np.ndarray:
-        """Predicted squared distances ``‖B(h_i − h_j)‖²``, ``(n, n)``, rounded to 1e-9 (float noise would
-        otherwise break ties between equal distances at random, e.g. in the Spearman ranks)."""
-        p = self.project(acts)
-        diff = p[:, None, :] - p[None, :, :]
-        return np.round((diff * diff).sum(-1), 9)
 
 
 def _rms_scale(pairs: Sequence[Pair]) -> float:
@@ -361,8 +297,6 @@ def _dev_las(B: torch.Tensor, scale: float, kind: str, train: Sequence[Pair], de
              how: str) -> float:
     """Dev LAS (per sentence, punctuation included: the authors' selection metric) of the map ``B`` with
     centroids from ``train``; 0 where it is NaN (an epoch that labels nothing is never the best)."""
-    from .scores import score  # scores imports this module
-
     probe = Probe(kind, B.detach().double().numpy(), scale)
     probe.relations, probe.centroids = relation_centroids(probe, train, how)
     las = float(score(probe, dev)["las_pp"])
