@@ -145,3 +145,13 @@ def test_accuracy_figure_reads_the_scratchpad_flag_robustly_and_keeps_tasks_apar
             for task in ("maxsubseq", "multiplication") for flag in ("True", "False", math.nan)
             for n in (1e5, 1e6) for s in range(3)]
     assert fig_acc_vs_params(pd.DataFrame(rows))
+
+
+def test_reversed_multiplication_data_and_a_perfect_model():
+    t = _trial(family="multiplication", id_max=2, ood_max=3, reverse=True)
+    train, test, in_dist = make_data(t)
+    assert all(ex.answer == str(eval(ex.prompt[:-1]))[::-1] for ex in train[:50])
+    m = evaluate(_Oracle(test), train, test, in_dist)
+    assert m["acc_id"] == 1.0 and m["acc_ood"] == 1.0 and m["n_nodes_wrong"] == 0
+    with pytest.raises(ValueError, match="multiplication format"):
+        _trial(family="maxsubseq", reverse=True)
