@@ -87,6 +87,7 @@ STUDY = StudyPlugin(
                 "ones seen in training? (Dziri et al. 2023)",
     # A rough fit through the per-trial CPU times (process time, data to metrics) in subgraphs.yaml's
     # comments on the 2-core Xeon, one torch thread: 2x32 30.5 s and 2x64 54 s at 2000 steps, 3x128
-    # 83 s at 1000 steps (it was 9.2e-11 from wall times under load, 55% high at 3x128).
+    # 83 s at 1000 steps (it was 9.2e-11, fitted to 29 s and 129 s per trial at 1000 steps: 55% above
+    # the 3x128 time measured here).
     seconds_per_cost=(5.5e-11, 24.0),
 )
