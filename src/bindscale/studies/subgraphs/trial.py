@@ -73,9 +73,10 @@ def _sample_cell(family: str, cell: tuple[int, ...], rng: np.random.Generator, n
     return maxsubseq.sample_at_length(rng, cell[0], n)
 
 
-def _make(family: str, items: list, scratchpad: bool) -> list[Example]:
-    mod = multiplication if family == "multiplication" else maxsubseq
-    return mod.make_examples(items, scratchpad)
+def _make(family: str, items: list, scratchpad: bool, reverse: bool = False) -> list[Example]:
+    if family == "multiplication":
+        return multiplication.make_examples(items, scratchpad, reverse)
+    return maxsubseq.make_examples(items, scratchpad)
 
 
 def make_data(trial: SubgraphsTrial) -> tuple[list[Example], list[Example], list[bool]]:
@@ -92,14 +93,14 @@ def make_data(trial: SubgraphsTrial) -> tuple[list[Example], list[Example], list
     train_items: list = []
     for i, cell in enumerate(id_cells):
         train_items += _sample_cell(t.family, cell, rng, int((picks == i).sum()))
-    train = _make(t.family, train_items, t.scratchpad)
+    train = _make(t.family, train_items, t.scratchpad, t.reverse)
     seen = {ex.prompt for ex in train}
     test_rng = seeding.rng(trial.seed, "test")
     test, in_dist = [], []
     for cell in id_cells + ood_cells:
         got: list[Example] = []
         for _ in range(_TRIES):
-            cand = _make(t.family, _sample_cell(t.family, cell, test_rng, t.n_test), t.scratchpad)
+            cand = _make(t.family, _sample_cell(t.family, cell, test_rng, t.n_test), t.scratchpad, t.reverse)
             got += [ex for ex in cand if ex.prompt not in seen and ex.prompt not in {g.prompt for g in got}]
             if len(got) >= t.n_test:
                 break
