@@ -247,7 +247,7 @@ def test_default_study_plans_eight_seeds_per_deciding_cell_and_details_report_th
 
     spec = yaml.safe_load((STUDY.directory / "geometry.yaml").read_text())
     deciding = [g for g in spec["grids"] if "steps" not in g]  # the verdicts use the base steps
-    assert len(deciding) == 4 and all(len(g["seed"]) == 8 for g in deciding)
+    assert len(deciding) == 3 and all(len(g["seed"]) == 8 for g in deciding)  # 0.12M, 0.37M, 0.83M
     study = {"verdicts": {"polar_beats_structural": {}, "geometry_grows_with_scale": {}}}
     for v in compute_verdicts(table([.2, .3, .4, .5], [.1] * 4), study, n_boot=100):
         assert v["details"]["seeds_per_cell"] == 8 and "caveat" not in v["details"]
