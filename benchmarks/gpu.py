@@ -5,7 +5,8 @@
 Prints the GPU's matmul peak (fp32, TF32, bf16), the training throughput of
 stacked MLPs in each precision as a fraction of those peaks, the held-out R²
 of bf16/TF32 against fp32 for one stack (the accuracy check), and the quick
-headline study's wall time on CUDA against the CPU.
+headline study's wall time on CUDA against the CPU. Its companion for the paper tier,
+``benchmarks/gpu_paper.py``, times one short job of each transformer study's ``-paper`` variant.
 """
 
 from __future__ import annotations

@@ -23,9 +23,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -39,24 +38,8 @@ from bindscale.studies.subgraphs import trial as sg
 from bindscale.studies.subgraphs.config import SubgraphsTrial
 from bindscale.studies.subgraphs.tasks import charvocab
 
-
-def lscpu() -> dict:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
-    except (OSError, subprocess.SubprocessError):
-        return {}
-    keep = ("Model name", "CPU(s)", "Thread(s) per core", "L2 cache", "L3 cache", "Flags")
-    info = {}
-    for line in out.splitlines():
-        k, _, v = line.partition(":")
-        if k.strip() in keep:
-            v = v.strip()
-            info[k.strip()] = " ".join(f for f in v.split() if f.startswith(("avx", "amx"))) if k.strip() == "Flags" else v
-    return info
-
-
-def load() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import load, lscpu  # noqa: E402  (the benchmarks folder, run as a script or imported)
 
 
 def trial_of(shape: str, seed: int) -> SubgraphsTrial:

@@ -98,6 +98,7 @@ def run(
             except BindscaleError as err:
                 _fail(str(err))
             print(text, flush=True)
+            _say_if_held(out if out is not None else str(default_out(cfg, quick)))
         return
     from .runner import default_out, run_study
 
@@ -132,6 +133,8 @@ def _run_all(quick, out, set_, device, workers, executor, address, retries, dry_
                                         address=address, out=RunStore(out_dir).where(name)), flush=True)
         except BindscaleError as err:
             _fail(str(err))
+        if dry_run:
+            _say_if_held(out_dir)
         return
     from .runner import run_all
 
@@ -202,6 +205,9 @@ def report(run_dir: Annotated[str, typer.Argument(help="a run directory (path or
             _fail(str(err))
         for name, summary in result["studies"].items():
             _print_summary(summary, RunStore(run_dir).where(name))
+        for name in result.get("unrecorded", []):
+            err_console.print(f"{name}: nothing recorded yet (no trial of it finished), so its report was not "
+                              f"rebuilt; {_resume_how(RunStore(run_dir).where(name))}")
         _print_answer(result["answer"], run_dir)
         return
     try:
@@ -216,6 +222,19 @@ def report(run_dir: Annotated[str, typer.Argument(help="a run directory (path or
     except BindscaleError as err:
         _fail(str(err))
     _print_summary(summary, run_dir)
+
+
+def _say_if_held(out: str) -> None:
+    """A dry run's warning that the real run would be refused now: a live run holds ``out``."""
+    from .lock import live_holder
+
+    try:
+        holder = live_holder(out)
+    except (BindscaleError, OSError):  # an unreachable URL: the real run will say so itself
+        return
+    if holder:
+        err_console.print(f"note: {escape(out)} is being written by a live bindscale run ({escape(holder)}): "
+                          "this run would be refused until that one finishes", highlight=False, soft_wrap=True)
 
 
 def _check_recorded(run_dir: str) -> None:

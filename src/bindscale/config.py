@@ -8,6 +8,7 @@ into the one line the CLI prints. Trial configs belong to their studies
 
 from __future__ import annotations
 
+
 import contextvars
 import copy
 import hashlib
@@ -17,7 +18,7 @@ from collections.abc import Mapping
 import re
 from pathlib import Path
 import typing
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -168,7 +169,9 @@ class StudyConfig(StrictModel):
     grids: list[dict[str, list[Any]]] = Field(default_factory=lambda: [{}])
     quick: dict[str, Any] | None = None
     is_quick: bool = Field(False, description="set by --quick: this is the study's quick variant")
-    verdicts: dict[str, dict[str, float]] = Field(default_factory=dict, description="claim → thresholds (each claim's ``thresholds``)")
+    # Strict: a quoted number ("0.05") is refused, not read as one; a typo'd threshold must not pass quietly.
+    verdicts: dict[str, dict[str, Annotated[float, Field(strict=True)]]] = Field(
+        default_factory=dict, description="claim → thresholds (each claim's ``thresholds``)")
     anchors: dict[str, str] = Field(default_factory=dict)
     save_models: bool = Field(False, description="also write each trial's trained model to models/<trial_id>.pt "
                               "(bindscale.checkpoints); not part of any trial id")
@@ -634,7 +637,28 @@ def resolve_study(ref: str, quick: bool = False, overrides: list[str] | None = N
     if not trials:
         raise ConfigError(f"{source}: the study has no trials")
     _check_overrides_kept(parsed, trials, source)
+    if not quick:
+        _check_quick_section(data, source)
     return study
+
+
+def _check_quick_section(data: dict, source: str) -> None:
+    """Validate a study file's ``quick`` section on a full run too: a broken smoke test should be found by
+    whoever edits the file, not by the next user of ``--quick``. The file as written (no ``--set``)."""
+    q = data.get("quick")
+    if q is None:
+        return
+    where = f"{source}: the quick section (used by --quick)"
+    if not isinstance(q, dict):
+        raise ConfigError(f"{where} must be a mapping")
+    d = deep_merge(data, q) | {"is_quick": True}
+    try:
+        if not _validate_study(d).trials():
+            raise ConfigError("it has no trials")
+    except ValidationError as err:
+        raise ConfigError(format_validation_error(err, where)) from None
+    except (ConfigError, ValueError) as err:
+        raise ConfigError(f"{where}: {err}") from None
 
 
 def _check_repeated(parsed: list[tuple[str, Any]], items: list[str], data: dict) -> None:

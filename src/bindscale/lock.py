@@ -53,6 +53,31 @@ def RunLock(run_dir: "str | Path | RunStore", lease_seconds: float = LEASE_SECON
     return FileLock(store.local) if store.local is not None else LeaseLock(store, lease_seconds)
 
 
+def live_holder(run_dir: "str | Path | RunStore") -> str | None:
+    """Who holds ``run_dir`` now ("pid … on … since …"), or None; writes nothing (for ``--dry-run``).
+
+    Local directories: a non-blocking ``flock`` probe on an existing ``.lock`` (released at once); URLs: an
+    unexpired lease. A directory or lock file that does not exist is not held.
+    """
+    store = RunStore.of(run_dir)
+    if store.local is None:
+        info = LeaseLock(store)._current()
+        return _describe(info) if info and float(info.get("expires", 0)) > time.time() else None
+    path = Path(store.local) / LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    except BlockingIOError:
+        return _read_holder(fd)
+    finally:
+        os.close(fd)
+
+
 class FileLock:
     """Context manager holding a local run directory's ``flock``.
 

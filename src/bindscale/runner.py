@@ -78,7 +78,8 @@ def run_study(
         console.print(f"note: --workers {workers} ignored: the inline executor trains in this process, one job "
                       "at a time", highlight=False)
         workers = 1
-    elif workers is not None and workers > cores:
+    elif workers is not None and workers > cores and not (executor == "ray" and address):
+        # (On a Ray cluster --workers counts the cluster's CPUs, not this machine's cores.)
         console.print(f"note: --workers {workers} > {cores} cores; using {cores} (more would oversubscribe the CPU)")
         workers = cores
 
@@ -231,6 +232,9 @@ def rebuild_all(run_dir: "str | Path") -> dict:
 
     Raises:
         RunLocked: a live run holds the directory or any of its studies; raised before anything is rebuilt.
+
+    Output: ``{"studies": {name: summary}, "answer": ..., "unrecorded": [names]}``; a study whose folder
+    holds no record yet is left as it is and named in ``unrecorded``.
     """
     store = RunStore.of(run_dir)
     names = [n for n in registry.builtin() if store.exists(f"{n}/{STUDY_FILE}")]
@@ -240,9 +244,12 @@ def rebuild_all(run_dir: "str | Path") -> dict:
         held.enter_context(RunLock(store))
         for name in names:
             held.enter_context(RunLock(store.where(name)))
-        studies = {name: load_run_study(store.where(name)) for name in names}
+        # A study the run reached but none of whose trials finished has nothing to report: rebuilding it
+        # would write a report of gaps that reads as if its trials had failed.
+        unrecorded = [n for n in names if not RunStore.of(store.where(n)).list(RECORD_DIR, ".json")]
+        studies = {name: load_run_study(store.where(name)) for name in names if name not in unrecorded}
         summaries = {name: build_outputs(store.where(name), study) for name, study in studies.items()}
-        return {"studies": summaries, "answer": build_answer(run_dir)}
+        return {"studies": summaries, "answer": build_answer(run_dir), "unrecorded": unrecorded}
 
 
 def build_outputs(run_dir: "str | Path | RunStore", study: StudyConfig) -> dict:

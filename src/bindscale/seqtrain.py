@@ -20,8 +20,10 @@ Stacked training (:func:`train_stacked_from_config`, :func:`train_stacked_seq_mo
 :class:`~bindscale.models.stacked_transformer.StackedTransformer`, each trial as it would train
 alone up to float rounding: its own training set and batch order, the sum (never the mean) of the
 per-trial losses, per-trial gradient clipping (:func:`clip_per_trial_`), per-trial AdamW state,
-learning rate and weight decay (:class:`PerTrialAdamW`), and per-trial divergence (a trial whose
-loss is non-finite is recorded ``"diverged"`` at that step and frozen; the stack carries on).
+learning rate and weight decay (:class:`PerTrialAdamW`, the project's one per-trial AdamW,
+:mod:`bindscale.stackopt`), and per-trial divergence (a trial whose loss is non-finite is recorded
+``"diverged"`` at that step and frozen; the stack carries on). A study's grouping of trials into stacks
+and its train-then-evaluate loop over members are :mod:`bindscale.seqstack`'s.
 """
 
 from __future__ import annotations
@@ -32,10 +34,10 @@ from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
-from torch.optim.adamw import adamw
 
 from . import seeding
 from .models.transformer import Transformer
+from .stackopt import StackedAdamW
 
 #: Padding token id: sequences are right-padded with it.
 PAD_ID = 0
@@ -387,68 +389,29 @@ def _per_trial(v, T: int, name: str) -> list:
     return [v] * T
 
 
-class PerTrialAdamW:
-    """AdamW whose state, step count, learning rate and weight decay are per trial, over stacked parameters.
+class PerTrialAdamW(StackedAdamW):
+    """The project's per-trial AdamW (:class:`bindscale.stackopt.StackedAdamW`) as :func:`fit_minibatches`
+    configures torch's for one trial: betas :data:`BETAS`, weight decay on parameters whose per-trial slice
+    has two or more dimensions (matrices and embeddings), the fused kernel on CPU and CUDA.
 
-    Trial ``t``'s update is PyTorch's AdamW (the same functional kernel ``torch.optim.AdamW`` calls,
-    fused on CPU and CUDA) applied to the slices ``p[t]``: the tensors the trial alone would have, so
-    its update is the one ``torch.optim.AdamW`` gives that trial alone, bit for bit, given the same
-    gradients (the fused CPU kernel splits a tensor into a vector loop and a scalar tail by its size,
-    so it is never run over a whole stacked tensor; see
-    :mod:`bindscale.studies.scaling.optim`). Trials sharing a learning rate and weight decay at a step
-    are updated in one kernel call. Weight decay applies to parameters whose per-trial slice has two
-    or more dimensions (matrices and embeddings), as :func:`fit_minibatches` does.
+    Trial ``t``'s update is the one ``torch.optim.AdamW`` gives that trial alone, bit for bit, given the same
+    gradients; :meth:`step` takes each step's per-trial learning rates (the schedule, :func:`lr_at`) and the
+    trials to update (the others, diverged, are frozen with their state).
 
     Args:
-        params: stacked parameters, each ``(T, ...)``.
+        params: stacked parameters, each ``(T, ...)``; those without ``requires_grad`` are left out.
         weight_decay: per trial (or one shared value).
         betas, eps: as ``torch.optim.AdamW``'s.
-        fused: use the fused kernel (``torch.optim.AdamW(fused=True)``'s); None: on CPU and CUDA.
+        fused: use the fused kernel; None: on CPU and CUDA.
+
+    Raises:
+        ValueError: as :class:`~bindscale.stackopt.StackedAdamW`.
     """
 
     def __init__(self, params: list[torch.Tensor], weight_decay, betas=BETAS, eps: float = 1e-8,
                  fused: bool | None = None):
-        self.params = [p for p in params if p.requires_grad]
-        if not self.params:
-            raise ValueError("PerTrialAdamW got no parameters")
-        T = self.params[0].shape[0]
-        if any(p.shape[0] != T for p in self.params):
-            raise ValueError("PerTrialAdamW: every parameter needs the same leading trial dimension")
-        self.n_trials = T
-        self.weight_decay = [float(w) for w in _per_trial(weight_decay, T, "weight_decay")]
-        self.betas, self.eps = betas, eps
-        device = self.params[0].device
-        self.fused = device.type in ("cpu", "cuda") if fused is None else fused
-        self.decay = [p.dim() >= 3 for p in self.params]
-        self.exp_avg = [torch.zeros_like(p, memory_format=torch.contiguous_format) for p in self.params]
-        self.exp_avg_sq = [torch.zeros_like(p, memory_format=torch.contiguous_format) for p in self.params]
-        # Per trial: its parameter slices, moments and step counts (float32 scalars, as torch.optim.AdamW's).
-        self.slices = [[(p[t], m[t], v[t], torch.zeros((), dtype=torch.float32, device=device), d)
-                        for p, m, v, d in zip(self.params, self.exp_avg, self.exp_avg_sq, self.decay)]
-                       for t in range(T)]
-
-    @torch.no_grad()
-    def step(self, lrs: list[float], trials: list[int]) -> None:
-        """One AdamW step of ``trials`` (others untouched), trial ``t`` at learning rate ``lrs[t]``."""
-        grads = [None if p.grad is None else p.grad.unbind(0) for p in self.params]
-        groups: dict[tuple[float, float], list[int]] = {}
-        for t in trials:
-            groups.setdefault((float(lrs[t]), self.weight_decay[t]), []).append(t)
-        for (lr, wd), ts in groups.items():
-            for decayed in (True, False):
-                ps, gs, ms, vs, ss = [], [], [], [], []
-                for t in ts:
-                    for k, (p, m, v, s, d) in enumerate(self.slices[t]):
-                        if d == decayed and grads[k] is not None:
-                            ps.append(p), gs.append(grads[k][t]), ms.append(m), vs.append(v), ss.append(s)
-                if ps:
-                    adamw(ps, gs, ms, vs, [], ss, fused=self.fused, foreach=None if self.fused else False,
-                          amsgrad=False, beta1=self.betas[0], beta2=self.betas[1], lr=lr,
-                          weight_decay=wd if decayed else 0.0, eps=self.eps, maximize=False)
-
-    def zero_grad(self) -> None:
-        for p in self.params:
-            p.grad = None
+        # lr 0: every step passes its own rates (the schedule), never the constructor's.
+        super().__init__(params, 0.0, weight_decay, betas, eps, decay_min_dim=2, fused=fused)
 
 
 @torch.no_grad()

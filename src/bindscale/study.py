@@ -377,6 +377,7 @@ CONVENTION: dict[str, tuple[str, str]] = {
     "models": ("trial", "untrained_model"),
     "tasks": ("trial", "task_family"),
     "step_timer": ("plan", "stack_step_seconds"),
+    "step_counter": ("plan", "optimizer_steps"),
     "cost": ("plan", "job_cost"),
     "memory": ("plan", "trial_memory_bytes"),
     "checker": ("plan", "check_trials"),
@@ -479,8 +480,13 @@ class StudyPlugin:
     models: Any = None
     tasks: Any = None
     #: ``function(trials) -> float``: seconds of one training step of ``trials`` as one stack on this
-    #: machine (one thread); with it the planner sizes stacks by measurement (:func:`bindscale.sweep.plan_jobs`).
+    #: machine (one thread); with it the planner sizes stacks by measurement (:func:`bindscale.sweep.plan_jobs`),
+    #: whether it is given here or found by convention (``plan.stack_step_seconds``; the transformer
+    #: studies' timers time a stacked transformer, :func:`bindscale.seqstack.stack_step_seconds`).
     step_timer: Any = None
+    #: ``function(trial) -> int``: optimizer steps of one trial where they are more than its progress unit
+    #: (``steps``; e.g. pretraining and mask searches besides training); the GPU estimate counts them.
+    step_counter: Any = None
     _found: dict = field(default_factory=dict, init=False, repr=False, compare=False)  # hook -> object
 
     def __post_init__(self) -> None:
@@ -585,6 +591,11 @@ class StudyPlugin:
 
     def steps(self, trial: Any) -> int:
         return int(trial.train.steps)
+
+    def optimizer_steps(self, trial: Any) -> int:
+        """Optimizer steps of one trial: its ``step_counter`` hook's count, else :meth:`steps`."""
+        counter = self.hook("step_counter")
+        return int(counter(trial)) if counter else self.steps(trial)
 
     def job_cost(self, job: list) -> float:
         cost = self.hook("cost")

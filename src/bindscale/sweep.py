@@ -89,7 +89,7 @@ def measured_stack_cap(group: list[Any], cap: int) -> int:
     when the study has no timer. Results never depend on it (a trial's numbers are the same in any stack).
     """
     plugin = registry.for_trial(group[0])
-    if getattr(plugin, "step_timer", None) is None or len(group) < 2 or cap < 2:
+    if not _has_step_timer(plugin) or len(group) < 2 or cap < 2:
         return cap
     key = (job_group_key(group[0]), min(cap, len(group)))
     if key not in _measured_caps:
@@ -105,6 +105,13 @@ def measured_stack_cap(group: list[Any], cap: int) -> int:
             n = min(2 * n, key[1]) if n < key[1] else n + 1
         _measured_caps[key] = best_n
     return _measured_caps[key]
+
+
+def _has_step_timer(plugin: Any) -> bool:
+    """Whether the study times stacks: a timer given to its plugin or found by convention
+    (``plan.stack_step_seconds``; the attribute alone is None for a hook found by convention)."""
+    hook = getattr(plugin, "hook", None)
+    return (hook("step_timer") if callable(hook) else getattr(plugin, "step_timer", None)) is not None
 
 
 #: Measured seconds of a trial's share of one step, by stack size, per shape (:func:`measured_stack_cap`).

@@ -157,3 +157,31 @@ def test_unknown_field_lists_the_fields_of_the_class_validated_when_two_share_a_
         validate(TrialConfig, {"model": {"breadth": 2, "foo": 3}}, where="trial config")
     with pytest.raises(ConfigError, match=r"allowed: kind, width, depth"):
         validate(globals()["TrialConfig"], {"model": {"kind": "mlp", "foo": 3}}, where="trial config")
+
+
+_SMALL = """name: small
+base:
+  kind: subgraphs
+  task: {family: maxsubseq}
+grids:
+  - {seed: [0, 1, 2]}
+"""
+
+
+def test_a_broken_quick_section_is_refused_on_a_full_run_too(tmp_path):
+    f = tmp_path / "s.yaml"
+    f.write_text(_SMALL + "quick:\n  base:\n    train: {stepz: 10}\n")
+    with pytest.raises(ConfigError, match=r"the quick section \(used by --quick\): base\.train\.stepz"):
+        resolve_study(str(f))
+    f.write_text(_SMALL + "quick:\n  base:\n    train: {steps: 10}\n")
+    assert resolve_study(str(f)).base.train.steps != 10 and resolve_study(str(f), quick=True).base.train.steps == 10
+
+
+@pytest.mark.parametrize("value", ['"abc"', '"5"', "true"])
+def test_a_threshold_that_is_not_a_number_is_refused(tmp_path, value):
+    f = tmp_path / "s.yaml"
+    f.write_text(_SMALL + f"verdicts:\n  scale_does_not_lift_ood: {{margin: {value}}}\n")
+    with pytest.raises(ConfigError, match="margin"):
+        resolve_study(str(f))
+    f.write_text(_SMALL + "verdicts:\n  scale_does_not_lift_ood: {margin: 0}\n")
+    assert resolve_study(str(f)).verdicts["scale_does_not_lift_ood"]["margin"] == 0.0

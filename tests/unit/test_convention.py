@@ -21,13 +21,14 @@ OVERRIDES = {
 #: The trial config classes by their own names (config.TrialConfig is an alias).
 CONFIGS = {"ceiling": "CeilingTrial", "depth": "DepthTrial", "geometry": "GeometryTrial",
            "length_transfer": "LengthTransferTrial", "modularity": "ModularityTrial", "subgraphs": "SubgraphsTrial"}
+#: The transformer studies stack their trials (grouper, step_timer: plan.py, over bindscale.seqstack).
 ABSENT = {
-    "ceiling": {"grouper", "step_timer"},
-    "depth": {"grouper", "step_timer"},
-    "geometry": {"grouper", "step_timer"},  # rows: prepare_rows joins the contextual scores its gates read
-    "length_transfer": {"grouper", "step_timer", "checker"},
+    "ceiling": {"step_counter"},
+    "depth": {"step_counter"},
+    "geometry": {"step_counter"},  # rows: prepare_rows joins the contextual scores its gates read
+    "length_transfer": {"checker", "step_counter"},
     "modularity": {"grouper", "step_timer", "checker", "rows"},
-    "subgraphs": {"checker", "rows"},  # stacks its trials (grouper, step_timer: plan.py)
+    "subgraphs": {"checker", "rows", "step_counter"},
 }
 
 

@@ -88,7 +88,23 @@ def run_all_dir(tmp_path):
         (tmp_path / name).mkdir()
         (tmp_path / name / "study.yaml").write_text(
             yaml.safe_dump(resolve_study(name, quick=True).model_dump(mode="json"), sort_keys=False))
+        (tmp_path / name / "records").mkdir()
+        (tmp_path / name / "records" / "t0.json").write_text("{}")  # one finished trial (not read here)
     return tmp_path, chosen
+
+
+def test_report_of_a_run_all_leaves_a_study_without_records_and_says_so(run_all_dir, monkeypatch):
+    root, (first, last) = run_all_dir
+    (root / last / "records" / "t0.json").unlink()  # the run reached it, but no trial of it finished
+    work = []
+    monkeypatch.setattr(runner, "build_outputs", lambda where, study: work.append(where) or {"study": "x"})
+    monkeypatch.setattr(runner, "build_answer", lambda where: work.append("answer") or {})
+    assert runner.rebuild_all(root)["unrecorded"] == [last]
+    assert work == [str(root / first), "answer"]
+    monkeypatch.setattr(cli, "_print_summary", lambda summary, out: None)
+    monkeypatch.setattr(cli, "_print_answer", lambda answer, out: None)
+    result = CliRunner().invoke(app, ["report", str(root)])
+    assert result.exit_code == 0 and f"{last}: nothing recorded yet" in result.output
 
 
 @pytest.mark.parametrize("held", ["last study", "directory"])
@@ -108,3 +124,19 @@ def test_report_of_a_live_run_all_is_refused_before_any_work(run_all_dir, monkey
     assert work == []
     runner.rebuild_all(root)  # once the run has finished, the report is made
     assert work == [str(root / first), str(root / last), "answer"]
+
+
+def test_a_dry_run_says_when_a_live_run_holds_its_directory_and_writes_nothing(tmp_path):
+    from bindscale.lock import live_holder
+
+    out = tmp_path / "run"
+    assert live_holder(out) is None and not out.exists()  # nothing there: not held, nothing created
+    out.mkdir()
+    with RunLock(out):
+        assert "pid" in live_holder(out)
+        result = CliRunner().invoke(app, ["run", "depth", "--quick", "--dry-run", "--out", str(out)])
+        assert result.exit_code == 0 and "is being written by a live bindscale run" in result.output
+    assert live_holder(out) is None
+    result = CliRunner().invoke(app, ["run", "depth", "--quick", "--dry-run", "--out", str(out)])
+    assert result.exit_code == 0 and "live bindscale run" not in result.output
+    assert sorted(p.name for p in out.iterdir()) == [".lock"]  # the dry runs wrote nothing

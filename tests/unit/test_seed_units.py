@@ -60,7 +60,17 @@ def test_records_without_a_seed_are_never_merged():
 
 def test_needed_seeds_share_or_count_never_below_min_replicates():
     assert needed_seeds(8, 0.75) == 6 and needed_seeds(8, 0.5) == 4 and needed_seeds(8, 7) == 7
-    assert needed_seeds(8, 20) == 8 and needed_seeds(3, 0.5) == 3
+    assert needed_seeds(8, 20) == 20 and needed_seeds(3, 0.5) == 3  # a count above the plan is not lowered
+
+
+def test_a_min_seeds_count_above_the_plan_is_said_not_capped():
+    df = _table(5)  # every seed ok and finite: nothing lost, but the plan is shorter than the claim asks
+    cells = [deciding_cell({"width": 64}, 5)]
+    reason, lost = seed_loss(df, cells, 8)
+    assert reason == ("the deciding cell (width 64) planned 5 seeds and the claim needs at least 8 "
+                      "(min_seeds 8): plan more seeds or lower min_seeds")
+    assert lost == {}
+    assert seed_loss(df, cells, 5)[0] is None and seed_loss(df, cells, 1.0)[0] is None
 
 
 def test_seed_loss_counts_statuses_and_nan_and_says_it_in_words():

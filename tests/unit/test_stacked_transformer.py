@@ -138,6 +138,41 @@ def test_per_trial_adamw_is_torch_adamw_on_each_trial_bit_for_bit():
             assert torch.equal(p[t].detach(), q.detach())
 
 
+def test_per_trial_adamw_goes_whole_then_sliced_and_stays_torch_adamw_bit_for_bit():
+    """Aligned slices (multiples of ALIGN elements), one learning rate and weight decay: one kernel call per
+    stacked tensor. Then trial 1 freezes at step 4 and trial 2 takes another rate from step 7: from then on
+    slices, each trial's step count carried over; every trial still matches torch.optim.AdamW alone."""
+    from bindscale.stackopt import ALIGN
+
+    torch.manual_seed(2)
+    T = 3
+    shapes = [(4, ALIGN), (ALIGN,), (2, 2 * ALIGN)]
+    stack = [torch.randn(T, *s, requires_grad=True) for s in shapes]
+    alone = [[torch.nn.Parameter(p[t].detach().clone()) for p in stack] for t in range(T)]
+    opt = PerTrialAdamW(stack, 0.1)
+    assert opt.whole
+    refs = [torch.optim.AdamW([{"params": [q for q in ps if q.dim() >= 2], "weight_decay": 0.1},
+                               {"params": [q for q in ps if q.dim() < 2], "weight_decay": 0.0}],
+                              lr=1e-2, betas=(0.9, 0.95), fused=True) for ps in alone]
+    for step in range(10):
+        active = [0, 2] if step >= 4 else [0, 1, 2]
+        lrs = [1e-2, 1e-2, 3e-2 if step >= 7 else 1e-2]
+        grads = [torch.randn(T, *s) for s in shapes]
+        for p, g in zip(stack, grads):
+            p.grad = g.clone()
+        opt.step(lrs, active)
+        assert opt._sliced == (step >= 4)
+        for t in active:
+            for group in refs[t].param_groups:
+                group["lr"] = lrs[t]
+            for q, g in zip(alone[t], grads):
+                q.grad = g[t].clone()
+            refs[t].step()
+    for t in range(T):
+        for p, q in zip(stack, alone[t]):
+            assert torch.equal(p[t].detach(), q.detach()), t
+
+
 def test_per_trial_adamw_leaves_frozen_trials_alone():
     p = torch.zeros(2, 4, 4, requires_grad=True)
     opt = PerTrialAdamW([p], 0.1)
@@ -188,6 +223,18 @@ def test_a_stacked_trial_trains_as_it_would_alone(shape):
         # attention, into steps of size lr, so such weights differ at 1e-3 without changing any output.)
         x = ds[t][0][:8, :-1]
         assert torch.allclose(st.member(t)(x), ref_model(x), rtol=1e-4, atol=1e-4)
+
+
+def test_trials_sharing_rate_and_decay_take_the_whole_tensor_path_and_still_train_as_alone():
+    """One learning rate and weight decay, widths of whole ALIGN multiples: AdamW runs one call per stacked
+    tensor (no per-trial slices) and every trial's curve is still its curve alone."""
+    seeds = [0, 1, 2]
+    assert PerTrialAdamW(list(StackedTransformer.from_members([plain(s, "rope_2x32") for s in seeds]).parameters()),
+                         0.1).whole
+    ds = [data(s) for s in seeds]
+    _, curves, _ = stacked(seeds, "rope_2x32", ds)
+    for t, s in enumerate(seeds):
+        assert rel(alone(s, "rope_2x32", ds[t])[1], curves[t]) < 1e-5
 
 
 def test_a_stack_of_one_and_a_stack_of_four_give_the_same_records():

@@ -1,3 +1,5 @@
+import pytest
+
 from bindscale.config import StudyConfig
 from bindscale.studies.scaling.config import ModelConfig, TrainConfig, TrialConfig
 from bindscale.sweep import schedule as makespan
@@ -175,3 +177,23 @@ def test_the_hyperteacher_step_timer_times_a_real_stack():
 
     trials = study(width=[16], seed=[0, 1])
     assert 0 < stack_step_seconds(trials, window=0.01, rounds=1) < 10
+
+
+@pytest.mark.parametrize("name", ["subgraphs", "depth", "length_transfer", "ceiling", "geometry"])
+def test_the_planner_times_stacks_of_a_study_whose_timer_is_found_by_convention(monkeypatch, name):
+    # The transformer studies' timers are plan.stack_step_seconds, found by convention (the plugin's
+    # step_timer attribute stays None): the planner must still ask them, and size stacks by their answer.
+    from bindscale import registry, sweep
+    from bindscale.study import StudyPlugin
+
+    plugin = registry.get(name)
+    assert plugin.step_timer is None and plugin.hook("step_timer") is not None
+    monkeypatch.setattr(sweep, "_measured_caps", {})
+    monkeypatch.setattr(sweep, "_measured_shares", {})
+    asked = []
+    # Cheaper per trial up to 2, dearer beyond: stacks of 2.
+    monkeypatch.setattr(StudyPlugin, "stack_step_seconds",
+                        lambda self, ts: asked.append(len(ts)) or (1e-3 * (1 + 0.2 * len(ts)) if len(ts) <= 2 else 1.0))
+    trials = [plugin.trial_class.model_validate({"seed": s}) for s in range(4)]
+    jobs = plan_jobs(trials, n_workers=1, measure=True, memory=64 << 30)
+    assert asked == [1, 2, 4] and sorted(map(len, jobs)) == [2, 2]

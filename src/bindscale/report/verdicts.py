@@ -191,10 +191,16 @@ def _matching(whole: pd.DataFrame, cell: Mapping[str, Any]) -> pd.DataFrame:
     return whole[mask]
 
 
+def _said(outcome: str) -> str:
+    """An outcome as a reason's prose says it ("not supported", never the field value "not_supported")."""
+    return outcome.replace("_", " ")
+
+
 def needed_seeds(planned: int, min_seeds: float) -> int:
     """Finite seeds a cell of ``planned`` seeds needs: ``ceil(min_seeds · planned)`` for a share (≤ 1), else
-    ``min_seeds`` itself (at most ``planned``); never fewer than :data:`MIN_REPLICATES`."""
-    need = math.ceil(min_seeds * planned - 1e-9) if min_seeds <= 1 else min(int(min_seeds), planned)
+    ``min_seeds`` itself, even above ``planned`` (a count the plan cannot meet is not lowered to fit it:
+    :func:`seed_loss` then says the plan is short); never fewer than :data:`MIN_REPLICATES`."""
+    need = math.ceil(min_seeds * planned - 1e-9) if min_seeds <= 1 else math.ceil(min_seeds - 1e-9)
     return max(need, MIN_REPLICATES)
 
 
@@ -213,6 +219,11 @@ def seed_loss(whole: pd.DataFrame, cells: list[Mapping[str, Any]], min_seeds: fl
         cell, used = entry["cell"], int(entry["n"])
         rows = _matching(whole, cell)
         planned = int(rows["seed"].nunique(dropna=True)) if "seed" in rows else len(rows)
+        need = needed_seeds(planned, min_seeds)
+        label = _cell_label(cell)
+        if min_seeds > 1 and planned < need:  # a count no run of this plan could meet: say so, whatever was lost
+            short.append(f"the deciding cell ({label}) planned {planned} seeds and the claim needs at least "
+                         f"{need} (min_seeds {min_seeds:g}): plan more seeds or lower min_seeds")
         if planned <= used:
             continue
         statuses = rows["status"].astype(str) if "status" in rows else pd.Series("ok", index=rows.index)
@@ -222,10 +233,8 @@ def seed_loss(whole: pd.DataFrame, cells: list[Mapping[str, Any]], min_seeds: fl
         nan = planned - used - sum(bad.values())
         if nan > 0:
             bad[entry.get("dropped") or "ok but NaN"] = nan
-        need = needed_seeds(planned, min_seeds)
-        label = _cell_label(cell)
         lost[label] = {"planned": planned, "used": used, "lost": planned - used, "needed": need, "statuses": bad}
-        if used < need:
+        if planned >= need > used:
             why = ", ".join(f"{v} {k}" for k, v in bad.items())
             short.append(f"{planned - used} of {planned} seeds of the deciding cell ({label}) are NaN, failed, "
                          f"diverged or missing ({why}); at least {need} of {planned} are needed, {used} remain")
@@ -480,7 +489,7 @@ def compute_verdicts(
             if lost:
                 details["lost_seeds_by_cell"] = lost
             if short and verdict != INCONCLUSIVE:
-                details["reason"] = f"{short} (its own result there: {verdict}, {details.get('reason', '')})"
+                details["reason"] = f"{short} (its own result there: {_said(verdict)}, {details.get('reason', '')})"
                 details["value_with_the_lost_seeds"] = _ci(triple, n)
                 verdict, triple = INCONCLUSIVE, NAN3
             elif short:
@@ -492,7 +501,7 @@ def compute_verdicts(
                     unlearned = ("the rule named no deciding cell, so whether its models learned their training "
                                  "task cannot be checked")
                 if unlearned:  # first in the reason, and no number from models that did not learn
-                    own = f"its own result there: {verdict}, " if verdict != INCONCLUSIVE else ""
+                    own = f"its own result there: {_said(verdict)}, " if verdict != INCONCLUSIVE else ""
                     details["reason"] = f"{unlearned} ({own}{details.get('reason', '')})".replace(" ()", "")
                     if not all(math.isnan(float(x)) for x in triple):
                         details["value_of_unlearned_models"] = _ci(triple, n)
@@ -504,7 +513,7 @@ def compute_verdicts(
                 hit = resolve(guard)(whole, ok, details, verdict)
                 if hit:
                     reason, key = hit
-                    details["reason"] = f"{reason} (its own result there: {verdict}, {details.get('reason', '')})"
+                    details["reason"] = f"{reason} (its own result there: {_said(verdict)}, {details.get('reason', '')})"
                     details[key] = _ci(triple, n)
                     verdict, triple = INCONCLUSIVE, NAN3
         except Exception as err:  # noqa: BLE001 - one broken rule must not cost the report of every other claim

@@ -300,3 +300,80 @@ def test_probe_cache_reads_back_the_same_fit_and_is_invalidated_by_what_matters(
     probe, cached = fit_probe_cached("polar", fit, dev, settings, 0, tmp_path)
     assert not cached and np.array_equal(probe.B, first.B)
     assert fit_probe_cached("polar", fit, dev, settings, 0, tmp_path)[1]
+
+
+# --------------------------------------------- the authors' fitting options (issue 33, item 1) --
+
+def _batch_and_map(short_splits, d=48, k=6, seed=0):
+    from bindscale.studies.geometry.probes import _Batch
+
+    pairs = _planted(short_splits["fit"][:5], True, d=d)
+    rels = sorted({r for _, s in pairs for r in s.deprels if r != "root"})
+    B = torch.from_numpy(np.random.default_rng(seed).normal(size=(k, d)).astype(np.float32))
+    return pairs, _Batch(pairs, 1.0, {r: i for i, r in enumerate(rels)}), B
+
+
+def test_angular_term_is_the_authors_cosine_distance_form_up_to_the_diagonal(short_splits):
+    """The authors' code: MSE between clamp(1 − cos, 0, 2) and 0 (same relation) / 1 (different) over every
+    pair of a batch's edges including the diagonal; ours leaves the diagonal out. Recomputed here by hand."""
+    from bindscale.studies.geometry.probes import _loss
+
+    pairs, batch, B = _batch_and_map(short_splits)
+    ours = float(_loss(B, batch, "polar", 1.0) - _loss(B, batch, "structural", 1.0))
+    P = [a @ B.numpy().T for a, _ in pairs]
+    edges = [(P[n][h - 1] - P[n][i], s.deprels[i]) for n, (_, s) in enumerate(pairs)
+             for i, h in enumerate(s.heads) if h > 0]  # theirs: head − dependent
+    u = np.stack([e / np.linalg.norm(e) for e, _ in edges])
+    rel = np.array([r for _, r in edges])
+    gold = (rel[:, None] != rel[None, :]).astype(float)
+    theirs = np.mean((np.clip(1 - u @ u.T, 0, 2) - gold) ** 2)
+    m = len(u)
+    assert ours == pytest.approx(theirs * m * m / (m * m - m), rel=1e-4)
+
+
+def test_root_term_is_the_squared_error_to_the_root_vector(short_splits):
+    from bindscale.studies.geometry.probes import _loss
+
+    pairs, batch, B = _batch_and_map(short_splits)
+    r = torch.linspace(-1, 1, B.shape[0])
+    extra = float(_loss(B, batch, "polar", 1.0, r, 0.3) - _loss(B, batch, "polar", 1.0))
+    want = np.mean([np.mean(((a @ B.numpy().T)[s.heads.index(0)] - r.numpy()) ** 2) for a, s in pairs])
+    assert extra == pytest.approx(0.3 * want, rel=1e-4)
+    assert float(_loss(B, batch, "structural", 1.0, r, 0.3)) == pytest.approx(float(_loss(B, batch, "structural", 1.0)))
+
+
+def test_raw_and_unit_centroids_by_hand():
+    from bindscale.studies.geometry.probes import relation_centroids
+    from bindscale.studies.geometry.treebank import Sentence
+
+    s = Sentence("x", ("a", "b", "c"), (0, 1, 1), ("root", "obj", "obj"), ("NOUN", "NOUN", "NOUN"))
+    acts = np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 1.0]])  # edges dep − head: (2, 0) and (0, 1)
+    probe = Probe("structural", np.eye(2), 1.0)
+    _, unit = relation_centroids(probe, [(acts, s)], "unit")
+    _, raw = relation_centroids(probe, [(acts, s)], "raw")
+    assert unit[0] == pytest.approx(np.array([1, 1]) / np.sqrt(2))
+    assert raw[0] == pytest.approx(np.array([2, 1]) / np.sqrt(5))
+    with pytest.raises(ValueError, match="centroids"):
+        relation_centroids(probe, [(acts, s)], "median")
+
+
+def test_epoch_by_dev_las_keeps_the_best_dev_las(short_splits):
+    fit, dev = (_planted(short_splits[k], True) for k in ("fit", "dev"))
+    settings = ProbeSettings(rank=8, max_epochs=3, patience=3, select_by="dev_las", centroids="raw", root_weight=0.01)
+    probe = fit_probe("polar", fit, dev, settings, seed=0)
+    assert 0.0 <= probe.dev_loss <= 1.0 and probe.epochs == 3
+    assert probe.dev_loss == pytest.approx(score(probe, dev)["las_pp"])  # what was kept is what was chosen
+
+
+def test_authors_preset_and_recipe_field():
+    from bindscale.studies.geometry.config import ProbeConfig
+
+    a = ProbeSettings.authors()
+    assert (a.rank, a.angular_weight, a.root_weight, a.lr, a.batch_size, a.select_by, a.centroids) == (
+        1024, 0.01, 0.01, 1e-3, 200, "dev_las", "raw")
+    assert ProbeConfig(recipe="authors", max_epochs=7).settings() == ProbeSettings.authors(max_epochs=7, patience=2)
+    assert ProbeConfig().settings() == ProbeSettings()
+    with pytest.raises(ValueError, match="recipe 'authors' sets rank"):
+        ProbeConfig(recipe="authors", rank=64)
+    with pytest.raises(ValueError, match="select_by"):
+        ProbeSettings(select_by="dev_uuas")

@@ -213,7 +213,9 @@ def test_largest_size_is_the_largest_planned_one():
     assert out["transfer_grows_with_size"]["verdict"] == "inconclusive"
 
 
-def test_default_file_has_8_seeds_in_every_deciding_cell_and_details_report_them():
+def test_default_file_has_7_seeds_in_every_deciding_cell_and_details_report_them():
+    # 7, not the verdicts' conclusive 8: 8 seeds put the default's --dry-run estimate at ~16 minutes on two
+    # cores, over its 15-minute budget (issue 32, item 3); length_transfer-full plans 10.
     from bindscale.config import resolve_study
     from bindscale.studies.length_transfer.verdicts import DECIDING
 
@@ -224,7 +226,7 @@ def test_default_file_has_8_seeds_in_every_deciding_cell_and_details_report_them
         if (t.task.main == DECIDING["main"] and t.model.pos == DECIDING["pos"]
                 and aux in ("none", DECIDING["related"], DECIDING["unrelated"])):
             seeds.setdefault((aux, t.model.n_layers, t.model.d_model), set()).add(t.seed)
-    assert len({k[2] for k in seeds}) >= 2 and all(len(v) >= 8 for v in seeds.values())
+    assert len({k[2] for k in seeds}) >= 2 and all(len(v) >= 7 for v in seeds.values())
     study = {"verdicts": {c.name: {} for c in CLAIMS}, "anchors": {}}
     for v in compute_verdicts(table(seeds=3), study, n_boot=200):
         assert v["details"]["seeds_per_cell"] == 3 and "caveat" in v["details"]

@@ -437,7 +437,7 @@ def test_a_claim_about_the_largest_scale_is_inconclusive_when_its_widest_model_l
         assert v["details"]["reason"].startswith(f"no ok trial at the largest planned mlp width {max(WIDTHS)} (")
     reason = by["scaling"]["details"]["reason"]
     assert reason.startswith(f"no ok trial at the largest planned mlp width {max(WIDTHS)} (")
-    assert "(its own result there: not_supported, held-out R² of width 64 at hold-out 0.25 is 0.5" in reason
+    assert "(its own result there: not supported, held-out R² of width 64 at hold-out 0.25 is 0.5" in reason
     assert "below the threshold with its whole interval" in reason  # at width 64 R² is below 0.9
     # No number under a "largest scale" name that was computed at width 64: it is kept in details only.
     assert math.isnan(by["scaling"]["value"]) and math.isnan(by["scaling"]["ci_low"])

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from bindscale.studies.subgraphs.tasks import multiplication
-from bindscale.studies.subgraphs.tasks.compgraph import check_consistency, node_depths, parents
+from bindscale.studies.subgraphs.tasks.compgraph import check_consistency, node_depths, parents, read_values, render_target
 
 
 def test_hand_worked_762_times_31():
@@ -82,3 +82,36 @@ def test_samplers():
     assert len(multiplication.size_grid(3, 3)) == 9
     with pytest.raises(ValueError):
         multiplication.sample_operands(rng, 0, 2, 5)
+
+
+def test_reversed_format_writes_whole_numbers_units_first_and_reads_them_back():
+    # 762·31 by hand (see the first test): rows 762 and 22860, answer 23622, each written units first.
+    ex = multiplication.make_example(762, 31, scratchpad=True, reverse=True)
+    assert ex.target == "2,02,6,06,7,07,267;6,06,18,18,21,22,06822;22632$" and ex.answer == "22632"
+    assert ex.prompt == "762*31="  # the prompt keeps the usual order
+    g = ex.graph
+    assert g.nodes["r0"]["value"] == 762 and g.nodes["r0"]["span"] == (15, 18)
+    assert g.nodes["y0"]["span"] == (42, 43) and g.nodes["y4"]["span"] == (46, 47)  # units digit first
+    # Same graph as the usual format: only the text differs.
+    plain = multiplication.make_example(762, 31, scratchpad=True)
+    assert {n: d["value"] for n, d in g.nodes(data=True)} == {n: d["value"] for n, d in plain.graph.nodes(data=True)}
+    assert (ex.depth, ex.width) == (plain.depth, plain.width)
+    # 12·345 = 4140: running sum 540 written "045", answer "0414" (a trailing zero is the product's units).
+    assert multiplication.make_example(12, 345, True, reverse=True).target == (
+        "10,10,5,06,06;8,08,4,04,084;045;6,06,3,03,0063;0414$")
+    assert multiplication.make_example(762, 31, False, reverse=True).target == "22632$"
+    rng = np.random.default_rng(4)
+    for a, b in multiplication.sample_operands(rng, 4, 4, 60):
+        for scratchpad in (True, False):
+            rev = multiplication.make_example(a, b, scratchpad, reverse=True)
+            assert rev.answer == str(a * b)[::-1]
+            check_consistency(rev)
+
+
+def test_reversed_fields_are_read_right_to_left_and_a_wrong_digit_lands_on_its_node():
+    ex = multiplication.make_example(762, 31, scratchpad=True, reverse=True)
+    got = read_values(ex, "2,02,6,06,7,07,267;6,06,18,18,21,22,06832;22632$")  # r1 read as 23860
+    assert got["r0"] == 762 and got["r1"] == 23860 and got["y0"] == 2 and got["y4"] == 2
+    assert read_values(ex, "2,02,6,06,7,07,-267;6$")["r0"] is None  # a reversed field is digits only
+    with pytest.raises(ValueError):
+        render_target(ex.graph, {"r0": -762})

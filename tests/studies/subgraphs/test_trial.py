@@ -88,16 +88,35 @@ def test_a_wrong_first_dp_cell_is_a_local_error():
     assert m["n_nodes_wrong"] > 0
 
 
-def test_default_study_has_eight_seeds_in_every_deciding_cell():
+def _deciding_cells(name: str) -> dict:
     from bindscale.config import resolve_study
 
-    trials = resolve_study("subgraphs").trials()
     cells: dict = {}
-    for t in trials:
+    for t in resolve_study(name).trials():
         if t.task.scratchpad:  # both verdicts decide on scratchpad trials
             key = (t.task.family, t.task.n_train, t.model.n_layers, t.model.d_model)
             cells.setdefault(key, set()).add(t.seed)
-    assert len(cells) >= 2 and min(len(s) for s in cells.values()) >= 8
+    return cells
+
+
+@pytest.mark.parametrize("name, seeds", [("subgraphs", 6), ("subgraphs-full", 8), ("subgraphs-paper", 5)])
+def test_every_tier_has_enough_seeds_in_every_deciding_cell_and_a_wide_size_range(name, seeds):
+    from bindscale.config import resolve_study
+    from bindscale.studies.subgraphs.trial import build_model
+
+    cells = _deciding_cells(name)
+    assert len(cells) >= 3 and min(len(s) for s in cells.values()) >= seeds
+    # The scale claim reads the smallest against the largest size of a task: at least a 20x range.
+    trials = resolve_study(name).trials()
+    for family in {t.task.family for t in trials}:
+        shapes = {(t.model.n_layers, t.model.d_model) for t in trials if t.task.family == family}
+        small, large = min(shapes, key=lambda s: s[0] * s[1] ** 2), max(shapes, key=lambda s: s[0] * s[1] ** 2)
+        if name != "subgraphs-paper":  # building 300M-parameter models only to count them is too slow
+            by_shape = {(t.model.n_layers, t.model.d_model): t for t in trials if t.task.family == family}
+            ratio = build_model(by_shape[large], 64).n_params() / build_model(by_shape[small], 64).n_params()
+        else:
+            ratio = large[0] * large[1] ** 2 / (small[0] * small[1] ** 2)
+        assert ratio >= 10 if family == "multiplication" else ratio >= 20
 
 
 def test_depth_matched_gap_removes_the_depth_confound():
@@ -145,3 +164,13 @@ def test_accuracy_figure_reads_the_scratchpad_flag_robustly_and_keeps_tasks_apar
             for task in ("maxsubseq", "multiplication") for flag in ("True", "False", math.nan)
             for n in (1e5, 1e6) for s in range(3)]
     assert fig_acc_vs_params(pd.DataFrame(rows))
+
+
+def test_reversed_multiplication_data_and_a_perfect_model():
+    t = _trial(family="multiplication", id_max=2, ood_max=3, reverse=True)
+    train, test, in_dist = make_data(t)
+    assert all(ex.answer == str(eval(ex.prompt[:-1]))[::-1] for ex in train[:50])
+    m = evaluate(_Oracle(test), train, test, in_dist)
+    assert m["acc_id"] == 1.0 and m["acc_ood"] == 1.0 and m["n_nodes_wrong"] == 0
+    with pytest.raises(ValueError, match="multiplication format"):
+        _trial(family="maxsubseq", reverse=True)

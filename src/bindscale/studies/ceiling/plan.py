@@ -1,12 +1,39 @@
-"""Cost, memory and pre-run checks of the ceiling study's trials."""
+"""Cost, memory, pre-run checks, stack grouping and stack step timing of the ceiling study's trials
+(transformer trials of one task and shape train as one stacked transformer,
+:func:`bindscale.studies.ceiling.trial.run_group`; a real language model's trial runs alone)."""
 
 from __future__ import annotations
 
 from bindscale.errors import ConfigError
+from bindscale.seqstack import stack_key
 
 #: A real-model trial's cost per test / held-out instance, in transformer-cost units (a rough guess:
 #: SmolLM2-135M generates ~64 tokens per answer in a few CPU-seconds).
 LM_COST_PER_INSTANCE = 2.0e4
+
+
+#: Rough positions of a training sequence (instance, separator, solution, end) for the step timer: about
+#: 70 at the default families and difficulties (as :func:`trial_cost`'s measurement); the planner does not
+#: build the instance sets (a solver runs per instance) to learn the exact length.
+TIMER_POSITIONS = 70
+
+
+def group_key(trial) -> tuple:
+    """Trials with equal keys can share a stack: transformer trials with the same task (hence the same
+    instance sets: they do not depend on the trial's seed) and model and the same steps / batch size
+    (:func:`bindscale.seqstack.stack_key`); seed (initial weights, batch order) and the per-trial training
+    fields may differ. A real language model's trial is never stacked (its own key)."""
+    if trial.model.kind == "lm":
+        return ("lm", trial.trial_id)
+    return stack_key(trial, ("task", "model"))
+
+
+def stack_step_seconds(trials: list, window: float = 0.05, rounds: int = 3) -> float:
+    """Seconds of one training step of transformer ``trials`` stacked, here and now
+    (:func:`bindscale.seqstack.stack_step_seconds` at :data:`TIMER_POSITIONS` positions)."""
+    from bindscale.seqstack import hook_model, stack_step_seconds as timed
+
+    return timed(trials, hook_model(), TIMER_POSITIONS, window, rounds)  # the hook's default: the fixed vocabulary
 
 
 def trial_cost(t) -> float:

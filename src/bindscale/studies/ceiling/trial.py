@@ -23,10 +23,10 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from bindscale import seeding
+from bindscale import seeding, seqstack
 from bindscale.models.transformer import Transformer
 from bindscale.seqtrain import PAD_ID, pack_sequences
-from bindscale.kit import TrialResult, greedy_predictions, train_from_config
+from bindscale.kit import TrialResult, greedy_predictions
 
 from ..depth.families import shape_for_budget
 from .config import CeilingTrial
@@ -119,17 +119,32 @@ def untrained_model(trial: CeilingTrial, vocab_size: int | None = None, max_len:
 
 def run_trial(trial: CeilingTrial, device: str | torch.device = "cpu", progress: Callable[[int], None] | None = None,
               return_models: bool = False) -> TrialResult:
-    """Train and score one transformer trial; a non-finite loss gives status ``diverged`` (never raises for it)."""
+    """Train and score one transformer trial alone; a non-finite loss gives status ``diverged`` (never raises for it)."""
+    return seqstack.run_alone(trial, device, progress, return_models, prepare=_prepare, finish=_result)
+
+
+def _prepare(trial: CeilingTrial) -> seqstack.Prepared:
+    """The trial's untrained model and training tensors; context: ``(instance sets, max_len, training
+    problems, seconds spent building the sets)``."""
     t0 = time.perf_counter()
     sets = instance_sets(trial.task)
     t_data = time.perf_counter() - t0
     L = sequence_length(sets)
-    model = build_model(trial, len(VOCAB), L).to(device)
-    kept = {"model": model, "model_kwargs": {"vocab_size": len(VOCAB), "max_len": L}} if return_models else {}
     train = [p for f in trial.task.family_list for p in sets.train[f]]
-    tokens, mask = pack(train)
-    fit = train_from_config(model, tokens, mask, trial.train, seed=trial.seed, device=device, progress=progress)
-    t_train = time.perf_counter() - t0 - t_data
+    return seqstack.Prepared(build_model(trial, len(VOCAB), L), *pack(train), (sets, L, train, t_data))
+
+
+def _result(trial: CeilingTrial, prepared: seqstack.Prepared, model: Transformer, fit: dict, t_train: float,
+            device: str | torch.device, return_models: bool) -> TrialResult:
+    """A trained trial's record: its training summary and, unless it diverged, its scores and chance levels
+    (module docstring) on ``model`` (the trial's own, or its stack member).
+
+    ``t_train``: seconds from the start of the trial (its stack's, when stacked) to the end of training,
+    data included; the record's ``timings.train_s`` leaves this trial's data time out.
+    """
+    sets, L, train, t_data = prepared.context
+    t1 = time.perf_counter()
+    kept = {"model": model, "model_kwargs": {"vocab_size": len(VOCAB), "max_len": L}} if return_models else {}
     metrics = {"n_params": model.n_params(), "n_params_nonembed": model.n_params_nonembedding(),
                "d_model": model.d_model, "d_ff": model.d_ff, "final_loss": fit["final_loss"],
                "curve_steps": [s for s, _ in fit["loss_curve"]], "curve_loss": [v for _, v in fit["loss_curve"]],
@@ -149,19 +164,27 @@ def run_trial(trial: CeilingTrial, device: str | torch.device = "cpu", progress:
     metrics["examples"] = [{"family": f, "prompt": " ".join(ps[0].tokens()), "gold": " ".join(map(str, ps[0].optimum)),
                             "pred": " ".join(map(str, got["test"][f][0])) if got["test"][f][0] else "(unparsable)"}
                            for f, ps in sets.test.items() if ps]
-    metrics["timings"] = {"data_s": t_data, "train_s": t_train, "eval_s": time.perf_counter() - t0 - t_data - t_train}
+    metrics["timings"] = {"data_s": t_data, "train_s": t_train - t_data, "eval_s": time.perf_counter() - t1}
     return TrialResult(status="ok", metrics=metrics, **kept)
 
 
 def run_group(trials: list[CeilingTrial], device: str | torch.device = "cpu",
               progress: Callable[[int], None] | None = None, return_models: bool = False) -> list[TrialResult]:
-    """Trials one after another; a real-model trial (``model.kind: lm``) runs :func:`.llm.run_lm_trial`."""
-    out = []
-    for t in trials:
+    """A job's trials, in order. A real-model trial (``model.kind: lm``) runs :func:`.llm.run_lm_trial`;
+    transformer trials of one stack key (:func:`.plan.group_key`: same task and model, differing in seed or
+    per-trial training fields) train as one stacked transformer and are each scored on their own member, the
+    others alone (:func:`bindscale.seqstack.run_group`): a record is the same either way, up to float rounding."""
+    from .plan import group_key
+
+    out: list = [None] * len(trials)
+    trained = [i for i, t in enumerate(trials) if t.model.kind != "lm"]
+    for i, t in enumerate(trials):
         if t.model.kind == "lm":
             from .llm import run_lm_trial
 
-            out.append(run_lm_trial(t, progress))
-        else:
-            out.append(run_trial(t, device, progress, return_models))
+            out[i] = run_lm_trial(t, progress)
+    results = seqstack.run_group([trials[i] for i in trained], device, progress, return_models, key=group_key,
+                                 prepare=_prepare, finish=_result)
+    for i, res in zip(trained, results):
+        out[i] = res
     return out

@@ -1,8 +1,11 @@
-"""Cost, memory and pre-run checks of the depth study's trials (one small transformer per trial)."""
+"""Cost, memory, pre-run checks, stack grouping and stack step timing of the depth study's trials (one small
+transformer per trial; trials of one split and shape train as one stacked transformer,
+:func:`bindscale.studies.depth.trial.run_group`)."""
 
 from __future__ import annotations
 
 from bindscale.errors import ConfigError
+from bindscale.seqstack import stack_key
 
 #: Positions of a training batch (trimmed to its longest sequence: command, separator, actions, end) by
 #: split: the length split's outputs stop at 22 actions, the others' reach 48 (data files: as the others).
@@ -12,6 +15,30 @@ POSITIONS_OTHER = 58
 #: depth 1 and 8 at 100k, depth 2 at 200k) took 584 CPU-s on the project's 2-core machine under load
 #: (45% of a core), 1.33 times what a first fit to seven shorter pilot trials (2.4e-6) predicted.
 SECONDS_PER_COST = 3.2e-6
+
+
+#: Vocabulary of a SCAN split for the step timer: 3 specials, 13 command words, 6 actions (a split's own
+#: vocabulary is read from its data, which the planner does not load; a few tokens more or less change a
+#: step's time by well under the timer's noise).
+TIMER_VOCAB = 22
+
+
+def group_key(trial) -> tuple:
+    """Trials with equal keys can share a stack: same split and data files (hence the same sequences,
+    vocabulary and lengths: the depth study's data does not depend on the trial's seed), same model
+    and steps / batch size (:func:`bindscale.seqstack.stack_key`). Seed (initial weights, batch order)
+    and the per-trial training fields may differ."""
+    return stack_key(trial, ("task", "data", "model"))
+
+
+def stack_step_seconds(trials: list, window: float = 0.05, rounds: int = 3) -> float:
+    """Seconds of one training step of ``trials`` stacked, here and now (:func:`bindscale.seqstack.stack_step_seconds`
+    at the split's batch length, :data:`POSITIONS`, and a SCAN-sized vocabulary, :data:`TIMER_VOCAB`)."""
+    from bindscale.seqstack import hook_model, stack_step_seconds as timed
+
+    t = trials[0]
+    positions = POSITIONS.get(t.task.split, POSITIONS_OTHER) if t.data.train is None else POSITIONS_OTHER
+    return timed(trials, hook_model(vocab_size=TIMER_VOCAB), positions, window, rounds)
 
 
 def trial_cost(t) -> float:

@@ -35,10 +35,10 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from bindscale import seeding
+from bindscale import seeding, seqstack
 from bindscale.models.transformer import Transformer
 from bindscale.seqtrain import PAD_ID, pack_sequences
-from bindscale.kit import TrialResult, greedy_predictions, train_from_config
+from bindscale.kit import TrialResult, greedy_predictions
 
 from . import scan
 from .config import DepthTrial
@@ -187,14 +187,25 @@ def untrained_model(trial: DepthTrial, vocab_size: int | None = None, max_len: i
 
 def run_trial(trial: DepthTrial, device: str | torch.device = "cpu", progress: Callable[[int], None] | None = None,
               return_models: bool = False) -> TrialResult:
-    """Train and score one trial; a non-finite loss gives status ``diverged`` (never raises for it)."""
-    t0 = time.perf_counter()
+    """Train and score one trial alone; a non-finite loss gives status ``diverged`` (never raises for it)."""
+    return seqstack.run_alone(trial, device, progress, return_models, prepare=_prepare, finish=_result)
+
+
+def _prepare(trial: DepthTrial) -> seqstack.Prepared:
+    """The trial's untrained model and training tensors; context: its :class:`ScanData`."""
     data = make_data(trial)
-    model = build_model(trial, len(data.vocab), data.max_len).to(device)
+    return seqstack.Prepared(build_model(trial, len(data.vocab), data.max_len), *pack(data.train, data.vocab), data)
+
+
+def _result(trial: DepthTrial, prepared: seqstack.Prepared, model: Transformer, fit: dict, t_train: float,
+            device: str | torch.device, return_models: bool) -> TrialResult:
+    """A trained trial's record: its training summary and, unless it diverged, its scores (module docstring).
+
+    ``t_train``: seconds from the start of the trial (its stack's, when stacked) to the end of training.
+    """
+    data = prepared.context
+    t1 = time.perf_counter()
     kept = {"model": model, "model_kwargs": {"vocab_size": len(data.vocab), "max_len": data.max_len}} if return_models else {}
-    tokens, mask = pack(data.train, data.vocab)
-    fit = train_from_config(model, tokens, mask, trial.train, seed=trial.seed, device=device, progress=progress)
-    t_train = time.perf_counter() - t0
     metrics = {"n_params": model.n_params(), "n_params_nonembed": model.n_params_nonembedding(),
                "d_model": model.d_model, "d_ff": model.d_ff, "final_loss": fit["final_loss"],
                "curve_steps": [s for s, _ in fit["loss_curve"]], "curve_loss": [v for _, v in fit["loss_curve"]],
@@ -213,7 +224,7 @@ def run_trial(trial: DepthTrial, device: str | torch.device = "cpu", progress: C
         "examples": [{"command": " ".join(p.src), "gold": " ".join(p.tgt),
                       "pred": " ".join(data.vocab.itos[i] for i in pr)}
                      for p, pr in list(zip(data.test, preds))[:: max(1, len(preds) // 6)]],
-        "timings": {"train_s": t_train, "eval_s": time.perf_counter() - t0 - t_train},
+        "timings": {"train_s": t_train, "eval_s": time.perf_counter() - t1},
     }
     if kept:
         model.eval()
@@ -222,5 +233,11 @@ def run_trial(trial: DepthTrial, device: str | torch.device = "cpu", progress: C
 
 def run_group(trials: list[DepthTrial], device: str | torch.device = "cpu",
               progress: Callable[[int], None] | None = None, return_models: bool = False) -> list[TrialResult]:
-    """Trials one after another (transformer trials are not stacked)."""
-    return [run_trial(t, device, progress, return_models) for t in trials]
+    """A job's trials, in order: those of one stack key (:func:`.plan.group_key`: same split, data and
+    model, differing in seed or per-trial training fields) train as one stacked transformer and are each
+    scored on their own member, the others alone (:func:`bindscale.seqstack.run_group`); a trial's record
+    is the same either way, up to float rounding."""
+    from .plan import group_key
+
+    return seqstack.run_group(trials, device, progress, return_models, key=group_key, prepare=_prepare,
+                              finish=_result)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import Discriminator, Field, Tag
+from pydantic import Discriminator, Field, Tag, model_validator
 
 from ...config import StrictModel, TrialBase
 from ...trials import SeqTrainConfig, TransformerConfig
@@ -62,8 +62,40 @@ class ProbeConfig(StrictModel):
     max_epochs: int = Field(20, ge=1, le=10_000)
     patience: int = Field(2, ge=1, le=100)
     lr_decay: float = Field(0.5, gt=0.0, le=1.0)
+    root_weight: float = Field(0.0, ge=0.0, le=100.0, description="weight of the polar probe's root term "
+                               "(0: none; the authors' code: 0.01)")
+    select_by: Literal["dev_loss", "dev_las"] = Field("dev_loss", description="the epoch kept: best dev loss "
+                                                      "(Hewitt & Manning) or best dev LAS (the polar probe's authors)")
+    centroids: Literal["unit", "raw"] = Field("unit", description="relation centroids: means of unit or of raw "
+                                              "edge vectors (the authors': raw)")
+    recipe: Literal["bindscale", "authors"] = Field(
+        "bindscale", description="authors: fit as the polar probe's authors' code does (ProbeSettings.authors: "
+        "rank 1024, angular weight 0.01, root weight 0.01, lr 1e-3, batches of 200, epoch by dev LAS, raw "
+        "centroids); only max_epochs and patience are then taken from here")
     untrained_control: bool = Field(True, description="also probe the untrained model (same initial weights)")
     n_picture_edges: int = Field(200, ge=0, le=5000, description="test edges kept for the polar picture")
+
+    @model_validator(mode="after")
+    def _one_recipe(self) -> "ProbeConfig":
+        # A field changed from its default would be ignored (grids dump every field, so "given" is "changed").
+        clash = sorted(f for f in set(_FIT_FIELDS) - {"max_epochs", "patience"}
+                       if getattr(self, f) != type(self).model_fields[f].default)
+        if self.recipe == "authors" and clash:
+            raise ValueError(f"recipe 'authors' sets {', '.join(clash)} itself; drop them or use recipe 'bindscale'")
+        return self
+
+    def settings(self):
+        """The :class:`.probes.ProbeSettings` these fields describe (the authors' preset for ``recipe: authors``)."""
+        from .probes import ProbeSettings
+
+        if self.recipe == "authors":
+            return ProbeSettings.authors(max_epochs=self.max_epochs, patience=self.patience)
+        return ProbeSettings(**{f: getattr(self, f) for f in _FIT_FIELDS})
+
+
+#: ProbeConfig fields that are :class:`.probes.ProbeSettings` fields.
+_FIT_FIELDS = ("rank", "angular_weight", "lr", "batch_size", "max_epochs", "patience", "lr_decay", "root_weight",
+               "select_by", "centroids")
 
 
 def _source(default: str):

@@ -13,7 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from .probes import KINDS, Pair, Probe, ProbeSettings, fit_probe, gold_edges
+from .probe_types import Pair, Probe, gold_edges
+from .probes import KINDS, ProbeSettings, fit_probe
 from .scores import score
 
 #: The metrics stored per (probe, layer, split), in the order of the trial's ``probe_layers`` table.

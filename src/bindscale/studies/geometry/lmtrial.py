@@ -175,11 +175,7 @@ class _Units:
 
 
 def _settings(trial: Any):
-    from .probes import ProbeSettings
-
-    p = trial.probe
-    return ProbeSettings(rank=p.rank, angular_weight=p.angular_weight, lr=p.lr, batch_size=p.batch_size,
-                         max_epochs=p.max_epochs, patience=p.patience, lr_decay=p.lr_decay)
+    return trial.probe.settings()
 
 
 def _scores(probe, pairs) -> list[float]:

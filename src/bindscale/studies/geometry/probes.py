@@ -14,11 +14,20 @@ Sources:
   the cosine of every pair of edges in a batch is pushed to 1 when the two share a relation type
   and to 0 (orthogonal) when they differ, a squared error ``(cos − [same type])²`` averaged over edge
   pairs, weighted by ``angular_weight``. Since ``h_head − h_dependent = −e``, an edge read in the
-  wrong direction has cosine −1 with its type's direction: the sign gives the direction. *Where
-  ours may differ:* we could not read the authors' code here (no copy was reachable); the paper
-  describes a distance term as Hewitt & Manning's plus a contrastive angular term separating
-  relation types. Our angular term is the squared-cosine form above (targets 1 / 0); their exact
-  contrastive form, its weight and their rank may differ.
+  wrong direction has cosine −1 with its type's direction: the sign gives the direction.
+  *Read against the authors' code* (pjdisi/PolarProbe, ``train.py``): their angular term is the same
+  function — the squared error between the cosine distance ``1 − cos`` of every pair of a batch's
+  edges and 0 (same relation) or 1 (different), i.e. ``(cos − [same])²`` — averaged over all pairs
+  including each edge with itself (ours leaves the diagonal out, which only rescales the term by
+  ``(m − 1)/m``); their edge is ``head − dependent`` (ours the opposite: the loss and the decoding
+  are invariant to that global sign). Differences kept as options of :class:`ProbeSettings` (the
+  ``authors`` preset sets all of them to the authors' values): rank (theirs 1024; ours 32),
+  angular weight (theirs λ = 0.01 at the command-line default, swept 0.01–10; ours 1), a root term
+  (theirs β = 0.01: a learned vector ``r`` in probe space and the squared error between it and the
+  root word's coordinates; ours none), the epoch (theirs: the epoch of best dev LAS over 200
+  epochs; ours: early stopping on the dev loss), the centroids (theirs: means of the raw edge vectors
+  over at most 5,000 training sentences; ours: means of unit edge vectors over the fitting
+  sentences), learning rate 1e-3 and 200 sentences a batch (ours 1e-2 and 32).
 - *Identity probe*: ``B = I`` (no learned map), the control of both papers.
 
 Every probe decodes the same way (:mod:`.scores`): a minimum spanning tree on its predicted
@@ -40,34 +49,38 @@ import json
 import math
 import os
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from functools import lru_cache
 
 import numpy as np
 import torch
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import shortest_path
 
-from .treebank import Sentence
+from .probe_types import Pair, Probe, gold_edges, tree_distances
+from .scores import score
 
 __all__ = ["KINDS", "FIT_VERSION", "ProbeSettings", "Probe", "tree_distances", "fit_probe", "relation_centroids",
            "probe_key", "fit_probe_cached"]
 
 KINDS = ("structural", "polar", "identity")
+#: How a fit chooses its epoch (:class:`ProbeSettings` ``select_by``).
+SELECT_BY = ("dev_loss", "dev_las")
+#: How relation centroids average edge vectors (:class:`ProbeSettings` ``centroids``).
+CENTROIDS = ("unit", "raw")
 #: Version of :func:`fit_probe`'s results, part of a cached probe's key (:func:`probe_key`): bump it whenever a
 #: change to the fitting, the scale or the centroids changes what a fit returns, so no stale probe is read.
-FIT_VERSION = 1
-#: One (activations (n_words, d), sentence) pair.
-Pair = tuple[np.ndarray, Sentence]
-
-
+FIT_VERSION = 2
 @dataclass(frozen=True)
 class ProbeSettings:
     """How a probe is fit (defaults suit the synthetic study; the real-model study may set others).
 
     Attributes:
         rank: k, rows of ``B`` (capped at the activation width d).
+        root_weight: weight of the root term (0: none; the authors' β): a learned ``r`` (k,) and the squared
+            error ``‖B h_root − r‖²`` (mean over coordinates) averaged over a batch's sentences.
+        select_by: ``"dev_loss"`` (early stopping on the dev loss, Hewitt & Manning's) or ``"dev_las"`` (the
+            epoch of best dev LAS, per sentence with punctuation: the authors' choice for the polar probe).
+        centroids: ``"unit"`` (means of unit edge vectors) or ``"raw"`` (means of raw edge vectors, the
+            authors'); either way decoding compares directions (cosines) with them.
         angular_weight: weight of the polar probe's angular term.
         lr: Adam learning rate.
         batch_size: sentences per step.
@@ -83,63 +96,28 @@ class ProbeSettings:
     max_epochs: int = 20
     patience: int = 2
     lr_decay: float = 0.5
+    root_weight: float = 0.0
+    select_by: str = "dev_loss"
+    centroids: str = "unit"
 
+    def __post_init__(self):
+        if self.select_by not in SELECT_BY:
+            raise ValueError(f"select_by {self.select_by!r}; allowed: {', '.join(SELECT_BY)}")
+        if self.centroids not in CENTROIDS:
+            raise ValueError(f"centroids {self.centroids!r}; allowed: {', '.join(CENTROIDS)}")
+        if self.root_weight < 0:
+            raise ValueError(f"root_weight {self.root_weight} is negative")
 
-def tree_distances(heads: Sequence[int]) -> np.ndarray:
-    """Path lengths between every pair of words of a dependency tree, ``(n, n)`` float (0 on the diagonal).
-
-    ``heads``: 1-based heads, 0 for the root (as :class:`Sentence`). Computed by
-    :func:`scipy.sparse.csgraph.shortest_path` on the undirected tree (cached per tree; read-only).
-    """
-    return _tree_distances(tuple(int(h) for h in heads))
-
-
-@lru_cache(maxsize=100_000)
-def _tree_distances(heads: tuple[int, ...]) -> np.ndarray:
-    n = len(heads)
-    deps = [i for i in range(n) if heads[i] > 0]
-    graph = csr_matrix((np.ones(len(deps)), (deps, [heads[i] - 1 for i in deps])), shape=(n, n))
-    out = shortest_path(graph, directed=False, unweighted=True)
-    out.setflags(write=False)
-    return out
-
-
-def gold_edges(s: Sentence) -> list[tuple[int, int, str]]:
-    """``(dependent, head, relation)`` with 0-based word indices, root excluded."""
-    return [(i, h - 1, s.deprels[i]) for i, h in enumerate(s.heads) if h > 0]
-
-
-@dataclass
-class Probe:
-    """A fitted probe: its map, activation scale and relation centroids.
-
-    Attributes:
-        kind: one of :data:`KINDS`.
-        B: ``(k, d)`` map (the identity for ``kind="identity"``).
-        scale: activations are divided by it before ``B`` (see the module docstring).
-        relations: relation names, the rows of ``centroids``.
-        centroids: ``(R, k)`` unit vectors, mean normalised edge vector per relation.
-        epochs: epochs run; ``dev_loss``: best dev loss (NaN for the identity probe).
-    """
-
-    kind: str
-    B: np.ndarray
-    scale: float
-    relations: list[str] = field(default_factory=list)
-    centroids: np.ndarray | None = None
-    epochs: int = 0
-    dev_loss: float = math.nan
-
-    def project(self, acts: np.ndarray) -> np.ndarray:
-        """``(n, d)`` activations → ``(n, k)`` probe coordinates ``B h / scale``."""
-        return (np.asarray(acts, dtype=np.float64) / self.scale) @ self.B.T
-
-    def distances(self, acts: np.ndarray) -> np.ndarray:
-        """Predicted squared distances ``‖B(h_i − h_j)‖²``, ``(n, n)``, rounded to 1e-9 (float noise would
-        otherwise break ties between equal distances at random, e.g. in the Spearman ranks)."""
-        p = self.project(acts)
-        diff = p[:, None, :] - p[None, :, :]
-        return np.round((diff * diff).sum(-1), 9)
+    @classmethod
+    def authors(cls, **changes) -> "ProbeSettings":
+        """The polar probe as the authors' code fits it (pjdisi/PolarProbe ``train.py`` defaults): rank 1024
+        (capped at the model width), angular weight 0.01, root weight 0.01, Adam at 1e-3 on 200 sentences
+        a batch, the epoch of best dev LAS, centroids of raw edge vectors. Their 200 epochs without early
+        stopping are ``max_epochs`` / ``patience`` here (patience counted in epochs without a better dev
+        LAS; their run has none), and their constant learning rate is ``lr_decay=1``."""
+        base = dict(rank=1024, angular_weight=0.01, root_weight=0.01, lr=1e-3, batch_size=200, select_by="dev_las",
+                    centroids="raw", lr_decay=1.0, max_epochs=50, patience=5)
+        return cls(**(base | changes))
 
 
 def _rms_scale(pairs: Sequence[Pair]) -> float:
@@ -176,8 +154,10 @@ class _Batch:
         M = np.zeros((b, L, L), bool)
         lengths = np.zeros(b, np.float32)
         eb, ed, eh, er = [], [], [], []
+        roots = np.zeros(b, np.int64)  # each sentence's (first) root word
         for n, (a, s) in enumerate(pairs):
             m = len(s)
+            roots[n] = next((i for i, h in enumerate(s.heads) if h == 0), 0)
             H[n, :m] = np.asarray(a, np.float32) / scale
             D[n, :m, :m] = tree_distances(s.heads)
             M[n, :m, :m] = True
@@ -186,10 +166,13 @@ class _Batch:
                 eb.append(n), ed.append(dep), eh.append(head), er.append(rel_index.get(rel, -1))
         self.H, self.D, self.M = torch.from_numpy(H), torch.from_numpy(D), torch.from_numpy(M)
         self.lengths = torch.from_numpy(lengths)
+        self.roots = torch.from_numpy(roots)
         self.edges = tuple(torch.tensor(x, dtype=torch.long) for x in (eb, ed, eh, er))
 
 
-def _loss(B: torch.Tensor, batch: _Batch, kind: str, angular_weight: float) -> torch.Tensor:
+def _loss(B: torch.Tensor, batch: _Batch, kind: str, angular_weight: float, root: torch.Tensor | None = None,
+          root_weight: float = 0.0) -> torch.Tensor:
+    """Distance loss (+ the polar probe's angular term and, with ``root`` (k,), its root term)."""
     P = batch.H @ B.T  # (b, L, k)
     sq = (P * P).sum(-1)  # (b, L)
     pred = sq[:, :, None] + sq[:, None, :] - 2 * P @ P.transpose(1, 2)  # (b, L, L) squared distances
@@ -205,6 +188,9 @@ def _loss(B: torch.Tensor, batch: _Batch, kind: str, angular_weight: float) -> t
             same = (er[keep][:, None] == er[keep][None, :]).float()
             off = 1.0 - torch.eye(len(u))
             loss = loss + angular_weight * (((cos - same) ** 2) * off).sum() / off.sum()
+        if root is not None and root_weight > 0:
+            at_root = P[torch.arange(len(batch.roots)), batch.roots]  # (b, k)
+            loss = loss + root_weight * ((at_root - root) ** 2).mean()
     return loss
 
 
@@ -214,8 +200,11 @@ def _batches(pairs: Sequence[Pair], size: int, scale: float, rel_index: dict[str
     return [_Batch([pairs[n] for n in order[i:i + size]], scale, rel_index) for i in range(0, len(order), size)]
 
 
-def relation_centroids(probe: Probe, pairs: Sequence[Pair]) -> tuple[list[str], np.ndarray]:
-    """Relation names and ``(R, k)`` unit centroids of the normalised gold edge vectors ``B(h_dep − h_head)``."""
+def relation_centroids(probe: Probe, pairs: Sequence[Pair], how: str = "unit") -> tuple[list[str], np.ndarray]:
+    """Relation names and ``(R, k)`` unit centroids of the gold edge vectors ``B(h_dep − h_head)``: each the
+    normalised mean of the unit edge vectors (``how="unit"``) or of the raw ones (``"raw"``, the authors')."""
+    if how not in CENTROIDS:
+        raise ValueError(f"centroids {how!r}; allowed: {', '.join(CENTROIDS)}")
     if not pairs:
         return [], np.zeros((0, probe.B.shape[0]))
     P = probe.project(np.concatenate([np.asarray(a) for a, _ in pairs]))
@@ -232,7 +221,8 @@ def relation_centroids(probe: Probe, pairs: Sequence[Pair]) -> tuple[list[str], 
         return [], np.zeros((0, probe.B.shape[0]))
     index = {r: i for i, r in enumerate(rels)}
     C = np.zeros((len(rels), V.shape[1]))
-    np.add.at(C, np.array([index[r] for r, o in zip(rel, ok) if o], int), V[ok] / nv[ok, None])
+    np.add.at(C, np.array([index[r] for r, o in zip(rel, ok) if o], int),
+              V[ok] / nv[ok, None] if how == "unit" else V[ok])
     norms = np.linalg.norm(C, axis=1, keepdims=True)
     return rels, C / np.where(norms > 0, norms, 1.0)
 
@@ -267,23 +257,29 @@ def fit_probe(kind: str, train: Sequence[Pair], dev: Sequence[Pair], settings: P
         g = torch.Generator().manual_seed(int(seed))
         k = min(settings.rank, d)
         B = ((torch.rand(k, d, generator=g) - 0.5) * 0.1).requires_grad_(True)
-        opt = torch.optim.Adam([B], lr=settings.lr)
+        # The root vector (polar probe with a root term only): its own parameter, zero at the start.
+        root = torch.zeros(k, requires_grad=True) if kind == "polar" and settings.root_weight > 0 else None
+        opt = torch.optim.Adam([B] + ([root] if root is not None else []), lr=settings.lr)
         tr = _batches(train, settings.batch_size, scale, rel_index)
         dv = _batches(dev, 4 * settings.batch_size, scale, rel_index) if dev else []
+        by_las = settings.select_by == "dev_las"
         best, best_B, bad, epochs = math.inf, B.detach().clone(), 0, 0
         for epoch in range(settings.max_epochs):
             epochs = epoch + 1
             for i in torch.randperm(len(tr), generator=g).tolist():
-                loss = _loss(B, tr[i], kind, settings.angular_weight)
+                loss = _loss(B, tr[i], kind, settings.angular_weight, root, settings.root_weight)
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
             with torch.no_grad():
                 held = dv or tr
-                val = sum(float(_loss(B, b, kind, settings.angular_weight)) * len(b.lengths) for b in held)
+                val = sum(float(_loss(B, b, kind, settings.angular_weight, root, settings.root_weight))
+                          * len(b.lengths) for b in held)
                 val /= sum(len(b.lengths) for b in held)
             if not math.isfinite(val):
                 break
+            if by_las:  # minus the dev LAS, so that lower is better as for the loss
+                val = -_dev_las(B, scale, kind, train, dev or train, settings.centroids)
             if val < best - 1e-6:
                 best, best_B, bad = val, B.detach().clone(), 0
             else:  # as Hewitt & Manning's ReduceLROnPlateau (patience 0): a worse epoch lowers the rate
@@ -292,9 +288,19 @@ def fit_probe(kind: str, train: Sequence[Pair], dev: Sequence[Pair], settings: P
                     group["lr"] *= settings.lr_decay
                 if bad >= settings.patience:
                     break
-        probe = Probe(kind, best_B.double().numpy(), scale, epochs=epochs, dev_loss=best)
-    probe.relations, probe.centroids = relation_centroids(probe, train)
+        probe = Probe(kind, best_B.double().numpy(), scale, epochs=epochs, dev_loss=-best if by_las else best)
+    probe.relations, probe.centroids = relation_centroids(probe, train, settings.centroids)
     return probe
+
+
+def _dev_las(B: torch.Tensor, scale: float, kind: str, train: Sequence[Pair], dev: Sequence[Pair],
+             how: str) -> float:
+    """Dev LAS (per sentence, punctuation included: the authors' selection metric) of the map ``B`` with
+    centroids from ``train``; 0 where it is NaN (an epoch that labels nothing is never the best)."""
+    probe = Probe(kind, B.detach().double().numpy(), scale)
+    probe.relations, probe.centroids = relation_centroids(probe, train, how)
+    las = float(score(probe, dev)["las_pp"])
+    return las if math.isfinite(las) else 0.0
 
 
 def probe_key(kind: str, train: Sequence[Pair], dev: Sequence[Pair], settings: ProbeSettings, seed: int) -> str:

@@ -63,7 +63,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.stats import rankdata
 
-from .probes import Pair, Probe, gold_edges, tree_distances
+from .probe_types import Pair, Probe, gold_edges, tree_distances
 from .treebank import Sentence
 
 __all__ = ["mst_edges", "prim_parents", "label_edge", "score", "row_spearman", "hm_spearman", "sentence_counts", "chain_uuas",

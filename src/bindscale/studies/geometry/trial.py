@@ -42,11 +42,11 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from bindscale import seeding
+from bindscale import seeding, seqstack
 from bindscale.models.hooks import run_with_cache
 from bindscale.models.transformer import Transformer
 from bindscale.seqtrain import PAD_ID, seq_loss
-from bindscale.kit import TrialResult, train_from_config
+from bindscale.kit import TrialResult
 
 from .config import GeometryTrial
 from .entropy import corpus_nll, grammar_entropy
@@ -150,9 +150,7 @@ def _layer_pairs(model: Transformer, splits: dict[str, list[Sentence]]) -> dict:
 
 
 def probe_settings(trial: GeometryTrial) -> ProbeSettings:
-    p = trial.probe
-    return ProbeSettings(rank=p.rank, angular_weight=p.angular_weight, lr=p.lr, batch_size=p.batch_size,
-                         max_epochs=p.max_epochs, patience=p.patience, lr_decay=p.lr_decay)
+    return trial.probe.settings()
 
 
 def summarise(table: dict, prefix: str, layer: str | None = None) -> dict:
@@ -171,14 +169,29 @@ def summarise(table: dict, prefix: str, layer: str | None = None) -> dict:
 
 def run_trial(trial: GeometryTrial, device: str | torch.device = "cpu",
               progress: Callable[[int], None] | None = None, return_models: bool = False) -> TrialResult:
-    """Train, probe and score one geometry trial (see the module docstring); a NaN loss gives ``diverged``."""
-    t0 = time.perf_counter()
+    """Train, probe and score one geometry trial alone (see the module docstring); a NaN loss gives ``diverged``."""
+    return seqstack.run_alone(trial, device, progress, return_models, prepare=_prepare, finish=_result)
+
+
+def _prepare(trial: GeometryTrial) -> seqstack.Prepared:
+    """The trial's untrained LM and its corpus as training tensors; context: ``(splits, untrained copy,
+    loss mask of the corpus)`` (the copy is the random-model control: the same initial weights)."""
     splits = task_family(trial)
     tokens, mask = encode(splits["lm"])
     model = build_model(trial)
-    untrained = copy.deepcopy(model)
+    return seqstack.Prepared(model, tokens, mask, (splits, copy.deepcopy(model), mask))
+
+
+def _result(trial: GeometryTrial, prepared: seqstack.Prepared, model: Transformer, fit: dict, t_train: float,
+            device: str | torch.device, return_models: bool) -> TrialResult:
+    """A trained trial's record: its training summary and, unless it diverged, its test loss, probes and
+    scores (module docstring) on ``model`` (the trial's own LM, or its stack member), moved to the CPU.
+
+    ``t_train``: seconds from the start of the trial (its stack's, when stacked) to the end of training.
+    """
+    splits, untrained, mask = prepared.context
+    t1 = time.perf_counter()
     tr = trial.train
-    fit = train_from_config(model, tokens, mask, trial.train, seed=trial.seed, device=device, progress=progress)
     model.cpu().eval()
     kept = {"model": model} if return_models else {}
     lengths = mask.sum(1).float()
@@ -189,7 +202,6 @@ def run_trial(trial: GeometryTrial, device: str | torch.device = "cpu",
                      "lm_sentences": len(splits["lm"])}
     if fit["status"] != "ok":
         return TrialResult(status=fit["status"], diverged_step=fit.get("diverged_step"), metrics=metrics, **kept)
-    t_train = time.perf_counter() - t0
     with torch.no_grad():
         tt, tm = encode(splits["test"])
         metrics["lm_test_loss"] = float(seq_loss(model, tt, tm))
@@ -215,13 +227,27 @@ def run_trial(trial: GeometryTrial, device: str | torch.device = "cpu",
         metrics["confusion"] = relation_confusion(probe, test_pairs)
         metrics["polar_edges"] = polar_picture(probe, fit_pairs, test_pairs, trial.probe.n_picture_edges,
                                                seeding.rng(trial.seed, "probe_score"))
-    metrics["timings"] = {"train_s": t_train, "probe_s": time.perf_counter() - t0 - t_train}
+    metrics["timings"] = {"train_s": t_train, "probe_s": time.perf_counter() - t1}
     return TrialResult(status="ok", metrics=metrics, **kept)
 
 
 def run_group(trials: list[GeometryTrial], device: str | torch.device = "cpu",
               progress: Callable[[int], None] | None = None, return_models: bool = False) -> list[TrialResult]:
-    """Trials one after another (transformers are not stacked); ``return_models``: the trained LMs too.
-    A pretrained-model trial (``model.source: pretrained``) runs :func:`.lmtrial.run_lm_trial`."""
-    return [run_lm_trial(t, device, progress) if is_lm_trial(t) else run_trial(t, device, progress, return_models)
-            for t in trials]
+    """A job's trials, in order; ``return_models``: the trained LMs too. A pretrained-model trial
+    (``model.source: pretrained``) runs :func:`.lmtrial.run_lm_trial`. Trained LMs of one stack key
+    (:func:`.plan.group_key`: same grammar and corpus sizes, same model, differing in seed, probe settings or
+    per-trial training fields) train as one stacked transformer, each on its own corpus, and are each probed
+    on their own member; the others train alone (:func:`bindscale.seqstack.run_group`). A record is the same
+    either way, up to float rounding."""
+    from .plan import group_key
+
+    out: list = [None] * len(trials)
+    trained = [i for i, t in enumerate(trials) if not is_lm_trial(t)]
+    for i, t in enumerate(trials):
+        if is_lm_trial(t):
+            out[i] = run_lm_trial(t, device, progress)
+    results = seqstack.run_group([trials[i] for i in trained], device, progress, return_models, key=group_key,
+                                 prepare=_prepare, finish=_result)
+    for i, res in zip(trained, results):
+        out[i] = res
+    return out

@@ -1,8 +1,34 @@
-"""Cost and memory of the length_transfer study's trials (one transformer per trial)."""
+"""Cost, memory, stack grouping and stack step timing of the length_transfer study's trials (one transformer
+per trial; trials of one task mixture and shape train as one stacked transformer,
+:func:`bindscale.studies.length_transfer.trial.run_group`)."""
 
 from __future__ import annotations
 
+from bindscale.seqstack import stack_key
+
 from .tasks import sequence_length
+
+
+def group_key(trial) -> tuple:
+    """Trials with equal keys can share a stack: same task section (main and auxiliary tasks, their
+    lengths and set sizes: the mixture each trial draws its own training set from, and the sequence
+    lengths the stack trains at), same model and steps / batch size (:func:`bindscale.seqstack.stack_key`).
+    Seed (data, data order, initial weights) and the per-trial training fields may differ."""
+    return stack_key(trial, ("task", "model"))
+
+
+def longest_train_sequence(t) -> int:
+    """Longest training sequence of the trial's tasks (main up to ``main_len``, auxiliaries up to ``aux_len``)."""
+    k = t.task
+    return max([sequence_length(k.main, k.main_len)] + [sequence_length(a, k.aux_len) for a in k.aux_tasks])
+
+
+def stack_step_seconds(trials: list, window: float = 0.05, rounds: int = 3) -> float:
+    """Seconds of one training step of ``trials`` stacked, here and now (:func:`bindscale.seqstack.stack_step_seconds`
+    at the longest training sequence, :func:`longest_train_sequence`: batches are trimmed to about that)."""
+    from bindscale.seqstack import hook_model, stack_step_seconds as timed
+
+    return timed(trials, hook_model(), longest_train_sequence(trials[0]), window, rounds)
 
 
 def trial_cost(t) -> float:
@@ -12,11 +38,9 @@ def trial_cost(t) -> float:
     sequence of the trial's tasks; evaluation adds a share that :attr:`StudyPlugin.seconds_per_cost`
     carries per trial.
     """
-    m, k = t.model, t.task
+    m = t.model
     weights = 12 * m.n_layers * m.d_model**2 + 40 * m.d_model
-    longest = max([sequence_length(k.main, k.main_len)]
-                  + [sequence_length(a, k.aux_len) for a in k.aux_tasks])
-    return t.train.steps * t.train.batch_size * longest * weights
+    return t.train.steps * t.train.batch_size * longest_train_sequence(t) * weights
 
 
 def job_cost(job: list) -> float:

@@ -36,9 +36,9 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from bindscale import seeding
+from bindscale import seeding, seqstack
 from bindscale.models.transformer import Transformer
-from bindscale.kit import TrialResult, train_from_config
+from bindscale.kit import TrialResult
 
 from . import tasks as T
 from .config import LengthTransferTrial
@@ -152,18 +152,31 @@ def evaluate(trial: LengthTransferTrial, model: Transformer, data: LengthData, d
 
 def run_trial(trial: LengthTransferTrial, device: str | torch.device = "cpu",
               progress: Callable[[int], None] | None = None, return_models: bool = False) -> TrialResult:
-    """Train and evaluate one trial; a non-finite loss gives status ``diverged``.
+    """Train and evaluate one trial alone; a non-finite loss gives status ``diverged``.
 
     ``return_models``: also hand back the trained transformer (``TrialResult.model``, eval mode;
     ``model_kwargs`` holds its ``max_len``).
     """
-    t0 = time.perf_counter()
+    return seqstack.run_alone(trial, device, progress, return_models, prepare=_prepare, finish=_result)
+
+
+def _prepare(trial: LengthTransferTrial) -> seqstack.Prepared:
+    """The trial's untrained model and training tensors (its own task mixture, "train" stream); context:
+    its :class:`LengthData`."""
     data = make_data(trial)
-    tokens, mask = T.pack(data.train)
-    model = build_model(trial, data.max_len).to(device)
+    return seqstack.Prepared(build_model(trial, data.max_len), *T.pack(data.train), data)
+
+
+def _result(trial: LengthTransferTrial, prepared: seqstack.Prepared, model: Transformer, fit: dict, t_train: float,
+            device: str | torch.device, return_models: bool) -> TrialResult:
+    """A trained trial's record: its training summary and, unless it diverged, :func:`evaluate`'s metrics
+    (exact match by length, head ablations) on ``model`` (the trial's own, or its stack member).
+
+    ``t_train``: seconds from the start of the trial (its stack's, when stacked) to the end of training.
+    """
+    data = prepared.context
+    t1 = time.perf_counter()
     kept = {"model": model, "model_kwargs": {"max_len": data.max_len}} if return_models else {}
-    fit = train_from_config(model, tokens, mask, trial.train, seed=trial.seed, device=device, progress=progress)
-    t_train = time.perf_counter() - t0
     metrics = {"n_params": model.n_params(), "final_loss": fit["final_loss"],
                "curve_steps": [s for s, _ in fit["loss_curve"]], "curve_loss": [v for _, v in fit["loss_curve"]],
                "steps_per_s": fit["steps_per_s"], "n_train_examples": len(data.train),
@@ -172,11 +185,18 @@ def run_trial(trial: LengthTransferTrial, device: str | torch.device = "cpu",
         model.eval()
         return TrialResult(status=fit["status"], diverged_step=fit.get("diverged_step"), metrics=metrics, **kept)
     metrics |= evaluate(trial, model, data, device)
-    metrics["timings"] = {"train_s": t_train, "eval_s": time.perf_counter() - t0 - t_train}
+    metrics["timings"] = {"train_s": t_train, "eval_s": time.perf_counter() - t1}
     return TrialResult(status="ok", metrics=metrics, **kept)
 
 
 def run_group(trials: list[LengthTransferTrial], device: str | torch.device = "cpu",
               progress: Callable[[int], None] | None = None, return_models: bool = False) -> list[TrialResult]:
-    """Trials one after another (transformer trials are not stacked)."""
-    return [run_trial(t, device, progress, return_models) for t in trials]
+    """A job's trials, in order: those of one stack key (:func:`.plan.group_key`: same task mixture and
+    lengths, same model, differing in seed or per-trial training fields) train as one stacked transformer,
+    each on its own data stream, and are each evaluated (exact match, head ablations) on their own member;
+    the others train alone (:func:`bindscale.seqstack.run_group`). A record is the same either way, up to
+    float rounding."""
+    from .plan import group_key
+
+    return seqstack.run_group(trials, device, progress, return_models, key=group_key, prepare=_prepare,
+                              finish=_result)

@@ -15,8 +15,8 @@ setting), so "supported" means they are right. Terms:
 - *deciding trials* (:data:`DECIDING`): the pair the default study file plans as deciding — main task
   ``caprev`` (capitalise-and-reverse) alone, with ``cap+rev`` (related: Cai et al.'s capitalise + reverse
   set) and with ``copy`` (unrelated), RoPE. Chosen because it is the pair a CPU budget learns: at 3,000
-  steps every member reaches its training lengths (the copy/MQAR and addition pairs do not, see the
-  study file). Fixed here, never "the most common" pair of the table: a table without them is inconclusive;
+  steps of 64 (peak lr 0.01, 40,000 examples) every member reaches its training lengths in pilots (the
+  copy/MQAR and addition pairs do not, see the study files). Fixed here, never "the most common" pair of the table: a table without them is inconclusive;
 - *size*: a model shape (``layers``, ``d_model``, ``heads``), ordered by ``layers · d_model²``; the
   *largest* / *smallest* size is the largest / smallest one with an ok deciding trial, and a guard
   (:func:`planned_size_guard`) makes a verdict inconclusive when that is not the largest / smallest
@@ -47,7 +47,7 @@ Rules (95% intervals; ``margin`` and the others are thresholds of the study file
 Every gain rule is inconclusive, whatever the numbers, when a column it needs is missing, a value of a
 deciding trial is NaN or infinite (values of other trials are reported, never deciding), a deciding
 cell has fewer than ``MIN_REPLICATES`` seeds (a caveat below ``CONCLUSIVE_SEEDS``: the default file
-plans 8 in every deciding cell), or the deciding cells are degenerate
+plans 7 in every deciding cell, length_transfer-full 10, length_transfer-paper 8), or the deciding cells are degenerate
 (:func:`bindscale.report.verdicts.degenerate` with ``discrete=True``). One arm flat at 0 (or 1) beyond L
 is a measurement once the gates pass and decides; every compared arm at 0, or every one at 1
 (the alone arm too), is the metric's floor or ceiling (:func:`bindscale.kit.at_bound`) and says nothing:

@@ -24,6 +24,14 @@ def modularity_cost(t) -> float:
     return (train + masks) * positions * (weights + 1000)
 
 
+def optimizer_steps(t) -> int:
+    """Optimizer steps of one modularity trial: pretraining, compound training and every mask search (two
+    subroutines, each with its mask seeds on the trained network and its control seeds on the untrained one),
+    as :func:`modularity_cost` counts them. The progress unit stays the compound training step."""
+    pretrain = t.pretrain.steps if t.pretrain.kind != "none" else 0
+    return pretrain + t.train.steps + 2 * (t.mask.n_mask_seeds + t.mask.control_mask_seeds) * t.mask.steps
+
+
 def trial_memory_bytes(trial) -> int:
     """One small network, its datasets and a few masked copies: 256 MiB, a generous upper bound."""
     return 256 << 20

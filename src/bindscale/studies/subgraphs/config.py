@@ -17,6 +17,11 @@ class SeqTaskConfig(StrictModel):
     ≤ ``id_max``, out of distribution the cells with a larger operand up to ``ood_max``.
     ``maxsubseq`` (max-sum non-adjacent subsequence, dynamic programming): the
     sequence length is the size; in distribution ≤ ``id_max``, OOD up to ``ood_max``.
+    ``reverse`` (multiplication only): numbers in the target written least significant
+    digit first (:mod:`bindscale.studies.subgraphs.tasks.multiplication`).
+
+    Raises (on validation):
+        ValueError: ``ood_max < id_max``, or ``reverse`` with a family other than multiplication.
     """
 
     family: Literal["multiplication", "maxsubseq"] = "maxsubseq"
@@ -25,11 +30,16 @@ class SeqTaskConfig(StrictModel):
     id_max: int = Field(5, ge=1, le=20, description="largest in-distribution size (digits / sequence length)")
     ood_max: int = Field(7, ge=1, le=30, description="largest out-of-distribution size")
     n_test: int = Field(32, ge=1, le=100_000, description="test examples per size cell")
+    reverse: bool = Field(False, description="multiplication: write partial products, sums and the answer "
+                                             "least significant digit first")
 
     @model_validator(mode="after")
     def _sizes(self) -> "SeqTaskConfig":
         if self.ood_max < self.id_max:
             raise ValueError(f"ood_max={self.ood_max} must be at least id_max={self.id_max}")
+        if self.reverse and self.family != "multiplication":
+            # maxsubseq's values can be negative; a reversed "-3" has no reading.
+            raise ValueError(f"reverse=True is a multiplication format; family is {self.family!r}")
         return self
 
 
@@ -39,6 +49,7 @@ class SubgraphsTrial(TrialBase):
     AXES: ClassVar[dict[str, str]] = {
         "task": "task.family",
         "scratchpad": "task.scratchpad",
+        "reverse": "task.reverse",
         "n_train": "task.n_train",
         "layers": "model.n_layers",
         "d_model": "model.d_model",

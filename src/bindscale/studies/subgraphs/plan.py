@@ -3,18 +3,14 @@ trial; trials of one shape train as one stacked transformer, :func:`bindscale.st
 
 from __future__ import annotations
 
-#: Training fields that may differ inside a stack (per trial in :func:`bindscale.seqtrain.train_stacked_from_config`).
-PER_TRIAL_FIELDS = {"lr", "weight_decay", "warmup_steps", "grad_clip"}
+from bindscale.seqstack import stack_key
 
 
 def group_key(trial) -> tuple:
-    """Trials with equal keys can share a stack: same task, model and steps / batch size.
-
-    Seed (hence data, data order and initial weights), learning rate, weight decay, warm-up and
-    clipping may differ: each trial keeps its own (:data:`PER_TRIAL_FIELDS`).
-    """
-    return (trial.task.model_dump_json(), trial.model.model_dump_json(),
-            trial.train.model_dump_json(exclude=PER_TRIAL_FIELDS))
+    """Trials with equal keys can share a stack: same task, model and steps / batch size
+    (:func:`bindscale.seqstack.stack_key`). Seed (hence data, data order and initial weights), learning rate,
+    weight decay, warm-up and clipping may differ: each trial keeps its own."""
+    return stack_key(trial, ("task", "model"))
 
 
 def job_cost(job: list) -> float:
@@ -36,48 +32,8 @@ def trial_memory_bytes(trial) -> int:
 
 
 def stack_step_seconds(trials: list, window: float = 0.05, rounds: int = 3) -> float:
-    """Seconds of one training step of ``trials`` stacked, here and now, at one torch thread (a worker's).
+    """Seconds of one training step of ``trials`` stacked, here and now (:func:`bindscale.seqstack.stack_step_seconds`
+    at the task's rough sequence length, :func:`_length`)."""
+    from bindscale.seqstack import hook_model, stack_step_seconds as timed
 
-    Forward, backward, per-trial clipping and AdamW of the stacked transformer on random tokens of
-    the task's rough length (:func:`_length`; no data generation or evaluation: those cost the same per
-    trial in any stack); the best of ``rounds`` timings of as many steps as fill ``window`` seconds (at
-    least one), after one warm-up step. The planner compares stack sizes with it
-    (:func:`bindscale.sweep.plan_jobs`); no trial's numbers depend on it.
-    """
-    import time
-
-    import torch
-
-    from bindscale import seeding
-    from bindscale.models.stacked_transformer import StackedTransformer
-    from bindscale.seqtrain import PerTrialAdamW, clip_per_trial_, stacked_seq_loss
-
-    from .tasks import charvocab
-
-    t0 = trials[0]
-    m, tr, L = t0.model, t0.train, _length(t0)
-    with torch.random.fork_rng(devices=[]):
-        model = StackedTransformer(charvocab.VOCAB_SIZE, m.n_layers, m.d_model, m.n_heads, m.mlp_ratio,
-                                   max_len=L + 1, generators=[seeding.generator(t.seed, "init") for t in trials])
-        tokens = torch.randint(1, charvocab.VOCAB_SIZE, (len(trials), tr.batch_size, L + 1))
-    mask = torch.ones_like(tokens, dtype=torch.bool)
-    mask[:, :, -1] = False
-    params = list(model.parameters())
-    opt = PerTrialAdamW(params, [t.train.weight_decay for t in trials])
-    lrs, active, clips = [1e-6] * len(trials), list(range(len(trials))), [t.train.grad_clip for t in trials]
-
-    def step() -> None:
-        opt.zero_grad()
-        stacked_seq_loss(model, tokens, mask).sum().backward()
-        clip_per_trial_(params, clips)
-        opt.step(lrs, active)
-
-    def timed(n: int) -> float:
-        start = time.perf_counter()
-        for _ in range(n):
-            step()
-        return time.perf_counter() - start
-
-    first = timed(1)
-    steps = max(1, min(50, int(window / max(first, 1e-6))))
-    return min(timed(steps) / steps for _ in range(rounds))
+    return timed(trials, hook_model(), _length(trials[0]), window, rounds)

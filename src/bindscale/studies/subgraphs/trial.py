@@ -39,10 +39,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from bindscale import seeding
+from bindscale import seeding, seqstack
 from bindscale.models.transformer import Transformer
-from bindscale.kit import (StackedTransformer, TrialResult, greedy_predictions, train_from_config,
-                          train_stacked_from_config)
+from bindscale.kit import TrialResult, greedy_predictions
 
 from .analysis import TAXONOMIES, fit_compounding, label_table, rig_table, subgraph_coverage
 from .config import SubgraphsTrial
@@ -74,9 +73,10 @@ def _sample_cell(family: str, cell: tuple[int, ...], rng: np.random.Generator, n
     return maxsubseq.sample_at_length(rng, cell[0], n)
 
 
-def _make(family: str, items: list, scratchpad: bool) -> list[Example]:
-    mod = multiplication if family == "multiplication" else maxsubseq
-    return mod.make_examples(items, scratchpad)
+def _make(family: str, items: list, scratchpad: bool, reverse: bool = False) -> list[Example]:
+    if family == "multiplication":
+        return multiplication.make_examples(items, scratchpad, reverse)
+    return maxsubseq.make_examples(items, scratchpad)
 
 
 def make_data(trial: SubgraphsTrial) -> tuple[list[Example], list[Example], list[bool]]:
@@ -93,14 +93,14 @@ def make_data(trial: SubgraphsTrial) -> tuple[list[Example], list[Example], list
     train_items: list = []
     for i, cell in enumerate(id_cells):
         train_items += _sample_cell(t.family, cell, rng, int((picks == i).sum()))
-    train = _make(t.family, train_items, t.scratchpad)
+    train = _make(t.family, train_items, t.scratchpad, t.reverse)
     seen = {ex.prompt for ex in train}
     test_rng = seeding.rng(trial.seed, "test")
     test, in_dist = [], []
     for cell in id_cells + ood_cells:
         got: list[Example] = []
         for _ in range(_TRIES):
-            cand = _make(t.family, _sample_cell(t.family, cell, test_rng, t.n_test), t.scratchpad)
+            cand = _make(t.family, _sample_cell(t.family, cell, test_rng, t.n_test), t.scratchpad, t.reverse)
             got += [ex for ex in cand if ex.prompt not in seen and ex.prompt not in {g.prompt for g in got}]
             if len(got) >= t.n_test:
                 break
@@ -230,26 +230,28 @@ def depth_matched_gap(nodes: pd.DataFrame) -> float:
 
 def run_trial(trial: SubgraphsTrial, device: str | torch.device = "cpu",
               progress: Callable[[int], None] | None = None, return_models: bool = False) -> TrialResult:
-    """Train and evaluate one subgraphs trial; a non-finite loss gives status ``diverged``.
+    """Train and evaluate one subgraphs trial alone; a non-finite loss gives status ``diverged``.
 
     ``return_models``: also hand back the trained transformer (``TrialResult.model``, eval mode;
     ``model_kwargs`` holds its ``max_len``); the metrics are the same either way.
     """
-    t0 = time.perf_counter()
+    return seqstack.run_alone(trial, device, progress, return_models, prepare=_prepare, finish=_result)
+
+
+def _prepare(trial: SubgraphsTrial) -> seqstack.Prepared:
+    """The trial's untrained model and training tensors; context: ``(train, test, in_dist, max_len)``."""
     train, test, in_dist = make_data(trial)
-    tokens, mask = charvocab.pack(train)
     max_len = model_max_len(train, test)
-    model = build_model(trial, max_len).to(device)
-    fit = train_from_config(model, tokens, mask, trial.train, seed=trial.seed, device=device, progress=progress)
-    return _result(model, fit, train, test, in_dist, max_len, time.perf_counter() - t0, device, return_models)
+    return seqstack.Prepared(build_model(trial, max_len), *charvocab.pack(train), (train, test, in_dist, max_len))
 
 
-def _result(model: Transformer, fit: dict, train: list[Example], test: list[Example], in_dist: list[bool],
-            max_len: int, t_train: float, device: str | torch.device, return_models: bool) -> TrialResult:
+def _result(trial: SubgraphsTrial, prepared: seqstack.Prepared, model: Transformer, fit: dict, t_train: float,
+            device: str | torch.device, return_models: bool) -> TrialResult:
     """A trained trial's result: its training summary and, unless it diverged, every metric of :func:`evaluate`.
 
     ``t_train``: seconds from the start of the trial (its stack's, when stacked) to the end of training.
     """
+    train, test, in_dist, max_len = prepared.context
     t1 = time.perf_counter()
     kept = {"model": model, "model_kwargs": {"max_len": max_len}} if return_models else {}
     metrics = {"n_params": model.n_params(), "final_loss": fit["final_loss"],
@@ -290,47 +292,11 @@ def run_group(trials: list[SubgraphsTrial], device: str | torch.device = "cpu",
 
     Trials sharing a stack key (:func:`bindscale.studies.subgraphs.plan.group_key`: they differ only in
     seed, learning rate, weight decay, warm-up or clipping) train as one
-    :class:`~bindscale.models.stacked_transformer.StackedTransformer` (:func:`run_stack`); a trial
-    without a partner trains alone (:func:`run_trial`). Either way a trial's record holds the same
-    metrics, equal up to float rounding. ``return_models``: see :func:`run_trial`.
+    :class:`~bindscale.models.stacked_transformer.StackedTransformer` and are each evaluated on their own
+    member; a trial without a partner trains alone (:func:`bindscale.seqstack.run_group`). Either way a
+    trial's record holds the same metrics, equal up to float rounding. ``return_models``: see :func:`run_trial`.
     """
     from .plan import group_key
 
-    groups: dict[tuple, list[int]] = {}
-    for i, t in enumerate(trials):
-        groups.setdefault(group_key(t), []).append(i)
-    out: list[TrialResult | None] = [None] * len(trials)
-    for rows in groups.values():
-        if len(rows) == 1:
-            out[rows[0]] = run_trial(trials[rows[0]], device, progress, return_models)
-        else:
-            for i, res in zip(rows, run_stack([trials[i] for i in rows], device, progress, return_models)):
-                out[i] = res
-    return out
-
-
-def run_stack(trials: list[SubgraphsTrial], device: str | torch.device = "cpu",
-              progress: Callable[[int], None] | None = None, return_models: bool = False) -> list[TrialResult]:
-    """Trials of one stack key trained together as one stacked transformer, each then evaluated alone.
-
-    Trial ``t`` keeps everything it has alone: its own data ("train"/"test" streams), initial weights
-    ("init" stream: member ``t`` starts as :func:`build_model`'s model), batch order, learning-rate
-    schedule, clipping and AdamW state, and divergence (a diverged trial is recorded as such; the others
-    carry on); see :func:`bindscale.seqtrain.train_stacked_from_config`. After training, each member
-    (:meth:`~bindscale.models.stacked_transformer.StackedTransformer.member`, with its own ``max_len``) is
-    evaluated by the same code as a trial alone. ``steps_per_s`` is the stack's rate (every member
-    advances one step per stack step) and ``timings.train_s`` the stack's time to the end of training.
-    """
-    t0 = time.perf_counter()
-    datas = [make_data(t) for t in trials]
-    max_lens = [model_max_len(train, test) for train, test, _ in datas]
-    stack = StackedTransformer.from_members([build_model(t, m) for t, m in zip(trials, max_lens)]).to(device)
-    fits = train_stacked_from_config(stack, [charvocab.pack(train) for train, _, _ in datas],
-                                     [t.train for t in trials], seeds=[t.seed for t in trials],
-                                     device=device, progress=progress)
-    t_train = time.perf_counter() - t0
-    out = []
-    for i, ((train, test, in_dist), fit, max_len) in enumerate(zip(datas, fits, max_lens)):
-        model = stack.member(i, max_len=max_len)
-        out.append(_result(model, fit, train, test, in_dist, max_len, t_train, device, return_models))
-    return out
+    return seqstack.run_group(trials, device, progress, return_models, key=group_key, prepare=_prepare,
+                              finish=_result)

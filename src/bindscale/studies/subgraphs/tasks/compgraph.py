@@ -19,7 +19,9 @@ Text layout. The target is a list of *steps* separated by ``;``, each a list of
 *fields* separated by ``,``, ending with the stop character ``$``; the answer is
 the last step. A field is either one whole number (one node, possibly
 negative) or a fixed-width group of digit nodes read by place value (e.g. the
-carry and the digit of ``6·3 + 0 = 18`` written as ``18``). The layout lives in
+carry and the digit of ``6·3 + 0 = 18`` written as ``18``). A whole-number field
+may be written least significant digit first (place :data:`REVERSED`; ``4920``
+as ``0294``), the reversed-digit format of multiplication. The layout lives in
 ``graph.graph["layout"]`` and the target is *rendered from the graph*
 (:func:`render_target`), so gold text and graph cannot disagree. A prediction
 is read back by splitting on the separators (:func:`read_values`): field k of
@@ -43,8 +45,13 @@ STEP_SEP = ";"
 ITEM_SEP = ","
 
 Node = Hashable
-# One written entry: a node and its place value in the field (None = the whole field).
+# One written entry: a node and its place value in the field (None = the whole field,
+# REVERSED = the whole field, least significant digit first).
 Entry = tuple[Node, "int | None"]
+#: Place of a whole-number field written least significant digit first (non-negative values only).
+#: Reversed digits let a left-to-right decoder emit a sum's low digits, whose carries it already
+#: knows, before the high ones (Lee et al. 2023, "Teaching Arithmetic to Small Transformers").
+REVERSED = -1
 
 _INT = re.compile(r"-?\d+")
 
@@ -178,9 +185,20 @@ def is_in_distribution(sizes: Sequence[int], max_size: int) -> bool:
     return all(s <= max_size for s in sizes)
 
 
+def _whole(entries: Sequence[Entry]) -> bool:
+    """True when the field is one whole number (plain or reversed), not a group of digit slots."""
+    return len(entries) == 1 and entries[0][1] in (None, REVERSED)
+
+
 def _field_text(entries: Sequence[Entry], value_of: Callable[[Node], int]) -> str:
-    if len(entries) == 1 and entries[0][1] is None:
-        return str(int(value_of(entries[0][0])))
+    if _whole(entries):
+        node, place = entries[0]
+        v = int(value_of(node))
+        if place is None:
+            return str(v)
+        if v < 0:
+            raise ValueError(f"node {node!r} is written reversed but has negative value {v}")
+        return str(v)[::-1]
     width = max(place for _, place in entries) + 1
     chars = ["0"] * width
     for node, place in entries:
@@ -204,7 +222,7 @@ def _render(graph: nx.DiGraph, values: Mapping[Node, int] | None = None) -> tupl
                 text += ITEM_SEP
             ft, start = _field_text(entries, value_of), len(text)
             for node, place in entries:
-                spans[node] = (start, start + len(ft)) if place is None else (start + len(ft) - 1 - place, start + len(ft) - place)
+                spans[node] = (start, start + len(ft)) if place in (None, REVERSED) else (start + len(ft) - 1 - place, start + len(ft) - place)
             text += ft
     return text + STOP, spans
 
@@ -240,8 +258,9 @@ def read_values(example: Example, predicted_target: str) -> dict[Node, int | Non
     ``$``) is compared with step s, field f of the gold layout. A field must be an
     integer (``-?\\d+``); digit nodes take the digit at their place value of it
     (a shorter number reads as leading zeros, extra leading digits belong to no
-    node: exact match catches them). Without a ``$`` the last field is treated as
-    unfinished.
+    node: exact match catches them); a reversed field (:data:`REVERSED`) must be
+    digits only and is read right to left. Without a ``$`` the last field is
+    treated as unfinished.
 
     Args:
         example: the gold example.
@@ -260,8 +279,10 @@ def read_values(example: Example, predicted_target: str) -> dict[Node, int | Non
         for f, entries in enumerate(step):
             text = pred[s][f] if s < len(pred) and f < len(pred[s]) else None
             v = int(text) if text is not None and _INT.fullmatch(text) else None
+            if _whole(entries) and entries[0][1] == REVERSED:
+                v = int(text[::-1]) if text is not None and text.isdigit() and text.isascii() else None
             for node, place in entries:
-                if place is None or v is None:
+                if place in (None, REVERSED) or v is None:
                     out[node] = v
                 else:
                     out[node] = v // 10**place % 10 if v >= 0 else None
@@ -281,9 +302,12 @@ def check_consistency(example: Example) -> None:
     got = read_values(example, example.target)
     want = {n: g.nodes[n]["value"] for n in written | inputs}
     assert got == want, f"text reads back {got} != graph {want}"
+    reversed_nodes = {node for step in g.graph["layout"] for entries in step for node, place in entries
+                      if place == REVERSED}
     for n in written:
         s, e = g.nodes[n]["span"]
-        assert example.target[s:e] == str(g.nodes[n]["value"]), f"node {n!r}: span text != value"
+        want_text = str(g.nodes[n]["value"])[:: -1 if n in reversed_nodes else 1]
+        assert example.target[s:e] == want_text, f"node {n!r}: span text != value"
     for n in set(g.nodes) - inputs:
         value = recompute(g, n, [g.nodes[p]["value"] for p in parents(g, n)])
         assert value == g.nodes[n]["value"], f"node {n!r}: op gives {value}, graph holds {g.nodes[n]['value']}"

@@ -22,6 +22,18 @@ running sums as their own steps, then the answer::
 (``21,22``: 7·3 = 21, plus carry 1 → carry 2, digit 2.) Answer-only target:
 ``23622$``. A 3×3-digit target is at most 85 characters.
 
+Reversed-digit format (``reverse=True``): the same graph and steps, but every
+whole number of the target (partial products, running sums, the answer) is
+written least significant digit first, as the digits are computed; the
+per-column fields and the prompt are unchanged::
+
+    762*31=  2,02,6,06,7,07,267;6,06,18,18,21,22,06822;22632$
+
+A left-to-right decoder then emits each sum digit after the carries it depends
+on (Lee et al. 2023, "Teaching Arithmetic to Small Transformers", who find
+reversed outputs far easier to learn). Faith and Fate write numbers in the usual
+order; a study that uses this format says so.
+
 Depth conventions. This graph's depth is ``n + max(m, 2) + 1`` edges: the
 carry chain of a row, the partial product, then one running sum per further
 digit of b, then the answer digits. Faith and Fate's released multiplication
@@ -42,17 +54,20 @@ from collections.abc import Iterable, Sequence
 import networkx as nx
 import numpy as np
 
-from .compgraph import Example, GraphBuilder
+from .compgraph import REVERSED, Example, GraphBuilder
 
 TASK = "multiplication"
 
 
-def make_example(a: int, b: int, scratchpad: bool) -> Example:
+def make_example(a: int, b: int, scratchpad: bool, reverse: bool = False) -> Example:
     """The example ``a*b=`` with its computation graph.
 
     Args:
         a, b: non-negative integers (a's digits index the columns, b's the rows).
         scratchpad: write the long-multiplication steps before the answer.
+        reverse: write partial products, running sums and the answer least significant
+            digit first (the module docstring's reversed-digit format); ``answer`` is then
+            the product's digits reversed.
 
     Raises:
         ValueError: a negative or non-integer operand.
@@ -63,6 +78,7 @@ def make_example(a: int, b: int, scratchpad: bool) -> Example:
     a, b = int(a), int(b)
     da = [int(c) for c in reversed(str(a))]
     db = [int(c) for c in reversed(str(b))]
+    whole = REVERSED if reverse else None  # place of a whole-number field
     gb = GraphBuilder()
     for i, v in enumerate(da):
         gb.input(f"a{i}", v)
@@ -81,7 +97,7 @@ def make_example(a: int, b: int, scratchpad: bool) -> Example:
             fields += [[(m, None)], [(carry, 1), (d, 0)]]
             digits.append(d)
         r = gb.op(f"r{j}", "compose", digits + [carry], k=j)
-        fields.append([(r, None)])
+        fields.append([(r, whole)])
         if scratchpad:
             gb.write(fields)
         if j == len(db) - 1:
@@ -91,13 +107,16 @@ def make_example(a: int, b: int, scratchpad: bool) -> Example:
         else:
             acc = gb.op(f"s{j}", "add", [acc, r])
             if scratchpad:
-                gb.write([[(acc, None)]])
+                gb.write([[(acc, whole)]])
 
     product = a * b
-    ys = [gb.op(f"y{k}", "place", last, k=k, answer=True) for k in range(len(str(product)))]
-    gb.write([[(y, k) for k, y in enumerate(ys)]])
+    n_y = len(str(product))
+    ys = [gb.op(f"y{k}", "place", last, k=k, answer=True) for k in range(n_y)]
+    # A digit slot's place p is written at character n_y - 1 - p: place k reads the usual
+    # order, place n_y - 1 - k puts y0 (the units) first.
+    gb.write([[(y, n_y - 1 - k if reverse else k) for k, y in enumerate(ys)]])
     ex = gb.build(TASK, f"{a}*{b}=", (len(da), len(db)), scratchpad, depth_source=source_depth(a, b))
-    if ex.answer != str(product):  # the graph is the algorithm; this guards it against Python's product
+    if ex.answer != str(product)[:: -1 if reverse else 1]:  # the graph is the algorithm; this guards it against Python's product
         raise RuntimeError(f"graph computed {ex.answer} for {a}*{b}={product}")
     return ex
 
@@ -162,9 +181,9 @@ def source_depth(a: int, b: int) -> int:
     return int(nx.dag_longest_path_length(source_graph(a, b)))
 
 
-def make_examples(pairs: Iterable[tuple[int, int]], scratchpad: bool) -> list[Example]:
+def make_examples(pairs: Iterable[tuple[int, int]], scratchpad: bool, reverse: bool = False) -> list[Example]:
     """:func:`make_example` for each ``(a, b)``."""
-    return [make_example(a, b, scratchpad) for a, b in pairs]
+    return [make_example(a, b, scratchpad, reverse) for a, b in pairs]
 
 
 def _numbers(rng: np.random.Generator, digits: int, n: int) -> list[int]:
