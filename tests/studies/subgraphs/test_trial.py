@@ -99,7 +99,7 @@ def _deciding_cells(name: str) -> dict:
     return cells
 
 
-@pytest.mark.parametrize("name, seeds", [("subgraphs", 6), ("subgraphs-full", 8), ("subgraphs-paper", 5)])
+@pytest.mark.parametrize("name, seeds", [("subgraphs", 6), ("subgraphs-full", 6), ("subgraphs-paper", 5)])
 def test_every_tier_has_enough_seeds_in_every_deciding_cell_and_a_wide_size_range(name, seeds):
     from bindscale.config import resolve_study
     from bindscale.studies.subgraphs.trial import build_model
