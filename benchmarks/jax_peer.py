@@ -172,12 +172,15 @@ def jax_throughput(req: dict) -> dict:
         _COMPILED[key] = JaxTrial(task, req["width"], req["depth"], req["batch_tasks"], req["lr"],
                                   req["weight_decay"], req.get("grad_clip"), seed=0)
     trial = _COMPILED[key]
-    t0, warm = time.perf_counter(), 0
-    while warm < req["warm_steps"] and (warm < 10 or time.perf_counter() - t0 < req["warm_s"]):
+    t0 = time.perf_counter()
+    trial.run(10)  # the first steps compile (on a shape's first request): not counted in warm_s
+    warm, t1 = 10, time.perf_counter()
+    while warm < req["warm_steps"] and time.perf_counter() - t1 < req["warm_s"]:
         trial.run(10)  # blocks on the loss
         warm += 10
     warm_s = time.perf_counter() - t0
-    chunk = max(1, int(0.1 / max(1e-5, warm_s / warm)))
+    per_step = (time.perf_counter() - t1) / (warm - 10) if warm > 10 else warm_s / warm  # compilation left out
+    chunk = max(1, int(0.1 / max(1e-5, per_step)))
     steps, w0, c0 = 0, time.perf_counter(), time.process_time()
     while time.perf_counter() - w0 < req["window_s"]:
         trial.run(chunk)
@@ -572,20 +575,56 @@ def run_py_command(ref: dict, trial, steps: int) -> list[str]:
         f"--config.{k}={v}" for k, v in flags.items()]
 
 
-def _run_timed(cmd: list[str], env: dict, cwd: Path, log: Path) -> tuple[float, float]:
-    """Run ``cmd`` to the end; its wall seconds and CPU seconds (user + system, all its threads).
+def _tree_cpu(root: int, seen: dict[int, float]) -> None:
+    """Record in ``seen`` the CPU seconds (user + system, own threads) of ``root`` and its descendants now.
+
+    Why sampled: ``bindscale run``'s pool workers are children of its fork server, which is killed when the
+    driver exits rather than waiting for them, so ``wait4``'s usage of the driver leaves them out.
+    """
+    tick = os.sysconf("SC_CLK_TCK")
+    stats = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            stats[int(entry)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick)
+    tree, grew = {root}, True
+    while grew:
+        new = {pid for pid, (ppid, _) in stats.items() if ppid in tree and pid not in tree}
+        tree |= new
+        grew = bool(new)
+    for pid in tree & stats.keys():
+        seen[pid] = max(seen.get(pid, 0.0), stats[pid][1])
+
+
+def _run_timed(cmd: list[str], env: dict, cwd: Path, log: Path, tree: bool = False) -> tuple[float, float]:
+    """Run ``cmd`` to the end; its wall seconds and CPU seconds (user + system, all its threads; with
+    ``tree``, also its descendants', sampled every 0.2 s by :func:`_tree_cpu`: the last 0.2 s of a worker
+    may be missed).
 
     Raises:
         subprocess.CalledProcessError: it exited non-zero (its output is in ``log``).
     """
     t0 = time.perf_counter()
+    seen: dict[int, float] = {}
     with open(log, "w") as f:
         proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=f, stderr=subprocess.STDOUT)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
+        if tree:
+            while proc.poll() is None:
+                _tree_cpu(proc.pid, seen)
+                time.sleep(0.2)
+            proc.wait()
+            own = None
+        else:
+            _, status, usage = os.wait4(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            own = usage.ru_utime + usage.ru_stime
     if proc.returncode:
         raise subprocess.CalledProcessError(proc.returncode, cmd, output=log.read_text()[-2000:])
-    return time.perf_counter() - t0, usage.ru_utime + usage.ru_stime
+    return time.perf_counter() - t0, own if own is not None else sum(seen.values())
 
 
 def chain(jobs: list[tuple[list[str], dict, Path, Path]], core: int | None, log: list) -> None:
@@ -636,7 +675,7 @@ def bindscale_sweep(trials, tmp: Path, tag: str) -> tuple[float, dict]:
     path.write_text(study_yaml(study))
     out = tmp / f"run_{tag}"
     cmd = [sys.executable, "-m", "bindscale", "run", str(path), "--out", str(out)]
-    wall, cpu = _run_timed(cmd, dict(os.environ), tmp, tmp / f"run_{tag}.log")
+    wall, cpu = _run_timed(cmd, dict(os.environ), tmp, tmp / f"run_{tag}.log", tree=True)
     metrics = [json.loads(f.read_text())["metrics"] for f in sorted((out / "records").glob("*.json"))]
     sums = {k: sum(m.get(f"{k}_seconds", 0.0) for m in metrics) for k in ("train", "eval", "probe")}
     jobs = round(sum(1 / m.get("stack_size", 1) for m in metrics))

@@ -105,15 +105,17 @@ def throughput(ref_run, teacher_cfg, req: dict) -> dict:
         jax.block_until_ready(state.params)
         entry[1] = state
 
-    t0, warm = time.perf_counter(), 0
+    t0 = time.perf_counter()
     # Warm-up: ``warm_steps`` steps, or fewer where they pass ``warm_s`` (wide models: each step is long).
-    while warm < req["warm_steps"] and (warm < 10 or time.perf_counter() - t0 < req["warm_s"]):
+    run(10)  # the first steps compile (on a shape's first request): not counted in warm_s
+    warm, t1 = 10, time.perf_counter()
+    while warm < req["warm_steps"] and time.perf_counter() - t1 < req["warm_s"]:
         run(10)
         warm += 10
     warm_s = time.perf_counter() - t0
     # Chunks of ~0.1 s: few enough blocking points not to starve XLA's dispatch of work.
-    per_step = max(1e-5, (warm_s / warm) if warm else 0.01)
-    chunk = max(1, int(0.1 / per_step))
+    per_step = (time.perf_counter() - t1) / (warm - 10) if warm > 10 else warm_s / warm  # compilation left out
+    chunk = max(1, int(0.1 / max(1e-5, per_step)))
     steps, w0, c0 = 0, time.perf_counter(), time.process_time()
     while time.perf_counter() - w0 < req["window_s"]:
         run(chunk)
