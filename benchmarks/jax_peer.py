@@ -930,11 +930,13 @@ def main() -> None:
             rows, peaks = bench_per_model(shapes, repeat, window, tmp, ref, threads)
             out["per_model"] = rows
             out |= bound_fractions(rows, peaks)
+            _save_partial(args.json, out)
         if "sweep" not in skip:
             out["sweeps"] = []
             for steps in sweep_steps:
                 print(f"sweep, {steps} steps per trial", flush=True)
                 out["sweeps"].append(bench_sweep(steps, seeds, sweep_repeat, tmp, ref, args.sweep_probe_tasks))
+                _save_partial(args.json, out)
         if "curves" not in skip:
             print("learning curves", flush=True)
             out |= bench_curves(curve_steps, 2 if args.smoke else 5, tmp)
@@ -963,6 +965,12 @@ def main() -> None:
     report(out)
     if args.json:  # its folder was made (and the path tried) at the start
         args.json.write_text(json.dumps(out, indent=1, default=str))
+
+
+def _save_partial(path: Path | None, out: dict) -> None:
+    """The figures so far, so that a run stopped in a later section keeps them (``"partial": true``)."""
+    if path:
+        path.write_text(json.dumps(out | {"partial": True, "load_now": load()}, indent=1, default=str))
 
 
 def _uptime() -> str:

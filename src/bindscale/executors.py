@@ -257,7 +257,10 @@ def _pin_worker(slots, workers: int, cores: list[int]) -> None:
     with slots.get_lock():
         slot = slots.value % workers
         slots.value += 1
-    pin_process(core_share(slot, workers, cores))
+    try:
+        pin_process(core_share(slot, workers, cores))
+    except OSError:  # a core taken away since the driver read its mask (cpuset change): run unpinned
+        pass
 
 
 def _worker_init(q, driver: int, slots=None, workers: int = 1, cores: list[int] | None = None) -> None:
