@@ -956,6 +956,13 @@ def main() -> None:
         if s["steps"] >= 1000 and f"ratio_{peer}2" in s:
             out[f"ratio_sweep_{peer}_{s['steps']}"] = s[f"ratio_{peer}2"]
             targets[f"sweep_3x_vs_{peer}_{s['steps']}_steps"] = s[f"ratio_{peer}2"] >= 3.0
+    # One figure each for CI's check (.ci/run) and a quick look: the main peer (the reference where given).
+    if rows:
+        out["ratio_per_model_min"] = min(out[f"ratio_{peer}_min_t{t}"] for t in threads)
+    if out.get("sweeps"):
+        last = max(out["sweeps"], key=lambda s: s["steps"])
+        out["ratio_sweep"] = last[f"ratio_{peer}2"]
+    out["ratio_peer"] = SIDES[peer]
     out["targets_met"] = targets
     out["load_after"] = load()
     out["uptime_after"] = _uptime()
