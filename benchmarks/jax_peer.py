@@ -420,12 +420,14 @@ def _summary(results: list[dict]) -> dict:
             "warm_steps": statistics.median(r["warm_steps"] for r in results), "passes": results}
 
 
-def bench_per_model(shapes, repeat: int, window_s: float, tmp: Path, ref: dict | None, threads: list[int]) -> tuple[list[dict], dict]:
+def bench_per_model(shapes, repeat: int, window_s: float, tmp: Path, ref: dict | None, threads: list[int],
+                    on_row=lambda rows, peaks: None) -> tuple[list[dict], dict]:
     """Per-model throughput of every side, every shape and thread count, in wall-clock windows.
 
     Each pass runs every case once, in reversed order on odd passes; around every window bindscale's
     pinned process of that thread count measures the fp32 matmul peak (``peak_before``, ``peak_after``
-    in each pass's result). Returns the rows and every peak sample per thread count.
+    in each pass's result). ``on_row`` gets the rows and peaks so far after each shape. Returns the
+    rows and every peak sample per thread count.
     """
     task = export_task(trial_config(64, 2, 1), tmp / "per_model_task.npz")
     servers = start_servers(threads, ref, tmp)
@@ -463,6 +465,7 @@ def bench_per_model(shapes, repeat: int, window_s: float, tmp: Path, ref: dict |
                                                  "per_cpu_s": row[f"bs_t{t}"]["steps_per_cpu_s"]
                                                  / row[f"{peer}_t{t}"]["steps_per_cpu_s"]}
             rows.append(row)
+            on_row(rows, peaks)
             print(f"  {w:>5} x {d} (load {row['load']}): " + "; ".join(
                 f"{k} {row[k]['steps_per_s']:.3g} [{row[k]['range'][0]:.3g}-{row[k]['range'][1]:.3g}] "
                 f"cpu {row[k]['cpu_share']:.2f}" for k in cases), flush=True)
@@ -927,7 +930,8 @@ def main() -> None:
         rows: list[dict] = []
         if "per_model" not in skip:
             print(f"per-model throughput ({window:g} s windows, {repeat} passes)", flush=True)
-            rows, peaks = bench_per_model(shapes, repeat, window, tmp, ref, threads)
+            rows, peaks = bench_per_model(shapes, repeat, window, tmp, ref, threads, on_row=lambda rows, peaks: _save_partial(
+                args.json, out | {"per_model": rows} | bound_fractions(rows, peaks)))
             out["per_model"] = rows
             out |= bound_fractions(rows, peaks)
             _save_partial(args.json, out)
