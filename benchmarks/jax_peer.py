@@ -1,49 +1,46 @@
-"""bindscale against a plain JAX + optax peer, side by side in one run (issue 19).
+"""bindscale against two JAX peers, side by side in one run (issues 19 and 35).
 
-The JAX side is the hyperteacher MLP written the way a JAX user would write it: a
-jitted step that samples its batch on the device, LeCun-normal init, MSE loss,
-``optax.clip_by_global_norm`` + ``optax.adamw`` with bindscale's settings. Both sides
-train on the same task (teacher weights, train/held-out split and evaluation sets are
-built once by bindscale and handed to the JAX process), so curves are comparable.
+Peers:
 
-Sections, each alternating the two sides and repeated (medians reported):
+* **the reference code** (``--reference-dir DIR --reference-python PATH``): the headline paper's own
+  implementation (Redhardt, Schug, Akram et al. 2025, "Scale leads to compositional generalization",
+  github.com/smonsays/scale-compositionality; JAX, flax, optax), driven by ``reference_peer.py`` in the
+  reference's own environment: per model its own jitted ``train_step`` on its own loader's batches,
+  and in the sweep ``python run.py --config configs/teacher.py --config.…`` once per trial, as its users
+  run it. Nothing is downloaded: the user supplies the checkout and the Python (README, "Against JAX");
+  without them these figures are left out and said to be;
+* **the hand-written JAX peer**: the hyperteacher MLP in plain JAX + optax, with the batch sampled
+  inside one jitted step (faster than the reference's loop), on the task bindscale builds.
 
-1. per-model throughput (steps/s per trial, both sides timed after compilation and 2
-   warm-up steps; bindscale's figure with its warm-up included is reported beside):
-   JAX with 1 and 2 threads against bindscale alone and in a stack of 4, each with 1
-   and 2 torch threads, for MLP widths × depths;
-2. the fp32 matmul peak of this machine (one and two threads) and each side's training
-   GFLOP/s (6 × rows × parameters per step) as a fraction of the run's best peak; at
-   widths ≥ 1024 the one-thread peak is also measured right after each one-thread
-   measurement of a trial alone, and ``peak_fraction_w1024`` is that trial's fraction of it
-   (median over passes); the fraction of the run's best is ``peak_fraction_w1024_vs_run_best``;
-3. a sweep of 12 trials (widths 128/256, depth 2, 3 seeds × 2 hold-outs) run as a JAX
-   user would (one process per trial, each paying its start-up and compilation; two
-   such chains at once, one per core, and in the full run also one chain alone)
-   against ``bindscale run`` on the same grid, with where bindscale's time went (its
-   workers' training, evaluation and probe seconds from the records; the rest is
-   start-up, planning, the workers' start, the report and idle time). 1000 steps per
-   trial in the full run (the issue's figure), 100 in ``--quick``: there a JAX trial's
-   process is mostly start-up and compilation (9.5 CPU-s measured for a width-256 trial
-   at load ~5, 8.8 with 1 step), so the quick ratio is higher than at 1000 steps;
-   ``--sweep-steps 1000`` measures the issue's figure beside the quick sections.
-   The JAX trials fit no probes, so bindscale's sweep trials fit theirs on the fewest tasks
-   a trial allows (8: same work on both sides); ``--sweep-probe-tasks 256`` gives the
-   scaling study's own setting (12.5 worker-s of probes in the quick sweep, 2.76× measured);
-4. learning curves of both sides at one shared configuration (verdicts issue, item 14:
-   M=16, K=3, MLP 256 × 2, batch 128 tasks × 16, lr 3e-4, wd 3e-3, no clipping, hold-out 0.25);
-5. where a target is missed, a torch.profiler table of bindscale's step at that shape.
+Sections, each alternating the sides and repeated (median with each pass's range):
 
-JAX threads: XLA has no documented thread-count setting. Each JAX process gets
-``XLA_FLAGS=--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1`` for one
-thread (jax-ml/jax issues 743, 1539) and is pinned with ``taskset`` to one core (one
-thread's worth) or two; XLA sizes its thread pool from the process's CPU affinity.
+1. per-model throughput: each side in its own process, pinned with ``taskset`` to the same cores (one
+   core for one thread, two for two), warmed up for :data:`WARM_STEPS` steps (or :data:`WARM_S` seconds
+   where a step is long) and then timed over a wall-clock window of ``--window`` seconds; reported as
+   steps per wall second and per CPU second of the process, with the process's CPU share (CPU-s per
+   wall-s: below its thread count on a loaded machine). bindscale: a trial alone and a stack of
+   :data:`STACK` (per trial), at 1 and 2 torch threads, with the threads its step actually ran on.
+2. fp32 matmul peak (torch, 2048², in bindscale's pinned process): measured before and after every timed
+   window; the peak a fraction is taken of is the best of all those samples and of every training rate
+   any side reached at that thread count (so every fraction is <= 1; ``peak_raised_by_training`` says
+   when a training rate raised it).
+3. a sweep of 12 trials (widths 128/256, depth 2, 3 seeds x 2 hold-outs) at 1000 steps per trial (the
+   figure a user meets; ``--sweep-steps 100`` gives the start-up-dominated figure, labelled so): the
+   reference's ``run.py`` and the hand-written peer as a JAX user runs them (a fresh process per trial,
+   two chains at once, each pinned to one core) against ``bindscale run`` (workers pinned to their share
+   of the cores by bindscale itself).
+4. learning curves of bindscale and the hand-written peer at one shared configuration.
 
-    python benchmarks/jax_peer.py --quick --json out.json   # < 5 min on 2 cores
-    python benchmarks/jax_peer.py                            # widths 64-2048 × depths 2-4, 3 repeats
+XLA's threads: one thread is ``XLA_FLAGS=--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1``
+(jax-ml/jax issues 743, 1539) plus ``taskset`` to one core; two threads is ``taskset`` to two cores
+(XLA sizes its pool from the process's affinity).
 
-Needs the ``bench`` extra (``pip install -c constraints.txt -e '.[bench]'``).
-The JAX code runs only in child processes, which never import torch.
+    python benchmarks/jax_peer.py --quick --reference-dir ../scale-compositionality \\
+        --reference-python ../refenv/bin/python --json out.json
+    python benchmarks/jax_peer.py --smoke       # checks that every figure is produced
+
+Needs the ``bench`` extra (``pip install -c constraints.txt -e '.[bench]'``) for the hand-written peer.
+JAX code runs only in child processes, which never import torch.
 """
 
 from __future__ import annotations
@@ -51,6 +48,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -65,25 +63,20 @@ import numpy as np
 HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parent))
 
-
-def matmul_peak(threads: int, seconds: float) -> float:
-    from common import matmul_peak as peak  # imports torch: driver only
-
-    return peak(threads, seconds=seconds)
 #: XLA flags of a one-thread JAX process (jax-ml/jax issues 743 and 1539).
 XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 #: The shared configuration of the learning curves and of the per-model shapes (verdicts issue, item 14).
 REF_TASK = {"M": 16, "K": 3, "holdout": 0.25}
 REF_TRAIN = {"batch_tasks": 128, "lr": 3e-4, "weight_decay": 3e-3}
 STACK = 4
-#: Steps each side runs before its per-model timing starts: JAX's first compiles; bindscale's first samples
-#: the first chunk of data and makes the step's first allocations (12-20 ms at 64 x 2 against ~1.6 ms a
-#: step later). bindscale's clock is train_group's progress call, made every step here (PROGRESS_STEPS).
-WARM_STEPS = 2
-#: Repetitions of shapes whose step is under 1 GFLOP, as a multiple of ``--repeat``.
-CHEAP_REPEATS = 2
-#: Widths whose training speed is compared with the fp32 matmul peak (the issue's target: >= 75% of it).
+#: Warm-up before a timed window, every side: this many steps, or fewer where they take more than
+#: WARM_S seconds (at 1024 x 2 a step is ~0.1 s; the first steps compile or allocate, later ones do not).
+WARM_STEPS = 200
+WARM_S = 3.0
+#: Widths whose training speed is compared with the fp32 matmul peak.
 PEAK_WIDTH = 1024
+#: Seconds of each matmul-peak sample (one before and one after every timed window).
+PEAK_SAMPLE_S = 0.4
 
 
 # ============================================================================ JAX side (child processes)
@@ -166,22 +159,36 @@ class JaxTrial:
 _COMPILED: dict = {}
 
 
+_COMPILED: dict = {}
+
+
 def jax_throughput(req: dict) -> dict:
-    """Steps/s of one JAX trial, timed after compilation and :data:`WARM_STEPS` steps (a repeat reuses the
-    compiled trial); ``compile_s`` includes those steps."""
+    """One wall-clock window of a hand-written JAX trial (the compiled trial is kept between requests):
+    warm-up, then ``window_s`` seconds in chunks of ~0.1 s with a block after each. Same fields as
+    ``reference_peer.throughput``."""
     key = (req["task"], req["width"], req["depth"], req["batch_tasks"], req.get("grad_clip"))
-    t0 = time.perf_counter()
     if key not in _COMPILED:
         task = dict(np.load(req["task"]))
         _COMPILED[key] = JaxTrial(task, req["width"], req["depth"], req["batch_tasks"], req["lr"],
                                   req["weight_decay"], req.get("grad_clip"), seed=0)
     trial = _COMPILED[key]
-    trial.run(WARM_STEPS)  # compile (first time), then warm steps with the compiled code, as bindscale's side
-    compile_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    trial.run(req["steps"])
-    return {"steps_per_s": req["steps"] / (time.perf_counter() - t0), "compile_s": compile_s}
-
+    trial.run(10)  # the first steps compile (on a shape's first request): not counted in warm_s
+    warm, t1 = 10, time.perf_counter()
+    while warm < req["warm_steps"] and time.perf_counter() - t1 < req["warm_s"]:
+        trial.run(10)  # blocks on the loss
+        warm += 10
+    warm_s = time.perf_counter() - t0
+    per_step = (time.perf_counter() - t1) / (warm - 10) if warm > 10 else warm_s / warm  # compilation left out
+    chunk = max(1, int(0.1 / max(1e-5, per_step)))
+    steps, w0, c0 = 0, time.perf_counter(), time.process_time()
+    while time.perf_counter() - w0 < req["window_s"]:
+        trial.run(chunk)
+        steps += chunk
+    wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+    return {"steps": steps, "wall_s": wall, "cpu_s": cpu, "steps_per_s": steps / wall,
+            "steps_per_cpu_s": steps / cpu if cpu > 0 else None, "cpu_share": cpu / wall,
+            "warm_steps": warm, "warm_s": warm_s}
 
 def jax_full_trial(req: dict) -> dict:
     """A whole trial as a sweep runs it: train, held-out R² at the evaluation steps, final in-distribution R²."""
@@ -199,19 +206,101 @@ def jax_full_trial(req: dict) -> dict:
             "r2_id": trial.r2(task["id_code"], task["id_x"], task["id_y"]), "train_eval_s": time.perf_counter() - t0}
 
 
+
 def jax_serve() -> None:
     """Answer JSON requests, one per line on stdin (``op``: throughput or trial), one JSON line each."""
     import jax
 
-    print(json.dumps({"ready": True, "jax": jax.__version__, "devices": str(jax.devices())}), flush=True)
+    print(json.dumps({"ready": True, "jax": jax.__version__, "devices": str(jax.devices()),
+                      "affinity": sorted(os.sched_getaffinity(0))}), flush=True)
     for line in sys.stdin:
         req = json.loads(line)
         out = jax_throughput(req) if req["op"] == "throughput" else jax_full_trial(req)
         print(json.dumps(out), flush=True)
 
 
-# ============================================================================ driver (torch side)
+# ============================================================================ bindscale side (child process)
 
+#: (width, depth, stack, threads) → trial-steps/s last measured: sizes the next window's step count.
+_BS_RATE: dict = {}
+
+
+def bs_throughput(req: dict) -> dict:
+    """One wall-clock window of bindscale's training (``train_group``, sampling included), in this process.
+
+    ``train_group`` runs a fixed number of steps, so the window is sized from this shape's last measured
+    rate (a 20-step calibration run the first time): ``warm`` steps (:data:`WARM_STEPS` or
+    :data:`WARM_S` seconds' worth, at least 10) then ``window_s`` seconds' worth; the clock is
+    ``train_group``'s progress call, made every step here, with this process's CPU time beside it. A
+    stack's figure is trial-steps/s (its cost per trial). At 2 threads ``train_group`` first times this
+    stack shape at 1 and 2 threads (once per shape and process, before step 1, not in the window).
+
+    Raises:
+        RuntimeError: ``train_group``'s progress calls no longer come once per step.
+    """
+    import torch
+
+    import bindscale.studies.scaling.trial as bs_train
+    from bindscale.studies.scaling.trial import train_group
+
+    w, d, stack, threads = req["width"], req["depth"], req["stack"], req["threads"]
+    torch.set_num_threads(threads)
+    key = (w, d, stack, threads)
+
+    def timed(steps: int):
+        clock: list[tuple[int, float, float]] = []  # (trial-steps done, wall, CPU) at each progress call
+
+        def progress(n: int) -> None:
+            clock.append(((clock[-1][0] if clock else 0) + n, time.perf_counter(), time.process_time()))
+
+        every, bs_train.PROGRESS_STEPS = bs_train.PROGRESS_STEPS, 1
+        try:
+            res = train_group([trial_config(w, d, steps, seed=s) for s in range(stack)], progress=progress)
+        finally:
+            bs_train.PROGRESS_STEPS = every
+        if len(clock) != steps or clock[-1][0] != steps * stack:
+            raise RuntimeError("train_group's progress calls changed: update bs_throughput's clock")
+        return res[0].metrics, clock
+
+    if key not in _BS_RATE:
+        _, clock = timed(20)
+        _BS_RATE[key] = 10 * stack / (clock[-1][1] - clock[9][1])
+    rate = _BS_RATE[key] / stack  # steps/s of the stack
+    warm = int(max(10, min(WARM_STEPS, rate * WARM_S)))
+    window = int(max(5, rate * req["window_s"]))
+    m, clock = timed(warm + window)
+    start, end = clock[warm - 1], clock[-1]
+    wall, cpu = end[1] - start[1], end[2] - start[2]
+    _BS_RATE[key] = stack * window / wall
+    fell = m.get("threads_fallback_step")
+    used = f"{m['threads_used']}{'+s' if m['background_sampling'] else ''}{f'->1@{fell}' if fell is not None else ''}"
+    return {"steps": window * stack, "wall_s": wall, "cpu_s": cpu, "steps_per_s": stack * window / wall,
+            "steps_per_cpu_s": stack * window / cpu if cpu > 0 else None, "cpu_share": cpu / wall,
+            "warm_steps": warm, "warm_s": start[1] - (clock[0][1] - (clock[1][1] - clock[0][1])),
+            "threads_used": used}
+
+
+def bs_serve() -> None:
+    """bindscale's per-model side and the matmul peak, in a process pinned like the JAX peers."""
+    import warnings
+
+    import torch
+
+    from common import matmul_peak
+
+    warnings.filterwarnings("ignore", module="sklearn")
+    print(json.dumps({"ready": True, "torch": torch.__version__, "affinity": sorted(os.sched_getaffinity(0))}),
+          flush=True)
+    for line in sys.stdin:
+        req = json.loads(line)
+        if req["op"] == "peak":
+            out = {"gflops": matmul_peak(req["threads"], seconds=req["seconds"])}
+        else:
+            out = bs_throughput(req)
+        print(json.dumps(out), flush=True)
+
+
+# ============================================================================ driver
 def cpu_description() -> dict:
     """CPU model, the SIMD / matrix-unit flags that decide the BLAS path, cores usable by this process."""
     model, flags = "unknown", set()
@@ -262,28 +351,162 @@ def cpus_for(threads: int, first: int = 0) -> list[int]:
     return [cores[(first + i) % len(cores)] for i in range(threads)]
 
 
-class JaxServer:
-    """A long-lived JAX child process with ``threads`` threads (flags + pinning); idle while bindscale runs."""
 
-    def __init__(self, threads: int):
-        cmd = taskset(cpus_for(threads)) + [sys.executable, str(HERE), "--jax-serve"]
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                     env=jax_env(threads))
-        self.hello = json.loads(self.proc.stdout.readline())
+def reference_env(threads: int) -> dict:
+    """The reference's processes: JAX's thread settings, and wandb kept offline whatever its config says."""
+    return jax_env(threads) | {"WANDB_MODE": "disabled", "WANDB_SILENT": "true"}
+
+
+class Server:
+    """A long-lived child process answering JSON lines, pinned with ``taskset`` to ``cpus``; idle (blocked
+    on its stdin) while another side is timed. Its stderr goes to ``log`` (the reference logs there)."""
+
+    def __init__(self, name: str, cmd: list[str], env: dict, cpus: list[int], log: Path):
+        self.name, self.cpus, self.log = name, cpus, log
+        self._err = open(log, "w")
+        self.proc = subprocess.Popen(taskset(cpus) + cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self._err, text=True, env=env)
+        self.hello = self._read()
+
+    def _read(self) -> dict:
+        line = self.proc.stdout.readline()
+        if not line:
+            tail = self.log.read_text()[-2000:] if self.log.exists() else ""
+            raise RuntimeError(f"the {self.name} process died (exit {self.proc.wait()}):\n{tail}")
+        return json.loads(line)
 
     def ask(self, req: dict) -> dict:
         self.proc.stdin.write(json.dumps(req) + "\n")
         self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"the JAX process died (exit {self.proc.wait()})")
-        return json.loads(line)
+        return self._read()
 
     def close(self) -> None:
-        self.proc.stdin.close()
-        self.proc.wait(timeout=30)
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+        finally:
+            self._err.close()
 
 
+def start_servers(threads: list[int], ref: dict | None, tmp: Path) -> dict:
+    """Per thread count: bindscale's process, the hand-written JAX peer and (with ``ref``) the reference,
+    all pinned to the same cores (:func:`cpus_for`)."""
+    servers = {}
+    for t in threads:
+        cpus = cpus_for(t)
+        servers[("bs", t)] = Server(f"bindscale ({t} thread)", [sys.executable, str(HERE), "--bs-serve"],
+                                    dict(os.environ), cpus, tmp / f"bs_t{t}.log")
+        servers[("jax", t)] = Server(f"hand-written JAX ({t} thread)", [sys.executable, str(HERE), "--jax-serve"],
+                                     jax_env(t), cpus, tmp / f"jax_t{t}.log")
+        if ref:
+            servers[("ref", t)] = Server(f"reference ({t} thread)",
+                                         [ref["python"], str(HERE.parent / "reference_peer.py"),
+                                          "--reference-dir", ref["dir"], "serve"],
+                                         reference_env(t), cpus, tmp / f"ref_t{t}.log")
+    return servers
+
+
+SIDES = {"ref": "reference code", "jax": "hand-written JAX", "bs": "bindscale alone", f"bs_stack{STACK}": f"bindscale stack of {STACK}"}
+
+
+def _summary(results: list[dict]) -> dict:
+    """Median and per-pass range of a side's windows (steps per wall second, per CPU second, CPU share)."""
+    rate = [r["steps_per_s"] for r in results]
+    cpu = [r["steps_per_cpu_s"] for r in results if r["steps_per_cpu_s"]]
+    share = [r["cpu_share"] for r in results]
+    return {"steps_per_s": statistics.median(rate), "range": [min(rate), max(rate)],
+            "steps_per_cpu_s": statistics.median(cpu) if cpu else None, "cpu_share": statistics.median(share),
+            "cpu_share_range": [min(share), max(share)], "window_s": statistics.median(r["wall_s"] for r in results),
+            "warm_steps": statistics.median(r["warm_steps"] for r in results), "passes": results}
+
+
+def bench_per_model(shapes, repeat: int, window_s: float, tmp: Path, ref: dict | None, threads: list[int],
+                    on_row=lambda rows, peaks: None) -> tuple[list[dict], dict]:
+    """Per-model throughput of every side, every shape and thread count, in wall-clock windows.
+
+    Each pass runs every case once, in reversed order on odd passes; around every window bindscale's
+    pinned process of that thread count measures the fp32 matmul peak (``peak_before``, ``peak_after``
+    in each pass's result). ``on_row`` gets the rows and peaks so far after each shape. Returns the
+    rows and every peak sample per thread count.
+    """
+    task = export_task(trial_config(64, 2, 1), tmp / "per_model_task.npz")
+    servers = start_servers(threads, ref, tmp)
+    peaks: dict[int, list[float]] = {t: [] for t in threads}
+    rows = []
+    try:
+        for w, d in shapes:
+            base = {"op": "throughput", "width": w, "depth": d, "grad_clip": 1.0, "holdout": REF_TASK["holdout"],
+                    "warm_steps": WARM_STEPS, "warm_s": WARM_S, "window_s": window_s, "seed": 0, **REF_TRAIN}
+            cases = {}
+            for t in threads:
+                if ref:
+                    cases[f"ref_t{t}"] = (("ref", t), base)
+                cases[f"jax_t{t}"] = (("jax", t), base | {"task": task})
+                cases[f"bs_t{t}"] = (("bs", t), base | {"stack": 1, "threads": t})
+                cases[f"bs_stack{STACK}_t{t}"] = (("bs", t), base | {"stack": STACK, "threads": t})
+            got = {k: [] for k in cases}
+            for r in range(repeat):
+                for name in (list(cases) if r % 2 == 0 else list(cases)[::-1]):
+                    (side, t), req = cases[name]
+                    peak = {"op": "peak", "threads": t, "seconds": PEAK_SAMPLE_S}
+                    before = servers[("bs", t)].ask(peak)["gflops"]
+                    res = servers[(side, t)].ask(req)
+                    after = servers[("bs", t)].ask(peak)["gflops"]
+                    peaks[t] += [before, after]
+                    got[name].append(res | {"peak_before": before, "peak_after": after, "load": load()[0]})
+            row = {"width": w, "depth": d, "load": load()[0]} | {k: _summary(v) for k, v in got.items()}
+            for t in threads:
+                row[f"bs_t{t}"]["threads_used"] = [p["threads_used"] for p in got[f"bs_t{t}"]]
+                row[f"bs_stack{STACK}_t{t}"]["threads_used"] = [p["threads_used"] for p in got[f"bs_stack{STACK}_t{t}"]]
+                for peer in ("ref", "jax") if ref else ("jax",):
+                    # Each pass's ratio: the two sides timed within one pass over the cases.
+                    each = [b["steps_per_s"] / p["steps_per_s"] for b, p in zip(got[f"bs_t{t}"], got[f"{peer}_t{t}"])]
+                    row[f"ratio_{peer}_t{t}"] = {"median": statistics.median(each), "range": [min(each), max(each)],
+                                                 "per_cpu_s": row[f"bs_t{t}"]["steps_per_cpu_s"]
+                                                 / row[f"{peer}_t{t}"]["steps_per_cpu_s"]}
+            rows.append(row)
+            on_row(rows, peaks)
+            print(f"  {w:>5} x {d} (load {row['load']}): " + "; ".join(
+                f"{k} {row[k]['steps_per_s']:.3g} [{row[k]['range'][0]:.3g}-{row[k]['range'][1]:.3g}] "
+                f"cpu {row[k]['cpu_share']:.2f}" for k in cases), flush=True)
+    finally:
+        for s in servers.values():
+            s.close()
+    return rows, peaks
+
+
+def bound_fractions(rows: list[dict], peaks: dict[int, list[float]]) -> dict:
+    """Training GFLOP/s of every side as a fraction of a peak that is at least every rate seen.
+
+    The peak of ``t`` threads is the best of the matmul samples (before and after every window) and of
+    every training window's GFLOP/s at ``t`` threads, any side: a fraction is <= 1 by construction, and
+    ``peak_raised_by_training_t{t}`` says when a training window beat every matmul sample (then the
+    matmul samples came from slower moments than that window). Sets ``peak_fraction`` in each side's
+    summary; returns the peaks used.
+
+    Raises:
+        AssertionError: a fraction above 1 (it cannot be, by the construction above).
+    """
+    out = {}
+    for t, samples in peaks.items():
+        trained = [p["steps_per_s"] * step_flops(r["width"], r["depth"]) / 1e9
+                   for r in rows for k, v in r.items() if k.endswith(f"_t{t}") and isinstance(v, dict) and "passes" in v
+                   for p in v["passes"]]
+        best_matmul = max(samples) if samples else 0.0
+        used = max([best_matmul] + trained)
+        out[f"fp32_peak_gflops_t{t}"] = used
+        out[f"fp32_matmul_best_gflops_t{t}"] = best_matmul
+        out[f"fp32_matmul_samples_t{t}"] = [min(samples), statistics.median(samples), max(samples)] if samples else None
+        out[f"peak_raised_by_training_t{t}"] = used > best_matmul
+        for r in rows:
+            for k, v in r.items():
+                if k.endswith(f"_t{t}") and isinstance(v, dict) and "passes" in v:
+                    v["peak_fraction"] = v["steps_per_s"] * step_flops(r["width"], r["depth"]) / 1e9 / used
+                    v["peak_fraction_range"] = [p["steps_per_s"] * step_flops(r["width"], r["depth"]) / 1e9 / used
+                                                for p in (min(v["passes"], key=lambda p: p["steps_per_s"]),
+                                                          max(v["passes"], key=lambda p: p["steps_per_s"]))]
+                    assert v["peak_fraction_range"][1] <= 1.0 + 1e-9, (k, v["peak_fraction_range"], used)
+    return out
 def trial_config(width: int, depth: int, steps: int, seed: int = 0, holdout: float = 0.25, grad_clip=1.0,
                  n_evals: int = 1, eval_tasks: int = 8, probe_tasks: int = 8):
     from bindscale.studies.scaling.config import ModelConfig, TaskConfig, TrainConfig, TrialConfig
@@ -313,53 +536,6 @@ def export_task(trial, path: Path) -> str:
              id_code=test.code.numpy(), id_x=test.x.numpy(), id_y=test.y.numpy())
     return str(path)
 
-
-def bs_throughput(width: int, depth: int, steps: int, stack: int, threads: int) -> float:
-    """bindscale's training steps/s per trial (a stack's trial-steps/s: its cost per trial) over ``steps``
-    steps after :data:`WARM_STEPS` (as JAX's side is timed), sampling included, read from ``train_group``'s
-    progress calls; the figure over all its training seconds, warm-up included, goes to :data:`WITH_WARMUP`.
-
-    At ``threads`` 2, ``train_group`` first times this stack shape at 1 and 2 threads (once per shape and
-    process, ~1.5 s, not in the training seconds) and trains on 2 only where they are >10% faster.
-    """
-    import torch
-
-    import bindscale.studies.scaling.trial as bs_train
-    from bindscale.studies.scaling.trial import train_group
-
-    clock: list[tuple[int, float]] = []  # (trial-steps done, time) at each progress call
-
-    def progress(n: int) -> None:
-        clock.append(((clock[-1][0] if clock else 0) + n, time.perf_counter()))
-
-    torch.set_num_threads(threads)
-    every, bs_train.PROGRESS_STEPS = bs_train.PROGRESS_STEPS, 1  # a progress call (the clock) after every step
-    try:
-        res = train_group([trial_config(width, depth, steps + WARM_STEPS, seed=s) for s in range(stack)],
-                          progress=progress)
-    finally:
-        bs_train.PROGRESS_STEPS = every
-    m = res[0].metrics
-    start = clock[WARM_STEPS - 1]  # after the last warm-up step
-    if start[0] != WARM_STEPS * stack or clock[-1][0] != (steps + WARM_STEPS) * stack:
-        raise RuntimeError(f"train_group's progress calls changed ({start[0]} trial-steps after step {WARM_STEPS}): "
-                           "update bs_throughput's clock")
-    key = (width, depth, stack, threads)
-    fell = m.get("threads_fallback_step")
-    THREADS_USED.setdefault(key, []).append(f"{m['threads_used']}{'+s' if m['background_sampling'] else ''}"
-                                            f"{f'->1@{fell}' if fell is not None else ''}")
-    WITH_WARMUP.setdefault(key, []).append((steps + WARM_STEPS) / m["train_seconds"])
-    return stack * steps / (clock[-1][1] - start[1])  # trial-steps/s: a stack's cost per trial
-
-
-#: (width, depth, stack, threads asked) → what each repetition's step ran on: intra-op threads, "+s" where
-#: the next chunk of data was sampled on the idle core (train_group's choices, per process and shape),
-#: "->1@N" where it fell back to one thread from step N (bindscale.threadwatch: the machine turned busy).
-THREADS_USED: dict[tuple, list[str]] = {}
-#: The same key → each repetition's steps/s over all of train_group's training seconds (warm-up included).
-WITH_WARMUP: dict[tuple, list[float]] = {}
-
-
 def n_params(width: int, depth: int) -> int:
     dims = [REF_TASK["M"] + 16] + [width] * depth + [16]
     return sum(i * o + o for i, o in zip(dims[:-1], dims[1:]))
@@ -367,13 +543,6 @@ def n_params(width: int, depth: int) -> int:
 
 def step_flops(width: int, depth: int) -> float:
     return 6.0 * REF_TRAIN["batch_tasks"] * 16 * n_params(width, depth)
-
-
-def planned_stack(width: int, depth: int, n: int = STACK) -> int:
-    """The stack size bindscale's planner picks on this machine for ``n`` trials of this shape."""
-    from bindscale.sweep import MAX_STACK, measured_stack_cap
-
-    return measured_stack_cap([trial_config(width, depth, 100, seed=s) for s in range(n)], min(n, MAX_STACK))
 
 
 def _fmt(v) -> str:
@@ -384,106 +553,117 @@ def _fmt(v) -> str:
         return "[" + ", ".join(f"{x:.3g}" for x in v) + "]"
     return str(v)
 
-
-def bench_per_model(shapes, repeat: int, seconds: float, peak1: float, tmp: Path) -> list[dict]:
-    """Per-model steps/s of both sides, every shape, alternating sides and reversing the order each repeat.
-
-    bindscale: one trial alone, a fixed stack of :data:`STACK`, and the stack its planner picks for
-    STACK such trials here (timed now; 1 where no stack pays). Peak of the one-thread matmul is
-    re-measured after each shape (the run's best is the reference: load only ever lowers it).
-    """
-    task = export_task(trial_config(64, 2, 1), tmp / "per_model_task.npz")
-    servers = {1: JaxServer(1), 2: JaxServer(2)}
-    rows = []
-    try:
-        for w, d in shapes:
-            # Enough steps for ~`seconds` at half the one-thread peak (at least 30, 10 for > 10 GFLOP steps:
-            # warm-up amortised; at most 400).
-            low = 10 if step_flops(w, d) > 1e10 else 30
-            steps = int(max(low, min(400, seconds * 0.5 * peak1 * 1e9 / step_flops(w, d))))
-            req = {"op": "throughput", "task": task, "width": w, "depth": d, "steps": steps, "grad_clip": 1.0,
-                   **REF_TRAIN}
-            planned = planned_stack(w, d)
-            cases = {f"jax_t{t}": (lambda t=t: servers[t].ask(req)["steps_per_s"]) for t in (1, 2)}
-            for t in (1, 2):
-                cases[f"bs_t{t}"] = lambda t=t: bs_throughput(w, d, steps, 1, t)
-                cases[f"bs_stack{STACK}_t{t}"] = lambda t=t: bs_throughput(w, d, max(3, steps // STACK), STACK, t)
-                if planned not in (1, STACK):
-                    cases[f"bs_planned_t{t}"] = lambda t=t: bs_throughput(w, d, max(3, steps // planned), planned, t)
-            adjacent: list[tuple[float, float]] = []  # (bindscale 1 thread, the peak measured right after it)
-            if w >= PEAK_WIDTH:
-                def alone_then_peak(run=cases["bs_t1"]):
-                    adjacent.append((run(), matmul_peak(1, seconds=0.5)))
-                    return adjacent[-1][0]
-
-                cases["bs_t1"] = alone_then_peak
-            got = {k: [] for k in cases}
-            # Small shapes: each measurement is short and this machine's speed wanders by up to ~1.8x over
-            # seconds, so they get CHEAP_REPEATS times the repetitions (at little cost).
-            reps = repeat * (CHEAP_REPEATS if step_flops(w, d) < 1e9 else 1)
-            for r in range(reps):
-                for name in (list(cases) if r % 2 == 0 else list(cases)[::-1]):
-                    got[name].append(cases[name]())
-            row = {"width": w, "depth": d, "steps": steps, "repeats": reps, "load": load()[0], "planned_stack": planned,
-                   "bs_threads_used": {f"stack{n}_t{t}": THREADS_USED.get((w, d, n, t)) for n in (1, STACK)
-                                       for t in (1, 2)},
-                   "bs_incl_warmup": {f"stack{n}_t{t}": statistics.median(WITH_WARMUP[(w, d, n, t)])
-                                      for n in (1, STACK) for t in (1, 2)}}
-            row |= {k: statistics.median(v) for k, v in got.items()}
-            for t in (1, 2):
-                if planned in (1, STACK):
-                    row[f"bs_planned_t{t}"] = row[f"bs_t{t}"] if planned == 1 else row[f"bs_stack{STACK}_t{t}"]
-                row[f"ratio_t{t}"] = row[f"bs_t{t}"] / row[f"jax_t{t}"]
-                # Each repetition's ratio (the two sides measured within one pass over the cases): the spread.
-                row[f"ratio_t{t}_each"] = [b / j for b, j in zip(got[f"bs_t{t}"], got[f"jax_t{t}"])]
-                row[f"ratio_stack_t{t}"] = row[f"bs_stack{STACK}_t{t}"] / row[f"jax_t{t}"]
-                row[f"stack_vs_alone_t{t}"] = row[f"bs_stack{STACK}_t{t}"] / row[f"bs_t{t}"]
-                row[f"planned_vs_alone_t{t}"] = row[f"bs_planned_t{t}"] / row[f"bs_t{t}"]
-            if adjacent:
-                # A trial alone at one thread against the one-thread peak measured right after it, per pass.
-                row["peak_fraction_pass_t1"] = [bs * step_flops(w, d) / 1e9 / p for bs, p in adjacent]
-                row["peak_fraction_paired_t1"] = statistics.median(row["peak_fraction_pass_t1"])
-            row["peak_gflops_t1_after"] = matmul_peak(1, seconds=1.0)
-            rows.append(row)
-            print(f"  {w:>5} x {d}: " + ", ".join(f"{k} {_fmt(v)}" for k, v in row.items() if k not in ("width", "depth")),
-                  flush=True)
-    finally:
-        for s in servers.values():
-            s.close()
-    return rows
-
-
-def sweep_trials(steps: int, seeds: int, probe_tasks: int = 8):
-    """The sweep's 12 trials. ``probe_tasks`` 8 (the smallest a trial allows) by default: the JAX trials fit
-    no probes, so the ratio compares the same work; 256 is the scaling study's own setting."""
+def sweep_trials(steps: int, seeds: int, probe_tasks: int = 256):
+    """The sweep's 12 trials. ``probe_tasks`` 256 (the scaling study's own setting) by default: the
+    reference's ``run.py`` fits its probes too (its sweep files set ``mlp_probing``); the hand-written peer
+    fits none, so against it bindscale does more work; 8 is the fewest a trial allows."""
     return [trial_config(w, 2, steps, seed=s, holdout=h, n_evals=5, eval_tasks=256, probe_tasks=probe_tasks)
             for w in (128, 256) for h in (0.25, 0.5) for s in range(seeds)]
 
 
-def jax_chain(specs: list[Path], core: int | None, log: list) -> None:
-    """Trials one after another, one fresh JAX process each (start-up and compilation paid every time)."""
-    for spec in specs:
-        cmd = (taskset([core]) if core is not None else []) + [sys.executable, str(HERE), "--jax-trial", str(spec)]
-        t0 = time.perf_counter()
-        subprocess.run(cmd, check=True, env=jax_env(1), stdout=subprocess.DEVNULL)
-        log.append(time.perf_counter() - t0)
+def run_py_command(ref: dict, trial, steps: int) -> list[str]:
+    """The reference's ``run.py`` command line for one of :func:`sweep_trials`, as its sweep files run it
+    (``sweeps/scaling-model_hyperteacher.yaml``: ``configs/teacher.py``, ``mlp_probing`` on, ``log_every``
+    1000) with the fields matched to bindscale's trial set: MLP width and depth, hold-out fraction,
+    seed, steps (``num_train`` = batch × steps), gradient clip 1.0 (the reference's default is none) and
+    the standard logger instead of wandb (no network)."""
+    B = trial.train.batch_tasks
+    flags = {"model.d_mlp": trial.model.width, "model.num_hidden_layers": trial.model.depth,
+             "dataset.frac_ood": trial.task.holdout, "dataset.num_train": B * steps, "batch_size": B,
+             "seed": trial.seed, "optimizer.learning_rate": trial.train.lr,
+             "optimizer.weight_decay": trial.train.weight_decay,
+             "optimizer.clip_by_global_norm": trial.train.grad_clip, "log_every": 1000,
+             "callbacks.mlp_probing": True, "logger_types": "('standard',)"}
+    return [ref["python"], str(Path(ref["dir"]) / "run.py"), "--config", str(Path(ref["dir"]) / "configs" / "teacher.py")] + [
+        f"--config.{k}={v}" for k, v in flags.items()]
 
 
-def jax_sweep(specs: list[Path], processes: int) -> tuple[float, list[float]]:
-    chains = [specs[i::processes] for i in range(processes)]
-    cores = cpus_for(processes) if processes > 1 else [None]
-    per_trial: list[float] = []
+def _tree_cpu(root: int, seen: dict[int, float]) -> None:
+    """Record in ``seen`` the CPU seconds (user + system, own threads) of ``root`` and its descendants now.
+
+    Why sampled: ``bindscale run``'s pool workers are children of its fork server, which is killed when the
+    driver exits rather than waiting for them, so ``wait4``'s usage of the driver leaves them out.
+    """
+    tick = os.sysconf("SC_CLK_TCK")
+    stats = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            stats[int(entry)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick)
+    tree, grew = {root}, True
+    while grew:
+        new = {pid for pid, (ppid, _) in stats.items() if ppid in tree and pid not in tree}
+        tree |= new
+        grew = bool(new)
+    for pid in tree & stats.keys():
+        seen[pid] = max(seen.get(pid, 0.0), stats[pid][1])
+
+
+def _run_timed(cmd: list[str], env: dict, cwd: Path, log: Path, tree: bool = False) -> tuple[float, float]:
+    """Run ``cmd`` to the end; its wall seconds and CPU seconds (user + system, all its threads; with
+    ``tree``, also its descendants', sampled every 0.2 s by :func:`_tree_cpu`: the last 0.2 s of a worker
+    may be missed).
+
+    Raises:
+        subprocess.CalledProcessError: it exited non-zero (its output is in ``log``).
+    """
     t0 = time.perf_counter()
-    threads = [threading.Thread(target=jax_chain, args=(c, core, per_trial)) for c, core in zip(chains, cores)]
+    seen: dict[int, float] = {}
+    with open(log, "w") as f:
+        proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=f, stderr=subprocess.STDOUT)
+        if tree:
+            while proc.poll() is None:
+                _tree_cpu(proc.pid, seen)
+                time.sleep(0.2)
+            proc.wait()
+            own = None
+        else:
+            _, status, usage = os.wait4(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            own = usage.ru_utime + usage.ru_stime
+    if proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, cmd, output=log.read_text()[-2000:])
+    return time.perf_counter() - t0, own if own is not None else sum(seen.values())
+
+
+def chain(jobs: list[tuple[list[str], dict, Path, Path]], core: int | None, log: list) -> None:
+    """Trials one after another, one fresh process each (start-up and compilation paid every time),
+    pinned to ``core``; appends (wall s, CPU s, output file) per trial to ``log``."""
+    for cmd, env, cwd, out in jobs:
+        wall, cpu = _run_timed((taskset([core]) if core is not None else []) + cmd, env, cwd, out)
+        log.append((wall, cpu, out))
+
+
+def process_sweep(jobs: list, processes: int) -> tuple[float, list]:
+    """``processes`` chains at once (each pinned to its own core); wall seconds and each trial's log."""
+    chains = [jobs[i::processes] for i in range(processes)]
+    cores = cpus_for(processes) if processes > 1 else [None]
+    per_trial: list = []
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=chain, args=(c, core, per_trial)) for c, core in zip(chains, cores)]
     for th in threads:
         th.start()
     for th in threads:
         th.join()
+    if len(per_trial) != len(jobs):
+        raise RuntimeError(f"{len(jobs) - len(per_trial)} sweep trial(s) failed; see the logs in {jobs[0][2]}")
     return time.perf_counter() - t0, per_trial
 
 
+_OOD_R2 = re.compile(r"\bood_r2: (-?[0-9.]+(?:e-?[0-9]+)?)")
+
+
+def reference_final_r2(log: Path) -> float | None:
+    """The last ``ood_r2`` the reference's standard logger printed (its held-out R² at the end)."""
+    found = _OOD_R2.findall(log.read_text())
+    return float(found[-1]) if found else None
 def bindscale_sweep(trials, tmp: Path, tag: str) -> tuple[float, dict]:
-    """Wall seconds of ``bindscale run FILE`` (its own process: start-up, workers, records, report), and
+    """Wall seconds of ``bindscale run FILE`` (its own process: start-up, workers, records, report), its
+    CPU seconds with its workers', and
     where they went: the workers' seconds of training, evaluation and probes summed from the records
     (``train_seconds`` etc.), the number of stacked jobs, and the wall seconds left for everything else
     (driver start-up and planning, worker start-up, the report, idle workers) with the workers' share
@@ -498,58 +678,67 @@ def bindscale_sweep(trials, tmp: Path, tag: str) -> tuple[float, dict]:
     path.write_text(study_yaml(study))
     out = tmp / f"run_{tag}"
     cmd = [sys.executable, "-m", "bindscale", "run", str(path), "--out", str(out)]
-    t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wall = time.perf_counter() - t0
+    wall, cpu = _run_timed(cmd, dict(os.environ), tmp, tmp / f"run_{tag}.log", tree=True)
     metrics = [json.loads(f.read_text())["metrics"] for f in sorted((out / "records").glob("*.json"))]
     sums = {k: sum(m.get(f"{k}_seconds", 0.0) for m in metrics) for k in ("train", "eval", "probe")}
     jobs = round(sum(1 / m.get("stack_size", 1) for m in metrics))
     workers = max(1, min(len(os.sched_getaffinity(0)), jobs))
-    return wall, {"wall_s": wall, "jobs": jobs, "workers": workers, **{f"{k}_worker_s": v for k, v in sums.items()},
+    return wall, {"wall_s": wall, "cpu_s": cpu, "jobs": jobs, "r2_heldout": [m.get("r2_heldout") for m in metrics],
+                  "r2_heldout_taskmean": [m.get("r2_heldout_taskmean") for m in metrics], "workers": workers, **{f"{k}_worker_s": v for k, v in sums.items()},
                   "other_wall_s": wall - sum(sums.values()) / workers}
 
 
-def bench_sweep(steps: int, seeds: int, repeat: int, alone: bool, tmp: Path, probe_tasks: int = 8) -> dict:
-    trials = sweep_trials(steps, seeds, probe_tasks)
+def bench_sweep(steps: int, seeds: int, repeat: int, tmp: Path, ref: dict | None, probe_tasks: int = 256) -> dict:
+    """The 12-trial sweep of ``steps`` steps per trial: the reference's ``run.py`` (with ``ref``) and the
+    hand-written peer, each a fresh process per trial in two chains pinned one per core, against
+    ``bindscale run``; the sides alternate, ``repeat`` passes, medians and each pass's figures."""
     from bindscale.studies.scaling.trial import _eval_steps
 
-    specs = []
+    trials = sweep_trials(steps, seeds, probe_tasks)
+    work = tmp / f"sweep_{steps}"
+    work.mkdir()
+    jobs: dict[str, list] = {"jax2": [], "ref2": []}
     for i, t in enumerate(trials):
-        spec = {"task": export_task(t, tmp / f"sweep_task_{i}.npz"), "width": t.model.width, "depth": t.model.depth,
+        spec = {"task": export_task(t, work / f"task_{i}.npz"), "width": t.model.width, "depth": t.model.depth,
                 "seed": t.seed, "grad_clip": t.train.grad_clip, "eval_steps": _eval_steps(steps, t.train.n_evals),
                 "batch_tasks": t.train.batch_tasks, "lr": t.train.lr, "weight_decay": t.train.weight_decay}
-        p = tmp / f"sweep_spec_{i}.json"
+        p = work / f"spec_{i}.json"
         p.write_text(json.dumps(spec))
-        specs.append(p)
-    out = {"sweep_trials": len(trials), "sweep_steps": steps, "sweep_probe_tasks": probe_tasks, "jax_two_process_s": [], "bindscale_s": [],
-           "jax_one_process_s": [], "jax_trial_process_s": [], "bindscale_breakdown": []}
+        jobs["jax2"].append(([sys.executable, str(HERE), "--jax-trial", str(p)], jax_env(1), work, work / f"jax_{i}.log"))
+        if ref:
+            jobs["ref2"].append((run_py_command(ref, t, steps), reference_env(1), work, work / f"ref_{i}.log"))
+    sides = (["ref2"] if ref else []) + ["jax2", "bs"]
+    out = {"steps": steps, "trials": len(trials), "probe_tasks": probe_tasks,
+           "start_up_dominated": steps < 1000, **{f"{s}_s": [] for s in sides}, **{f"{s}_cpu_s": [] for s in sides},
+           "bindscale_breakdown": [], "load": []}
     for r in range(repeat):
-        order = ["jax2", "bs"] if r % 2 == 0 else ["bs", "jax2"]
-        if alone:
-            order.append("jax1")
-        for side in order:
+        for side in (sides if r % 2 == 0 else sides[::-1]):
             if side == "bs":
-                wall, parts = bindscale_sweep(trials, tmp, f"{r}")
-                out["bindscale_s"].append(wall)
+                wall, parts = bindscale_sweep(trials, work, f"{r}")
+                out["bs_s"].append(wall)
+                out["bs_cpu_s"].append(parts["cpu_s"])
                 out["bindscale_breakdown"].append(parts)
-                print(f"  sweep bs: {parts['jobs']} jobs on {parts['workers']} workers; worker-s train "
-                      f"{parts['train_worker_s']:.1f}, eval {parts['eval_worker_s']:.1f}, probes "
-                      f"{parts['probe_worker_s']:.1f}; else (start-up, planning, workers' start, report, idle) "
-                      f"~{parts['other_wall_s']:.1f} s wall", flush=True)
+                out["bs_final_r2_heldout"] = parts["r2_heldout"]
+                out["bs_final_r2_heldout_taskmean"] = parts["r2_heldout_taskmean"]
+                extra = (f"{parts['jobs']} jobs on {parts['workers']} workers; worker-s train {parts['train_worker_s']:.1f}, "
+                         f"eval {parts['eval_worker_s']:.1f}, probes {parts['probe_worker_s']:.1f}")
             else:
-                wall, per = jax_sweep(specs, 2 if side == "jax2" else 1)
-                out["jax_two_process_s" if side == "jax2" else "jax_one_process_s"].append(wall)
-                out["jax_trial_process_s"] += per
-            print(f"  sweep {side}: {out[{'bs': 'bindscale_s', 'jax2': 'jax_two_process_s', 'jax1': 'jax_one_process_s'}[side]][-1]:.1f} s"
-                  f" (load {load()[0]})", flush=True)
-    med = lambda k: statistics.median(out[k]) if out[k] else None  # noqa: E731
-    out["ratio_sweep"] = med("jax_two_process_s") / med("bindscale_s")
-    if alone:
-        out["ratio_sweep_vs_one_process"] = med("jax_one_process_s") / med("bindscale_s")
-    out["jax_trial_process_median_s"] = med("jax_trial_process_s")
+                wall, per = process_sweep(jobs[side], 2)
+                out[f"{side}_s"].append(wall)
+                out[f"{side}_cpu_s"].append(sum(c for _, c, _ in per))
+                out[f"{side}_trial_s"] = statistics.median(w for w, _, _ in per)
+                if side == "ref2":
+                    r2 = [reference_final_r2(f) for _, _, f in per]
+                    out["ref2_final_ood_r2"] = [x for x in r2 if x is not None]
+                extra = f"median trial process {out[f'{side}_trial_s']:.1f} s"
+            out["load"].append(load()[0])
+            print(f"  sweep {steps} steps, {side}: {out[f'{side}_s'][-1]:.1f} s wall, {out[f'{side}_cpu_s'][-1]:.1f} CPU-s "
+                  f"({extra}; load {out['load'][-1]})", flush=True)
+    med = lambda k: statistics.median(out[k])  # noqa: E731
+    for peer in ("ref2", "jax2") if ref else ("jax2",):
+        out[f"ratio_{peer}"] = med(f"{peer}_s") / med("bs_s")
+        out[f"ratio_{peer}_each"] = [a / b for a, b in zip(out[f"{peer}_s"], out["bs_s"])]
     return out
-
-
 def bench_curves(steps: int, n_evals: int, tmp: Path) -> dict:
     """Held-out R² curves of both sides at the shared configuration (1 thread each, no clipping)."""
     from bindscale.studies.scaling.trial import _eval_steps, train_group
@@ -558,7 +747,8 @@ def bench_curves(steps: int, n_evals: int, tmp: Path) -> dict:
 
     trial = trial_config(256, 2, steps, grad_clip=None, n_evals=n_evals, eval_tasks=256, probe_tasks=8)
     task = export_task(trial, tmp / "curve_task.npz")
-    server = JaxServer(1)
+    server = Server("hand-written JAX (1 thread)", [sys.executable, str(HERE), "--jax-serve"], jax_env(1), cpus_for(1),
+                    tmp / "curves_jax.log")
     try:
         jx = server.ask({"op": "trial", "task": task, "width": 256, "depth": 2, "seed": 0, "grad_clip": None,
                          "eval_steps": _eval_steps(steps, n_evals), **REF_TRAIN})
@@ -569,25 +759,6 @@ def bench_curves(steps: int, n_evals: int, tmp: Path) -> dict:
     return {"curve_config": "M=16 K=3 holdout 0.25, MLP 256x2, batch 128x16, lr 3e-4, wd 3e-3, no clip, fp32, seed 0",
             "curve_steps": m["curve_steps"], "curve_r2_heldout_bindscale": m["curve_r2_heldout"],
             "curve_r2_heldout_jax": jx["curve_r2_heldout"], "r2_id_bindscale": m["r2_id"], "r2_id_jax": jx["r2_id"]}
-
-
-def profile_step(width: int, depth: int, threads: int, stack: int = 1, steps: int | None = None, top: int = 10) -> list[dict]:
-    """Where bindscale's training step spends its time at this shape: torch.profiler's top ops by self CPU time."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    from bindscale.studies.scaling.trial import train_group
-
-    torch.set_num_threads(threads)
-    steps = steps or max(20, min(300, int(3e10 / step_flops(width, depth))))  # training, not evaluation, dominates
-    trials = [trial_config(width, depth, steps, seed=s) for s in range(stack)]
-    train_group(trials)  # warm
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
-        train_group(trials)
-    ev = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
-    total = sum(e.self_cpu_time_total for e in ev) or 1
-    return [{"op": e.key, "self_ms": round(e.self_cpu_time_total / 1e3, 2), "share": round(e.self_cpu_time_total / total, 3),
-             "calls": e.count} for e in ev[:top]]
 
 
 def table(title: str, header: list[str], rows: list[list]) -> None:
@@ -618,7 +789,7 @@ def _shapes(text: str) -> list[tuple[int, int]]:
     return out
 
 
-SECTIONS = ("sweep", "curves")
+SECTIONS = ("per_model", "sweep", "curves")
 
 
 def _sections(text: str) -> set[str]:
@@ -629,25 +800,78 @@ def _sections(text: str) -> set[str]:
     return names
 
 
+
+
+def _step_list(text: str) -> list[int]:
+    """argparse type: comma-separated step counts, each >= 1 (``100,1000``)."""
+    return [_positive(x) for x in text.split(",") if x.strip()]
+
+
+def _seconds(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"{v} is not above 0")
+    return v
+
+
+def reference_setup(ap, args) -> dict | None:
+    """``--reference-dir`` / ``--reference-python`` checked now (not after minutes of measuring): the
+    checkout has ``run.py`` and ``configs/teacher.py``, and the Python imports jax, flax and optax."""
+    if not (args.reference_dir or args.reference_python):
+        return None
+    if not (args.reference_dir and args.reference_python):
+        ap.error("--reference-dir and --reference-python go together")
+    d = args.reference_dir.resolve()
+    for need in ("run.py", "configs/teacher.py", "compscale/experiment.py"):
+        if not (d / need).is_file():
+            ap.error(f"--reference-dir {d}: no {need} (a checkout of smonsays/scale-compositionality is needed)")
+    probe = subprocess.run([str(args.reference_python), "-c", "import jax, jaxlib, flax, optax, ml_collections, absl, "
+                            "wandb, einops, chex, jaxtyping; print(jax.__version__, jaxlib.__version__, flax.__version__, "
+                            "optax.__version__)"], capture_output=True, text=True, env=reference_env(1))
+    if probe.returncode:
+        ap.error(f"--reference-python {args.reference_python}: cannot import the reference's dependencies:\n"
+                 f"{probe.stderr.strip().splitlines()[-1] if probe.stderr.strip() else probe.returncode}")
+    jax_v, jaxlib_v, flax_v, optax_v = probe.stdout.split()
+    commit = subprocess.run(["git", "-C", str(d), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return {"dir": str(d), "python": str(args.reference_python), "jax": jax_v, "jaxlib": jaxlib_v, "flax": flax_v,
+            "optax": optax_v, "commit": commit.stdout.strip() if commit.returncode == 0 else args.reference_commit}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="reduced sizes (< 5 min on 2 cores)")
+    ap.add_argument("--quick", action="store_true", help="3 shapes, 2 passes, 3 s windows, one sweep pass")
     ap.add_argument("--smoke", action="store_true", help="tiny sizes: only checks that every figure is produced")
     ap.add_argument("--json", type=Path, help="write the figures to this JSON file")
-    ap.add_argument("--repeat", type=_positive, help="repetitions of each per-model measurement (default 2 quick, "
-                    f"3 full; shapes under 1 GFLOP a step get {CHEAP_REPEATS}x)")
+    ap.add_argument("--reference-dir", type=Path, help="a checkout of smonsays/scale-compositionality (the "
+                    "headline paper's code): run it as a peer")
+    ap.add_argument("--reference-python", type=Path, help="a Python with the reference's dependencies (README)")
+    ap.add_argument("--reference-commit", help="the checkout's commit, where it is no git work tree")
+    ap.add_argument("--repeat", type=_positive, help="passes over the per-model cases (default 2 quick, 3 full)")
+    ap.add_argument("--window", type=_seconds, help="seconds of each timed per-model window (default 3 quick, 5 full)")
     ap.add_argument("--shapes", type=_shapes, help="per-model shapes as WxD,WxD (default: the --quick or full grid)")
-    ap.add_argument("--sweep-steps", type=_positive, help="steps per sweep trial (default 100 quick, 1000 full, 20 smoke; "
-                    "the issue's sweep figure is for 1000: `--quick --sweep-steps 1000` measures it; that adds "
-                    "12 x 900 trial-steps per side, ~1-4 min on 2 quiet cores)")
-    ap.add_argument("--sweep-probe-tasks", type=_positive, default=8,
-                    help="probe tasks of bindscale's sweep trials (default 8, the smallest: the JAX trials fit no "
-                    "probes, so the ratio compares the same work; 256 adds the scaling study's own probe fitting)")
-    ap.add_argument("--skip", type=_sections, default=set(), help="comma-separated sections to skip: sweep, curves")
-    ap.add_argument("--no-profile", action="store_true", help="skip the profile of missed targets")
+    ap.add_argument("--threads", type=_step_list, help="thread counts of the per-model section (default 1,2)")
+    ap.add_argument("--sweep-steps", type=_step_list, help="steps per sweep trial, comma-separated (default 1000, "
+                    "the figure a user meets; 100 is start-up dominated and labelled so)")
+    ap.add_argument("--sweep-seeds", type=_positive, help="seeds per width and hold-out in the sweep (default 3: "
+                    "12 trials; fewer for a short run on a busy machine)")
+    ap.add_argument("--sweep-repeat", type=_positive, help="passes of the sweep (default 1 quick, 2 full)")
+    ap.add_argument("--sweep-probe-tasks", type=_positive, default=256,
+                    help="probe tasks of bindscale's sweep trials (default 256, the scaling study's own; the reference "
+                    "fits its probes too, the hand-written peer none)")
+    ap.add_argument("--skip", type=_sections, default=set(), help="comma-separated sections to skip: " + ", ".join(SECTIONS))
     ap.add_argument("--jax-serve", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--bs-serve", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--jax-trial", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.jax_serve:
+        return jax_serve()
+    if args.bs_serve:
+        return bs_serve()
+    if args.jax_trial:
+        return print(json.dumps(jax_full_trial(json.loads(args.jax_trial.read_text()))))
     if args.json:  # refused now, not after minutes of measuring
         try:
             args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -656,10 +880,7 @@ def main() -> None:
             where = next((p for p in args.json.parents if p.exists()), None)
             why = f"{where} is not a folder" if where is not None and not where.is_dir() else (e.strerror or str(e))
             ap.error(f"--json {args.json}: cannot write there ({why})")
-    if args.jax_serve:
-        return jax_serve()
-    if args.jax_trial:
-        return print(json.dumps(jax_full_trial(json.loads(args.jax_trial.read_text()))))
+    ref = reference_setup(ap, args)
 
     import importlib.util
 
@@ -669,116 +890,144 @@ def main() -> None:
     import warnings
 
     import bindscale  # noqa: F401
-    import torch  # noqa: F401
+    import torch
 
-    warnings.filterwarnings("ignore", module="sklearn")  # probes on the tiny evaluation sets
+    torch.set_num_threads(1)  # the driver only exports tasks and waits
+    warnings.filterwarnings("ignore", module="sklearn")
 
-    t_start = time.perf_counter()
-    out: dict = {"cpu": cpu_description(), **versions(), "quick": args.quick, "load_before": load(),
+    t_start, c_start = time.perf_counter(), time.process_time()
+    cores = len(os.sched_getaffinity(0))
+    out: dict = {"cpu": cpu_description(), **versions(), "reference": ref, "quick": args.quick, "load_before": load(),
+                 "uptime_before": _uptime(),
                  "jax_threads": f"1 thread: XLA_FLAGS='{XLA_ONE_THREAD}' + taskset to one core; "
                                 "2 threads: taskset to two cores (XLA sizes its pool from the affinity)",
-                 "bindscale_threads": ("torch.set_num_threads(1 or 2) in one process (at 2, train_group uses 2 only "
-                                       "where timed >10% faster per step, per stack shape); sweep: bindscale run defaults"),
-                 "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY")}
+                 "bindscale_threads": "torch.set_num_threads(1 or 2) in a process pinned like the JAX peers (at 2, "
+                                      "train_group uses 2 only where timed >10% faster per step; threads_used says "
+                                      "what each window ran on); sweep: bindscale run's pinned one-thread workers",
+                 "warm_steps": WARM_STEPS, "warm_s": WARM_S}
     print("machine:", json.dumps(out["cpu"]), "versions:", {k: out[k] for k in ("torch", "jax", "jaxlib", "optax")},
-          "load:", out["load_before"], flush=True)
+          "reference:", json.dumps(ref), "load:", out["load_before"], flush=True)
+    if ref is None:
+        print("no --reference-dir / --reference-python: the reference code's figures are left out", flush=True)
     if args.smoke:
-        shapes, repeat, secs, sweep_steps, seeds, curve_steps, sweep_repeat = [(64, 2), (PEAK_WIDTH, 2)], 1, 0.2, 20, 1, 20, 1
+        shapes, repeat, window, sweep_steps, seeds, curve_steps, sweep_repeat = [(64, 2), (PEAK_WIDTH, 2)], 1, 0.3, [20], 1, 20, 1
     elif args.quick:
-        shapes, repeat, secs, sweep_steps, seeds, curve_steps, sweep_repeat = (
-            [(64, 2), (256, 4), (1024, 2)], 2, 0.5, 100, 3, 200, 1)
+        shapes, repeat, window, sweep_steps, seeds, curve_steps, sweep_repeat = (
+            [(64, 2), (256, 4), (1024, 2)], 2, 3.0, [1000], 3, 200, 1)
     else:
         shapes = [(w, d) for w in (64, 128, 256, 512, 1024, 2048) for d in (2, 3, 4)]
-        repeat, secs, sweep_steps, seeds, curve_steps, sweep_repeat = 3, 2.0, 1000, 3, 1000, 2
-    repeat = args.repeat or repeat
-    sweep_steps = args.sweep_steps or sweep_steps
+        repeat, window, sweep_steps, seeds, curve_steps, sweep_repeat = 3, 5.0, [1000], 3, 1000, 2
+    repeat, window = args.repeat or repeat, args.window or window
+    sweep_steps, sweep_repeat = args.sweep_steps or sweep_steps, args.sweep_repeat or sweep_repeat
+    seeds = args.sweep_seeds or seeds
     shapes = args.shapes or shapes
+    threads = [t for t in (args.threads or [1, 2]) if t <= cores]
+    out |= {"window_s": window, "repeat": repeat, "threads": threads}
     skip = args.skip
-
-    peak_s = 0.5 if args.smoke else 1.5
-    out["fp32_peak_gflops_t1"] = matmul_peak(1, seconds=peak_s)
-    out["fp32_peak_gflops_t2"] = matmul_peak(2, seconds=peak_s) if out["cpu"]["cores"] >= 2 else None
-    print(f"fp32 matmul peak: {out['fp32_peak_gflops_t1']:.0f} GFLOP/s (1 thread), "
-          f"{out['fp32_peak_gflops_t2'] or float('nan'):.0f} (2 threads)", flush=True)
 
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        print("per-model throughput (steps/s per trial)", flush=True)
-        rows = bench_per_model(shapes, repeat, secs, out["fp32_peak_gflops_t1"], tmp)
-        out["per_model"] = rows
+        rows: list[dict] = []
+        if "per_model" not in skip:
+            print(f"per-model throughput ({window:g} s windows, {repeat} passes)", flush=True)
+            rows, peaks = bench_per_model(shapes, repeat, window, tmp, ref, threads, on_row=lambda rows, peaks: _save_partial(
+                args.json, out | {"per_model": rows} | bound_fractions(rows, peaks)))
+            out["per_model"] = rows
+            out |= bound_fractions(rows, peaks)
+            _save_partial(args.json, out)
         if "sweep" not in skip:
-            print("sweep", flush=True)
-            out |= bench_sweep(sweep_steps, seeds, sweep_repeat, alone=not (args.quick or args.smoke), tmp=tmp,
-                               probe_tasks=args.sweep_probe_tasks)
+            out["sweeps"] = []
+            for steps in sweep_steps:
+                print(f"sweep, {steps} steps per trial", flush=True)
+                out["sweeps"].append(bench_sweep(steps, seeds, sweep_repeat, tmp, ref, args.sweep_probe_tasks))
+                _save_partial(args.json, out)
         if "curves" not in skip:
             print("learning curves", flush=True)
             out |= bench_curves(curve_steps, 2 if args.smoke else 5, tmp)
 
-    # The best one-thread peak seen in the run (start and after each shape): load only lowers it.
-    out["fp32_peak_gflops_t1_samples"] = [out["fp32_peak_gflops_t1"]] + [r["peak_gflops_t1_after"] for r in rows]
-    out["fp32_peak_gflops_t1"] = max(out["fp32_peak_gflops_t1_samples"])
-    if out["fp32_peak_gflops_t2"]:
-        out["fp32_peak_gflops_t2"] = max(out["fp32_peak_gflops_t2"], matmul_peak(2, seconds=peak_s))
-    for t in (1, 2):
-        out[f"ratio_per_model_min_t{t}"] = min(r[f"ratio_t{t}"] for r in rows)
-        out[f"stack_vs_alone_min_t{t}"] = min(r[f"stack_vs_alone_t{t}"] for r in rows)
-        out[f"planned_vs_alone_min_t{t}"] = min(r[f"planned_vs_alone_t{t}"] for r in rows)
-    out["ratio_per_model_min"] = min(out["ratio_per_model_min_t1"], out["ratio_per_model_min_t2"])
-    for r in rows:  # training GFLOP/s as a fraction of the same run's matmul peak
-        for t in (1, 2):
-            peak = out[f"fp32_peak_gflops_t{t}"] or float("nan")
-            best = max(r[f"bs_t{t}"], r[f"bs_stack{STACK}_t{t}"])
-            r[f"peak_fraction_bs_t{t}"] = best * step_flops(r["width"], r["depth"]) / 1e9 / peak
-            r[f"peak_fraction_jax_t{t}"] = r[f"jax_t{t}"] * step_flops(r["width"], r["depth"]) / 1e9 / peak
-    wide = [r for r in rows if r["width"] >= PEAK_WIDTH]
-    # The target's figure: training GFLOP/s over the matmul peak measured right after it (median over
-    # passes). Beside it, over the run's best peak, which mixes a fast moment's peak with training timed
-    # at another (this machine's speed wanders by up to ~1.8x over seconds).
-    out["peak_fraction_w1024"] = min(r["peak_fraction_paired_t1"] for r in wide) if wide else None
-    out["peak_fraction_w1024_vs_run_best"] = min(r["peak_fraction_bs_t1"] for r in wide) if wide else None
-
-    targets = {"per_model_t1": out["ratio_per_model_min_t1"] >= 1.0, "per_model_t2": out["ratio_per_model_min_t2"] >= 1.0,
-               # The planner's stacks (what a run trains), within 5% (the planner's own margin) of a trial alone.
-               "planned_stack_never_slower": min(out["planned_vs_alone_min_t1"], out["planned_vs_alone_min_t2"]) >= 0.95}
-    if "ratio_sweep" in out:
-        targets["sweep_3x"] = out["ratio_sweep"] >= 3.0
-    if wide:
-        targets["peak_75pct_w1024"] = out["peak_fraction_w1024"] >= 0.75
+    peer = "ref" if ref else "jax"
+    targets = {}
+    if rows:
+        for t in threads:
+            out[f"ratio_{peer}_min_t{t}"] = min(r[f"ratio_{peer}_t{t}"]["median"] for r in rows)
+            targets[f"per_model_vs_{peer}_t{t}"] = out[f"ratio_{peer}_min_t{t}"] >= 1.0
+        wide = [r for r in rows if r["width"] >= PEAK_WIDTH]
+        if wide and 1 in threads:
+            out["peak_fraction_w1024"] = min(r["bs_t1"]["peak_fraction"] for r in wide)
+            out["peak_fraction_w1024_peak_gflops"] = out["fp32_peak_gflops_t1"]
+            targets["peak_75pct_w1024"] = out["peak_fraction_w1024"] >= 0.75
+    for s in out.get("sweeps", []):
+        if s["steps"] >= 1000 and f"ratio_{peer}2" in s:
+            out[f"ratio_sweep_{peer}_{s['steps']}"] = s[f"ratio_{peer}2"]
+            targets[f"sweep_3x_vs_{peer}_{s['steps']}_steps"] = s[f"ratio_{peer}2"] >= 3.0
+    # One figure each for CI's check (.ci/run) and a quick look: the main peer (the reference where given).
+    if rows:
+        out["ratio_per_model_min"] = min(out[f"ratio_{peer}_min_t{t}"] for t in threads)
+    if out.get("sweeps"):
+        last = max(out["sweeps"], key=lambda s: s["steps"])
+        out["ratio_sweep"] = last[f"ratio_{peer}2"]
+    out["ratio_peer"] = SIDES[peer]
     out["targets_met"] = targets
-    if not args.no_profile and not args.smoke and not all(targets.values()):
-        worst = min(rows, key=lambda r: min(r["ratio_t1"], r["ratio_t2"]))
-        t = 1 if worst["ratio_t1"] <= worst["ratio_t2"] else 2
-        out["profile"] = {"width": worst["width"], "depth": worst["depth"], "threads": t,
-                          "top_ops": profile_step(worst["width"], worst["depth"], t)}
     out["load_after"] = load()
+    out["uptime_after"] = _uptime()
     out["wall_seconds"] = time.perf_counter() - t_start
+    out["driver_cpu_seconds"] = time.process_time() - c_start
 
-    table(f"per-model steps/s per trial, batch 128 tasks x 16, fp32 — {out['cpu']['model']}, load {out['load_before']}"
-          f" -> {out['load_after']}",
-          ["w x d", "JAX 1t", "bs 1t", f"bs x{STACK} 1t", "planned", "bs plan 1t", "ratio 1t", "JAX 2t", "bs 2t",
-           f"bs x{STACK} 2t", "bs plan 2t", "ratio 2t", "peak frac bs 1t", "peak frac JAX 1t"],
-          [[f"{r['width']}x{r['depth']}", r["jax_t1"], r["bs_t1"], r[f"bs_stack{STACK}_t1"], r["planned_stack"],
-            r["bs_planned_t1"], r["ratio_t1"], r["jax_t2"], r["bs_t2"], r[f"bs_stack{STACK}_t2"], r["bs_planned_t2"],
-            r["ratio_t2"], r["peak_fraction_bs_t1"], r["peak_fraction_jax_t1"]] for r in rows])
-    if "ratio_sweep" in out:
-        table(f"sweep of {out['sweep_trials']} trials x {out['sweep_steps']} steps (wall s, median)",
-              ["JAX 2 processes", "JAX 1 process", "bindscale run", "ratio (vs 2 proc)", "JAX s/trial process"],
-              [[statistics.median(out["jax_two_process_s"]),
-                statistics.median(out["jax_one_process_s"]) if out["jax_one_process_s"] else "-",
-                statistics.median(out["bindscale_s"]), out["ratio_sweep"], out["jax_trial_process_median_s"]]])
+    report(out)
+    if args.json:  # its folder was made (and the path tried) at the start
+        args.json.write_text(json.dumps(out, indent=1, default=str))
+
+
+def _save_partial(path: Path | None, out: dict) -> None:
+    """The figures so far, so that a run stopped in a later section keeps them (``"partial": true``)."""
+    if path:
+        path.write_text(json.dumps(out | {"partial": True, "load_now": load()}, indent=1, default=str))
+
+
+def _uptime() -> str:
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return ""
+
+
+def report(out: dict) -> None:
+    """The run's tables on stdout."""
+    rows = out.get("per_model", [])
+    for t in out["threads"] if rows else []:
+        sides = [k for k in ("ref", "jax", "bs", f"bs_stack{STACK}") if f"{k}_t{t}" in rows[0]]
+        header = ["w x d"] + [f"{SIDES[k]} steps/s [range] cpu" for k in sides] + [
+            f"bs/{p} [range] (per CPU-s)" for p in ("ref", "jax") if f"ratio_{p}_t{t}" in rows[0]] + ["peak frac bs"]
+        body = []
+        for r in rows:
+            cells = [f"{r['width']}x{r['depth']}"]
+            for k in sides:
+                v = r[f"{k}_t{t}"]
+                used = f" {'/'.join(sorted(set(v['threads_used'])))}" if "threads_used" in v and t > 1 else ""
+                cells.append(f"{v['steps_per_s']:.3g} [{v['range'][0]:.3g}-{v['range'][1]:.3g}] {v['cpu_share']:.2f}{used}")
+            for p in ("ref", "jax"):
+                if f"ratio_{p}_t{t}" in r:
+                    x = r[f"ratio_{p}_t{t}"]
+                    cells.append(f"{x['median']:.2f} [{x['range'][0]:.2f}-{x['range'][1]:.2f}] ({x['per_cpu_s']:.2f})")
+            cells.append(f"{r[f'bs_t{t}']['peak_fraction']:.2f}")
+            body.append(cells)
+        table(f"per-model steps/s per trial, {t} thread(s), batch 128 tasks x 16, fp32 - {out['cpu']['model']}, "
+              f"load {out['load_before']} -> {out['load_after']}; peak {out[f'fp32_peak_gflops_t{t}']:.0f} GFLOP/s"
+              f"{' (raised by a training window)' if out[f'peak_raised_by_training_t{t}'] else ''}", header, body)
+    for s in out.get("sweeps", []):
+        sides = [k for k in ("ref2", "jax2", "bs") if f"{k}_s" in s]
+        table(f"sweep of {s['trials']} trials x {s['steps']} steps{' (start-up dominated)' if s['start_up_dominated'] else ''}"
+              f" (wall s / CPU s, median)", [{"ref2": "reference run.py x2", "jax2": "hand-written JAX x2",
+                                               "bs": "bindscale run"}[k] for k in sides]
+              + [f"ratio vs {p}" for p in ("ref2", "jax2") if f"ratio_{p}" in s],
+              [[f"{statistics.median(s[f'{k}_s']):.1f} / {statistics.median(s[f'{k}_cpu_s']):.0f}" for k in sides]
+               + [f"{s[f'ratio_{p}']:.2f} {_fmt(s[f'ratio_{p}_each'])}" for p in ("ref2", "jax2") if f"ratio_{p}" in s]])
     if "curve_steps" in out:
-        table("held-out R² at the shared configuration", ["step", "bindscale", "JAX"],
+        table("held-out R² at the shared configuration", ["step", "bindscale", "hand-written JAX"],
               [[s, a, b] for s, a, b in zip(out["curve_steps"], out["curve_r2_heldout_bindscale"],
                                             out["curve_r2_heldout_jax"])])
-    if "profile" in out:
-        p = out["profile"]
-        table(f"profile: bindscale {p['width']}x{p['depth']}, {p['threads']} thread(s), top ops by self CPU time",
-              ["op", "self ms", "share", "calls"], [[o["op"], o["self_ms"], o["share"], o["calls"]] for o in p["top_ops"]])
-    summary = {k: out.get(k) for k in ("ratio_per_model_min", "ratio_sweep", "peak_fraction_w1024",
-                                       "peak_fraction_w1024_vs_run_best")}
-    print("\nsummary:", json.dumps(summary), "targets:", json.dumps(targets), f"({out['wall_seconds']:.0f} s)")
-    if args.json:  # its folder was made (and the path tried) at the start
-        args.json.write_text(json.dumps(out, indent=1))
+    summary = {k: v for k, v in out.items() if k.startswith(("ratio_", "peak_fraction", "fp32_peak"))}
+    print("\nsummary:", json.dumps(summary), "targets:", json.dumps(out["targets_met"]), f"({out['wall_seconds']:.0f} s)")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,11 @@ the imports overlap the planning); a spawned worker imports them itself, ~5
 CPU-seconds each on the project's 2-core Xeon, which was a sixth of a 12-trial
 sweep of 100 steps (benchmarks/jax_peer.py). Elsewhere workers are spawned.
 
+Cores: each pool worker is pinned to its share of the driver's cores (:func:`core_share`: disjoint
+shares while there are no more workers than cores; ``BINDSCALE_PIN_WORKERS=0`` leaves them unpinned).
+Ray's workers are not pinned: Ray reuses its worker processes across tasks and does not say which
+core a task was given, so a pin chosen inside a task could put two concurrent tasks on one core.
+
 Threads: every worker (pool process, Ray task, the inline executor) trains
 with one torch thread (:data:`bindscale.jobs.THREADS_PER_WORKER`): the
 machine is never oversubscribed (a 2-core machine oversubscribed by
@@ -190,11 +195,80 @@ def _alive(pid: int) -> bool:
         return True
 
 
-def _worker_init(q, driver: int) -> None:
+#: Set to ``0`` to leave the pool's workers unpinned (to measure what pinning does; default: pinned).
+PIN_ENV = "BINDSCALE_PIN_WORKERS"
+
+
+def core_share(slot: int, workers: int, cores: list[int]) -> list[int]:
+    """The cores worker number ``slot`` (0-based) of ``workers`` is pinned to: its share of ``cores``.
+
+    With no more workers than cores the shares are disjoint and cover every core (4 cores, 2 workers:
+    [0, 1] and [2, 3]; 2 cores, 1 worker: both); with more workers than cores (``--workers`` is capped at
+    the cores, so only by a direct call) worker ``slot`` shares core ``slot mod cores`` with the others
+    on it.
+
+    Raises:
+        ValueError: ``workers`` < 1, ``slot`` outside ``0 .. workers - 1`` or no cores.
+    """
+    if workers < 1 or not 0 <= slot < workers or not cores:
+        raise ValueError(f"core_share: slot {slot} of {workers} worker(s) on {len(cores)} core(s)")
+    if workers > len(cores):
+        return [cores[slot % len(cores)]]
+    return cores[slot * len(cores) // workers:(slot + 1) * len(cores) // workers]
+
+
+def pin_process(cpus: list[int]) -> None:
+    """Pin every thread of this process (and the threads it starts later, which inherit it) to ``cpus``.
+
+    ``os.sched_setaffinity(0, …)`` sets only the calling thread's mask on Linux, so the threads already
+    running (a watch thread, a BLAS pool) are pinned one by one from ``/proc/self/task``.
+    """
+    os.sched_setaffinity(0, cpus)
+    try:
+        tids = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        return
+    for tid in tids:
+        try:
+            os.sched_setaffinity(tid, cpus)
+        except OSError:  # the thread ended meanwhile
+            pass
+
+
+def pin_args(ctx, workers: int) -> tuple:
+    """The pinning part of :func:`_worker_init`'s arguments: a shared slot counter, ``workers`` and the
+    driver's usable cores; ``(None, workers, [])`` (no pinning) where the OS has no affinity call or
+    :data:`PIN_ENV` is ``0``."""
+    if not hasattr(os, "sched_setaffinity") or os.environ.get(PIN_ENV, "1") == "0":
+        return None, workers, []
+    return ctx.Value("i", 0), workers, sorted(os.sched_getaffinity(0))
+
+
+def _pin_worker(slots, workers: int, cores: list[int]) -> None:
+    """Take the next worker slot of this pool and pin this process to that slot's :func:`core_share`.
+
+    Why: README promises each worker its share of the cores, and before this every worker could run on
+    every core (``Cpus_allowed_list: 0-1`` in each, issue 35), so the kernel was free to stack two
+    one-thread workers on one core. A pool rebuilt after a worker died gets a new counter, so its workers
+    take the shares afresh.
+    """
+    if slots is None or not cores:
+        return
+    with slots.get_lock():
+        slot = slots.value % workers
+        slots.value += 1
+    try:
+        pin_process(core_share(slot, workers, cores))
+    except OSError:  # a core taken away since the driver read its mask (cpuset change): run unpinned
+        pass
+
+
+def _worker_init(q, driver: int, slots=None, workers: int = 1, cores: list[int] | None = None) -> None:
     global _QUEUE
     if not _alive(driver):  # the driver died while this worker was still starting
         os.kill(os.getpid(), signal.SIGKILL)
     _QUEUE = q
+    _pin_worker(slots, workers, cores or [])  # before torch starts its threads: they inherit the mask
     torch.set_num_threads(THREADS_PER_WORKER)
     torch.set_num_interop_threads(1)
     # Die with the driver: a killed driver must not leave workers training (and writing
@@ -275,6 +349,13 @@ def _start_resource_tracker() -> None:
             os.environ["PYTHONWARNINGS"] = old
 
 
+def new_pool(ctx, q, workers: int) -> ProcessPoolExecutor:
+    """The sweep's process pool: ``workers`` processes started by ``ctx``, each run through
+    :func:`_worker_init` (dies with the driver, one torch thread, pinned to its :func:`core_share`)."""
+    return ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
+                               initargs=(q, os.getpid(), *pin_args(ctx, workers)))
+
+
 def _execute_pool(payload, run_dir, study, device, workers, retries, on_progress, on_job_done, on_note,
                   save_models=False) -> None:
     module = _study_module(payload)
@@ -302,8 +383,7 @@ def _execute_pool(payload, run_dir, study, device, workers, retries, on_progress
                 on_progress(msg[2], msg[1])
 
     while todo:
-        pool = ProcessPoolExecutor(workers, mp_context=ctx, initializer=_worker_init,
-                                   initargs=(q, os.getpid()))
+        pool = new_pool(ctx, q, workers)
         procs: dict[int, object] = {}
         broken = False
         try:

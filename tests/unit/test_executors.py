@@ -62,3 +62,68 @@ def test_ray_missing_is_refused_before_anything_is_written(tmp_path, monkeypatch
     with pytest.raises(ConfigError, match="--executor ray needs Ray"):
         run_study(resolve_study("scaling", quick=True), tmp_path / "run", device="cpu", executor="ray")
     assert not (tmp_path / "run").exists()
+
+
+def test_core_share_gives_disjoint_shares_covering_the_cores():
+    from bindscale.executors import core_share
+
+    assert [core_share(i, 2, [0, 1, 2, 3]) for i in range(2)] == [[0, 1], [2, 3]]
+    assert [core_share(i, 3, [4, 5, 6]) for i in range(3)] == [[4], [5], [6]]
+    assert core_share(0, 1, [0, 1]) == [0, 1]  # a lone worker keeps every core
+    assert [core_share(i, 3, [0, 1]) for i in range(3)] == [[0], [1], [0]]  # more workers than cores
+    shares = [core_share(i, 3, list(range(8))) for i in range(3)]
+    assert sorted(c for s in shares for c in s) == list(range(8)) and all(shares)
+    with pytest.raises(ValueError, match="slot 2 of 2"):
+        core_share(2, 2, [0, 1])
+
+
+def _pool_affinities(workers: int, env: dict | None = None) -> dict[int, set[int]]:
+    """Start the sweep's own pool (:func:`bindscale.executors.new_pool`) with ``workers`` workers and
+    read back each worker's CPU affinity, its main thread's and every other thread's."""
+    import os
+    import time
+
+    from bindscale.executors import new_pool, pool_context
+
+    ctx = pool_context()
+    pool = new_pool(ctx, ctx.Queue(), workers)
+    try:
+        # Each job sleeps, so every worker is started before the first is free again.
+        list(pool.map(time.sleep, [0.5] * (2 * workers)))
+        pids = list(pool._processes)
+        assert len(pids) == workers
+        out = {}
+        for pid in pids:
+            masks = {frozenset(os.sched_getaffinity(int(t))) for t in os.listdir(f"/proc/{pid}/task")}
+            assert len(masks) == 1, f"worker {pid}'s threads are pinned differently: {masks}"
+            out[pid] = set(next(iter(masks)))
+        return out
+    finally:
+        pool.shutdown()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="CPU affinity is read from Linux's /proc")
+def test_pool_workers_run_pinned_to_disjoint_cores():
+    import os
+
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        pytest.skip(f"this process may use {len(cores)} core: two workers cannot have disjoint cores")
+    workers = min(len(cores), 4)
+    masks = list(_pool_affinities(workers).values())
+    assert all(masks), masks
+    for i, a in enumerate(masks):
+        for b in masks[i + 1:]:
+            assert not a & b, f"two workers share cores: {masks}"
+    assert set().union(*masks) == set(cores)  # every core usable by the driver is some worker's
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="CPU affinity is read from Linux's /proc")
+def test_pinning_can_be_turned_off(monkeypatch):
+    import os
+
+    from bindscale.executors import PIN_ENV
+
+    monkeypatch.setenv(PIN_ENV, "0")
+    cores = set(os.sched_getaffinity(0))
+    assert all(m == cores for m in _pool_affinities(min(2, len(cores))).values())

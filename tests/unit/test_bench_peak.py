@@ -1,0 +1,43 @@
+"""benchmarks/jax_peer.py's fractions of the fp32 peak are bounded by 1 (issue 35)."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+PEER = Path(__file__).resolve().parents[2] / "benchmarks" / "jax_peer.py"
+
+
+@pytest.fixture(scope="module")
+def jax_peer():
+    spec = importlib.util.spec_from_file_location("jax_peer_under_test", PEER)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # imports numpy only; torch and jax stay in the driver's and children's code
+    return mod
+
+
+def _side(rates):
+    return {"steps_per_s": sorted(rates)[len(rates) // 2], "passes": [{"steps_per_s": r} for r in rates]}
+
+
+def test_a_training_window_faster_than_every_matmul_sample_raises_the_peak(jax_peer):
+    flops = jax_peer.step_flops(1024, 2) / 1e9  # GFLOP per trial-step
+    # One pass of bindscale trained at 150 GFLOP/s, every matmul sample was slower (a slow moment).
+    rows = [{"width": 1024, "depth": 2, "bs_t1": _side([100 / flops, 150 / flops, 120 / flops]),
+             "jax_t1": _side([90 / flops, 95 / flops])}]
+    out = jax_peer.bound_fractions(rows, {1: [110.0, 130.0, 125.0]})
+    assert out["fp32_peak_gflops_t1"] == pytest.approx(150.0) and out["peak_raised_by_training_t1"]
+    assert out["fp32_matmul_best_gflops_t1"] == 130.0
+    for side in ("bs_t1", "jax_t1"):
+        assert rows[0][side]["peak_fraction"] <= 1.0
+        assert max(rows[0][side]["peak_fraction_range"]) <= 1.0
+    assert rows[0]["bs_t1"]["peak_fraction_range"][1] == pytest.approx(1.0)
+    assert rows[0]["bs_t1"]["peak_fraction"] == pytest.approx(120 / 150)
+
+
+def test_the_matmul_peak_is_used_when_it_is_the_highest_rate(jax_peer):
+    flops = jax_peer.step_flops(64, 2) / 1e9
+    rows = [{"width": 64, "depth": 2, "bs_t2": _side([10 / flops, 20 / flops])}]
+    out = jax_peer.bound_fractions(rows, {2: [200.0, 240.0]})
+    assert out["fp32_peak_gflops_t2"] == 240.0 and not out["peak_raised_by_training_t2"]
+    assert rows[0]["bs_t2"]["peak_fraction"] == pytest.approx(20 / 240)
