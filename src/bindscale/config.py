@@ -619,9 +619,12 @@ def resolve_study(ref: str, quick: bool = False, overrides: list[str] | None = N
     try:
         study = _validate_study(data_set)
     except (ValidationError, ConfigError) as err:
-        # Blame the --set values when the study is valid without them; else the study file.
+        # Blame the --set values when the study is valid without them; the quick section when the file is
+        # valid without --quick; else the study file.
         where = source
-        if parsed:
+        if quick and _trials_ok(data) and not _quick_section_ok(data):
+            where = f"{source}: the quick section (used by --quick)"
+        elif parsed:
             try:
                 _validate_study(merged(False))
                 where = "--set " + " ".join(overrides or [])
@@ -640,6 +643,14 @@ def resolve_study(ref: str, quick: bool = False, overrides: list[str] | None = N
     if not quick:
         _check_quick_section(data, source)
     return study
+
+
+def _quick_section_ok(data: dict) -> bool:
+    try:
+        _check_quick_section(data, "")
+        return True
+    except ConfigError:
+        return False
 
 
 def _check_quick_section(data: dict, source: str) -> None:

@@ -171,8 +171,9 @@ grids:
 def test_a_broken_quick_section_is_refused_on_a_full_run_too(tmp_path):
     f = tmp_path / "s.yaml"
     f.write_text(_SMALL + "quick:\n  base:\n    train: {stepz: 10}\n")
-    with pytest.raises(ConfigError, match=r"the quick section \(used by --quick\): base\.train\.stepz"):
-        resolve_study(str(f))
+    for quick in (False, True):  # the same words with and without --quick
+        with pytest.raises(ConfigError, match=r"the quick section \(used by --quick\): base\.train\.stepz"):
+            resolve_study(str(f), quick=quick)
     f.write_text(_SMALL + "quick:\n  base:\n    train: {steps: 10}\n")
     assert resolve_study(str(f)).base.train.steps != 10 and resolve_study(str(f), quick=True).base.train.steps == 10
 
