@@ -95,8 +95,10 @@ def _treebank(tmp_path: Path) -> Path:
 
 
 def _trial(treebank, model: str, cache: Path, **data) -> NS:
-    probe = NS(rank=8, angular_weight=1.0, lr=3e-3, batch_size=8, max_epochs=3, patience=2, lr_decay=0.3,
-               untrained_control=True, n_picture_edges=20)
+    from bindscale.studies.geometry.config import ProbeConfig
+
+    probe = ProbeConfig(rank=8, angular_weight=1.0, lr=3e-3, batch_size=8, max_epochs=3, patience=2, lr_decay=0.3,
+                        untrained_control=True, n_picture_edges=20)
     return NS(data=TreebankDataConfig(treebank=treebank, cache_dir=str(cache), **({"n_fit": 25, "n_dev": 10} | data)),
               model=PretrainedModelConfig(name=model, batch_size=7), probe=probe, seed=3, train=NS(steps=50))
 
@@ -284,7 +286,7 @@ def test_lm_trial_runs_and_reruns_from_cache(tmp_path):
     assert again["probes_fit"] == 0 and again["probes_from_cache"] == m["probes_fit"]
     assert again["probe_layers"] == m["probe_layers"]
     # other probe settings: every learned probe is refit
-    trial.probe.max_epochs += 1
+    trial.probe = trial.probe.model_copy(update={"max_epochs": trial.probe.max_epochs + 1})
     assert run_lm_trial(trial).metrics["probes_fit"] == m["probes_fit"]
 
 
