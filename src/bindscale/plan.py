@@ -279,6 +279,9 @@ def describe_plan(study: StudyConfig, workers: int | None = None, device: str = 
     else:
         n_workers = 1 if dev == "cuda" or executor == "inline" else min(cores, len(todo))
     jobs = plan_jobs(todo, n_workers=n_workers, device=dev, memory=GPU_MEMORY_BYTES if assumed_gpu else None)
+    if workers is not None and len(jobs) < n_workers:  # said, as the cores' cap is: one job per worker at most
+        lines.append(f"note: --workers {workers}: the plan has {len(jobs)} stacked job(s), so {max(1, len(jobs))} "
+                     "worker(s) have work (a job is one worker's)")
     n_workers = max(1, min(n_workers, len(jobs)))
     executor = executor or ("process" if n_workers > 1 else "inline")
     sizes = sorted((len(j) for j in jobs), reverse=True)

@@ -115,6 +115,8 @@ def test_a_cluster_dry_run_schedules_the_jobs_on_the_clusters_cpus(tmp_path):
     assert m, text
     n = int(m.group(2))
     assert n == int(m.group(4)) and 1 < n <= 64  # no more workers than jobs
+    if n < 64:  # and the lowered count is said, not silent
+        assert f"note: --workers 64: the plan has {n} stacked job(s), so {n} worker(s) have work" in text
     assert "N CPUs free for this run" in text and "Ray's own task start-up" in text
     try:
         import ray  # noqa: F401
