@@ -62,6 +62,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parent))
+from windows import warm_and_time  # noqa: E402 (shared with reference_peer.py)
 
 #: XLA flags of a one-thread JAX process (jax-ml/jax issues 743 and 1539).
 XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
@@ -172,23 +173,7 @@ def jax_throughput(req: dict) -> dict:
         _COMPILED[key] = JaxTrial(task, req["width"], req["depth"], req["batch_tasks"], req["lr"],
                                   req["weight_decay"], req.get("grad_clip"), seed=0)
     trial = _COMPILED[key]
-    t0 = time.perf_counter()
-    trial.run(10)  # the first steps compile (on a shape's first request): not counted in warm_s
-    warm, t1 = 10, time.perf_counter()
-    while warm < req["warm_steps"] and time.perf_counter() - t1 < req["warm_s"]:
-        trial.run(10)  # blocks on the loss
-        warm += 10
-    warm_s = time.perf_counter() - t0
-    per_step = (time.perf_counter() - t1) / (warm - 10) if warm > 10 else warm_s / warm  # compilation left out
-    chunk = max(1, int(0.1 / max(1e-5, per_step)))
-    steps, w0, c0 = 0, time.perf_counter(), time.process_time()
-    while time.perf_counter() - w0 < req["window_s"]:
-        trial.run(chunk)
-        steps += chunk
-    wall, cpu = time.perf_counter() - w0, time.process_time() - c0
-    return {"steps": steps, "wall_s": wall, "cpu_s": cpu, "steps_per_s": steps / wall,
-            "steps_per_cpu_s": steps / cpu if cpu > 0 else None, "cpu_share": cpu / wall,
-            "warm_steps": warm, "warm_s": warm_s}
+    return warm_and_time(trial.run, req["warm_steps"], req["warm_s"], req["window_s"])
 
 def jax_full_trial(req: dict) -> dict:
     """A whole trial as a sweep runs it: train, held-out R² at the evaluation steps, final in-distribution R²."""

@@ -34,8 +34,9 @@ import importlib.util
 import json
 import os
 import sys
-import time
 from pathlib import Path
+
+from windows import warm_and_time  # this script's folder is on sys.path
 
 
 def load_reference(ref: Path):
@@ -105,25 +106,7 @@ def throughput(ref_run, teacher_cfg, req: dict) -> dict:
         jax.block_until_ready(state.params)
         entry[1] = state
 
-    t0 = time.perf_counter()
-    # Warm-up: ``warm_steps`` steps, or fewer where they pass ``warm_s`` (wide models: each step is long).
-    run(10)  # the first steps compile (on a shape's first request): not counted in warm_s
-    warm, t1 = 10, time.perf_counter()
-    while warm < req["warm_steps"] and time.perf_counter() - t1 < req["warm_s"]:
-        run(10)
-        warm += 10
-    warm_s = time.perf_counter() - t0
-    # Chunks of ~0.1 s: few enough blocking points not to starve XLA's dispatch of work.
-    per_step = (time.perf_counter() - t1) / (warm - 10) if warm > 10 else warm_s / warm  # compilation left out
-    chunk = max(1, int(0.1 / max(1e-5, per_step)))
-    steps, w0, c0 = 0, time.perf_counter(), time.process_time()
-    while time.perf_counter() - w0 < req["window_s"]:
-        run(chunk)
-        steps += chunk
-    wall, cpu = time.perf_counter() - w0, time.process_time() - c0
-    return {"steps": steps, "wall_s": wall, "cpu_s": cpu, "steps_per_s": steps / wall,
-            "steps_per_cpu_s": steps / cpu if cpu > 0 else None, "cpu_share": cpu / wall,
-            "warm_steps": warm, "warm_s": warm_s}
+    return warm_and_time(run, req["warm_steps"], req["warm_s"], req["window_s"])
 
 
 def serve(ref: Path) -> None:

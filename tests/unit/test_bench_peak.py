@@ -41,3 +41,24 @@ def test_the_matmul_peak_is_used_when_it_is_the_highest_rate(jax_peer):
     out = jax_peer.bound_fractions(rows, {2: [200.0, 240.0]})
     assert out["fp32_peak_gflops_t2"] == 240.0 and not out["peak_raised_by_training_t2"]
     assert rows[0]["bs_t2"]["peak_fraction"] == pytest.approx(20 / 240)
+
+
+def test_warm_and_time_counts_the_windows_steps_and_leaves_the_warm_up_out():
+    import sys
+    import time
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from windows import warm_and_time
+
+    calls = []
+
+    def run(n):  # 1 ms a step
+        calls.append(n)
+        time.sleep(n * 1e-3)
+
+    out = warm_and_time(run, warm_steps=50, warm_s=5.0, window_s=0.3)
+    assert out["warm_steps"] == 50 and sum(calls[:5]) == 50  # ten, then chunks of ten to the warm-up count
+    assert out["steps"] == sum(calls[5:]) and out["wall_s"] >= 0.3
+    assert 300 < out["steps_per_s"] <= 1000  # at most one step a millisecond
+    assert out["cpu_share"] < 0.5  # sleeping is not CPU time
