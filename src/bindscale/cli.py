@@ -61,6 +61,7 @@ def run(
     retries: Annotated[int, typer.Option("--retries", help="re-runs of a job whose worker died, then its trials are failed")] = 2,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="print the trials per grid, the stacked jobs and an estimated time; run and write nothing")] = False,
     print_config: Annotated[bool, typer.Option("--print-config", help="print the resolved study YAML (after --quick and --set); run nothing")] = False,
+    publish_to: Annotated[Optional[str], typer.Option("--publish", help="with `all`: publish the answer into this folder after every study (as `bindscale publish`)")] = None,
 ) -> None:
     """Run (or resume) a study and write records, results.parquet, report.html and summary.json."""
     # Only torch-free modules until the study is known to be valid: a one-line error answers at once
@@ -70,7 +71,10 @@ def run(
     if device not in ("auto", "cpu", "cuda"):
         _fail(f"--device {device!r}: allowed: auto, cpu, cuda")
     if study == "all":
-        return _run_all(quick, out, set_, device, workers, executor, address, retries, dry_run, print_config)
+        return _run_all(quick, out, set_, device, workers, executor, address, retries, dry_run, print_config,
+                        publish_to)
+    if publish_to is not None:
+        _fail("--publish publishes the answer of `bindscale run all`; a single study has no answer page")
     try:
         if study is None:
             from .registry import headline
@@ -112,7 +116,7 @@ def run(
 
 
 def _run_all(quick, out, set_, device, workers, executor, address, retries, dry_run=False,
-             print_config=False) -> None:
+             print_config=False, publish_to=None) -> None:
     from . import registry
     from .config import resolve_study
 
@@ -138,8 +142,23 @@ def _run_all(quick, out, set_, device, workers, executor, address, retries, dry_
         return
     from .runner import run_all
 
+    if publish_to is not None and quick:
+        _fail("--publish with --quick: a quick run is a smoke test, not an answer to publish")
+    if publish_to is not None:
+        from .publish import check_target
+
+        try:
+            check_target(publish_to)
+        except BindscaleError as err:
+            _fail(str(err))
+
     def study_done(name: str, summary: dict) -> None:  # each study's verdicts as soon as it finishes
         _print_summary(summary, RunStore(out_dir).where(name))
+        if publish_to is not None:  # the answer so far, so that a long run survives interruption
+            from .publish import publish
+
+            publish(out_dir, publish_to)
+            err_console.print(f"published the answer so far in {publish_to}", highlight=False)
 
     try:
         result = run_all(out_dir, quick=quick, console=err_console, on_study_done=study_done, device=device,
@@ -259,6 +278,27 @@ def _resume_how(run_dir: str) -> str:
     if store.local is None:
         return "re-run the `bindscale run` command that made it"
     return f"run it with `bindscale run {shlex.quote(store.where(STUDY_FILE))} --out {shlex.quote(run_dir)}`"
+
+
+@app.command("publish")
+def publish_cmd(
+    run_dir: Annotated[str, typer.Argument(help="a directory written by `bindscale run all`")] = "runs/all",
+    to: Annotated[str, typer.Option("--to", help="the published folder (kept in the repository)")] = "docs/answer",
+    readme: Annotated[Optional[str], typer.Option("--readme", help="a Markdown file whose answer block (between its answer markers) is rewritten")] = None,
+    commit: Annotated[Optional[str], typer.Option("--commit", help="the commit the studies ran at (default: git HEAD here)")] = None,
+) -> None:
+    """Copy a `run all` directory's answer page, reports, verdicts and figures into a folder kept in git."""
+    from .publish import check_target, publish
+
+    try:
+        check_target(to)
+        result = publish(run_dir, to, commit=commit, readme=readme)
+    except BindscaleError as err:
+        _fail(str(err))
+    p = result["provenance"]
+    print(f"published {len(p['studies'])} studies of {run_dir} into {to} (answer.html, answer.json, provenance.json)"
+          + (f"; not run: {', '.join(p['studies_not_run'])}" if p["studies_not_run"] else ""), flush=True)
+    _print_answer(result["answer"], to)
 
 
 @app.command("list")

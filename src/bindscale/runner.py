@@ -9,6 +9,7 @@ executors (:mod:`bindscale.executors`), the report and, for ``run all``, the ans
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -144,6 +145,10 @@ def _run_locked(study: StudyConfig, store: RunStore, dev: str, workers: int | No
                                    "and re-run the same command to resume") from None
     summary = build_outputs(store, study)
     summary["wall_seconds"] = time.perf_counter() - t0
+    # This session's training and report time (a resumed study's earlier sessions are not in it), read by
+    # `bindscale publish` for the published answer's wall times.
+    store.write_text("timing.json", json.dumps({"wall_seconds": round(summary["wall_seconds"], 2),
+                                                "trials_run": len(todo), "trials_recorded_before": len(have)}) + "\n")
     return summary
 
 
