@@ -3,24 +3,17 @@
 from __future__ import annotations
 
 import os
-import platform
 import time
 
 import torch
 
 
 def machine() -> dict:
-    """What the figures were measured on."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    info = {"cpu": cpu, "cores": os.cpu_count(), "torch": torch.__version__, "python": platform.python_version()}
+    """What the figures were measured on (:func:`bindscale.machine.describe`, with the torch build's own
+    version string and the GPU where there is one)."""
+    from bindscale.machine import describe
+
+    info = {**describe(), "torch": torch.__version__}
     if torch.cuda.is_available():
         info["gpu"] = torch.cuda.get_device_name(0)
     return info

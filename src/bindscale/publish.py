@@ -22,7 +22,6 @@ import datetime as _dt
 import io
 import json
 import os
-import platform
 import shutil
 import subprocess
 from pathlib import Path
@@ -32,6 +31,7 @@ from . import registry
 from .answer import build_answer
 from .errors import ConfigError
 from .fmt import fmt_ci, verdict_words
+from .machine import describe as machine
 from .rundir import STUDY_FILE
 from .storage import RunStore, is_url
 
@@ -43,35 +43,6 @@ END = "<!-- answer:end -->"
 FILES = (STUDY_FILE, "summary.json", "report.html", "results.parquet", "timing.json")
 
 VERDICT_COLUMNS = ("claim", "verdict", "statistic", "value", "ci_low", "ci_high", "n_trials", "reason")
-
-
-def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo``'s "model name", else :func:`platform.processor`)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def machine() -> dict[str, Any]:
-    """The machine's facts a reader needs to weigh wall times: CPU, cores, memory, OS, Python, torch."""
-    info: dict[str, Any] = {"cpu": cpu_model(), "cores": os.cpu_count(), "os": platform.platform(),
-                            "python": platform.python_version()}
-    try:
-        info["memory_gib"] = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
-    except (ValueError, OSError, AttributeError):
-        pass
-    try:
-        from importlib.metadata import version
-
-        info["torch"] = version("torch")
-    except Exception:  # noqa: BLE001 - torch missing: the field is left out
-        pass
-    return info
 
 
 def git_commit(where: "str | Path" = ".") -> str | None:
