@@ -130,8 +130,22 @@ def _check_sentences(trial: Any) -> None:
         raise ConfigError(f"data.treebank: the {d.test_split} file has no sentence")
 
 
-def treebank_splits(trial: Any) -> dict[str, list[Sentence]]:
-    """The trial's ``fit``, ``dev`` (disjoint draws from the fit-split file) and ``test`` sentences.
+#: Root seed of the test-sentence draw (``n_test``): the same test sentences for every trial seed, so the seed axis
+#: varies the probe fits only and every unit is scored on one test set (paired units).
+TEST_DRAW_SEED = 0
+#: Root seed of the untrained twin's random weights (stream ``random_init``), the same for every trial seed: one
+#: random model, its activations computed and cached once per model. The interval over seeds therefore covers
+#: the probes' fitting (initialisation, fit and dev sentences), not the draw of the random weights.
+UNTRAINED_SEED_ROOT = 0
+
+
+def treebank_draw(trial: Any) -> dict[str, Any]:
+    """The trial's sentences as indices into the fit-split file, so that one activation cache covers every seed.
+
+    Returns ``{"pool": all sentences of the fit-split file (file order), "fit": indices of the n_fit fitting
+    sentences, "dev": indices of the n_dev dev sentences (disjoint from fit), "test": the test sentences}``. The
+    fit and dev draws depend on ``trial.seed`` (stream ``probe``: one permutation, dev its first ``n_dev``
+    entries, fit the next ``n_fit``); the test draw does not (:data:`TEST_DRAW_SEED`, stream ``test``).
 
     Raises:
         ConfigError: the fit-split file has fewer than ``n_dev + 1`` sentences (``n_fit`` more when set).
@@ -148,12 +162,31 @@ def treebank_splits(trial: Any) -> dict[str, list[Sentence]]:
     fit = sorted(order[d.n_dev:d.n_dev + d.n_fit].tolist() if d.n_fit else order[d.n_dev:].tolist())
     test = read_conllu(split_file(d.treebank, d.test_split))
     if d.n_test and d.n_test < len(test):
-        test = [test[i] for i in sorted(seeding.rng(trial.seed, "test").choice(len(test), d.n_test, replace=False))]
-    return {"fit": [pool[i] for i in fit], "dev": [pool[i] for i in dev], "test": test}
+        test = [test[i] for i in sorted(seeding.rng(TEST_DRAW_SEED, "test").choice(len(test), d.n_test, replace=False))]
+    return {"pool": pool, "fit": fit, "dev": dev, "test": test}
+
+
+def treebank_splits(trial: Any) -> dict[str, list[Sentence]]:
+    """The trial's ``fit``, ``dev`` (disjoint seeded draws from the fit-split file) and ``test`` sentences
+    (:func:`treebank_draw` as sentences).
+
+    Raises:
+        ConfigError: see :func:`treebank_draw`.
+    """
+    d = treebank_draw(trial)
+    return {"fit": [d["pool"][i] for i in d["fit"]], "dev": [d["pool"][i] for i in d["dev"]], "test": d["test"]}
+
+
+#: Hidden states probed at most when ``model.layer_stride`` is 0 (auto).
+AUTO_LAYERS = 7
 
 
 def probed_layers(n_layers: int, stride: int) -> list[int]:
-    """Hidden states probed: ``0, stride, 2·stride, …`` and always the last (``n_layers − 1``)."""
+    """Hidden states probed: ``0, stride, 2·stride, …`` and always the last (``n_layers − 1``). ``stride`` 0
+    (auto): the smallest stride that probes at most :data:`AUTO_LAYERS` (SmolLM2's 31 hidden states: every
+    5th; MiniLM's 7: all)."""
+    if stride <= 0:
+        stride = max(1, math.ceil((n_layers - 1) / (AUTO_LAYERS - 1)))
     return sorted(set(range(0, n_layers, stride)) | {n_layers - 1})
 
 
@@ -195,9 +228,13 @@ def _best(table: dict, kind: str) -> int | None:
 
 
 class _Source:
-    """Activations of one model (trained or untrained) over the trial's splits, through the cache."""
+    """Activations of one model (trained or untrained) over the trial's sentences, through the cache.
 
-    def __init__(self, source, splits: dict[str, list[Sentence]], cache_dir: Path, untrained: bool, seed: int,
+    Two caches per model, neither keyed by the trial's seed: the whole fit-split file (``pool``: the fit and dev
+    sentences of every seed are rows of it) and the test sentences (fixed across seeds). Extra seeds therefore
+    cost probe fits only."""
+
+    def __init__(self, source, draw: dict[str, Any], cache_dir: Path, untrained: bool, seed: int,
                  batch_size: int, device: str, units: _Units, share: float):
         from .lm import cache_activations, cache_key, load_model
 
@@ -208,23 +245,22 @@ class _Source:
                 loaded.append(load_model(source, untrained=untrained, seed=seed, device=device))
             return loaded[0]
 
-        fitdev = splits["fit"] + splits["dev"]
-        total = len(fitdev) + len(splits["test"])
+        total = len(draw["pool"]) + len(draw["test"])
         step = (lambda n: units.add(share * n / total))
         self.caches = {}
-        for name, sents in (("fitdev", fitdev), ("test", splits["test"])):
+        for name, sents in (("pool", draw["pool"]), ("test", draw["test"])):
             self.caches[name] = cache_activations(loader, sents, cache_dir, cache_key(source, sents, untrained, seed),
                                                   batch_size=batch_size, device=device, progress=step)
         self.loaded = bool(loaded)
         del loaded
-        self.n_fit, self.splits = len(splits["fit"]), splits
+        self.draw = draw
         self.n_layers = self.caches["test"].n_layers
 
     def pairs(self, layer: int) -> tuple[list, list, list]:
-        fd = self.caches["fitdev"].layer(layer)
-        te = self.caches["test"].layer(layer)
-        s = self.splits
-        return (list(zip(fd[:self.n_fit], s["fit"])), list(zip(fd[self.n_fit:], s["dev"])), list(zip(te, s["test"])))
+        pool, d = self.caches["pool"], self.draw
+        fit = list(zip(pool.layer(layer, d["fit"]), (d["pool"][i] for i in d["fit"])))
+        dev = list(zip(pool.layer(layer, d["dev"]), (d["pool"][i] for i in d["dev"])))
+        return fit, dev, list(zip(self.caches["test"].layer(layer), d["test"]))
 
 
 def _probe(pairs_at: Callable[[int], tuple], plan: dict[int, Sequence[str]], settings, seed: int,
@@ -262,16 +298,19 @@ def run_lm_trial(trial: Any, device: str = "cpu", progress: Callable[[int], None
     from bindscale.kit import TrialResult
 
     check_trial(trial)
-    from .lm import resolve_model
+    from .layers import contextual_best_layer
+    from .lm import describe_model, resolve_model
 
     t0, c0 = time.perf_counter(), time.process_time()
     units = _Units(trial.train.steps, progress)
-    splits = treebank_splits(trial)
+    draw = treebank_draw(trial)
+    splits = {"fit": [draw["pool"][i] for i in draw["fit"]], "dev": [draw["pool"][i] for i in draw["dev"]],
+              "test": draw["test"]}
     source = resolve_model(trial.model.name)
     cache_dir = Path(trial.data.cache_dir).expanduser() if trial.data.cache_dir else default_cache_dir()
     control = bool(trial.probe.untrained_control)
     share_fwd = 0.3 if control else 0.5
-    trained = _Source(source, splits, cache_dir, False, 0, trial.model.batch_size, device, units, share_fwd)
+    trained = _Source(source, draw, cache_dir, False, 0, trial.model.batch_size, device, units, share_fwd)
     units.frac = max(units.frac, share_fwd)
     t_act = time.perf_counter() - t0
     settings = _settings(trial)
@@ -285,16 +324,21 @@ def run_lm_trial(trial: Any, device: str = "cpu", progress: Callable[[int], None
     _probe(trained.pairs, {layer: ("structural", "polar") for layer in layers}, settings, trial.seed, table, probes,
            lambda: units.add(share_main / n_main), probe_cache, counts)
     best = {k: _best(table, k) for k in ("structural", "polar")}
-    # controls where they are compared: each kind's best layer; the identity probe beside the polar one
+    ctx = {k: contextual_best_layer(table, k) for k in ("structural", "polar")}
+    ctx = {k: int(v) if v is not None else None for k, v in ctx.items()}
+    # controls where they are compared: each kind's best layer, over all layers and among layers >= 1 (the
+    # verdict's); the identity probe beside the polar one
     plan: dict[int, list[str]] = {}
     for kind in ("structural", "polar"):
-        if best[kind] is not None:
-            plan.setdefault(best[kind], []).append(kind)
-    if best["polar"] is not None:
-        plan[best["polar"]].append("identity")
+        for at in dict.fromkeys((best[kind], ctx[kind])):
+            if at is not None:
+                plan.setdefault(at, []).append(kind)
     _probe(trained.pairs, {best["polar"]: ("identity",)} if best["polar"] is not None else {}, settings, trial.seed,
            table, probes, lambda: None, probe_cache, counts)
+    about = describe_model(source)
     metrics: dict = {"n_layers": trained.n_layers, "n_params": trained.caches["test"].meta["n_params"],
+                     "model_label": about["label"], "model_family": about["family"], "model_variant": about["variant"],
+                     "model_weights": about["weights"],
                      "n_fit": len(splits["fit"]), "n_dev": len(splits["dev"]), "n_test": len(splits["test"]),
                      "activations_loaded_model": trained.loaded}
     for kind in ("structural", "polar"):
@@ -310,8 +354,9 @@ def run_lm_trial(trial: Any, device: str = "cpu", progress: Callable[[int], None
     layers_table = {"trained": table}
     t_probe = time.perf_counter() - t0 - t_act
     if control:
-        rand = _Source(source, splits, cache_dir, True, seeding.stream_seed(trial.seed, "random_init") % 2**31,
-                       trial.model.batch_size, device, units, 0.25)
+        init = seeding.stream_seed(UNTRAINED_SEED_ROOT, "random_init") % 2**31
+        metrics["untrained_init_seed"] = init
+        rand = _Source(source, draw, cache_dir, True, init, trial.model.batch_size, device, units, 0.25)
         utable: dict = {}
         _probe(rand.pairs, plan, settings, trial.seed, utable, {}, lambda: None, probe_cache, counts)
         layers_table["untrained"] = utable
