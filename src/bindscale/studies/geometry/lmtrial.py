@@ -7,12 +7,16 @@ representations") distance-only structural probe misses. Here on real models and
 
 Steps (seed streams of :mod:`bindscale.seeding`):
 
-1. Sentences (:func:`treebank_splits`): the ``fit_split`` file (EWT dev) is shuffled (stream ``probe``)
-   into ``n_fit`` fitting and ``n_dev`` dev sentences, disjoint; the ``test_split`` file (EWT test)
-   is scored (all of it, or a seeded draw of ``n_test`` sentences, stream ``test``).
+1. Sentences (:func:`treebank_draw`): the ``fit_split`` file (EWT dev) is shuffled (stream ``probe`` of
+   the trial's seed) into ``n_dev`` dev and ``n_fit`` fitting sentences, disjoint; the ``test_split`` file
+   (EWT test) is scored (all of it, or a draw of ``n_test`` sentences that is the same for every seed:
+   :data:`TEST_DRAW_SEED`). The seed is the study's probe-fit unit: it changes the fit and dev sentences and
+   the probes' initialisation, nothing else.
 2. Activations (:mod:`.lm`): every hidden state of the model (0 = input embeddings), subwords
-   averaged into words, cached on disk per layer (``data.cache_dir``); a re-run with the same model,
-   sentences and alignment rule reads the cache and never loads the model.
+   averaged into words, cached on disk per layer (``data.cache_dir``) for the *whole* fit-split file and
+   for the test sentences, so no cache key depends on the seed: the first seed of a model runs the forward
+   passes, every other seed (and every re-run with the same model, sentences and alignment rule) reads
+   the cache and never loads the model.
 3. Probes (:mod:`.probes`, :mod:`.scores`): structural and polar on every ``model.layer_stride``-th
    hidden state (the first and last always), fit on fit, stopped early on dev, scored on dev and
    test; each kind's best layer is the one with the best dev LAS (PolarProbe's convention,
@@ -22,14 +26,17 @@ Steps (seed streams of :mod:`bindscale.seeding`):
    nothing changed reads them back instead of refitting; any change refits.
 4. Controls, where they are compared: the identity probe (no learned map) at the polar probe's best
    layer; when ``probe.untrained_control``, the same architecture built from its config with random
-   weights (stream ``random_init``), probed with the structural probe at the structural probe's best
-   layer and with the polar and identity probes at the polar probe's best layer. Layer 0 of the
+   weights (stream ``random_init`` of :data:`UNTRAINED_SEED_ROOT`: one random model for every seed), probed
+   with each probe kind at that kind's best layer over all layers and at its best layer >= 1 (the
+   verdict's), and with the identity probe at the polar probe's best layer. Layer 0 of the
    trained model is the input-embedding control. (Only there, to keep a re-run within minutes.)
 
 Scalar metrics (test sentences; ``metric`` in :data:`.layers.SCALARS`): ``{kind}_{metric}`` at the kind's best
 dev layer (identity: at the polar probe's best layer), ``untrained_{kind}_{metric}`` (random model, at
 the trained model's best layer of that kind; identity at the polar one), ``embed_{kind}_{metric}``
-(layer 0), ``best_layer_{kind}``, ``polar_minus_structural_las_pp`` / ``_hm``, ``n_params``,
+(layer 0), ``best_layer_{kind}``, ``polar_minus_structural_las_pp`` / ``_hm``, ``n_params``, ``model_label``
+(family, size, base/instruct, stored precision: :func:`.lm.describe_model`) with ``model_family`` /
+``model_variant`` / ``model_weights``, ``untrained_init_seed``,
 ``n_layers``, ``n_fit`` / ``n_dev`` / ``n_test`` sentences, the linear-chain baseline
 ``chain_{uuas,uas,las}_{hm,pp}`` (:func:`.scores.chain_metrics`), ``{kind}_las_pp_by_sentence`` (polar and
 structural at their best layer >= 1, per test sentence: the units of the LAS ratio's interval), activation seconds, ``probes_fit`` /
