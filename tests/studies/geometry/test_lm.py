@@ -301,7 +301,7 @@ def test_seed_axis_reuses_the_activation_cache(tmp_path):
     tb = _treebank(tmp_path)
     trial = _trial(str(tb), str(_bert_dir(tmp_path)), tmp_path / "cache", n_test=12)
     first = run_lm_trial(trial).metrics
-    folders = sorted(p.name for p in (tmp_path / "cache").iterdir() if p.name != "probes")
+    folders = sorted(p.name for p in (tmp_path / "cache").iterdir() if p.is_dir() and p.name != "probes")
     assert first["activations_loaded_model"] and len(folders) == 4
     d3 = treebank_draw(trial)
     trial.seed = 4
@@ -310,12 +310,37 @@ def test_seed_axis_reuses_the_activation_cache(tmp_path):
     assert [s.sent_id for s in d3["test"]] == [s.sent_id for s in d4["test"]] and len(d4["test"]) == 12
     second = run_lm_trial(trial).metrics
     assert not second["activations_loaded_model"] and second["probes_fit"] > 0 and second["probes_from_cache"] == 0
-    assert sorted(p.name for p in (tmp_path / "cache").iterdir() if p.name != "probes") == folders
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir() if p.is_dir() and p.name != "probes") == folders
     assert second["untrained_init_seed"] == first["untrained_init_seed"] and second["n_test"] == 12
     assert second["chain_uuas_pp"] == first["chain_uuas_pp"]  # the same test sentences
     assert second["probe_layers"] != first["probe_layers"]  # other fit sentences, other probes
     for m in (first, second):
         assert m["n_params"] > 0 and m["model_label"].startswith("tiny-bert (bert (BertModel), size 2 layers x 16")
+
+
+@pytest.mark.slow
+def test_two_workers_asking_for_one_cache_compute_it_once(tmp_path):
+    """Two seeds of one model started together (two workers) wait on the cache's lock: one forward pass."""
+    pytest.importorskip("transformers")
+    import threading
+
+    src = lm.resolve_model(str(_bert_dir(tmp_path)))
+    model, tok = lm.load_model(src)
+    sents, calls = _sentences()[:12], []
+
+    def loader():
+        calls.append(1)
+        return model, tok
+
+    key = lm.cache_key(src, sents)
+    out = []
+    threads = [threading.Thread(target=lambda: out.append(lm.cache_activations(loader, sents, tmp_path / "c", key)))
+               for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and len(out) == 2 and all(len(c) == 12 for c in out)
 
 
 @pytest.mark.slow

@@ -404,18 +404,36 @@ def cache_activations(loader: Callable[[], tuple[Any, Any]] | tuple[Any, Any], s
             ``max_position_embeddings``, if it has one).
 
     Returns:
-        The :class:`ActivationCache` (written atomically: a temporary folder renamed when complete).
+        The :class:`ActivationCache` (written atomically: a temporary folder renamed when complete; processes
+        asking for the same ``key`` at once wait on a lock file, ``cache_dir/.{key}.lock``, and one computes it).
 
     Raises:
         ValueError: a sentence with no words, or one longer than the model takes (names the sentence).
     """
-    import torch
-
     final = Path(cache_dir) / key
     if (final / "meta.json").is_file():
         return ActivationCache(final)
     if not sentences:
         raise ValueError("cache_activations: no sentences")
+    Path(cache_dir).mkdir(parents=True, exist_ok=True)
+    # One writer per cache: workers running other seeds of the same model wait here for the first one's forward
+    # passes, then read its cache (an exclusive flock, dropped by the kernel if its holder dies).
+    with open(Path(cache_dir) / f".{key}.lock", "w") as lock:
+        import fcntl
+
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if (final / "meta.json").is_file():
+                return ActivationCache(final)
+            return _compute_cache(loader, sentences, cache_dir, key, final, batch_size, device, progress, max_tokens)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _compute_cache(loader, sentences, cache_dir, key, final, batch_size, device, progress, max_tokens) -> ActivationCache:
+    """The forward passes and the writing of :func:`cache_activations` (called holding the cache's lock)."""
+    import torch
+
     t0, c0 = time.time(), time.process_time()
     model, tok = loader() if callable(loader) else loader
     cfg = model.config
