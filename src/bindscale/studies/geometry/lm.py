@@ -63,7 +63,7 @@ from ...errors import ConfigError
 from .treebank import Sentence
 
 __all__ = ["ALIGNMENT", "INSTALL_HINT", "ModelSource", "ActivationCache", "resolve_model", "load_model",
-           "word_spans", "align_tokens", "word_vectors", "start_token", "sentences_hash", "cache_key", "cache_activations",
+           "describe_model", "word_spans", "align_tokens", "word_vectors", "start_token", "sentences_hash", "cache_key", "cache_activations",
            "require_lm"]
 
 #: Name of the input and subword-to-word alignment rule (start token, offsets, mean; part of the cache key:
@@ -164,6 +164,65 @@ def resolve_model(ref: str) -> ModelSource:
         if cfg.name == "config.json" and any(f.parent == cfg.parent and f.suffix in _WEIGHT_SUFFIXES for f in files):
             return _from_directory(ref, cfg.parent)
     raise ConfigError(f"model {ref!r}: the installed package ships no .gguf file and no config.json with weights")
+
+
+def _gguf_fields(path: Path) -> dict[str, Any]:
+    """The ``general.*`` metadata of a ``.gguf`` file (empty when the file cannot be read as GGUF)."""
+    try:
+        from gguf import GGUFReader, LlamaFileType
+
+        reader = GGUFReader(str(path))
+        out = {k[len("general."):]: f.contents() for k, f in reader.fields.items() if k.startswith("general.")}
+        if "file_type" in out:
+            out["file_type_name"] = LlamaFileType(int(out["file_type"])).name.removeprefix("MOSTLY_")
+        return out
+    except Exception:  # noqa: BLE001 - a header we cannot read only leaves the description shorter
+        return {}
+
+
+def describe_model(source: ModelSource) -> dict[str, str]:
+    """What a model is, read from its files' metadata without loading its weights, for the report beside its numbers.
+
+    Returns ``{"label", "family", "size", "variant", "weights"}`` (strings; "?" where the files do not say):
+    ``family`` the architecture (GGUF ``general.basename`` / ``general.architecture``, else ``config.json``'s
+    ``model_type`` and ``architectures``), ``size`` the size label the files give (GGUF ``general.size_label``, else
+    ``config.json``'s layers x width;
+    the parameter count itself is counted on load, ``n_params``), ``variant`` "instruct" when the file or folder
+    name or fine-tune tag says Instruct / chat, "sentence-transformers fine-tune" for a sentence-transformers
+    folder, else "base or unstated", ``weights`` the stored precision (GGUF quantisation type such as ``Q4_1``,
+    de-quantised to float32 on load; else ``config.json``'s ``torch_dtype``). ``label`` joins them in one line.
+    """
+    if source.gguf_file:
+        meta = _gguf_fields(source.directory / source.gguf_file)
+        stem = Path(source.gguf_file).stem
+        family = " / ".join(str(meta[k]) for k in ("basename", "architecture") if meta.get(k)) or "?"
+        size = str(meta.get("size_label") or "?")
+        quant = meta.get("file_type_name") or (stem.rsplit(".", 1)[1] if "." in stem else "?")
+        weights = f"{quant} GGUF, de-quantised to float32"
+        tags = f"{stem} {meta.get('finetune', '')} {meta.get('name', '')}".lower()
+        name = stem.rsplit(".", 1)[0] if "." in stem else stem
+    else:
+        try:
+            cfg = json.loads((source.directory / "config.json").read_text())
+        except (OSError, ValueError):
+            cfg = {}
+        archs = ", ".join(cfg.get("architectures") or [])
+        family = f"{cfg.get('model_type', '?')} ({archs})" if archs else str(cfg.get("model_type", "?"))
+        size = (f"{cfg['num_hidden_layers']} layers x {cfg['hidden_size']}"
+                if "num_hidden_layers" in cfg and "hidden_size" in cfg else "?")
+        weights = str(cfg.get("torch_dtype") or "float32 (unstated)")
+        tags = f"{source.ref} {source.directory.name} {cfg.get('_name_or_path', '')}".lower()
+        name = source.label
+        if (source.directory / "config_sentence_transformers.json").is_file():
+            tags += " sentence-transformers"
+    if "instruct" in tags or "chat" in tags:
+        variant = "instruct"
+    elif "sentence-transformers" in tags:
+        variant = "sentence-transformers fine-tune"
+    else:
+        variant = "base or unstated"
+    label = f"{name} ({family}, size {size}, {variant}, {weights})"
+    return {"label": label, "family": family, "size": size, "variant": variant, "weights": weights}
 
 
 def load_model(source: ModelSource, *, untrained: bool = False, seed: int = 0, device: str = "cpu",
@@ -345,18 +404,36 @@ def cache_activations(loader: Callable[[], tuple[Any, Any]] | tuple[Any, Any], s
             ``max_position_embeddings``, if it has one).
 
     Returns:
-        The :class:`ActivationCache` (written atomically: a temporary folder renamed when complete).
+        The :class:`ActivationCache` (written atomically: a temporary folder renamed when complete; processes
+        asking for the same ``key`` at once wait on a lock file, ``cache_dir/.{key}.lock``, and one computes it).
 
     Raises:
         ValueError: a sentence with no words, or one longer than the model takes (names the sentence).
     """
-    import torch
-
     final = Path(cache_dir) / key
     if (final / "meta.json").is_file():
         return ActivationCache(final)
     if not sentences:
         raise ValueError("cache_activations: no sentences")
+    Path(cache_dir).mkdir(parents=True, exist_ok=True)
+    # One writer per cache: workers running other seeds of the same model wait here for the first one's forward
+    # passes, then read its cache (an exclusive flock, dropped by the kernel if its holder dies).
+    with open(Path(cache_dir) / f".{key}.lock", "w") as lock:
+        import fcntl
+
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if (final / "meta.json").is_file():
+                return ActivationCache(final)
+            return _compute_cache(loader, sentences, cache_dir, key, final, batch_size, device, progress, max_tokens)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _compute_cache(loader, sentences, cache_dir, key, final, batch_size, device, progress, max_tokens) -> ActivationCache:
+    """The forward passes and the writing of :func:`cache_activations` (called holding the cache's lock)."""
+    import torch
+
     t0, c0 = time.time(), time.process_time()
     model, tok = loader() if callable(loader) else loader
     cfg = model.config

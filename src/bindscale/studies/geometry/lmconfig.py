@@ -44,5 +44,6 @@ class PretrainedModelConfig(StrictModel):
     source: Literal["pretrained"] = "pretrained"
     name: str = Field(DEFAULT_MODELS[0], min_length=1,
                       description="an installed package that ships the weights, a model folder or a .gguf file")
-    layer_stride: int = Field(1, ge=1, le=1000, description="probe every n-th hidden state (the last one always)")
+    layer_stride: int = Field(0, ge=0, le=1000, description="probe every n-th hidden state (the first and last always; "
+                              "0: auto, the smallest stride that probes at most 7 hidden states)")
     batch_size: int = Field(16, ge=1, le=4096, description="sentences per forward pass")

@@ -7,12 +7,16 @@ representations") distance-only structural probe misses. Here on real models and
 
 Steps (seed streams of :mod:`bindscale.seeding`):
 
-1. Sentences (:func:`treebank_splits`): the ``fit_split`` file (EWT dev) is shuffled (stream ``probe``)
-   into ``n_fit`` fitting and ``n_dev`` dev sentences, disjoint; the ``test_split`` file (EWT test)
-   is scored (all of it, or a seeded draw of ``n_test`` sentences, stream ``test``).
+1. Sentences (:func:`treebank_draw`): the ``fit_split`` file (EWT dev) is shuffled (stream ``probe`` of
+   the trial's seed) into ``n_dev`` dev and ``n_fit`` fitting sentences, disjoint; the ``test_split`` file
+   (EWT test) is scored (all of it, or a draw of ``n_test`` sentences that is the same for every seed:
+   :data:`TEST_DRAW_SEED`). The seed is the study's probe-fit unit: it changes the fit and dev sentences and
+   the probes' initialisation, nothing else.
 2. Activations (:mod:`.lm`): every hidden state of the model (0 = input embeddings), subwords
-   averaged into words, cached on disk per layer (``data.cache_dir``); a re-run with the same model,
-   sentences and alignment rule reads the cache and never loads the model.
+   averaged into words, cached on disk per layer (``data.cache_dir``) for the *whole* fit-split file and
+   for the test sentences, so no cache key depends on the seed: the first seed of a model runs the forward
+   passes, every other seed (and every re-run with the same model, sentences and alignment rule) reads
+   the cache and never loads the model.
 3. Probes (:mod:`.probes`, :mod:`.scores`): structural and polar on every ``model.layer_stride``-th
    hidden state (the first and last always), fit on fit, stopped early on dev, scored on dev and
    test; each kind's best layer is the one with the best dev LAS (PolarProbe's convention,
@@ -22,14 +26,17 @@ Steps (seed streams of :mod:`bindscale.seeding`):
    nothing changed reads them back instead of refitting; any change refits.
 4. Controls, where they are compared: the identity probe (no learned map) at the polar probe's best
    layer; when ``probe.untrained_control``, the same architecture built from its config with random
-   weights (stream ``random_init``), probed with the structural probe at the structural probe's best
-   layer and with the polar and identity probes at the polar probe's best layer. Layer 0 of the
+   weights (stream ``random_init`` of :data:`UNTRAINED_SEED_ROOT`: one random model for every seed), probed
+   with each probe kind at that kind's best layer over all layers and at its best layer >= 1 (the
+   verdict's), and with the identity probe at the polar probe's best layer. Layer 0 of the
    trained model is the input-embedding control. (Only there, to keep a re-run within minutes.)
 
 Scalar metrics (test sentences; ``metric`` in :data:`.layers.SCALARS`): ``{kind}_{metric}`` at the kind's best
 dev layer (identity: at the polar probe's best layer), ``untrained_{kind}_{metric}`` (random model, at
 the trained model's best layer of that kind; identity at the polar one), ``embed_{kind}_{metric}``
-(layer 0), ``best_layer_{kind}``, ``polar_minus_structural_las_pp`` / ``_hm``, ``n_params``,
+(layer 0), ``best_layer_{kind}``, ``polar_minus_structural_las_pp`` / ``_hm``, ``n_params``, ``model_label``
+(family, size, base/instruct, stored precision: :func:`.lm.describe_model`) with ``model_family`` /
+``model_variant`` / ``model_weights``, ``untrained_init_seed``,
 ``n_layers``, ``n_fit`` / ``n_dev`` / ``n_test`` sentences, the linear-chain baseline
 ``chain_{uuas,uas,las}_{hm,pp}`` (:func:`.scores.chain_metrics`), ``{kind}_las_pp_by_sentence`` (polar and
 structural at their best layer >= 1, per test sentence: the units of the LAS ratio's interval), activation seconds, ``probes_fit`` /
@@ -130,8 +137,22 @@ def _check_sentences(trial: Any) -> None:
         raise ConfigError(f"data.treebank: the {d.test_split} file has no sentence")
 
 
-def treebank_splits(trial: Any) -> dict[str, list[Sentence]]:
-    """The trial's ``fit``, ``dev`` (disjoint draws from the fit-split file) and ``test`` sentences.
+#: Root seed of the test-sentence draw (``n_test``): the same test sentences for every trial seed, so the seed axis
+#: varies the probe fits only and every unit is scored on one test set (paired units).
+TEST_DRAW_SEED = 0
+#: Root seed of the untrained twin's random weights (stream ``random_init``), the same for every trial seed: one
+#: random model, its activations computed and cached once per model. The interval over seeds therefore covers
+#: the probes' fitting (initialisation, fit and dev sentences), not the draw of the random weights.
+UNTRAINED_SEED_ROOT = 0
+
+
+def treebank_draw(trial: Any) -> dict[str, Any]:
+    """The trial's sentences as indices into the fit-split file, so that one activation cache covers every seed.
+
+    Returns ``{"pool": all sentences of the fit-split file (file order), "fit": indices of the n_fit fitting
+    sentences, "dev": indices of the n_dev dev sentences (disjoint from fit), "test": the test sentences}``. The
+    fit and dev draws depend on ``trial.seed`` (stream ``probe``: one permutation, dev its first ``n_dev``
+    entries, fit the next ``n_fit``); the test draw does not (:data:`TEST_DRAW_SEED`, stream ``test``).
 
     Raises:
         ConfigError: the fit-split file has fewer than ``n_dev + 1`` sentences (``n_fit`` more when set).
@@ -148,12 +169,31 @@ def treebank_splits(trial: Any) -> dict[str, list[Sentence]]:
     fit = sorted(order[d.n_dev:d.n_dev + d.n_fit].tolist() if d.n_fit else order[d.n_dev:].tolist())
     test = read_conllu(split_file(d.treebank, d.test_split))
     if d.n_test and d.n_test < len(test):
-        test = [test[i] for i in sorted(seeding.rng(trial.seed, "test").choice(len(test), d.n_test, replace=False))]
-    return {"fit": [pool[i] for i in fit], "dev": [pool[i] for i in dev], "test": test}
+        test = [test[i] for i in sorted(seeding.rng(TEST_DRAW_SEED, "test").choice(len(test), d.n_test, replace=False))]
+    return {"pool": pool, "fit": fit, "dev": dev, "test": test}
+
+
+def treebank_splits(trial: Any) -> dict[str, list[Sentence]]:
+    """The trial's ``fit``, ``dev`` (disjoint seeded draws from the fit-split file) and ``test`` sentences
+    (:func:`treebank_draw` as sentences).
+
+    Raises:
+        ConfigError: see :func:`treebank_draw`.
+    """
+    d = treebank_draw(trial)
+    return {"fit": [d["pool"][i] for i in d["fit"]], "dev": [d["pool"][i] for i in d["dev"]], "test": d["test"]}
+
+
+#: Hidden states probed at most when ``model.layer_stride`` is 0 (auto).
+AUTO_LAYERS = 7
 
 
 def probed_layers(n_layers: int, stride: int) -> list[int]:
-    """Hidden states probed: ``0, stride, 2·stride, …`` and always the last (``n_layers − 1``)."""
+    """Hidden states probed: ``0, stride, 2·stride, …`` and always the last (``n_layers − 1``). ``stride`` 0
+    (auto): the smallest stride that probes at most :data:`AUTO_LAYERS` (SmolLM2's 31 hidden states: every
+    5th; MiniLM's 7: all)."""
+    if stride <= 0:
+        stride = max(1, math.ceil((n_layers - 1) / (AUTO_LAYERS - 1)))
     return sorted(set(range(0, n_layers, stride)) | {n_layers - 1})
 
 
@@ -195,9 +235,13 @@ def _best(table: dict, kind: str) -> int | None:
 
 
 class _Source:
-    """Activations of one model (trained or untrained) over the trial's splits, through the cache."""
+    """Activations of one model (trained or untrained) over the trial's sentences, through the cache.
 
-    def __init__(self, source, splits: dict[str, list[Sentence]], cache_dir: Path, untrained: bool, seed: int,
+    Two caches per model, neither keyed by the trial's seed: the whole fit-split file (``pool``: the fit and dev
+    sentences of every seed are rows of it) and the test sentences (fixed across seeds). Extra seeds therefore
+    cost probe fits only."""
+
+    def __init__(self, source, draw: dict[str, Any], cache_dir: Path, untrained: bool, seed: int,
                  batch_size: int, device: str, units: _Units, share: float):
         from .lm import cache_activations, cache_key, load_model
 
@@ -208,23 +252,22 @@ class _Source:
                 loaded.append(load_model(source, untrained=untrained, seed=seed, device=device))
             return loaded[0]
 
-        fitdev = splits["fit"] + splits["dev"]
-        total = len(fitdev) + len(splits["test"])
+        total = len(draw["pool"]) + len(draw["test"])
         step = (lambda n: units.add(share * n / total))
         self.caches = {}
-        for name, sents in (("fitdev", fitdev), ("test", splits["test"])):
+        for name, sents in (("pool", draw["pool"]), ("test", draw["test"])):
             self.caches[name] = cache_activations(loader, sents, cache_dir, cache_key(source, sents, untrained, seed),
                                                   batch_size=batch_size, device=device, progress=step)
         self.loaded = bool(loaded)
         del loaded
-        self.n_fit, self.splits = len(splits["fit"]), splits
+        self.draw = draw
         self.n_layers = self.caches["test"].n_layers
 
     def pairs(self, layer: int) -> tuple[list, list, list]:
-        fd = self.caches["fitdev"].layer(layer)
-        te = self.caches["test"].layer(layer)
-        s = self.splits
-        return (list(zip(fd[:self.n_fit], s["fit"])), list(zip(fd[self.n_fit:], s["dev"])), list(zip(te, s["test"])))
+        pool, d = self.caches["pool"], self.draw
+        fit = list(zip(pool.layer(layer, d["fit"]), (d["pool"][i] for i in d["fit"])))
+        dev = list(zip(pool.layer(layer, d["dev"]), (d["pool"][i] for i in d["dev"])))
+        return fit, dev, list(zip(self.caches["test"].layer(layer), d["test"]))
 
 
 def _probe(pairs_at: Callable[[int], tuple], plan: dict[int, Sequence[str]], settings, seed: int,
@@ -262,16 +305,19 @@ def run_lm_trial(trial: Any, device: str = "cpu", progress: Callable[[int], None
     from bindscale.kit import TrialResult
 
     check_trial(trial)
-    from .lm import resolve_model
+    from .layers import contextual_best_layer
+    from .lm import describe_model, resolve_model
 
     t0, c0 = time.perf_counter(), time.process_time()
     units = _Units(trial.train.steps, progress)
-    splits = treebank_splits(trial)
+    draw = treebank_draw(trial)
+    splits = {"fit": [draw["pool"][i] for i in draw["fit"]], "dev": [draw["pool"][i] for i in draw["dev"]],
+              "test": draw["test"]}
     source = resolve_model(trial.model.name)
     cache_dir = Path(trial.data.cache_dir).expanduser() if trial.data.cache_dir else default_cache_dir()
     control = bool(trial.probe.untrained_control)
     share_fwd = 0.3 if control else 0.5
-    trained = _Source(source, splits, cache_dir, False, 0, trial.model.batch_size, device, units, share_fwd)
+    trained = _Source(source, draw, cache_dir, False, 0, trial.model.batch_size, device, units, share_fwd)
     units.frac = max(units.frac, share_fwd)
     t_act = time.perf_counter() - t0
     settings = _settings(trial)
@@ -285,16 +331,21 @@ def run_lm_trial(trial: Any, device: str = "cpu", progress: Callable[[int], None
     _probe(trained.pairs, {layer: ("structural", "polar") for layer in layers}, settings, trial.seed, table, probes,
            lambda: units.add(share_main / n_main), probe_cache, counts)
     best = {k: _best(table, k) for k in ("structural", "polar")}
-    # controls where they are compared: each kind's best layer; the identity probe beside the polar one
+    ctx = {k: contextual_best_layer(table, k) for k in ("structural", "polar")}
+    ctx = {k: int(v) if v is not None else None for k, v in ctx.items()}
+    # controls where they are compared: each kind's best layer, over all layers and among layers >= 1 (the
+    # verdict's); the identity probe beside the polar one
     plan: dict[int, list[str]] = {}
     for kind in ("structural", "polar"):
-        if best[kind] is not None:
-            plan.setdefault(best[kind], []).append(kind)
-    if best["polar"] is not None:
-        plan[best["polar"]].append("identity")
+        for at in dict.fromkeys((best[kind], ctx[kind])):
+            if at is not None:
+                plan.setdefault(at, []).append(kind)
     _probe(trained.pairs, {best["polar"]: ("identity",)} if best["polar"] is not None else {}, settings, trial.seed,
            table, probes, lambda: None, probe_cache, counts)
+    about = describe_model(source)
     metrics: dict = {"n_layers": trained.n_layers, "n_params": trained.caches["test"].meta["n_params"],
+                     "model_label": about["label"], "model_family": about["family"], "model_variant": about["variant"],
+                     "model_weights": about["weights"],
                      "n_fit": len(splits["fit"]), "n_dev": len(splits["dev"]), "n_test": len(splits["test"]),
                      "activations_loaded_model": trained.loaded}
     for kind in ("structural", "polar"):
@@ -310,8 +361,9 @@ def run_lm_trial(trial: Any, device: str = "cpu", progress: Callable[[int], None
     layers_table = {"trained": table}
     t_probe = time.perf_counter() - t0 - t_act
     if control:
-        rand = _Source(source, splits, cache_dir, True, seeding.stream_seed(trial.seed, "random_init") % 2**31,
-                       trial.model.batch_size, device, units, 0.25)
+        init = seeding.stream_seed(UNTRAINED_SEED_ROOT, "random_init") % 2**31
+        metrics["untrained_init_seed"] = init
+        rand = _Source(source, draw, cache_dir, True, init, trial.model.batch_size, device, units, 0.25)
         utable: dict = {}
         _probe(rand.pairs, plan, settings, trial.seed, utable, {}, lambda: None, probe_cache, counts)
         layers_table["untrained"] = utable
@@ -348,12 +400,16 @@ def check_trials(trials: Sequence[Any]) -> None:
 
 
 def job_cost(trial: Any) -> float:
-    """Relative cost of one pretrained-model trial, in the synthetic trials' units (a rough guess: the
-    forward passes dominate for a large model, the probes for a small one)."""
-    d = trial.data
-    sentences = d.n_dev + (d.n_fit or 2000) + (d.n_test or 2000)
-    models = 2 if trial.probe.untrained_control else 1
-    return float(models * sentences * 4e9)
+    """Relative cost of one pretrained-model trial, in the synthetic trials' units (the study's ``seconds_per_cost``:
+    seconds ≈ 6.3e-11·cost + 13.2). A guess from the measured default run (UD EWT, n_fit 500, 20 epochs, 2-core
+    Xeon at load ~4, one torch thread): the probe fits take ~21 CPU-s a trial (MiniLM; SmolLM2-135M ~25), scaled
+    here by ``n_fit`` and ``max_epochs``; the forward passes (whole dev file and the test draw, trained and
+    untrained: SmolLM2-135M ~210 CPU-s, MiniLM ~27) run once per model and are spread over 8 seeds."""
+    d, p = trial.data, trial.probe
+    probe_s = 21.0 * (d.n_fit or 2000) / 500 * p.max_epochs / 20
+    models = 2 if p.untrained_control else 1
+    forward_s = 0.035 * (2000 + (d.n_test or 2000)) * models / 8
+    return max(probe_s + forward_s - 13.2, 1.0) / 6.3e-11
 
 
 def trial_memory_bytes(trial: Any) -> int:

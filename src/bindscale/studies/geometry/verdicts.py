@@ -54,11 +54,14 @@ ungated cells (``control: untrained twin``). A cell that misses a gate makes a d
   rank, so a gain can partly be probe capacity; the details list the rank per size
   (``probe_rank_by_size``) and say when it varies.
 
-Pretrained models (``model.source: pretrained``, the ``geometry-lm`` study file: one trial per model) never
-decide (no seeds); :func:`pretrained_report` lists per model both probes' UUAS / UAS / LAS beside the
-chain's, the LAS ratio with Fieller's interval over test sentences, balanced relation accuracy, and names
-each model as a cell of the chain gate, so a model whose polar probe does not beat the chain is named with
-its numbers.
+Pretrained models (``model.source: pretrained``, the ``geometry-lm`` study file), when the table has no trained
+model: ``polar_beats_structural`` per model over its probe-fit units (seeds: each draws the fit and dev sentences
+and initialises the probes; test sentences and the untrained twin are fixed), :func:`pretrained_model_verdict`:
+per unit (polar − structural LAS) of the model minus the same of its untrained twin, each probe at its best dev
+layer >= 1, mean over units with :func:`bindscale.stats.mean_ci`; both probes' UUAS must beat the linear chain's
+by ``min_uuas_over_chain`` (else inconclusive, the numbers in the reason); at least :data:`MIN_UNITS` units. The
+claim's verdict is the largest model's (:func:`pretrained_polar_verdict`); the others are reported beside it. A
+planned model without an ok trial makes a decided verdict inconclusive (:func:`lost_pretrained_model`).
 
 Planned sizes (guard :func:`planned_size_guard`, which sees the whole table, failed and diverged
 trials too): a verdict decided at a smaller largest size (or, for growth, a larger smallest size) than
@@ -109,6 +112,12 @@ ANCHOR_RATIO = 0.701 / 0.511
 HEADLINE_RATIO = 2.0  # "nearly double"
 NET_GAP = "net_polar_minus_structural_las_pp"
 CHAIN_MARGIN = "ctx_polar_uuas_pp_minus_chain"
+STRUCT_CHAIN_MARGIN = "ctx_structural_uuas_pp_minus_chain"
+#: Probe-fit units (seeds) a pretrained model needs for a verdict: the project's bar for a deciding cell.
+MIN_UNITS = 8
+#: Columns a pretrained model's verdict reads, per probe-fit unit.
+PRETRAINED_NEED = ("ctx_polar_las_pp", "ctx_structural_las_pp", "ctx_untrained_polar_las_pp",
+                   "ctx_untrained_structural_las_pp", "ctx_polar_uuas_pp", "ctx_structural_uuas_pp", "chain_uuas_pp")
 
 
 def contextual_scores(rows: pd.DataFrame) -> pd.DataFrame:
@@ -150,6 +159,7 @@ def contextual_scores(rows: pd.DataFrame) -> pd.DataFrame:
     ctx["net_polar_las_pp"] = ctx["ctx_polar_las_pp"] - ctx["ctx_untrained_polar_las_pp"]
     chain = pd.to_numeric(rows["chain_uuas_pp"], errors="coerce") if "chain_uuas_pp" in rows else np.nan
     ctx[CHAIN_MARGIN] = ctx["ctx_polar_uuas_pp"] - chain
+    ctx[STRUCT_CHAIN_MARGIN] = ctx["ctx_structural_uuas_pp"] - chain
     return ctx
 
 
@@ -384,6 +394,8 @@ def polar_beats_structural(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int)
     ok, why = with_contextual(ok)
     if why:
         return _without_trained(ok, {"seeds_per_cell": 0, "reason": why}, stat, n_boot, seed)
+    if _pretrained(ok) is not None and deciding_rows(ok)[0].empty:
+        return pretrained_polar_verdict(ok, p, n_boot, seed)
     rows, details = _screen(ok, (NET_GAP, "ctx_polar_las_pp", "ctx_structural_las_pp", "ctx_untrained_polar_las_pp",
                                  "ctx_untrained_structural_las_pp", CHAIN_MARGIN))
     if rows is None:
@@ -451,6 +463,171 @@ def polar_beats_structural(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int)
         f"{min_ratio}, not supported when one lies below and neither above (the polar probe must beat the chain: "
         f"the claim's gate)")
     return Verdict(stat, verdict, triple, len(diff), details)
+
+
+def _pretrained(ok: pd.DataFrame) -> pd.DataFrame | None:
+    """The ok rows of pretrained models (``model.source: pretrained``), or None when there are none."""
+    if "model.source" not in ok or "model.name" not in ok:
+        return None
+    pre = ok[ok["model.source"].astype(str) == "pretrained"]
+    return pre if not pre.empty else None
+
+
+def _fmt(x: float, sign: bool = False) -> str:
+    return "n/a" if x is None or not np.isfinite(x) else (f"{x:+.3f}" if sign else f"{x:.3f}")
+
+
+def pretrained_model_verdict(rows: pd.DataFrame, p: Mapping, name: str) -> dict:
+    """The polar-beats-structural verdict for one pretrained model over its probe-fit units (seeds).
+
+    Unit (one ok trial of one seed; repeated records of a seed averaged): ``NET_GAP`` = (polar − structural LAS
+    of the pretrained model) − (polar − structural LAS of its untrained twin: the same architecture with random
+    weights), each probe at its best dev layer among layers >= 1, PolarProbe's convention (per sentence,
+    punctuation included), on the test sentences (the same for every seed). Diego-Simón et al. 2024 compare
+    against a random model; Hewitt & Manning 2019 against the linear chain.
+
+    Interval: mean over units with :func:`bindscale.stats.mean_ci` (Student's t with Hall's skewness correction).
+    Not scipy.stats.bootstrap: at 8 units its BCa and its percentile intervals each covered 0.88 of 95% in a
+    simulation of this statistic (normal and Gamma-skewed unit noise, 400 draws each), the t interval 0.95 and 0.94
+    (2000 draws; tests/studies/geometry/test_pretrained_verdict.py checks it). Beside
+    it the polar/structural LAS ratio of the unit means with Fieller's interval over paired units (:func:`_las_ratio`).
+
+    Gate (Hewitt & Manning's baseline, :data:`bindscale.studies.geometry.CHAIN_GATE`'s level): each probe's UUAS at its
+    layer minus the linear chain's (each word attached to the next) on the same test sentences, mean over units,
+    at least ``p["min_uuas_over_chain"]``, for the polar *and* the structural probe (a probe that recovers no more
+    of the tree than the chain reads no tree, and its LAS against the other's says nothing).
+
+    Rule: supported when the gap's interval lies above ``p["margin"]`` and the ratio's above ``p["min_las_ratio"]``;
+    not supported when one lies below and neither above; inconclusive otherwise, and whatever the numbers when a
+    column is missing, a unit's value is NaN or infinite, fewer than :data:`MIN_UNITS` units are present, the
+    units are degenerate (no spread, all zero: :func:`bindscale.kit.degenerate`; every LAS 0 or 1:
+    :func:`bindscale.kit.at_bound`) or a probe misses the chain gate.
+
+    Returns:
+        ``{"verdict", "value" (ci entry of the gap), "n_units", "n_params", "label", "reason", ...numbers}``
+        (plain JSON-able values; ``label`` is the model's description from its files, ``n_params`` its count).
+    """
+    margin, min_ratio, level = float(p["margin"]), float(p["min_las_ratio"]), float(p["min_uuas_over_chain"])
+    first = lambda c: (str(rows[c].dropna().iloc[0]) if c in rows and rows[c].notna().any() else None)  # noqa: E731
+    label = first("model_label") or name
+    size = pd.to_numeric(rows["n_params"], errors="coerce").max() if "n_params" in rows else np.nan
+    out: dict = {"label": label, "n_params": int(size) if np.isfinite(size) else None, "n_units": 0,
+                 "verdict": "inconclusive", "value": ci_entry(NAN3, 0)}
+    who = f"{label}" + (f", {int(size):,} parameters" if np.isfinite(size) else "")
+    missing = [c for c in ("seed", *PRETRAINED_NEED) if c not in rows or not rows[c].notna().any()]
+    if missing:
+        out["reason"] = f"{who}: no {', '.join(missing)} in the table (the rule needs each probe's per-layer scores, " \
+                        "the untrained twin's and the linear chain's): inconclusive"
+        return out
+    num = coerce_numeric(rows, ("seed", *PRETRAINED_NEED, NET_GAP, CHAIN_MARGIN, STRUCT_CHAIN_MARGIN))
+    units = num.groupby("seed", sort=True)[[*PRETRAINED_NEED, NET_GAP, CHAIN_MARGIN, STRUCT_CHAIN_MARGIN]].mean()
+    out["n_units"] = n = int(len(units))
+    out["seeds"] = [json_key(x) for x in units.index]
+    bad = int((~np.isfinite(units.to_numpy(float))).any(axis=1).sum())
+    if bad:
+        out["reason"] = (f"{who}: {bad} of {n} probe-fit units (seeds) have a missing, NaN or infinite score "
+                         "among the probes', the untrained twin's or the chain's: inconclusive")
+        return out
+    gap = units[NET_GAP].to_numpy(float)
+    mean = {c: ci_entry(mean_ci(units[c].to_numpy(float)), n) for c in units.columns}
+    out["per_unit_means"] = mean
+    out["trained_gap"] = ci_entry(mean_ci((units["ctx_polar_las_pp"] - units["ctx_structural_las_pp"]).to_numpy()), n)
+    out["untrained_gap"] = ci_entry(mean_ci((units["ctx_untrained_polar_las_pp"]
+                                             - units["ctx_untrained_structural_las_pp"]).to_numpy()), n)
+    numbers = (f"UUAS polar {_fmt(mean['ctx_polar_uuas_pp']['value'])}, structural "
+               f"{_fmt(mean['ctx_structural_uuas_pp']['value'])}, linear chain {_fmt(mean['chain_uuas_pp']['value'])}; "
+               f"LAS polar {_fmt(mean['ctx_polar_las_pp']['value'])}, structural "
+               f"{_fmt(mean['ctx_structural_las_pp']['value'])}; untrained twin LAS polar "
+               f"{_fmt(mean['ctx_untrained_polar_las_pp']['value'])}, structural "
+               f"{_fmt(mean['ctx_untrained_structural_las_pp']['value'])}")
+    if n < MIN_UNITS:
+        out["reason"] = f"{who}: {n} probe-fit unit(s) (seeds); a verdict needs {MIN_UNITS} ({numbers}): inconclusive"
+        return out
+    why = (at_bound({"the polar probe's LAS": units["ctx_polar_las_pp"].to_numpy(float),
+                     "the structural probe's LAS": units["ctx_structural_las_pp"].to_numpy(float)})
+           or degenerate([gap]))
+    if why:
+        out["reason"] = f"{who}: degenerate units: {why} ({numbers}): inconclusive"
+        return out
+    chain = {k: mean[c]["value"] for k, c in (("polar", CHAIN_MARGIN), ("structural", STRUCT_CHAIN_MARGIN))}
+    out["uuas_minus_chain"] = {k: mean[c] for k, c in (("polar", CHAIN_MARGIN), ("structural", STRUCT_CHAIN_MARGIN))}
+    missed = [k for k, v in chain.items() if not v >= level]
+    out["beats_chain"] = not missed
+    triple = mean_ci(gap)
+    ratio = _las_ratio(units["ctx_polar_las_pp"].to_numpy(float), units["ctx_structural_las_pp"].to_numpy(float))
+    out["value"] = ci_entry(triple, n)
+    out["las_ratio"] = ci_entry(ratio, n)
+    stat_words = (f"polar−structural LAS gain {triple[0]:+.3f} [{triple[1]:+.3f}, {triple[2]:+.3f}] beyond the "
+                  f"untrained twin over {n} probe-fit units, LAS ratio {ratio[0]:.2f} [{ratio[1]:.2f}, {ratio[2]:.2f}]")
+    if missed:
+        out["reason"] = (f"{who}: the {' and the '.join(missed)} probe{'s do' if len(missed) > 1 else ' does'} not "
+                         f"beat the linear chain by {level:g} UUAS (UUAS − chain: polar {chain['polar']:+.3f}, "
+                         f"structural {chain['structural']:+.3f}; {numbers}), so it reads no tree and decides nothing "
+                         f"({stat_words}): inconclusive")
+        return out
+    gap_yes, gap_no = triple[1] > margin, triple[2] < margin
+    ratio_yes, ratio_no = ratio[1] > min_ratio, ratio[2] < min_ratio
+    if gap_yes and ratio_yes:
+        verdict, where = "supported", f"above margin {margin:g} and the ratio's above {min_ratio:g}"
+    elif (gap_no or ratio_no) and not (gap_yes or ratio_yes):
+        verdict, where = "not_supported", (f"below margin {margin:g}" if gap_no else
+                                           f"not above margin {margin:g}, the ratio's below {min_ratio:g}")
+    else:
+        verdict, where = "inconclusive", f"not wholly on one side of margin {margin:g} / ratio {min_ratio:g}"
+    out["verdict"] = verdict
+    out["reason"] = f"{stat_words}, {where}: {verdict.replace('_', ' ')} for {who} ({numbers})"
+    return out
+
+
+def pretrained_polar_verdict(ok: pd.DataFrame, p: Mapping, n_boot: int = 0, seed: int = 0) -> Verdict:
+    """``polar_beats_structural`` on pretrained models (the ``geometry-lm`` study): :func:`pretrained_model_verdict`
+    per model; the claim's verdict and deciding number are the largest model's (most parameters; ties by name),
+    the others are reported beside it and do not change it (the source's claim is about large models, and a
+    majority over a few unrelated models would be no better defined). Its deciding cell is that model's trials,
+    gated by the chain gate (:data:`bindscale.studies.geometry.CHAIN_GATE`, checked again by the engine)."""
+    p = {**DEFAULTS["polar_beats_structural"], **p}
+    stat = "polar_minus_structural_las_pp_net_of_untrained_largest_model"
+    if NET_GAP not in ok and "probe_layers" in ok:
+        ok = with_contextual(ok)[0]
+    pre = _pretrained(ok)
+    details: dict = {"seeds_per_cell": 0, "punctuation_convention": PUNCT_CONVENTION,
+                     "units": "probe-fit units: one per seed (the fit and dev sentences drawn and the probes "
+                              "initialised by the seed; the test sentences and the untrained twin fixed)"}
+    if pre is None:
+        details["reason"] = "no pretrained-model trials"
+        return Verdict(stat, "inconclusive", NAN3, 0, details)
+    models = {str(name): pretrained_model_verdict(at, p, str(name))
+              for name, at in pre.groupby(pre["model.name"].astype(str), sort=True)}
+    details["pretrained_models"] = models
+    size = {m: (e["n_params"] if e["n_params"] is not None else -1) for m, e in models.items()}
+    largest = sorted(models, key=lambda m: (-size[m], m))[0]
+    e = models[largest]
+    details["deciding_model"] = largest
+    details["largest_model_params"] = e["n_params"]
+    details["seeds_per_cell"] = e["n_units"]
+    details["deciding_cells"] = [deciding_cell({"model.name": largest}, e["n_units"], gated=[CHAIN_MARGIN])]
+    details["caveat"] = ("the interval covers the probes' fitting (fit and dev sentences drawn, probe "
+                         "initialisation) on one fixed set of test sentences and one random draw of the untrained "
+                         "twin's weights, not the sampling of test sentences nor of random weights")
+    others = [f"{m}: {models[m]['verdict'].replace('_', ' ')} — {models[m]['reason']}" for m in models if m != largest]
+    details["reason"] = (f"deciding (largest) model {largest}: {e['reason']}"
+                         + (f". Other models (reported, not deciding): {'; '.join(others)}" if others else ""))
+    n = e["n_units"]
+    triple = (e["value"]["value"], e["value"]["ci_low"], e["value"]["ci_high"])
+    return Verdict(stat, e["verdict"], triple if e["verdict"] != "inconclusive" else NAN3, n, details)
+
+
+def lost_pretrained_model(df: pd.DataFrame, ok: pd.DataFrame, details: Mapping) -> str | None:
+    """Why a pretrained-model verdict lacks a model the study planned (a model with no ok trial: it may be the
+    largest, which would decide), or None."""
+    if "deciding_model" not in details or "model.source" not in df or "model.name" not in df:
+        return None
+    planned = set(df.loc[df["model.source"].astype(str) == "pretrained", "model.name"].astype(str))
+    lost = sorted(planned - set(details.get("pretrained_models", {})))
+    if lost:
+        return (f"planned model(s) {', '.join(lost)} have no ok trial: the verdict would be decided without them "
+                "(one may be the largest model, which decides)")
+    return None
 
 
 def _without_trained(ok: pd.DataFrame, details: dict, stat: str, n_boot: int, seed: int) -> Verdict:
@@ -605,5 +782,5 @@ def planned_size_guard(df: pd.DataFrame, ok: pd.DataFrame, details: dict, verdic
     """A guard (:data:`bindscale.study.Guard`): :func:`lost_planned_size` for a decided verdict."""
     if verdict == "inconclusive":
         return None
-    reason = lost_planned_size(df, ok, details)
+    reason = lost_pretrained_model(df, ok, details) or lost_planned_size(df, ok, details)
     return (reason, "value_at_other_sizes") if reason else None
