@@ -395,6 +395,8 @@ def recheck(record: dict | str | Path) -> dict:
 
 
 def _same(a: Any, b: Any) -> bool:
+    """Equal values, a record's ``null`` (how a record file writes NaN) equal to NaN."""
+    a, b = (math.nan if v is None else v for v in (a, b))
     try:
         a, b = float(a), float(b)
     except (TypeError, ValueError):
