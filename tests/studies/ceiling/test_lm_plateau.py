@@ -162,3 +162,13 @@ def test_the_from_scratch_verdict_is_unchanged_by_real_rows():
 def test_size_words():
     assert [cv.size_words(x) for x in (134_515_008, 22.7e6, 1.7e9, 8e4, math.nan)] == \
         ["135M", "22.7M", "1.7B", "80k", "unknown"]
+
+
+def test_the_real_model_figure_draws_models_of_known_and_unknown_size_and_nothing_without_them():
+    from bindscale.studies.ceiling.figures import figures, fig_lm_vs_params
+
+    df = lm_table([0.30, 0.50, 0.575], n=30, unparsable=0.2)
+    df.loc[df.index[-1], "n_params"] = np.nan
+    assert fig_lm_vs_params(df)
+    assert fig_lm_vs_params(df.assign(**{"model.kind": "transformer"})) is None
+    assert "ceiling_lm_vs_params" in figures() and "ceiling_lm_vs_params" in CLAIM.figures

@@ -430,6 +430,13 @@ def fig_lm_vs_params(df: pd.DataFrame) -> str | None:
     if not drawn:
         return None
     ax.set_xscale("log")
+    lo, hi = ax.get_xlim()
+    if hi / lo < 30:  # one or two sizes: at least a decade and a half either way, so the offsets stay small
+        mid = math.sqrt(lo * hi)
+        ax.set_xlim(mid / 6, mid * 6)
+        from matplotlib.ticker import NullFormatter
+
+        ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("total parameters of the real model" + (" (right edge: size unknown)" if len(known) < len(lm) else ""))
     ax.set_ylabel("test feasibility (knapsack: feasible and optimal)")
     ax.set_ylim(-0.03, 1.03)
