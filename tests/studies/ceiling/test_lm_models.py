@@ -98,3 +98,13 @@ def test_model_params_contradicting_a_local_count_is_refused(monkeypatch):
         llm.model_params(model, client)
     model = CeilingTrial.model_validate({"model": {"kind": "lm", "params": 1020}}).model
     assert llm.model_params(model, client) == (1000.0, "counted")
+
+
+def test_a_missing_local_path_is_refused_in_one_line_naming_model_path():
+    pytest.importorskip("transformers")
+    from bindscale.studies.ceiling import plan
+
+    t = CeilingTrial.model_validate({"model": {"kind": "lm", "path": "/nonexistent/model.gguf"}})
+    with pytest.raises(ConfigError) as err:
+        plan.check_trials([t])
+    assert str(err.value).startswith("model.path:") and "\n" not in str(err.value)

