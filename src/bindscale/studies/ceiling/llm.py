@@ -282,7 +282,7 @@ def check_lm(model) -> None:
         ConfigError: see above.
     """
     if model.endpoint_url is not None:
-        check_endpoint(model.endpoint_url, model.timeout_s)
+        check_endpoint(model.endpoint_url, model.timeout_s, "model.endpoint" if model.endpoint else "model.path")
         return
     from ..geometry.lm import require_lm, resolve_model
 
@@ -295,7 +295,7 @@ def check_lm(model) -> None:
         raise ConfigError(str(err).replace("model.name:", "model.path:", 1)) from None
 
 
-def check_endpoint(url: str, timeout_s: float) -> None:
+def check_endpoint(url: str, timeout_s: float, field: str = "model.endpoint") -> None:
     """Open (and close) one TCP connection to the endpoint's host and port within ``timeout_s``: an unreachable
     server then stops the run before any trial trains, instead of failing the real-model trial after every
     trained one (no request is sent: no key needed, nothing spent). One attempt, no retries.
@@ -310,7 +310,7 @@ def check_endpoint(url: str, timeout_s: float) -> None:
             pass
     except (OSError, ValueError) as err:  # ValueError: a port that is not a number
         why = "timed out" if isinstance(err, TimeoutError) else (getattr(err, "strerror", None) or str(err))
-        raise ConfigError(f"model.endpoint {url}: cannot connect ({why}; one try, timeout {timeout_s:g} s, checked "
+        raise ConfigError(f"{field} {url}: cannot connect ({why}; one try, timeout {timeout_s:g} s, checked "
                           "before any trial runs): start the server or fix the URL") from None
 
 
