@@ -22,8 +22,13 @@ def at(a, b=0.3):
 # ------------------------------------------------------------------------------------ item 1: the gates --
 
 def test_every_ceiling_claim_has_a_gate_on_the_training_fit():
+    # The trained sweep's claim gates the training fit; the real models' claim (issue 33), whose models are not
+    # trained here, gates the share of parsable answers.
+    want = {"constraint_satisfaction_plateaus": {"train_fit", "train_sat"},
+            "lm_constraint_satisfaction_plateaus": {"lm_parsed"}}
+    assert {c.name for c in CLAIMS} == set(want)
     for c in CLAIMS:
-        assert {g.metric for g in c.gates} == {"train_fit", "train_sat"}
+        assert {g.metric for g in c.gates} == want[c.name]
         for g in c.gates:
             assert g.threshold in c.thresholds and g.threshold in c.defaults and g.source
 

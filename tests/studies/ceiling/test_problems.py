@@ -96,7 +96,12 @@ def test_parsers():
     assert parse_text("thinking...\nANSWER: 0 1 2 0", p) == (0, 1, 2, 0)
     assert parse_text("answer: [0, 1, 2, 0]", p) == (0, 1, 2, 0)
     assert parse_text("ANSWER: 1 1 1 1\nANSWER: 0 1 2 0", p) == (0, 1, 2, 0)  # the last answer line
-    assert parse_text("0 1 2 0", p) is None
+    assert parse_text("0 1 2 0", p) == (0, 1, 2, 0)  # lenient: a line of exactly n integers without the prefix
+    assert parse_text("Colours:\n[0, 1, 2, 0]\n", p) == (0, 1, 2, 0)
+    assert parse_text("**Answer:** 0 1 2 0", p) == (0, 1, 2, 0)
+    assert parse_text("node 0 gets colour 1", p) is None  # two integers, not four: never guessed at
+    assert parse_text("0 1 2", p) is None
+    assert parse_text("ANSWER: 0 1 2\n0 1 2 0", p) is None  # the ANSWER line wins, and it is short
     assert parse_text("ANSWER: 0 -1 2 0", p) is None
     assert parse_text("", p) is None
 

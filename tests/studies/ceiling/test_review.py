@@ -129,10 +129,14 @@ def test_defect9_the_claimed_level_is_checked_against_each_interval():
     assert all(e["claimed_55_60_in_interval"] for e in d["by_family"].values())
 
 
-def test_defect10_the_answer_must_be_on_the_answer_line():
+def test_defect10_the_answer_line_decides_and_a_bare_line_below_it_only_with_exactly_n_integers():
+    """Issue 33 made parsing lenient: values on the line below an empty ``ANSWER:`` count when that line
+    holds exactly ``n_vars`` integers; an ``ANSWER`` line with digits is never overridden."""
     p = make_problem("knapsack", 1, np.random.default_rng(0))
     assert parse_text("ANSWER: " + " ".join(["0"] * p.n_vars), p) == (0,) * p.n_vars
-    assert parse_text("ANSWER:\n" + " ".join(["0"] * p.n_vars), p) is None
+    assert parse_text("ANSWER:\n" + " ".join(["0"] * p.n_vars), p) == (0,) * p.n_vars
+    assert parse_text("ANSWER:\n" + " ".join(["0"] * (p.n_vars + 1)), p) is None
+    assert parse_text("ANSWER: 1\n" + " ".join(["0"] * p.n_vars), p) is None
 
 
 def test_defect11_flat_data_do_not_identify_an_asymptote():

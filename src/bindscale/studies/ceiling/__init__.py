@@ -21,6 +21,12 @@ models fit their own training instances (the competence gates) (:mod:`.verdicts`
 beside it with its chance level (0.75 colouring, 0.51 knapsack random / 1.0 empty, 0.68 assignment on the
 default test instances) and chance-corrected; a 55–60% level on it would lie below chance.
 
+Claim ``lm_constraint_satisfaction_plateaus`` (the ``ceiling-lm`` study file only; issue 33): the same
+question read over real, pretrained language models of several sizes answering the same fixed instances
+(:func:`.verdicts.lm_constraint_satisfaction_plateaus`): at least three sizes with parsable answers, each
+model's rate with an exact interval over the instances beside its chance level and parse-failure share,
+the gain over the last size step with a bootstrap interval. It never enters the from-scratch sweep's fit.
+
 Modules: :mod:`.problems` (generators, exact MILP labels, checker), :mod:`.data` (instance sets),
 :mod:`.scoring` (parsing, metrics), :mod:`.config`, :mod:`.trial` (trained transformers), :mod:`.llm`
 (OpenAI-compatible endpoint and local transformers backend), :mod:`.fits`, :mod:`.verdicts`,
@@ -97,6 +103,41 @@ CLAIMS = (
         figures=("ceiling_sat_vs_params", "ceiling_feas_vs_params", "ceiling_gap_vs_params", "ceiling_sat_vs_data",
                  "ceiling_by_difficulty"),
         guards=(".verdicts:planned_size_missing",),
+    ),
+    Claim(
+        name="lm_constraint_satisfaction_plateaus",
+        anchor=ANCHORS["constraint_satisfaction_plateaus"],
+        title="Do real language models plateau on constraint satisfaction whatever their size? (hypothesis; "
+              "ConstraintBench as anchor)",
+        source=_SOURCE, side="where_scale_stops",
+        statement=("The same working hypothesis read over real, pretrained language models of several sizes "
+                   "(no primary source found): on the fixed instance sets, the verdict metric (feasibility; "
+                   "knapsack: feasible and optimal) stops rising with the model's parameter count and sits inside "
+                   "the claimed band (claimed_low - level_tol to claimed_high + level_tol), above the chance level "
+                   "on the same instances; decided only over at least min_sizes distinct sizes whose models give "
+                   "parsable answers (the gate)."),
+        statistic=("Per family: each real model's rate with its exact (Clopper-Pearson) 95% interval over the "
+                   "instances, and the gain from the second-largest to the largest size with a 95% percentile "
+                   "bootstrap interval (scipy.stats.bootstrap). Supported when every family's gain lies within "
+                   "±flat_tol and the largest model's interval lies inside the band and above chance; not "
+                   "supported when a family still rises (gain interval above 0), its largest model lies above the "
+                   "band, or it is flat below the band; inconclusive with fewer than min_sizes sizes with valid "
+                   "answers, every model at chance, missing, NaN or all-unparsable data, or intervals that cannot "
+                   "tell. Beside the from-scratch sweep's verdict, never mixed into its fit."),
+        thresholds={"min_sizes": (3.0, 100.0), "claimed_low": (0.0, 1.0), "claimed_high": (0.0, 1.0),
+                    "level_tol": (0.0, 0.5), "flat_tol": (0.0, 1.0), "min_parsed": (0.0, 1.0)},
+        defaults={"min_sizes": 3.0, "claimed_low": 0.55, "claimed_high": 0.60, "level_tol": 0.05, "flat_tol": 0.05,
+                  "min_parsed": 0.5},
+        gates=(
+            Gate(metric="lm_parsed", threshold="min_parsed",
+                 what="share of parsable test answers, worst family",
+                 missing="did not answer in the asked format",
+                 source=("a pretrained model is not trained on these instances, so its competence gate is the "
+                         "task's format: ConstraintBench (Tso et al. 2026) scores answers with a verifier, which "
+                         "needs an answer to read. bindscale's level: at least half of the answers parsable in "
+                         "every family, else the model's rates measure its formatting, not constraint satisfaction")),
+        ),
+        figures=("ceiling_lm_vs_params",),
     ),
 )
 

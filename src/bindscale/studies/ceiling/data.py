@@ -53,6 +53,21 @@ def cache_root() -> Path:
     return Path(root) / "ceiling" if root else Path.home() / ".cache" / "bindscale" / "ceiling"
 
 
+def problem_to_json(p: Problem) -> dict:
+    """A problem as plain JSON (its data, constraints, sense and exact optimum): :func:`problem_from_json`
+    rebuilds it, so a reader can re-check answers against it (the run's saved instances, :func:`.llm.recheck`)."""
+    return _to_json(p)
+
+
+def problem_from_json(d: dict) -> Problem:
+    """The problem :func:`problem_to_json` wrote.
+
+    Raises:
+        KeyError, TypeError, ValueError: ``d`` is not such a dict.
+    """
+    return _from_json(d)
+
+
 def _to_json(p: Problem) -> dict:
     return {"family": p.family, "difficulty": p.difficulty, "n_vars": p.n_vars, "n_values": p.n_values,
             "data": p.data, "names": p.constraint_names, "types": p.constraint_types, "sense": p.sense,

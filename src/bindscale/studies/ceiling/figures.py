@@ -48,7 +48,8 @@ from bindscale.kit import (
 from . import CLAIMS
 from .fits import compare, power_law, saturating
 from .problems import FAMILIES
-from .verdicts import (VERDICT_METRIC, constraint_satisfaction_plateaus, prepare_rows, size_sweep, trained_rows)
+from .verdicts import (VERDICT_METRIC, _lm_name, constraint_satisfaction_plateaus, prepare_rows, size_sweep,
+                       trained_rows)
 
 #: The claim whose verdict's fits the satisfaction figure draws.
 CLAIM = CLAIMS[0]
@@ -154,7 +155,7 @@ def _lm_points(ax, df: pd.DataFrame, col: str, xmax: float) -> bool:
             n = r.get("n_params")
             xv = float(n) if n is not None and not pd.isna(n) else xmax * 8
             ax.plot([xv], [r[c]], marker="*", ms=12, color=COLOURS[f], mec="black", ls="none")
-            ax.annotate(str(r.get("model_name", "LM"))[:24], (xv, r[c]), fontsize=7, xytext=(4, 2),
+            ax.annotate(_lm_name(r)[:24], (xv, r[c]), fontsize=7, xytext=(4, 2),
                         textcoords="offset points")
             drawn = True
     return drawn
@@ -372,6 +373,81 @@ DEFINITIONS = (
 )
 
 
+def fig_lm_vs_params(df: pd.DataFrame) -> str | None:
+    """Real models (``model.kind: lm``) against their total parameters: per family the verdict metric
+    (feasibility; knapsack feasible-and-optimal) with its exact 95% interval over the instances
+    (:func:`.verdicts.proportion_ci`), the chance level on the same instances (the records' ``chance_*``
+    columns; dotted, one short line per model), the share of unparsable answers (dash-dot ×) and the
+    hypothesised 55-60% band. Models of unknown size stand at the right edge, marked "size unknown". None
+    when the table has no real-model row."""
+    rows = prepare_rows(df) if len(df) else df
+    lm = rows[rows["model_kind"] == "lm"] if "model_kind" in rows else rows.iloc[0:0]
+    if lm.empty:
+        return None
+    from .verdicts import proportion_ci, size_words
+
+    sizes = pd.to_numeric(lm["n_params"], errors="coerce")
+    known = sizes[np.isfinite(sizes)]
+    right = float(known.max()) * 3 if len(known) else 1e8
+    fig, ax = new_figure()
+    drawn = False
+    for k, f in enumerate(FAMILIES):
+        m = VERDICT_METRIC[f]
+        col = f"{m}_{f}"
+        if col not in lm:
+            continue
+        pts = []
+        for (_, r), s in zip(lm.iterrows(), sizes):
+            v = pd.to_numeric(r.get(col), errors="coerce")
+            if v is None or not np.isfinite(v):
+                continue
+            x = float(s) if np.isfinite(s) else right
+            x *= 1.0 + 0.04 * (k - 1)  # families side by side
+            lo, hi = proportion_ci(float(v), float(pd.to_numeric(r.get(f"n_{f}"), errors="coerce")))
+            pts.append((x, float(v), lo, hi, r))
+        if not pts:
+            continue
+        pts.sort(key=lambda t: t[0])
+        xs = np.array([t[0] for t in pts])
+        ys = np.array([t[1] for t in pts])
+        err = np.array([[max(0.0, y - lo) if np.isfinite(lo) else 0.0 for _, y, lo, _, _ in pts],
+                        [max(0.0, hi - y) if np.isfinite(hi) else 0.0 for _, y, _, hi, _ in pts]])
+        ax.errorbar(xs, ys, yerr=err, marker="o", color=COLOURS[f], capsize=3, lw=1.2,
+                    label=f"{f}: {METRIC_WORDS.get(m, 'feasibility')}")
+        for x, _, _, _, r in pts:
+            c = pd.to_numeric(r.get(f"chance_{m}_{f}"), errors="coerce")
+            if c is not None and np.isfinite(c):
+                ax.plot([x / 1.15, x * 1.15], [c, c], color=COLOURS[f], ls=":", lw=1.5)
+            u = pd.to_numeric(r.get(f"unparsable_{f}"), errors="coerce")
+            if u is not None and np.isfinite(u):
+                ax.plot([x], [u], marker="x", color=COLOURS[f], ms=6, ls="none")
+        if k == 0:
+            for x, y, _, _, r in pts:
+                s = pd.to_numeric(r.get("n_params"), errors="coerce")
+                ax.annotate(f"{_lm_name(r)[:28]} ({size_words(float(s)) if s is not None else 'size unknown'})",
+                            (x, y), fontsize=7, xytext=(4, 6), textcoords="offset points")
+        drawn = True
+    if not drawn:
+        return None
+    ax.set_xscale("log")
+    lo, hi = ax.get_xlim()
+    if hi / lo < 30:  # one or two sizes: at least a decade and a half either way, so the offsets stay small
+        mid = math.sqrt(lo * hi)
+        ax.set_xlim(mid / 6, mid * 6)
+        from matplotlib.ticker import NullFormatter
+
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("total parameters of the real model" + (" (right edge: size unknown)" if len(known) < len(lm) else ""))
+    ax.set_ylabel("test feasibility (knapsack: feasible and optimal)")
+    ax.set_ylim(-0.03, 1.03)
+    ax.axhspan(0.55, 0.60, color="grey", alpha=0.12)
+    titled(ax, "Real models: verdict metric vs parameters",
+           ["bars: exact 95% interval over instances", "dotted: chance level on the same instances",
+            "×: share of unparsable answers", "grey: the hypothesised 55-60%"])
+    legend(ax)
+    return to_base64(fig)
+
+
 def figures(study: Any = None, verdicts: Sequence[Mapping[str, Any]] | None = None) -> dict[str, tuple[Any, str]]:
     """Figure name → (function, caption). ``verdicts``: the report's (:func:`bindscale.study.StudyPlugin.figures`);
     the satisfaction figure draws their fits. Without them it computes the verdict rule's fits, with the study
@@ -400,6 +476,14 @@ def figures(study: Any = None, verdicts: Sequence[Mapping[str, Any]] | None = No
                                   "parameters per family (0 = optimal)."),
         "ceiling_sat_vs_data": (fig_sat_vs_data, "Test constraint satisfaction against training instances per "
                                 "family (the data axis), both fits drawn."),
+        "ceiling_lm_vs_params": (fig_lm_vs_params,
+                                 "Real language models on the same fixed instances (first n_test per family and "
+                                 "difficulty): per family the verdict metric (feasibility; knapsack feasible and "
+                                 "optimal) against the model's total parameters, with its exact (Clopper-Pearson) "
+                                 "95% interval over the instances; dotted: the chance level of that metric on the "
+                                 "same instances (the better of uniform-random and all-zero answers); ×: the share "
+                                 "of unparsable answers (counted as infeasible); grey: the hypothesised 55-60%. "
+                                 "The real-model verdict needs at least 3 sizes with parsable answers."),
         "ceiling_by_difficulty": (fig_by_difficulty, "Test constraint satisfaction, feasibility, optimality gap "
                                   "(among feasible answers) and the share of unparsable answers against the "
                                   "difficulty knob per family, one line per "

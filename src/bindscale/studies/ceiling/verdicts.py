@@ -106,7 +106,8 @@ VERDICT_METRIC = {"colouring": "feas", "knapsack": "optimal", "assignment": "fea
 #: training-set verdict metric, and the worst family's training-set satisfaction.
 GATE_COLUMNS = ("train_fit", "train_sat")
 NUMERIC = ("budget", "layers", "n_train", "seed", "steps", "n_params", "n_params_nonembed", "task.max_difficulty",
-           "task.n_test", "task.eval_seed", *(f"chance_{m}_{f}" for m in METRICS for f in FAMILIES),
+           "task.n_test", "task.eval_seed", "lm_parsed", *(f"n_{f}" for f in FAMILIES),
+           *(f"chance_{m}_{f}" for m in METRICS for f in FAMILIES),
            *(f"{m}_{f}{s}" for m in METRICS for f in FAMILIES for s in ("", "_heldout", "_train")))
 #: Resamples of the asymptote's bootstrap (each refits the curve: the engine's 2000 would take minutes). The
 #: expanded percentile interval reads them at ~98.9% for 8 seeds, so 1000 leave ~5 replicates beyond each
@@ -336,17 +337,33 @@ def lost_seeds(df: pd.DataFrame) -> dict[str, dict[str, int]]:
 
 
 def lm_points(rows: pd.DataFrame) -> list[dict]:
-    """Real-model rows: name, backend, parameters and each family's test satisfaction / feasibility / optimal rate."""
+    """Real-model rows as the report lists them: the model's exact name (``lm_model``, else its reference), its
+    backend, parameter count and where that number came from (``params``: counted / given / unknown, in words),
+    and per family each test metric (``sat``, ``feas``, ``optimal``) beside its chance level on the same
+    instances (``chance_<metric>_<family>``), the parse-failure share (``unparsable_<family>``) and the
+    instance count (``n_<family>``)."""
+    from .llm import PARAMS_WORDS
+
     out = []
     if rows.empty or "model_kind" not in rows:
         return out
     for _, r in rows[rows["model_kind"] == "lm"].iterrows():
-        p = {"model": str(r.get("model_name", "")), "endpoint": r.get("endpoint"), "n_params": r.get("n_params")}
+        src = r.get("lm_params_source")
+        n = pd.to_numeric(r.get("n_params"), errors="coerce")
+        src = src if isinstance(src, str) else ("counted" if n is not None and np.isfinite(n) else "unknown")
+        p = {"model": _lm_name(r), "reference": r.get("model_path") if isinstance(r.get("model_path"), str)
+             else r.get("model_name"), "backend": r.get("lm_backend"), "endpoint": r.get("endpoint"),
+             "n_params": n, "n_params_words": size_words(float(n)) if n is not None else "unknown",
+             "params": PARAMS_WORDS.get(src, src), "parsed": r.get("lm_parsed")}
         for f in FAMILIES:
-            for m in ("sat", "feas", "optimal", "unparsable"):
+            for m in ("sat", "feas", "optimal", "unparsable", "n"):
                 v = r.get(f"{m}_{f}")
                 if v is not None and not pd.isna(v):
                     p[f"{m}_{f}"] = float(v)
+            for m in ("sat", "feas", "optimal"):
+                v = r.get(f"chance_{m}_{f}")
+                if v is not None and not pd.isna(v):
+                    p[f"chance_{m}_{f}"] = float(v)
         out.append({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in p.items()})
     return out
 
@@ -503,3 +520,263 @@ def planned_size_missing(df: pd.DataFrame, ok: pd.DataFrame, details: Mapping, v
         return ("; ".join(short) + " — failed, diverged, missing (planned, no record) or ok but trained with other "
                 "settings", "value_without_planned_size")
     return None
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The plateau over real models' sizes (claim ``lm_constraint_satisfaction_plateaus``; issue 33)
+# --------------------------------------------------------------------------------------------------------------
+
+#: Resamples of the last size step's gain (scipy.stats.bootstrap, percentile interval).
+LM_N_BOOT = 2000
+
+
+def size_words(n: float) -> str:
+    """A parameter count in words: ``135M``, ``22.7M``, ``1.5B``, ``80k``."""
+    if not math.isfinite(n):
+        return "unknown"
+    for div, unit in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if n >= div:
+            return f"{n / div:.3g}{unit}"
+    return f"{n:g}"
+
+
+def proportion_ci(rate: float, n: float) -> tuple[float, float]:
+    """Exact (Clopper-Pearson) 95% interval of a share ``rate`` of ``n`` instances
+    (:meth:`scipy.stats.binomtest(...).proportion_ci`); NaN when ``n`` or ``rate`` is not usable."""
+    from scipy.stats import binomtest
+
+    if not (math.isfinite(rate) and math.isfinite(n)) or n < 1 or not 0 <= rate <= 1:
+        return math.nan, math.nan
+    ci = binomtest(int(round(rate * n)), int(n)).proportion_ci(0.95, method="exact")
+    return float(ci.low), float(ci.high)
+
+
+def gain_ci(big: tuple[float, float], small: tuple[float, float], n_boot: int, seed: int) -> tuple[float, float, float]:
+    """The gain ``rate_big − rate_small`` of two (rate, n) shares of 0/1 outcomes with a 95% percentile bootstrap
+    interval (:func:`scipy.stats.bootstrap`, the two models' instances resampled independently: the pairing of
+    the same instances is not used, so the interval is conservative). Two constant samples: the interval is
+    the difference itself."""
+    from scipy.stats import bootstrap
+
+    xs = [np.repeat([1.0, 0.0], [int(round(r * n)), int(n) - int(round(r * n))]) for r, n in (big, small)]
+    d = float(xs[0].mean() - xs[1].mean())
+    if all(np.ptp(x) == 0 for x in xs):
+        return d, d, d
+    res = bootstrap((xs[0], xs[1]), lambda a, b, axis=-1: a.mean(axis=axis) - b.mean(axis=axis),
+                    n_resamples=n_boot, method="percentile", random_state=seed, vectorized=True)
+    return d, float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def _lm_name(r: pd.Series) -> str:
+    for c in ("lm_model", "model_path", "model_name"):
+        v = r.get(c)
+        if isinstance(v, str) and v:
+            return v
+    return "real model"
+
+
+def _parsed_share(r: pd.Series, families: list[str]) -> float:
+    """The worst family's share of parsable test answers: ``lm_parsed`` when recorded, else from the
+    ``unparsable_<family>`` columns (NaN when neither)."""
+    v = pd.to_numeric(r.get("lm_parsed"), errors="coerce")
+    if v is not None and np.isfinite(v):
+        return float(v)
+    u = [pd.to_numeric(r.get(f"unparsable_{f}"), errors="coerce") for f in families]
+    u = [x for x in u if x is not None and np.isfinite(x)]
+    return 1.0 - max(u) if u else math.nan
+
+
+def lm_models(rows: pd.DataFrame, families: list[str], min_parsed: float) -> tuple[list[dict], list[str]]:
+    """The real-model rows that can decide, one per distinct size, and why the others cannot.
+
+    A row decides nothing when its parameter count is unknown (an endpoint without ``model.params``) or when
+    its worst family's share of parsable answers is below ``min_parsed`` (the claim's gate: a model that does
+    not answer in the asked format has not been shown to do the task). Of several rows at one size (the same
+    model locally and through an endpoint) the one with the most parsable answers is kept (ties: the first).
+
+    Returns:
+        (models sorted by size: ``{"name", "size", "parsed", "row"}``, reasons in words for the rows left out)
+    """
+    keep: dict[float, dict] = {}
+    out: list[str] = []
+    for _, r in rows.iterrows():
+        name = _lm_name(r)
+        size = pd.to_numeric(r.get("n_params"), errors="coerce")
+        parsed = _parsed_share(r, families)
+        if size is None or not np.isfinite(size):
+            out.append(f"{name}: parameter count unknown (an endpoint: give model.params)")
+            continue
+        if not np.isfinite(parsed) or parsed < min_parsed:
+            out.append(f"{name} ({size_words(size)}): {parsed:.0%} of its answers parsable in its worst family, "
+                       f"below min_parsed {min_parsed:g}: decides nothing" if np.isfinite(parsed) else
+                       f"{name} ({size_words(size)}): no parse-failure share recorded: decides nothing")
+            continue
+        m = {"name": name, "size": float(size), "parsed": float(parsed), "row": r}
+        if float(size) not in keep or parsed > keep[float(size)]["parsed"]:
+            if float(size) in keep:
+                out.append(f"{keep[float(size)]['name']}: same size as {name}, fewer parsable answers: not used")
+            keep[float(size)] = m
+        else:
+            out.append(f"{name}: same size as {keep[float(size)]['name']}, fewer parsable answers: not used")
+    return [keep[s] for s in sorted(keep)], out
+
+
+def _lm_family(models: list[dict], family: str, bounds: tuple[float, float], flat_tol: float, min_sizes: int,
+               n_boot: int, seed: int) -> dict:
+    """One family's reading over the real models' sizes (see :func:`lm_constraint_satisfaction_plateaus`)."""
+    m = VERDICT_METRIC[family]
+    e: dict = {"metric": m, "column": f"{m}_{family}", "models": []}
+    pts = []
+    for mod in models:
+        r = mod["row"]
+        rate = pd.to_numeric(r.get(f"{m}_{family}"), errors="coerce")
+        n = pd.to_numeric(r.get(f"n_{family}"), errors="coerce")
+        unp = pd.to_numeric(r.get(f"unparsable_{family}"), errors="coerce")
+        c = pd.to_numeric(r.get(f"chance_{m}_{family}"), errors="coerce")
+        lo, hi = proportion_ci(float(rate) if rate is not None else math.nan, float(n) if n is not None else math.nan)
+        row = {"model": mod["name"], "n_params": mod["size"], "value": _f(rate), "ci_low": lo, "ci_high": hi,
+               "n": _f(n), "unparsable": _f(unp), "chance": _f(c)}
+        e["models"].append(row)
+        if math.isfinite(row["value"]) and math.isfinite(lo):
+            pts.append(row)
+    if len(pts) < min_sizes:
+        e["problem"] = (f"{len(pts)} real model size{'s' if len(pts) != 1 else ''} with a finite {m}_{family} "
+                        f"({', '.join(size_words(p['n_params']) for p in pts) or 'none'}): the plateau needs at "
+                        f"least {min_sizes}")
+        return e
+    big, small = pts[-1], pts[-2]
+    e["largest"], e["second"] = big, small
+    e["chance"] = c = big["chance"]
+    if not math.isfinite(c):
+        e["problem"] = f"no chance level chance_{m}_{family} recorded for the real models' instances"
+        return e
+    if all(p["ci_low"] <= c for p in pts):
+        e["problem"] = (f"every real model's {m}_{family} interval reaches down to the chance level {c:.3f} "
+                        "(random or all-zero answers on the same instances): a floor decides nothing")
+        return e
+    d, glo, ghi = gain_ci((big["value"], big["n"]), (small["value"], small["n"]), n_boot, seed)
+    e["last_gain"] = {"value": d, "ci_low": glo, "ci_high": ghi}
+    e["level"] = level(big["ci_low"], big["ci_high"], bounds)
+    band_words = f"the claimed band [{bounds[0]:g}, {bounds[1]:g}]"
+    step = f"{size_words(small['n_params'])} → {size_words(big['n_params'])}"
+    at = f"{big['model']} ({size_words(big['n_params'])}): {big['value']:.3f} [{big['ci_low']:.3f}, {big['ci_high']:.3f}]"
+    if e["level"] == "above":
+        e["state"], e["why"] = "contradicts", f"the largest real model already lies above {band_words}: {at}"
+    elif glo > 0:
+        e["state"], e["why"] = "contradicts", (f"it still rises over the last size step {step}: gain {d:.3f} "
+                                               f"[{glo:.3f}, {ghi:.3f}], no plateau over the real models' sizes")
+    elif -flat_tol <= glo and ghi <= flat_tol and big["ci_low"] > c:
+        if e["level"] == "inside":
+            e["state"], e["why"] = "plateau", (f"flat over the last size step {step} (gain {d:.3f} [{glo:.3f}, "
+                                               f"{ghi:.3f}] within ±{flat_tol:g}) at {at}, inside {band_words}")
+        elif e["level"] == "below":
+            e["state"], e["why"] = "contradicts", (f"flat over the last size step {step} (gain {d:.3f} [{glo:.3f}, "
+                                                   f"{ghi:.3f}]) but below {band_words}: {at}")
+        else:
+            e["state"], e["why"] = "open", f"flat over the last size step {step}, but {at} straddles {band_words}"
+    else:
+        e["state"], e["why"] = "open", (f"neither flat within ±{flat_tol:g} nor rising over the last size step "
+                                        f"{step}: gain {d:.3f} [{glo:.3f}, {ghi:.3f}]; {at}; chance {c:.3f}")
+    return e
+
+
+def _f(v) -> float:
+    try:
+        v = float(v)
+    except (TypeError, ValueError):
+        return math.nan
+    return v
+
+
+def lm_constraint_satisfaction_plateaus(ok: pd.DataFrame, thresholds: Mapping[str, float], n_boot: int = 2000,
+                                        seed: int = 0) -> Verdict:
+    """The plateau question decided over real language models' sizes (issue 33), beside the from-scratch
+    sweep's :func:`constraint_satisfaction_plateaus` (which real models never enter).
+
+    Data: the ok real-model rows (``model.kind`` lm), each a model answering the same fixed test instances
+    per family and difficulty. Per family the verdict metric (:data:`VERDICT_METRIC`: feasibility, knapsack
+    feasible-and-optimal, ConstraintBench's kind; Tso et al. 2026, "ConstraintBench", arXiv 2602.22465) of
+    each model with its exact Clopper-Pearson 95% interval over its ``n_<family>`` instances (unparsable
+    answers count as infeasible; their share is listed beside), and its chance level on the same instances
+    (``chance_<metric>_<family>``, :mod:`.baselines`).
+
+    Rule, per family, over the models that can decide (:func:`lm_models`: known size, parsable-answer share
+    at least ``min_parsed``, one per size):
+
+    - fewer than ``min_sizes`` (3) distinct sizes: inconclusive, the sizes named
+      ("2 real model sizes (135M, 22.7M): the plateau needs at least 3");
+    - every model's interval reaching down to the chance level: inconclusive (a floor decides nothing);
+    - *contradicts* when the largest model's interval lies above the claimed band
+      ``[claimed_low − level_tol, claimed_high + level_tol]``, or when the gain over the last size step
+      (largest minus second-largest; percentile bootstrap interval, :func:`gain_ci`) lies above 0 (still
+      rising: no plateau over these sizes), or when the last step is flat but the largest model lies below the
+      band (a plateau at another level);
+    - *plateau* when the gain's interval lies within ``±flat_tol``, the largest model's interval inside the band
+      and above chance;
+    - otherwise open (the intervals cannot tell).
+
+    Supported when every family plateaus; not supported when any contradicts (the first such family decides);
+    inconclusive otherwise, and whatever the numbers when the table has no real-model rows, a family's column
+    is missing, NaN or empty. Real models have no seeds: the interval is over instances, never over training
+    runs, so the claim's "whatever their training" is not tested here.
+
+    Returns:
+        :class:`bindscale.kit.Verdict` with statistic ``lm_largest_<metric>``: the deciding family's largest
+        model's rate and its exact interval; ``details["models"]`` lists every real model with its exact name,
+        parameter count and where it came from, and per family every metric with its parse-failure share and
+        chance level.
+    """
+    bounds = band(thresholds)
+    min_sizes = int(thresholds.get("min_sizes", 3))
+    min_parsed = float(thresholds.get("min_parsed", 0.5))
+    flat_tol = float(thresholds.get("flat_tol", 0.05))
+    n_boot = min(int(n_boot), LM_N_BOOT)
+    stat = "lm_largest_feas"
+    if "model_kind" not in ok:
+        ok = ok.assign(model_kind=ok["model.kind"] if "model.kind" in ok else "transformer")
+    rows = ok[ok["model_kind"] == "lm"] if len(ok) else ok
+    details: dict = {"claimed_band": list(bounds), "min_sizes": min_sizes, "min_parsed": min_parsed,
+                     "flat_tol": flat_tol, "verdict_metric": dict(VERDICT_METRIC), "models": lm_points(ok)}
+    if rows.empty:
+        return _inconclusive(stat, 0, details, "no real-model rows (model.kind lm): nothing to decide over real sizes")
+    fams = expected_families(rows)
+    models, left_out = lm_models(rows, fams, min_parsed)
+    details["left_out"] = left_out
+    details["sizes"] = [m["size"] for m in models]
+    n = len(rows)
+    tail = f" (left out: {'; '.join(left_out)})" if left_out else ""
+    if len(models) < min_sizes:
+        sizes = ", ".join(size_words(m["size"]) for m in models) or "none"
+        return _inconclusive(stat, n, details, f"{len(models)} real model size{'s' if len(models) != 1 else ''} "
+                                               f"with valid answers ({sizes}): the plateau needs at least "
+                                               f"{min_sizes}{tail}")
+    details["deciding_cells"] = [deciding_cell({"model.kind": "lm", "lm_model": m["name"]}, 1) for m in models]
+    by_family = {f: _lm_family(models, f, bounds, flat_tol, min_sizes, n_boot, seed) for f in fams
+                 if f in VERDICT_METRIC}
+    details["by_family"] = by_family
+
+    def triple(e):
+        b = e.get("largest")
+        return (b["value"], b["ci_low"], b["ci_high"]) if b else NAN3
+
+    contra = [f for f, e in by_family.items() if e.get("state") == "contradicts"]
+    if contra:
+        f = contra[0]
+        details["family_used"], details["reason"] = f, f"family {f}: {by_family[f]['why']}{tail}"
+        return Verdict(f"lm_largest_{by_family[f]['metric']}", "not_supported", triple(by_family[f]), n, details)
+    problems = [f for f, e in by_family.items() if "problem" in e]
+    if problems or not by_family:
+        f = problems[0] if problems else None
+        details["family_used"] = f
+        why = by_family[f]["problem"] if f else "no family to decide on"
+        return Verdict(stat, "inconclusive", NAN3, n, details | {"reason": f"family {f}: {why}{tail}"})
+    opens = [f for f, e in by_family.items() if e["state"] != "plateau"]
+    f = opens[0] if opens else min(by_family, key=lambda k: by_family[k]["largest"]["ci_low"])
+    details["family_used"] = f
+    e = by_family[f]
+    if not opens:
+        details["reason"] = (f"every family flat over the last size step and inside the claimed band; the weakest, "
+                             f"{f}: {e['why']}{tail}")
+        return Verdict(f"lm_largest_{e['metric']}", "supported", triple(e), n, details)
+    details["reason"] = f"family {f}: {e['why']}{tail}"
+    return Verdict(f"lm_largest_{e['metric']}", "inconclusive", triple(e), n, details)

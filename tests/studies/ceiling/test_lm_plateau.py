@@ -1,0 +1,174 @@
+"""The plateau question over real models' sizes (issue 33, item 3): ``lm_constraint_satisfaction_plateaus`` on
+planted tables of real-model rows — a plateau inside the band, a rising metric, too few sizes, every answer
+unparsable, NaN, chance level everywhere, a plateau below the band, unknown sizes — through the report's engine
+(its gate and deciding cells included)."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bindscale.report.verdicts import compute_verdicts
+from bindscale.studies.ceiling import CLAIMS
+from bindscale.studies.ceiling import verdicts as cv
+from bindscale.studies.ceiling.problems import FAMILIES
+
+CLAIM = next(c for c in CLAIMS if c.name == "lm_constraint_satisfaction_plateaus")
+TH = dict(CLAIM.defaults)
+SIZES = (22.7e6, 135e6, 360e6, 1.7e9)
+
+
+def lm_table(rates, sizes=SIZES, n=2000, unparsable=0.0, chance=0.07):
+    """One real-model row per size; ``rates[i]``: every family's verdict metric at size ``i`` (a float, or a
+    dict family -> float)."""
+    rows = []
+    for i, (s, r) in enumerate(zip(sizes, rates)):
+        row = {"trial_id": f"lm{i}", "status": "ok", "model.kind": "lm", "model_name": f"m{i}", "seed": 0,
+               "lm_model": f"model-{cv.size_words(s)}", "n_params": s, "lm_parsed": 1.0 - unparsable,
+               "task.families": ",".join(FAMILIES), "lm_backend": "local"}
+        for f in FAMILIES:
+            v = r[f] if isinstance(r, dict) else r
+            m = cv.VERDICT_METRIC[f]
+            row[f"{m}_{f}"] = v
+            if m != "feas":
+                row[f"feas_{f}"] = 1.0
+            row[f"sat_{f}"] = v
+            row[f"n_{f}"] = n
+            row[f"unparsable_{f}"] = unparsable
+            for k in ("sat", "feas", "optimal"):
+                row[f"chance_{k}_{f}"] = chance
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def verdict(df, **th):
+    return compute_verdicts(df, {"verdicts": {CLAIM.name: {**TH, **th}}}, n_boot=500)[0]
+
+
+def test_a_plateau_inside_the_band_over_real_sizes_is_supported():
+    v = verdict(lm_table([0.30, 0.50, 0.575, 0.58]))
+    assert v["verdict"] == "supported", v["details"]["reason"]
+    assert v["statistic"] == "lm_largest_feas"
+    assert 0.55 < v["value"] < 0.61 and v["ci_low"] < v["value"] < v["ci_high"]
+    e = v["details"]["by_family"]["colouring"]
+    assert e["state"] == "plateau" and -0.05 <= e["last_gain"]["ci_low"] <= e["last_gain"]["ci_high"] <= 0.05
+    assert v["details"]["gates"][0]["metric"] == "lm_parsed"  # the engine read the claim's gate
+
+
+def test_a_rising_metric_is_not_supported():
+    v = verdict(lm_table([0.20, 0.35, 0.45, 0.58]))
+    assert v["verdict"] == "not_supported", v["details"]["reason"]
+    assert "still rises" in v["details"]["reason"]
+
+
+def test_a_largest_model_above_the_band_is_not_supported():
+    v = verdict(lm_table([0.5, 0.7, 0.85, 0.86]))
+    assert v["verdict"] == "not_supported"
+    assert "above the claimed band" in v["details"]["reason"]
+
+
+def test_a_flat_level_below_the_band_is_not_supported():
+    v = verdict(lm_table([0.2, 0.3, 0.35, 0.35]))
+    assert v["verdict"] == "not_supported"
+    assert "below the claimed band" in v["details"]["reason"]
+
+
+def test_two_sizes_are_inconclusive_and_the_reason_names_them():
+    v = verdict(lm_table([0.4, 0.58], sizes=(22.7e6, 135e6)))
+    assert v["verdict"] == "inconclusive"
+    assert "2 real model sizes with valid answers (22.7M, 135M): the plateau needs at least 3" in v["details"]["reason"]
+    assert math.isnan(v["value"])
+
+
+def test_the_same_size_twice_counts_once():
+    v = verdict(lm_table([0.5, 0.58, 0.58], sizes=(22.7e6, 135e6, 135e6)))
+    assert v["verdict"] == "inconclusive"
+    assert "2 real model sizes" in v["details"]["reason"] and "same size" in v["details"]["reason"]
+
+
+def test_every_answer_unparsable_decides_nothing():
+    v = verdict(lm_table([0.0, 0.0, 0.0, 0.0], unparsable=1.0))
+    assert v["verdict"] == "inconclusive"
+    assert "0 real model sizes with valid answers (none)" in v["details"]["reason"]
+    assert "below min_parsed" in v["details"]["reason"]
+
+
+def test_mostly_unparsable_models_are_left_out_by_the_gate():
+    df = lm_table([0.30, 0.50, 0.575, 0.58])
+    df.loc[df.index[-1], "lm_parsed"] = 0.2  # the largest answers 20% in the format: it decides nothing
+    v = verdict(df)
+    assert v["details"]["sizes"] == [22.7e6, 135e6, 360e6]
+    assert "1.7B): 20% of its answers parsable" in v["details"]["reason"]
+
+
+@pytest.mark.parametrize("where", ["one_family", "every_family"])
+def test_nan_is_inconclusive(where):
+    df = lm_table([0.30, 0.50, 0.575, 0.58])
+    cols = ["feas_colouring"] if where == "one_family" else [f"{cv.VERDICT_METRIC[f]}_{f}" for f in FAMILIES]
+    df.loc[df.index[1:], cols] = np.nan
+    v = verdict(df)
+    assert v["verdict"] == "inconclusive"
+    assert "the plateau needs at least 3" in v["details"]["reason"]
+
+
+def test_chance_level_everywhere_is_a_floor_and_decides_nothing():
+    v = verdict(lm_table([0.07, 0.07, 0.07, 0.07], chance=0.07))
+    assert v["verdict"] == "inconclusive"
+    assert "floor decides nothing" in v["details"]["reason"]
+
+
+def test_all_zero_is_a_floor_too():
+    v = verdict(lm_table([0.0, 0.0, 0.0, 0.0], chance=0.0))
+    assert v["verdict"] == "inconclusive" and "floor" in v["details"]["reason"]
+
+
+def test_no_chance_level_is_inconclusive():
+    df = lm_table([0.30, 0.50, 0.575, 0.58]).drop(columns=[c for c in lm_table([0]).columns if c.startswith("chance_")])
+    v = verdict(df)
+    assert v["verdict"] == "inconclusive" and "no chance level" in v["details"]["reason"]
+
+
+def test_unknown_sizes_and_no_real_rows():
+    df = lm_table([0.30, 0.50, 0.575, 0.58])
+    df["n_params"] = np.nan  # endpoints without model.params
+    v = verdict(df)
+    assert v["verdict"] == "inconclusive" and "parameter count unknown" in v["details"]["reason"]
+    v = verdict(df.iloc[0:0])
+    assert v["verdict"] == "inconclusive"
+
+
+def test_few_instances_leave_it_open():
+    v = verdict(lm_table([0.30, 0.50, 0.575, 0.58], n=20))  # intervals far wider than the band
+    assert v["verdict"] == "inconclusive", v["details"]["reason"]
+
+
+def test_the_report_lists_each_model_with_name_params_chance_and_parse_failures():
+    d = verdict(lm_table([0.30, 0.50, 0.575, 0.58], unparsable=0.25))["details"]
+    m = d["models"][1]
+    assert m["model"] == "model-135M" and m["n_params"] == 135e6 and m["n_params_words"] == "135M"
+    assert m["chance_feas_colouring"] == 0.07 and m["unparsable_colouring"] == 0.25
+    assert m["params"].startswith("counted")
+    assert d["by_family"]["knapsack"]["models"][0]["unparsable"] == 0.25
+
+
+def test_the_from_scratch_verdict_is_unchanged_by_real_rows():
+    from tests.studies.ceiling.test_review import plateau, verdict as ladder
+
+    both = pd.concat([plateau(), lm_table([0.2, 0.35, 0.45, 0.58])], ignore_index=True)
+    assert ladder(both)["verdict"] == ladder(plateau())["verdict"] == "supported"
+
+
+def test_size_words():
+    assert [cv.size_words(x) for x in (134_515_008, 22.7e6, 1.7e9, 8e4, math.nan)] == \
+        ["135M", "22.7M", "1.7B", "80k", "unknown"]
+
+
+def test_the_real_model_figure_draws_models_of_known_and_unknown_size_and_nothing_without_them():
+    from bindscale.studies.ceiling.figures import figures, fig_lm_vs_params
+
+    df = lm_table([0.30, 0.50, 0.575], n=30, unparsable=0.2)
+    df.loc[df.index[-1], "n_params"] = np.nan
+    assert fig_lm_vs_params(df)
+    assert fig_lm_vs_params(df.assign(**{"model.kind": "transformer"})) is None
+    assert "ceiling_lm_vs_params" in figures() and "ceiling_lm_vs_params" in CLAIM.figures
