@@ -13,7 +13,7 @@ at three MLP widths (64, 256, 1024; depth 2, one trial):
   for the whole condition.
 
 In each condition and width, windows of ``--window`` seconds on one and on two threads alternate
-``--rounds`` times (after an untimed step at each count); reported: the median steps/s per count,
+``--rounds`` times (each window wall-clock: steps repeat until the seconds have passed, after an untimed step); reported: the median steps/s per count,
 its per-window range, steps per CPU-second (this process), the two-thread / one-thread ratio of the
 medians, and what ``choose_threads`` (the rule a caller with two threads gets) picks there and then.
 
@@ -38,12 +38,14 @@ from common import load, machine, print_table  # noqa: E402
 WIDTHS = (64, 256, 1024)
 
 
-def _spin(stop) -> None:  # the busy core's work: a one-thread matmul loop, as another worker's training
+def _spin(stop, parent: int) -> None:  # the busy core's work: a one-thread matmul loop, as another worker's
     import torch
 
     torch.set_num_threads(1)
     a, b = torch.randn(256, 256), torch.randn(256, 256)
-    while not stop.is_set():
+    # A killed benchmark cannot set ``stop``: the spinner also ends when its parent is gone (reparented),
+    # so it never keeps a core busy behind a later measurement.
+    while not stop.is_set() and os.getppid() == parent:
         for _ in range(50):
             a @ b
 
@@ -63,17 +65,23 @@ def measure(width: int, window: float, rounds: int) -> dict:
 
     timer = stack_step_timer(_trials(width))
     per_step = max(timer(1, 3) / 3, 1e-5)
-    k = max(3, int(window / per_step))
-    out: dict = {"width": width, "steps_per_window": k}
+    # A window is wall-clock: timer calls repeat until ``window`` seconds have passed, each call's steps
+    # doubling from one while a call takes under a tenth of the window, so a slow thread count (two
+    # threads against a busy core can be 100x slower) cannot stretch a window to minutes.
+    out: dict = {"width": width, "one_thread_step_s": per_step}
     rates: dict[int, list[float]] = {1: [], 2: []}
     cpu_rates: dict[int, list[float]] = {1: [], 2: []}
     for r in range(rounds):
         for n in ((1, 2) if r % 2 == 0 else (2, 1)):
-            c0 = time.process_time()
-            s = timer(n, k)
+            chunk, steps, s, c0 = 1, 0, 0.0, time.process_time()
+            while s < window:
+                dt = timer(n, chunk)
+                s, steps = s + dt, steps + chunk
+                if dt < window / 10:
+                    chunk *= 2
             c = time.process_time() - c0
-            rates[n].append(k / s)
-            cpu_rates[n].append(k / c if c > 0 else float("nan"))
+            rates[n].append(steps / s)
+            cpu_rates[n].append(steps / c if c > 0 else float("nan"))
     for n in (1, 2):
         out[f"t{n}_steps_per_s"] = statistics.median(rates[n])
         out[f"t{n}_range"] = [min(rates[n]), max(rates[n])]
@@ -92,7 +100,7 @@ def run(window: float, rounds: int, conditions: tuple[str, ...]) -> dict:
         if cond == "busy":
             ctx = mp.get_context("spawn")
             stop = ctx.Event()
-            proc = ctx.Process(target=_spin, args=(stop,), daemon=True)
+            proc = ctx.Process(target=_spin, args=(stop, os.getpid()), daemon=True)
             proc.start()
             time.sleep(2.0)  # its imports, then it spins
         try:

@@ -15,7 +15,10 @@ import torch
 #: (benchmarks/jax_peer.py, fp32): on the 2-core Xeon at load 6-7 a second thread made every shape
 #: slower, from 64 × 2 (152 → 69 steps/s) to 1024 × 2 (6.2 → 4.8), since a busy machine deschedules
 #: the thread each parallel region waits for; on a quiet one the 256 × 4 MLP at one thread made 0.66×
-#: JAX's two-thread speed. No fixed FLOP threshold gets both right, so it is timed.
+#: JAX's two-thread speed. No fixed FLOP threshold gets both right, so it is timed. Measured again
+#: (benchmarks/lone_trial_threads.py, 4 December, README): one MLP trial alone at width 64/256/1024 ×
+#: 2, quiet, two threads 1.05/1.55/1.87× one; with the other core busy 0.04/0.10/0.37×; the timed rule
+#: chose one thread in every busy case and two at 256 and 1024 when quiet.
 THREADS_GAIN = 0.10
 #: Seconds the choice may spend timing one stack shape (once per shape and process; at least three
 #: steps at each count, however long a step).
