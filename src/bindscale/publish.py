@@ -184,7 +184,8 @@ def publish(run_dir: "str | Path", to: "str | Path" = "docs/answer", *, commit: 
     answer = build_answer(to)
     walls = [s["wall_seconds"] for s in studies.values() if s["wall_seconds"] is not None]
     provenance = {
-        "run_dir": str(run_dir), "commit": commit or git_commit(), "machine": machine(),
+        "run_dir": Path(str(run_dir)).name,  # the folder's name only: a local path means nothing in a clone
+        "commit": commit or git_commit(), "machine": machine(),
         "published": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "studies": studies, "wall_seconds_total": round(sum(walls), 1) if walls else None,
         "studies_not_run": [n for n in registry.run_order() if n not in names],
