@@ -14,7 +14,7 @@ import math
 import numbers
 from typing import Any
 
-__all__ = ["SIG", "anchor_text", "fmt", "fmt_ci", "unparsable_text", "verdict_words"]
+__all__ = ["SIG", "anchor_text", "fmt", "fmt_against", "fmt_ci", "unparsable_text", "verdict_words"]
 
 #: Significant figures of every reported number.
 SIG = 3
@@ -47,6 +47,23 @@ def fmt(v: Any) -> str:
             text = text.rstrip(".")
         return text
     return str(v)
+
+
+def fmt_against(value: float, level: float) -> str:
+    """``value`` in three significant figures without trailing zeros (``0.33``, as a gate's reason has
+    always read), with more (up to 6) where three would print it equal to the ``level`` it is compared
+    with: ``0.9497 < 0.95``, never ``0.95 < 0.95``. NaN and infinities read as :func:`fmt` gives them."""
+    f, lv = float(value), float(level)
+    if not math.isfinite(f):
+        return fmt(value)
+    text = f"{f:.{SIG}g}"
+    if f == lv:
+        return text
+    for digits in range(SIG + 1, 7):
+        if float(text) != lv:
+            break
+        text = f"{f:.{digits}g}"
+    return text
 
 
 def fmt_ci(value: Any, low: Any, high: Any, n: Any = None) -> str:

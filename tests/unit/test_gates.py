@@ -41,6 +41,22 @@ def test_a_cell_below_its_gate_is_named_with_its_fit():
     assert g["says"] == "in-distribution exact match ≥ 0.95"
 
 
+def test_a_fit_just_below_its_gate_shows_the_digits_that_miss_it():
+    # The default run printed "auxiliary's exact match ... 0.95 < 0.95" for a mean of 0.9497.
+    df = _table(fit_small=0.9497)
+    reason, _ = gate_check(df, _cells(df), [GATE], {"min_id": 0.95})
+    assert "width 16: in-distribution exact match 0.9497 < 0.95" in reason
+
+
+@pytest.mark.parametrize("value, level, text", [(0.9497, 0.95, "0.9497"), (0.05004, 0.05, "0.05004"),
+                                                (0.918, 0.9, "0.918"), (0.95, 0.95, "0.95"),
+                                                (math.nan, 0.9, "—"), (0.0, 0.95, "0")])
+def test_fmt_against_never_prints_a_value_equal_to_a_level_it_differs_from(value, level, text):
+    from bindscale.fmt import fmt_against
+
+    assert fmt_against(value, level) == text
+
+
 def test_every_cell_at_its_gate_passes_and_the_level_is_inclusive():
     df = _table(fit_small=0.95, fit_big=1.0)
     assert gate_check(df, _cells(df), [GATE], {"min_id": 0.95})[0] is None

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bindscale.fmt import fmt_against
 from bindscale.records import ok_rows
 
 __all__ = [
@@ -279,7 +280,7 @@ def gate_check(ok: pd.DataFrame, cells: list[Mapping[str, Any]], gates: Sequence
                 if gate.missing not in why:
                     why.append(gate.missing)
                 sign = "<" if gate.higher else ">"
-                missed.append(f"{label}: {gate.what} {fit:.3g} {sign} {level:g}" if vals.size else
+                missed.append(f"{label}: {gate.what} {fmt_against(fit, level)} {sign} {level:g}" if vals.size else
                               f"{label}: {gate.what} not recorded for any seed")
         report.append({"metric": gate.metric, "what": gate.what, "level": level, "higher": gate.higher,
                        "source": gate.source, "says": gate.says(level), "cells": fits, "missed": bad})
