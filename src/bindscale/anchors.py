@@ -11,9 +11,10 @@ from plain data (the claim's verdict row, its anchor, and the largest model the 
    lists as measuring the source's metric), or a model size is unknown (the source states none, or the
    run recorded none), so scale cannot be compared.
 2. **different scale** — otherwise, when bindscale's largest model and the source's model differ by at
-   least :data:`SCALE_GAP` (a factor of 100: two orders of magnitude) in parameter count, either way. A
-   verdict at a hundredth of the source's scale tests the claim at another scale; it neither reproduces
-   nor contradicts the source.
+   least :data:`SCALE_GAP` (a factor of 10: one order of magnitude) in parameter count, either way. A
+   verdict at a tenth of the source's scale or less tests the claim at another scale; it neither
+   reproduces nor contradicts the source. (The factor was 100 until 4 December; it called 0.11M against
+   the source's 10.6M "comparable", which a question about scale cannot.)
 3. **reproduced** — otherwise, when the verdict is supported (the source's claim holds here).
 4. **contradicted** — otherwise, when the verdict is not supported.
 
@@ -37,8 +38,8 @@ from .study import NOT_SUPPORTED, SUPPORTED, Anchor
 REPRODUCED, CONTRADICTED, DIFFERENT_SCALE, NOT_COMPARABLE = (
     "reproduced", "contradicted", "different scale", "not comparable")
 WORDS = (NOT_COMPARABLE, DIFFERENT_SCALE, REPRODUCED, CONTRADICTED)
-#: Parameter-count ratio (either way) from which two models are at a different scale: two orders of magnitude.
-SCALE_GAP = 100.0
+#: Parameter-count ratio (either way) from which two models are at a different scale: one order of magnitude.
+SCALE_GAP = 10.0
 
 #: The rule in words, as a page or ``answer.json`` states it.
 RULE = (

@@ -79,6 +79,8 @@ def _row(verdict, statistic="s", firm=True):
     (_row("supported"), _SAME, 2e5, REPRODUCED),                     # same measure, 5x apart
     (_row("not_supported"), _SAME, 2e6, CONTRADICTED),               # same measure, 2x apart (larger here)
     (_row("supported"), _SAME, 1e4, DIFFERENT_SCALE),                # 100x smaller
+    (_row("not_supported"), _SAME, 9.6e4, DIFFERENT_SCALE),          # ~10x smaller (0.11M vs 10.6M-like)
+    (_row("supported"), _SAME, 1.1e5, REPRODUCED),                   # just under 10x
     (_row("not_supported"), _SAME, 1e8, DIFFERENT_SCALE),            # 100x larger
     (_row("inconclusive"), _SAME, 1e6, NOT_COMPARABLE),              # nothing decided
     (_row("supported", statistic="other"), _SAME, 1e6, NOT_COMPARABLE),  # another measure
@@ -97,7 +99,7 @@ def test_relation_rule(row, anchor, params, word):
 
 def test_every_word_is_reachable_and_inconclusive_is_never_reproduced():
     """The whole grid of verdicts × measures × sizes × firmness: each word is reached; an inconclusive or a
-    smoke-test verdict never reproduces or contradicts; "different scale" only where the sizes are 100x apart."""
+    smoke-test verdict never reproduces or contradicts; "different scale" only where the sizes are SCALE_GAP (10x) apart."""
     seen = set()
     for verdict, stat, params, firm, anchor in itertools.product(
             ("supported", "not_supported", "inconclusive", None), ("s", "other", None),
@@ -168,8 +170,9 @@ def test_answer_rows_carry_anchor_relation_reason_and_rule(tmp_path):
         assert row["rule"] == claim.statistic                  # the definition, for a details element
         assert row["reason"] and row["reason"] != row["rule"]  # the finding, never the definition
         assert row["params"] == 142096.0                       # largest ok model, failed trials left out
-    # 142k vs the source's 3.2M: 23x apart, same measure, supported -> reproduced
-    assert rows["scaling"]["relation"]["word"] == REPRODUCED
+    # 142k vs the source's 3.2M: 23x apart, more than SCALE_GAP -> another scale, though supported on its measure
+    assert rows["scaling"]["relation"]["word"] == DIFFERENT_SCALE
+    assert "23x apart" in rows["scaling"]["relation"]["why"]
     assert rows["hull"]["relation"]["word"] == NOT_COMPARABLE  # inconclusive
     assert rows["binding"]["relation"]["word"] == NOT_COMPARABLE  # another measure than the source's
     assert rows["binding"]["reason"] == "no reason recorded: s 2 [1.9, 2.1]"
