@@ -25,6 +25,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from .fmt import fmt_against
+
 #: Which side of the question a claim bears on (the answer page groups claims by it).
 SIDES: dict[str, str] = {
     "scale_suffices": "scale suffices",
@@ -165,7 +167,7 @@ def gate_lines(details: Mapping[str, Any]) -> list[str]:
     """
     out = []
     for g in details.get("gates") or []:
-        cells = ", ".join(f"{label} {'not recorded' if fit is None else f'{fit:.3g}'}"
+        cells = ", ".join(f"{label} {'not recorded' if fit is None else fmt_against(fit, g.get('level', fit))}"
                           f"{' (missed)' if label in g.get('missed', ()) else ''}" for label, fit in g["cells"].items())
         out.append(f"{g['says']} ({g['source']}): {cells or 'no deciding cell'}")
     return out

@@ -48,6 +48,15 @@ def test_a_fit_just_below_its_gate_shows_the_digits_that_miss_it():
     assert "width 16: in-distribution exact match 0.9497 < 0.95" in reason
 
 
+def test_the_reports_gate_lines_show_the_digits_that_miss_the_level_too():
+    from bindscale.study import gate_lines
+
+    df = _table(fit_small=0.9497)
+    _, report = gate_check(df, _cells(df), [GATE], {"min_id": 0.95})
+    (line,) = gate_lines(report)
+    assert "width 16 0.9497 (missed)" in line and "width 64 0.99" in line
+
+
 @pytest.mark.parametrize("value, level, text", [(0.9497, 0.95, "0.9497"), (0.05004, 0.05, "0.05004"),
                                                 (0.918, 0.9, "0.918"), (0.95, 0.95, "0.95"),
                                                 (math.nan, 0.9, "—"), (0.0, 0.95, "0")])
