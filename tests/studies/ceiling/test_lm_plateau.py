@@ -95,11 +95,46 @@ def test_every_answer_unparsable_decides_nothing():
 
 
 def test_mostly_unparsable_models_are_left_out_by_the_gate():
-    df = lm_table([0.30, 0.50, 0.575, 0.58])
-    df.loc[df.index[-1], "lm_parsed"] = 0.2  # the largest answers 20% in the format: it decides nothing
+    df = lm_table([0.30, 0.50, 0.575, 0.58, 0.44], sizes=(*SIZES, 7e9))
+    df.loc[df.index[0], "lm_parsed"] = 0.2  # the smallest answers 20% in the format: it decides nothing
     v = verdict(df)
-    assert v["details"]["sizes"] == [22.7e6, 135e6, 360e6]
-    assert "1.7B): 20% of its answers parsable" in v["details"]["reason"]
+    assert v["details"]["sizes"] == [135e6, 360e6, 1.7e9, 7e9]
+    assert "22.7M): 20% of its answers parsable" in v["details"]["reason"]
+
+
+@pytest.mark.parametrize("damage", ["gated_out", "unknown_size"])
+def test_a_largest_model_left_out_blocks_the_verdict(damage):
+    """The three smaller models plateau inside the band; the largest (7B) would read 0.44 (a plateau below the
+    band) but fails the parse gate, or has no parameter count: the claim is not read on the next size down."""
+    df = lm_table([0.40, 0.50, 0.58, 0.58, 0.44], sizes=(*SIZES, 7e9))
+    if damage == "gated_out":
+        df.loc[df.index[-1], "lm_parsed"] = 0.45
+    else:
+        df.loc[df.index[-1], "n_params"] = np.nan
+    v = verdict(df)
+    assert v["verdict"] == "inconclusive", v["details"]["reason"]
+    assert "below the largest size tested" in v["details"]["reason"]
+
+
+def test_a_plateau_set_by_parse_failures_decides_nothing():
+    """60% parsable passes a gate lowered to 0.5; the rate over all instances (0.55) lies in the band, but among the
+    parsable answers it is 0.55 / 0.6 = 0.92, far above it: the "plateau" is the parse failures'."""
+    v = verdict(lm_table([0.30, 0.50, 0.55, 0.55], unparsable=0.4), min_parsed=0.5)
+    assert v["verdict"] == "inconclusive", v["details"]["reason"]
+    assert "depends on parse failures" in v["details"]["reason"]
+
+
+def test_a_chance_level_inside_the_band_decides_nothing():
+    v = verdict(lm_table([0.55, 0.58, 0.58, 0.58], chance=0.55))
+    assert v["verdict"] == "inconclusive", v["details"]["reason"]
+    assert "not below the claimed band" in v["details"]["reason"]
+
+
+def test_the_gate_reads_the_parse_share_from_the_unparsable_columns_when_lm_parsed_is_missing():
+    v = verdict(lm_table([0.30, 0.50, 0.575, 0.58], unparsable=0.02).drop(columns="lm_parsed"))
+    assert v["verdict"] == "supported", v["details"]["reason"]
+    (g,) = v["details"]["gates"]
+    assert all(x == pytest.approx(0.98) for x in g["cells"].values()) and not g["missed"]
 
 
 @pytest.mark.parametrize("where", ["one_family", "every_family"])
@@ -144,12 +179,12 @@ def test_few_instances_leave_it_open():
 
 
 def test_the_report_lists_each_model_with_name_params_chance_and_parse_failures():
-    d = verdict(lm_table([0.30, 0.50, 0.575, 0.58], unparsable=0.25))["details"]
+    d = verdict(lm_table([0.30, 0.50, 0.575, 0.58], unparsable=0.05))["details"]
     m = d["models"][1]
     assert m["model"] == "model-135M" and m["n_params"] == 135e6 and m["n_params_words"] == "135M"
-    assert m["chance_feas_colouring"] == 0.07 and m["unparsable_colouring"] == 0.25
+    assert m["chance_feas_colouring"] == 0.07 and m["unparsable_colouring"] == 0.05
     assert m["params"].startswith("counted")
-    assert d["by_family"]["knapsack"]["models"][0]["unparsable"] == 0.25
+    assert d["by_family"]["knapsack"]["models"][0]["unparsable"] == 0.05
 
 
 def test_the_from_scratch_verdict_is_unchanged_by_real_rows():

@@ -53,11 +53,32 @@ def test_claim_true_is_supported_per_model_and_the_largest_decides():
     assert v.interval[0] == pytest.approx(0.13, abs=0.02) and v.interval[1] > 0
     assert d["pretrained_models"]["small"]["verdict"] == "supported"
     assert d["pretrained_models"]["big"]["n_params"] == 200_000_000 and d["seeds_per_cell"] == 8
-    assert "above margin 0 and the ratio's above 1: supported for big (test family" in d["reason"] and "200,000,000 parameters" in d["reason"]
+    assert "above margin 0 and the ratio's above 1.1: supported for big (test family" in d["reason"] and "200,000,000 parameters" in d["reason"]
     assert d["deciding_cells"] == [{"cell": {"model.name": "big"}, "n": 8, "gated": ["ctx_polar_uuas_pp_minus_chain"]}]
     # through the engine: the chain gate passes, the verdict stands
     (row,) = compute_verdicts(df, ONE, n_boot=200)
     assert row["verdict"] == "supported", row["details"]["reason"]
+
+
+def test_a_model_of_unknown_size_blocks_the_verdict():
+    """The big model's size is unknown and its claim false; the smaller one's true: the smaller must not decide."""
+    df = _df(_model_rows("big", 0.20, 0.35, n_params=math.nan), _model_rows("small", 0.35, 0.20, n_params=1e8))
+    (row,) = compute_verdicts(df, ONE, n_boot=200)
+    assert row["verdict"] == "inconclusive", row["details"]["reason"]
+    assert "parameter count unknown for big" in row["details"]["reason"]
+
+
+def test_a_win_of_one_percent_is_not_the_sources_claim():
+    """Polar LAS 0.303 against structural 0.300 (ratio 1.01, gap interval above 0): not 'beats' by 10%."""
+    v = run(polar_beats_structural, _df(_model_rows("m", 0.303, 0.300, untrained=(0.10, 0.10), noise=0.0005)))
+    assert v.outcome != "supported", v.details["reason"]
+
+
+def test_an_undefined_ratio_is_decided_on_the_gap_and_says_so():
+    """Structural LAS near 0 (Fieller's interval unbounded), polar 0.35: the gap decides, the reason says why."""
+    v = run(polar_beats_structural, _df(_model_rows("m", 0.35, 0.0, untrained=(0.10, 0.10), noise=0.004)))
+    assert v.outcome == "supported", v.details["reason"]
+    assert "the LAS ratio is undefined or unbounded" in v.details["reason"]
 
 
 def test_claim_false_is_not_supported():

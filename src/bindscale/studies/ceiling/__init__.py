@@ -127,15 +127,16 @@ CLAIMS = (
         thresholds={"min_sizes": (3.0, 100.0), "claimed_low": (0.0, 1.0), "claimed_high": (0.0, 1.0),
                     "level_tol": (0.0, 0.5), "flat_tol": (0.0, 1.0), "min_parsed": (0.0, 1.0)},
         defaults={"min_sizes": 3.0, "claimed_low": 0.55, "claimed_high": 0.60, "level_tol": 0.05, "flat_tol": 0.05,
-                  "min_parsed": 0.5},
+                  "min_parsed": 0.9},
         gates=(
             Gate(metric="lm_parsed", threshold="min_parsed",
                  what="share of parsable test answers, worst family",
                  missing="did not answer in the asked format",
                  source=("a pretrained model is not trained on these instances, so its competence gate is the "
                          "task's format: ConstraintBench (Tso et al. 2026) scores answers with a verifier, which "
-                         "needs an answer to read. bindscale's level: at least half of the answers parsable in "
-                         "every family, else the model's rates measure its formatting, not constraint satisfaction")),
+                         "needs an answer to read. bindscale's level: at least 90% of the answers parsable in "
+                         "every family (unparsable answers count as infeasible; with half of them unparsable a "
+                         "model's rate measured its formatting, not constraint satisfaction)")),
         ),
         figures=("ceiling_lm_vs_params",),
     ),

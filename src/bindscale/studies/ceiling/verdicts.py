@@ -127,6 +127,13 @@ def prepare_rows(df: pd.DataFrame) -> pd.DataFrame:
     out = coerce_numeric(ok_rows(df, NUMERIC), NUMERIC)
     kind = out["model.kind"] if "model.kind" in out else pd.Series("transformer", index=out.index)
     out["model_kind"] = kind.fillna("transformer").astype(str)
+    if len(out):
+        # The engine's parse gate reads ``lm_parsed``; a record without it (an older one) gets the share the
+        # rule itself reads (:func:`_parsed_share`), so the gate and the rule never disagree.
+        fams = expected_families(out)
+        derived = [_parsed_share(r, fams) for _, r in out.iterrows()]
+        out["lm_parsed"] = out["lm_parsed"].where(out["lm_parsed"].notna(), pd.Series(derived, index=out.index))
+        out.loc[out["model_kind"] != "lm", "lm_parsed"] = math.nan
     return training_fit(out)
 
 
@@ -586,30 +593,40 @@ def _parsed_share(r: pd.Series, families: list[str]) -> float:
     return 1.0 - max(u) if u else math.nan
 
 
-def lm_models(rows: pd.DataFrame, families: list[str], min_parsed: float) -> tuple[list[dict], list[str]]:
-    """The real-model rows that can decide, one per distinct size, and why the others cannot.
+def lm_models(rows: pd.DataFrame, families: list[str], min_parsed: float) -> tuple[list[dict], list[str], list[str]]:
+    """The real-model rows that can decide, one per distinct size, why the others cannot, and which of those
+    block any decision.
 
     A row decides nothing when its parameter count is unknown (an endpoint without ``model.params``) or when
     its worst family's share of parsable answers is below ``min_parsed`` (the claim's gate: a model that does
     not answer in the asked format has not been shown to do the task). Of several rows at one size (the same
     model locally and through an endpoint) the one with the most parsable answers is kept (ties: the first).
 
+    A left-out model of unknown size, or one at least as large as the largest model that can decide, blocks the
+    verdict (the third list): the plateau is a statement about the largest sizes, and deciding it on the next
+    size down when the largest model failed its gate would read the claim at a scale the table does not
+    support (the geometry study's planned-size guard says the same of trained models).
+
     Returns:
-        (models sorted by size: ``{"name", "size", "parsed", "row"}``, reasons in words for the rows left out)
+        (models sorted by size: ``{"name", "size", "parsed", "row"}``, reasons in words for the rows left out,
+        the reasons of the left-out rows that block a decision)
     """
     keep: dict[float, dict] = {}
     out: list[str] = []
+    gated: list[tuple[float, str]] = []  # (size, reason) of rows left out by the parse gate or an unknown size
     for _, r in rows.iterrows():
         name = _lm_name(r)
         size = pd.to_numeric(r.get("n_params"), errors="coerce")
         parsed = _parsed_share(r, families)
         if size is None or not np.isfinite(size):
             out.append(f"{name}: parameter count unknown (an endpoint: give model.params)")
+            gated.append((math.inf, out[-1]))
             continue
         if not np.isfinite(parsed) or parsed < min_parsed:
             out.append(f"{name} ({size_words(size)}): {parsed:.0%} of its answers parsable in its worst family, "
                        f"below min_parsed {min_parsed:g}: decides nothing" if np.isfinite(parsed) else
                        f"{name} ({size_words(size)}): no parse-failure share recorded: decides nothing")
+            gated.append((float(size), out[-1]))
             continue
         m = {"name": name, "size": float(size), "parsed": float(parsed), "row": r}
         if float(size) not in keep or parsed > keep[float(size)]["parsed"]:
@@ -618,7 +635,8 @@ def lm_models(rows: pd.DataFrame, families: list[str], min_parsed: float) -> tup
             keep[float(size)] = m
         else:
             out.append(f"{name}: same size as {keep[float(size)]['name']}, fewer parsable answers: not used")
-    return [keep[s] for s in sorted(keep)], out
+    top = max(keep) if keep else -math.inf
+    return [keep[s] for s in sorted(keep)], out, [why for size, why in gated if size >= top]
 
 
 def _lm_family(models: list[dict], family: str, bounds: tuple[float, float], flat_tol: float, min_sizes: int,
@@ -650,6 +668,10 @@ def _lm_family(models: list[dict], family: str, bounds: tuple[float, float], fla
     if not math.isfinite(c):
         e["problem"] = f"no chance level chance_{m}_{family} recorded for the real models' instances"
         return e
+    if c >= bounds[0]:
+        e["problem"] = (f"the chance level of {m}_{family} on these instances, {c:.3f}, is not below the claimed band "
+                        f"[{bounds[0]:g}, {bounds[1]:g}]: random answers would sit in or above it")
+        return e
     if all(p["ci_low"] <= c for p in pts):
         e["problem"] = (f"every real model's {m}_{family} interval reaches down to the chance level {c:.3f} "
                         "(random or all-zero answers on the same instances): a floor decides nothing")
@@ -666,7 +688,15 @@ def _lm_family(models: list[dict], family: str, bounds: tuple[float, float], fla
         e["state"], e["why"] = "contradicts", (f"it still rises over the last size step {step}: gain {d:.3f} "
                                                f"[{glo:.3f}, {ghi:.3f}], no plateau over the real models' sizes")
     elif -flat_tol <= glo and ghi <= flat_tol and big["ci_low"] > c:
-        if e["level"] == "inside":
+        parsed_share = 1.0 - big["unparsable"] if math.isfinite(big["unparsable"]) else math.nan
+        among = big["value"] / parsed_share if parsed_share > 0 else math.nan
+        if e["level"] == "inside" and not (math.isfinite(among) and bounds[0] <= among <= bounds[1]):
+            # Unparsable answers count as infeasible: a model that formats badly but solves what it parses can
+            # land in the band by its parse failures alone; then the band measures formatting, not constraints.
+            e["state"], e["why"] = "open", (f"flat over the last size step {step} at {at}, inside {band_words}, "
+                                            f"but among its parsable answers the rate is {among:.3f}: the level "
+                                            "depends on parse failures")
+        elif e["level"] == "inside":
             e["state"], e["why"] = "plateau", (f"flat over the last size step {step} (gain {d:.3f} [{glo:.3f}, "
                                                f"{ghi:.3f}] within ±{flat_tol:g}) at {at}, inside {band_words}")
         elif e["level"] == "below":
@@ -703,8 +733,11 @@ def lm_constraint_satisfaction_plateaus(ok: pd.DataFrame, thresholds: Mapping[st
     Rule, per family, over the models that can decide (:func:`lm_models`: known size, parsable-answer share
     at least ``min_parsed``, one per size):
 
+    - a model left out by the gate or of unknown size at or above the largest deciding size: inconclusive (the
+      plateau would be read below the largest size tested; :func:`lm_models`);
     - fewer than ``min_sizes`` (3) distinct sizes: inconclusive, the sizes named
       ("2 real model sizes (135M, 22.7M): the plateau needs at least 3");
+    - a chance level at or above the band's low end: inconclusive (random answers would sit in the band);
     - every model's interval reaching down to the chance level: inconclusive (a floor decides nothing);
     - *contradicts* when the largest model's interval lies above the claimed band
       ``[claimed_low − level_tol, claimed_high + level_tol]``, or when the gain over the last size step
@@ -712,7 +745,8 @@ def lm_constraint_satisfaction_plateaus(ok: pd.DataFrame, thresholds: Mapping[st
       rising: no plateau over these sizes), or when the last step is flat but the largest model lies below the
       band (a plateau at another level);
     - *plateau* when the gain's interval lies within ``±flat_tol``, the largest model's interval inside the band
-      and above chance;
+      and above chance, and its rate among its parsable answers inside the band too (else open: the level
+      would be set by parse failures, which count as infeasible);
     - otherwise open (the intervals cannot tell).
 
     Supported when every family plateaus; not supported when any contradicts (the first such family decides);
@@ -728,7 +762,7 @@ def lm_constraint_satisfaction_plateaus(ok: pd.DataFrame, thresholds: Mapping[st
     """
     bounds = band(thresholds)
     min_sizes = int(thresholds.get("min_sizes", 3))
-    min_parsed = float(thresholds.get("min_parsed", 0.5))
+    min_parsed = float(thresholds.get("min_parsed", 0.9))
     flat_tol = float(thresholds.get("flat_tol", 0.05))
     n_boot = min(int(n_boot), LM_N_BOOT)
     stat = "lm_largest_feas"
@@ -740,11 +774,16 @@ def lm_constraint_satisfaction_plateaus(ok: pd.DataFrame, thresholds: Mapping[st
     if rows.empty:
         return _inconclusive(stat, 0, details, "no real-model rows (model.kind lm): nothing to decide over real sizes")
     fams = expected_families(rows)
-    models, left_out = lm_models(rows, fams, min_parsed)
+    models, left_out, blocking = lm_models(rows, fams, min_parsed)
     details["left_out"] = left_out
     details["sizes"] = [m["size"] for m in models]
     n = len(rows)
     tail = f" (left out: {'; '.join(left_out)})" if left_out else ""
+    if blocking and models:
+        return _inconclusive(stat, n, details, (
+            f"a real model of unknown size or at least as large as the largest that can decide "
+            f"({size_words(models[-1]['size'])}) was left out ({'; '.join(blocking)}): the plateau would be "
+            "read below the largest size tested"))
     if len(models) < min_sizes:
         sizes = ", ".join(size_words(m["size"]) for m in models) or "none"
         return _inconclusive(stat, n, details, f"{len(models)} real model size{'s' if len(models) != 1 else ''} "

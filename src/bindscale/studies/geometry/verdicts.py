@@ -36,7 +36,7 @@ ungated cells (``control: untrained twin``). A cell that misses a gate makes a d
   not learned syntax. Beside it, the source's headline: the polar/structural LAS ratio of the trained
   model (ratio of the seed means, Fieller's interval for paired seeds, :func:`_las_ratio`) next to the
   authors' 70.1/51.1 = 1.37 and their "nearly double". Supported when the gap's interval lies above
-  ``margin`` and the ratio's above ``min_las_ratio`` (1: the polar probe's LAS beats the structural probe's);
+  ``margin`` and the ratio's above ``min_las_ratio`` (1.1: the polar probe's LAS beats the structural probe's by 10%);
   not supported when one lies below and neither above; inconclusive otherwise. Every UUAS, UAS and LAS of
   both probes is shown beside the linear chain's (``beside_linear_chain``). The same difference at every size, the
   trained and untrained gaps alone, the all-layers gap, the layers chosen and both probes' UUAS/LAS
@@ -567,6 +567,16 @@ def pretrained_model_verdict(rows: pd.DataFrame, p: Mapping, name: str) -> dict:
         return out
     gap_yes, gap_no = triple[1] > margin, triple[2] < margin
     ratio_yes, ratio_no = ratio[1] > min_ratio, ratio[2] < min_ratio
+    if not all(np.isfinite(ratio)):
+        # Fieller's interval is unbounded (or the ratio undefined) when the structural LAS is near 0: the ratio
+        # then says nothing either way, and the gap alone decides, as the reason says.
+        s_las = mean["ctx_structural_las_pp"]["value"]
+        verdict = "supported" if gap_yes else "not_supported" if gap_no else "inconclusive"
+        out["verdict"] = verdict
+        out["reason"] = (f"{stat_words}; the LAS ratio is undefined or unbounded (structural LAS {_fmt(s_las)}, near "
+                         f"0), so the gap alone decides: {'above' if gap_yes else 'below' if gap_no else 'across'} "
+                         f"margin {margin:g}: {verdict.replace('_', ' ')} for {who} ({numbers})")
+        return out
     if gap_yes and ratio_yes:
         verdict, where = "supported", f"above margin {margin:g} and the ratio's above {min_ratio:g}"
     elif (gap_no or ratio_no) and not (gap_yes or ratio_yes):
@@ -599,7 +609,14 @@ def pretrained_polar_verdict(ok: pd.DataFrame, p: Mapping, n_boot: int = 0, seed
     models = {str(name): pretrained_model_verdict(at, p, str(name))
               for name, at in pre.groupby(pre["model.name"].astype(str), sort=True)}
     details["pretrained_models"] = models
-    size = {m: (e["n_params"] if e["n_params"] is not None else -1) for m, e in models.items()}
+    unsized = sorted(m for m, e in models.items() if e["n_params"] is None)
+    if unsized:
+        # Without every size the largest model, which decides, is unknown: a smaller one must not decide instead.
+        details["reason"] = (f"parameter count unknown for {', '.join(unsized)}: the largest model, which decides, "
+                             "cannot be told (models: " + "; ".join(f"{m}: {e['verdict'].replace('_', ' ')}"
+                                                                     for m, e in models.items()) + ")")
+        return Verdict(stat, "inconclusive", NAN3, len(pre), details)
+    size = {m: e["n_params"] for m, e in models.items()}
     largest = sorted(models, key=lambda m: (-size[m], m))[0]
     e = models[largest]
     details["deciding_model"] = largest
