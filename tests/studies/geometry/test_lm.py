@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from bindscale.errors import ConfigError
+from bindscale.models import pretrained
 from bindscale.studies.geometry import lm
 from bindscale.studies.geometry.lmconfig import PretrainedModelConfig, TreebankDataConfig
 from bindscale.studies.geometry.lmtrial import check_trial, probed_layers, split_file, treebank_splits
@@ -67,15 +68,15 @@ def test_probed_layers_keep_first_and_last():
 
 def test_resolve_model_errors_name_the_reference(tmp_path):
     with pytest.raises(ConfigError, match="'no-such-model-pkg' is neither a model folder"):
-        lm.resolve_model("no-such-model-pkg")
+        pretrained.resolve_model("no-such-model-pkg")
     (tmp_path / "empty").mkdir()
     with pytest.raises(ConfigError, match="no config.json and no .gguf file"):
-        lm.resolve_model(str(tmp_path / "empty"))
+        pretrained.resolve_model(str(tmp_path / "empty"))
     (tmp_path / "w.txt").write_text("x")
     with pytest.raises(ConfigError, match="not a .gguf file"):
-        lm.resolve_model(str(tmp_path / "w.txt"))
+        pretrained.resolve_model(str(tmp_path / "w.txt"))
     (tmp_path / "m.gguf").write_bytes(b"GGUF")
-    src = lm.resolve_model(str(tmp_path / "m.gguf"))
+    src = pretrained.resolve_model(str(tmp_path / "m.gguf"))
     assert src.gguf_file == "m.gguf" and src.directory == tmp_path.resolve() and len(src.fingerprint) == 16
 
 
@@ -199,8 +200,8 @@ def test_cache_matches_direct_forward_and_second_run_needs_no_model(tmp_path, bu
     pytest.importorskip("transformers")
     import torch
 
-    src = lm.resolve_model(str(build(tmp_path)))
-    model, tok = lm.load_model(src)
+    src = pretrained.resolve_model(str(build(tmp_path)))
+    model, tok = pretrained.load_model(src)
     sents = _sentences()[:23]
     calls = []
 
@@ -236,7 +237,7 @@ def test_cache_matches_direct_forward_and_second_run_needs_no_model(tmp_path, bu
     again = lm.cache_activations(loader, sents, tmp_path / "cache", key, batch_size=5)
     assert calls == [1] and np.array_equal(again.layer_array(2), cache.layer_array(2))
     # the untrained twin has the same shapes and other values, and its own key
-    rnd, _ = lm.load_model(src, untrained=True, seed=1)
+    rnd, _ = pretrained.load_model(src, untrained=True, seed=1)
     assert lm.cache_key(src, sents, untrained=True, seed=1) != key
     p = dict(rnd.named_parameters())
     name = next(n for n in p if n.endswith("weight") and p[n].ndim == 2)
@@ -246,8 +247,8 @@ def test_cache_matches_direct_forward_and_second_run_needs_no_model(tmp_path, bu
 @pytest.mark.slow
 def test_byte_level_tokens_split_words_as_the_text_reads(tmp_path):
     pytest.importorskip("transformers")
-    src = lm.resolve_model(str(_llama_dir(tmp_path)))
-    _, tok = lm.load_model(src)
+    src = pretrained.resolve_model(str(_llama_dir(tmp_path)))
+    _, tok = pretrained.load_model(src)
     words = ["the", "dogs", "saw", "zyxwv"]  # 'zyxwv' is unseen: several byte tokens, one word
     text, spans = lm.word_spans(words)
     enc = tok(text, return_offsets_mapping=True)
@@ -324,8 +325,8 @@ def test_two_workers_asking_for_one_cache_compute_it_once(tmp_path):
     pytest.importorskip("transformers")
     import threading
 
-    src = lm.resolve_model(str(_bert_dir(tmp_path)))
-    model, tok = lm.load_model(src)
+    src = pretrained.resolve_model(str(_bert_dir(tmp_path)))
+    model, tok = pretrained.load_model(src)
     sents, calls = _sentences()[:12], []
 
     def loader():
@@ -379,8 +380,8 @@ def test_ewt_dev_through_a_tiny_model(tmp_path):
     sents = read_conllu(EWT / "en_ewt-ud-dev.conllu")
     assert len(sents) == 2001
     some = sents[:40]
-    src = lm.resolve_model(str(_bert_dir(tmp_path)))
-    cache = lm.cache_activations(lambda: lm.load_model(src), some, tmp_path / "c", lm.cache_key(src, some), batch_size=8)
+    src = pretrained.resolve_model(str(_bert_dir(tmp_path)))
+    cache = lm.cache_activations(lambda: pretrained.load_model(src), some, tmp_path / "c", lm.cache_key(src, some), batch_size=8)
     assert cache.meta["n_words"] == sum(len(s) for s in some)
     assert all(a.shape == (len(s), 16) and np.isfinite(a).all() for a, s in zip(cache.layer(2), some))
 
@@ -405,8 +406,8 @@ def test_packaged_models(tmp_path, dist, n_layers, d):
                                                                                       "punct"),
                       ("DET", "NOUN", "VERB", "ADV", "PUNCT")), Sentence("s2", ("Unbelievable",), (0,), ("root",), ("ADJ",))]
     sents[0] = Sentence("s1", sents[0].words, (2, 3, 0, 3, 3), sents[0].deprels, sents[0].upos)
-    src = lm.resolve_model(dist)
-    cache = lm.cache_activations(lambda: lm.load_model(src), sents, tmp_path, lm.cache_key(src, sents), batch_size=2)
+    src = pretrained.resolve_model(dist)
+    cache = lm.cache_activations(lambda: pretrained.load_model(src), sents, tmp_path, lm.cache_key(src, sents), batch_size=2)
     assert (cache.n_layers, cache.d) == (n_layers, d)
     assert [a.shape for a in cache.layer(n_layers - 1)] == [(5, d), (1, d)]
     assert all(np.isfinite(a).all() for a in cache.layer(n_layers // 2))

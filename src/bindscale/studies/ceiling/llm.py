@@ -199,11 +199,11 @@ class EndpointClient:
 
 
 class LocalClient:
-    """Greedy chat replies from a local model through transformers (:func:`..geometry.lm.load_model`, the
+    """Greedy chat replies from a local model through transformers (:func:`bindscale.models.pretrained.load_model`, the
     project's one loader), cached like :class:`EndpointClient`. The model loads on the first uncached call."""
 
     def __init__(self, name: str, *, max_tokens: int = 64, cache: ResponseCache | None = None, device: str = "cpu"):
-        from ..geometry.lm import require_lm, resolve_model
+        from ...models.pretrained import require_lm, resolve_model
 
         require_lm(INSTALL_HINT)
         self.source = resolve_model(name)
@@ -235,7 +235,7 @@ class LocalClient:
 
     def _load(self) -> None:
         if self._model is None:
-            from ..geometry.lm import load_model
+            from ...models.pretrained import load_model
 
             self._model, self._tok = load_model(self.source, device=self.device, causal_lm=True)
 
@@ -284,7 +284,7 @@ def check_lm(model) -> None:
     if model.endpoint_url is not None:
         check_endpoint(model.endpoint_url, model.timeout_s, "model.endpoint" if model.endpoint else "model.path")
         return
-    from ..geometry.lm import require_lm, resolve_model
+    from ...models.pretrained import require_lm, resolve_model
 
     require_lm(INSTALL_HINT)
     try:

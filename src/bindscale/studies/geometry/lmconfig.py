@@ -39,7 +39,7 @@ class TreebankDataConfig(StrictModel):
 
 
 class PretrainedModelConfig(StrictModel):
-    """A pretrained Hugging Face model, read from disk only (see :func:`.lm.resolve_model`)."""
+    """A pretrained Hugging Face model, read from disk only (see :func:`bindscale.models.pretrained.resolve_model`)."""
 
     source: Literal["pretrained"] = "pretrained"
     name: str = Field(DEFAULT_MODELS[0], min_length=1,

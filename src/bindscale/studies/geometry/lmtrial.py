@@ -35,7 +35,7 @@ Scalar metrics (test sentences; ``metric`` in :data:`.layers.SCALARS`): ``{kind}
 dev layer (identity: at the polar probe's best layer), ``untrained_{kind}_{metric}`` (random model, at
 the trained model's best layer of that kind; identity at the polar one), ``embed_{kind}_{metric}``
 (layer 0), ``best_layer_{kind}``, ``polar_minus_structural_las_pp`` / ``_hm``, ``n_params``, ``model_label``
-(family, size, base/instruct, stored precision: :func:`.lm.describe_model`) with ``model_family`` /
+(family, size, base/instruct, stored precision: :func:`bindscale.models.pretrained.describe_model`) with ``model_family`` /
 ``model_variant`` / ``model_weights``, ``untrained_init_seed``,
 ``n_layers``, ``n_fit`` / ``n_dev`` / ``n_test`` sentences, the linear-chain baseline
 ``chain_{uuas,uas,las}_{hm,pp}`` (:func:`.scores.chain_metrics`), ``{kind}_las_pp_by_sentence`` (polar and
@@ -114,9 +114,10 @@ def check_trial(trial: Any) -> None:
         raise ConfigError("data.treebank is not set: give the folder of a CoNLL-U treebank with its dev and test "
                           "files, e.g. --set data.treebank=PATH/ud-english-ewt")
     _check_sentences(trial)
-    from .lm import require_lm, resolve_model
+    from ...models.pretrained import require_lm, resolve_model
+    from .lm import INSTALL_HINT
 
-    require_lm()
+    require_lm(INSTALL_HINT)
     resolve_model(trial.model.name)
 
 
@@ -243,7 +244,8 @@ class _Source:
 
     def __init__(self, source, draw: dict[str, Any], cache_dir: Path, untrained: bool, seed: int,
                  batch_size: int, device: str, units: _Units, share: float):
-        from .lm import cache_activations, cache_key, load_model
+        from ...models.pretrained import load_model
+        from .lm import cache_activations, cache_key
 
         loaded: list = []
 
@@ -306,7 +308,7 @@ def run_lm_trial(trial: Any, device: str = "cpu", progress: Callable[[int], None
 
     check_trial(trial)
     from .layers import contextual_best_layer
-    from .lm import describe_model, resolve_model
+    from ...models.pretrained import describe_model, resolve_model
 
     t0, c0 = time.perf_counter(), time.process_time()
     units = _Units(trial.train.steps, progress)
