@@ -308,8 +308,10 @@ def build_answer(run_dir: "str | Path") -> dict[str, Any]:
     for c in data["claims"]:
         if c["figure"]:
             images[c["claim"]] = base64.b64encode(store.read_bytes(c["figure"])).decode("ascii")
+    # A published folder (bindscale publish) carries its provenance: shown on the page, not in answer.json.
+    provenance = json.loads(store.read_text("provenance.json")) if store.exists("provenance.json") else None
     html = _environment().get_template("answer.html.j2").render(
-        data=data, images=images, fmt=fmt, fmt_ci=fmt_ci, sides=SIDES, clip=clip, anchor_text=anchor_text,
+        data=data, images=images, provenance=provenance, fmt=fmt, fmt_ci=fmt_ci, sides=SIDES, clip=clip, anchor_text=anchor_text,
         unparsable_text=unparsable_text)
     store.write_text("answer.html", html)
     store.write_text("answer.json", json.dumps(data, indent=2, allow_nan=False) + "\n")

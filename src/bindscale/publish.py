@@ -40,6 +40,8 @@ BEGIN = "<!-- answer:begin (written by `bindscale publish`; edits here are overw
 END = "<!-- answer:end -->"
 
 #: Per study, the files copied as they are (figures are copied by pattern).
+#: The one command that regenerates the published answer (README and provenance.json say it).
+REGENERATE = "bindscale run all --publish docs/answer && bindscale publish runs/all --readme README.md"
 FILES = (STUDY_FILE, "summary.json", "report.html", "results.parquet", "timing.json")
 
 VERDICT_COLUMNS = ("claim", "verdict", "statistic", "value", "ci_low", "ci_high", "n_trials", "reason")
@@ -150,7 +152,16 @@ def publish(run_dir: "str | Path", to: "str | Path" = "docs/answer", *, commit: 
     """
     check_target(to)
     src = RunStore.of(run_dir)
+    if src.exists("summary.json"):
+        raise ConfigError(f"{run_dir}: one study's run directory; publish takes a `bindscale run all` directory "
+                          "(runs/all), whose answer covers every study")
     names = [n for n in registry.run_order() if src.exists(f"{n}/summary.json")]
+    quick = [n for n in names if json.loads(src.read_text(f"{n}/summary.json")).get("quick")]
+    if quick:
+        # A smoke test published over docs/answer would replace every study's committed answer (the folder
+        # holds one run): refused before anything is written.
+        raise ConfigError(f"{run_dir}: {', '.join(quick)} ran with --quick, a smoke test, not an answer to publish; "
+                          "publish a default `bindscale run all`")
     if not names:
         started = [n for n in registry.run_order() if src.exists(f"{n}/{STUDY_FILE}")]
         raise ConfigError(f"{run_dir}: no finished study to publish (a `bindscale run all` directory with at least "
@@ -181,7 +192,6 @@ def publish(run_dir: "str | Path", to: "str | Path" = "docs/answer", *, commit: 
         studies[name] = {"wall_seconds": None if wall is None else round(wall, 1),
                          "n_trials": summary.get("n_trials"), "n_ok": summary.get("n_ok"),
                          "quick": bool(summary.get("quick")), "report_generated": summary.get("generated")}
-    answer = build_answer(to)
     walls = [s["wall_seconds"] for s in studies.values() if s["wall_seconds"] is not None]
     provenance = {
         "run_dir": Path(str(run_dir)).name,  # the folder's name only: a local path means nothing in a clone
@@ -189,9 +199,10 @@ def publish(run_dir: "str | Path", to: "str | Path" = "docs/answer", *, commit: 
         "published": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "studies": studies, "wall_seconds_total": round(sum(walls), 1) if walls else None,
         "studies_not_run": [n for n in registry.run_order() if n not in names],
-        "regenerate": "bindscale run all && bindscale publish runs/all --to docs/answer --readme README.md",
+        "regenerate": REGENERATE,
     }
     dst.write_text("provenance.json", json.dumps(provenance, indent=2) + "\n")
+    answer = build_answer(to)  # after provenance.json: the page shows the commit, machine and wall time
     dst.write_text("README.md", _folder_readme(answer, provenance))
     if readme_text is not None:
         rel = os.path.relpath(Path(to).resolve() / "answer.html", Path(readme).resolve().parent)

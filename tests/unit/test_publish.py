@@ -24,6 +24,8 @@ def _with_extras(root, names=None):
         (d / "records").mkdir(exist_ok=True)
         (d / "records" / "t1.json").write_text("{}")  # per-trial records: never published
         (d / "timing.json").write_text(json.dumps({"wall_seconds": 61.0}))
+        summary = json.loads((d / "summary.json").read_text())  # a default run, not a smoke test
+        (d / "summary.json").write_text(json.dumps({**summary, "quick": False}))
     return root
 
 
@@ -128,3 +130,32 @@ def test_verdicts_csv_matches_the_summary_via_pandas():
     df = pd.read_csv(io.StringIO(verdicts_csv(summary)))
     assert list(df["claim"]) == ["a", "b"] and df.loc[0, "reason"] == "gain 0.5, with a comma"
     assert df.loc[0, "value"] == 0.5 and pd.isna(df.loc[1, "value"])
+
+
+def test_the_published_page_names_commit_machine_and_wall_time(tmp_path):
+    to = tmp_path / "pub"
+    publish(_with_extras(_run_dir(tmp_path / "run")), to, commit="0123456789abcdef")
+    page = (to / "answer.html").read_text()
+    assert "<code>0123456789ab</code>" in page and "min of wall time in all" in page
+    assert "bindscale run all --publish docs/answer" in page
+
+
+@pytest.mark.parametrize("what", ["quick_study", "single_study_dir"])
+def test_a_smoke_test_or_one_studys_run_is_refused_before_anything_is_written(tmp_path, what):
+    """A quick study in a run-all-shaped folder would replace every committed study's answer (a new user did
+    that: `run scaling --quick`, copied into a folder, published without --to)."""
+    run = _with_extras(_run_dir(tmp_path / "run"))
+    to = tmp_path / "pub"
+    publish(run, to, commit="a")
+    before = sorted(p.relative_to(to) for p in to.rglob("*"))
+    if what == "quick_study":
+        first = registry.run_order()[0]
+        s = json.loads((run / first / "summary.json").read_text())
+        (run / first / "summary.json").write_text(json.dumps({**s, "quick": True}))
+        src, words = run, f"{first} ran with --quick"
+    else:
+        src, words = run / registry.run_order()[0], "one study's run directory"
+    with pytest.raises(ConfigError, match=words):
+        publish(src, to, commit="b")
+    assert sorted(p.relative_to(to) for p in to.rglob("*")) == before
+    assert json.loads((to / "provenance.json").read_text())["commit"] == "a"

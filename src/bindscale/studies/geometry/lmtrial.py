@@ -107,17 +107,18 @@ def check_trial(trial: Any) -> None:
             ``n_fit + n_dev`` or no test sentence; the ``lm`` extra not installed; ``model.name`` neither an
             installed package, a model folder nor a ``.gguf`` file.
     """
+    from ...models.pretrained import require_lm, resolve_model
+    from .lm import INSTALL_HINT
+
+    require_lm(INSTALL_HINT)  # first: a user without the extra learns it before preparing a treebank
     if getattr(trial.data, "source", None) != "treebank":
         raise ConfigError("a pretrained model (model.source: pretrained) is probed over a treebank: "
                           "set data.source: treebank and data.treebank=PATH")
     if not trial.data.treebank:
         raise ConfigError("data.treebank is not set: give the folder of a CoNLL-U treebank with its dev and test "
-                          "files, e.g. --set data.treebank=PATH/ud-english-ewt")
+                          "files (Universal Dependencies, e.g. UD English EWT from universaldependencies.org), "
+                          "e.g. --set data.treebank=PATH/ud-english-ewt")
     _check_sentences(trial)
-    from ...models.pretrained import require_lm, resolve_model
-    from .lm import INSTALL_HINT
-
-    require_lm(INSTALL_HINT)
     resolve_model(trial.model.name)
 
 
