@@ -248,7 +248,7 @@ def describe_plan(study: StudyConfig, workers: int | None = None, device: str = 
     counts = grid_counts(study)
     for i, (grid, n) in enumerate(counts, 1):
         axes = ", ".join(f"{axis} {_values(values)}" for axis, values in grid.items()) or "the base trial"
-        lines.append(f"  grid {i}: {n} trials ({axes})")
+        lines.append(f"  grid {i}: {n} trial{'' if n == 1 else 's'} ({axes})")
     if sum(n for _, n in counts) > len(trials):
         lines.append("  (a trial in several grids runs once)")
 
