@@ -155,8 +155,13 @@ def run_trial(trial: LengthTransferTrial, device: str | torch.device = "cpu",
     """Train and evaluate one trial alone; a non-finite loss gives status ``diverged``.
 
     ``return_models``: also hand back the trained transformer (``TrialResult.model``, eval mode;
-    ``model_kwargs`` holds its ``max_len``).
+    ``model_kwargs`` holds its ``max_len``). A pretrained model's trial (``model.kind: pretrained``) is
+    fine-tuned and measured the same way by :func:`.lmtrial.run_lm_trial`.
     """
+    from .lmtrial import is_lm_trial, run_lm_trial
+
+    if is_lm_trial(trial):
+        return run_lm_trial(trial, device, progress, return_models)
     return seqstack.run_alone(trial, device, progress, return_models, prepare=_prepare, finish=_result)
 
 
@@ -195,8 +200,11 @@ def run_group(trials: list[LengthTransferTrial], device: str | torch.device = "c
     lengths, same model, differing in seed or per-trial training fields) train as one stacked transformer,
     each on its own data stream, and are each evaluated (exact match, head ablations) on their own member;
     the others train alone (:func:`bindscale.seqstack.run_group`). A record is the same either way, up to
-    float rounding."""
+    float rounding. A pretrained model's trial runs alone (:func:`.lmtrial.run_lm_trial`), in its place."""
+    from .lmtrial import is_lm_trial, run_lm_trial
     from .plan import group_key
 
-    return seqstack.run_group(trials, device, progress, return_models, key=group_key, prepare=_prepare,
-                              finish=_result)
+    scratch = [t for t in trials if not is_lm_trial(t)]
+    done = iter(seqstack.run_group(scratch, device, progress, return_models, key=group_key, prepare=_prepare,
+                                   finish=_result) if scratch else [])
+    return [run_lm_trial(t, device, progress, return_models) if is_lm_trial(t) else next(done) for t in trials]

@@ -96,7 +96,7 @@ from bindscale.stats import bootstrap_ci, correlation_ci, mean_ci, mean_diff_ci,
 from .tasks import relation
 
 #: Columns whose values make a cell (everything that differs between trials but the auxiliary and the seed).
-CELL = ("main", "main_len", "aux_len", "n_train", "layers", "d_model", "heads", "pos", "steps", "lr")
+CELL = ("main", "main_len", "aux_len", "n_train", "layers", "d_model", "heads", "pos", "steps", "lr", "model_path")
 #: Columns of a model size.
 SIZE = ("layers", "d_model", "heads")
 NUMERIC = ("acc_in", "acc_beyond", "acc_past", "aux_acc_in", "head_corr", "head_corr_em", "head_jaccard",
@@ -123,7 +123,7 @@ def _cell_key(df: pd.DataFrame) -> pd.Series:
     cell = [c for c in CELL if c in df]
     if not cell or df.empty:  # agg(axis=1) on no rows gives a DataFrame, not a Series
         return pd.Series("", index=df.index, dtype=object)
-    return df[cell].astype(str).agg("|".join, axis=1)
+    return df[cell].map(str).agg("|".join, axis=1)  # str(NaN) is "nan" (astype(str) may keep NaN missing)
 
 
 def prepare_rows(df: pd.DataFrame) -> pd.DataFrame:
@@ -516,3 +516,6 @@ def planned_size_guard(df: pd.DataFrame, ok: pd.DataFrame, details: dict, verdic
         return ("the deciding trials have no usable ok trial at a planned size (" + "; ".join(short) + "): the "
                 "rule would decide at another size than the study asked about", "value_at_another_size")
     return None
+
+
+from .lmverdicts import pretraining_adds_transfer  # noqa: E402,F401 - the pretrained arm's rule (length_transfer-lm)
