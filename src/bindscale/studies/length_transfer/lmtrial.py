@@ -59,9 +59,10 @@ TOKENS = "per-character-ids-spaced-v1"
 #: Memory of one fine-tuning run beside the model: float32 weights, gradients and two AdamW moments (16 bytes a
 #: parameter), plus activations and evaluation.
 BYTES_PER_PARAM = 16
-#: Seconds of one fine-tuning step of SmolLM2-135M, batch 16 of about 20 tokens, one torch thread, 2-core Xeon
-#: (measured: 2.8-3.9 s after the first step; the first 8.4 s). Cost unit of :func:`job_cost`'s estimates.
-STEP_SECONDS_135M = 3.0
+#: CPU seconds of one fine-tuning step of SmolLM2-135M, batch 16 of about 20 tokens, one torch thread, 2-core Xeon:
+#: 150 steps of caprev + cap+rev took ~305 CPU-s in the pilot (length_transfer-lm.yaml); batch 16 x 24 random
+#: tokens 2.8-3.9 s (the first 8.4 s). The unit of :func:`estimated_seconds`.
+STEP_SECONDS_135M = 2.0
 _REF_PARAMS, _REF_TOKENS = 134_515_008, 16 * 20
 
 
