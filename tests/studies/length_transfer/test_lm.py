@@ -15,7 +15,7 @@ from bindscale.errors import ConfigError
 from bindscale.config import resolve_study
 from bindscale.studies.length_transfer import tasks as T
 from bindscale.studies.length_transfer.config import LengthTransferTrial
-from bindscale.studies.length_transfer.lmverdicts import pretraining_adds_transfer
+from bindscale.studies.length_transfer.verdicts import pretraining_adds_transfer
 
 P = {"margin": 0.05, "min_in_acc": 0.95, "min_aux_acc": 0.95}
 

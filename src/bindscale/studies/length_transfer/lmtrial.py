@@ -307,7 +307,7 @@ def estimated_seconds(trial) -> float:
     """CPU seconds of one pretrained trial, scaled from :data:`STEP_SECONDS_135M` by parameters × tokens: the
     fine-tuning steps, plus a forward pass (a third of a step) per length and task for exact match and per head for
     each ablated task (30 × 9 heads for SmolLM2-135M; head counts of other models are guessed from their size)."""
-    from .plan import longest_train_sequence
+    from .data import longest_train_sequence
 
     k = trial.task
     n = n_params_estimate(trial)
@@ -348,7 +348,7 @@ def run_lm_trial(trial, device="cpu", progress: Callable[[int], None] | None = N
     from bindscale.studies.geometry.lm import describe_model, load_model, resolve_model
 
     from .heads import answer_scores, default_k, map_correlation, topk_jaccard
-    from .trial import _map_dict, make_data, window_mean
+    from .data import _map_dict, make_data, window_mean
 
     t0 = time.perf_counter()
     src = resolve_model(trial.model.path)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from bindscale.seqstack import stack_key
 
-from .tasks import sequence_length
+from .data import longest_train_sequence  # noqa: F401 - kept importable here
 
 
 def group_key(trial) -> tuple:
@@ -20,12 +20,6 @@ def group_key(trial) -> tuple:
     if is_lm_trial(trial):
         return ("pretrained", trial.trial_id)
     return stack_key(trial, ("task", "model"))
-
-
-def longest_train_sequence(t) -> int:
-    """Longest training sequence of the trial's tasks (main up to ``main_len``, auxiliaries up to ``aux_len``)."""
-    k = t.task
-    return max([sequence_length(k.main, k.main_len)] + [sequence_length(a, k.aux_len) for a in k.aux_tasks])
 
 
 def stack_step_seconds(trials: list, window: float = 0.05, rounds: int = 3) -> float:
