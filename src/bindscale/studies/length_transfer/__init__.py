@@ -2,9 +2,16 @@
 longer task, and do the two reuse the same attention heads? After Cai et al. 2025,
 "Extrapolation by Association: Length Generalization Transfer in Transformers" (arXiv 2506.09251).
 
-Modules: :mod:`.config` (trial config), :mod:`.tasks` (task generators), :mod:`.trial` (train and
-analyse one trial), :mod:`.heads` (teacher-forced scoring, mean-ablation importance, map
-similarity), :mod:`.verdicts`, :mod:`.figures`, :mod:`.table`, :mod:`.plan`.
+Modules: :mod:`.config` (trial config), :mod:`.tasks` (task generators), :mod:`.data` (a trial's data),
+:mod:`.trial` (train and analyse one trial), :mod:`.lmtrial` (the pretrained arm: fine-tune a pretrained LM
+on the same tasks, ``model.kind: pretrained``, study file ``length_transfer-lm``), :mod:`.heads`
+(teacher-forced scoring, mean-ablation importance, map similarity), :mod:`.verdicts`, :mod:`.figures`,
+:mod:`.table`, :mod:`.plan`.
+
+Claim ``pretraining_adds_transfer`` (the ``length_transfer-lm`` study file only; issue 33, item 4): Cai et
+al.'s pretrained-model result — "we observe similar transfer effects in pretrained language models,
+suggesting that pretraining equips models with reusable computational scaffolding" — read as: a fine-tuned
+pretrained LM's transfer beyond L exceeds the from-scratch transformer's.
 
 Sides on the answer page: transfer, its growth with size and head reuse are the seed's reading of
 Cai et al. — reusable computational scaffolding that scale and training build with no binding

