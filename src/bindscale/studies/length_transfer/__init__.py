@@ -2,9 +2,16 @@
 longer task, and do the two reuse the same attention heads? After Cai et al. 2025,
 "Extrapolation by Association: Length Generalization Transfer in Transformers" (arXiv 2506.09251).
 
-Modules: :mod:`.config` (trial config), :mod:`.tasks` (task generators), :mod:`.trial` (train and
-analyse one trial), :mod:`.heads` (teacher-forced scoring, mean-ablation importance, map
-similarity), :mod:`.verdicts`, :mod:`.figures`, :mod:`.table`, :mod:`.plan`.
+Modules: :mod:`.config` (trial config), :mod:`.tasks` (task generators), :mod:`.data` (a trial's data),
+:mod:`.trial` (train and analyse one trial), :mod:`.lmtrial` (the pretrained arm: fine-tune a pretrained LM
+on the same tasks, ``model.kind: pretrained``, study file ``length_transfer-lm``), :mod:`.heads`
+(teacher-forced scoring, mean-ablation importance, map similarity), :mod:`.verdicts`, :mod:`.figures`,
+:mod:`.table`, :mod:`.plan`.
+
+Claim ``pretraining_adds_transfer`` (the ``length_transfer-lm`` study file only; issue 33, item 4): Cai et
+al.'s pretrained-model result — "we observe similar transfer effects in pretrained language models,
+suggesting that pretraining equips models with reusable computational scaffolding" — read as: a fine-tuned
+pretrained LM's transfer beyond L exceeds the from-scratch transformer's.
 
 Sides on the answer page: transfer, its growth with size and head reuse are the seed's reading of
 Cai et al. — reusable computational scaffolding that scale and training build with no binding
@@ -57,6 +64,14 @@ ANCHORS = {
         quote=("we provide initial mechanistic evidence that length generalization transfer correlates with the "
                "re-use of the same attention heads between the tasks"),
         metric="head reuse between tasks against transfer (their measure of reuse is not bindscale's map correlation)"),
+    "pretraining_adds_transfer": Anchor(
+        citation=_CAI_CITE, model_size="SmolLM-360M, pretrained, fine-tuned (beside their from-scratch models)",
+        params=360e6,
+        quote=("we observe similar transfer effects in pretrained language models, suggesting that pretraining equips "
+               "models with reusable computational scaffolding that facilitates extrapolation in downstream settings"),
+        metric=("transfer beyond L (co-trained with the related auxiliary minus alone) of a fine-tuned pretrained model "
+                "against a from-scratch model (their comparison is qualitative: no difference is cited)"),
+        statistics=("transfer_gain_pretrained_minus_scratch",)),
     "transfer_grows_with_size": Anchor(
         citation=_CAI_CITE, model_size=_CAI_SIZE, params=10.6e6, quote=_CAI_TRANSFER,
         metric="transfer at their model size (growth with size is bindscale's question, not a result of theirs)"),
@@ -126,6 +141,27 @@ CLAIMS = (
                    "capitalise + reverse, RoPE, every learning check at both sizes; four independent seed groups, Welch–Satterthwaite interval."),
         thresholds=_T, defaults=_D, guards=_G, gates=GATES,
         figures=("lt_gain_vs_size",),
+    ),
+)
+
+CLAIMS += (
+    Claim(
+        name="pretraining_adds_transfer", title="Does pretraining change transfer? (Cai et al., pretrained arm)",
+        anchor=ANCHORS["pretraining_adds_transfer"],
+        source=_CAI, side="scale_suffices",
+        statement=("Cai et al. 2025 (abstract): \"we observe similar transfer effects in pretrained language models, "
+                   "suggesting that pretraining equips models with reusable computational scaffolding that facilitates "
+                   "extrapolation in downstream settings\". Read here as a difference that can fail: a pretrained LM "
+                   "fine-tuned on the deciding pair (capitalise-and-reverse alone, and with capitalise + reverse) gains "
+                   "more exact match beyond L from the related auxiliary than the from-scratch transformer does. Only "
+                   "the length_transfer-lm study file decides it."),
+        statistic=("Per seed, transfer = exact match of the main task at lengths L+1..aux_len co-trained with "
+                   "capitalise + reverse minus alone (same seed); mean over seeds of the fine-tuned pretrained model "
+                   "(the one with the most parameters when several are given) minus that of the from-scratch "
+                   "transformer at the largest planned width (RoPE), Welch's 95% interval. Supported above the margin, "
+                   "not supported below it; gates: main within L and auxiliary within its lengths in all four cells."),
+        thresholds=_T, defaults=_D, gates=GATES,
+        figures=("lt_acc_by_length",),
     ),
 )
 

