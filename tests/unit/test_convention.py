@@ -26,7 +26,7 @@ ABSENT = {
     "ceiling": {"step_counter"},
     "depth": {"step_counter"},
     "geometry": {"step_counter"},  # rows: prepare_rows joins the contextual scores its gates read
-    "length_transfer": {"checker", "step_counter"},
+    "length_transfer": {"step_counter"},  # checker: plan.check_trials (the pretrained arm names model.path)
     "modularity": {"grouper", "step_timer", "checker", "rows"},
     "subgraphs": {"checker", "rows", "step_counter"},
 }

