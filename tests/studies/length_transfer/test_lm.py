@@ -217,6 +217,15 @@ def test_verdict_not_supported_when_the_claim_is_false():
     assert same.outcome == "not_supported" and same.interval[2] < 0.05
 
 
+def test_a_second_model_of_unknown_size_blocks_the_verdict():
+    """Two pretrained models, one without a parameter count: the largest, which decides, cannot be told."""
+    t = _table(_noise(0.1), _noise(0.7), _noise(0.1), _noise(0.2))
+    other = t[t["model.kind"] == "pretrained"].copy()
+    other["model_path"], other["n_params"] = "/models/unknown.gguf", np.nan
+    v = pretraining_adds_transfer(pd.concat([t, other], ignore_index=True), P, 200, 0)
+    assert v.outcome == "inconclusive" and "parameter count unknown for /models/unknown.gguf" in v.details["reason"]
+
+
 def test_verdict_inconclusive_on_missing_nan_zero_and_few_seeds():
     full = _table(_noise(0.1), _noise(0.7), _noise(0.1), _noise(0.2))
     # no pretrained trials at all (the plain study's table)

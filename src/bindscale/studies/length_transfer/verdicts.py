@@ -647,6 +647,11 @@ def pretraining_adds_transfer(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: i
                         "acc_beyond": {c: float(x["acc_beyond"].mean()) for c, x in g.groupby("condition")},
                         "transfer": ci_entry(mean_ci(tr), tr.size) if tr.size else None}
     details["by_model"] = by_model
+    unsized = sorted(k for k in by_model if "n_params" not in pre or not pre.loc[path == k, "n_params"].notna().any())
+    if len(by_model) > 1 and unsized:
+        # The largest model decides: without every size a smaller model could decide in its place.
+        return stop(f"parameter count unknown for {', '.join(unsized)}: the largest model, which decides, cannot be "
+                    "told", len(rows))
     if "n_params" in pre and pre["n_params"].notna().any():
         chosen = max(by_model, key=lambda k: float(pre.loc[path == k, "n_params"].mean()))
     else:
