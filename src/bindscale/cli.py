@@ -125,8 +125,9 @@ def _run_all(quick, out, set_, device, workers, executor, address, retries, dry_
               "by name to change it)")
     out_dir = out if out is not None else ("runs/all-quick" if quick else "runs/all")
     if dry_run or print_config:  # each study's plan / resolved file, in the order `run all` runs them
-        from .plan import describe_plan, study_yaml
+        from .plan import _clock, describe_plan, study_yaml
 
+        walls: list[float] = []
         try:
             for name in registry.run_order():
                 cfg = resolve_study(name, quick=quick)
@@ -134,10 +135,12 @@ def _run_all(quick, out, set_, device, workers, executor, address, retries, dry_
                     print(f"# {name}\n{study_yaml(cfg)}", end="", flush=True)
                 if dry_run:
                     print(describe_plan(cfg, workers=workers, device=device, executor=executor, retries=retries,
-                                        address=address, out=RunStore(out_dir).where(name)), flush=True)
+                                        address=address, out=RunStore(out_dir).where(name), walls=walls), flush=True)
         except BindscaleError as err:
             _fail(str(err))
         if dry_run:
+            if len(walls) == len(registry.run_order()):  # every study had a CPU estimate: one after another
+                print(f"run all: ~{_clock(sum(walls))} wall in all (the studies run one after another)", flush=True)
             _say_if_held(out_dir)
         return
     from .runner import run_all

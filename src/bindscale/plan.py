@@ -187,8 +187,11 @@ def _cluster_estimate(cpu_seconds: list[float], n_workers: int, asked: int | Non
 
 def describe_plan(study: StudyConfig, workers: int | None = None, device: str = "auto",
                   executor: str | None = None, out: str | None = None, retries: int = RETRIES,
-                  address: str | None = None) -> str:
+                  address: str | None = None, walls: list[float] | None = None) -> str:
     """The dry run's text: trials per grid, stacked jobs, estimated time. Runs and writes nothing.
+
+    ``walls``: when given, the CPU estimate's wall seconds are appended to it (``run all --dry-run`` adds the
+    studies' estimates into one total).
 
     The estimate is the CPU one (seconds on the CPU machine, scheduled on the workers), a GPU one on
     ``device`` cuda (:func:`gpu_job_seconds`), or a Ray-cluster one with ``executor`` ray and an ``address``
@@ -302,6 +305,8 @@ def describe_plan(study: StudyConfig, workers: int | None = None, device: str = 
         lines += _cluster_estimate(seconds, n_workers, workers, how)
     else:
         wall = schedule(seconds, n_workers) + OVERHEAD_S
+        if walls is not None:
+            walls.append(wall)
         lines.append(f"estimated time: ~{_clock(wall)} wall on {n_workers} worker(s) ({_clock(sum(seconds))} CPU time "
                      f"of training, + ~{OVERHEAD_S:.0f} s start-up and report)")
         lines.append(f"  (an estimate: the cost-to-seconds factor is {how} on {MACHINE}; another machine or "

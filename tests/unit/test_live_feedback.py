@@ -140,3 +140,22 @@ def test_a_dry_run_says_when_a_live_run_holds_its_directory_and_writes_nothing(t
     result = CliRunner().invoke(app, ["run", "depth", "--quick", "--dry-run", "--out", str(out)])
     assert result.exit_code == 0 and "live bindscale run" not in result.output
     assert sorted(p.name for p in out.iterdir()) == [".lock"]  # the dry runs wrote nothing
+
+
+def test_run_all_dry_run_adds_the_studies_estimates_into_one_total(tmp_path):
+    import re
+
+    result = CliRunner().invoke(app, ["run", "all", "--dry-run", "--workers", "2", "--out", str(tmp_path / "all")])
+    assert result.exit_code == 0, result.output
+    per_study = re.findall(r"^estimated time: ~(.+?) wall on", result.output, flags=re.M)
+    assert len(per_study) == len(registry.run_order())
+    (total,) = re.findall(r"^run all: ~(.+?) wall in all", result.output, flags=re.M)
+
+    def minutes(text):  # "14 min", "1 h 34 min", "45 s"
+        h = re.search(r"(\d+) h", text)
+        m = re.search(r"(\d+) min", text)
+        s = re.search(r"(\d+) s", text)
+        return (int(h[1]) * 60 if h else 0) + (int(m[1]) if m else 0) + (int(s[1]) / 60 if s else 0)
+
+    assert abs(minutes(total) - sum(minutes(t) for t in per_study)) <= len(per_study)  # each clock rounds to a minute
+    assert not (tmp_path / "all").exists()
