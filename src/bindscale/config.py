@@ -33,6 +33,29 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
+def model_kind(v: Any) -> str:
+    """A ``model`` section's kind (a dict or a config; ``"transformer"`` when unset): the discriminator of a
+    study whose trials mix model kinds (ceiling: transformer / lm; length_transfer: transformer / pretrained)."""
+    return v.get("kind", "transformer") if isinstance(v, dict) else getattr(v, "kind", "transformer")
+
+
+def keep_own_kind_fields(data: Any, kinds: Mapping[str, type[BaseModel]]) -> Any:
+    """``data`` (a trial's raw dict) with the ``model`` fields of the other kinds dropped: those that only another
+    kind's config has. One study file can then sweep several model kinds (a grid sets ``model.kind`` over a
+    transformer base, a ``--set`` of one kind's field reaches that kind's trials only), and every field left is
+    still checked against its own kind. Anything that is not such a dict is returned as it is."""
+    if not (isinstance(data, dict) and isinstance(data.get("model"), dict)):
+        return data
+    m = dict(data["model"])
+    own = kinds.get(model_kind(m))
+    if own is None:  # an unknown kind: left for the discriminator to refuse
+        return data
+    for other in kinds.values():
+        for k in set(other.model_fields) - set(own.model_fields):
+            m.pop(k, None)
+    return {**data, "model": m}
+
+
 class TrialBase(StrictModel):
     """Base of every study's trial config: hashed id and flat record columns.
 

@@ -216,3 +216,25 @@ def test_a_dry_run_refuses_the_options_a_run_refuses(tmp_path, study):
 def test_a_set_of_a_section_or_of_no_key_says_what_is_wrong(tmp_path, arg, want):
     r = cli("run", TINY, "--dry-run", "--set", arg, "--out", tmp_path / "o")
     assert one_error_line(r).startswith(want), r.stderr
+
+
+def test_keep_own_kind_fields_drops_only_the_other_kinds_fields():
+    from pydantic import BaseModel
+
+    from bindscale.config import keep_own_kind_fields, model_kind
+
+    class A(BaseModel):
+        kind: str = "transformer"
+        width: int = 1
+
+    class B(BaseModel):
+        kind: str = "lm"
+        path: str = ""
+
+    kinds = {"transformer": A, "lm": B}
+    both = {"seed": 0, "model": {"kind": "lm", "width": 8, "path": "m.gguf"}}
+    assert keep_own_kind_fields(both, kinds) == {"seed": 0, "model": {"kind": "lm", "path": "m.gguf"}}
+    assert keep_own_kind_fields({"model": {"width": 8, "path": "p"}}, kinds) == {"model": {"width": 8}}
+    odd = {"model": {"kind": "rnn", "width": 8, "path": "p"}}  # unknown: left for the discriminator to refuse
+    assert keep_own_kind_fields(odd, kinds) is odd and keep_own_kind_fields("x", kinds) == "x"
+    assert model_kind({}) == "transformer" and model_kind(B()) == "lm"

@@ -20,7 +20,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
-from ...config import StrictModel, TrialBase
+from ...config import StrictModel, TrialBase, keep_own_kind_fields, model_kind
 from ...trials import SeqTrainConfig
 from .problems import FAMILIES, MAX_DIFFICULTY
 
@@ -135,10 +135,6 @@ class CeilingLMConfig(StrictModel):
         return None
 
 
-def _kind(v):
-    return v.get("kind", "transformer") if isinstance(v, dict) else getattr(v, "kind", "transformer")
-
-
 class CeilingTrial(TrialBase):
     """A ceiling trial: one model (trained transformer or real LM) scored on the study's instances."""
 
@@ -168,7 +164,7 @@ class CeilingTrial(TrialBase):
     kind: Literal["ceiling"] = "ceiling"
     task: CeilingTaskConfig = CeilingTaskConfig()
     model: Annotated[Annotated[CeilingTransformerConfig, Tag("transformer")] | Annotated[CeilingLMConfig, Tag("lm")],
-                     Discriminator(_kind)] = CeilingTransformerConfig()
+                     Discriminator(model_kind)] = CeilingTransformerConfig()
     train: SeqTrainConfig = SeqTrainConfig(steps=400, batch_size=32, lr=3e-3, weight_decay=0.1, warmup_steps=40)
     seed: int = Field(0, ge=0, le=2**31 - 1)
 
@@ -178,15 +174,7 @@ class CeilingTrial(TrialBase):
         """Drop the model fields of the other kind, so that one study file can sweep trained and real models
         (``ceiling-lm``: a grid sets ``model.kind: lm`` over a transformer base, and ``--set model.endpoint=URL``
         on that file reaches the real-model trials only). Every field is still checked against its own kind."""
-        if isinstance(data, dict) and isinstance(data.get("model"), dict):
-            m = dict(data["model"])
-            kind = m.get("kind", "transformer")
-            other = CeilingLMConfig if kind == "transformer" else CeilingTransformerConfig
-            own = CeilingTransformerConfig if kind == "transformer" else CeilingLMConfig
-            for k in set(other.model_fields) - set(own.model_fields):
-                m.pop(k, None)
-            data = {**data, "model": m}
-        return data
+        return keep_own_kind_fields(data, {"transformer": CeilingTransformerConfig, "lm": CeilingLMConfig})
 
     def trains(self) -> bool:
         """A real model (``model.kind: lm``) answers as it is; only the transformers are trained."""

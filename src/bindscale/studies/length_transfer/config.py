@@ -6,7 +6,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Discriminator, Field, Tag, model_validator
 
-from ...config import StrictModel, TrialBase
+from ...config import StrictModel, TrialBase, keep_own_kind_fields, model_kind
 from ...trials import PositionalTransformerConfig, SeqTrainConfig
 from .tasks import MAX_MQAR, TASKS
 
@@ -66,10 +66,6 @@ class PretrainedLMConfig(StrictModel):
                       description="the model: an installed package shipping it, a Hugging Face folder or a .gguf file")
 
 
-def _kind(v):
-    return v.get("kind", "transformer") if isinstance(v, dict) else getattr(v, "kind", "transformer")
-
-
 class LengthTransferTrial(TrialBase):
     """A length_transfer trial: one transformer trained on a main task, alone or beside auxiliaries."""
 
@@ -108,7 +104,7 @@ class LengthTransferTrial(TrialBase):
     # the same dumped config, hence the same trial ids); kind pretrained: a pretrained LM fine-tuned (.lmtrial).
     model: Annotated[Annotated[PositionalTransformerConfig, Tag("transformer")]
                      | Annotated[PretrainedLMConfig, Tag("pretrained")],
-                     Discriminator(_kind)] = PositionalTransformerConfig()
+                     Discriminator(model_kind)] = PositionalTransformerConfig()
     train: SeqTrainConfig = SeqTrainConfig()
     seed: int = Field(0, ge=0, le=2**31 - 1)
 
@@ -118,15 +114,7 @@ class LengthTransferTrial(TrialBase):
         """Drop the model fields of the other kind, so that one study file sweeps from-scratch and pretrained models
         (``length_transfer-lm``: a grid sets ``model.kind: pretrained`` over a transformer base, and ``--set
         model.path=…`` reaches the pretrained trials only). Every field is still checked against its own kind."""
-        if isinstance(data, dict) and isinstance(data.get("model"), dict):
-            m = dict(data["model"])
-            kind = m.get("kind", "transformer")
-            other = PretrainedLMConfig if kind == "transformer" else PositionalTransformerConfig
-            own = PositionalTransformerConfig if kind == "transformer" else PretrainedLMConfig
-            for k in set(other.model_fields) - set(own.model_fields):
-                m.pop(k, None)
-            data = {**data, "model": m}
-        return data
+        return keep_own_kind_fields(data, {"transformer": PositionalTransformerConfig, "pretrained": PretrainedLMConfig})
 
 
 #: The name the study plugin finds its trial config by (bindscale.study.CONVENTION).
