@@ -1,5 +1,5 @@
 """The data of one ``length_transfer`` trial (from-scratch or pretrained: :mod:`.trial`, :mod:`.lmtrial`) and the
-small helpers both trial kinds share: the exact-match window mean and the head-map record.
+small helpers both trial kinds share: the exact-match windows (:func:`length_metrics`; the head maps: :func:`.heads.head_record`).
 
 After Cai et al. 2025, "Extrapolation by Association: Length Generalization Transfer in Transformers" (arXiv
 2506.09251); the data's streams and splits are described in :mod:`.trial`.
@@ -73,3 +73,24 @@ def window_mean(table: dict[str, list], lo: int, hi: int) -> float:
 def _map_dict(imp: np.ndarray) -> dict[str, dict[str, list[float]]]:
     return {str(i): {str(h): [float(imp[i, h, 0]), float(imp[i, h, 1])] for h in range(imp.shape[1])}
             for i in range(imp.shape[0])}
+
+
+def length_metrics(task, acc_by_length: dict[str, list], aux_acc_by_length: dict[str, dict[str, list]]) -> dict:
+    """The exact-match record of a trained model, from-scratch or fine-tuned alike: the tables by length, the
+    windows within L (2..``main_len``), beyond L (``main_len``+1..``aux_len``) and past the auxiliary's length,
+    the auxiliaries' mean within their own lengths, and the trial's condition (alone / related / unrelated).
+
+    Args:
+        task: the trial's ``task`` section.
+        acc_by_length: ``{length: [n, exact match]}`` of the main task.
+        aux_acc_by_length: per auxiliary task the same table (empty for a main task alone).
+    """
+    m: dict = {"acc_by_length": acc_by_length,
+               "acc_in": window_mean(acc_by_length, 2, task.main_len),
+               "acc_beyond": window_mean(acc_by_length, task.main_len + 1, task.aux_len),
+               "acc_past": window_mean(acc_by_length, task.aux_len + 1, task.test_max),
+               "condition": T.relation(task.main, task.aux_tasks)}
+    if aux_acc_by_length:
+        m["aux_acc_by_length"] = aux_acc_by_length
+        m["aux_acc_in"] = float(np.mean([window_mean(t, 2, task.aux_len) for t in aux_acc_by_length.values()]))
+    return m

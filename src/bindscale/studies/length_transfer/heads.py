@@ -176,3 +176,19 @@ def topk_jaccard(a: np.ndarray, b: np.ndarray, k: int) -> float:
 def default_k(n_heads_total: int) -> int:
     """Top-k size: a quarter of all heads, at least 2 (1 for a single-head model)."""
     return max(min(2, n_heads_total), n_heads_total // 4)
+
+
+def head_record(main_map: np.ndarray, aux_map: np.ndarray | None) -> dict:
+    """The head-map record of a trained model, from-scratch or fine-tuned alike: each map (``(layers, heads, 2)``:
+    loss rise, exact-match drop) as nested lists and, with an auxiliary, the two maps' Pearson correlation (on
+    each measure) and top-k Jaccard (:func:`default_k` heads)."""
+    from .data import _map_dict
+
+    m: dict = {"heads_main": _map_dict(main_map)}
+    if aux_map is not None:
+        k = default_k(main_map[..., 0].size)
+        m |= {"heads_aux": _map_dict(aux_map),
+              "head_corr": map_correlation(main_map[..., 0], aux_map[..., 0]),
+              "head_corr_em": map_correlation(main_map[..., 1], aux_map[..., 1]),
+              "head_jaccard": topk_jaccard(main_map[..., 0], aux_map[..., 0], k), "head_topk": k}
+    return m

@@ -368,8 +368,8 @@ def run_lm_trial(trial, device="cpu", progress: Callable[[int], None] | None = N
     from bindscale.seqtrain import train_from_config
     from bindscale.models.pretrained import describe_model, load_model, resolve_model
 
-    from .heads import answer_scores, default_k, map_correlation, topk_jaccard
-    from .data import _map_dict, make_data, window_mean
+    from .data import length_metrics, make_data
+    from .heads import answer_scores, head_record
 
     t0 = time.perf_counter()
     src = resolve_model(trial.model.path)
@@ -408,14 +408,7 @@ def run_lm_trial(trial, device="cpu", progress: Callable[[int], None] | None = N
         return out
 
     m = metrics
-    m["acc_by_length"] = table(data.test)
-    m["acc_in"] = window_mean(m["acc_by_length"], 2, k.main_len)
-    m["acc_beyond"] = window_mean(m["acc_by_length"], k.main_len + 1, k.aux_len)
-    m["acc_past"] = window_mean(m["acc_by_length"], k.aux_len + 1, k.test_max)
-    m["condition"] = T.relation(k.main, k.aux_tasks)
-    if data.aux_test:
-        m["aux_acc_by_length"] = {a: table(by_len) for a, by_len in data.aux_test.items()}
-        m["aux_acc_in"] = float(np.mean([window_mean(t, 2, k.aux_len) for t in m["aux_acc_by_length"].values()]))
+    m |= length_metrics(k, table(data.test), {a: table(by_len) for a, by_len in data.aux_test.items()})
     t2 = time.perf_counter()
 
     def imp(ablate_set, reference_set):
@@ -423,16 +416,8 @@ def run_lm_trial(trial, device="cpu", progress: Callable[[int], None] | None = N
         valid = torch.arange(ref.shape[1])[None, :] < lengths_of(ref, ref_mask)[:, None]
         return head_importance_hf(module, *pack_lm(ablate_set, ids, start), ref.to(device), valid.to(device))
 
-    main_map = imp(data.ablate_main, data.reference_main)
-    m["heads_main"] = _map_dict(main_map)
-    if data.ablate_aux:
-        aux_map = imp(data.ablate_aux, data.reference_aux)
-        m["heads_aux"] = _map_dict(aux_map)
-        kk = default_k(main_map[..., 0].size)
-        m["head_corr"] = map_correlation(main_map[..., 0], aux_map[..., 0])
-        m["head_corr_em"] = map_correlation(main_map[..., 1], aux_map[..., 1])
-        m["head_jaccard"] = topk_jaccard(main_map[..., 0], aux_map[..., 0], kk)
-        m["head_topk"] = kk
+    m |= head_record(imp(data.ablate_main, data.reference_main),
+                     imp(data.ablate_aux, data.reference_aux) if data.ablate_aux else None)
     m["timings"] = {"load_s": t_load, "train_s": t_train, "eval_s": t2 - t1, "ablate_s": time.perf_counter() - t2}
     hf.eval()
     return TrialResult(status="ok", metrics=m, **kept)

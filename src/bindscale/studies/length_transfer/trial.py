@@ -33,7 +33,6 @@ import time
 from collections.abc import Callable
 from typing import NamedTuple
 
-import numpy as np
 import torch
 
 from bindscale import seeding, seqstack
@@ -42,8 +41,8 @@ from bindscale.kit import TrialResult
 
 from . import tasks as T
 from .config import LengthTransferTrial
-from .data import LengthData, _map_dict, make_data, window_mean  # noqa: F401 - shared with .lmtrial, kept importable here
-from .heads import answer_scores, default_k, head_importance, map_correlation, topk_jaccard
+from .data import LengthData, length_metrics, make_data
+from .heads import answer_scores, head_importance, head_record
 
 
 def task_family(trial: LengthTransferTrial, device: str | torch.device = "cpu") -> LengthData:
@@ -78,24 +77,12 @@ def evaluate(trial: LengthTransferTrial, model: Transformer, data: LengthData, d
     """Every metric of the module docstring for a trained model."""
     t = trial.task
     model.eval()
-    m: dict = {"acc_by_length": _acc_table(model, data.test, device)}
-    m["acc_in"] = window_mean(m["acc_by_length"], 2, t.main_len)
-    m["acc_beyond"] = window_mean(m["acc_by_length"], t.main_len + 1, t.aux_len)
-    m["acc_past"] = window_mean(m["acc_by_length"], t.aux_len + 1, t.test_max)
-    m["condition"] = T.relation(t.main, t.aux_tasks)
-    if data.aux_test:
-        m["aux_acc_by_length"] = {a: _acc_table(model, by_len, device) for a, by_len in data.aux_test.items()}
-        m["aux_acc_in"] = float(np.mean([window_mean(tab, 2, t.aux_len) for tab in m["aux_acc_by_length"].values()]))
+    aux = {a: _acc_table(model, by_len, device) for a, by_len in data.aux_test.items()}
+    m = length_metrics(t, _acc_table(model, data.test, device), aux)
     main_map = head_importance(model, *T.pack(data.ablate_main), T.pack(data.reference_main)[0])
-    m["heads_main"] = _map_dict(main_map)
-    if data.ablate_aux:
-        aux_map = head_importance(model, *T.pack(data.ablate_aux), T.pack(data.reference_aux)[0])
-        m["heads_aux"] = _map_dict(aux_map)
-        k = default_k(main_map[..., 0].size)
-        m["head_corr"] = map_correlation(main_map[..., 0], aux_map[..., 0])
-        m["head_corr_em"] = map_correlation(main_map[..., 1], aux_map[..., 1])
-        m["head_jaccard"] = topk_jaccard(main_map[..., 0], aux_map[..., 0], k)
-        m["head_topk"] = k
+    aux_map = (head_importance(model, *T.pack(data.ablate_aux), T.pack(data.reference_aux)[0])
+               if data.ablate_aux else None)
+    m |= head_record(main_map, aux_map)
     return m
 
 
