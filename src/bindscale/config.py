@@ -35,7 +35,7 @@ class StrictModel(BaseModel):
 
 def model_kind(v: Any) -> str:
     """A ``model`` section's kind (a dict or a config; ``"transformer"`` when unset): the discriminator of a
-    study whose trials mix model kinds (ceiling: transformer / lm; length_transfer: transformer / pretrained)."""
+    study whose trials mix model kinds (a trained transformer beside a real or pretrained model)."""
     return v.get("kind", "transformer") if isinstance(v, dict) else getattr(v, "kind", "transformer")
 
 
