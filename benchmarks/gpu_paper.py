@@ -143,8 +143,12 @@ def time_trial(trial, device: str, warmup: int, steps: int, budget_s: float) -> 
 
 
 def run(studies: list[str], variant: str, device: str, sets: list[str], warmup: int, steps: int,
-        budget_s: float, total_s: float, tiny: bool, say=print) -> dict:
-    """One short job per study's ``<study><variant>``; returns the JSON-ready result (never raises for a study)."""
+        budget_s: float, total_s: float, tiny: bool, say=print, save=None) -> dict:
+    """One short job per study's ``<study><variant>``; returns the JSON-ready result (never raises for a study).
+
+    ``save``, when given, is called with the result so far after each study, so that a run stopped from
+    outside (a lease's time limit) keeps the studies it finished.
+    """
     out: dict = {"machine": machine(), "device": device, "variant": variant, "warmup": warmup, "steps": steps,
                  "budget_s": budget_s, "tiny": tiny, "sets": sets, "studies": {}}
     files, start = builtin_studies(), time.perf_counter()
@@ -170,6 +174,8 @@ def run(studies: list[str], variant: str, device: str, sets: list[str], warmup: 
             out["studies"][study] = {"variant": name, "status": "failed", "error": f"{type(err).__name__}: {err}"}
             continue
         out["studies"][study] = row
+        if save is not None:
+            save(out)
         mem = row.get("gpu_peak_memory_bytes", row.get("process_peak_rss_bytes", 0)) / 2**30
         rate = f"{row['steps_per_s']:.1f} steps/s" if row["steps_per_s"] else "no steps timed"
         say(f"{study}: {name}, trial {trial.trial_id}: {rate} over {row['steps_timed']} steps, set-up "
@@ -198,9 +204,13 @@ def main(argv: list[str] | None = None) -> dict:
     steps = args.steps if args.steps is not None else (3 if args.tiny else 300)
     studies = [s for s in args.studies.split(",") if s]
     print("machine:", json.dumps(machine()))
-    out = run(studies, args.variant, args.device, args.sets, warmup, steps, args.budget_s, args.total_s, args.tiny)
-    if args.json:
-        args.json.write_text(json.dumps(out, indent=1))
+    def save(result: dict) -> None:
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=1))
+
+    out = run(studies, args.variant, args.device, args.sets, warmup, steps, args.budget_s, args.total_s, args.tiny,
+              say=lambda line: print(line, flush=True), save=save)
+    save(out)
     return out
 
 
