@@ -82,6 +82,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from bindscale.fmt import fmt
 from bindscale.records import metric_table
 from bindscale.kit import (
     MIN_REPLICATES, NAN3, at_bound, ci_entry, deciding_cell, decide as _decide, json_key, coerce_numeric, degenerate,
@@ -473,10 +474,6 @@ def _pretrained(ok: pd.DataFrame) -> pd.DataFrame | None:
     return pre if not pre.empty else None
 
 
-def _fmt(x: float, sign: bool = False) -> str:
-    return "n/a" if x is None or not np.isfinite(x) else (f"{x:+.3f}" if sign else f"{x:.3f}")
-
-
 def pretrained_model_verdict(rows: pd.DataFrame, p: Mapping, name: str) -> dict:
     """The polar-beats-structural verdict for one pretrained model over its probe-fit units (seeds).
 
@@ -534,12 +531,12 @@ def pretrained_model_verdict(rows: pd.DataFrame, p: Mapping, name: str) -> dict:
     out["trained_gap"] = ci_entry(mean_ci((units["ctx_polar_las_pp"] - units["ctx_structural_las_pp"]).to_numpy()), n)
     out["untrained_gap"] = ci_entry(mean_ci((units["ctx_untrained_polar_las_pp"]
                                              - units["ctx_untrained_structural_las_pp"]).to_numpy()), n)
-    numbers = (f"UUAS polar {_fmt(mean['ctx_polar_uuas_pp']['value'])}, structural "
-               f"{_fmt(mean['ctx_structural_uuas_pp']['value'])}, linear chain {_fmt(mean['chain_uuas_pp']['value'])}; "
-               f"LAS polar {_fmt(mean['ctx_polar_las_pp']['value'])}, structural "
-               f"{_fmt(mean['ctx_structural_las_pp']['value'])}; untrained twin LAS polar "
-               f"{_fmt(mean['ctx_untrained_polar_las_pp']['value'])}, structural "
-               f"{_fmt(mean['ctx_untrained_structural_las_pp']['value'])}")
+    numbers = (f"UUAS polar {fmt(mean['ctx_polar_uuas_pp']['value'])}, structural "
+               f"{fmt(mean['ctx_structural_uuas_pp']['value'])}, linear chain {fmt(mean['chain_uuas_pp']['value'])}; "
+               f"LAS polar {fmt(mean['ctx_polar_las_pp']['value'])}, structural "
+               f"{fmt(mean['ctx_structural_las_pp']['value'])}; untrained twin LAS polar "
+               f"{fmt(mean['ctx_untrained_polar_las_pp']['value'])}, structural "
+               f"{fmt(mean['ctx_untrained_structural_las_pp']['value'])}")
     if n < MIN_UNITS:
         out["reason"] = f"{who}: {n} probe-fit unit(s) (seeds); a verdict needs {MIN_UNITS} ({numbers}): inconclusive"
         return out
@@ -573,7 +570,7 @@ def pretrained_model_verdict(rows: pd.DataFrame, p: Mapping, name: str) -> dict:
         s_las = mean["ctx_structural_las_pp"]["value"]
         verdict = "supported" if gap_yes else "not_supported" if gap_no else "inconclusive"
         out["verdict"] = verdict
-        out["reason"] = (f"{stat_words}; the LAS ratio is undefined or unbounded (structural LAS {_fmt(s_las)}, near "
+        out["reason"] = (f"{stat_words}; the LAS ratio is undefined or unbounded (structural LAS {fmt(s_las)}, near "
                          f"0), so the gap alone decides: {'above' if gap_yes else 'below' if gap_no else 'across'} "
                          f"margin {margin:g}: {verdict.replace('_', ' ')} for {who} ({numbers})")
         return out
