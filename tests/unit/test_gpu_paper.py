@@ -57,3 +57,24 @@ def test_the_step_clock_times_bursts_of_reports(gpu_paper, monkeypatch):
                 now[0] += 1e-6
     r = clock.result()
     assert r["steps_timed"] == 50 and r["seconds_timed"] == pytest.approx(2.0) and r["steps_per_s"] == pytest.approx(25.0)
+
+
+def test_the_json_holds_each_finished_study_when_the_run_is_stopped_later(gpu_paper, monkeypatch, tmp_path):
+    # A lent GPU's lease ends a run from outside: the studies finished before must already be on disk.
+    fake = {"steps_per_s": 1.0, "steps_timed": 3, "seconds_timed": 3.0, "setup_seconds": 0.1, "cpu_seconds": 1.0,
+            "stopped": True, "process_peak_rss_bytes": 1}
+    calls = []
+
+    def timed(trial, device, warmup, steps, budget_s):
+        calls.append(trial.trial_id)
+        if len(calls) > 1:
+            raise KeyboardInterrupt  # the second study is cut off
+        return dict(fake)
+
+    monkeypatch.setattr(gpu_paper, "time_trial", timed)
+    path = tmp_path / "o.json"
+    with pytest.raises(KeyboardInterrupt):
+        gpu_paper.main(["--device", "cpu", "--tiny", "--variant", "", "--studies", "length_transfer,ceiling",
+                        "--json", str(path)])
+    kept = json.loads(path.read_text())
+    assert list(kept["studies"]) == ["length_transfer"] and kept["studies"]["length_transfer"]["steps_per_s"] == 1.0
