@@ -9,7 +9,9 @@ the default study), applies ``--set`` overrides as ``bindscale run`` does, takes
 study's own cost model, i.e. the paper tier's biggest model; with ``--tiny`` the smallest) and trains it with
 the study's own trainer (:func:`bindscale.jobs.run_group`) for ``--warmup`` + ``--steps`` optimizer steps,
 then stops it (no evaluation: only the training speed is wanted). A variant that does not exist is skipped with
-one line; a job that fails is reported as failed with its error, and the others still run.
+one line; a job that fails is reported as failed with its error, the others still run, and the exit
+status is then 1. A study name the registry does not know, or a ``--json`` path in a folder that cannot be
+written, is refused before anything runs (a lent GPU's minutes are not spent on it).
 
 Timing: the trainers report steps through their progress callback after reading the loss on the host
 (:mod:`bindscale.seqtrain` reads it every ``SYNC_EVERY`` steps on a GPU, every step on the CPU), so the time
@@ -27,7 +29,9 @@ build. The JSON holds the machine and one entry per study.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
+import os
 import resource
 import sys
 import time
@@ -167,6 +171,7 @@ def run(studies: list[str], variant: str, device: str, sets: list[str], warmup: 
             trial = pick_trial(cfg.trials(), smallest=tiny)
             cfg.plugin.check_trials([trial])
             row = {"variant": name, "status": "ok", "trial_id": trial.trial_id,
+                   "task": trial.task.model_dump(mode="json") if hasattr(trial, "task") else None,
                    "model": trial.model.model_dump(mode="json"), "trial_steps": cfg.plugin.steps(trial)}
             row |= time_trial(trial, device, warmup, steps, budget_s)
         except (BindscaleError, RuntimeError, ValueError, OSError) as err:  # one study's failure, said
@@ -203,6 +208,14 @@ def main(argv: list[str] | None = None) -> dict:
     warmup = args.warmup if args.warmup is not None else (1 if args.tiny else 20)
     steps = args.steps if args.steps is not None else (3 if args.tiny else 300)
     studies = [s for s in args.studies.split(",") if s]
+    known = builtin_studies()
+    unknown = [s for s in studies if s not in known]
+    if unknown:  # a typo would otherwise read as a variant not written yet, and spend a lent GPU on nothing
+        near = {s: difflib.get_close_matches(s, list(known), n=1) for s in unknown}
+        sys.exit("benchmarks/gpu_paper.py: unknown study " + ", ".join(
+            f"{s!r}" + (f" (did you mean {near[s][0]}?)" if near[s] else "") for s in unknown))
+    if args.json and not (args.json.parent.is_dir() and os.access(args.json.parent, os.W_OK)):
+        sys.exit(f"benchmarks/gpu_paper.py: --json {args.json}: {args.json.parent} is not a writable directory")
     print("machine:", json.dumps(machine()))
     def save(result: dict) -> None:
         if args.json:
@@ -211,6 +224,9 @@ def main(argv: list[str] | None = None) -> dict:
     out = run(studies, args.variant, args.device, args.sets, warmup, steps, args.budget_s, args.total_s, args.tiny,
               say=lambda line: print(line, flush=True), save=save)
     save(out)
+    failed = [k for k, v in out["studies"].items() if v["status"] == "failed"]
+    if failed:  # said per study above; the exit status says it to a script
+        sys.exit(f"benchmarks/gpu_paper.py: {len(failed)} of {len(studies)} studies failed: {', '.join(failed)}")
     return out
 
 

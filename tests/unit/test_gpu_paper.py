@@ -21,18 +21,15 @@ def gpu_paper():
     sys.path.remove(str(ROOT / "benchmarks"))
 
 
-def test_the_tiny_cpu_path_times_a_real_trial_and_skips_a_missing_variant(gpu_paper, tmp_path, capsys):
-    out = gpu_paper.main(["--device", "cpu", "--tiny", "--variant", "", "--studies", "length_transfer,no_such_study",
+def test_the_tiny_cpu_path_times_a_real_trial(gpu_paper, tmp_path):
+    out = gpu_paper.main(["--device", "cpu", "--tiny", "--variant", "", "--studies", "length_transfer",
                           "--json", str(tmp_path / "o.json")])
-    said = capsys.readouterr().out
-    assert "no_such_study: skipped, no no_such_study variant in the registry" in said
     assert json.loads((tmp_path / "o.json").read_text()) == json.loads(json.dumps(out))
     row = out["studies"]["length_transfer"]
     assert row["status"] == "ok" and row["stopped"], row  # stopped after its steps: evaluation never ran
     assert row["steps_timed"] >= 3 and row["steps_per_s"] > 0 and row["seconds_timed"] > 0
     assert row["steps_reported"] < row["trial_steps"]
     assert row["cpu_seconds"] > 0 and row["process_peak_rss_bytes"] > 0
-    assert out["studies"]["no_such_study"]["status"] == "skipped"
 
 
 def test_a_missing_paper_variant_is_skipped_not_a_crash(gpu_paper, monkeypatch):
@@ -78,3 +75,17 @@ def test_the_json_holds_each_finished_study_when_the_run_is_stopped_later(gpu_pa
                         "--json", str(path)])
     kept = json.loads(path.read_text())
     assert list(kept["studies"]) == ["length_transfer"] and kept["studies"]["length_transfer"]["steps_per_s"] == 1.0
+
+
+def test_a_misspelt_study_or_an_unwritable_json_is_refused_before_anything_runs(gpu_paper, tmp_path):
+    with pytest.raises(SystemExit, match=r"unknown study 'celing' \(did you mean ceiling\?\)"):
+        gpu_paper.main(["--device", "cpu", "--tiny", "--studies", "celing"])
+    with pytest.raises(SystemExit, match="is not a writable directory"):
+        gpu_paper.main(["--device", "cpu", "--tiny", "--studies", "ceiling", "--json", str(tmp_path / "no" / "x.json")])
+
+
+def test_a_failed_study_makes_the_exit_status_non_zero(gpu_paper, tmp_path):
+    with pytest.raises(SystemExit, match="1 of 1 studies failed: ceiling"):
+        gpu_paper.main(["--device", "cpu", "--tiny", "--variant", "", "--studies", "ceiling", "--set", "train.stpes=3",
+                        "--json", str(tmp_path / "o.json")])
+    assert json.loads((tmp_path / "o.json").read_text())["studies"]["ceiling"]["status"] == "failed"
