@@ -29,7 +29,6 @@ build. The JSON holds the machine and one entry per study.
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import os
 import resource
@@ -42,7 +41,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 from common import machine  # noqa: E402
 
-from bindscale.config import builtin_studies, resolve_study  # noqa: E402
+from bindscale.config import builtin_studies, resolve_study, unknown_study  # noqa: E402
 from bindscale.errors import BindscaleError  # noqa: E402
 from bindscale.jobs import run_group  # noqa: E402
 from bindscale.sweep import job_cost  # noqa: E402
@@ -177,6 +176,8 @@ def run(studies: list[str], variant: str, device: str, sets: list[str], warmup: 
         except (BindscaleError, RuntimeError, ValueError, OSError) as err:  # one study's failure, said
             say(f"{study}: failed, {type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
             out["studies"][study] = {"variant": name, "status": "failed", "error": f"{type(err).__name__}: {err}"}
+            if save is not None:
+                save(out)
             continue
         out["studies"][study] = row
         if save is not None:
@@ -211,9 +212,7 @@ def main(argv: list[str] | None = None) -> dict:
     known = builtin_studies()
     unknown = [s for s in studies if s not in known]
     if unknown:  # a typo would otherwise read as a variant not written yet, and spend a lent GPU on nothing
-        near = {s: difflib.get_close_matches(s, list(known), n=1) for s in unknown}
-        sys.exit("benchmarks/gpu_paper.py: unknown study " + ", ".join(
-            f"{s!r}" + (f" (did you mean {near[s][0]}?)" if near[s] else "") for s in unknown))
+        sys.exit(f"benchmarks/gpu_paper.py: {unknown_study(unknown[0], paths=False)}")
     if args.json and not (args.json.parent.is_dir() and os.access(args.json.parent, os.W_OK)):
         sys.exit(f"benchmarks/gpu_paper.py: --json {args.json}: {args.json.parent} is not a writable directory")
     print("machine:", json.dumps(machine()))

@@ -408,7 +408,7 @@ def load_study_dict(ref: str) -> tuple[dict, str]:
                 raise ConfigError(f"study file {ref!r} does not exist")
             path = p
         else:
-            raise ConfigError(_unknown_study(ref))
+            raise ConfigError(unknown_study(ref))
     try:
         data = yaml.load(path.read_text(), Loader=StudyLoader)  # noqa: S506 (a SafeLoader)
     except DuplicateKeyError as err:
@@ -442,14 +442,15 @@ def _study_names_text() -> str:
     return f"studies: {', '.join(studies)}" + (f"; variants: {', '.join(variants)}" if variants else "")
 
 
-def _unknown_study(ref: str) -> str:
-    """The one-line error for a study name that names nothing, with the close match when there is one."""
+def unknown_study(ref: str, paths: bool = True) -> str:
+    """The one-line error for a study name that names nothing, with the close match when there is one;
+    ``paths``: the caller also takes a path to a study file, and the message says so."""
     import difflib
 
     studies, variants = _study_names()
     close = difflib.get_close_matches(ref, studies + variants, n=1)
     hint = f" (did you mean {close[0]}?)" if close else ""
-    return f"unknown study {ref!r}{hint}; {_study_names_text()} (or a path to a .yaml file)"
+    return f"unknown study {ref!r}{hint}; {_study_names_text()}" + (" (or a path to a .yaml file)" if paths else "")
 
 
 class DuplicateKeyError(yaml.constructor.ConstructorError):
