@@ -309,7 +309,8 @@ def at_bound(arms: Mapping[str, Any], low: float | None = 0.0, high: float | Non
                                (high, "ceiling of the metric", "every model, the control too, is already perfect")):
         if bound is not None and all(np.all(v == bound) for v in vals.values()):
             n = ", ".join(f"{k} {v.size}" for k, v in vals.items())
-            return (f"every seed of {names} is exactly {bound:g} (seeds: {n}): both sit at the {where}, "
+            who = "it sits" if len(vals) == 1 else "both sit" if len(vals) == 2 else "all sit"
+            return (f"every seed of {names} is exactly {bound:g} (seeds: {n}): {who} at the {where}, "
                     f"{what}, so the comparison says nothing about the claim")
     return None
 

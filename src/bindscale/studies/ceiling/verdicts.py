@@ -204,7 +204,7 @@ def family_fit(rows: pd.DataFrame, family: str, x_col: str, min_sizes: int, n_bo
     if min(c.size for c in cells) < MIN_REPLICATES:
         entry["problem"] = f"a size has {min(c.size for c in cells)} finite seeds, fewer than {MIN_REPLICATES}"
         return entry
-    why = at_bound({f"size {s:g}": c for s, c in zip(sizes, cells)}, 0.0, 1.0)
+    why = at_bound({f"{x_col} {s:g}": c for s, c in zip(sizes, cells)}, 0.0, 1.0)
     if why:
         entry["problem"] = f"{col}: {why}"
         return entry
