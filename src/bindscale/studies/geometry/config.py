@@ -68,10 +68,13 @@ class ProbeConfig(StrictModel):
                                                       "(Hewitt & Manning) or best dev LAS (the polar probe's authors)")
     centroids: Literal["unit", "raw"] = Field("unit", description="relation centroids: means of unit or of raw "
                                               "edge vectors (the authors': raw)")
+    inputs: Literal["whiten", "scale"] = Field(
+        "whiten", description="how activations enter the fit: whiten (PCA-whitened fitting words; the probe stays a "
+        "linear map of the raw vectors) or scale (one scalar, as the sources' code fits raw vectors)")
     recipe: Literal["bindscale", "authors"] = Field(
         "bindscale", description="authors: fit as the polar probe's authors' code does (ProbeSettings.authors: "
         "rank 1024, angular weight 0.01, root weight 0.01, lr 1e-3, batches of 200, epoch by dev LAS, raw "
-        "centroids); only max_epochs and patience are then taken from here")
+        "centroids, raw inputs); only max_epochs and patience are then taken from here")
     untrained_control: bool = Field(True, description="also probe the untrained model (same initial weights)")
     n_picture_edges: int = Field(200, ge=0, le=5000, description="test edges kept for the polar picture")
 
@@ -95,7 +98,7 @@ class ProbeConfig(StrictModel):
 
 #: ProbeConfig fields that are :class:`.probes.ProbeSettings` fields.
 _FIT_FIELDS = ("rank", "angular_weight", "lr", "batch_size", "max_epochs", "patience", "lr_decay", "root_weight",
-               "select_by", "centroids")
+               "select_by", "centroids", "inputs")
 
 
 def _source(default: str):

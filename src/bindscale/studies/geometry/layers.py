@@ -23,6 +23,9 @@ METRICS = ("uuas_hm", "las_hm", "luas_hm", "uuas_pp", "las_pp", "luas_pp", "spea
 #: Scalar metrics recorded per probe kind (a subset of :data:`METRICS`); here, beside them, so that both
 #: trainers (:mod:`.trial`, :mod:`.lmtrial`) take them from below instead of from each other.
 SCALARS = ("uuas_hm", "las_hm", "uuas_pp", "las_pp", "spearman", "rel_acc", "dir_acc", "uas_hm", "uas_pp", "rel_bacc")
+#: The ``probe_layers`` model name of the trained model's probes fit as the sources fit them (raw vectors,
+#: :class:`.probes.ProbeSettings` ``inputs="scale"``), recorded beside bindscale's whitened fit: reported, never deciding.
+RAW_MODEL = "trained_raw"
 #: Dev metric that chooses a probe's layer (PolarProbe's convention: the anchors' numbers use it).
 SELECT = "las_pp"
 

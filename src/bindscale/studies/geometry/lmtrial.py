@@ -41,7 +41,8 @@ the trained model's best layer of that kind; identity at the polar one), ``embed
 ``chain_{uuas,uas,las}_{hm,pp}`` (:func:`.scores.chain_metrics`), ``{kind}_las_pp_by_sentence`` (polar and
 structural at their best layer >= 1, per test sentence: the units of the LAS ratio's interval), activation seconds, ``probes_fit`` /
 ``probes_from_cache`` (probes fitted here / read back from the probe cache). Tables as the
-synthetic trial: ``probe_layers`` (``{"trained"|"untrained": {kind: {layer: {split: METRICS}}}}``),
+synthetic trial: ``probe_layers`` (``{"trained"|"untrained"|"trained_raw": {kind: {layer: {split: METRICS}}}}``;
+``trained_raw``: the sources' fit on raw vectors beside the whitened one, when ``probe.inputs`` whitens),
 ``confusion`` (polar probe at its best layer, test) and ``polar_edges`` (the polar picture).
 """
 
@@ -51,6 +52,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -308,7 +310,7 @@ def run_lm_trial(trial: Any, device: str = "cpu", progress: Callable[[int], None
     from bindscale.kit import TrialResult
 
     check_trial(trial)
-    from .layers import contextual_best_layer
+    from .layers import RAW_MODEL, contextual_best_layer
     from ...models.pretrained import describe_model, resolve_model
 
     t0, c0 = time.perf_counter(), time.process_time()
@@ -325,7 +327,8 @@ def run_lm_trial(trial: Any, device: str = "cpu", progress: Callable[[int], None
     t_act = time.perf_counter() - t0
     settings = _settings(trial)
     layers = probed_layers(trained.n_layers, trial.model.layer_stride)
-    n_main = 2 * len(layers)
+    raw = settings.inputs != "scale"  # the sources' fit (raw vectors) beside ours, reported, never deciding
+    n_main = (4 if raw else 2) * len(layers)
     share_main = 0.4 if control else 0.45
     table: dict = {}
     probes: dict = {}
@@ -333,6 +336,10 @@ def run_lm_trial(trial: Any, device: str = "cpu", progress: Callable[[int], None
     counts = {"cached": 0, "fit": 0}
     _probe(trained.pairs, {layer: ("structural", "polar") for layer in layers}, settings, trial.seed, table, probes,
            lambda: units.add(share_main / n_main), probe_cache, counts)
+    rtable: dict = {}
+    if raw:
+        _probe(trained.pairs, {layer: ("structural", "polar") for layer in layers}, replace(settings, inputs="scale"),
+               trial.seed, rtable, {}, lambda: units.add(share_main / n_main), probe_cache, counts)
     best = {k: _best(table, k) for k in ("structural", "polar")}
     ctx = {k: contextual_best_layer(table, k) for k in ("structural", "polar")}
     ctx = {k: int(v) if v is not None else None for k, v in ctx.items()}
@@ -361,7 +368,7 @@ def run_lm_trial(trial: Any, device: str = "cpu", progress: Callable[[int], None
 
     metrics |= chain_metrics(splits["fit"], splits["test"])  # the linear-chain baseline beside every UUAS and LAS
     metrics |= las_by_sentence(table, probes, lambda layer: trained.pairs(int(layer)))
-    layers_table = {"trained": table}
+    layers_table = {"trained": table} | ({RAW_MODEL: rtable} if raw else {})
     t_probe = time.perf_counter() - t0 - t_act
     if control:
         init = seeding.stream_seed(UNTRAINED_SEED_ROOT, "random_init") % 2**31

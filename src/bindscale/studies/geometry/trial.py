@@ -29,7 +29,9 @@ trained model, ``untrained_{kind}_{metric}`` (untrained model, its own best laye
 baseline, :func:`.scores.chain_metrics`); ``{kind}_las_pp_by_sentence`` (polar and structural at their best
 layers among layers >= 1, per test sentence, the units of the LAS ratio's interval for one model); ``n_params``, ``train_tokens`` (input positions
 trained on), ``lm_test_loss``, ``lm_test_entropy``, ``lm_excess_loss`` (the gate's fit), ``grammar_entropy``
-(:func:`lm_fit_metrics`). Tables: ``probe_layers``, ``confusion`` (polar probe at its best
+(:func:`lm_fit_metrics`). Tables: ``probe_layers`` (models ``trained``, ``untrained`` and, when the probes whiten
+their inputs, ``trained_raw``: the trained model's structural and polar probes fit as the sources fit them, on raw
+vectors, :data:`.layers.RAW_MODEL`), ``confusion`` (polar probe at its best
 layer), ``polar_edges`` (:func:`.layers.polar_picture`).
 """
 
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 import copy
 import time
+from dataclasses import replace
 from collections.abc import Callable
 
 import numpy as np
@@ -51,7 +54,7 @@ from bindscale.kit import TrialResult
 from .config import GeometryTrial
 from .entropy import corpus_nll, grammar_entropy
 from .grammar import GrammarConfig, make_splits, vocabulary
-from .layers import METRICS, SCALARS, best_layer, las_by_sentence, polar_picture, probe_layers, relation_confusion
+from .layers import METRICS, RAW_MODEL, SCALARS, best_layer, las_by_sentence, polar_picture, probe_layers, relation_confusion
 from .lmtrial import is_lm_trial, run_lm_trial
 from .probes import KINDS, ProbeSettings
 from .scores import chain_metrics
@@ -211,6 +214,9 @@ def _result(trial: GeometryTrial, prepared: seqstack.Prepared, model: Transforme
     trained_pairs = _layer_pairs(model, splits)
     table, probes = probe_layers(trained_pairs, KINDS, settings, trial.seed)
     layers_table = {"trained": table}
+    if settings.inputs != "scale":  # the sources' fit (raw vectors) beside ours, reported, never deciding
+        layers_table[RAW_MODEL] = probe_layers(trained_pairs, ("structural", "polar"), replace(settings, inputs="scale"),
+                                               trial.seed)[0]
     metrics |= summarise(table, "") | summarise(table, "embed_", layer="0")
     metrics |= las_by_sentence(table, probes, lambda layer: trained_pairs[layer])
     if trial.probe.untrained_control:

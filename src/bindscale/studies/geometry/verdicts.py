@@ -94,7 +94,7 @@ from bindscale.stats import mean_ci, mean_diff_ci
 from . import CLAIMS
 from .config import GeometryTrial
 from .grammar import vocabulary
-from .layers import best_layer
+from .layers import RAW_MODEL, best_layer
 from .scores import PUNCT_CONVENTION
 
 DEFAULTS = {c.name: dict(c.defaults) for c in CLAIMS}
@@ -114,6 +114,9 @@ HEADLINE_RATIO = 2.0  # "nearly double"
 NET_GAP = "net_polar_minus_structural_las_pp"
 CHAIN_MARGIN = "ctx_polar_uuas_pp_minus_chain"
 STRUCT_CHAIN_MARGIN = "ctx_structural_uuas_pp_minus_chain"
+#: Column prefix of the sources' fit on raw vectors (:data:`.layers.RAW_MODEL`), and its polar UUAS − chain.
+RAW_PREFIX = "raw_"
+RAW_CHAIN_MARGIN = "ctx_raw_polar_uuas_pp_minus_chain"
 #: Probe-fit units (seeds) a pretrained model needs for a verdict: the project's bar for a deciding cell.
 MIN_UNITS = 8
 #: Columns a pretrained model's verdict reads, per probe-fit unit.
@@ -138,7 +141,7 @@ def contextual_scores(rows: pd.DataFrame) -> pd.DataFrame:
     for cell in cells:
         table = metric_table(cell, keys, values) or {}
         rec: dict = {}
-        for model, prefix in (("trained", ""), ("untrained", "untrained_")):
+        for model, prefix in (("trained", ""), ("untrained", "untrained_"), (RAW_MODEL, RAW_PREFIX)):
             by_kind = {kind: {layer: splits for layer, splits in ((table.get(model) or {}).get(kind) or {}).items()
                               if layer != INPUT_LAYER} for kind in ("polar", "structural")}
             for kind, layers in by_kind.items():
@@ -161,6 +164,10 @@ def contextual_scores(rows: pd.DataFrame) -> pd.DataFrame:
     chain = pd.to_numeric(rows["chain_uuas_pp"], errors="coerce") if "chain_uuas_pp" in rows else np.nan
     ctx[CHAIN_MARGIN] = ctx["ctx_polar_uuas_pp"] - chain
     ctx[STRUCT_CHAIN_MARGIN] = ctx["ctx_structural_uuas_pp"] - chain
+    if f"ctx_{RAW_PREFIX}polar_uuas_pp" in ctx:
+        ctx[RAW_CHAIN_MARGIN] = ctx[f"ctx_{RAW_PREFIX}polar_uuas_pp"] - chain
+        ctx[f"ctx_{RAW_PREFIX}polar_minus_structural_las_pp"] = (ctx[f"ctx_{RAW_PREFIX}polar_las_pp"]
+                                                                 - ctx[f"ctx_{RAW_PREFIX}structural_las_pp"])
     return ctx
 
 
@@ -463,7 +470,31 @@ def polar_beats_structural(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int)
         f"{chain_ci[2]:+.3f}]; supported when the gap's interval lies above {margin} and the ratio's above "
         f"{min_ratio}, not supported when one lies below and neither above (the polar probe must beat the chain: "
         f"the claim's gate)")
+    raw_cols = [c for c in (RAW_CHAIN_MARGIN, f"ctx_{RAW_PREFIX}polar_minus_structural_las_pp") if c in rows]
+    raw, words = _raw_fit(big.groupby("seed", sort=True)[raw_cols].mean() if raw_cols else big.iloc[:0], n_boot, seed)
+    if raw:
+        details["sources_raw_fit_largest_model"] = raw
+        details["reason"] += words
     return Verdict(stat, verdict, triple, len(diff), details)
+
+
+def _raw_fit(units: pd.DataFrame, n_boot: int = 0, seed: int = 0) -> tuple[dict, str]:
+    """The sources' fit on raw vectors (:data:`.layers.RAW_MODEL`) over these units (one row per seed): its polar
+    UUAS − chain and polar − structural LAS (mean and t interval), and a clause for a reason; ``({}, "")`` when
+    the rows carry no raw fit (probes fit with ``inputs: scale``, or records from before it was recorded).
+    Reported beside bindscale's whitened fit, never deciding (:mod:`.probes` says why the fits differ)."""
+    cols = {"polar_uuas_pp_minus_chain": RAW_CHAIN_MARGIN,
+            "polar_minus_structural_las_pp": f"ctx_{RAW_PREFIX}polar_minus_structural_las_pp"}
+    if not all(c in units for c in cols.values()):
+        return {}, ""
+    vals = {k: pd.to_numeric(units[c], errors="coerce").to_numpy(float) for k, c in cols.items()}
+    if not all(np.isfinite(v).all() and v.size for v in vals.values()):
+        return {}, ""
+    cis = {k: mean_ci(v, n_boot, seed=seed) for k, v in vals.items()}
+    out = {k: ci_entry(c, vals[k].size) for k, c in cis.items()}
+    c, g = cis["polar_uuas_pp_minus_chain"], cis["polar_minus_structural_las_pp"]
+    return out, (f"; the sources' fit on raw vectors (reported, not deciding): polar UUAS − chain {c[0]:+.3f} "
+                 f"[{c[1]:+.3f}, {c[2]:+.3f}], polar − structural LAS {g[0]:+.3f} [{g[1]:+.3f}, {g[2]:+.3f}]")
 
 
 def _pretrained(ok: pd.DataFrame) -> pd.DataFrame | None:
@@ -528,6 +559,11 @@ def pretrained_model_verdict(rows: pd.DataFrame, p: Mapping, name: str) -> dict:
     gap = units[NET_GAP].to_numpy(float)
     mean = {c: ci_entry(mean_ci(units[c].to_numpy(float)), n) for c in units.columns}
     out["per_unit_means"] = mean
+    raw_cols = [c for c in (RAW_CHAIN_MARGIN, f"ctx_{RAW_PREFIX}polar_minus_structural_las_pp") if c in rows]
+    raw, raw_words = _raw_fit(coerce_numeric(rows, ("seed", *raw_cols)).groupby("seed", sort=True)[raw_cols].mean()
+                              if raw_cols else rows.iloc[:0])
+    if raw:
+        out["sources_raw_fit"] = raw
     out["trained_gap"] = ci_entry(mean_ci((units["ctx_polar_las_pp"] - units["ctx_structural_las_pp"]).to_numpy()), n)
     out["untrained_gap"] = ci_entry(mean_ci((units["ctx_untrained_polar_las_pp"]
                                              - units["ctx_untrained_structural_las_pp"]).to_numpy()), n)
@@ -536,7 +572,7 @@ def pretrained_model_verdict(rows: pd.DataFrame, p: Mapping, name: str) -> dict:
                f"LAS polar {fmt(mean['ctx_polar_las_pp']['value'])}, structural "
                f"{fmt(mean['ctx_structural_las_pp']['value'])}; untrained twin LAS polar "
                f"{fmt(mean['ctx_untrained_polar_las_pp']['value'])}, structural "
-               f"{fmt(mean['ctx_untrained_structural_las_pp']['value'])}")
+               f"{fmt(mean['ctx_untrained_structural_las_pp']['value'])}{raw_words}")
     if n < MIN_UNITS:
         out["reason"] = f"{who}: {n} probe-fit unit(s) (seeds); a verdict needs {MIN_UNITS} ({numbers}): inconclusive"
         return out
