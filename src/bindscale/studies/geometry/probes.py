@@ -40,7 +40,7 @@ Inputs are word-level activations, one ``(n_words, d)`` float array per sentence
 
 - ``"whiten"`` (bindscale's default): PCA whitening on the fitting words — centred, rotated onto their
   principal axes and each axis divided by its standard deviation (axes whose variance is below
-  ``WHITEN_RCOND`` × the largest are dropped), as scikit-learn's ``PCA(whiten=True)`` transforms. The
+  ``WHITEN_RCOND`` (1e-10) × the largest are dropped), as scikit-learn's ``PCA(whiten=True)`` transforms. The
   probe ``B_w`` is fit on the whitened vectors and stored folded back, ``B = B_w Wᵀ`` (k × d), so it is
   still a rank-k linear map of the raw activations: whitening changes how the fit is conditioned, not the
   family of probes (the centring shifts every word alike and cancels in every difference). Why: a trained
@@ -79,9 +79,10 @@ SELECT_BY = ("dev_loss", "dev_las")
 CENTROIDS = ("unit", "raw")
 #: How activations enter a fit (:class:`ProbeSettings` ``inputs``; module docstring).
 INPUTS = ("whiten", "scale")
-#: Whitening drops principal axes whose variance is below this fraction of the largest (numerically null axes,
-#: e.g. fewer fitting words than dimensions), as a pseudo-inverse's cut-off would.
-WHITEN_RCOND = 1e-6
+#: Whitening drops principal axes whose variance is below this fraction of the largest: numerically null axes
+#: (fewer fitting words than dimensions; float32 rounding leaves them near 1e-14), while an axis whose standard
+#: deviation is 1e-5 of the largest is kept (a trained LM's few huge dimensions must not hide its small ones).
+WHITEN_RCOND = 1e-10
 #: Version of :func:`fit_probe`'s results, part of a cached probe's key (:func:`probe_key`): bump it whenever a
 #: change to the fitting, the scale or the centroids changes what a fit returns, so no stale probe is read.
 FIT_VERSION = 3

@@ -1,0 +1,111 @@
+"""The probes' whitened inputs (probes.py ``inputs: whiten``): the transform against scikit-learn's PCA, the folded
+map against the loss it was fit on, the conditioning it is for, and the sources' raw fit reported beside it."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from scipy.spatial.distance import pdist
+from sklearn.decomposition import PCA
+
+from bindscale.studies.geometry.grammar import GrammarConfig, make_splits
+from bindscale.studies.geometry.probes import ProbeSettings, _batches, _loss, fit_probe, whitening
+from bindscale.studies.geometry.scores import score
+
+from .test_probes import _planted
+
+
+def _pairs(X, sizes):
+    """Split the rows of ``X`` into fake sentences' activations (only the shapes matter to ``whitening``)."""
+    out, i = [], 0
+    for n in sizes:
+        out.append((X[i:i + n], list(range(n))))
+        i += n
+    return out
+
+
+def test_whitening_equals_scikit_learn_pca_whiten():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 12)) @ np.diag(np.logspace(-1, 3, 12)) @ np.linalg.qr(rng.normal(size=(12, 12)))[0]
+    X += 50.0  # an offset: whitening centres
+    mu, W = whitening(_pairs(X, [40] * 10))
+    Z = (X - mu) @ W
+    assert W.shape == (12, 12)
+    np.testing.assert_allclose(np.cov(Z, rowvar=False), np.eye(12), atol=1e-8)
+    ref = PCA(whiten=True).fit(X).transform(X)  # the same up to a rotation (sign and order of the axes)
+    np.testing.assert_allclose(pdist(Z), pdist(ref), rtol=1e-6)
+
+
+def test_whitening_drops_null_axes_and_degenerate_inputs():
+    rng = np.random.default_rng(1)
+    low = rng.normal(size=(300, 5)) @ rng.normal(size=(5, 20))  # rank 5 in 20 dimensions
+    assert whitening(_pairs(low, [30] * 10))[1].shape == (20, 5)
+    assert whitening(_pairs(np.ones((30, 8)), [10, 10, 10]))[1].shape == (8, 0)  # every word the same vector
+    assert whitening(_pairs(np.ones((1, 8)), [1]))[1].shape == (8, 0)  # one word: no covariance
+
+
+@pytest.fixture(scope="module")
+def planted():
+    torch.set_num_threads(1)
+    splits = make_splits(3, 0, 120, 30, 30, GrammarConfig(max_words=12))
+    rng = np.random.default_rng(2)
+    # Anisotropic: the planted tree geometry (48 dims) plus 16 nuisance dimensions of large variance per word,
+    # mixed by a random ill-conditioned map (singular values 1e-2 ... 1e2), as trained LMs' states are.
+    mix = np.linalg.qr(rng.normal(size=(64, 64)))[0] @ np.diag(np.logspace(-2, 2, 64)) @ np.linalg.qr(
+        rng.normal(size=(64, 64)))[0]
+    out = {}
+    for k in ("fit", "dev", "test"):
+        out[k] = [(np.hstack([a, 3.0 * rng.normal(size=(len(s), 16))]) @ mix, s)
+                  for a, s in _planted(splits[k], True)]
+    return out
+
+
+@pytest.mark.parametrize("kind", ["structural", "polar"])
+def test_folded_map_reads_raw_activations_as_it_was_fit(planted, kind):
+    """The stored B (k × d) on raw activations gives the loss the fit minimised on whitened ones (its dev loss)."""
+    fit, dev = planted["fit"], planted["dev"]
+    s = ProbeSettings(rank=8, max_epochs=4)
+    probe = fit_probe(kind, fit, dev, s, seed=0)
+    assert probe.B.shape == (8, 64) and probe.scale == 1.0
+    rels = sorted({r for _, x in fit for r in x.deprels if r != "root"})
+    batches = _batches(dev, 4 * s.batch_size, 1.0, {r: i for i, r in enumerate(rels)})
+    B = torch.tensor(probe.B, dtype=torch.float32)
+    with torch.no_grad():
+        val = sum(float(_loss(B, b, kind, s.angular_weight)) * len(b.lengths) for b in batches) / len(dev)
+    assert val == pytest.approx(probe.dev_loss, rel=2e-3)
+
+
+def test_whitening_conditions_the_fit_and_the_sources_fit_is_kept(planted):
+    """On ill-conditioned states a short fit reads the planted trees once whitened, and not on raw vectors
+    (the reason for bindscale's default); inputs 'scale' is still the raw fit."""
+    fit, dev, test = planted["fit"], planted["dev"], planted["test"]
+    s = ProbeSettings(rank=16, max_epochs=20)
+    white = score(fit_probe("structural", fit, dev, s, seed=0), test)["uuas_pp"]
+    raw = score(fit_probe("structural", fit, dev, ProbeSettings(rank=16, max_epochs=20, inputs="scale"), seed=0),
+                test)["uuas_pp"]
+    assert white >= 0.95 and raw < white - 0.1
+
+
+def test_inputs_setting_is_checked_and_the_authors_fit_raw_vectors():
+    from bindscale.studies.geometry.config import ProbeConfig
+
+    with pytest.raises(ValueError, match="inputs"):
+        ProbeSettings(inputs="pca")
+    assert ProbeSettings().inputs == "whiten" and ProbeSettings.authors().inputs == "scale"
+    assert ProbeConfig(inputs="scale").settings().inputs == "scale"
+    with pytest.raises(ValueError, match="recipe 'authors' sets inputs"):
+        ProbeConfig(recipe="authors", inputs="scale")
+
+
+def test_raw_fit_is_reported_only_when_every_unit_has_it():
+    from bindscale.studies.geometry.verdicts import RAW_CHAIN_MARGIN, RAW_PREFIX, _raw_fit
+
+    gap = f"ctx_{RAW_PREFIX}polar_minus_structural_las_pp"
+    units = pd.DataFrame({RAW_CHAIN_MARGIN: [-0.1, -0.12, -0.09, -0.11], gap: [0.04, 0.05, 0.03, 0.06]})
+    out, words = _raw_fit(units)
+    assert out["polar_uuas_pp_minus_chain"]["value"] == pytest.approx(-0.105)
+    assert out["polar_minus_structural_las_pp"]["value"] == pytest.approx(0.045)
+    assert "raw vectors" in words and "−0.105" in words.replace("-", "−")
+    assert _raw_fit(units.assign(**{gap: [0.04, np.nan, 0.03, 0.06]})) == ({}, "")  # a NaN unit: nothing reported
+    assert _raw_fit(units.drop(columns=[gap])) == ({}, "")  # records from before the raw fit
+    assert _raw_fit(units.iloc[:0]) == ({}, "")
