@@ -44,6 +44,21 @@ def test_whitening_drops_null_axes_and_degenerate_inputs():
     assert whitening(_pairs(np.ones((1, 8)), [1]))[1].shape == (8, 0)  # one word: no covariance
 
 
+def test_whitening_drops_the_rounding_noise_of_coarse_floats_and_refuses_non_finite_values():
+    rng = np.random.default_rng(3)
+    low = rng.normal(size=(2000, 32)) @ rng.normal(size=(32, 128))  # rank 32 in 128 dimensions
+    assert whitening(_pairs(low.astype(np.float32), [100] * 20))[1].shape == (128, 32)
+    # float16 rounding lifts the 96 null axes to ~1e-6 of the largest variance: they are noise, not axes
+    assert whitening(_pairs(low.astype(np.float16), [100] * 20))[1].shape == (128, 32)
+    bad = low.astype(np.float16)
+    bad[5, 7] = np.inf  # a float16 overflow
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        whitening(_pairs(bad, [100] * 20))
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        fit_probe("structural", _pairs(np.where(np.arange(128) == 0, np.nan, low[:300]), [30] * 10),
+                  [], ProbeSettings(rank=4, max_epochs=1))
+
+
 @pytest.fixture(scope="module")
 def planted():
     torch.set_num_threads(1)

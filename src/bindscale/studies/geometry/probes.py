@@ -42,10 +42,14 @@ Inputs are word-level activations, one ``(n_words, d)`` float array per sentence
   principal axes and each axis divided by its standard deviation (axes whose variance is below
   ``WHITEN_RCOND`` (1e-10) × the largest are dropped), as scikit-learn's ``PCA(whiten=True)`` transforms. The
   probe ``B_w`` is fit on the whitened vectors and stored folded back, ``B = B_w Wᵀ`` (k × d), so it is
-  still a rank-k linear map of the raw activations: whitening changes how the fit is conditioned, not the
-  family of probes (the centring shifts every word alike and cancels in every difference). Why: a trained
-  LM's states are strongly anisotropic, and Adam on raw states underfits within any affordable number of
-  epochs (pilots in ``geometry.yaml``: polar UUAS 0.29 raw, 0.70 whitened, the same 300 sentences).
+  still a rank-k linear map of the raw activations (the centring shifts every word alike and cancels in every
+  difference): the same family of probes, but another estimator — the conditioning, the initialisation's
+  scale relative to the data and the early-stopping path all change, and dropped axes limit ``B``'s rows to
+  the kept ones. Why: a trained LM's states are strongly anisotropic, and Adam on raw states underfits within
+  any affordable number of epochs (pilots in ``geometry.yaml``: polar UUAS 0.29 raw, 0.70 whitened, the same
+  300 sentences). Where many isotropic nuisance dimensions dominate it can do worse than the raw fit (review,
+  a planted tree beside 300 nuisance dimensions: UUAS 0.26 whitened, 0.54 raw), which is why the raw fit is
+  run and reported beside it.
 - ``"scale"`` (the sources' fit; Hewitt & Manning's and the polar probe's code fit on raw vectors): divided
   by one scalar, their root-mean-square vector norm over the fitting words (changes no angle and no ranking
   of distances; lets one learning rate serve every layer and model).
@@ -82,10 +86,14 @@ INPUTS = ("whiten", "scale")
 #: Whitening drops principal axes whose variance is below this fraction of the largest: numerically null axes
 #: (fewer fitting words than dimensions; float32 rounding leaves them near 1e-14), while an axis whose standard
 #: deviation is 1e-5 of the largest is kept (a trained LM's few huge dimensions must not hide its small ones).
+#: Activations stored in a coarser float raise the floor to ``WHITEN_EPS_FACTOR`` × that dtype's eps²: float16's
+#: rounding puts null axes at 6e-7-1.6e-6 of the largest (measured in review), and whitening them would blow
+#: rounding noise up to unit variance (a planted tree's UUAS fell from 1.00 to 0.91).
 WHITEN_RCOND = 1e-10
+WHITEN_EPS_FACTOR = 16.0
 #: Version of :func:`fit_probe`'s results, part of a cached probe's key (:func:`probe_key`): bump it whenever a
 #: change to the fitting, the scale or the centroids changes what a fit returns, so no stale probe is read.
-FIT_VERSION = 3
+FIT_VERSION = 4
 @dataclass(frozen=True)
 class ProbeSettings:
     """How a probe is fit (defaults suit the synthetic study; the real-model study may set others).
@@ -155,8 +163,19 @@ def whitening(pairs: Sequence[Pair], rcond: float = WHITEN_RCOND) -> tuple[np.nd
     """PCA whitening of all words' activations: their mean ``mu`` (d,) and ``W`` (d, d'), with
     ``(h − mu) @ W`` of identity sample covariance (ddof 1, scikit-learn's ``PCA(whiten=True)``): ``W``'s
     columns are the principal axes divided by their standard deviations, axes of variance at most ``rcond`` ×
-    the largest dropped (d' ≤ d; d' = 0 when every word has the same vector, or there is one word)."""
+    the largest dropped, or ``WHITEN_EPS_FACTOR`` × eps² of the activations' float type when that is larger
+    (d' ≤ d; d' = 0 when every word has the same vector, or there is one word).
+
+    Raises:
+        ValueError: a NaN or infinite activation (e.g. a float16 overflow): it would leave no axis to whiten.
+    """
+    eps = max((float(np.finfo(np.asarray(a).dtype).eps) for a, _ in pairs
+               if np.issubdtype(np.asarray(a).dtype, np.floating)), default=0.0)
+    rcond = max(rcond, WHITEN_EPS_FACTOR * eps * eps)
     X = np.concatenate([np.asarray(a, dtype=np.float64) for a, _ in pairs])
+    if not np.isfinite(X).all():
+        raise ValueError(f"{int((~np.isfinite(X)).sum())} NaN or infinite activation values among the fitting "
+                         "words: whitening needs finite activations (probe.inputs: scale fits without it)")
     mu = X.mean(0)
     if len(X) < 2:
         return mu, np.zeros((X.shape[1], 0))
