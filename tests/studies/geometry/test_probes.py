@@ -376,7 +376,8 @@ def test_authors_preset_and_recipe_field():
     a = ProbeSettings.authors()
     assert (a.rank, a.angular_weight, a.root_weight, a.lr, a.batch_size, a.select_by, a.centroids) == (
         1024, 0.01, 0.01, 1e-3, 200, "dev_las", "raw")
-    assert ProbeConfig(recipe="authors", max_epochs=7).settings() == ProbeSettings.authors(max_epochs=7, patience=2)
+    assert ProbeConfig(recipe="authors", max_epochs=7).settings() == ProbeSettings.authors(max_epochs=7, patience=2,
+                                                                                          inputs="whiten")
     assert ProbeConfig().settings() == ProbeSettings()
     with pytest.raises(ValueError, match="recipe 'authors' sets rank"):
         ProbeConfig(recipe="authors", rank=64)

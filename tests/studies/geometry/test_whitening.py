@@ -101,15 +101,17 @@ def test_whitening_conditions_the_fit_and_the_sources_fit_is_kept(planted):
     assert white >= 0.95 and raw < white - 0.1
 
 
-def test_inputs_setting_is_checked_and_the_authors_fit_raw_vectors():
+def test_inputs_setting_is_checked_and_recorded_as_fit():
     from bindscale.studies.geometry.config import ProbeConfig
 
     with pytest.raises(ValueError, match="inputs"):
         ProbeSettings(inputs="pca")
     assert ProbeSettings().inputs == "whiten" and ProbeSettings.authors().inputs == "scale"
     assert ProbeConfig(inputs="scale").settings().inputs == "scale"
-    with pytest.raises(ValueError, match="recipe 'authors' sets inputs"):
-        ProbeConfig(recipe="authors", inputs="scale")
+    # the recipe takes inputs from the config, so a record's probe.inputs is what was fit; the authors' own fit
+    # is recipe authors with inputs scale
+    assert ProbeConfig(recipe="authors").settings().inputs == "whiten"
+    assert ProbeConfig(recipe="authors", inputs="scale").settings() == ProbeSettings.authors(max_epochs=20, patience=2)
 
 
 def test_raw_fit_is_reported_only_when_every_unit_has_it():

@@ -74,14 +74,15 @@ class ProbeConfig(StrictModel):
     recipe: Literal["bindscale", "authors"] = Field(
         "bindscale", description="authors: fit as the polar probe's authors' code does (ProbeSettings.authors: "
         "rank 1024, angular weight 0.01, root weight 0.01, lr 1e-3, batches of 200, epoch by dev LAS, raw "
-        "centroids, raw inputs); only max_epochs and patience are then taken from here")
+        "centroids); max_epochs, patience and inputs are then taken from here (the authors' code fits raw vectors: add "
+        "probe.inputs: scale for their fit; the records always say which inputs were used)")
     untrained_control: bool = Field(True, description="also probe the untrained model (same initial weights)")
     n_picture_edges: int = Field(200, ge=0, le=5000, description="test edges kept for the polar picture")
 
     @model_validator(mode="after")
     def _one_recipe(self) -> "ProbeConfig":
         # A field changed from its default would be ignored (grids dump every field, so "given" is "changed").
-        clash = sorted(f for f in set(_FIT_FIELDS) - {"max_epochs", "patience"}
+        clash = sorted(f for f in set(_FIT_FIELDS) - {"max_epochs", "patience", "inputs"}
                        if getattr(self, f) != type(self).model_fields[f].default)
         if self.recipe == "authors" and clash:
             raise ValueError(f"recipe 'authors' sets {', '.join(clash)} itself; drop them or use recipe 'bindscale'")
@@ -92,7 +93,7 @@ class ProbeConfig(StrictModel):
         from .probes import ProbeSettings
 
         if self.recipe == "authors":
-            return ProbeSettings.authors(max_epochs=self.max_epochs, patience=self.patience)
+            return ProbeSettings.authors(max_epochs=self.max_epochs, patience=self.patience, inputs=self.inputs)
         return ProbeSettings(**{f: getattr(self, f) for f in _FIT_FIELDS})
 
 

@@ -472,6 +472,17 @@ def polar_beats_structural(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int)
         f"{chain_ci[2]:+.3f}]; supported when the gap's interval lies above {margin} and the ratio's above "
         f"{min_ratio}, not supported when one lies below and neither above (the polar probe must beat the chain: "
         f"the claim's gate)")
+    # The twin beside the net gap: its own UUAS and LAS. When it reads far less of the tree than the trained model
+    # (LAS ~ UUAS x label accuracy), subtracting its gap removes less of what word identity alone labels, so a
+    # reader must see both (review: a table whose relations come from word identity alone passes this rule).
+    twin = {c: float(pd.to_numeric(big[c], errors="coerce").mean()) for c in
+            ("ctx_untrained_polar_uuas_pp", "ctx_untrained_polar_las_pp", "ctx_untrained_structural_las_pp") if c in big}
+    if len(twin) == 3:
+        details["untrained_twin_largest_model"] = twin
+        details["reason"] += (f"; its untrained control (same initial weights): polar UUAS "
+                              f"{fmt(twin['ctx_untrained_polar_uuas_pp'])}, LAS polar "
+                              f"{fmt(twin['ctx_untrained_polar_las_pp'])} / structural "
+                              f"{fmt(twin['ctx_untrained_structural_las_pp'])}")
     raw_cols = [c for c in (RAW_CHAIN_MARGIN, f"ctx_{RAW_PREFIX}polar_minus_structural_las_pp") if c in rows]
     raw, words = _raw_fit(big.groupby("seed", sort=True)[raw_cols].mean() if raw_cols else big.iloc[:0], n_boot, seed)
     if raw:
