@@ -47,9 +47,9 @@ Inputs are word-level activations, one ``(n_words, d)`` float array per sentence
   scale relative to the data and the early-stopping path all change, and dropped axes limit ``B``'s rows to
   the kept ones. Why: a trained LM's states are strongly anisotropic, and Adam on raw states underfits within
   any affordable number of epochs (pilots in ``geometry.yaml``, 4 × 128 seed 0: polar UUAS 0.291 raw,
-  0.679 whitened, the same 300 sentences). Where many isotropic nuisance dimensions dominate it can do worse than the raw fit (review,
-  a planted tree beside 300 nuisance dimensions: UUAS 0.26 whitened, 0.54 raw), which is why the raw fit is
-  run and reported beside it.
+  0.679 whitened, the same 300 sentences). Where many isotropic nuisance dimensions dominate it can do
+  worse than the raw fit (review, a planted tree beside 300 nuisance dimensions: UUAS 0.26 whitened, 0.54
+  raw), which is why the raw fit is run and reported beside it.
 - ``"scale"`` (the sources' fit; Hewitt & Manning's and the polar probe's code fit on raw vectors): divided
   by one scalar, their root-mean-square vector norm over the fitting words (changes no angle and no ranking
   of distances; lets one learning rate serve every layer and model).
@@ -73,7 +73,8 @@ import torch
 from .probe_types import Pair, Probe, gold_edges, tree_distances
 from .scores import score
 
-__all__ = ["KINDS", "INPUTS", "FIT_VERSION", "ProbeSettings", "whitening", "Probe", "tree_distances", "fit_probe", "relation_centroids",
+__all__ = ["KINDS", "INPUTS", "FIT_VERSION", "ProbeSettings", "whitening", "Probe", "tree_distances", "fit_probe",
+           "relation_centroids",
            "probe_key", "fit_probe_cached"]
 
 KINDS = ("structural", "polar", "identity")
@@ -175,12 +176,12 @@ def whitening(pairs: Sequence[Pair], rcond: float = WHITEN_RCOND) -> tuple[np.nd
     X = np.concatenate([np.asarray(a, dtype=np.float64) for a, _ in pairs])
     if not np.isfinite(X).all():
         raise ValueError(f"{int((~np.isfinite(X)).sum())} NaN or infinite activation values among the fitting "
-                         "words: whitening needs finite activations (probe.inputs: scale fits without it)")
+                         "words: whitening needs finite activations")
     mu = X.mean(0)
     if len(X) < 2:
         return mu, np.zeros((X.shape[1], 0))
     w, V = np.linalg.eigh(np.cov(X - mu, rowvar=False, ddof=1).reshape(X.shape[1], X.shape[1]))
-    keep = w > rcond * max(float(w.max()), 0.0) if w.max() > 0 else np.zeros_like(w, bool)
+    keep = w > rcond * w.max() if w.max() > 0 else np.zeros_like(w, bool)
     return mu, V[:, keep] / np.sqrt(w[keep])
 
 
