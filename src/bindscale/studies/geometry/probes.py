@@ -49,7 +49,8 @@ Inputs are word-level activations, one ``(n_words, d)`` float array per sentence
   any affordable number of epochs (pilots in ``geometry.yaml``, 4 × 128 seed 0: polar UUAS 0.291 raw,
   0.679 whitened, the same 300 sentences). Where many isotropic nuisance dimensions dominate it can do
   worse than the raw fit (review, a planted tree beside 300 nuisance dimensions: UUAS 0.26 whitened, 0.54
-  raw), which is why the raw fit is run and reported beside it.
+  raw), which is why the raw fit is run and reported beside it; on pretrained LMs' 384-576-wide states it read
+  less than the raw fit (``geometry-lm.yaml``), and that study keeps ``"scale"``.
 - ``"scale"`` (the sources' fit; Hewitt & Manning's and the polar probe's code fit on raw vectors): divided
   by one scalar, their root-mean-square vector norm over the fitting words (changes no angle and no ranking
   of distances; lets one learning rate serve every layer and model).
