@@ -51,8 +51,11 @@ def test_a_tiny_trial_records_every_metric_and_table():
                            "uas_hm", "rel_bacc"):
                 v = m[f"{prefix}{kind}_{metric}"]
                 assert np.isnan(v) or 0.0 <= v <= 1.0 or metric == "spearman"
-    assert set(m["probe_layers"]) == {"trained", "untrained"}
+    # whitened probes (the default) bring the sources' raw fit beside them: structural and polar, every layer
+    assert set(m["probe_layers"]) == {"trained", "untrained", "trained_raw"}
     assert set(m["probe_layers"]["trained"]["polar"]) == {"0", "1"}
+    assert set(m["probe_layers"]["trained_raw"]) == {"structural", "polar"}
+    assert set(m["probe_layers"]["trained_raw"]["polar"]) == {"0", "1"}
     assert m["best_layer_polar"] in (0, 1) and m["n_params"] == build_model(TINY).n_params()
     assert m["polar_minus_structural_las_pp"] == pytest.approx(m["polar_las_pp"] - m["structural_las_pp"])
     assert sum(sum(v.values()) for v in m["confusion"].values()) > 0
@@ -70,3 +73,15 @@ def test_a_tiny_trial_records_every_metric_and_table():
     assert all(len(v) == 3 for v in m["polar_edges"].values())
     assert r.metrics == run_trial(TINY).metrics | {"steps_per_s": r.metrics["steps_per_s"],
                                                      "timings": r.metrics["timings"]}  # deterministic
+
+
+@pytest.mark.slow
+def test_the_sources_fit_alone_records_no_raw_table_and_the_same_probes_as_the_raw_beside_whitened():
+    """inputs 'scale' is the sources' fit: no trained_raw table, and its trained table equals the raw fit that a
+    whitened run records beside its own probes (same seed, same fitting code)."""
+    torch.set_num_threads(1)
+    white = run_trial(TINY).metrics["probe_layers"]
+    raw = run_trial(TINY.model_copy(update={"probe": TINY.probe.model_copy(update={"inputs": "scale"})})).metrics
+    assert set(raw["probe_layers"]) == {"trained", "untrained"}
+    for kind in ("structural", "polar"):
+        assert raw["probe_layers"]["trained"][kind] == white["trained_raw"][kind]
