@@ -9,9 +9,9 @@ import torch
 
 
 def machine() -> dict:
-    """What the figures were measured on (:func:`bindscale.machine.describe`, with the torch build's own
+    """What the figures were measured on (:func:`bindscale.core.machine.describe`, with the torch build's own
     version string and the GPU where there is one)."""
-    from bindscale.machine import describe
+    from bindscale.core.machine import describe
 
     info = {**describe(), "torch": torch.__version__}
     if torch.cuda.is_available():

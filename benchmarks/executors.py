@@ -22,8 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from common import machine, print_table  # noqa: E402
 
-from bindscale.config import resolve_study  # noqa: E402
-from bindscale.runner import run_study  # noqa: E402
+from bindscale.core.studyfile import resolve_study  # noqa: E402
+from bindscale.run.runner import run_study  # noqa: E402
 from rich.console import Console  # noqa: E402
 
 QUIET = Console(file=open(os.devnull, "w"), stderr=False)

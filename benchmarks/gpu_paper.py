@@ -7,14 +7,14 @@ For each of the five transformer studies (depth, subgraphs, length_transfer, cei
 study's ``<study>-paper`` variant (a study file beside the study's own; ``--variant`` names another suffix, ``""``
 the default study), applies ``--set`` overrides as ``bindscale run`` does, takes one trial (the largest by the
 study's own cost model, i.e. the paper tier's biggest model; with ``--tiny`` the smallest) and trains it with
-the study's own trainer (:func:`bindscale.jobs.run_group`) for ``--warmup`` + ``--steps`` optimizer steps,
+the study's own trainer (:func:`bindscale.run.jobs.run_group`) for ``--warmup`` + ``--steps`` optimizer steps,
 then stops it (no evaluation: only the training speed is wanted). A variant that does not exist is skipped with
 one line; a job that fails is reported as failed with its error, the others still run, and the exit
 status is then 1. A study name the registry does not know, or a ``--json`` path in a folder that cannot be
 written, is refused before anything runs (a lent GPU's minutes are not spent on it).
 
 Timing: the trainers report steps through their progress callback after reading the loss on the host
-(:mod:`bindscale.seqtrain` reads it every ``SYNC_EVERY`` steps on a GPU, every step on the CPU), so the time
+(:mod:`bindscale.train.loop` reads it every ``SYNC_EVERY`` steps on a GPU, every step on the CPU), so the time
 of the first report of each such burst is when the GPU had finished the burst's steps. Steps/s is taken
 between the first burst that ends past the warm-up and the last one before the stop. Measured per study:
 steps/s, seconds timed, set-up seconds (data and model before the first step), CPU-seconds of the process,
@@ -41,10 +41,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 from common import machine  # noqa: E402
 
-from bindscale.config import builtin_studies, resolve_study, unknown_study  # noqa: E402
-from bindscale.errors import BindscaleError  # noqa: E402
-from bindscale.jobs import run_group  # noqa: E402
-from bindscale.sweep import job_cost  # noqa: E402
+from bindscale.core.studyfile import builtin_studies, resolve_study, unknown_study  # noqa: E402
+from bindscale.core.errors import BindscaleError  # noqa: E402
+from bindscale.run.jobs import run_group  # noqa: E402
+from bindscale.run.planner import job_cost  # noqa: E402
 
 #: The studies that train transformers, whose paper tier is meant for a GPU.
 TRANSFORMER_STUDIES = ("depth", "subgraphs", "length_transfer", "ceiling", "geometry")

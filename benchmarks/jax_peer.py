@@ -505,7 +505,7 @@ def trial_config(width: int, depth: int, steps: int, seed: int = 0, holdout: flo
 
 def export_task(trial, path: Path) -> str:
     """The trial's task as bindscale builds it (teacher, training combinations, evaluation sets) → ``.npz``."""
-    from bindscale import seeding
+    from bindscale.core import seeding
     from bindscale.studies.scaling.trial import task_family
 
     if trial.task.teacher != "reference" or trial.task.encoding != "identity":
@@ -653,8 +653,8 @@ def bindscale_sweep(trials, tmp: Path, tag: str) -> tuple[float, dict]:
     (``train_seconds`` etc.), the number of stacked jobs, and the wall seconds left for everything else
     (driver start-up and planning, worker start-up, the report, idle workers) with the workers' share
     taken out, assuming they ran in parallel on ``min(cores, jobs)`` workers."""
-    from bindscale.config import StudyConfig
-    from bindscale.plan import study_yaml
+    from bindscale.core.config import StudyConfig
+    from bindscale.run.dryrun import study_yaml
 
     axes = {"width": sorted({t.model.width for t in trials}), "holdout": sorted({t.task.holdout for t in trials}),
             "seed": sorted({t.seed for t in trials})}

@@ -5,7 +5,7 @@ alone is mostly exactly 0 (zero-inflated), co-trained with a related auxiliary i
 seeds transfer, most do not: Cai et al. 2025 report strong seed instability). This script draws such
 cells (the science review's distributions, /tmp/rv_lt/t4.py) and measures how often a 95% interval
 for the difference of means covers the true difference, for Welch's interval
-(:func:`bindscale.stats.mean_diff_ci`, what the verdicts use) and for the percentile and BCa seed
+(:func:`bindscale.verdicts.stats.mean_diff_ci`, what the verdicts use) and for the percentile and BCa seed
 bootstraps of ``scipy.stats.bootstrap``.
 
 Run: ``PYTHONPATH=src python benchmarks/length_transfer_coverage.py [reps]`` (default 1000 reps;
@@ -21,7 +21,7 @@ import warnings
 import numpy as np
 from scipy import stats as sps
 
-from bindscale.stats import mean_diff_ci
+from bindscale.verdicts.stats import mean_diff_ci
 
 
 def bimodal(rng, n, p, hi=0.8, lo=0.02):

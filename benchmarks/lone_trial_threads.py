@@ -1,6 +1,6 @@
 """Should a trial training alone use two intra-op threads when the other core is busy? (issue 35, item 6)
 
-A sweep's workers train on one torch thread each (``bindscale.jobs.THREADS_PER_WORKER``). When a trial
+A sweep's workers train on one torch thread each (``bindscale.run.jobs.THREADS_PER_WORKER``). When a trial
 trains alone — the last job of a sweep, or a caller of ``train_group`` who allowed two threads — the
 second core may be idle (two threads could help) or busy with other work (a second thread then waits
 for a descheduled partner in every parallel region). This benchmark measures both, on the headline
@@ -52,7 +52,7 @@ def _spin(stop, parent: int) -> None:  # the busy core's work: a one-thread matm
 
 def _trials(width: int):
     """One MLP trial of the headline study at ``width`` x depth 2 (its task, batch and optimiser)."""
-    from bindscale.config import resolve_study
+    from bindscale.core.studyfile import resolve_study
 
     trial = resolve_study("scaling").base
     return [trial.model_copy(update={"model": trial.model.model_copy(update={"width": width, "depth": 2})})]
@@ -61,7 +61,7 @@ def _trials(width: int):
 def measure(width: int, window: float, rounds: int) -> dict:
     """One width in the current condition: alternating 1- and 2-thread windows, and the rule's choice."""
     from bindscale.studies.scaling.trial import stack_step_timer
-    from bindscale.trainutil import choose_threads
+    from bindscale.train.threads import choose_threads
 
     timer = stack_step_timer(_trials(width))
     per_step = max(timer(1, 3) / 3, 1e-5)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from bindscale import seeding
+from bindscale.core import seeding
 from bindscale.studies.scaling.config import TrialConfig
 from bindscale.studies.scaling.metrics import r2_within_task
 from bindscale.studies.scaling.tasks import HyperTeacher

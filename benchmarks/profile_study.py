@@ -25,7 +25,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 from common import machine, print_table  # noqa: E402
 
-from bindscale.runner import load_run_study  # noqa: E402
+from bindscale.run.runner import load_run_study  # noqa: E402
 from bindscale.studies.scaling.trial import train_group  # noqa: E402
 
 #: Operator name → the kind of work it is (for the grouped operator table).

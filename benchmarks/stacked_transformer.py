@@ -4,9 +4,9 @@ Both sides train on the subgraphs study's own data (max-sum non-adjacent subsequ
 scratchpad, 4000 training examples per seed, batch 64, AdamW with clipping, one torch thread) through
 bindscale's own trainers:
 
-- ``plain``: :func:`bindscale.seqtrain.train_seq_model` on one :class:`~bindscale.models.transformer.Transformer`
+- ``plain``: :func:`bindscale.train.loop.train_seq_model` on one :class:`~bindscale.models.transformer.Transformer`
   (what every transformer study ran per trial before stacking);
-- ``stack T``: :func:`bindscale.seqtrain.train_stacked_seq_model` on a
+- ``stack T``: :func:`bindscale.train.loop.train_stacked_seq_model` on a
   :class:`~bindscale.models.stacked_transformer.StackedTransformer` of ``T`` trials (seeds 0..T-1, each its
   own data and batch order); per-trial steps/s = T × stack steps/s.
 
@@ -30,10 +30,10 @@ from pathlib import Path
 
 import torch
 
-from bindscale import seeding
+from bindscale.core import seeding
 from bindscale.models.stacked_transformer import StackedTransformer
 from bindscale.models.transformer import Transformer
-from bindscale.seqtrain import train_seq_model, train_stacked_seq_model
+from bindscale.train.loop import train_seq_model, train_stacked_seq_model
 from bindscale.studies.subgraphs import trial as sg
 from bindscale.studies.subgraphs.config import SubgraphsTrial
 from bindscale.studies.subgraphs.tasks import charvocab

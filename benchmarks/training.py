@@ -34,9 +34,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from common import machine, matmul_peak, print_table  # noqa: E402
 from loop_baseline import train_loop  # noqa: E402
 
-from bindscale.config import StudyConfig, resolve_study
+from bindscale.core.config import StudyConfig
+from bindscale.core.studyfile import resolve_study
 from bindscale.studies.scaling.config import ModelConfig, TaskConfig, TrainConfig, TrialConfig  # noqa: E402
-from bindscale.runner import run_study  # noqa: E402
+from bindscale.run.runner import run_study  # noqa: E402
 from bindscale.studies.scaling.trial import train_group  # noqa: E402
 from rich.console import Console  # noqa: E402
 

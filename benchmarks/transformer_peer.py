@@ -2,7 +2,7 @@
 under ``torch.compile``, at each transformer study's default shapes (issue 32, item 2).
 
 For each study (subgraphs, depth, length_transfer, ceiling, geometry) the trial is the study file's
-``base`` (``bindscale.config.resolve_study``; ``study:key=value`` applies ``--set``-style overrides, e.g.
+``base`` (``bindscale.core.config.resolve_study``; ``study:key=value`` applies ``--set``-style overrides, e.g.
 ``depth:budget=25000``), its model built by the study's own ``build_model`` and trained on the study's
 own training set (its ``make_data`` / ``pack``), at the study's batch size, learning rate schedule,
 weight decay and clipping. Sides, one torch thread, in one process:
@@ -12,14 +12,14 @@ weight decay and clipping. Sides, one torch thread, in one process:
   build supports it on the CPU), the learning rate set on the groups each step, forward to a mean
   cross-entropy, ``backward``, ``clip_grad_norm_``, ``step``, ``zero_grad(set_to_none=True)``; the loss
   is never read on the host. Same model class (:class:`bindscale.models.transformer.Transformer`),
-  same batches: trial seed 0's batch order (:func:`bindscale.seqtrain.batch_indices`) with each batch
+  same batches: trial seed 0's batch order (:func:`bindscale.train.loop.batch_indices`) with each batch
   trimmed to its longest sequence, as bindscale trims it, so both sides push the same positions;
 - ``compiled``: that loop with the model and loss under ``torch.compile`` (Inductor; the optimizer step
   stays eager, as in nanoGPT). Compilation (the first steps, until a second sequence length has been
   seen and the graph made dynamic in length) is timed apart and left out of its steps/s;
-- ``alone``: bindscale's own per-trial trainer, :func:`bindscale.seqtrain.train_seq_model` (what the
+- ``alone``: bindscale's own per-trial trainer, :func:`bindscale.train.loop.train_seq_model` (what the
   depth, length_transfer, ceiling and geometry studies run per trial);
-- ``stack T``: bindscale's stacked training, :func:`bindscale.seqtrain.train_stacked_seq_model`
+- ``stack T``: bindscale's stacked training, :func:`bindscale.train.loop.train_stacked_seq_model`
   (:class:`~bindscale.models.stacked_transformer.StackedTransformer`, ``fit_stacked_minibatches``,
   ``PerTrialAdamW``, ``clip_per_trial_``) on trials of seeds 0..T-1, each its own data and batch order;
   per-trial steps/s = T x stack steps/s.
@@ -58,11 +58,17 @@ os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from bindscale import seeding  # noqa: E402
+from bindscale.core import seeding  # noqa: E402
 from bindscale.models.stacked_transformer import StackedTransformer  # noqa: E402
 from bindscale.models.transformer import Transformer  # noqa: E402
-from bindscale.seqtrain import (BETAS, batch_indices, lr_at, sequence_lengths, train_seq_model,  # noqa: E402
-                                train_stacked_seq_model)
+from bindscale.train.loop import (
+    BETAS,
+    batch_indices,
+    lr_at,
+    sequence_lengths,
+    train_seq_model,
+    train_stacked_seq_model,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import StepWindow, WindowDone, load, lscpu, machine, print_table  # noqa: E402
@@ -133,7 +139,7 @@ def study_case(spec: str, n_seeds: int) -> Case:
     Raises:
         ValueError: a study without an adapter here; bindscale's ConfigError for a bad override.
     """
-    from bindscale.config import resolve_study
+    from bindscale.core.studyfile import resolve_study
 
     t0 = time.perf_counter()
     name, _, sets = spec.partition(":")
@@ -159,7 +165,7 @@ def study_case(spec: str, n_seeds: int) -> Case:
 
 class MaskedLM(torch.nn.Module):
     """``model`` plus its loss, the unit nanoGPT compiles: ``(x (B, L) ids, y (B, L) targets, -100 unscored)``
-    → mean cross-entropy over scored positions (nats per target token, as :func:`bindscale.seqtrain.seq_loss`)."""
+    → mean cross-entropy over scored positions (nats per target token, as :func:`bindscale.train.loop.seq_loss`)."""
 
     def __init__(self, model: Transformer):
         super().__init__()

@@ -6,11 +6,11 @@ The Python API (:mod:`bindscale.api`) is available from here: ``bindscale.run_tr
 stays light (no torch until a function needs it).
 """
 
-from ._version import __version__
+from bindscale.core._version import __version__
 
 # OpenMP's wait policy is left at the runtime's default (waiters spin briefly, then sleep): sleeping
 # waiters halved a two-thread step on a quiet machine, and a busy machine is handled where threads are
-# chosen (trainutil.choose_threads, threadwatch.ThreadWatch); see bindscale.cpu.
+# chosen (trainutil.choose_threads, threadwatch.ThreadWatch); see bindscale.train.speed.
 
 #: The Python API (see :mod:`bindscale.api`).
 _API = ("resolve_study", "run_study", "run_trial", "load_results", "load_model", "build_tasks", "task_family",
@@ -21,7 +21,7 @@ __all__ = ["__version__", *_API]
 
 def __getattr__(name: str):
     if name in _API:
-        from . import api
+        from bindscale import api
 
         return getattr(api, name)
     raise AttributeError(f"module 'bindscale' has no attribute {name!r}")

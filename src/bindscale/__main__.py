@@ -1,3 +1,3 @@
-from .cli import entry
+from bindscale.cli import entry
 
 entry()

@@ -32,10 +32,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import registry
-from .config import StudyConfig, TrialBase
-from .config import resolve_study as _resolve_study
-from .errors import ConfigError
+from bindscale.core import registry
+from bindscale.core.config import StudyConfig, TrialBase
+from bindscale.core.studyfile import resolve_study as _resolve_study
+from bindscale.core.errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -59,7 +59,7 @@ def resolve_study(name_or_path: str | Path, quick: bool = False,
             ``{"train.steps": 50, "width": [8, 16]}`` (a list value sweeps that axis).
 
     Returns:
-        The :class:`~bindscale.config.StudyConfig`; ``.trials()`` lists its trial configs.
+        The :class:`~bindscale.core.config.StudyConfig`; ``.trials()`` lists its trial configs.
 
     Raises:
         ConfigError: unknown study or field, bad value (one line, as the CLI prints it).
@@ -85,7 +85,7 @@ def run_study(study_or_name: StudyConfig | str | Path, out: str | Path, quick: b
     as ``bindscale run`` does; returns the summary (``summary.json``'s content).
 
     Args:
-        study_or_name: a :class:`~bindscale.config.StudyConfig` (from :func:`resolve_study`) or
+        study_or_name: a :class:`~bindscale.core.config.StudyConfig` (from :func:`resolve_study`) or
             what :func:`resolve_study` takes (then ``quick`` and ``overrides`` apply).
         out: the run directory (a path or an fsspec URL).
         workers: worker processes (default: one per core). From a script (not a notebook),
@@ -99,7 +99,7 @@ def run_study(study_or_name: StudyConfig | str | Path, out: str | Path, quick: b
         ConfigError: a bad study, device or run directory (before anything is written);
             ``quick``/``overrides`` given with a resolved study.
     """
-    from .runner import run_study as _run
+    from bindscale.run.runner import run_study as _run
 
     if isinstance(study_or_name, StudyConfig):
         if quick or overrides:
@@ -125,9 +125,10 @@ def load_results(run_dir: str | Path) -> "pd.DataFrame":
     """
     import pandas as pd
 
-    from .records import RECORD_DIR, load_records, records_table
-    from .rundir import STUDY_FILE, load_run_study
-    from .storage import RunStore
+    from bindscale.store.records import RECORD_DIR, load_records
+    from bindscale.verdicts.results_table import records_table
+    from bindscale.store.rundir import STUDY_FILE, load_run_study
+    from bindscale.store.storage import RunStore
 
     store = RunStore.of(run_dir)
     if store.exists(STUDY_FILE):
@@ -161,7 +162,7 @@ def load_model(run_dir: str | Path, trial_id: str, device: str = "cpu") -> "torc
         FileNotFoundError: no model file for that trial.
         ValueError: the file is not a bindscale model file.
     """
-    from .checkpoints import read_model_file
+    from bindscale.store.checkpoints import read_model_file
 
     payload = read_model_file(run_dir, trial_id)
     model = build_model(payload["trial_config"], **payload.get("model_kwargs", {}))
@@ -176,7 +177,7 @@ def _trial(config: TrialBase | Mapping[str, Any]) -> TrialBase:
     if isinstance(config, TrialBase):
         return config
     if isinstance(config, Mapping):
-        from .config import validate
+        from bindscale.core.config import validate
 
         return validate(registry.for_trial(dict(config)).trial_class, dict(config), where="trial config")
     raise TypeError(f"expected a trial config or a dict of one, got {type(config).__name__}")
@@ -187,7 +188,7 @@ def _sweep_threads() -> Iterator[None]:
     """Torch threads as a sweep's worker has them (one: the same bits as the sweep), restored afterwards."""
     import torch
 
-    from .jobs import THREADS_PER_WORKER
+    from bindscale.run.jobs import THREADS_PER_WORKER
 
     before = torch.get_num_threads()
     torch.set_num_threads(THREADS_PER_WORKER)
@@ -205,7 +206,7 @@ def run_trial(config: TrialBase | Mapping[str, Any], device: str = "cpu") -> tup
         device: ``cpu``, ``cuda`` or ``auto``.
 
     Returns:
-        ``(record, model)``: the record a sweep writes for this trial (:func:`bindscale.jobs.make_record`,
+        ``(record, model)``: the record a sweep writes for this trial (:func:`bindscale.run.jobs.make_record`,
         as read back from its JSON file: NaN is ``None``; ``study`` is the study plugin's name,
         ``provenance.executor`` is ``"api"``), and the trained model in eval mode (see the module
         docstring). Training uses one torch thread, as a sweep's workers do, so the metrics are
@@ -215,9 +216,9 @@ def run_trial(config: TrialBase | Mapping[str, Any], device: str = "cpu") -> tup
         ConfigError: an invalid config or device.
         NotImplementedError: the study's trainer cannot hand back its model.
     """
-    from .records import _clean
-    from .jobs import make_record, run_group
-    from .sweep import resolve_device
+    from bindscale.store.records import json_safe
+    from bindscale.run.jobs import make_record, run_group
+    from bindscale.run.planner import resolve_device
 
     trial = _trial(config)
     try:
@@ -228,7 +229,7 @@ def run_trial(config: TrialBase | Mapping[str, Any], device: str = "cpu") -> tup
     with _sweep_threads():
         result = run_group([trial], dev, None, return_models=True)[0]
     record = make_record(trial, registry.for_trial(trial).name, result, dev, "api")
-    record = json.loads(json.dumps(_clean(record), allow_nan=False))  # as a record file reads back
+    record = json.loads(json.dumps(json_safe(record), allow_nan=False))  # as a record file reads back
     return record, result.model.eval()
 
 
@@ -311,7 +312,7 @@ def collect_activations(model: "torch.nn.Module", inputs: Any, names: Sequence[s
     """
     import torch
 
-    from .models.hooks import HookPoint, hooks
+    from bindscale.models.hooks import HookPoint, hooks
 
     modules = dict(model.named_modules())
     wanted = None if names is None else list(dict.fromkeys(names))

@@ -15,16 +15,16 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .errors import BindscaleError
-from .progress import console
-from .storage import RunStore
+from bindscale.core.errors import BindscaleError
+from bindscale.run.progress import console
+from bindscale.store.storage import RunStore
 
 app = typer.Typer(add_completion=False, help="Studies of scale vs binding in compositional generalization.")
 
 
 def _version(value: bool) -> None:
     if value:
-        from . import __version__
+        from bindscale import __version__
 
         print(f"bindscale {__version__}")
         raise typer.Exit(0)
@@ -66,7 +66,7 @@ def run(
     """Run (or resume) a study and write records, results.parquet, report.html and summary.json."""
     # Only torch-free modules until the study is known to be valid: a one-line error answers at once
     # (runner, sweep and executors import torch, and the report modules scikit-learn).
-    from .config import resolve_study
+    from bindscale.core.studyfile import resolve_study
 
     if device not in ("auto", "cpu", "cuda"):
         _fail(f"--device {device!r}: allowed: auto, cpu, cuda")
@@ -77,24 +77,24 @@ def run(
         _fail("--publish publishes the answer of `bindscale run all`; a single study has no answer page")
     try:
         if study is None:
-            from .registry import headline
+            from bindscale.core.registry import headline
 
             study = headline().name
         cfg = resolve_study(study, quick=quick, overrides=set_ or [])
     except BindscaleError as err:
         _fail(str(err))
-    from .config import study_notes
+    from bindscale.core.studyfile import study_notes
 
     for note in study_notes(cfg):  # valid, but probably not what was meant: said, not refused
         err_console.print(f"note: {escape(note)}", highlight=False, soft_wrap=True)
     if print_config:
-        from .plan import study_yaml
+        from bindscale.run.dryrun import study_yaml
 
         print(study_yaml(cfg), end="", flush=True)
     if print_config or dry_run:
         if dry_run:
-            from .plan import describe_plan
-            from .runner import default_out
+            from bindscale.run.dryrun import describe_plan
+            from bindscale.run.runner import default_out
 
             try:
                 text = describe_plan(cfg, workers=workers, device=device, executor=executor, retries=retries, address=address,
@@ -104,7 +104,7 @@ def run(
             print(text, flush=True)
             _say_if_held(out if out is not None else str(default_out(cfg, quick)))
         return
-    from .runner import default_out, run_study
+    from bindscale.run.runner import default_out, run_study
 
     try:
         out_dir = out if out is not None else str(default_out(cfg, quick))  # --out '' is an error, not the default
@@ -117,15 +117,15 @@ def run(
 
 def _run_all(quick, out, set_, device, workers, executor, address, retries, dry_run=False,
              print_config=False, publish_to=None) -> None:
-    from . import registry
-    from .config import resolve_study
+    from bindscale.core import registry
+    from bindscale.core.studyfile import resolve_study
 
     if set_:
         _fail("--set applies to one study; `run all` runs every built-in study as its file says (run a study "
               "by name to change it)")
     out_dir = out if out is not None else ("runs/all-quick" if quick else "runs/all")
     if dry_run or print_config:  # each study's plan / resolved file, in the order `run all` runs them
-        from .plan import _clock, describe_plan, study_yaml
+        from bindscale.run.dryrun import _clock, describe_plan, study_yaml
 
         walls: list[float] = []
         try:
@@ -143,12 +143,12 @@ def _run_all(quick, out, set_, device, workers, executor, address, retries, dry_
                 print(f"run all: ~{_clock(sum(walls))} wall in all (the studies run one after another)", flush=True)
             _say_if_held(out_dir)
         return
-    from .runner import run_all
+    from bindscale.run.runner import run_all
 
     if publish_to is not None and quick:
         _fail("--publish with --quick: a quick run is a smoke test, not an answer to publish")
     if publish_to is not None:
-        from .publish import check_target
+        from bindscale.report.publish import check_target
 
         try:
             check_target(publish_to)
@@ -158,7 +158,7 @@ def _run_all(quick, out, set_, device, workers, executor, address, retries, dry_
     def study_done(name: str, summary: dict) -> None:  # each study's verdicts as soon as it finishes
         _print_summary(summary, RunStore(out_dir).where(name))
         if publish_to is not None:  # the answer so far, so that a long run survives interruption
-            from .publish import publish
+            from bindscale.report.publish import publish
 
             publish(out_dir, publish_to)
             err_console.print(f"published the answer so far in {publish_to}", highlight=False)
@@ -174,7 +174,7 @@ def _run_all(quick, out, set_, device, workers, executor, address, retries, dry_
 def _anchor_lines(row: dict) -> list[str]:
     """A claim's source headline and its relation to bindscale's number, as the answer page shows them
     (``row``: an answer.json claim row or a summary's verdict, with ``anchor`` / ``relation`` when known)."""
-    from .fmt import anchor_text
+    from bindscale.core.fmt import anchor_text
 
     out = []
     anchor, relation = row.get("anchor"), row.get("relation")
@@ -186,7 +186,7 @@ def _anchor_lines(row: dict) -> list[str]:
 
 
 def _print_answer(answer: dict, out_dir: str) -> None:
-    from .fmt import fmt_ci, verdict_words
+    from bindscale.core.fmt import fmt_ci, verdict_words
 
     con = console()
     con.print(f"[bold]The answer so far[/] ({answer['question']})", highlight=False)
@@ -208,10 +208,10 @@ def _print_answer(answer: dict, out_dir: str) -> None:
 @app.command()
 def report(run_dir: Annotated[str, typer.Argument(help="a run directory (path or URL) written by `bindscale run`")]) -> None:
     """Rebuild results.parquet, report.html and summary.json from a run's records."""
-    from .lock import RunLock, RunLocked
-    from .runner import build_outputs, load_run_study
+    from bindscale.store.lock import RunLock, RunLocked
+    from bindscale.run.runner import build_outputs, load_run_study
 
-    from .runner import is_multi_run, rebuild_all
+    from bindscale.run.runner import is_multi_run, rebuild_all
 
     try:
         multi = is_multi_run(run_dir)
@@ -248,7 +248,7 @@ def report(run_dir: Annotated[str, typer.Argument(help="a run directory (path or
 
 def _say_if_held(out: str) -> None:
     """A dry run's warning that the real run would be refused now: a live run holds ``out``."""
-    from .lock import live_holder
+    from bindscale.store.lock import live_holder
 
     try:
         holder = live_holder(out)
@@ -262,7 +262,7 @@ def _say_if_held(out: str) -> None:
 def _check_recorded(run_dir: str) -> None:
     """Refuse a run directory without a single record (a run stopped before its first trial finished):
     its report would be all gaps, explained as if part of the run were missing."""
-    from .records import RECORD_DIR
+    from bindscale.store.records import RECORD_DIR
 
     store = RunStore.of(run_dir)
     if store.list(RECORD_DIR, ".json"):
@@ -275,7 +275,7 @@ def _resume_how(run_dir: str) -> str:
     """How to finish the run in ``run_dir``: the exact ``bindscale run`` command where its study file is local."""
     import shlex
 
-    from .runner import STUDY_FILE
+    from bindscale.run.runner import STUDY_FILE
 
     store = RunStore.of(run_dir)
     if store.local is None:
@@ -291,7 +291,7 @@ def publish_cmd(
     commit: Annotated[Optional[str], typer.Option("--commit", help="the commit the studies ran at (default: git HEAD here)")] = None,
 ) -> None:
     """Copy a `run all` directory's answer page, reports, verdicts and figures into a folder kept in git."""
-    from .publish import check_target, publish
+    from bindscale.report.publish import check_target, publish
 
     try:
         check_target(to)
@@ -307,7 +307,7 @@ def publish_cmd(
 @app.command("list")
 def list_() -> None:
     """Show the registered studies (built-in and plugins) and their claims."""
-    from . import registry
+    from bindscale.core import registry
 
     con = Console()
     try:
@@ -344,7 +344,7 @@ def new_study(
     dir_: Annotated[Path, typer.Option("--dir", help="where to write the study folder and its test")] = Path("."),
 ) -> None:
     """Make a new study folder from the template (a small complete study wired by convention)."""
-    from .scaffold import how_to_register, new_study as make
+    from bindscale.core.scaffold import how_to_register, new_study as make
 
     try:
         package, test_file = make(name, dir_)
@@ -387,7 +387,7 @@ def first_sentence(text: str) -> str:
 def _first_error(out_dir: str) -> str | None:
     """The first line (``Type: message``) of the error of the first failed trial in ``out_dir`` (by trial
     id), so a failure's cause shows in the terminal, not only in the report; None when there is none."""
-    from .records import load_records
+    from bindscale.store.records import load_records
 
     try:
         records = load_records(out_dir)
@@ -405,8 +405,8 @@ def _print_summary(summary: dict, out_dir: str) -> None:
     table = Table(title=f"{summary.get('study')}{' (quick)' if summary.get('quick') else ''}: verdicts")
     for col in ("claim", "verdict", "statistic", "value [95% CI]", "n"):
         table.add_column(col, overflow="fold")
-    # The page's words and numbers (bindscale.fmt): "smoke test: not supported", "0.0294 [0.0220, 0.140]".
-    from .fmt import fmt_ci, unparsable_text, verdict_words
+    # The page's words and numbers (bindscale.core.fmt): "smoke test: not supported", "0.0294 [0.0220, 0.140]".
+    from bindscale.core.fmt import fmt_ci, unparsable_text, verdict_words
 
     smoke = bool(summary.get("quick") or summary.get("n_missing"))
     for v in summary.get("verdicts", []):
@@ -430,7 +430,7 @@ def _print_summary(summary: dict, out_dir: str) -> None:
                 con.print(f"    {unparsable_text(v['unparsable'])}", highlight=False)
             for line in _anchor_lines(v):
                 con.print(f"    {line}", highlight=False)
-            from .study import gate_lines
+            from bindscale.core.study import gate_lines
 
             for gate in gate_lines(details):
                 con.print(f"    learned first: {gate}", highlight=False)

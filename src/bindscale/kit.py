@@ -1,6 +1,6 @@
 """The study author's kit: everything a study needs from bindscale's core, under public names.
 
-A study (``bindscale/studies/<name>/`` or a third-party package, see :mod:`bindscale.registry`) imports
+A study (``bindscale/studies/<name>/`` or a third-party package, see :mod:`bindscale.core.registry`) imports
 from here and from its own folder, never a private (underscore) name of the core::
 
     from bindscale.kit import Anchor, Claim, StudyPlugin         # __init__.py: the claims, their sources' anchors, the plugin
@@ -9,8 +9,8 @@ from here and from its own folder, never a private (underscore) name of the core
     from bindscale.kit import Verdict, ok_rows, decide, ci_entry # verdicts.py: one rule per claim
     from bindscale.kit import new_figure, errorbar, to_base64    # figures.py
 
-Names live where they always did (:mod:`bindscale.study`, :mod:`bindscale.report.verdicts`,
-:mod:`bindscale.report.figures`, :mod:`bindscale.seqtrain`...); this module only re-exports them, with
+Names live where they always did (:mod:`bindscale.core.study`, :mod:`bindscale.verdicts.engine`,
+:mod:`bindscale.report.figures`, :mod:`bindscale.train.loop`...); this module only re-exports them, with
 the plotting and verdict helpers that are private there given public names here. What a study module
 imports at registry time (``Claim``, ``StudyPlugin``, ``Verdict``, the outcomes, ``TrialBase``) is imported
 now; the rest (pandas, matplotlib, torch behind it) is imported on first access, so that
@@ -33,8 +33,19 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .config import StrictModel, TrialBase
-from .study import INCONCLUSIVE, NOT_SUPPORTED, SIDES, SUPPORTED, Anchor, Claim, Gate, Study, StudyPlugin, Verdict
+from bindscale.core.config import StrictModel, TrialBase
+from bindscale.core.study import (
+    INCONCLUSIVE,
+    NOT_SUPPORTED,
+    SIDES,
+    SUPPORTED,
+    Anchor,
+    Claim,
+    Gate,
+    Study,
+    StudyPlugin,
+    Verdict,
+)
 
 __all__ = [
     # the plugin and its claims
@@ -59,28 +70,28 @@ __all__ = [
 
 #: Public name -> (module, name there), imported on first access (heavy dependencies behind them).
 _LAZY: dict[str, tuple[str, str]] = {
-    "TrialResult": ("bindscale.trainutil", "TrialResult"),
-    "MISSING": ("bindscale.report.verdicts", "MISSING"),
-    "NAN3": ("bindscale.report.verdicts", "NAN3"),
-    "MIN_REPLICATES": ("bindscale.report.verdicts", "MIN_REPLICATES"),
-    "CONCLUSIVE_SEEDS": ("bindscale.report.verdicts", "CONCLUSIVE_SEEDS"),
-    "MIN_SEEDS": ("bindscale.report.verdicts", "MIN_SEEDS"),
-    "deciding_cell": ("bindscale.report.verdicts", "deciding_cell"),
-    "gate_check": ("bindscale.report.verdicts", "gate_check"),
-    "at_bound": ("bindscale.report.verdicts", "at_bound"),
-    "no_room": ("bindscale.report.verdicts", "no_room"),
-    "one_per_unit": ("bindscale.rows", "one_per_unit"),
-    "ok_rows": ("bindscale.rows", "ok_rows"),
-    "coerce_numeric": ("bindscale.report.verdicts", "coerce_numeric"),
-    "restrict_to_mode": ("bindscale.report.verdicts", "restrict_to_mode"),
-    "degenerate": ("bindscale.report.verdicts", "degenerate"),
-    "ci_entry": ("bindscale.report.verdicts", "_ci"),
-    "json_key": ("bindscale.report.verdicts", "_key"),
-    "to_python": ("bindscale.report.verdicts", "_py"),
-    "decide": ("bindscale.report.verdicts", "_decide"),
-    "decide_below": ("bindscale.report.verdicts", "_decide_below"),
-    "finite_values": ("bindscale.report.verdicts", "_finite"),
-    "pooled_columns": ("bindscale.report.verdicts", "_pooled"),
+    "TrialResult": ("bindscale.train.result", "TrialResult"),
+    "MISSING": ("bindscale.verdicts.engine", "MISSING"),
+    "NAN3": ("bindscale.verdicts.engine", "NAN3"),
+    "MIN_REPLICATES": ("bindscale.verdicts.engine", "MIN_REPLICATES"),
+    "CONCLUSIVE_SEEDS": ("bindscale.verdicts.engine", "CONCLUSIVE_SEEDS"),
+    "MIN_SEEDS": ("bindscale.verdicts.engine", "MIN_SEEDS"),
+    "deciding_cell": ("bindscale.verdicts.engine", "deciding_cell"),
+    "gate_check": ("bindscale.verdicts.engine", "gate_check"),
+    "at_bound": ("bindscale.verdicts.engine", "at_bound"),
+    "no_room": ("bindscale.verdicts.engine", "no_room"),
+    "one_per_unit": ("bindscale.core.rows", "one_per_unit"),
+    "ok_rows": ("bindscale.core.rows", "ok_rows"),
+    "coerce_numeric": ("bindscale.verdicts.engine", "coerce_numeric"),
+    "restrict_to_mode": ("bindscale.verdicts.engine", "restrict_to_mode"),
+    "degenerate": ("bindscale.verdicts.engine", "degenerate"),
+    "ci_entry": ("bindscale.verdicts.engine", "_ci"),
+    "json_key": ("bindscale.verdicts.engine", "_key"),
+    "to_python": ("bindscale.verdicts.engine", "_py"),
+    "decide": ("bindscale.verdicts.engine", "_decide"),
+    "decide_below": ("bindscale.verdicts.engine", "_decide_below"),
+    "finite_values": ("bindscale.verdicts.engine", "_finite"),
+    "pooled_columns": ("bindscale.verdicts.engine", "_pooled"),
     "new_figure": ("bindscale.report.figures", "_new_figure"),
     "to_base64": ("bindscale.report.figures", "_to_b64"),
     "seed_summary": ("bindscale.report.figures", "_summary"),
@@ -99,48 +110,48 @@ _LAZY: dict[str, tuple[str, str]] = {
     "two_decimals": ("bindscale.report.figures", "_two"),
     "curve_values": ("bindscale.report.figures", "_as_list"),
     "mean_table": ("bindscale.report.html", "mean_table"),
-    "train_from_config": ("bindscale.seqtrain", "train_from_config"),
-    "fit_minibatches": ("bindscale.seqtrain", "fit_minibatches"),
-    "greedy_predictions": ("bindscale.seqtrain", "greedy_predictions"),
-    "batch_indices": ("bindscale.seqtrain", "batch_indices"),
-    "train_stacked_from_config": ("bindscale.seqtrain", "train_stacked_from_config"),
+    "train_from_config": ("bindscale.train.loop", "train_from_config"),
+    "fit_minibatches": ("bindscale.train.loop", "fit_minibatches"),
+    "greedy_predictions": ("bindscale.train.loop", "greedy_predictions"),
+    "batch_indices": ("bindscale.train.loop", "batch_indices"),
+    "train_stacked_from_config": ("bindscale.train.loop", "train_stacked_from_config"),
     "StackedTransformer": ("bindscale.models.stacked_transformer", "StackedTransformer"),
 }
 
 if TYPE_CHECKING:  # what type checkers and IDEs see (the same objects __getattr__ hands out)
-    from .rows import ok_rows, one_per_unit
-    from .report.html import mean_table
-    from .report.figures import _as_list as curve_values
-    from .report.figures import _band as band
-    from .report.figures import _ci_note as ci_note
-    from .report.figures import _count as count_label
-    from .report.figures import _errorbar as errorbar
-    from .report.figures import _fixed as fixed_qualifiers
-    from .report.figures import _id_ood_spans as id_ood_spans
-    from .report.figures import _legend as legend
-    from .report.figures import _log_counts as log_counts
-    from .report.figures import _log_x as log_x
-    from .report.figures import _new_figure as new_figure
-    from .report.figures import _summary as seed_summary
-    from .report.figures import _summary_of as summary_of
-    from .report.figures import _title as titled
-    from .report.figures import _to_b64 as to_base64
-    from .report.figures import _two as two_decimals
-    from .report.figures import _yerr as error_lengths
-    from .report.verdicts import CONCLUSIVE_SEEDS, MIN_REPLICATES, MIN_SEEDS, MISSING, NAN3
-    from .report.verdicts import at_bound, deciding_cell
-    from .report.verdicts import coerce_numeric, degenerate, restrict_to_mode
-    from .report.verdicts import _ci as ci_entry
-    from .report.verdicts import _decide as decide
-    from .report.verdicts import _decide_below as decide_below
-    from .report.verdicts import _finite as finite_values
-    from .report.verdicts import _key as json_key
-    from .report.verdicts import _pooled as pooled_columns
-    from .report.verdicts import _py as to_python
-    from .models.stacked_transformer import StackedTransformer
-    from .seqtrain import batch_indices, fit_minibatches, greedy_predictions, train_from_config
-    from .seqtrain import train_stacked_from_config
-    from .train import TrialResult
+    from bindscale.core.rows import ok_rows, one_per_unit
+    from bindscale.report.html import mean_table
+    from bindscale.report.figures import _as_list as curve_values
+    from bindscale.report.figures import _band as band
+    from bindscale.report.figures import _ci_note as ci_note
+    from bindscale.report.figures import _count as count_label
+    from bindscale.report.figures import _errorbar as errorbar
+    from bindscale.report.figures import _fixed as fixed_qualifiers
+    from bindscale.report.figures import _id_ood_spans as id_ood_spans
+    from bindscale.report.figures import _legend as legend
+    from bindscale.report.figures import _log_counts as log_counts
+    from bindscale.report.figures import _log_x as log_x
+    from bindscale.report.figures import _new_figure as new_figure
+    from bindscale.report.figures import _summary as seed_summary
+    from bindscale.report.figures import _summary_of as summary_of
+    from bindscale.report.figures import _title as titled
+    from bindscale.report.figures import _to_b64 as to_base64
+    from bindscale.report.figures import _two as two_decimals
+    from bindscale.report.figures import _yerr as error_lengths
+    from bindscale.verdicts.engine import CONCLUSIVE_SEEDS, MIN_REPLICATES, MIN_SEEDS, MISSING, NAN3
+    from bindscale.verdicts.engine import at_bound, deciding_cell
+    from bindscale.verdicts.engine import coerce_numeric, degenerate, restrict_to_mode
+    from bindscale.verdicts.engine import _ci as ci_entry
+    from bindscale.verdicts.engine import _decide as decide
+    from bindscale.verdicts.engine import _decide_below as decide_below
+    from bindscale.verdicts.engine import _finite as finite_values
+    from bindscale.verdicts.engine import _key as json_key
+    from bindscale.verdicts.engine import _pooled as pooled_columns
+    from bindscale.verdicts.engine import _py as to_python
+    from bindscale.models.stacked_transformer import StackedTransformer
+    from bindscale.train.loop import batch_indices, fit_minibatches, greedy_predictions, train_from_config
+    from bindscale.train.loop import train_stacked_from_config
+    from bindscale.train import TrialResult
 
 
 def __getattr__(name: str) -> Any:

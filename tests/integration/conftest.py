@@ -83,8 +83,9 @@ def assert_typed_table(out: Path):
 
     import pandas as pd
 
-    from bindscale.records import load_records, metric_table
-    from bindscale.runner import load_run_study
+    from bindscale.store.records import load_records
+    from bindscale.verdicts.results_table import metric_table
+    from bindscale.run.runner import load_run_study
 
     df = pd.read_parquet(Path(out) / "results.parquet")
     cls = type(load_run_study(out).base)

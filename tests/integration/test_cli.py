@@ -35,7 +35,7 @@ def test_tiny_study_end_to_end_and_report_rebuild(tiny, tmp_path):
     assert "16 already recorded, 0 to run" in r3.stderr.replace("\n", " ")
     assert "stacked jobs" not in r3.stderr  # no plan to describe (it said "0 stacked jobs on 1 worker(s)")
     # While a live run holds the directory, `report` is refused and writes nothing (the run writes its own).
-    from bindscale.lock import RunLock
+    from bindscale.store.lock import RunLock
 
     before = (out / "report.html").stat().st_mtime_ns
     with RunLock(out):
@@ -95,7 +95,7 @@ def test_malformed_yaml_and_unwritable_out(tmp_path):
 
 
 def test_quick_default_study_plans_both_models():
-    from bindscale.config import resolve_study
+    from bindscale.core.studyfile import resolve_study
 
     full, quick = resolve_study("scaling").trials(), resolve_study("scaling", quick=True).trials()
     assert {t.model.kind for t in quick} == {"mlp", "hypernet"}

@@ -64,7 +64,7 @@ def test_a_run_interrupted_under_the_process_pool_resumes_on_ray(tiny, tmp_path)
 
 def test_ray_tasks_report_progress_while_they_train(tmp_path):
     from bindscale.studies.scaling.config import ModelConfig, TrainConfig, TrialConfig
-    from bindscale.ray_executor import execute_ray
+    from bindscale.run.ray_executor import execute_ray
 
     train = TrainConfig(steps=1000, batch_tasks=16, n_evals=1, eval_tasks=16, probe_tasks=16, probe_samples=1)
     job = [TrialConfig(model=ModelConfig(width=16, depth=2), train=train, seed=s).model_dump(mode="json")

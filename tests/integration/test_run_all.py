@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from bindscale import registry
-from bindscale.config import resolve_study
+from bindscale.core import registry
+from bindscale.core.studyfile import resolve_study
 from bindscale.report.browser import assert_fits
 
 from .conftest import bindscale

@@ -3,9 +3,9 @@ import os
 
 import pytest
 
-from bindscale.config import resolve_study
-from bindscale.runner import run_study
-from bindscale.storage import StorageError
+from bindscale.core.studyfile import resolve_study
+from bindscale.run.runner import run_study
+from bindscale.store.storage import StorageError
 
 from .conftest import TINY
 
@@ -21,19 +21,19 @@ def test_disk_full_mid_sweep_stops_with_one_error_and_keeps_finished_records(tmp
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_fsync(fd)
 
-    monkeypatch.setattr("bindscale.storage.os.fsync", fsync_then_full)
+    monkeypatch.setattr("bindscale.store.storage.os.fsync", fsync_then_full)
     with pytest.raises(StorageError, match=r"cannot write .*records/.*\.json: no space left on device; the sweep "
                                            r"stopped, finished trials are kept"):
         run_study(study, out, workers=1, executor="inline")
     records = sorted(p.name for p in (out / "records").iterdir())
     assert len(records) == 1 and not records[0].startswith(".")  # no temporary file left
-    monkeypatch.setattr("bindscale.storage.os.fsync", real_fsync)
+    monkeypatch.setattr("bindscale.store.storage.os.fsync", real_fsync)
     summary = run_study(study, out, workers=1, executor="inline")  # space freed: resume finishes
     assert summary["n_trials"] == len(study.trials())
 
 
 def test_memory_urls_are_refused_for_multi_process_executors(tmp_path):
-    from bindscale.errors import ConfigError
+    from bindscale.core.errors import ConfigError
 
     study = resolve_study(str(TINY))
     with pytest.raises(ConfigError, match="memory:// filesystem lives inside one process"):

@@ -1,11 +1,11 @@
 """Checks shared by the transformer studies' stacking tests: a trial's record is the same, up to float
-rounding, trained alone, in a stack of one and in a stack of four (bindscale.seqstack)."""
+rounding, trained alone, in a stack of one and in a stack of four (bindscale.train.stack)."""
 
 from __future__ import annotations
 
 import math
 
-from bindscale import seqstack
+from bindscale.train import stack as seqstack
 
 #: Loss curves: relative difference allowed (the issue's bound).
 CURVE_RTOL = 1e-5

@@ -7,10 +7,18 @@ import json
 
 import pytest
 
-from bindscale import registry
-from bindscale.anchors import (CONTRADICTED, DIFFERENT_SCALE, NOT_COMPARABLE, REPRODUCED, RULE, SCALE_GAP, WORDS,
-                               relation)
-from bindscale.answer import build_answer
+from bindscale.core import registry
+from bindscale.verdicts.anchors import (
+    CONTRADICTED,
+    DIFFERENT_SCALE,
+    NOT_COMPARABLE,
+    REPRODUCED,
+    RULE,
+    SCALE_GAP,
+    WORDS,
+    relation,
+)
+from bindscale.report.answer import build_answer
 from bindscale.kit import Anchor, Claim
 
 CLAIMS = [(plugin.name, claim) for plugin in registry.builtin().values() for claim in plugin.claims]
@@ -142,7 +150,7 @@ def test_answer_rows_carry_anchor_relation_reason_and_rule(tmp_path):
 
     import yaml
 
-    from bindscale.config import resolve_study
+    from bindscale.core.studyfile import resolve_study
 
     by_name = {c.name: c for c in SCALING}
     (tmp_path / "scaling").mkdir()
@@ -185,8 +193,8 @@ def test_every_builtin_rule_gives_a_finding_not_its_definition(study):
     never its statistic's definition; and the answer row keeps the two apart."""
     import pandas as pd
 
-    from bindscale.config import resolve_study
-    from bindscale.report.verdicts import compute_verdicts
+    from bindscale.core.studyfile import resolve_study
+    from bindscale.verdicts.engine import compute_verdicts
 
     verdicts = compute_verdicts(pd.DataFrame({"trial_id": [], "status": []}), resolve_study(study), n_boot=20)
     assert verdicts

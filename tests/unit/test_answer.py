@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from bindscale import registry
-from bindscale.answer import RULES, build_answer, side_state, synthesis
+from bindscale.core import registry
+from bindscale.report.answer import RULES, build_answer, side_state, synthesis
 
 
 def _row(claim, side, verdict, firm=True):
@@ -92,7 +92,7 @@ def _study_file(directory, name, overrides=()):
     """The run's study.yaml as `bindscale run NAME [--set …]` writes it."""
     import yaml
 
-    from bindscale.config import resolve_study
+    from bindscale.core.studyfile import resolve_study
 
     (directory / "study.yaml").write_text(yaml.safe_dump(resolve_study(name, overrides=list(overrides))
                                                          .model_dump(mode="json"), sort_keys=False))

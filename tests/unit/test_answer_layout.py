@@ -31,8 +31,8 @@ import zlib
 
 import pytest
 
-from bindscale import registry
-from bindscale.answer import build_answer
+from bindscale.core import registry
+from bindscale.report.answer import build_answer
 from bindscale.report.browser import assert_fits, layout_by_width, require_browser
 
 WIDTH = 1280
@@ -146,7 +146,7 @@ def test_the_synthesis_names_every_side_with_its_claims(page):
 def test_partial_anchors_and_a_plain_relation_word_render(tmp_path, monkeypatch):
     """Rows whose anchor lacks most keys (a source with no number: its sentence), whose relation is a bare word,
     or that have none: the page is written and says what it has."""
-    import bindscale.answer as answer
+    import bindscale.report.answer as answer
 
     (tmp_path / "scaling").mkdir()
     verdicts = [{"claim": c, "verdict": "supported", "statistic": "s", "value": 0.5, "ci_low": 0.4, "ci_high": 0.6,

@@ -9,13 +9,13 @@ import torch
 
 import bindscale
 import bindscale as bs
-from bindscale import seeding
-from bindscale.errors import ConfigError
+from bindscale.core import seeding
+from bindscale.core.errors import ConfigError
 from bindscale.models import HookPoint, run_with_cache
 from bindscale.studies.scaling.metrics import r2_within_task
 from bindscale.studies.scaling.students import build_model as build_stack
-from bindscale.records import _clean, load_records
-from bindscale.jobs import parse_trial, run_group, run_job
+from bindscale.store.records import json_safe, load_records
+from bindscale.run.jobs import parse_trial, run_group, run_job
 from bindscale.studies.scaling.tasks import HyperTeacher
 
 #: Metrics that are wall-clock timings (they differ between any two runs).
@@ -37,7 +37,7 @@ MOD_TRANSFORMER = MODULARITY | {"model": {"architecture": "transformer", "width"
 
 def same_metrics(a: dict, b: dict) -> None:
     """Every metric but the timings is the same (NaN as None, as in a record file)."""
-    a, b = _clean(a), _clean(b)
+    a, b = json_safe(a), json_safe(b)
     assert set(a) == set(b)
     assert {k: v for k, v in a.items() if k not in TIMINGS} == {k: v for k, v in b.items() if k not in TIMINGS}
 
@@ -296,7 +296,7 @@ def test_load_results_reads_the_table_when_current_and_the_records_when_not(save
 # --------------------------------------------------------------------------- plugins without the API hooks
 
 def _fake_plugin(**hooks):
-    from bindscale.study import StudyPlugin
+    from bindscale.core.study import StudyPlugin
 
     return StudyPlugin(name="fake", kind="fake", trial_config="bindscale.studies.scaling.config:TrialConfig", claims=(),
                        description="", **({"trainer": lambda trials, device, progress: []} | hooks))
@@ -317,7 +317,7 @@ def test_a_plugin_without_the_hooks_says_so():
 
 
 def test_save_models_is_refused_before_anything_is_written_when_the_trainer_cannot_return_models(monkeypatch, tmp_path):
-    from bindscale.config import StudyConfig
+    from bindscale.core.config import StudyConfig
 
     study = bs.resolve_study("scaling", quick=True, overrides={"save_models": True})
     monkeypatch.setattr(StudyConfig, "plugin", property(lambda self: _fake_plugin()))

@@ -11,9 +11,9 @@ import pytest
 import yaml
 from rich.console import Console
 
-from bindscale import registry
-from bindscale.config import resolve_study, study_notes
-from bindscale.errors import ConfigError
+from bindscale.core import registry
+from bindscale.core.studyfile import resolve_study, study_notes
+from bindscale.core.errors import ConfigError
 
 from .test_ergonomics import _IMPORTS_AFTER, SRC, TINY, cli, one_error_line
 
@@ -69,7 +69,7 @@ def test_the_quick_sections_own_fields_still_take_a_set():
 
 @pytest.mark.parametrize("records_dir", [False, True])
 def test_report_of_a_run_with_no_record_says_nothing_was_recorded(tmp_path, records_dir):
-    from bindscale.plan import study_yaml
+    from bindscale.run.dryrun import study_yaml
 
     run = tmp_path / "my run"
     run.mkdir()
@@ -222,7 +222,7 @@ def test_a_set_of_a_section_or_of_no_key_says_what_is_wrong(tmp_path, arg, want)
 def test_keep_own_kind_fields_drops_only_the_other_kinds_fields():
     from pydantic import BaseModel
 
-    from bindscale.config import keep_own_kind_fields, model_kind
+    from bindscale.core.config import keep_own_kind_fields, model_kind
 
     class A(BaseModel):
         kind: str = "transformer"

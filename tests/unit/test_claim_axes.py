@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from bindscale.report.verdicts import compute_verdicts
+from bindscale.verdicts.engine import compute_verdicts
 
 
 def verdict(df: pd.DataFrame, claim: str) -> dict:

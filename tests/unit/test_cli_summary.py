@@ -35,7 +35,7 @@ def test_a_study_without_verdicts_says_so_instead_of_an_empty_table(capsys):
 
 def test_the_first_failed_trials_error_is_printed(capsys, tmp_path):
     """A failure's cause shows in the terminal (its first line), not only in the report."""
-    from bindscale.records import REQUIRED, write_record
+    from bindscale.store.records import REQUIRED, write_record
 
     base = dict.fromkeys(REQUIRED)
 

@@ -1,13 +1,8 @@
 import pytest
 
-from bindscale.config import (
-    StudyConfig,
-    apply_override,
-    builtin_studies,
-    parse_override,
-    resolve_study,
-)
-from bindscale.errors import ConfigError
+from bindscale.core.config import StudyConfig
+from bindscale.core.studyfile import apply_override, builtin_studies, parse_override, resolve_study
+from bindscale.core.errors import ConfigError
 from bindscale.studies.scaling.config import TrialConfig
 
 
@@ -90,7 +85,7 @@ def test_overrides():
 
 
 def test_set_reads_exponent_numbers_without_a_dot_as_numbers():
-    from bindscale.config import resolve_study
+    from bindscale.core.studyfile import resolve_study
 
     assert {t.train.lr for t in resolve_study("scaling", overrides=["train.lr=3e-4"]).trials()} == {3e-4}
     study = resolve_study("scaling", overrides=["lr=[1e-3, 3e-4]"])
@@ -106,7 +101,7 @@ def test_study_files_written_before_the_verdicts_review_still_load():
 
 
 def test_a_report_over_records_of_other_trial_configurations_says_so(tmp_path):
-    from bindscale.runner import build_outputs
+    from bindscale.run.runner import build_outputs
 
     (tmp_path / "records").mkdir()
     (tmp_path / "records" / "0123456789abcdef.json").write_text("{}")
@@ -117,7 +112,7 @@ def test_a_report_over_records_of_other_trial_configurations_says_so(tmp_path):
 def test_is_quick_cannot_be_set_and_a_quick_file_defaults_to_the_quick_directory(tmp_path):
     import yaml
 
-    from bindscale.runner import default_out
+    from bindscale.run.runner import default_out
 
     with pytest.raises(ConfigError, match="is_quick is set by --quick"):
         resolve_study("scaling", quick=True, overrides=["is_quick=false"])
@@ -130,7 +125,7 @@ def test_is_quick_cannot_be_set_and_a_quick_file_defaults_to_the_quick_directory
 
 
 def test_report_of_a_missing_directory_says_so(tmp_path):
-    from bindscale.runner import load_run_study
+    from bindscale.run.runner import load_run_study
 
     with pytest.raises(ConfigError, match="does not exist"):
         load_run_study(tmp_path / "nope")
@@ -143,7 +138,7 @@ def test_unknown_field_lists_the_fields_of_the_class_validated_when_two_share_a_
     field lists the fields of the one being validated, not of whichever the registry names first."""
     from typing import Literal
 
-    from bindscale.config import StrictModel, TrialBase, validate
+    from bindscale.core.config import StrictModel, TrialBase, validate
 
     class OtherModel(StrictModel):
         breadth: int = 1

@@ -1,4 +1,4 @@
-"""Studies wired by convention (:data:`bindscale.study.CONVENTION`): hooks and rules are found by module and
+"""Studies wired by convention (:data:`bindscale.core.study.CONVENTION`): hooks and rules are found by module and
 function name in the study's package; an explicit reference overrides; what is neither takes its default."""
 
 import sys
@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
-from bindscale import registry
-from bindscale.study import CONVENTION, Claim, StudyPlugin, resolve
+from bindscale.core import registry
+from bindscale.core.study import CONVENTION, Claim, StudyPlugin, resolve
 
 #: What each built-in study has beyond the convention, and which conventional hooks it lacks.
 OVERRIDES = {
@@ -21,7 +21,7 @@ OVERRIDES = {
 #: The trial config classes by their own names (config.TrialConfig is an alias).
 CONFIGS = {"ceiling": "CeilingTrial", "depth": "DepthTrial", "geometry": "GeometryTrial",
            "length_transfer": "LengthTransferTrial", "modularity": "ModularityTrial", "subgraphs": "SubgraphsTrial"}
-#: The transformer studies stack their trials (grouper, step_timer: plan.py, over bindscale.seqstack).
+#: The transformer studies stack their trials (grouper, step_timer: plan.py, over bindscale.train.stack).
 ABSENT = {
     "ceiling": {"step_counter"},
     "depth": {"step_counter"},

@@ -1,6 +1,6 @@
 """Simulated coverage of the verdicts' 95% intervals at the n at which the rules use them (issue 31, item 10).
 
-Every deciding cell of a default study has 8 seeds. At that n each interval method of ``bindscale.stats`` must
+Every deciding cell of a default study has 8 seeds. At that n each interval method of ``bindscale.verdicts.stats`` must
 cover the true value 92–98% of the time, for normal data and for skewed data: Gamma(4) (skewness 1), Beta(5, 2)
 (−0.6, like R² below its ceiling), LogNormal(0, 0.5) (1.75), and accuracies near a bound, Beta(12, 1) (near 1,
 skewness −1.6) and Beta(0.5, 4) (near 0, skewness 2.2). Student's t interval covers only 0.90 and 0.86 on the last
@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from bindscale.stats import bootstrap_ci, correlation_ci, mean_ci, mean_diff_ci, strata_mean_ci
+from bindscale.verdicts.stats import bootstrap_ci, correlation_ci, mean_ci, mean_diff_ci, strata_mean_ci
 
 N_SEEDS = 8
 REPS = 3000
@@ -254,7 +254,7 @@ def test_within_cell_partial_spearman_bootstrap_covers_at_four_cells_of_eight(rh
     """The rules' call (rows resampled, :func:`bootstrap_ci` vectorized): conservative here, 0.98 at rho 0.5 and
     0.995 at 0 (200 draws; plain percentile 0.975 / 0.985): it errs toward inconclusive. Truth: the statistic on
     20,000 rows of the same cells."""
-    from bindscale.stats import partial_spearman_within
+    from bindscale.verdicts.stats import partial_spearman_within
 
     big = _cells_with_shifts(np.random.default_rng(1), 4, 5000, rho)
     truth = partial_spearman_within(big[:, 0], big[:, 1], big[:, 2:])

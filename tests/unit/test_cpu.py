@@ -1,4 +1,4 @@
-"""bindscale.cpu: freed blocks stay in the heap (no page faults per step); denormals flushed while training."""
+"""bindscale.train.speed: freed blocks stay in the heap (no page faults per step); denormals flushed while training."""
 
 import subprocess
 import sys
@@ -11,7 +11,7 @@ import torch
 # marks the allocator as already tuned, so train_group leaves glibc's defaults in place.
 SCRIPT = """
 import resource, sys, torch
-import bindscale.cpu as cpu
+import bindscale.train.speed as cpu
 from bindscale.studies.scaling.config import ModelConfig, TrainConfig, TrialConfig
 from bindscale.studies.scaling.trial import train_group
 torch.set_num_threads(1)
@@ -40,7 +40,7 @@ def test_keep_freed_memory_removes_the_page_faults_of_training_steps():
 def test_keep_freed_memory_applies_once_per_process(monkeypatch):
     import ctypes
 
-    import bindscale.cpu as cpu
+    import bindscale.train.speed as cpu
 
     opened = []
     real = ctypes.CDLL
@@ -51,7 +51,7 @@ def test_keep_freed_memory_applies_once_per_process(monkeypatch):
 
 
 def test_denormals_are_flushed_inside_cpu_training_and_kept_outside():
-    from bindscale.cpu import cpu_training
+    from bindscale.train.speed import cpu_training
 
     tiny = torch.full((4,), 1e-39)  # subnormal in float32
     assert float((tiny * 0.5)[0]) > 0
@@ -63,7 +63,7 @@ def test_denormals_are_flushed_inside_cpu_training_and_kept_outside():
 
 
 def test_cpu_training_blocks_nest():
-    from bindscale.cpu import cpu_training
+    from bindscale.train.speed import cpu_training
 
     tiny = torch.full((4,), 1e-39)
     with cpu_training():
@@ -76,7 +76,7 @@ def test_cpu_training_blocks_nest():
 
 HUGE = """
 import torch
-from bindscale.cpu import cpu_training
+from bindscale.train.speed import cpu_training
 with cpu_training("cpu"):
     x = torch.ones(16 << 20)  # 64 MiB: PyTorch's first allocation of 2 MiB or more in this process
     with open("/proc/self/smaps_rollup") as f:

@@ -16,8 +16,8 @@ import yaml
 from rich.console import Console
 
 import bindscale
-from bindscale.config import _numbers, parse_override, resolve_study
-from bindscale.errors import ConfigError
+from bindscale.core.studyfile import _numbers, parse_override, resolve_study
+from bindscale.core.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "tests" / "integration" / "tiny.yaml"
@@ -98,7 +98,7 @@ def test_duplicate_keys_are_an_error_naming_key_file_and_line(tmp_path, text, ke
 
 
 def test_yaml_merge_keys_may_still_be_overridden():
-    from bindscale.config import StudyLoader
+    from bindscale.core.studyfile import StudyLoader
 
     assert yaml.load("a: &x {k: 1, j: 2}\nb: {<<: *x, k: 3}\n", Loader=StudyLoader)["b"] == {"k": 3, "j": 2}
     with pytest.raises(yaml.YAMLError, match="duplicate key 'k'"):
@@ -129,8 +129,8 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path):
 
 
 def test_dry_run_leaves_out_recorded_trials_and_checks_like_a_run(tmp_path):
-    from bindscale.plan import describe_plan
-    from bindscale.records import write_record
+    from bindscale.run.dryrun import describe_plan
+    from bindscale.store.records import write_record
 
     study = resolve_study(str(TINY))
     trials = study.trials()
@@ -143,7 +143,7 @@ def test_dry_run_leaves_out_recorded_trials_and_checks_like_a_run(tmp_path):
     assert sorted(p.name for p in (tmp_path / "records").iterdir()) == before
     assert "different study configuration" not in text  # no study.yaml there yet
     # A folder holding another study: the dry run says what the run would say (it said nothing).
-    from bindscale.plan import study_yaml
+    from bindscale.run.dryrun import study_yaml
 
     (tmp_path / "study.yaml").write_text(study_yaml(resolve_study(str(TINY), overrides=["lr=5e-4"])))
     text = describe_plan(study, workers=2, device="cpu", out=str(tmp_path))
@@ -159,7 +159,7 @@ def test_dry_run_leaves_out_recorded_trials_and_checks_like_a_run(tmp_path):
 
 
 def test_time_estimate_schedules_jobs_on_the_workers():
-    from bindscale.sweep import schedule
+    from bindscale.run.planner import schedule
 
     assert schedule([4.0, 3.0, 3.0], 2) == 6.0
     assert schedule([4.0, 3.0, 3.0], 1) == 10.0
@@ -183,7 +183,7 @@ def test_print_config_prints_the_resolved_study_and_runs_nothing(tmp_path):
 
 
 def _progress(monkeypatch, **kw):
-    import bindscale.progress as prog
+    import bindscale.run.progress as prog
 
     clock = [0.0]
     monkeypatch.setattr(prog.time, "monotonic", lambda: clock[0])
@@ -233,7 +233,7 @@ def test_eta_after_a_rerun_took_steps_back(monkeypatch):
 
 
 def test_live_bar_says_estimating_until_work_is_measured(monkeypatch):
-    import bindscale.progress as prog
+    import bindscale.run.progress as prog
 
     clock = [0.0]
     monkeypatch.setattr(prog.time, "monotonic", lambda: clock[0])
@@ -348,7 +348,7 @@ def test_list_prints_one_line_per_study():
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     start = lines.index("studies:")
-    from bindscale import registry
+    from bindscale.core import registry
 
     n = len(registry.studies())  # built-in ones and any installed plugin
     rows = lines[start + 1:start + 1 + n]
@@ -374,7 +374,7 @@ _KILLED_DRIVER = """
 import os, signal, sys
 from multiprocessing import get_context
 if sys.argv[1] == "quiet":
-    from bindscale.executors import _start_resource_tracker
+    from bindscale.run.executors import _start_resource_tracker
     _start_resource_tracker()
 q = get_context("spawn").Queue()
 print(q._rlock._semlock.name, flush=True)
@@ -401,7 +401,7 @@ def test_a_killed_driver_leaves_no_semaphore_and_no_leak_warning():
 def test_the_tracker_filter_names_the_leak_warnings_line():
     from multiprocessing import resource_tracker
 
-    from bindscale.executors import _leak_warning_filter
+    from bindscale.run.executors import _leak_warning_filter
 
     rules = _leak_warning_filter().split(",")
     source = Path(resource_tracker.__file__).read_text().splitlines()

@@ -4,8 +4,8 @@ import sys
 
 import pytest
 
-from bindscale.errors import ConfigError
-from bindscale.executors import _after_break, execute
+from bindscale.core.errors import ConfigError
+from bindscale.run.executors import _after_break, execute
 
 
 class _Proc:
@@ -14,7 +14,7 @@ class _Proc:
 
 
 def test_import_and_local_executors_never_import_ray():
-    code = ("import sys, bindscale, bindscale.executors, bindscale.runner, bindscale.cli\n"
+    code = ("import sys, bindscale, bindscale.run.executors, bindscale.run.runner, bindscale.cli\n"
             "assert 'ray' not in sys.modules, 'ray imported'")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
@@ -54,8 +54,8 @@ def test_unknown_executor_or_negative_retries_is_a_config_error():
 def test_ray_missing_is_refused_before_anything_is_written(tmp_path, monkeypatch):
     import importlib.util
 
-    from bindscale.config import resolve_study
-    from bindscale.runner import run_study
+    from bindscale.core.studyfile import resolve_study
+    from bindscale.run.runner import run_study
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
@@ -65,7 +65,7 @@ def test_ray_missing_is_refused_before_anything_is_written(tmp_path, monkeypatch
 
 
 def test_core_share_gives_disjoint_shares_covering_the_cores():
-    from bindscale.executors import core_share
+    from bindscale.run.executors import core_share
 
     assert [core_share(i, 2, [0, 1, 2, 3]) for i in range(2)] == [[0, 1], [2, 3]]
     assert [core_share(i, 3, [4, 5, 6]) for i in range(3)] == [[4], [5], [6]]
@@ -78,12 +78,12 @@ def test_core_share_gives_disjoint_shares_covering_the_cores():
 
 
 def _pool_affinities(workers: int, env: dict | None = None) -> dict[int, set[int]]:
-    """Start the sweep's own pool (:func:`bindscale.executors.new_pool`) with ``workers`` workers and
+    """Start the sweep's own pool (:func:`bindscale.run.executors.new_pool`) with ``workers`` workers and
     read back each worker's CPU affinity, its main thread's and every other thread's."""
     import os
     import time
 
-    from bindscale.executors import new_pool, pool_context
+    from bindscale.run.executors import new_pool, pool_context
 
     ctx = pool_context()
     pool = new_pool(ctx, ctx.Queue(), workers)
@@ -122,7 +122,7 @@ def test_pool_workers_run_pinned_to_disjoint_cores():
 def test_pinning_can_be_turned_off(monkeypatch):
     import os
 
-    from bindscale.executors import PIN_ENV
+    from bindscale.run.executors import PIN_ENV
 
     monkeypatch.setenv(PIN_ENV, "0")
     cores = set(os.sched_getaffinity(0))

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bindscale import registry
-from bindscale.report.verdicts import compute_verdicts, deciding_cell, gate_check
-from bindscale.study import SUPPORTED, Claim, Gate, StudyPlugin, Verdict
+from bindscale.core import registry
+from bindscale.verdicts.engine import compute_verdicts, deciding_cell, gate_check
+from bindscale.core.study import SUPPORTED, Claim, Gate, StudyPlugin, Verdict
 
 GATE = Gate(metric="acc_id", threshold="min_id", what="in-distribution exact match",
             source="a test source: near-perfect training accuracy")
@@ -49,7 +49,7 @@ def test_a_fit_just_below_its_gate_shows_the_digits_that_miss_it():
 
 
 def test_the_reports_gate_lines_show_the_digits_that_miss_the_level_too():
-    from bindscale.study import gate_lines
+    from bindscale.core.study import gate_lines
 
     df = _table(fit_small=0.9497)
     _, report = gate_check(df, _cells(df), [GATE], {"min_id": 0.95})
@@ -61,7 +61,7 @@ def test_the_reports_gate_lines_show_the_digits_that_miss_the_level_too():
                                                 (0.918, 0.9, "0.918"), (0.95, 0.95, "0.95"),
                                                 (math.nan, 0.9, "—"), (0.0, 0.95, "0")])
 def test_fmt_against_never_prints_a_value_equal_to_a_level_it_differs_from(value, level, text):
-    from bindscale.fmt import fmt_against
+    from bindscale.core.fmt import fmt_against
 
     assert fmt_against(value, level) == text
 

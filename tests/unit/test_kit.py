@@ -108,8 +108,8 @@ def test_verdict_checks_its_outcome_and_is_no_tuple():
 def test_a_rule_returning_a_tuple_is_a_rule_error(monkeypatch):
     import pandas as pd
 
-    from bindscale import registry
-    from bindscale.report.verdicts import compute_verdicts
+    from bindscale.core import registry
+    from bindscale.verdicts.engine import compute_verdicts
 
     from dataclasses import replace
 

@@ -8,12 +8,12 @@ import yaml
 from typer.testing import CliRunner
 
 import bindscale.cli as cli
-import bindscale.runner as runner
-from bindscale import registry
+import bindscale.run.runner as runner
+from bindscale.core import registry
 from bindscale.cli import _print_summary, app
-from bindscale.config import resolve_study
-from bindscale.fmt import fmt, fmt_ci, verdict_words
-from bindscale.lock import RunLock, RunLocked
+from bindscale.core.studyfile import resolve_study
+from bindscale.core.fmt import fmt, fmt_ci, verdict_words
+from bindscale.store.lock import RunLock, RunLocked
 
 
 def _summary(name, quick=True):
@@ -127,7 +127,7 @@ def test_report_of_a_live_run_all_is_refused_before_any_work(run_all_dir, monkey
 
 
 def test_a_dry_run_says_when_a_live_run_holds_its_directory_and_writes_nothing(tmp_path):
-    from bindscale.lock import live_holder
+    from bindscale.store.lock import live_holder
 
     out = tmp_path / "run"
     assert live_holder(out) is None and not out.exists()  # nothing there: not held, nothing created

@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from bindscale.lock import RunLock, RunLocked
-from bindscale.storage import RunStore
+from bindscale.store.lock import RunLock, RunLocked
+from bindscale.store.storage import RunStore
 
 
 def test_second_holder_is_refused_with_the_holders_name(tmp_path):
@@ -19,7 +19,7 @@ def test_second_holder_is_refused_with_the_holders_name(tmp_path):
 
 
 def test_a_killed_holder_does_not_keep_the_lock(tmp_path):
-    code = f"from bindscale.lock import RunLock; import time\nwith RunLock({str(tmp_path)!r}):\n    print('held', flush=True); time.sleep(60)"
+    code = f"from bindscale.store.lock import RunLock; import time\nwith RunLock({str(tmp_path)!r}):\n    print('held', flush=True); time.sleep(60)"
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "held"
     with pytest.raises(RunLocked):

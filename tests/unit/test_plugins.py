@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from bindscale import registry
-from bindscale.study import SIDES, Study, resolve
+from bindscale.core import registry
+from bindscale.core.study import SIDES, Study, resolve
 
 CORE = ["config.py", "sweep.py", "executors.py", "ray_executor.py", "records.py", "storage.py", "lock.py",
         "stats.py", "progress.py", "cli.py", "runner.py", "registry.py", "study.py", "answer.py",
@@ -57,7 +57,7 @@ def test_resolving_a_study_imports_no_heavy_module():
     import subprocess
     import sys
 
-    code = ("import sys; from bindscale.config import resolve_study; "
+    code = ("import sys; from bindscale.core.config import resolve_study; "
             "[resolve_study(n, quick=True).trials() for n in ('scaling', 'subgraphs', 'modularity', 'geometry', 'length_transfer', 'depth', 'ceiling')]; "
             "print(sorted(m for m in ('torch', 'sklearn', 'pandas', 'matplotlib', 'scipy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

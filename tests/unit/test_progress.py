@@ -2,7 +2,7 @@ import io
 
 from rich.console import Console
 
-from bindscale.progress import TrainingProgress
+from bindscale.run.progress import TrainingProgress
 
 
 def plain_console() -> tuple[Console, io.StringIO]:
@@ -47,7 +47,7 @@ def test_on_a_terminal_a_live_bar_is_used():
 def test_fraction_done_and_eta_weigh_each_jobs_steps_by_their_cost(monkeypatch):
     import pytest
 
-    import bindscale.progress as prog
+    import bindscale.run.progress as prog
 
     clock = [0.0]
     monkeypatch.setattr(prog.time, "monotonic", lambda: clock[0])
@@ -70,7 +70,7 @@ def test_fraction_done_and_eta_weigh_each_jobs_steps_by_their_cost(monkeypatch):
 
 def test_consoles_off_a_terminal_keep_a_log_line_whole(capsys):
     """rich's default 80 columns wrapped the plan and progress lines of a run driven from the Python API."""
-    from bindscale.progress import LOG_WIDTH, console
+    from bindscale.run.progress import LOG_WIDTH, console
 
     line = "scaling: 30 trials, 0 already recorded, 30 to run in 9 stacked jobs on 1 worker(s) (inline), device cpu → runs/q"
     assert 80 < len(line) <= LOG_WIDTH

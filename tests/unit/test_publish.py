@@ -6,11 +6,11 @@ import os
 import pytest
 from typer.testing import CliRunner
 
-from bindscale import registry
+from bindscale.core import registry
 from bindscale.cli import app
-from bindscale.errors import ConfigError
-from bindscale.publish import BEGIN, END, publish, study_wall_seconds, verdicts_csv
-from bindscale.storage import RunStore
+from bindscale.core.errors import ConfigError
+from bindscale.report.publish import BEGIN, END, publish, study_wall_seconds, verdicts_csv
+from bindscale.store.storage import RunStore
 
 from .test_answer_layout import _run_dir
 

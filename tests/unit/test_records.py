@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 
 from bindscale.studies.scaling.config import TrialConfig
-from bindscale.records import load_records, read_record, record_path, write_record
-from bindscale.storage import RunStore, StorageError
-from bindscale.sweep import pending_trials
+from bindscale.store.records import load_records, read_record, record_path, write_record
+from bindscale.store.storage import RunStore, StorageError
+from bindscale.run.planner import pending_trials
 
 
 def _rec(trial, status="ok"):
@@ -63,7 +63,7 @@ def test_a_failed_write_is_one_clear_error_and_leaves_no_file(tmp_path, monkeypa
     def full(fd):
         raise OSError(code, "simulated")
 
-    monkeypatch.setattr("bindscale.storage.os.fsync", full)
+    monkeypatch.setattr("bindscale.store.storage.os.fsync", full)
     with pytest.raises(StorageError, match=f"cannot write .*{t.trial_id}.json: {why}$"):
         write_record(tmp_path, _rec(t, status="ok"))
     # The old record is intact and no temporary file is left behind.
@@ -72,7 +72,7 @@ def test_a_failed_write_is_one_clear_error_and_leaves_no_file(tmp_path, monkeypa
 
 
 def test_temporaries_of_a_killed_writer_are_found_and_removed(tmp_path):
-    from bindscale.storage import remove_temporaries
+    from bindscale.store.storage import remove_temporaries
 
     t = TrialConfig(seed=2)
     write_record(tmp_path, _rec(t))

@@ -16,10 +16,15 @@ import pytest
 
 import bindscale.report.browser as browser
 import bindscale.report.html as report_html
-from bindscale.config import resolve_study
+from bindscale.core.studyfile import resolve_study
 from bindscale.report import build_report
-from bindscale.report.browser import (BrowserMissing, assert_fits, overflow_by_width, overflowing_elements,
-                                      require_browser)
+from bindscale.report.browser import (
+    BrowserMissing,
+    assert_fits,
+    overflow_by_width,
+    overflowing_elements,
+    require_browser,
+)
 from bindscale.report.html import _detail_rows
 from bindscale.report.text import breakable, detail_label, key_label
 
@@ -78,7 +83,7 @@ def test_detail_rows_keep_the_raw_key_beside_the_label():
     })
     assert rows == [
         ("held-out R² by width at min holdout › width 16", "heldout_r2_by_width_at_min_holdout › 16",
-         "0.100 [0, 0.200] (n=3)"),  # three significant figures (bindscale.fmt)
+         "0.100 [0, 0.200] (n=3)"),  # three significant figures (bindscale.core.fmt)
         ("matched parameters › #1 › MLP", "matched_params › [0] › mlp",
          "width: 16; n parameters: 1216; mean R² held-out: 0.166"),
         ("out-of-distribution by parameters", "ood_by_params", "parameters 13856: 0.0520; parameters 102272: 0.167"),

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from bindscale.records import metric_items, metric_table, write_results
+from bindscale.verdicts.results_table import metric_items, metric_table, write_results
 from bindscale.studies.modularity.config import ModularityTrial
 from bindscale.studies.subgraphs.config import SubgraphsTrial
 from bindscale.studies.scaling.config import TrialConfig
@@ -212,7 +212,10 @@ def test_study_readers_read_the_typed_table_as_they_read_json_text(tmp_path):
     from bindscale.studies.modularity.figures import fig_accuracies
     from bindscale.studies.scaling.verdicts import _layer_means
     from bindscale.studies.subgraphs.figures import (
-        fig_acc_by_depth, fig_coverage_by_depth, fig_error_types, fig_information_gain,
+        fig_acc_by_depth,
+        fig_coverage_by_depth,
+        fig_error_types,
+        fig_information_gain,
     )
 
     _, df = _parquet(_records("scaling"), tmp_path / "sc")

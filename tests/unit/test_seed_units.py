@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 import bindscale.kit as kit
-from bindscale.report.verdicts import MIN_SEEDS, deciding_cell, needed_seeds, seed_loss
-from bindscale.rows import one_per_unit
+from bindscale.verdicts.engine import MIN_SEEDS, deciding_cell, needed_seeds, seed_loss
+from bindscale.core.rows import one_per_unit
 
 
 def _table(seeds=4) -> pd.DataFrame:
@@ -99,7 +99,7 @@ def test_at_bound_needs_every_seed_of_every_arm_at_the_same_bound(bound, word):
 
 
 def test_a_study_file_may_set_min_seeds_for_any_claim():
-    from bindscale.config import StudyConfig
+    from bindscale.core.config import StudyConfig
 
     base = {"model": {"width": 16}}  # no kind: the scaling study (implicit kind)
     StudyConfig(name="x", base=base, verdicts={"scaling": {"min_seeds": 6}})
@@ -110,7 +110,7 @@ def test_a_study_file_may_set_min_seeds_for_any_claim():
 def test_a_table_without_an_axis_cannot_count_perturbed_reruns_as_seeds():
     """Review finding of issue 31: a hand-built table that lacks an axis column merged only exact copies,
     so reruns with a perturbed metric counted as more seeds, silently."""
-    from bindscale.rows import ambiguous_units
+    from bindscale.core.rows import ambiguous_units
 
     df = _table()
     rerun = df.assign(trial_id="x" + df["trial_id"], acc=df["acc"] + 1e-6)

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from bindscale.models.transformer import Transformer
-from bindscale.seqtrain import greedy_predictions, lr_at, seq_loss, sequence_lengths, train_seq_model
+from bindscale.train.loop import greedy_predictions, lr_at, seq_loss, sequence_lengths, train_seq_model
 
 SEP, STOP = 1, 2  # 0 is padding; digits are 3..6
 
@@ -139,9 +139,9 @@ def test_bad_inputs_are_refused():
 
 
 def test_train_from_config_is_train_seq_model_with_the_trials_settings_and_train_stream():
-    from bindscale import seeding
-    from bindscale.seqtrain import train_from_config
-    from bindscale.trials import SeqTrainConfig
+    from bindscale.core import seeding
+    from bindscale.train.loop import train_from_config
+    from bindscale.train.sections import SeqTrainConfig
 
     _, tokens, mask = reverse_task()
     cfg = SeqTrainConfig(steps=20, batch_size=16, lr=5e-3, weight_decay=0.1, warmup_steps=50, grad_clip=0.5)

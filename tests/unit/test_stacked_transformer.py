@@ -8,11 +8,18 @@ import math
 import pytest
 import torch
 
-from bindscale import seqtrain
+from bindscale.train import loop as seqtrain
 from bindscale.models.stacked_transformer import StackedTransformer
 from bindscale.models.transformer import Transformer
-from bindscale.seqtrain import (PerTrialAdamW, batch_indices, clip_per_trial_, fit_stacked_minibatches,
-                                stacked_seq_loss, train_seq_model, train_stacked_seq_model)
+from bindscale.train.loop import (
+    PerTrialAdamW,
+    batch_indices,
+    clip_per_trial_,
+    fit_stacked_minibatches,
+    stacked_seq_loss,
+    train_seq_model,
+    train_stacked_seq_model,
+)
 
 V = 11  # 0 pads; 1..10 are symbols
 
@@ -142,7 +149,7 @@ def test_per_trial_adamw_goes_whole_then_sliced_and_stays_torch_adamw_bit_for_bi
     """Aligned slices (multiples of ALIGN elements), one learning rate and weight decay: one kernel call per
     stacked tensor. Then trial 1 freezes at step 4 and trial 2 takes another rate from step 7: from then on
     slices, each trial's step count carried over; every trial still matches torch.optim.AdamW alone."""
-    from bindscale.stackopt import ALIGN
+    from bindscale.train.stacked_adamw import ALIGN
 
     torch.manual_seed(2)
     T = 3
@@ -353,7 +360,7 @@ def test_subgraphs_trials_stacked_give_the_records_they_give_alone():
 
 def test_the_planner_stacks_subgraphs_trials_that_differ_in_seed_and_lr_only():
     from bindscale.studies.subgraphs.config import SubgraphsTrial
-    from bindscale.sweep import plan_jobs
+    from bindscale.run.planner import plan_jobs
 
     base = {"model": {"n_layers": 1, "d_model": 16, "n_heads": 2}, "train": {"steps": 15, "batch_size": 16}}
     trials = [SubgraphsTrial.model_validate(base | {"seed": s, "train": base["train"] | {"lr": lr}})

@@ -1,7 +1,7 @@
 """One statistic naming style across studies (issue "Report fit to read", item 5).
 
 Every verdict rule returns a short snake_case identifier as its statistic; what the number is, in
-words, lives in its claim's ``statistic`` field (:class:`bindscale.study.Claim`).
+words, lives in its claim's ``statistic`` field (:class:`bindscale.core.study.Claim`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bindscale import registry
+from bindscale.core import registry
 from bindscale.report import compute_verdicts
 
 SNAKE = re.compile(r"^[a-z][a-z0-9_]*$")

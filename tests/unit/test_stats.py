@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from bindscale.stats import (
+from bindscale.verdicts.stats import (
     bootstrap_ci,
     correlation_ci,
     mean_ci,
@@ -135,7 +135,7 @@ def test_partial_spearman_matches_the_rank_formula_and_removes_a_confounder():
     import numpy as np
     from scipy.stats import spearmanr
 
-    from bindscale.stats import partial_spearman
+    from bindscale.verdicts.stats import partial_spearman
 
     rng = np.random.default_rng(0)
     z = rng.normal(size=300)
@@ -154,7 +154,7 @@ def test_partial_spearman_over_rows_equals_row_by_row_and_lstsq():
     import numpy as np
     from scipy.stats import rankdata
 
-    from bindscale.stats import partial_spearman
+    from bindscale.verdicts.stats import partial_spearman
 
     rng = np.random.default_rng(3)
     x, y = rng.normal(size=(2, 50, 12))
@@ -179,7 +179,7 @@ def test_partial_spearman_over_rows_equals_row_by_row_and_lstsq():
 def test_vectorized_bootstrap_gives_the_replicates_of_the_one_at_a_time_bootstrap():
     import numpy as np
 
-    from bindscale.stats import bootstrap_ci, partial_spearman
+    from bindscale.verdicts.stats import bootstrap_ci, partial_spearman
 
     rng = np.random.default_rng(4)
     a = rng.normal(size=(30, 3))
@@ -194,7 +194,7 @@ def test_vectorized_bootstrap_gives_the_replicates_of_the_one_at_a_time_bootstra
 
 
 def test_partial_spearman_within_cells_equals_the_one_covariate_formula_and_removes_cell_effects():
-    from bindscale.stats import partial_spearman, partial_spearman_within
+    from bindscale.verdicts.stats import partial_spearman, partial_spearman_within
 
     rng = np.random.default_rng(5)
     x, y, z = rng.normal(size=(3, 60))

@@ -1,9 +1,9 @@
 import pytest
 
-from bindscale.config import StudyConfig
+from bindscale.core.config import StudyConfig
 from bindscale.studies.scaling.config import ModelConfig, TrainConfig, TrialConfig
-from bindscale.sweep import schedule as makespan
-from bindscale.sweep import BALANCE_GAIN, job_cost, max_stack, plan_jobs, trial_memory_bytes
+from bindscale.run.planner import schedule as makespan
+from bindscale.run.planner import BALANCE_GAIN, job_cost, max_stack, plan_jobs, trial_memory_bytes
 from bindscale.studies.scaling.trial import group_key
 
 
@@ -79,7 +79,7 @@ def test_stack_size_adapts_to_memory():
 def test_available_cores_follows_the_affinity_mask(monkeypatch):
     import os
 
-    from bindscale.sweep import available_cores
+    from bindscale.run.planner import available_cores
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
     assert available_cores() == 1  # e.g. `taskset -c 0`, a one-CPU Slurm allocation
@@ -90,8 +90,8 @@ def test_available_cores_follows_the_affinity_mask(monkeypatch):
 def test_the_inline_executor_trains_with_one_thread(tmp_path, monkeypatch):
     import torch
 
-    import bindscale.executors as ex
-    from bindscale.jobs import THREADS_PER_WORKER
+    import bindscale.run.executors as ex
+    from bindscale.run.jobs import THREADS_PER_WORKER
 
     seen = []
     monkeypatch.setattr(ex, "run_job", lambda *a, **k: seen.append(torch.get_num_threads()) or [])
@@ -102,8 +102,8 @@ def test_the_inline_executor_trains_with_one_thread(tmp_path, monkeypatch):
 
 def _timed_plan(monkeypatch, seconds, n=16, n_workers=1, max_stack_size=32):
     """plan_jobs with measure=True where a stack of T trials' step takes ``seconds(T)`` milliseconds."""
-    from bindscale import sweep
-    from bindscale.study import StudyPlugin
+    from bindscale.run import planner as sweep
+    from bindscale.core.study import StudyPlugin
 
     monkeypatch.setattr(sweep, "_measured_caps", {})
     monkeypatch.setattr(sweep, "_measured_shares", {})
@@ -121,7 +121,7 @@ def test_balancing_costs_a_halved_stack_with_the_sharing_it_keeps(monkeypatch):
     # of 7 does (1.06, 1.08, 1.14 ms a step): 2.26 → 2.20 ms, under the 5% worth a halving.
     sizes, _ = _timed_plan(monkeypatch, lambda T: 1.0 + 0.02 * T, n=20, n_workers=2, max_stack_size=8)
     assert sizes == [6, 7, 7]
-    from bindscale.sweep import _measured_cost
+    from bindscale.run.planner import _measured_cost
 
     trials = study(width=[64], seed=list(range(20)))
     for n in (1, 2, 3, 6, 8, 12):  # interpolated in 1 / n between the timed 1, 2, 4, 8: exact here
@@ -155,7 +155,7 @@ def test_a_stack_slower_per_trial_than_a_trial_alone_is_not_planned(monkeypatch)
 
 
 def test_no_stack_is_tried_where_one_trial_step_is_long(monkeypatch):
-    from bindscale.sweep import UNSTACKED_STEP
+    from bindscale.run.planner import UNSTACKED_STEP
 
     # 25 ms alone: the ~1 ms a stack could share is under the slack; a stack's cost is not even timed.
     sizes, asked = _timed_plan(monkeypatch, lambda T: T * UNSTACKED_STEP * 1e3 * 1.25, n=4)
@@ -166,7 +166,7 @@ def test_no_stack_is_tried_where_one_trial_step_is_long(monkeypatch):
 
 
 def test_unmeasured_plans_ask_no_timer(monkeypatch):
-    from bindscale.study import StudyPlugin
+    from bindscale.core.study import StudyPlugin
 
     monkeypatch.setattr(StudyPlugin, "stack_step_seconds", lambda self, ts: 1 / 0)
     assert sorted(map(len, plan_jobs(study(width=[64], seed=list(range(4))), n_workers=1))) == [4]
@@ -183,8 +183,9 @@ def test_the_hyperteacher_step_timer_times_a_real_stack():
 def test_the_planner_times_stacks_of_a_study_whose_timer_is_found_by_convention(monkeypatch, name):
     # The transformer studies' timers are plan.stack_step_seconds, found by convention (the plugin's
     # step_timer attribute stays None): the planner must still ask them, and size stacks by their answer.
-    from bindscale import registry, sweep
-    from bindscale.study import StudyPlugin
+    from bindscale.core import registry
+    from bindscale.run import planner as sweep
+    from bindscale.core.study import StudyPlugin
 
     plugin = registry.get(name)
     assert plugin.step_timer is None and plugin.hook("step_timer") is not None

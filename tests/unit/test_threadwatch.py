@@ -2,7 +2,7 @@
 
 import pytest
 
-from bindscale.threadwatch import MIN_STEPS, ThreadWatch
+from bindscale.train.threads import MIN_STEPS, ThreadWatch
 
 
 class Machine:

@@ -1,5 +1,5 @@
 """Tiers of scale: every study's -full and -paper variants (those of scaling and modularity here), and the dry
-run's GPU and Ray-cluster estimates (:mod:`bindscale.plan`), derived from the plan and stated assumptions."""
+run's GPU and Ray-cluster estimates (:mod:`bindscale.run.dryrun`), derived from the plan and stated assumptions."""
 
 import math
 import re
@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from bindscale import plan as plan_mod
-from bindscale.config import builtin_studies, resolve_study
-from bindscale.plan import OVERHEAD_S, describe_plan, gpu_job_seconds, job_seconds
-from bindscale.sweep import plan_jobs, schedule
+from bindscale.run import dryrun as plan_mod
+from bindscale.core.studyfile import builtin_studies, resolve_study
+from bindscale.run.dryrun import OVERHEAD_S, describe_plan, gpu_job_seconds, job_seconds
+from bindscale.run.planner import plan_jobs, schedule
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ROOT / "tests" / "integration" / "tiny.yaml"
@@ -75,7 +75,7 @@ def test_gpu_job_seconds_follow_the_stated_model(monkeypatch):
     job = plan_jobs(study.trials()[:4], n_workers=1)[0]
     plugin = study.plugin
     per_cost, per_trial = plugin.seconds_per_cost
-    from bindscale.sweep import job_cost
+    from bindscale.run.planner import job_cost
 
     train_cpu = per_cost * job_cost(job)
     steps = max(plugin.steps(t) for t in job)  # a stack steps once for all its trials
@@ -142,8 +142,8 @@ def test_the_cluster_estimate_is_the_list_schedule_of_the_cpu_estimate():
 def test_a_run_on_a_ray_cluster_keeps_its_workers_beyond_this_machines_cores(tmp_path, monkeypatch):
     """--workers on a Ray cluster counts the cluster's CPUs: the run plans with them (as its dry run does),
     where a local run is cut to this machine's cores."""
-    import bindscale.runner as runner
-    from bindscale.storage import RunStore
+    import bindscale.run.runner as runner
+    from bindscale.store.storage import RunStore
 
     seen = {}
     monkeypatch.setattr(runner, "check_run", lambda out, *a: RunStore.of(out))  # Ray need not be installed here

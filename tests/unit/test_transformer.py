@@ -216,7 +216,7 @@ def test_pos_is_checked_and_learned_table_bounds_the_length():
 
 
 def test_positional_config_keeps_old_ids_and_checks_heads():
-    from bindscale.trials import PositionalTransformerConfig, TransformerConfig
+    from bindscale.train.sections import PositionalTransformerConfig, TransformerConfig
 
     assert "pos" not in TransformerConfig().model_dump()
     assert PositionalTransformerConfig(pos="none", d_model=12, n_heads=4).pos == "none"

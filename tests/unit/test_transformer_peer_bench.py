@@ -116,7 +116,7 @@ def test_compiled_side_compiles_once_and_runs(tp):
 
 @pytest.mark.slow
 def test_study_cases_build_from_the_study_files(tp):
-    from bindscale.config import resolve_study
+    from bindscale.core.studyfile import resolve_study
 
     base = resolve_study("length_transfer").base  # the study file's default trial, whatever its recipe now
     case = tp.study_case("length_transfer", 2)

@@ -7,7 +7,7 @@ import re
 
 import pandas as pd
 
-from bindscale.config import resolve_study
+from bindscale.core.studyfile import resolve_study
 from bindscale.report import build_report
 
 

@@ -7,9 +7,17 @@ model. A study that picks among models by name keeps its own registry."""
 
 from __future__ import annotations
 
-from .base import Dense, StackedModel
-from .hooks import ActivationCache, HookPoint, UnknownHookPoint, hook_names, hooks, run_with_cache, run_with_hooks
-from .mlp import MLP, StackedMLP
+from bindscale.models.base import Dense, StackedModel
+from bindscale.models.hooks import (
+    ActivationCache,
+    HookPoint,
+    UnknownHookPoint,
+    hook_names,
+    hooks,
+    run_with_cache,
+    run_with_hooks,
+)
+from bindscale.models.mlp import MLP, StackedMLP
 
 __all__ = ["StackedModel", "StackedMLP", "MLP", "Dense", "HookPoint", "ActivationCache", "UnknownHookPoint",
            "hook_names", "hooks", "run_with_cache", "run_with_hooks"]

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .base import ACTIVATIONS, Dense, StackedModel, resolve_init, stacked_init
-from .hooks import HookPoint
+from bindscale.models.base import ACTIVATIONS, Dense, StackedModel, resolve_init, stacked_init
+from bindscale.models.hooks import HookPoint
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from bindscale.core.errors import ConfigError
 
 __all__ = ["INSTALL_HINT", "ModelSource", "describe_model", "load_model", "require_lm", "resolve_model",
            "start_token"]

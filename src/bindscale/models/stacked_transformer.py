@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .transformer import Rotary, Transformer
+from bindscale.models.transformer import Rotary, Transformer
 
 
 class StackedLinear(nn.Module):

@@ -62,7 +62,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .hooks import HookFn, HookPoint, hooks
+from bindscale.models.hooks import HookFn, HookPoint, hooks
 
 #: GPT-2's initialisation scale (Radford et al. 2019).
 INIT_STD = 0.02

@@ -7,6 +7,6 @@ summary.
 """
 
 from bindscale.report.html import build_report
-from bindscale.report.verdicts import compute_verdicts
+from bindscale.verdicts.engine import compute_verdicts
 
 __all__ = ["build_report", "compute_verdicts"]

@@ -9,7 +9,7 @@ the verdict prints. Conventions every figure follows (issue "Report fit to
 read", item 5):
 
 - every plotted mean over seeds carries its 95% Student t interval
-  (``bindscale.stats.mean_ci``) as an error bar or band, and the figure says how
+  (``bindscale.verdicts.stats.mean_ci``) as an error bar or band, and the figure says how
   many seeds (:func:`_ci_note`);
 - legends sit outside the axes, below them (:func:`_legend`), in font size 8;
 - an axis of problem size or depth with an in-distribution range shades it and the
@@ -37,7 +37,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.transforms import blended_transform_factory
 
-from bindscale.stats import mean_ci
+from bindscale.verdicts.stats import mean_ci
 
 __all__ = ["render", "N_BOOT", "FIGSIZE"]
 

@@ -23,14 +23,14 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from bindscale.storage import RunStore
-from bindscale.study import gate_lines
+from bindscale.store.storage import RunStore
+from bindscale.core.study import gate_lines
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from bindscale.fmt import fmt, fmt_ci, unparsable_text, verdict_words
+from bindscale.core.fmt import fmt, fmt_ci, unparsable_text, verdict_words
 from bindscale.report.figures import render
 from bindscale.report.text import SEP, breakable, child_label, clip, detail_label
-from bindscale.report.verdicts import compute_verdicts, study_as_dict
+from bindscale.verdicts.engine import compute_verdicts, study_as_dict
 
 __all__ = ["build_report", "to_jsonable", "fmt", "fmt_ci", "unparsable_share", "unparsable_text", "what_ran"]
 
@@ -198,7 +198,7 @@ def unparsable_share(df: pd.DataFrame) -> dict[str, float] | None:
 
 def _grid_ids(study: Mapping[str, Any]) -> list[set[str]] | None:
     """The trial ids each of the study's grids makes (None where the study dict cannot be read back)."""
-    from bindscale.config import StudyConfig, validate
+    from bindscale.core.config import StudyConfig, validate
 
     try:
         cfg = validate(StudyConfig, dict(study))
@@ -308,14 +308,14 @@ def build_report(run_dir: str | os.PathLike, df: pd.DataFrame, study: Mapping[st
     generated, figures, report, bindscale_version``, plus ``run_info`` (e.g.
     ``quick``, ``n_planned``, ``n_missing``, ``steps``) when given.
     ``unrecorded``: planned trials without a record, for the verdicts' guards
-    (:func:`bindscale.report.verdicts.compute_verdicts`).
+    (:func:`bindscale.verdicts.engine.compute_verdicts`).
     """
     store = RunStore.of(run_dir)
     store.makedirs()
     study = study_as_dict(study)
     name = str(study.get("name") or store.path().rstrip("/").rsplit("/", 1)[-1])
     status = df["status"].astype(str) if "status" in df else pd.Series(["ok"] * len(df))
-    from bindscale import registry
+    from bindscale.core import registry
 
     plugin = registry.for_study(study)
     verdicts = compute_verdicts(df, study, n_boot=n_boot, unrecorded=unrecorded)

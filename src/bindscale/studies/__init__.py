@@ -1,1 +1,1 @@
-"""Built-in studies, one package each (see :mod:`bindscale.study` and :mod:`bindscale.registry`)."""
+"""Built-in studies, one package each (see :mod:`bindscale.core.study` and :mod:`bindscale.core.registry`)."""

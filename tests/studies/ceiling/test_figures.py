@@ -192,9 +192,9 @@ def test_the_unparsable_share_is_drawn_beside_every_generated_answer_metric(monk
 def test_the_unparsable_share_stands_beside_the_number_on_every_page(tmp_path, capsys):
     """Issue 34, item 6: the report's verdict row, the answer page's claim row and the terminal say how much of
     the answers behind the deciding number were unparsable."""
-    from bindscale.answer import build_answer
+    from bindscale.report.answer import build_answer
     from bindscale.cli import _print_summary
-    from bindscale.config import resolve_study
+    from bindscale.core.studyfile import resolve_study
 
     df = _sweep_table()
     for i, f in enumerate(COLOURS):

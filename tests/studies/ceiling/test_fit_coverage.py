@@ -3,7 +3,7 @@
 Planted saturating curve ``a − b·x^−c`` with a = 0.58, b = 0.3, c = 0.9; seed noise of sd 0.03, normal, skewed
 (centred Gamma(2), skewness 1.4) or growing with size (sd 0.015 … 0.06: the extrapolated end is the noisiest).
 The plain percentile interval covered 0.87 / 0.90 / 0.85 (100, 100, 60 tables, 200 resamples); the expanded
-percentile interval (:func:`bindscale.stats.expanded_confidence` at 8 seeds) 0.92 / 0.96 / 0.93 on those tables
+percentile interval (:func:`bindscale.verdicts.stats.expanded_confidence` at 8 seeds) 0.92 / 0.96 / 0.93 on those tables
 and 0.910 / 0.950 / 0.890 on this test's (100 tables each, 200 resamples; ~15 min on a shared 2-core CPU). A Wald
 interval from the fit's covariance (t, 37 df) covers 0.95 / 0.97 with constant noise but 0.87 when it grows
 with size, so the bootstrap stays. Each table refits the curve ``n_boot`` times (~5 ms a fit): the coverage
@@ -17,7 +17,7 @@ import math
 import numpy as np
 import pytest
 
-from bindscale.stats import expanded_confidence, percentile_interval
+from bindscale.verdicts.stats import expanded_confidence, percentile_interval
 from bindscale.studies.ceiling.fits import compare, fit_saturating, saturating
 
 SIZES = np.array([1e5, 2e5, 4e5, 8e5, 1.6e6])
@@ -38,7 +38,7 @@ def _table(rng, noise: str) -> tuple[np.ndarray, np.ndarray]:
 
 def test_asymptote_interval_is_the_expanded_percentile_interval_of_the_refits():
     """Same resamples as :func:`compare` (groups = sizes, seed 0), read at the expanded level for 8 seeds."""
-    from bindscale.stats import _draw_indices
+    from bindscale.verdicts.stats import _draw_indices
 
     x, y = _table(np.random.default_rng(3), "normal")
     n_boot = 60

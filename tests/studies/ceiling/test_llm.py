@@ -198,7 +198,7 @@ def test_local_smollm2_answers_and_caches(tmp_path, monkeypatch):
 
 
 def test_without_the_extra_a_local_model_is_refused_in_one_line(monkeypatch):
-    from bindscale.errors import ConfigError
+    from bindscale.core.errors import ConfigError
     from bindscale.studies.ceiling import plan
 
     real = importlib.util.find_spec
@@ -212,8 +212,8 @@ def test_without_the_extra_a_local_model_is_refused_in_one_line(monkeypatch):
 @pytest.mark.parametrize("key", ["model.endpoint", "endpoint", "base.model.endpoint", "model.timeout_s"])
 @pytest.mark.parametrize("quick", [False, True])
 def test_a_real_model_field_on_the_plain_ceiling_study_is_refused_naming_ceiling_lm(key, quick):
-    from bindscale.config import resolve_study
-    from bindscale.errors import ConfigError
+    from bindscale.core.studyfile import resolve_study
+    from bindscale.core.errors import ConfigError
 
     value = "5.0" if key.endswith("timeout_s") else "http://127.0.0.1:9/v1"
     with pytest.raises(ConfigError) as err:
@@ -227,7 +227,7 @@ def test_a_real_model_field_on_the_plain_ceiling_study_is_refused_naming_ceiling
 
 
 def test_an_unreachable_endpoint_is_refused_before_any_trial_in_one_line():
-    from bindscale.errors import ConfigError
+    from bindscale.core.errors import ConfigError
     from bindscale.studies.ceiling import plan
 
     with Server(["ok"]) as s:

@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from bindscale.config import resolve_study
-from bindscale.errors import ConfigError
+from bindscale.core.studyfile import resolve_study
+from bindscale.core.errors import ConfigError
 from bindscale.studies.ceiling import data as data_mod
 from bindscale.studies.ceiling.config import CeilingTrial
 from bindscale.studies.ceiling.llm import EndpointClient, LocalClient, make_client, recheck, run_lm_trial

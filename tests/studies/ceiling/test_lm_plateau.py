@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bindscale.report.verdicts import compute_verdicts
+from bindscale.verdicts.engine import compute_verdicts
 from bindscale.studies.ceiling import CLAIMS
 from bindscale.studies.ceiling import verdicts as cv
 from bindscale.studies.ceiling.problems import FAMILIES

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bindscale.report.verdicts import compute_verdicts
+from bindscale.verdicts.engine import compute_verdicts
 from bindscale.studies.ceiling import CLAIMS
 from bindscale.studies.ceiling import verdicts as cv
 from bindscale.studies.ceiling.fits import power_law, saturating
@@ -235,7 +235,7 @@ def test_a_smallest_size_whose_trials_all_failed_makes_it_inconclusive():
 
 @pytest.mark.parametrize("name,quick", [("ceiling", False), ("ceiling", True), ("ceiling-lm", True)])
 def test_the_description_says_what_the_run_runs(name, quick):
-    from bindscale.config import resolve_study
+    from bindscale.core.studyfile import resolve_study
 
     study = resolve_study(name, quick=quick)
     text = " ".join(study.description.split())

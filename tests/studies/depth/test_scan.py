@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bindscale.errors import ConfigError
+from bindscale.core.errors import ConfigError
 from bindscale.studies.depth import scan
 
 OFFICIAL = Path(__file__).resolve().parents[4] / "shared" / "data" / "scan"

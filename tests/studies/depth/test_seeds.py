@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from bindscale.report.verdicts import compute_verdicts
+from bindscale.verdicts.engine import compute_verdicts
 
 from .test_verdicts import _families, _rows, depth
 

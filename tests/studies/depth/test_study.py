@@ -43,7 +43,7 @@ def test_every_tier_trains_one_step_count_and_gives_deciding_cells_five_seeds(na
     and add-jump splits (the largest budget's most common depth on those splits) have at least 5 seeds."""
     from collections import defaultdict
 
-    from bindscale.config import resolve_study
+    from bindscale.core.studyfile import resolve_study
 
     trials = resolve_study(name).trials()
     assert len({t.train.steps for t in trials}) == 1

@@ -9,13 +9,12 @@ import torch
 import yaml
 from sklearn.metrics import accuracy_score
 
-from bindscale.errors import ConfigError
+from bindscale.core.errors import ConfigError
 from bindscale.models.transformer import Transformer
 from bindscale.studies.depth import plan, scan
 from bindscale.studies.depth.config import DepthTrial
 from bindscale.studies.depth.families import nonembedding_params, shape_for_budget
-from bindscale.studies.depth.trial import (EOS, SEP, Vocab, acc_by_length, make_data, pack, run_trial,
-                                           token_accuracy)
+from bindscale.studies.depth.trial import EOS, SEP, Vocab, acc_by_length, make_data, pack, run_trial, token_accuracy
 
 YAML = Path(__file__).resolve().parents[3] / "src" / "bindscale" / "studies" / "depth" / "depth.yaml"
 

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bindscale import registry
+from bindscale.core import registry
 from bindscale.studies.depth import verdicts as V
-from bindscale.study import resolve
+from bindscale.core.study import resolve
 
 DEPTH = {"margin": 0.0, "min_id_acc": 0.95}
 SCALE = {"threshold": 0.5, "min_id_acc": 0.95}
@@ -68,7 +68,7 @@ def test_depth_flat_is_not_supported_with_a_positive_margin_and_inconclusive_at_
 
 
 def _engine(df, claim, **th):
-    from bindscale.report.verdicts import compute_verdicts
+    from bindscale.verdicts.engine import compute_verdicts
 
     return compute_verdicts(df, {"verdicts": {claim: th}})[0]
 
@@ -198,7 +198,7 @@ def test_scale_claim_inconclusive_when_the_interval_straddles_the_threshold():
 
 
 def test_claims_resolve_and_run_through_the_engine():
-    from bindscale.report.verdicts import compute_verdicts
+    from bindscale.verdicts.engine import compute_verdicts
 
     df = pd.concat([_rows(_families(0.3, 0.2)), _sweep(0.15, 0.02).assign(trial_id=lambda d: "s" + d["trial_id"])])
     out = compute_verdicts(df, {"verdicts": {"deeper_composes_better_at_equal_params": {},
@@ -208,7 +208,7 @@ def test_claims_resolve_and_run_through_the_engine():
 
 
 def test_scale_claim_inconclusive_when_the_largest_planned_model_failed():
-    from bindscale.report.verdicts import compute_verdicts
+    from bindscale.verdicts.engine import compute_verdicts
 
     df = _sweep(0.15, 0.02, id_acc=0.97)  # above the default gate min_id_acc=0.95
     df.loc[df["budget"] == 200_000, "status"] = "failed"
@@ -241,7 +241,7 @@ def test_scale_claim_test_zero_and_training_distribution_solved_in_every_seed_is
 @pytest.mark.parametrize("drop", ["jump_at_largest_failed", "jump_missing", "length_missing"])
 def test_scale_claim_needs_both_splits_at_the_largest_model(drop):
     """Review item 4: the claim is 'fails both'; one split alone never decides it."""
-    from bindscale.report.verdicts import compute_verdicts
+    from bindscale.verdicts.engine import compute_verdicts
 
     df = _sweep(0.15, 0.02)
     if drop == "jump_at_largest_failed":
@@ -260,7 +260,7 @@ def test_scale_claim_needs_both_splits_at_the_largest_model(drop):
 @pytest.mark.parametrize("fail", ["depth8_everywhere", "depth8_at_25k", "split_jump", "shallow_at_100k"])
 def test_depth_claim_inconclusive_when_a_planned_family_member_failed(fail):
     """Review item 5: no silent substitution of the surviving depths, budgets or splits."""
-    from bindscale.report.verdicts import compute_verdicts
+    from bindscale.verdicts.engine import compute_verdicts
 
     df = _rows(_families(0.3, 0.2))
     m = {"depth8_everywhere": df["layers"] == 8,
@@ -279,7 +279,7 @@ def test_scale_claim_gate_is_095_and_says_the_models_did_not_learn_their_trainin
     """Review item 1: at acc_id ~0.6 the scale claim is inconclusive by default (was supported at 0.5)."""
     import yaml
 
-    from bindscale.report.verdicts import compute_verdicts
+    from bindscale.verdicts.engine import compute_verdicts
 
     claim = {c.name: c for c in V.CLAIMS}["seq2seq_fails_scan_splits"]
     from bindscale.studies.depth import STUDY

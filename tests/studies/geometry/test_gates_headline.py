@@ -9,8 +9,13 @@ import pandas as pd
 import pytest
 
 from bindscale.report import compute_verdicts
-from bindscale.studies.geometry.entropy import (corpus_nll, grammar_entropy, length_ok_prob, sentence_logprob,
-                                                string_prob_uncut)
+from bindscale.studies.geometry.entropy import (
+    corpus_nll,
+    grammar_entropy,
+    length_ok_prob,
+    sentence_logprob,
+    string_prob_uncut,
+)
 from bindscale.studies.geometry.grammar import DETS, NOUNS, VERBS_INTR, GrammarConfig, sample_sentence
 from bindscale.studies.geometry.scores import balanced_accuracy, chain_label, chain_scores
 from bindscale.studies.geometry.treebank import Sentence

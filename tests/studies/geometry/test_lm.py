@@ -15,7 +15,7 @@ from types import SimpleNamespace as NS
 import numpy as np
 import pytest
 
-from bindscale.errors import ConfigError
+from bindscale.core.errors import ConfigError
 from bindscale.models import pretrained
 from bindscale.studies.geometry import lm
 from bindscale.studies.geometry.lmconfig import PretrainedModelConfig, TreebankDataConfig
@@ -434,8 +434,8 @@ def test_packaged_models(tmp_path, dist, n_layers, d):
 # --------------------------------------------------------------------------- the study file and the CLI
 
 def test_geometry_lm_study_file_resolves_and_is_not_run_by_all(tmp_path):
-    from bindscale import registry
-    from bindscale.config import resolve_study
+    from bindscale.core import registry
+    from bindscale.core.studyfile import resolve_study
 
     study = resolve_study("geometry-lm", overrides=[f"data.treebank={tmp_path}"])
     trials = study.trials()
@@ -521,7 +521,7 @@ def test_check_trial_refuses_bad_sentences_and_models_before_any_run(tmp_path, m
 
 def test_a_field_of_the_other_union_member_names_the_allowed_fields():
     # A new user's `--set data.treebank=…` on the synthetic study listed no allowed field at all.
-    from bindscale.config import resolve_study
+    from bindscale.core.studyfile import resolve_study
 
     with pytest.raises(ConfigError) as err:
         resolve_study("geometry", quick=True, overrides=["data.treebank=/tmp"])

@@ -10,9 +10,13 @@ import pandas as pd
 import pytest
 
 from bindscale.report import compute_verdicts
-from bindscale.stats import mean_ci
-from bindscale.studies.geometry.verdicts import (MIN_UNITS, lost_pretrained_model, polar_beats_structural,
-                                                 pretrained_polar_verdict)
+from bindscale.verdicts.stats import mean_ci
+from bindscale.studies.geometry.verdicts import (
+    MIN_UNITS,
+    lost_pretrained_model,
+    polar_beats_structural,
+    pretrained_polar_verdict,
+)
 
 from .test_verdicts import _layer_rows, run
 
@@ -172,7 +176,7 @@ SHAPES = {"normal": lambda rng, n: rng.normal(0, 0.02, n),
 
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_the_interval_covers_95_percent_at_8_units_and_bca_would_not(shape):
-    """The rule's interval (bindscale.stats.mean_ci, Hall-corrected t) at the 8 units a model has: simulated
+    """The rule's interval (bindscale.verdicts.stats.mean_ci, Hall-corrected t) at the 8 units a model has: simulated
     coverage within 0.92–0.98 (400 draws: a binomial s.e. of 0.011); scipy's BCa bootstrap on the same draws
     covers less (measured 0.88 on both shapes, t 0.95 / 0.94 at 2000 draws), which is why the rule does not use it."""
     draws = SHAPES[shape]

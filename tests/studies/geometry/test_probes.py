@@ -6,9 +6,24 @@ import torch
 from scipy.stats import spearmanr
 
 from bindscale.studies.geometry.grammar import GrammarConfig, make_splits
-from bindscale.studies.geometry.probes import Probe, ProbeSettings, fit_probe, fit_probe_cached, probe_key, tree_distances
-from bindscale.studies.geometry.scores import (chain_uuas, hm_spearman, label_edge, mst_edges, prim_parents, row_spearman,
-                                              score, sentence_counts)
+from bindscale.studies.geometry.probes import (
+    Probe,
+    ProbeSettings,
+    fit_probe,
+    fit_probe_cached,
+    probe_key,
+    tree_distances,
+)
+from bindscale.studies.geometry.scores import (
+    chain_uuas,
+    hm_spearman,
+    label_edge,
+    mst_edges,
+    prim_parents,
+    row_spearman,
+    score,
+    sentence_counts,
+)
 from bindscale.studies.geometry.treebank import read_conllu
 
 HAND = """# sent_id = s1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bindscale.report.verdicts import compute_verdicts
+from bindscale.verdicts.engine import compute_verdicts
 from bindscale.studies.geometry.verdicts import geometry_grows_with_scale, polar_beats_structural
 
 from .test_verdicts import SIZES, run, table

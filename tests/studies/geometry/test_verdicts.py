@@ -11,11 +11,15 @@ import pandas as pd
 import pytest
 
 from bindscale.report import compute_verdicts
-from bindscale.report.verdicts import ok_rows
+from bindscale.verdicts.engine import ok_rows
 
 from bindscale.studies.geometry.layers import METRICS
-from bindscale.studies.geometry.verdicts import (geometry_grows_with_scale, planned_params, polar_beats_structural,
-                                                 transformer_params)
+from bindscale.studies.geometry.verdicts import (
+    geometry_grows_with_scale,
+    planned_params,
+    polar_beats_structural,
+    transformer_params,
+)
 
 #: (layers, d_model) of four small sizes (the default study's before its ladder reached 2.7M), and their
 #: parameter counts (8304 … 365664).

@@ -11,7 +11,7 @@ from sklearn.metrics import jaccard_score
 
 from bindscale.models.hooks import run_with_cache
 from bindscale.models.transformer import Transformer
-from bindscale.seqtrain import greedy_predictions
+from bindscale.train.loop import greedy_predictions
 from bindscale.studies.length_transfer.heads import (
     answer_scores,
     default_k,

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bindscale.errors import ConfigError
-from bindscale.config import resolve_study
+from bindscale.core.errors import ConfigError
+from bindscale.core.studyfile import resolve_study
 from bindscale.studies.length_transfer import tasks as T
 from bindscale.studies.length_transfer.config import LengthTransferTrial
 from bindscale.studies.length_transfer.verdicts import pretraining_adds_transfer
@@ -252,7 +252,7 @@ def test_verdict_inconclusive_on_missing_nan_zero_and_few_seeds():
 
 
 def test_verdict_gates_a_model_that_has_not_learned_its_training_range():
-    from bindscale.report.verdicts import gate_check
+    from bindscale.verdicts.engine import gate_check
     from bindscale.studies.length_transfer import GATES
 
     t = _table(_noise(0.1), _noise(0.7), _noise(0.1), _noise(0.2), acc_in=0.5)

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bindscale.report.verdicts import compute_verdicts
+from bindscale.verdicts.engine import compute_verdicts
 from bindscale.studies.length_transfer import CLAIMS
 from bindscale.studies.length_transfer.verdicts import (
     head_reuse_predicts_transfer,
@@ -216,7 +216,7 @@ def test_largest_size_is_the_largest_planned_one():
 def test_default_file_has_7_seeds_in_every_deciding_cell_and_details_report_them():
     # 7, not the verdicts' conclusive 8: 8 seeds put the default's --dry-run estimate at ~16 minutes on two
     # cores, over its 15-minute budget (issue 32, item 3); length_transfer-full plans 10.
-    from bindscale.config import resolve_study
+    from bindscale.core.studyfile import resolve_study
     from bindscale.studies.length_transfer.verdicts import DECIDING
 
     trials = resolve_study("length_transfer").trials()
@@ -368,7 +368,7 @@ def test_partial_auxiliary_sets_are_no_unrelated_control():
 
 
 def test_size_anchor_does_not_cite_the_rope_nope_finding():
-    from bindscale.config import resolve_study
+    from bindscale.core.studyfile import resolve_study
 
     anchors = resolve_study("length_transfer").anchors
     assert "NoPE" not in anchors["transfer_grows_with_size"]

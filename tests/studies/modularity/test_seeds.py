@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bindscale.report.verdicts import compute_verdicts
+from bindscale.verdicts.engine import compute_verdicts
 from bindscale.studies.modularity.verdicts import pretraining_reliability, structure_grows_with_width
 
 from .test_verdicts import P_DIFF, _table

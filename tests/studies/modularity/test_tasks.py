@@ -2,7 +2,15 @@ import numpy as np
 import pytest
 import torch
 
-from bindscale.studies.modularity.tasks import DATASETS, KINDS, PARTS, CompoundTask, all_scenes, make_datasets, partition_scenes
+from bindscale.studies.modularity.tasks import (
+    DATASETS,
+    KINDS,
+    PARTS,
+    CompoundTask,
+    all_scenes,
+    make_datasets,
+    partition_scenes,
+)
 
 
 def rng(seed=0):

@@ -4,10 +4,10 @@ import math
 import pytest
 import torch
 
-from bindscale import seeding
-from bindscale.config import StudyConfig, validate
+from bindscale.core import seeding
+from bindscale.core.config import StudyConfig, validate
 from bindscale.studies.modularity.config import ModularityTrial
-from bindscale.errors import ConfigError
+from bindscale.core.errors import ConfigError
 from bindscale.studies.modularity.trial import (
     CompoundNet,
     build_net,
@@ -19,8 +19,8 @@ from bindscale.studies.modularity.trial import (
     summarise,
     train_compound,
 )
-from bindscale.jobs import run_group
-from bindscale.sweep import job_cost
+from bindscale.run.jobs import run_group
+from bindscale.run.planner import job_cost
 
 from .test_masks import C, S, hand_built
 

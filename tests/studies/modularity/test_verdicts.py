@@ -15,7 +15,7 @@ from bindscale.studies.modularity.verdicts import (
     structure_emerges,
     structure_grows_with_width,
 )
-from bindscale.report.verdicts import compute_verdicts
+from bindscale.verdicts.engine import compute_verdicts
 
 P_EMERGE = {"margin": 0.02, "min_base_acc": 0.95}
 P_DIFF = {"margin": 0.1, "min_base_acc": 0.95}
@@ -278,13 +278,13 @@ def test_repeated_records_of_a_base_model_count_once():
 def test_intervals_are_t_intervals_over_base_seeds():
     from scipy import stats
 
-    from bindscale.stats import mean_ci, mean_diff_ci
+    from bindscale.verdicts.stats import mean_ci, mean_diff_ci
 
     one = _table(widths=(16,), pre=("none",))
     rng = np.random.default_rng(0)
     one["sub_diff"] = 0.3 + rng.normal(0, 0.05, len(one))
     d = structure_emerges(one, P_EMERGE, 500, 0).details
-    # The t interval (Hall's skewness-corrected form, bindscale.stats.mean_ci) of the per-seed values.
+    # The t interval (Hall's skewness-corrected form, bindscale.verdicts.stats.mean_ci) of the per-seed values.
     ref = mean_ci(one["sub_diff"])
     assert (d["mean_sub_diff"]["ci_low"], d["mean_sub_diff"]["ci_high"]) == pytest.approx(ref[1:])
     assert ref[1:] == pytest.approx(tuple(stats.ttest_1samp(one["sub_diff"], 0).confidence_interval(0.95)), abs=0.01)
@@ -292,7 +292,7 @@ def test_intervals_are_t_intervals_over_base_seeds():
     df["frac_robust"] = 0.3 + rng.normal(0, 0.05, len(df)) + 0.3 * (df["width"] == 64)
     out = structure_grows_with_width(df, P_DIFF, 500, 0)
     hi_s, lo_s = (df.loc[df["width"] == w, "frac_robust"] for w in (64, 16))
-    ref = mean_diff_ci(hi_s, lo_s)  # Welch's interval, skewness-corrected (bindscale.stats)
+    ref = mean_diff_ci(hi_s, lo_s)  # Welch's interval, skewness-corrected (bindscale.verdicts.stats)
     assert ref[1:] == pytest.approx(tuple(stats.ttest_ind(hi_s, lo_s, equal_var=False).confidence_interval(0.95)), abs=0.01)
     trained = out.details["trained_difference"]
     assert (trained["ci_low"], trained["ci_high"]) == pytest.approx(ref[1:])

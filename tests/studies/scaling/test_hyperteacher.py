@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from bindscale import seeding
+from bindscale.core import seeding
 from bindscale.studies.scaling.config import TaskConfig
 from bindscale.studies.scaling.tasks import HyperTeacher
 

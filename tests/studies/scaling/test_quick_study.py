@@ -31,7 +31,7 @@ def test_quick_headline_study_shows_width_and_coverage_effects(tmp_path):
     assert all(g["missed"] for g in decod["details"]["gates"])
 
     # Seeds 0 and 1 alone on one worker stack the same trials differently (stacks of 2, 4, 8 instead of
-    # 3, 6, 12) and still give the same bits (one torch thread per worker: bindscale.jobs). The study trains
+    # 3, 6, 12) and still give the same bits (one torch thread per worker: bindscale.run.jobs). The study trains
     # in fp32 on every CPU, so the bits do not depend on whether this machine has AMX.
     one = tmp_path / "one_worker"
     r = bindscale("run", "--quick", "--out", one, "--workers", "1", "--set", "seed=[0,1]")

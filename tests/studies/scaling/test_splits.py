@@ -4,8 +4,14 @@ from math import comb
 import numpy as np
 import pytest
 
-from bindscale.errors import SplitError
-from bindscale.studies.scaling.tasks.splits import all_combinations, in_hull, is_compositional, is_connected, make_split
+from bindscale.core.errors import SplitError
+from bindscale.studies.scaling.tasks.splits import (
+    all_combinations,
+    in_hull,
+    is_compositional,
+    is_connected,
+    make_split,
+)
 
 
 @pytest.mark.parametrize("M,K,n", [(16, 3, 696), (8, 3, 92), (5, 1, 5), (4, 4, 15)])

@@ -5,8 +5,14 @@ import itertools
 import numpy as np
 import pytest
 
-from bindscale.errors import SplitError
-from bindscale.studies.scaling.tasks.splits import all_combinations, in_hull, is_compositional, is_connected, make_split
+from bindscale.core.errors import SplitError
+from bindscale.studies.scaling.tasks.splits import (
+    all_combinations,
+    in_hull,
+    is_compositional,
+    is_connected,
+    make_split,
+)
 
 
 @pytest.mark.parametrize("holdout", [0.25, 0.5, 0.75])

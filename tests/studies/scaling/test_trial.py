@@ -151,7 +151,7 @@ def test_a_finite_blow_up_is_divergence_and_isolated():
 def test_builtin_studies_train_in_the_same_precision_on_any_cpu(monkeypatch, name, quick):
     """A study's numbers must not depend on whether the CPU has AMX: every built-in trial resolves to one
     precision with and without bf16 matrix units (verdicts issue, item 13)."""
-    from bindscale.config import resolve_study
+    from bindscale.core.studyfile import resolve_study
 
     trials = [t for t in resolve_study(name, quick=quick).trials() if hasattr(t.train, "precision")]
     used = {}
@@ -202,7 +202,7 @@ def test_per_arity_and_task_mean_r2_equal_a_direct_computation():
 def test_probe_fit_and_score_inputs_come_from_independent_streams():
     """The score set used to be drawn with the fit set's generator: 7 936 of 8 192 score inputs
     were fit inputs. Now no score input equals any fit input."""
-    from bindscale import seeding
+    from bindscale.core import seeding
 
     task = HyperTeacher(TaskConfig(M=8, K=3, holdout=0.5), 0)
     fit = task.sample(64, seeding.generator(0, "probe"), samples=4)
@@ -256,7 +256,7 @@ def _fake_timer(per_step: dict[int, float], slow: dict | None = None):
 
 
 def test_two_threads_only_where_measured_clearly_faster():
-    from bindscale.trainutil import choose_threads
+    from bindscale.train.threads import choose_threads
 
     assert choose_threads(_fake_timer({1: 0.010, 2: 0.008})[0], 2) == 2  # 1.25x the steps/s
     assert choose_threads(_fake_timer({1: 0.010, 2: 0.0095})[0], 2) == 1  # 5%: within the noise, one thread
@@ -288,7 +288,7 @@ def test_two_threads_only_where_measured_clearly_faster():
 
 
 def test_the_thread_timing_alternates_and_stays_within_its_budget():
-    from bindscale.trainutil import choose_threads
+    from bindscale.train.threads import choose_threads
 
     timer, calls, spent = _fake_timer({1: 0.002, 2: 0.0015})
     choose_threads(timer, 2, budget=1.5)
@@ -576,7 +576,7 @@ def test_a_trial_records_the_threads_its_step_ran_on_and_whether_sampling_ran_be
 def test_train_group_restores_the_callers_threads_after_a_fall_back(monkeypatch):
     """The watch switches the process's threads; train_group hands the caller's setting back and records
     the step it fell back at."""
-    from bindscale import threadwatch
+    from bindscale.train import threads as threadwatch
     from bindscale.studies.scaling import trial as train
 
     class FallsBackAtStep3(threadwatch.ThreadWatch):

@@ -577,7 +577,7 @@ def test_planned_trials_without_a_record_reach_the_guards_as_missing_rows():
     assert v["details"]["lost_largest_width"]["mlp"]["statuses"] == {"missing": int(widest.sum())}
 
 def test_degenerate_cells_for_continuous_and_for_share_data():
-    from bindscale.report.verdicts import degenerate
+    from bindscale.verdicts.engine import degenerate
 
     assert degenerate([np.array([0.1, 0.2]), np.array([0.3, 0.3])]) is not None  # R²: identical seeds
     # Shares of a few runs: one cell of zeros is data; every cell flat, or one value everywhere, is not.
@@ -589,8 +589,8 @@ def test_degenerate_cells_for_continuous_and_for_share_data():
 def test_a_rule_that_raises_costs_its_own_claim_only(monkeypatch):
     """A bug in one claim's rule makes that claim inconclusive, with the error named, and leaves the
     others decided (a report with every other verdict beats a traceback)."""
-    import bindscale.study as study_mod
-    from bindscale import registry
+    import bindscale.core.study as study_mod
+    from bindscale.core import registry
 
     broken = registry.claim("binding")[1].rule
     real = study_mod.resolve

@@ -2,7 +2,13 @@ import numpy as np
 import pytest
 
 from bindscale.studies.subgraphs.tasks import multiplication
-from bindscale.studies.subgraphs.tasks.compgraph import check_consistency, node_depths, parents, read_values, render_target
+from bindscale.studies.subgraphs.tasks.compgraph import (
+    check_consistency,
+    node_depths,
+    parents,
+    read_values,
+    render_target,
+)
 
 
 def test_hand_worked_762_times_31():

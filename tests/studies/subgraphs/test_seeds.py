@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bindscale.report.verdicts import compute_verdicts
+from bindscale.verdicts.engine import compute_verdicts
 
 from .test_verdicts import EIGHT, OOD, SEEN_C, SEEN_W, _rows
 

@@ -89,7 +89,7 @@ def test_a_wrong_first_dp_cell_is_a_local_error():
 
 
 def _deciding_cells(name: str) -> dict:
-    from bindscale.config import resolve_study
+    from bindscale.core.studyfile import resolve_study
 
     cells: dict = {}
     for t in resolve_study(name).trials():
@@ -101,7 +101,7 @@ def _deciding_cells(name: str) -> dict:
 
 @pytest.mark.parametrize("name, seeds", [("subgraphs", 6), ("subgraphs-full", 6), ("subgraphs-paper", 5)])
 def test_every_tier_has_enough_seeds_in_every_deciding_cell_and_a_wide_size_range(name, seeds):
-    from bindscale.config import resolve_study
+    from bindscale.core.studyfile import resolve_study
     from bindscale.studies.subgraphs.trial import build_model
 
     cells = _deciding_cells(name)

@@ -105,7 +105,7 @@ def test_high_ood_accuracy_contradicts_the_claim_that_it_stays_low():
 def test_statement_and_study_file_say_that_ood_accuracy_stays_low():
     import yaml
 
-    from bindscale import registry
+    from bindscale.core import registry
     from bindscale.studies.subgraphs.verdicts import STATEMENTS, __file__ as module
 
     assert "stays low" in STATEMENTS["scale_does_not_lift_ood"] and "no model size" in STATEMENTS["scale_does_not_lift_ood"]
@@ -283,8 +283,8 @@ def test_the_scratchpad_flag_is_read_robustly(value, scratchpad_trials):
 def test_subgraph_claims_are_named_after_the_source_with_statements_and_params():
     import yaml
 
-    from bindscale import registry
-    from bindscale.study import resolve
+    from bindscale.core import registry
+    from bindscale.core.study import resolve
     from bindscale.studies.subgraphs import verdicts as sv
 
     assert set(sv.STATEMENTS) == set(sv.RULES) == set(sv.DEFAULTS)
@@ -318,7 +318,7 @@ BOTH = {"verdicts": {"scale_does_not_lift_ood": {}, "correct_steps_seen_in_train
 def test_both_claims_are_gated_on_in_distribution_exact_match_at_095():
     import yaml
 
-    from bindscale import registry
+    from bindscale.core import registry
     from bindscale.studies.subgraphs.verdicts import __file__ as module
 
     study = yaml.safe_load((Path(module).parent / "subgraphs.yaml").read_text())

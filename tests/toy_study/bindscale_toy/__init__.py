@@ -1,7 +1,7 @@
 """A toy third-party study: the whole plugin in one folder (tests/toy_study/), registered through the
 ``bindscale.studies`` entry-point group by the test that installs it.
 
-It shows the minimum a study is, by convention (:data:`bindscale.study.CONVENTION`): claims and a
+It shows the minimum a study is, by convention (:data:`bindscale.core.study.CONVENTION`): claims and a
 :class:`~bindscale.kit.StudyPlugin` here; the trial config in :mod:`.config` (``TrialConfig``), the
 trainer in :mod:`.trial` (``run_group``), one rule per claim in :mod:`.verdicts` (named like the claim)
 and the figures in :mod:`.figures` (``figures``).

@@ -17,7 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from bindscale import seeding
+from bindscale.core import seeding
 
 from .data import eval_sets
 from .problems import FAMILIES

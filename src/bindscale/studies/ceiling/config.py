@@ -9,7 +9,7 @@ Sections (each field a record column; short axis names in :attr:`CeilingTrial.AX
   ``kind: lm`` — a real language model answering the same test instances: an OpenAI-compatible
   chat endpoint when ``endpoint`` is set, else the local model ``name`` through transformers
   (:mod:`.llm`).
-- ``train``: the sequence trainer's settings (:mod:`bindscale.seqtrain`; unused by ``lm`` trials).
+- ``train``: the sequence trainer's settings (:mod:`bindscale.train.loop`; unused by ``lm`` trials).
 
 Light module: no torch, no transformers.
 """
@@ -20,8 +20,8 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
-from ...config import StrictModel, TrialBase, keep_own_kind_fields, model_kind
-from ...trials import SeqTrainConfig
+from bindscale.core.config import StrictModel, TrialBase, keep_own_kind_fields, model_kind
+from bindscale.train.sections import SeqTrainConfig
 from .problems import FAMILIES, MAX_DIFFICULTY
 
 
@@ -72,7 +72,7 @@ class CeilingTransformerConfig(StrictModel):
 
     @model_validator(mode="after")
     def _shape(self) -> "CeilingTransformerConfig":
-        from ..depth.families import shape_for_budget
+        from bindscale.studies.depth.families import shape_for_budget
 
         shape_for_budget(self.budget, self.n_layers, self.n_heads)  # ValueError: budget too small
         return self
@@ -181,5 +181,5 @@ class CeilingTrial(TrialBase):
         return getattr(self.model, "kind", "transformer") != "lm"
 
 
-#: The name the study plugin finds its trial config by (bindscale.study.CONVENTION).
+#: The name the study plugin finds its trial config by (bindscale.core.study.CONVENTION).
 TrialConfig = CeilingTrial

@@ -1,6 +1,6 @@
 """Train / test / held-out instance sets of a ceiling trial, cached on disk.
 
-Sets per family (:mod:`.problems`), each drawn from its own seeded stream (:func:`bindscale.seeding.rng`):
+Sets per family (:mod:`.problems`), each drawn from its own seeded stream (:func:`bindscale.core.seeding.rng`):
 
 - ``test``: ``n_test`` instances at each difficulty ``1 .. max_difficulty``, stream ``("test", family,
   difficulty)`` of ``eval_seed`` — the same for every trial and every model (trained or real), so cells are compared on
@@ -31,7 +31,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
-from bindscale import seeding
+from bindscale.core import seeding
 
 from .problems import FAMILIES, Problem, make_set
 

@@ -39,10 +39,18 @@ from matplotlib import colormaps
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from bindscale.records import metric_items
+from bindscale.verdicts.results_table import metric_items
 from bindscale.report.figures import FIGSIZE, SMALL
 from bindscale.kit import (
-    ci_note, count_label, errorbar, id_ood_spans, legend, new_figure, seed_summary, titled, to_base64,
+    ci_note,
+    count_label,
+    errorbar,
+    id_ood_spans,
+    legend,
+    new_figure,
+    seed_summary,
+    titled,
+    to_base64,
 )
 
 from . import CLAIMS
@@ -449,7 +457,7 @@ def fig_lm_vs_params(df: pd.DataFrame) -> str | None:
 
 
 def figures(study: Any = None, verdicts: Sequence[Mapping[str, Any]] | None = None) -> dict[str, tuple[Any, str]]:
-    """Figure name → (function, caption). ``verdicts``: the report's (:func:`bindscale.study.StudyPlugin.figures`);
+    """Figure name → (function, caption). ``verdicts``: the report's (:func:`bindscale.core.study.StudyPlugin.figures`);
     the satisfaction figure draws their fits. Without them it computes the verdict rule's fits, with the study
     file's thresholds."""
     given = ((study or {}).get("verdicts") or {}).get(CLAIM.name) or {}

@@ -18,8 +18,8 @@ the smallest residual kept). Model choice: Akaike's information criterion for Ga
 fitted curve parameters, 3 and 2 — the residual variance, common to both, is left out); a difference of 2
 or more is the usual threshold for a clear preference (Burnham & Anderson 2002, "Model Selection and
 Multimodel Inference", §2.6). The asymptote's interval: expanded percentile bootstrap over replicates
-resampled within each size (:func:`bindscale.stats.bootstrap_ci`, groups = sizes, read at
-:func:`bindscale.stats.expanded_confidence` of the fewest seeds at a size: 98.9% for 8), the saturating curve
+resampled within each size (:func:`bindscale.verdicts.stats.bootstrap_ci`, groups = sizes, read at
+:func:`bindscale.verdicts.stats.expanded_confidence` of the fewest seeds at a size: 98.9% for 8), the saturating curve
 refitted to each resample.
 
 Coverage of the 95% asymptote interval (``tests/studies/ceiling/test_fit_coverage.py``, ``-m slow``): planted
@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import OptimizeWarning, curve_fit
 
-from bindscale.stats import bootstrap_ci
+from bindscale.verdicts.stats import bootstrap_ci
 
 #: Starting exponents tried for each fit.
 C_STARTS = (0.1, 0.5, 1.0, 2.0)

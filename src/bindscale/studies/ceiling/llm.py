@@ -46,7 +46,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bindscale.errors import ConfigError
+from bindscale.core.errors import ConfigError
 from bindscale.kit import TrialResult
 
 from .data import instance_sets
@@ -203,7 +203,7 @@ class LocalClient:
     project's one loader), cached like :class:`EndpointClient`. The model loads on the first uncached call."""
 
     def __init__(self, name: str, *, max_tokens: int = 64, cache: ResponseCache | None = None, device: str = "cpu"):
-        from ...models.pretrained import require_lm, resolve_model
+        from bindscale.models.pretrained import require_lm, resolve_model
 
         require_lm(INSTALL_HINT)
         self.source = resolve_model(name)
@@ -235,7 +235,7 @@ class LocalClient:
 
     def _load(self) -> None:
         if self._model is None:
-            from ...models.pretrained import load_model
+            from bindscale.models.pretrained import load_model
 
             self._model, self._tok = load_model(self.source, device=self.device, causal_lm=True)
 
@@ -284,7 +284,7 @@ def check_lm(model) -> None:
     if model.endpoint_url is not None:
         check_endpoint(model.endpoint_url, model.timeout_s, "model.endpoint" if model.endpoint else "model.path")
         return
-    from ...models.pretrained import require_lm, resolve_model
+    from bindscale.models.pretrained import require_lm, resolve_model
 
     require_lm(INSTALL_HINT)
     try:

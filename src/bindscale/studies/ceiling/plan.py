@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-from bindscale.errors import ConfigError
-from bindscale.seqstack import stack_key
+from bindscale.core.errors import ConfigError
+from bindscale.train.stack import stack_key
 
 #: A real-model trial's cost per test / held-out instance, in transformer-cost units (a rough guess:
 #: SmolLM2-135M generates ~64 tokens per answer in a few CPU-seconds).
@@ -21,7 +21,7 @@ TIMER_POSITIONS = 70
 def group_key(trial) -> tuple:
     """Trials with equal keys can share a stack: transformer trials with the same task (hence the same
     instance sets: they do not depend on the trial's seed) and model and the same steps / batch size
-    (:func:`bindscale.seqstack.stack_key`); seed (initial weights, batch order) and the per-trial training
+    (:func:`bindscale.train.stack.stack_key`); seed (initial weights, batch order) and the per-trial training
     fields may differ. A real language model's trial is never stacked (its own key)."""
     if trial.model.kind == "lm":
         return ("lm", trial.trial_id)
@@ -30,8 +30,8 @@ def group_key(trial) -> tuple:
 
 def stack_step_seconds(trials: list, window: float = 0.05, rounds: int = 3) -> float:
     """Seconds of one training step of transformer ``trials`` stacked, here and now
-    (:func:`bindscale.seqstack.stack_step_seconds` at :data:`TIMER_POSITIONS` positions)."""
-    from bindscale.seqstack import hook_model, stack_step_seconds as timed
+    (:func:`bindscale.train.stack.stack_step_seconds` at :data:`TIMER_POSITIONS` positions)."""
+    from bindscale.train.stack import hook_model, stack_step_seconds as timed
 
     return timed(trials, hook_model(), TIMER_POSITIONS, window, rounds)  # the hook's default: the fixed vocabulary
 

@@ -6,7 +6,7 @@ non-embedding budget (:func:`bindscale.studies.depth.families.shape_for_budget`)
 for all the trial's families at once (the prompt's first token names the family). Sequence:
 ``instance tokens <sep> solution <eos>`` (:meth:`.problems.Problem.tokens`; the solution is one token
 per variable), loss on the solution and ``<eos>`` only, trained by
-:func:`bindscale.seqtrain.train_from_config` on the fixed training set (``task.n_train`` per family:
+:func:`bindscale.train.loop.train_from_config` on the fixed training set (``task.n_train`` per family:
 the data axis). Labels are the solver's optima (:mod:`.problems`), so the model learns to emit an
 optimal solution; greedy decoding up to ``<eos>``; outputs parsed by :func:`.scoring.parse_tokens`
 and scored by :func:`.scoring.trial_metrics` on the test and held-out sets and on up to
@@ -23,19 +23,20 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from bindscale import seeding, seqstack
+from bindscale.core import seeding
+from bindscale.train import stack as seqstack
 from bindscale.models.transformer import Transformer
-from bindscale.seqtrain import PAD_ID, pack_sequences
+from bindscale.train.loop import PAD_ID, pack_sequences
 from bindscale.kit import TrialResult, greedy_predictions
 
-from ..depth.families import shape_for_budget
+from bindscale.studies.depth.families import shape_for_budget
 from .config import CeilingTrial
 from .baselines import BASE_METRICS, baselines, chance
 from .data import InstanceSets, instance_sets
 from .problems import Problem
 from .scoring import parse_tokens, trial_metrics
 
-#: Special tokens (``<pad>`` is id 0, :data:`bindscale.seqtrain.PAD_ID`).
+#: Special tokens (``<pad>`` is id 0, :data:`bindscale.train.loop.PAD_ID`).
 PAD, SEP, EOS = "<pad>", "<sep>", "<eos>"
 #: Structure words of the serialisations (:meth:`.problems.Problem.tokens`) and the numbers they use.
 WORDS = ("COL", "KNA", "ASG", "n", "k", "e", "cap", "it", "t", "c", "x", "y")
@@ -173,7 +174,7 @@ def run_group(trials: list[CeilingTrial], device: str | torch.device = "cpu",
     """A job's trials, in order. A real-model trial (``model.kind: lm``) runs :func:`.llm.run_lm_trial`;
     transformer trials of one stack key (:func:`.plan.group_key`: same task and model, differing in seed or
     per-trial training fields) train as one stacked transformer and are each scored on their own member, the
-    others alone (:func:`bindscale.seqstack.run_group`): a record is the same either way, up to float rounding."""
+    others alone (:func:`bindscale.train.stack.run_group`): a record is the same either way, up to float rounding."""
     from .plan import group_key
 
     out: list = [None] * len(trials)

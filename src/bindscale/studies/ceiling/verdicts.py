@@ -26,8 +26,8 @@ Fits (:func:`.fits.compare`) of the verdict metric against non-embedding paramet
 ``a - b·x^-c``, the power law ``1 - b·x^-c`` and the log power law ``1 - b·(1 + ln x)^-c`` (two curves that
 climb to 1; the second slowly). ``ΔAIC_climb = min(AIC_power, AIC_log_power) − AIC_saturating``; the asymptote
 ``a`` with its expanded-percentile bootstrap interval ``[lo, hi]`` (seeds resampled within each size; the
-replicates read at :func:`bindscale.stats.expanded_confidence` of the seeds per size, Hesterberg 2015); the *last
-gain*: the largest size's mean minus the second-largest's, Welch interval (:func:`bindscale.stats.strata_mean_ci`);
+replicates read at :func:`bindscale.verdicts.stats.expanded_confidence` of the seeds per size, Hesterberg 2015); the *last
+gain*: the largest size's mean minus the second-largest's, Welch interval (:func:`bindscale.verdicts.stats.strata_mean_ci`);
 the *chance level*: the better of the uniform-random and all-zero answers on the same test instances
 (:mod:`.baselines`; a ``chance_<metric>_<family>`` column, which every trained trial records).
 The *claimed band* is ``[claimed_low − level_tol, claimed_high + level_tol]`` (default 0.50–0.65: the
@@ -49,14 +49,14 @@ Supported when every family plateaus inside the band; not supported when any con
 family with the highest lower bound decides); inconclusive otherwise (the family with the highest upper bound
 decides, i.e. the weakest support). Inconclusive whatever the numbers when the table has no trained rows, an
 expected family's column is missing, non-numeric, entirely NaN or holds infinite values, fewer than
-``min_sizes`` distinct sizes or fewer than :data:`bindscale.report.verdicts.MIN_REPLICATES` finite seeds at
+``min_sizes`` distinct sizes or fewer than :data:`bindscale.verdicts.engine.MIN_REPLICATES` finite seeds at
 some size, every seed of every size sits at the metric's floor 0 or ceiling 1
-(:func:`bindscale.report.verdicts.at_bound`), degenerate values (:func:`bindscale.report.verdicts.degenerate`),
+(:func:`bindscale.verdicts.engine.at_bound`), degenerate values (:func:`bindscale.verdicts.engine.degenerate`),
 no chance level, a chance level at or above the band's lower edge (the claimed level is then no evidence of
 learning on this metric), or a failed fit; and (guard :func:`planned_size_missing`) when the fitted sweep stops
 short of the largest or smallest size any trained row has (ok, failed, diverged, or planned with no record).
 A NaN seed is dropped from its family's fit; every size is a deciding cell
-(:func:`bindscale.report.verdicts.deciding_cell`, ``n`` = its fewest finite seeds over the families), so the
+(:func:`bindscale.verdicts.engine.deciding_cell`, ``n`` = its fewest finite seeds over the families), so the
 engine makes the claim inconclusive when a size lost more seeds than ``min_seeds`` allows and says how many.
 ``details["seeds_per_cell"]`` is the fewest seeds at any fitted size (the engine's few-seeds caveat);
 ``details["lost_seeds"]`` counts failed / diverged / missing trials per size.
@@ -66,7 +66,7 @@ engine makes the claim inconclusive when a size lost more seeds than ``min_seeds
 (``*_train`` columns): ``train_fit`` (the worst family's training verdict metric: feasibility, knapsack
 feasible-and-optimal) ``≥ min_train_fit`` and ``train_sat`` (the worst family's training satisfaction)
 ``≥ min_train_sat``. A plateau of models that never fitted their training instances is a training limit, not
-the structural ceiling the claim asserts; the engine (:func:`bindscale.report.verdicts.gate_check`) makes such
+the structural ceiling the claim asserts; the engine (:func:`bindscale.verdicts.engine.gate_check`) makes such
 a verdict inconclusive and names the size and its fit.
 
 The deciding number is the asymptote ``a`` and its interval, shown clipped at 1 (the fit's bound is 1.5).
@@ -89,11 +89,19 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from bindscale.report.verdicts import ok_rows
+from bindscale.verdicts.engine import ok_rows
 from bindscale.kit import (
-    MIN_REPLICATES, NAN3, at_bound, ci_entry, coerce_numeric, deciding_cell, degenerate, restrict_to_mode, Verdict,
+    MIN_REPLICATES,
+    NAN3,
+    at_bound,
+    ci_entry,
+    coerce_numeric,
+    deciding_cell,
+    degenerate,
+    restrict_to_mode,
+    Verdict,
 )
-from bindscale.stats import mean_ci, strata_mean_ci
+from bindscale.verdicts.stats import mean_ci, strata_mean_ci
 
 from .fits import compare
 from .problems import FAMILIES
@@ -500,7 +508,7 @@ def data_fits(rows: pd.DataFrame, min_sizes: int = 3, n_boot: int = 200, seed: i
 def planned_size_missing(df: pd.DataFrame, ok: pd.DataFrame, details: Mapping, verdict: str):
     """Guard: the fitted sweep must reach the largest and the smallest size of the trained rows the guard sees:
     ok, failed, diverged, or planned without a record (status ``missing``: the runner hands the engine the plan,
-    :func:`bindscale.report.verdicts.compute_verdicts`), so a size that never wrote a record is not taken for a
+    :func:`bindscale.verdicts.engine.compute_verdicts`), so a size that never wrote a record is not taken for a
     size never planned. Ok rows trained with other steps / depth / data are left out of the sweep and count as
     lost too. Also records the trials lost per size and says so in the reason."""
     if "budget" not in df or "by_family" not in details:

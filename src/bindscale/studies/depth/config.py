@@ -8,8 +8,8 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from ...config import StrictModel, TrialBase
-from ...trials import SeqTrainConfig
+from bindscale.core.config import StrictModel, TrialBase
+from bindscale.train.sections import SeqTrainConfig
 from .families import shape_for_budget
 from .scan import SPLITS
 
@@ -92,5 +92,5 @@ class DepthTrial(TrialBase):
         return self
 
 
-#: The name the study plugin finds its trial config by (bindscale.study.CONVENTION).
+#: The name the study plugin finds its trial config by (bindscale.core.study.CONVENTION).
 TrialConfig = DepthTrial

@@ -2,7 +2,7 @@
 
 Each figure function takes the results table and returns a base64 PNG, or None when its data are
 missing. Every plotted mean is over seeds with its 95% Student t interval
-(:func:`bindscale.stats.mean_ci`, via :func:`bindscale.kit.seed_summary`); the title says n.
+(:func:`bindscale.verdicts.stats.mean_ci`, via :func:`bindscale.kit.seed_summary`); the title says n.
 
 - ``depth_acc_vs_depth``: test exact match against depth, one line per (split, budget) family,
   rotary positions (the depth claim).
@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from bindscale.records import metric_table
+from bindscale.verdicts.results_table import metric_table
 from bindscale.kit import ci_note, errorbar, legend, new_figure, seed_summary, titled, to_base64
 
 from .verdicts import prepare_rows

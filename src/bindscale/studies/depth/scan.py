@@ -34,7 +34,7 @@ Splits (:func:`make_split`), each a (train, test) pair of :class:`Pair` lists:
 Loaders: :func:`load_pairs` reads SCAN's ``IN: <command> OUT: <actions>`` lines (plain or gzipped)
 and COGS-style TSV (Kim & Linzen 2020, "COGS: A Compositional Generalization Challenge Based on
 Semantic Interpretation": ``sentence <TAB> logical form <TAB> generalization type``). Tokens are
-whitespace-separated. A malformed line raises :class:`bindscale.errors.ConfigError` naming the file
+whitespace-separated. A malformed line raises :class:`bindscale.core.errors.ConfigError` naming the file
 and the line number.
 """
 
@@ -48,7 +48,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bindscale.errors import ConfigError
+from bindscale.core.errors import ConfigError
 
 #: Distinct commands of the grammar (Lake & Baroni 2018, §2).
 N_COMMANDS = 20_910

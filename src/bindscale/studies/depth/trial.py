@@ -3,7 +3,7 @@ greedy exact match.
 
 Model: the shared :class:`bindscale.models.transformer.Transformer`, decoder-only, with the command
 as prompt: ``command <sep> actions <eos>``, the loss on the actions and ``<eos>`` only
-(:func:`bindscale.seqtrain.train_seq_model`). Decoder-only rather than encoder-decoder because it is
+(:func:`bindscale.train.loop.train_seq_model`). Decoder-only rather than encoder-decoder because it is
 the shape the depth claims are about (MobileLLM, Liu et al. 2024, and Petty et al. 2024 vary the
 depth of decoder-only language models), because one stack makes "depth" one number (an
 encoder-decoder has two depths to trade), and because the project has one transformer, which is
@@ -35,16 +35,17 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from bindscale import seeding, seqstack
+from bindscale.core import seeding
+from bindscale.train import stack as seqstack
 from bindscale.models.transformer import Transformer
-from bindscale.seqtrain import PAD_ID, pack_sequences
+from bindscale.train.loop import PAD_ID, pack_sequences
 from bindscale.kit import TrialResult, greedy_predictions
 
 from . import scan
 from .config import DepthTrial
 from .families import shape_for_budget
 
-#: Special tokens: padding (id 0, :data:`bindscale.seqtrain.PAD_ID`), prompt end, output end.
+#: Special tokens: padding (id 0, :data:`bindscale.train.loop.PAD_ID`), prompt end, output end.
 PAD, SEP, EOS = "<pad>", "<sep>", "<eos>"
 
 
@@ -87,7 +88,7 @@ def split_pairs(trial: DepthTrial) -> tuple[list[scan.Pair], list[scan.Pair]]:
     """The full ``(train, test)`` of the trial: its data files, or the generated split.
 
     Raises:
-        bindscale.errors.ConfigError: a data file is missing or malformed.
+        bindscale.core.errors.ConfigError: a data file is missing or malformed.
     """
     if trial.data.train is not None:
         return (scan.load_pairs(trial.data.train, trial.data.format),
@@ -235,7 +236,7 @@ def run_group(trials: list[DepthTrial], device: str | torch.device = "cpu",
               progress: Callable[[int], None] | None = None, return_models: bool = False) -> list[TrialResult]:
     """A job's trials, in order: those of one stack key (:func:`.plan.group_key`: same split, data and
     model, differing in seed or per-trial training fields) train as one stacked transformer and are each
-    scored on their own member, the others alone (:func:`bindscale.seqstack.run_group`); a trial's record
+    scored on their own member, the others alone (:func:`bindscale.train.stack.run_group`); a trial's record
     is the same either way, up to float rounding."""
     from .plan import group_key
 

@@ -10,7 +10,7 @@ are every ``split`` label but ``simple`` (SCAN's random split, in distribution b
   *family* is one (split, budget) with at least two depths; its deepest and shallowest members are
   compared. Per generalization split ``s`` with families at budgets ``b_1..b_B``:
   ``D_s = (1/B) Σ_b [mean(acc_test | deepest, b) − mean(acc_test | shallowest, b)]`` with a
-  Welch–Satterthwaite interval (:func:`bindscale.stats.strata_mean_ci`, groups weighted ±1/B).
+  Welch–Satterthwaite interval (:func:`bindscale.verdicts.stats.strata_mean_ci`, groups weighted ±1/B).
   A split *holds* when its interval lies above ``margin``, *contradicts* when below. Supported when
   every generalization split holds; not supported when any contradicts (the contradicting split
   with the lowest upper bound decides); inconclusive otherwise. The deciding number is otherwise
@@ -20,7 +20,7 @@ are every ``split`` label but ``simple`` (SCAN's random split, in distribution b
   surviving depths).
 - ``seq2seq_fails_scan_splits`` (Lake & Baroni 2018). The *largest model*: the largest budget
   among the rows, at its most common depth. Per decided split (``length`` and ``addprim_jump``): mean test exact match over seeds with a t interval
-  (:func:`bindscale.stats.mean_ci`). A split is *failed* when the interval lies below ``threshold``
+  (:func:`bindscale.verdicts.stats.mean_ci`). A split is *failed* when the interval lies below ``threshold``
   and *solved* when above. Both splits must have usable trials at the largest model (budget and
   depth), else inconclusive. Supported when both are failed; not supported when either is solved
   (the most clearly solved decides); inconclusive otherwise. The deciding number is otherwise the split with the highest upper bound.
@@ -33,7 +33,7 @@ percentage points per trial at 300 examples).
 Coverage at 8 seeds (simulated in ``tests/studies/depth/test_coverage.py``, run with ``-m slow``;
 4000 draws, nominal 95%): exact match is bounded and, on SCAN, skewed or bimodal across seeds. Student's
 t interval of a single cell undercovered there (0.84 on Beta(0.3, 3) draws, 0.77 on Beta(0.2, 5)); the
-intervals are now Hall's skewness-corrected t (:mod:`bindscale.stats`, issue 31 item 10), which covers
+intervals are now Hall's skewness-corrected t (:mod:`bindscale.verdicts.stats`, issue 31 item 10), which covers
 0.91 on Beta(0.3, 3), 0.88 on Beta(0.2, 5), 0.95 on the symmetric Beta(5, 5) and still only 0.72 when
 15% of seeds succeed (bimodal: not fixable from 8 values). The Welch–Satterthwaite difference of the
 depth rule covers 0.89 for two skewed groups of different shape (add-jump, one budget), 0.94 for four
@@ -49,7 +49,7 @@ models did not learn their training distribution (the claims' competence gate, :
 checked by the engine on every cell the rules name in ``details["deciding_cells"]``: mean
 in-distribution exact match ``acc_id`` of the cell's seeds below ``min_id_acc``, 0.95 after Lake &
 Baroni; failing out of distribution then says nothing), and when the deciding values are
-degenerate (:func:`bindscale.report.verdicts.degenerate`). For the first rule that is zero spread
+degenerate (:func:`bindscale.verdicts.engine.degenerate`). For the first rule that is zero spread
 in *every* deciding cell, or one value everywhere (all zero included): one cell whose seeds all score
 0.0 is the usual SCAN measurement (the shallow member failing in every seed) and still lets the split
 hold or contradict. For the second rule it is :func:`_flat_pair`:
@@ -69,11 +69,19 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from bindscale.report.verdicts import ok_rows
+from bindscale.verdicts.engine import ok_rows
 from bindscale.kit import (
-    MIN_REPLICATES, NAN3, Verdict, at_bound, ci_entry, coerce_numeric, deciding_cell, degenerate, restrict_to_mode,
+    MIN_REPLICATES,
+    NAN3,
+    Verdict,
+    at_bound,
+    ci_entry,
+    coerce_numeric,
+    deciding_cell,
+    degenerate,
+    restrict_to_mode,
 )
-from bindscale.stats import mean_ci, strata_mean_ci
+from bindscale.verdicts.stats import mean_ci, strata_mean_ci
 
 from . import CLAIMS
 

@@ -8,7 +8,7 @@ Sections (each field is a record column, ``data.n_fit`` …; short axis names in
 - ``model``: where activations come from. ``source: trained`` = a decoder transformer
   (:mod:`bindscale.models.transformer`) trained from scratch on the ``lm`` sentences as a next-word
   language model; its untrained twin (same initial weights) is the random-model control.
-- ``train``: the sequence trainer's settings (:mod:`bindscale.seqtrain`).
+- ``train``: the sequence trainer's settings (:mod:`bindscale.train.loop`).
 - ``probe``: probe fitting (:class:`.probes.ProbeSettings`) and layer choice.
 
 The ``source`` fields let other front-ends (a pretrained model over a CoNLL-U treebank) share the
@@ -21,8 +21,8 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Discriminator, Field, Tag, model_validator
 
-from ...config import StrictModel, TrialBase
-from ...trials import SeqTrainConfig, TransformerConfig
+from bindscale.core.config import StrictModel, TrialBase
+from bindscale.train.sections import SeqTrainConfig, TransformerConfig
 from .lmconfig import PretrainedModelConfig, TreebankDataConfig
 
 
@@ -147,5 +147,5 @@ class GeometryTrial(TrialBase):
         return getattr(self.model, "source", "trained") != "pretrained"
 
 
-#: The name the study plugin finds its trial config by (bindscale.study.CONVENTION).
+#: The name the study plugin finds its trial config by (bindscale.core.study.CONVENTION).
 TrialConfig = GeometryTrial

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from bindscale import seeding
+from bindscale.core import seeding
 
 from .grammar import (ADJS, ADVS, CCS, DETS, NOUNS, PREPS, VERBS_INTR, VERBS_SAY, VERBS_TR, GrammarConfig,
                       sample_sentence)

@@ -3,7 +3,7 @@
 Each ``fig_*`` takes the results table and returns a base64 PNG or None when its data are missing.
 Per-trial tables (``probe_layers``, ``confusion``, ``polar_edges``; :class:`.config.GeometryTrial`
 ``NESTED_METRICS``) are read back as nested dicts. Means carry their 95% Student t interval over
-seeds (:func:`bindscale.stats.mean_ci`). Scores are test-sentence scores; "best layer" is each
+seeds (:func:`bindscale.verdicts.stats.mean_ci`). Scores are test-sentence scores; "best layer" is each
 probe's layer chosen on dev LAS (PolarProbe's convention). ``_pp`` = PolarProbe's convention
 (per sentence, punctuation included), ``_hm`` = Hewitt & Manning's (corpus level, no punctuation).
 """
@@ -18,10 +18,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from bindscale.records import metric_table
+from bindscale.verdicts.results_table import metric_table
 from bindscale.report.figures import FIGSIZE, SMALL
 from bindscale.kit import ci_note, coerce_numeric, errorbar, legend, seed_summary, summary_of, to_base64
-from bindscale.report.verdicts import ok_rows
+from bindscale.verdicts.engine import ok_rows
 
 from .config import GeometryTrial
 from .layers import METRICS

@@ -23,7 +23,7 @@ Sentences longer than ``max_words`` are redrawn.
 
 Splits (:func:`make_splits`): the LM corpus, probe fit, probe dev and probe test sentences come from
 four independent seed streams (``train``, ``probe``, ``heldout``, ``test`` of
-:mod:`bindscale.seeding`) and are made disjoint as word strings (a sentence already in an earlier
+:mod:`bindscale.core.seeding`) and are made disjoint as word strings (a sentence already in an earlier
 set is redrawn).
 """
 
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bindscale import seeding
+from bindscale.core import seeding
 
 from .treebank import Sentence
 

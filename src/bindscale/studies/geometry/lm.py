@@ -56,7 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from ...models.pretrained import ModelSource, start_token
+from bindscale.models.pretrained import ModelSource, start_token
 from .treebank import Sentence
 
 __all__ = ["ALIGNMENT", "INSTALL_HINT", "ActivationCache", "word_spans", "align_tokens", "word_vectors",

@@ -5,7 +5,7 @@ large language models"): the polar probe (distance *and* angle of edge vectors) 
 and direction that Hewitt & Manning's (2019, "A structural probe for finding syntax in word
 representations") distance-only structural probe misses. Here on real models and real trees.
 
-Steps (seed streams of :mod:`bindscale.seeding`):
+Steps (seed streams of :mod:`bindscale.core.seeding`):
 
 1. Sentences (:func:`treebank_draw`): the ``fit_split`` file (EWT dev) is shuffled (stream ``probe`` of
    the trial's seed) into ``n_dev`` dev and ``n_fit`` fitting sentences, disjoint; the ``test_split`` file
@@ -58,7 +58,7 @@ from typing import Any
 
 import numpy as np
 
-from bindscale.errors import ConfigError
+from bindscale.core.errors import ConfigError
 
 from .treebank import Sentence, read_conllu
 
@@ -109,7 +109,7 @@ def check_trial(trial: Any) -> None:
             ``n_fit + n_dev`` or no test sentence; the ``lm`` extra not installed; ``model.name`` neither an
             installed package, a model folder nor a ``.gguf`` file.
     """
-    from ...models.pretrained import require_lm, resolve_model
+    from bindscale.models.pretrained import require_lm, resolve_model
     from .lm import INSTALL_HINT
 
     require_lm(INSTALL_HINT)  # first: a user without the extra learns it before preparing a treebank
@@ -161,7 +161,7 @@ def treebank_draw(trial: Any) -> dict[str, Any]:
     Raises:
         ConfigError: the fit-split file has fewer than ``n_dev + 1`` sentences (``n_fit`` more when set).
     """
-    from bindscale import seeding
+    from bindscale.core import seeding
 
     d = trial.data
     pool = read_conllu(split_file(d.treebank, d.fit_split))
@@ -247,7 +247,7 @@ class _Source:
 
     def __init__(self, source, draw: dict[str, Any], cache_dir: Path, untrained: bool, seed: int,
                  batch_size: int, device: str, units: _Units, share: float):
-        from ...models.pretrained import load_model
+        from bindscale.models.pretrained import load_model
         from .lm import cache_activations, cache_key
 
         loaded: list = []
@@ -301,17 +301,17 @@ def _at(table: dict, kind: str, layer: int | None, prefix: str) -> dict[str, flo
 
 
 def run_lm_trial(trial: Any, device: str = "cpu", progress: Callable[[int], None] | None = None):
-    """Probe one pretrained model over a treebank (module docstring); returns a :class:`~bindscale.trainutil.TrialResult`.
+    """Probe one pretrained model over a treebank (module docstring); returns a :class:`~bindscale.train.result.TrialResult`.
 
     Progress: ``trial.train.steps`` units in all (with the control: trained activations 30%, its probes 40%,
     the untrained model's activations 25%, its probes the rest).
     """
-    from bindscale import seeding
+    from bindscale.core import seeding
     from bindscale.kit import TrialResult
 
     check_trial(trial)
     from .layers import RAW_MODEL, contextual_best_layer
-    from ...models.pretrained import describe_model, resolve_model
+    from bindscale.models.pretrained import describe_model, resolve_model
 
     t0, c0 = time.perf_counter(), time.process_time()
     units = _Units(trial.train.steps, progress)

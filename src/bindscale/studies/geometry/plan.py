@@ -4,7 +4,7 @@ probed at every layer; LMs of one grammar and shape train as one stacked transfo
 
 from __future__ import annotations
 
-from bindscale.seqstack import stack_key
+from bindscale.train.stack import stack_key
 
 #: Mean words per grammar sentence plus <s> and </s> (measured on the default grammar: 11.6 + 2).
 _TOKENS_PER_SENTENCE = 13.6
@@ -13,7 +13,7 @@ _TOKENS_PER_SENTENCE = 13.6
 def group_key(trial) -> tuple:
     """Trials with equal keys can share a stack: trained LMs with the same data section (grammar, corpus
     and probe-set sizes, sentence length) and model and the same steps / batch size
-    (:func:`bindscale.seqstack.stack_key`). Seed (corpus, initial weights, batch order), probe settings and
+    (:func:`bindscale.train.stack.stack_key`). Seed (corpus, initial weights, batch order), probe settings and
     the per-trial training fields may differ: probes run per trial, after training. A pretrained model's
     trial is never stacked (its own key)."""
     from .lmtrial import is_lm_trial
@@ -25,10 +25,10 @@ def group_key(trial) -> tuple:
 
 def stack_step_seconds(trials: list, window: float = 0.05, rounds: int = 3) -> float:
     """Seconds of one training step of trained-LM ``trials`` stacked, here and now
-    (:func:`bindscale.seqstack.stack_step_seconds` at a sentence's mean length, :data:`_TOKENS_PER_SENTENCE`,
+    (:func:`bindscale.train.stack.stack_step_seconds` at a sentence's mean length, :data:`_TOKENS_PER_SENTENCE`,
     or the longest input the model takes if shorter; its ``max_len`` is its own, ``max_words + 2``)."""
-    from bindscale import registry
-    from bindscale.seqstack import stack_step_seconds as timed
+    from bindscale.core import registry
+    from bindscale.train.stack import stack_step_seconds as timed
 
     length = min(round(_TOKENS_PER_SENTENCE), trials[0].data.max_words + 1)
     return timed(trials, lambda t, max_len: registry.for_trial(t).build_model(t), length, window, rounds)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from bindscale.report.html import mean_table
-from bindscale.report.verdicts import ok_rows
+from bindscale.verdicts.engine import ok_rows
 
 # model.name, model_label: pretrained models (geometry-lm; the label says family, size, base/instruct and the
 # stored precision, from the model's files; the parameter count is the table's n_params column)

@@ -5,13 +5,13 @@ large language models"): word representations encode dependency structure by dis
 Manning 2019, "A structural probe for finding syntax in word representations") *and* by angle, so a
 polar probe reads relation types and directions that the distance-only structural probe misses.
 
-Steps (independent seed streams, :mod:`bindscale.seeding`):
+Steps (independent seed streams, :mod:`bindscale.core.seeding`):
 
 1. Sentences (:func:`.grammar.make_splits`): the LM corpus (``train``), probe fit (``probe``), dev
    (``heldout``) and test (``test``), disjoint.
 2. Language model: a decoder transformer (:class:`bindscale.models.transformer.Transformer`, init
    stream ``init``) over word tokens, sequences ``<s> w_1 … w_n </s>``, trained as a next-word model
-   (every position scored) with :func:`bindscale.seqtrain.train_seq_model` (batch order: ``train``).
+   (every position scored) with :func:`bindscale.train.loop.train_seq_model` (batch order: ``train``).
    Its test loss (nats per predicted token on the test sentences) is recorded.
 3. Activations: word ``i``'s vector at layer ``l`` is the residual stream at its position (input
    ``<s> w_1 … w_n``; causal, so a word sees only itself and the words before it): layer 0 is
@@ -45,10 +45,11 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from bindscale import seeding, seqstack
+from bindscale.core import seeding
+from bindscale.train import stack as seqstack
 from bindscale.models.hooks import run_with_cache
 from bindscale.models.transformer import Transformer
-from bindscale.seqtrain import PAD_ID, seq_loss
+from bindscale.train.loop import PAD_ID, seq_loss
 from bindscale.kit import TrialResult
 
 from .config import GeometryTrial
@@ -243,7 +244,7 @@ def run_group(trials: list[GeometryTrial], device: str | torch.device = "cpu",
     (``model.source: pretrained``) runs :func:`.lmtrial.run_lm_trial`. Trained LMs of one stack key
     (:func:`.plan.group_key`: same grammar and corpus sizes, same model, differing in seed, probe settings or
     per-trial training fields) train as one stacked transformer, each on its own corpus, and are each probed
-    on their own member; the others train alone (:func:`bindscale.seqstack.run_group`). A record is the same
+    on their own member; the others train alone (:func:`bindscale.train.stack.run_group`). A record is the same
     either way, up to float rounding."""
     from .plan import group_key
 

@@ -8,7 +8,7 @@ Each claim is named after what its source asserts, so "supported" means the sour
 
 Deciding rows: ok trials whose model was trained here (``model.source`` trained or absent), at the
 most common value of every other swept setting (training steps, corpus size, learning rate, probe
-rank and angular weight: :func:`bindscale.report.verdicts.restrict_to_mode`). A *cell* is one model
+rank and angular weight: :func:`bindscale.verdicts.engine.restrict_to_mode`). A *cell* is one model
 size (``n_params``); its replicates are distinct seeds (repeated records of a seed are averaged).
 Each probe is scored at its own best layer chosen on dev sentences, on test sentences, in
 PolarProbe's convention (``_pp``: per-sentence LAS with punctuation, the convention of the anchors).
@@ -32,7 +32,7 @@ ungated cells (``control: untrained twin``). A cell that misses a gate makes a d
 - ``polar_beats_structural``: at the largest model, per seed, (polar − structural LAS of the trained
   model) minus (polar − structural LAS of the untrained model with the same initial weights), each
   probe at its best contextual layer (``net_polar_minus_structural_las_pp``); mean over seeds with
-  Student's t interval (:func:`bindscale.stats.mean_ci`). A gap the untrained model shows as well is
+  Student's t interval (:func:`bindscale.verdicts.stats.mean_ci`). A gap the untrained model shows as well is
   not learned syntax. Beside it, the source's headline: the polar/structural LAS ratio of the trained
   model (ratio of the seed means, Fieller's interval for paired seeds, :func:`_las_ratio`) next to the
   authors' 70.1/51.1 = 1.37 and their "nearly double". Supported when the gap's interval lies above
@@ -45,7 +45,7 @@ ungated cells (``control: untrained twin``). A cell that misses a gate makes a d
   with the same initial weights (``net_polar_las_pp``, each at its best contextual layer), at the
   largest model minus at the smallest, paired by seed (a seed draws the same sentences at every size,
   so the sizes are not independent samples): mean of the per-seed differences with Student's t
-  interval (:func:`bindscale.stats.mean_ci`) over the seeds present at both sizes. Supported when it lies above ``margin`` (LAS points as a
+  interval (:func:`bindscale.verdicts.stats.mean_ci`) over the seeds present at both sizes. Supported when it lies above ``margin`` (LAS points as a
   share); not supported when below; inconclusive otherwise. Growth the untrained model shows as well
   (a wider random network already separates word types better) is not learned syntax; the trained
   model's gain alone, the untrained model's, the input embeddings' and the identity probe's are in the
@@ -58,7 +58,7 @@ Pretrained models (``model.source: pretrained``, the ``geometry-lm`` study file)
 model: ``polar_beats_structural`` per model over its probe-fit units (seeds: each draws the fit and dev sentences
 and initialises the probes; test sentences and the untrained twin are fixed), :func:`pretrained_model_verdict`:
 per unit (polar − structural LAS) of the model minus the same of its untrained twin, each probe at its best dev
-layer >= 1, mean over units with :func:`bindscale.stats.mean_ci`; both probes' UUAS must beat the linear chain's
+layer >= 1, mean over units with :func:`bindscale.verdicts.stats.mean_ci`; both probes' UUAS must beat the linear chain's
 by ``min_uuas_over_chain`` (else inconclusive, the numbers in the reason); at least :data:`MIN_UNITS` units. The
 claim's verdict is the largest model's (:func:`pretrained_polar_verdict`); the others are reported beside it. A
 planned model without an ok trial makes a decided verdict inconclusive (:func:`lost_pretrained_model`).
@@ -71,7 +71,7 @@ same shape, else the transformer's count from the shape (:func:`transformer_para
 
 Inconclusive, whatever the numbers, when a needed column is missing, a deciding value is NaN or
 infinite, fewer than two model sizes are present, a size has fewer than ``MIN_REPLICATES`` distinct
-seeds, or the deciding cells are degenerate (:func:`bindscale.report.verdicts.degenerate`: zero
+seeds, or the deciding cells are degenerate (:func:`bindscale.verdicts.engine.degenerate`: zero
 spread within a cell, one value everywhere, all zero included).
 """
 
@@ -82,14 +82,23 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from bindscale.fmt import fmt
-from bindscale.records import metric_table
+from bindscale.core.fmt import fmt
+from bindscale.verdicts.results_table import metric_table
 from bindscale.kit import (
-    MIN_REPLICATES, NAN3, at_bound, ci_entry, deciding_cell, decide as _decide, json_key, coerce_numeric, degenerate,
+    MIN_REPLICATES,
+    NAN3,
+    at_bound,
+    ci_entry,
+    deciding_cell,
+    decide as _decide,
+    json_key,
+    coerce_numeric,
+    degenerate,
     ok_rows,
-    restrict_to_mode, Verdict,
+    restrict_to_mode,
+    Verdict,
 )
-from bindscale.stats import mean_ci, mean_diff_ci
+from bindscale.verdicts.stats import mean_ci, mean_diff_ci
 
 from . import CLAIMS
 from .config import GeometryTrial
@@ -527,7 +536,7 @@ def pretrained_model_verdict(rows: pd.DataFrame, p: Mapping, name: str) -> dict:
     punctuation included), on the test sentences (the same for every seed). Diego-Simón et al. 2024 compare
     against a random model; Hewitt & Manning 2019 against the linear chain.
 
-    Interval: mean over units with :func:`bindscale.stats.mean_ci` (Student's t with Hall's skewness correction).
+    Interval: mean over units with :func:`bindscale.verdicts.stats.mean_ci` (Student's t with Hall's skewness correction).
     Not scipy.stats.bootstrap: at 8 units its BCa and its percentile intervals each covered 0.88 of 95% in a
     simulation of this statistic (normal and Gamma-skewed unit noise, 400 draws each), the t interval 0.95 and 0.94
     (2000 draws; tests/studies/geometry/test_pretrained_verdict.py checks it). Beside
@@ -842,7 +851,7 @@ def lost_planned_size(df: pd.DataFrame, ok: pd.DataFrame, details: Mapping) -> s
 
 
 def planned_size_guard(df: pd.DataFrame, ok: pd.DataFrame, details: dict, verdict: str) -> tuple[str, str] | None:
-    """A guard (:data:`bindscale.study.Guard`): :func:`lost_planned_size` for a decided verdict."""
+    """A guard (:data:`bindscale.core.study.Guard`): :func:`lost_planned_size` for a decided verdict."""
     if verdict == "inconclusive":
         return None
     reason = lost_pretrained_model(df, ok, details) or lost_planned_size(df, ok, details)

@@ -6,8 +6,8 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Discriminator, Field, Tag, model_validator
 
-from ...config import StrictModel, TrialBase, keep_own_kind_fields, model_kind
-from ...trials import PositionalTransformerConfig, SeqTrainConfig
+from bindscale.core.config import StrictModel, TrialBase, keep_own_kind_fields, model_kind
+from bindscale.train.sections import PositionalTransformerConfig, SeqTrainConfig
 from .tasks import MAX_MQAR, TASKS
 
 TaskName = Literal["add", "sub", "add_nocarry", "add_carry", "copy", "mqar", "caprev", "cap", "rev"]
@@ -117,5 +117,5 @@ class LengthTransferTrial(TrialBase):
         return keep_own_kind_fields(data, {"transformer": PositionalTransformerConfig, "pretrained": PretrainedLMConfig})
 
 
-#: The name the study plugin finds its trial config by (bindscale.study.CONVENTION).
+#: The name the study plugin finds its trial config by (bindscale.core.study.CONVENTION).
 TrialConfig = LengthTransferTrial

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bindscale import seeding
+from bindscale.core import seeding
 
 from . import tasks as T
 from .config import LengthTransferTrial

@@ -15,10 +15,19 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from bindscale.records import metric_table
+from bindscale.verdicts.results_table import metric_table
 from bindscale.report.figures import FIGSIZE, SMALL
 from bindscale.kit import (
-    band, ci_note, errorbar, id_ood_spans, legend, log_counts, new_figure, seed_summary, summary_of, titled,
+    band,
+    ci_note,
+    errorbar,
+    id_ood_spans,
+    legend,
+    log_counts,
+    new_figure,
+    seed_summary,
+    summary_of,
+    titled,
     to_base64,
 )
 

@@ -30,7 +30,7 @@ def answer_scores(model: Transformer, tokens: torch.Tensor, mask: torch.Tensor, 
 
     Exact match here equals exact match of greedy decoding: greedy decoding reproduces the answer
     iff every teacher-forced next-token argmax on the answer is right (tests check it against
-    :func:`bindscale.seqtrain.greedy_predictions`), and it takes one forward pass.
+    :func:`bindscale.train.loop.greedy_predictions`), and it takes one forward pass.
 
     Args:
         model: the transformer (eval mode is set and restored).

@@ -6,7 +6,7 @@ Cai et al. 2025, "Extrapolation by Association: Length Generalization Transfer i
 reusable computational scaffolding that facilitates extrapolation in downstream settings" (abstract). This
 module runs one such trial (``model.kind: pretrained``) with everything else as the from-scratch trial
 (:mod:`.trial`): the same data (:func:`.trial.make_data`: task generators, lengths, splits and seed streams of
-:mod:`.tasks`), the same loss (answer tokens only) and trainer (:func:`bindscale.seqtrain.train_from_config`:
+:mod:`.tasks`), the same loss (answer tokens only) and trainer (:func:`bindscale.train.loop.train_from_config`:
 AdamW, warm-up, cosine decay, clipping; every parameter is trained — full fine-tuning, as the source; no LoRA,
 nothing frozen), the same exact-match windows (within L, beyond L up to the auxiliary's length, past it) and the
 same head-reuse measure (mean-ablation importance maps, map correlation and top-k Jaccard, :mod:`.heads`).
@@ -29,7 +29,7 @@ token (``<caprev>``) is the task's name with a space in front, in as many tokens
 prompt, never scored); ``<stop>`` is the model's end-of-sequence token; the model's BOS token (else EOS) is put
 first, as :func:`bindscale.models.pretrained.start_token` does (it takes the first position's attention-sink
 activations). Padding (right, never attended to by a causal model's real positions) is id
-:data:`bindscale.seqtrain.PAD_ID`, masked out of the loss.
+:data:`bindscale.train.loop.PAD_ID`, masked out of the loss.
 
 Head ablation (:func:`head_importance_hf`): a Llama-style block concatenates its heads' outputs before its
 output projection ``o_proj``, so a forward pre-hook on each layer's ``o_proj`` sees ``(B, T, n_heads · d_head)``:
@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from bindscale.errors import ConfigError
+from bindscale.core.errors import ConfigError
 
 from . import tasks as T
 
@@ -111,7 +111,7 @@ def _start(tok: Any) -> list[int]:
 
 def pack_lm(examples: list[T.Example], ids: Mapping[str, list[int]], start: list[int]) -> tuple:
     """:func:`.tasks.pack` in the model's token ids: ``tokens`` ``(N, L)`` right-padded with
-    :data:`bindscale.seqtrain.PAD_ID` and the loss mask ``(N, L)`` (True where the next token is an answer token,
+    :data:`bindscale.train.loop.PAD_ID` and the loss mask ``(N, L)`` (True where the next token is an answer token,
     its stop token included; the last column never).
 
     Raises:
@@ -119,7 +119,7 @@ def pack_lm(examples: list[T.Example], ids: Mapping[str, list[int]], start: list
     """
     import torch
 
-    from bindscale.seqtrain import PAD_ID
+    from bindscale.train.loop import PAD_ID
 
     if not examples:
         raise ValueError("pack_lm needs at least one example")
@@ -150,7 +150,7 @@ def lengths_of(tokens, mask):
 
 def logits_module(hf_model: Any):
     """``hf_model`` (a transformers causal LM) as a module mapping ``(B, L)`` ids to ``(B, L, V)`` float logits,
-    the interface of :func:`bindscale.seqtrain.train_seq_model` and :func:`.heads.answer_scores`. Its parameters
+    the interface of :func:`bindscale.train.loop.train_seq_model` and :func:`.heads.answer_scores`. Its parameters
     are the model's (all trained)."""
     import torch
 
@@ -365,7 +365,7 @@ def run_lm_trial(trial, device="cpu", progress: Callable[[int], None] | None = N
     import torch
 
     from bindscale.kit import TrialResult
-    from bindscale.seqtrain import train_from_config
+    from bindscale.train.loop import train_from_config
     from bindscale.models.pretrained import describe_model, load_model, resolve_model
 
     from .data import length_metrics, make_data

@@ -4,7 +4,7 @@ per trial; trials of one task mixture and shape train as one stacked transformer
 
 from __future__ import annotations
 
-from bindscale.seqstack import stack_key
+from bindscale.train.stack import stack_key
 
 from .data import longest_train_sequence  # noqa: F401 - kept importable here
 
@@ -12,7 +12,7 @@ from .data import longest_train_sequence  # noqa: F401 - kept importable here
 def group_key(trial) -> tuple:
     """Trials with equal keys can share a stack: same task section (main and auxiliary tasks, their
     lengths and set sizes: the mixture each trial draws its own training set from, and the sequence
-    lengths the stack trains at), same model and steps / batch size (:func:`bindscale.seqstack.stack_key`).
+    lengths the stack trains at), same model and steps / batch size (:func:`bindscale.train.stack.stack_key`).
     Seed (data, data order, initial weights) and the per-trial training fields may differ. A pretrained model's
     trial (:mod:`.lmtrial`) stacks with nothing: its key is its own id."""
     from .lmtrial import is_lm_trial
@@ -23,9 +23,9 @@ def group_key(trial) -> tuple:
 
 
 def stack_step_seconds(trials: list, window: float = 0.05, rounds: int = 3) -> float:
-    """Seconds of one training step of ``trials`` stacked, here and now (:func:`bindscale.seqstack.stack_step_seconds`
+    """Seconds of one training step of ``trials`` stacked, here and now (:func:`bindscale.train.stack.stack_step_seconds`
     at the longest training sequence, :func:`longest_train_sequence`: batches are trimmed to about that)."""
-    from bindscale.seqstack import hook_model, stack_step_seconds as timed
+    from bindscale.train.stack import hook_model, stack_step_seconds as timed
 
     return timed(trials, hook_model(), longest_train_sequence(trials[0]), window, rounds)
 

@@ -213,7 +213,7 @@ def pack(examples: list[Example]) -> tuple:
 
     ``mask[n, t]`` is True where the logits at ``t`` predict an answer token (the answer and its stop
     token), so ``mask[n, t]`` marks token ``t + 1`` as a target (the convention of
-    :func:`bindscale.seqtrain.train_seq_model`).
+    :func:`bindscale.train.loop.train_seq_model`).
 
     Raises:
         ValueError: no examples.

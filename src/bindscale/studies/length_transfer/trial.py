@@ -6,7 +6,7 @@ Transfer in Transformers", arXiv 2506.09251): a main task trained only up to len
 extrapolates beyond L when trained jointly with a related auxiliary task seen at longer
 lengths; unrelated auxiliaries give no transfer; tasks that transfer reuse the same heads.
 
-Data (independent seed streams, :mod:`bindscale.seeding`): a fixed training set ("train"
+Data (independent seed streams, :mod:`bindscale.core.seeding`): a fixed training set ("train"
 stream) of main examples at lengths 1..L and auxiliary examples at 1..aux_len (tasks in turn);
 test examples ("test" stream) at every length 2..test_max whose prompt is not in the training
 set; the examples scored under head ablation ("heldout" stream, training lengths); the
@@ -35,7 +35,8 @@ from typing import NamedTuple
 
 import torch
 
-from bindscale import seeding, seqstack
+from bindscale.core import seeding
+from bindscale.train import stack as seqstack
 from bindscale.models.transformer import Transformer
 from bindscale.kit import TrialResult
 
@@ -135,7 +136,7 @@ def run_group(trials: list[LengthTransferTrial], device: str | torch.device = "c
     """A job's trials, in order: those of one stack key (:func:`.plan.group_key`: same task mixture and
     lengths, same model, differing in seed or per-trial training fields) train as one stacked transformer,
     each on its own data stream, and are each evaluated (exact match, head ablations) on their own member;
-    the others train alone (:func:`bindscale.seqstack.run_group`). A record is the same either way, up to
+    the others train alone (:func:`bindscale.train.stack.run_group`). A record is the same either way, up to
     float rounding. A pretrained model's trial runs alone (:func:`.lmtrial.run_lm_trial`), in its place."""
     from .lmtrial import is_lm_trial, run_lm_trial
     from .plan import group_key

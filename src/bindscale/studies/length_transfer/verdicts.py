@@ -26,14 +26,14 @@ setting), so "supported" means they are right. Terms:
 Rules (95% intervals; ``margin`` and the others are thresholds of the study file):
 
 - ``length_transfer_exists``: related minus alone ``acc_beyond`` at the largest size (Welch,
-  :func:`bindscale.stats.mean_diff_ci`). Supported when the interval lies above ``margin``, not
+  :func:`bindscale.verdicts.stats.mean_diff_ci`). Supported when the interval lies above ``margin``, not
   supported when below, else inconclusive.
 - ``unrelated_aux_no_transfer``: unrelated minus alone at the same size; only once the related
   auxiliary transfers there (the transfer rule's test on the same cell is supported: a control shows
   nothing when nothing transfers). Supported when the interval lies below ``margin``, not supported
   when above. Related minus unrelated is reported beside.
 - ``head_reuse_predicts_transfer``: Spearman correlation of ``head_corr`` with the transfer gain
-  *within cells* (ranks residualised on cell indicators, :func:`bindscale.stats.partial_spearman_within`:
+  *within cells* (ranks residualised on cell indicators, :func:`bindscale.verdicts.stats.partial_spearman_within`:
   size and auxiliary cannot drive both), over the deciding pair's related and unrelated co-trained
   trials (:data:`DECIDING`, every size; the other pairs of the default file are not learned on its
   budget); pairs bootstrap. Every co-trained cell and the main-alone cell its gains are measured from
@@ -41,14 +41,14 @@ Rules (95% intervals; ``margin`` and the others are thresholds of the study file
   supported when below it (reuse predicts transfer weakly at best), inconclusive when it straddles it,
   with fewer than ``min_trials`` trials or with fewer than ``MIN_REPLICATES`` seeds in a cell and condition.
 - ``transfer_grows_with_size``: (related − alone) at the largest size minus at the smallest, four
-  independent seed groups (:func:`bindscale.stats.strata_mean_ci`, weights 1, −1, −1, 1), every check
+  independent seed groups (:func:`bindscale.verdicts.stats.strata_mean_ci`, weights 1, −1, −1, 1), every check
   at both sizes. Supported above ``margin``, not supported below.
 
 Every gain rule is inconclusive, whatever the numbers, when a column it needs is missing, a value of a
 deciding trial is NaN or infinite (values of other trials are reported, never deciding), a deciding
 cell has fewer than ``MIN_REPLICATES`` seeds (a caveat below ``CONCLUSIVE_SEEDS``: the default file
 plans 7 in every deciding cell, length_transfer-full 10, length_transfer-paper 8), or the deciding cells are degenerate
-(:func:`bindscale.report.verdicts.degenerate` with ``discrete=True``). One arm flat at 0 (or 1) beyond L
+(:func:`bindscale.verdicts.engine.degenerate` with ``discrete=True``). One arm flat at 0 (or 1) beyond L
 is a measurement once the gates pass and decides; every compared arm at 0, or every one at 1
 (the alone arm too), is the metric's floor or ceiling (:func:`bindscale.kit.at_bound`) and says nothing:
 inconclusive (issue 31, item 2). A deciding trial with a NaN accuracy is left out and counted as a lost
@@ -86,12 +86,30 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from bindscale.report.verdicts import ok_rows
+from bindscale.verdicts.engine import ok_rows
 from bindscale.kit import (
-    MIN_REPLICATES, NAN3, at_bound, ci_entry, no_room, deciding_cell, decide as _decide, decide_below, json_key, to_python, coerce_numeric,
-    degenerate, Verdict,
+    MIN_REPLICATES,
+    NAN3,
+    at_bound,
+    ci_entry,
+    no_room,
+    deciding_cell,
+    decide as _decide,
+    decide_below,
+    json_key,
+    to_python,
+    coerce_numeric,
+    degenerate,
+    Verdict,
 )
-from bindscale.stats import bootstrap_ci, correlation_ci, mean_ci, mean_diff_ci, partial_spearman_within, strata_mean_ci
+from bindscale.verdicts.stats import (
+    bootstrap_ci,
+    correlation_ci,
+    mean_ci,
+    mean_diff_ci,
+    partial_spearman_within,
+    strata_mean_ci,
+)
 
 from .tasks import relation
 
@@ -497,7 +515,7 @@ def head_reuse_predicts_transfer(ok: pd.DataFrame, p: Mapping, n_boot: int, seed
 
 
 def planned_size_guard(df: pd.DataFrame, ok: pd.DataFrame, details: dict, verdict: str) -> tuple[str, str] | None:
-    """A guard (:data:`bindscale.study.Guard`): a decided verdict is inconclusive when its deciding size is not
+    """A guard (:data:`bindscale.core.study.Guard`): a decided verdict is inconclusive when its deciding size is not
     the largest (or, for the size claim, the smallest) size the whole table (any status) plans for the
     deciding trials — e.g. every trial of the largest planned width diverged."""
     if verdict == "inconclusive" or "deciding_shape" not in details:
@@ -540,7 +558,7 @@ def planned_size_guard(df: pd.DataFrame, ok: pd.DataFrame, details: dict, verdic
 #   transformer at the largest width among the deciding pair's RoPE trials (the size ``length_transfer_exists``
 #   decides at);
 # - statistic: mean transfer of the pretrained arm minus mean transfer of the from-scratch arm, Welch's 95%
-#   interval over the two arms' per-seed transfers (:func:`bindscale.stats.mean_diff_ci`). Supported when it lies
+#   interval over the two arms' per-seed transfers (:func:`bindscale.verdicts.stats.mean_diff_ci`). Supported when it lies
 #   above ``margin`` (pretraining adds transfer), not supported when it lies below (no more transfer than from
 #   scratch, or less: ``details["direction"]`` says which), inconclusive when it straddles the margin.
 #

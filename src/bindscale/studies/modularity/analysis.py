@@ -61,7 +61,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from bindscale.studies.modularity.masks import Data, ForwardFn, MaskResult, accuracy, apply_mask, find_mask, random_mask_like
+from bindscale.studies.modularity.masks import (
+    Data,
+    ForwardFn,
+    MaskResult,
+    accuracy,
+    apply_mask,
+    find_mask,
+    random_mask_like,
+)
 
 
 def sub_diff(acc_sub_target: float, acc_sub_other: float, chance: float) -> float:

@@ -7,8 +7,8 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from ...config import StrictModel, TrialBase
-from ...trials import SeqTrainConfig
+from bindscale.core.config import StrictModel, TrialBase
+from bindscale.train.sections import SeqTrainConfig
 
 
 class CompoundTaskConfig(StrictModel):
@@ -121,11 +121,11 @@ class ModularityTrial(TrialBase):
     task: CompoundTaskConfig = CompoundTaskConfig()
     model: ModularityModelConfig = ModularityModelConfig()
     pretrain: PretrainConfig = PretrainConfig()
-    #: Compound training (and pretraining) with :func:`bindscale.seqtrain.fit_minibatches`.
+    #: Compound training (and pretraining) with :func:`bindscale.train.loop.fit_minibatches`.
     train: SeqTrainConfig = SeqTrainConfig(steps=1000, batch_size=128, lr=3e-3, weight_decay=0.0, warmup_steps=50)
     mask: MaskConfig = MaskConfig()
     seed: int = Field(0, ge=0, le=2**31 - 1)
 
 
-#: The name the study plugin finds its trial config by (bindscale.study.CONVENTION).
+#: The name the study plugin finds its trial config by (bindscale.core.study.CONVENTION).
 TrialConfig = ModularityTrial

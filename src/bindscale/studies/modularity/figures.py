@@ -4,7 +4,7 @@ Each ``fig_*`` takes the results table and the study's ``min_base_acc`` and
 returns a base64 PNG or None when its data are missing. Rows are the trials the
 verdicts use (base network learned the compound task, other settings held per
 architecture; see :mod:`.verdicts`). Error bars: 95% Student t
-intervals of the mean over base seeds (:func:`bindscale.stats.mean_ci`), drawn clipped to the
+intervals of the mean over base seeds (:func:`bindscale.verdicts.stats.mean_ci`), drawn clipped to the
 range of the quantity (a share or an accuracy lies in [0, 1]); the title gives n. Legends sit
 below the axes.
 """
@@ -21,9 +21,9 @@ from matplotlib.figure import Figure
 
 from bindscale.report.figures import N_BOOT, SMALL
 from bindscale.kit import ci_note, errorbar, legend, log_x, new_figure, seed_summary, titled, to_base64
-from bindscale.records import metric_items
-from bindscale.report.verdicts import ok_rows
-from bindscale.stats import mean_ci
+from bindscale.verdicts.results_table import metric_items
+from bindscale.verdicts.engine import ok_rows
+from bindscale.verdicts.stats import mean_ci
 
 from .verdicts import DEFAULTS, usable
 

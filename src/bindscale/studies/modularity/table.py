@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from bindscale.report.html import mean_table
-from bindscale.report.verdicts import ok_rows
+from bindscale.verdicts.engine import ok_rows
 
 KEYS = ["architecture", "width", "depth", "pretraining"]
 METRICS = ["base_acc_test", "frac_structural", "frac_robust", "sub_diff", "abl_diff", "density",

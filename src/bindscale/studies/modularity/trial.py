@@ -6,7 +6,7 @@ trained on a compound task "A and B" implements each subroutine in its own
 subnetwork — find it with a learned weight mask, remove it, and only that
 subroutine breaks — and pretraining makes this more reliable.
 
-One trial (all randomness on its own stream of :mod:`bindscale.seeding`):
+One trial (all randomness on its own stream of :mod:`bindscale.core.seeding`):
 
 1. **Data** ("datasets" stream; :func:`bindscale.studies.modularity.tasks.make_datasets`
    gives every set its own child generator): compound train/test, subroutine
@@ -53,7 +53,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from bindscale import seeding
+from bindscale.core import seeding
 from bindscale.studies.modularity.masks import accuracy, apply_mask
 from bindscale.models.hooks import run_with_cache
 from bindscale.models.mlp import MLPConfig, StackedMLP
@@ -212,7 +212,7 @@ def pretrain(net: CompoundNet, data: dict[str, CompoundDataset], trial: Modulari
       subroutine linearly readable from the last hidden layer nearly build the result in.
 
     Returns:
-        :func:`~bindscale.seqtrain.fit_minibatches`' summary plus ``acc`` (head accuracy on the
+        :func:`~bindscale.train.loop.fit_minibatches`' summary plus ``acc`` (head accuracy on the
         whole pretraining data) and, for ``subroutines``, ``acc_A`` / ``acc_B`` per head.
 
     Raises:

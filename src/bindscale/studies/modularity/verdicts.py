@@ -26,11 +26,11 @@ beside, never deciding (that pretraining nearly builds the result in).
 Every rule is inconclusive, with the reason, when a needed column is missing or
 empty, when a deciding trial has a missing, NaN or infinite value
 (``n_nonfinite``: dropping it would let the rest decide), and when the deciding
-cells are degenerate (:func:`bindscale.report.verdicts.degenerate`: the same
+cells are degenerate (:func:`bindscale.verdicts.engine.degenerate`: the same
 value in every seed of a cell, or one value everywhere).
 
 Intervals: Student / Welch–Satterthwaite t intervals over base seeds
-(:func:`bindscale.stats.strata_mean_ci`: mean of cell means; a contrast is the
+(:func:`bindscale.verdicts.stats.strata_mean_ci`: mean of cell means; a contrast is the
 same with weights ±1/H over H strata). Simulated at 8 seeds per cell they cover
 95.2–95.5% (normal, Binomial(6, p)/6 shares); the percentile bootstrap used
 before covered 81–92%.
@@ -75,11 +75,21 @@ import numpy as np
 import pandas as pd
 
 from bindscale.kit import (
-    MIN_REPLICATES, NAN3, at_bound, ci_entry, no_room, deciding_cell, decide as _decide, json_key, to_python, coerce_numeric,
+    MIN_REPLICATES,
+    NAN3,
+    at_bound,
+    ci_entry,
+    no_room,
+    deciding_cell,
+    decide as _decide,
+    json_key,
+    to_python,
+    coerce_numeric,
     degenerate,
-    restrict_to_mode, Verdict,
+    restrict_to_mode,
+    Verdict,
 )
-from bindscale.stats import mean_ci, mean_diff_ci, strata_mean_ci
+from bindscale.verdicts.stats import mean_ci, mean_diff_ci, strata_mean_ci
 
 from . import CLAIMS  # noqa: E402  (the plugin object: claims, their statements and defaults)
 
@@ -623,7 +633,7 @@ def lost_planned_width(df: pd.DataFrame, details: Mapping) -> str | None:
 
     The rules see only ok trials; a widest width whose trials all failed (any other status) leaves the
     rule comparing a smaller one. Inputs: the whole results table (any status) and the rule's details
-    (``largest_width`` per architecture/pretraining). For :func:`bindscale.report.verdicts.compute_verdicts`,
+    (``largest_width`` per architecture/pretraining). For :func:`bindscale.verdicts.engine.compute_verdicts`,
     which holds the whole table; a reason string means the verdict must be inconclusive.
     """
     if "largest_width" not in details or _missing(df, ("architecture", "pretraining", "width")):
@@ -655,7 +665,7 @@ def pretraining_reliability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int
 
 
 def planned_width_guard(df: pd.DataFrame, ok: pd.DataFrame, details: dict, verdict: str) -> tuple[str, str] | None:
-    """A guard (:data:`bindscale.study.Guard`): :func:`lost_planned_width` for a decided verdict."""
+    """A guard (:data:`bindscale.core.study.Guard`): :func:`lost_planned_width` for a decided verdict."""
     if verdict == "inconclusive":
         return None
     reason = lost_planned_width(df, details)

@@ -35,7 +35,7 @@ _BINDING_GATE = Gate(
 _GATE_T = {"min_r2_id": (0.0, 1.0)}
 _GATE_D = {"min_r2_id": 0.9}
 
-#: The sources' headlines, as the sources state them (issue 34, item 1); :mod:`bindscale.anchors` relates each
+#: The sources' headlines, as the sources state them (issue 34, item 1); :mod:`bindscale.verdicts.anchors` relates each
 #: verdict to its anchor. Redhardt et al.'s abstract gives no number; the model size is that of the reference
 #: code's default student (the project's design notes: width 1024 x 4 layers on the 16-unit hyperteacher, about 3.2M
 #: parameters by bindscale's count, not a number of the paper).

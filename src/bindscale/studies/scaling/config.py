@@ -10,7 +10,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from bindscale.config import StrictModel, TrialBase
+from bindscale.core.config import StrictModel, TrialBase
 
 Encoding = Literal["identity", "orthogonal", "tokens", "invertible", "interval_shuffle", "fewshot"]
 ENCODINGS: tuple[str, ...] = Encoding.__args__  # type: ignore[attr-defined]

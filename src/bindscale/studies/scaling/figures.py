@@ -14,10 +14,21 @@ from matplotlib.colors import LogNorm
 
 from bindscale.report.figures import N_BOOT, SMALL
 from bindscale.kit import (
-    curve_values, band as _band, ci_note, errorbar, fixed_qualifiers, legend, log_x, new_figure, seed_summary,
-    summary_of, titled, to_base64, two_decimals,
+    curve_values,
+    band as _band,
+    ci_note,
+    errorbar,
+    fixed_qualifiers,
+    legend,
+    log_x,
+    new_figure,
+    seed_summary,
+    summary_of,
+    titled,
+    to_base64,
+    two_decimals,
 )
-from bindscale.stats import correlation_ci
+from bindscale.verdicts.stats import correlation_ci
 
 from .verdicts import ARITY_COLUMN, COMPARE_LIKE, DEFAULTS, arity_matched_hull, design_rows, ok_rows, restrict_to_mode
 

@@ -1,9 +1,9 @@
 """AdamW over the scaling study's stacked parameters: the project's per-trial AdamW
-(:class:`bindscale.stackopt.StackedAdamW`), with torch's defaults (betas ``(0.9, 0.999)``, weight decay on
+(:class:`bindscale.train.stacked_adamw.StackedAdamW`), with torch's defaults (betas ``(0.9, 0.999)``, weight decay on
 every parameter) and the fused kernel, as the study has always trained.
 
 A trial's update is the same bits whatever its stack (the fused kernel runs on each trial's own slice
-unless no element of any trial can fall in its scalar tail: see :mod:`bindscale.stackopt`);
+unless no element of any trial can fall in its scalar tail: see :mod:`bindscale.train.stacked_adamw`);
 ``tests/studies/scaling/test_optim.py`` checks it against ``torch.optim.AdamW``.
 """
 
@@ -13,12 +13,12 @@ from collections.abc import Iterable
 
 import torch
 
-from bindscale.stackopt import ALIGN  # noqa: F401  (the study's tests read it here)
-from bindscale.stackopt import StackedAdamW as _CoreAdamW
+from bindscale.train.stacked_adamw import ALIGN  # noqa: F401  (the study's tests read it here)
+from bindscale.train.stacked_adamw import StackedAdamW as _CoreAdamW
 
 
 class StackedAdamW(_CoreAdamW):
-    """:class:`bindscale.stackopt.StackedAdamW` as the scaling study uses it: per-trial ``lr`` and
+    """:class:`bindscale.train.stacked_adamw.StackedAdamW` as the scaling study uses it: per-trial ``lr`` and
     ``weight_decay`` fixed for the run, decay on every parameter, always the fused kernel.
 
     Args:

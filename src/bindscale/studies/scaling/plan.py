@@ -3,8 +3,8 @@ and hypernetworks): used to plan stacks, weigh the ETA and fail early on impossi
 
 from __future__ import annotations
 
-from bindscale import seeding
-from bindscale.errors import BindscaleError, ConfigError
+from bindscale.core import seeding
+from bindscale.core.errors import BindscaleError, ConfigError
 from bindscale.studies.scaling.tasks.splits import make_split
 from bindscale.studies.scaling.config import TrialConfig
 

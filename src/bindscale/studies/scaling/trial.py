@@ -18,11 +18,13 @@ from contextlib import closing, contextmanager, nullcontext
 import numpy as np
 import torch
 
-from bindscale import seeding
-from bindscale.cpu import cpu_training
+from bindscale.core import seeding
+from bindscale.train.speed import cpu_training
 from bindscale.models import StackedModel
-from bindscale.threadwatch import ThreadWatch
-from bindscale.trainutil import TrialResult, choose_threads, fast_bf16
+from bindscale.train.threads import ThreadWatch
+from bindscale.train.result import TrialResult
+from bindscale.train.threads import choose_threads
+from bindscale.train.speed import fast_bf16
 
 from .config import ModelConfig, TrialConfig
 from .metrics import r2_task_mean, r2_within_task
@@ -98,7 +100,7 @@ def _stack(batches: list[Batch], out: Batch | None = None) -> Batch:
     Reusing one buffer for every chunk of training data matters on the CPU: a
     stack's chunk is above glibc's mmap threshold (32 MiB) for large stacks, and
     a fresh one would be mapped, faulted in page by page and unmapped again each
-    chunk (bindscale.cpu).
+    chunk (bindscale.train.speed).
     """
     fields = [[getattr(b, f) for b in batches] for f in BATCH_FIELDS]
     if out is None or any(getattr(out, f).shape[1:] != v[0].shape for f, v in zip(BATCH_FIELDS, fields)):
@@ -148,7 +150,7 @@ def train_group(
         raise ValueError("train_group needs trials with one group_key")
     device = torch.device(device)
     caller_threads = torch.get_num_threads()
-    with cpu_training(device), _intra_op_threads(trials, device):  # bindscale.cpu
+    with cpu_training(device), _intra_op_threads(trials, device):  # bindscale.train.speed
         # The step runs on one thread where the caller allowed more: sample on the idle core (_chunks).
         prefetch = device.type == "cpu" and torch.get_num_threads() == 1 < caller_threads
         return _train_group(trials, device, progress, return_models, prefetch)
@@ -229,7 +231,7 @@ def _chunks(sample: Callable[[int, Batch | None], Batch], sizes: list[int],
     processes; 0.98 both times before this change): at that load the second core is rarely idle. Near
     quiet (load ~1.5, benchmarks/jax_peer.py --quick): 494 and 427 steps/s against 467 and 368 with one
     thread, in two runs.
-    ``background`` may turn on mid-training (:class:`~bindscale.threadwatch.ThreadWatch` fell back to one
+    ``background`` may turn on mid-training (:class:`~bindscale.train.threads.ThreadWatch` fell back to one
     thread): from then on the next chunk is sampled beside the step.
     The same calls with the same sizes in the same order, one thread at a time, use each generator
     exactly as the serial path does: the same bits. An error in the thread is raised here; the thread
@@ -268,7 +270,7 @@ def _chunks(sample: Callable[[int, Batch | None], Batch], sizes: list[int],
 def _sampler_thread() -> None:
     """The per-thread settings of the training block, in :func:`_chunks`'s sampler thread: one intra-op
     thread (OpenMP's and MKL's counts are per thread: the same sums as the serial path's) and denormals
-    flushed (:func:`~bindscale.cpu.cpu_training` sets the calling thread only)."""
+    flushed (:func:`~bindscale.train.speed.cpu_training` sets the calling thread only)."""
     torch.set_num_threads(1)
     torch.set_flush_denormal(True)
 
@@ -652,7 +654,7 @@ def stack_step_seconds(trials: list[TrialConfig], window: float = 0.05, rounds: 
     evaluation or probes: those cost the same per trial in any stack); the best of ``rounds``
     timings of as many steps as fill ``window`` seconds (at least one), after one warm-up step:
     the best of several windows, because other work on the machine only ever adds time. The
-    planner compares stack sizes with it (:func:`bindscale.sweep.plan_jobs`); no trial's numbers
+    planner compares stack sizes with it (:func:`bindscale.run.planner.plan_jobs`); no trial's numbers
     depend on it.
     """
     timer = stack_step_timer(trials)

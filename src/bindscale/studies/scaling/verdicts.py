@@ -1,7 +1,7 @@
 """Verdict rules of the scaling study (scaling / decodability / binding / hull).
 
 Each rule takes the ok rows (:func:`ok_rows`) and returns one verdict. Each verdict is decided by one number and its 95%
-interval over seeds/trials (``bindscale.stats``: t intervals with Hall's skewness correction for means,
+interval over seeds/trials (``bindscale.verdicts.stats``: t intervals with Hall's skewness correction for means,
 expanded-percentile bootstraps for ratios and correlations):
 
 - scaling: Redhardt, Schug, Akram 2025, "Scaling can lead to compositional
@@ -50,14 +50,25 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bindscale.records import metric_table
-from bindscale.report.verdicts import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
+from bindscale.verdicts.results_table import metric_table
+from bindscale.verdicts.engine import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
 from bindscale.kit import (
-    CONCLUSIVE_SEEDS, MIN_REPLICATES, NAN3, ci_entry, deciding_cell, finite_values, json_key, no_room, pooled_columns,
-    to_python, degenerate, restrict_to_mode, Verdict,
+    CONCLUSIVE_SEEDS,
+    MIN_REPLICATES,
+    NAN3,
+    ci_entry,
+    deciding_cell,
+    finite_values,
+    json_key,
+    no_room,
+    pooled_columns,
+    to_python,
+    degenerate,
+    restrict_to_mode,
+    Verdict,
 )
-from bindscale.report.verdicts import ok_rows as _ok_rows
-from bindscale.stats import (
+from bindscale.verdicts.engine import ok_rows as _ok_rows
+from bindscale.verdicts.stats import (
     bootstrap_ci,
     correlation_ci,
     mean_ci,
@@ -692,7 +703,7 @@ def hull(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     (:func:`arity_matched_hull`) and on the grid designed for it (withheld module pairs: every seed
     at every coverage has out-of-hull combinations). Cells are (width, hold-out); each number below
     is a mean of cell means over the hold-outs with a Welch–Satterthwaite t interval
-    (:func:`bindscale.stats.strata_mean_ci`). Deciding number: the out-of-hull width gain (largest
+    (:func:`bindscale.verdicts.stats.strata_mean_ci`). Deciding number: the out-of-hull width gain (largest
     minus smallest width). supported: in-hull gain CI above 0, out-of-hull gain CI at most
     ``margin``, and in-hull − out-of-hull at the largest width CI above ``margin``. not_supported:
     out-of-hull gain CI above ``margin`` (scale helps outside the hull), or the in − out gap at the
@@ -860,7 +871,7 @@ def _short_of_planned_width(df: pd.DataFrame, details: dict, claim: str) -> str 
 
 
 def lost_width_guard(claim: str):
-    """A guard (:data:`bindscale.study.Guard`) for a claim about the largest scale: inconclusive when
+    """A guard (:data:`bindscale.core.study.Guard`) for a claim about the largest scale: inconclusive when
     every trial of the widest planned model its verdict rests on diverged or failed."""
 
     def guard(df: pd.DataFrame, ok: pd.DataFrame, details: dict, verdict: str) -> tuple[str, str] | None:
@@ -895,7 +906,7 @@ RULES = {"scaling": scaling, "decodability": decodability, "binding": binding, "
 
 
 class _Guards:
-    """The guards of one claim, as attributes a :class:`~bindscale.study.Claim` can reference."""
+    """The guards of one claim, as attributes a :class:`~bindscale.core.study.Claim` can reference."""
 
     def __init__(self, claim: str, planned: bool = True) -> None:
         self.lost = lost_width_guard(claim)

@@ -6,8 +6,8 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from ...config import StrictModel, TrialBase
-from ...trials import SeqTrainConfig, TransformerConfig
+from bindscale.core.config import StrictModel, TrialBase
+from bindscale.train.sections import SeqTrainConfig, TransformerConfig
 
 
 class SeqTaskConfig(StrictModel):
@@ -76,5 +76,5 @@ class SubgraphsTrial(TrialBase):
     seed: int = Field(0, ge=0, le=2**31 - 1)
 
 
-#: The name the study plugin finds its trial config by (bindscale.study.CONVENTION).
+#: The name the study plugin finds its trial config by (bindscale.core.study.CONVENTION).
 TrialConfig = SubgraphsTrial

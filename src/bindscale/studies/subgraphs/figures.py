@@ -6,7 +6,7 @@ list<struct> cells of the table (``SubgraphsTrial.NESTED_METRICS``), read back
 as nested dicts; they are averaged over the seeds of the focus
 condition: the largest model, scratchpad format where present, the largest
 training set. Every plotted mean carries its 95% Student t interval over seeds
-(:func:`bindscale.stats.mean_ci`; the title gives n). Axes of problem size and depth shade the
+(:func:`bindscale.verdicts.stats.mean_ci`; the title gives n). Axes of problem size and depth shade the
 in-distribution range (sizes ≤ ``task.id_max``; depths reached by such problems) and the
 out-of-distribution range beyond it.
 The error-type figure ``sg_error_types`` labels nodes with Dziri et al.'s
@@ -25,13 +25,22 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
-from bindscale.records import metric_table
+from bindscale.verdicts.results_table import metric_table
 from bindscale.report.figures import ID_COLOUR, OOD_COLOUR, SMALL
 from bindscale.kit import (
-    ci_note, errorbar, id_ood_spans, legend as _legend, log_counts, new_figure, seed_summary, summary_of, titled,
-    to_base64, error_lengths,
+    ci_note,
+    errorbar,
+    id_ood_spans,
+    legend as _legend,
+    log_counts,
+    new_figure,
+    seed_summary,
+    summary_of,
+    titled,
+    to_base64,
+    error_lengths,
 )
-from bindscale.report.verdicts import ok_rows
+from bindscale.verdicts.engine import ok_rows
 
 from .config import SubgraphsTrial
 from .verdicts import _prepare, focus_rows, scratchpad_flags
@@ -67,7 +76,7 @@ def _finish(fig, ax, xlabel: str, ylabel: str, legend: bool = True, ylim: tuple[
 
 
 def _tables(rows: pd.DataFrame, col: str) -> list[dict]:
-    """Each trial's keyed table ``col`` as its nested dict (see :func:`bindscale.records.metric_table`)."""
+    """Each trial's keyed table ``col`` as its nested dict (see :func:`bindscale.store.records.metric_table`)."""
     if col not in rows:
         return []
     spec = SubgraphsTrial.NESTED_METRICS[col]

@@ -3,12 +3,12 @@ trial; trials of one shape train as one stacked transformer, :func:`bindscale.st
 
 from __future__ import annotations
 
-from bindscale.seqstack import stack_key
+from bindscale.train.stack import stack_key
 
 
 def group_key(trial) -> tuple:
     """Trials with equal keys can share a stack: same task, model and steps / batch size
-    (:func:`bindscale.seqstack.stack_key`). Seed (hence data, data order and initial weights), learning rate,
+    (:func:`bindscale.train.stack.stack_key`). Seed (hence data, data order and initial weights), learning rate,
     weight decay, warm-up and clipping may differ: each trial keeps its own."""
     return stack_key(trial, ("task", "model"))
 
@@ -32,8 +32,8 @@ def trial_memory_bytes(trial) -> int:
 
 
 def stack_step_seconds(trials: list, window: float = 0.05, rounds: int = 3) -> float:
-    """Seconds of one training step of ``trials`` stacked, here and now (:func:`bindscale.seqstack.stack_step_seconds`
+    """Seconds of one training step of ``trials`` stacked, here and now (:func:`bindscale.train.stack.stack_step_seconds`
     at the task's rough sequence length, :func:`_length`)."""
-    from bindscale.seqstack import hook_model, stack_step_seconds as timed
+    from bindscale.train.stack import hook_model, stack_step_seconds as timed
 
     return timed(trials, hook_model(), _length(trials[0]), window, rounds)

@@ -5,7 +5,7 @@ Transformers on Compositionality"): transformers trained on multi-step tasks
 succeed in distribution by matching computation subgraphs seen in training,
 fail on larger compositions, and their errors compound with depth.
 
-Data (independent seed streams, :mod:`bindscale.seeding`): a fixed training
+Data (independent seed streams, :mod:`bindscale.core.seeding`): a fixed training
 set of ``n_train`` in-distribution examples ("train" stream) and, per size
 cell, ``n_test`` test examples ("test" stream) that are not in the training
 set, in distribution (sizes ≤ ``id_max``) and out of it (up to ``ood_max``).
@@ -39,7 +39,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from bindscale import seeding, seqstack
+from bindscale.core import seeding
+from bindscale.train import stack as seqstack
 from bindscale.models.transformer import Transformer
 from bindscale.kit import TrialResult, greedy_predictions
 
@@ -293,7 +294,7 @@ def run_group(trials: list[SubgraphsTrial], device: str | torch.device = "cpu",
     Trials sharing a stack key (:func:`bindscale.studies.subgraphs.plan.group_key`: they differ only in
     seed, learning rate, weight decay, warm-up or clipping) train as one
     :class:`~bindscale.models.stacked_transformer.StackedTransformer` and are each evaluated on their own
-    member; a trial without a partner trains alone (:func:`bindscale.seqstack.run_group`). Either way a
+    member; a trial without a partner trains alone (:func:`bindscale.train.stack.run_group`). Either way a
     trial's record holds the same metrics, equal up to float rounding. ``return_models``: see :func:`run_trial`.
     """
     from .plan import group_key

@@ -22,14 +22,14 @@ its trial is left out.
 
   1. *No size lifts OOD accuracy*: for every model size above the smallest,
      the gain in mean OOD exact match over the smallest size (Welch interval,
-     :func:`bindscale.stats.mean_diff_ci`). Holds when every gain's interval
+     :func:`bindscale.verdicts.stats.mean_diff_ci`). Holds when every gain's interval
      lies below ``margin``; contradicted when any gain's interval lies above
      it (so a middle size that generalizes counts, not only the two ends).
      Its deciding number is the gain with the highest lower bound when one
      lies above ``margin``, else the gain with the highest upper bound (the
      one nearest to contradicting the source).
   2. *OOD stays low*: at the largest model, in-distribution minus OOD exact
-     match, paired by seed (:func:`bindscale.stats.mean_ci`). Holds when its
+     match, paired by seed (:func:`bindscale.verdicts.stats.mean_ci`). Holds when its
      interval lies above ``min_ood_drop``; contradicted when it lies below
      (OOD accuracy is about as high as in distribution).
 
@@ -38,7 +38,7 @@ its trial is left out.
   inconclusive, whatever the numbers, when a deciding trial's accuracy,
   size or seed is missing, NaN or infinite, when a model size has fewer than
   ``MIN_REPLICATES`` distinct seeds, when the deciding cells are degenerate
-  (:func:`bindscale.report.verdicts.degenerate`: a cell constant across its
+  (:func:`bindscale.verdicts.engine.degenerate`: a cell constant across its
   seeds, or one value everywhere), and when no model size reaches a mean OOD accuracy above
   ``ood_floor`` (at the floor everywhere a zero gain cannot tell "scale does
   not help" from "these OOD sizes are out of reach of every model in the
@@ -47,7 +47,7 @@ its trial is left out.
   when its whole ancestor computation occurred in training. Two parts, over
   the cells (model size × training-set size) of the scratchpad trials, each
   the mean of the cell means with a Welch–Satterthwaite interval
-  (:func:`bindscale.stats.strata_mean_ci`):
+  (:func:`bindscale.verdicts.stats.strata_mean_ci`):
 
   1. *Correct steps are seen more often than wrong ones, at equal depth*: the
      depth-matched gap ``seen_gap_depth`` (share of correct nodes whose whole
@@ -96,10 +96,20 @@ import numpy as np
 import pandas as pd
 
 from bindscale.kit import (
-    MIN_REPLICATES, NAN3, ci_entry, deciding_cell, decide as _decide, decide_below, json_key, pooled_columns,
-    coerce_numeric, degenerate, restrict_to_mode, Verdict,
+    MIN_REPLICATES,
+    NAN3,
+    ci_entry,
+    deciding_cell,
+    decide as _decide,
+    decide_below,
+    json_key,
+    pooled_columns,
+    coerce_numeric,
+    degenerate,
+    restrict_to_mode,
+    Verdict,
 )
-from bindscale.stats import mean_ci, mean_diff_ci, strata_mean_ci
+from bindscale.verdicts.stats import mean_ci, mean_diff_ci, strata_mean_ci
 
 
 from . import CLAIMS  # noqa: E402  (the plugin object: claims, their statements and defaults)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import torch
 
-from bindscale import seeding
+from bindscale.core import seeding
 from bindscale.models.base import truncated_normal
 
 from ..config import TaskConfig

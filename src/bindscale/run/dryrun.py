@@ -1,0 +1,318 @@
+"""What ``bindscale run --dry-run`` and ``--print-config`` print: the resolved study, its trials,
+the stacked jobs a run would train and an estimated time. Nothing is run and nothing is written.
+
+The time estimate turns :func:`bindscale.run.planner.job_cost` into CPU-seconds with each study's
+factor (its plugin's ``seconds_per_cost``: per unit of cost, plus a per-trial part for evaluation
+and analysis; where it was measured is written beside it), then schedules the jobs, in the
+order a run submits them, on the workers. The factors were measured on this project's 2-core
+CPU machine at one torch thread per worker; another machine, another load or a GPU changes
+them, so the figure is an estimate.
+
+Two more estimates are derived from the same plan. On a GPU (``--device cuda``, also on a machine
+without one: the plan is then made for an assumed GPU, :data:`GPU_MEMORY_BYTES`), each job takes a
+range (:func:`gpu_job_seconds`): a per-step cost whatever the model's size (kernel launches) times its
+optimizer steps, plus its FLOPs at an assumed sustained GPU throughput, the FLOPs bounded from above by
+the job's CPU-seconds times the CPU's one-thread matmul peak; nothing of it is measured on a GPU yet.
+On a Ray cluster (``--executor ray --address ADDR``), ``--workers N`` counts the cluster's worker
+CPUs (one torch thread each) and the jobs are scheduled on N such CPUs, each assumed as fast as a core
+of the CPU machine.
+
+Layer: beside the runner (the CLI and API call both): it checks the options as a run does
+(:mod:`bindscale.run.options`) and plans with the planner (:mod:`bindscale.run.planner`), which it imports only
+inside :func:`describe_plan` and :func:`job_seconds`: the planner imports torch, and a refused option
+must answer first. The runner takes :func:`study_yaml` and :func:`replaced_study_note` from here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from bindscale.core import registry
+from bindscale.core.config import StudyConfig
+from bindscale.core.errors import ConfigError
+from bindscale.run.options import NO_RAY, RETRIES, available_cores, check_out, check_run, check_run_options
+from bindscale.store.records import load_records
+from bindscale.store.rundir import STUDY_FILE
+from bindscale.store.storage import StorageError
+
+#: What the factors were measured on (the wall-time estimate also assumes a core per worker).
+MACHINE = "a 2-core Intel Xeon (the project's CPU machine), one torch thread per worker"
+#: Seconds a run spends besides training: starting the workers (import torch) and building the report.
+#: A round allowance from measurements at load ~3.5 on the 2-core machine: a worker's imports took
+#: 4.3 s; `bindscale run --quick --workers 2` (the headline study) ended training 133 s after its start (start-up
+#: included) and exited at 144 s, so ~11 s for the report.
+OVERHEAD_S = 30.0
+
+# --- The GPU estimate's assumptions (no bindscale job has been timed on a GPU when these were written;
+# `python benchmarks/gpu_paper.py` measures steps/s of the paper-tier jobs on a lent GPU).
+#: The GPU the estimate assumes where none is here: its fp32 peak without tensor cores is what bindscale's
+#: fp32 training can use (TF32 only with ``train.precision: tf32``); the H200 has the H100's compute.
+GPU_ASSUMED = "an NVIDIA H100/H200-class GPU (fp32 peak 67 TFLOP/s without tensor cores)"
+GPU_FP32_PEAK = 67e12
+#: Share of that peak a job sustains: 15% (models of 0.1-1M parameters, small matmuls) to 60% (wide MLPs,
+#: large batches); an assumed range, not a measurement.
+GPU_PEAK_SHARE = (0.15, 0.60)
+#: Seconds of one optimizer step that do not shrink with the model: eager PyTorch launches every kernel
+#: from Python (~5-10 us each); a stacked MLP step is ~100 kernels (~1 ms), a transformer step several
+#: hundred (~5 ms). Assumed, not measured.
+GPU_STEP_S = (1e-3, 5e-3)
+#: Free memory the planner stacks trials into where the GPU is assumed (an 80 GB H100; the H200 has 141 GB).
+GPU_MEMORY_BYTES = 80 << 30
+#: The CPU machine's best one-thread fp32 matmul (141-149 GFLOP/s measured; README, "Against JAX").
+#: Training never runs faster, so a job's CPU-seconds times it bound the job's FLOPs from above.
+CPU_FP32_FLOPS = 150e9
+
+
+def study_yaml(study: StudyConfig) -> str:
+    """The resolved study as YAML, as a run writes it to ``study.yaml`` (it loads back as the same study).
+    Non-ASCII text stays as written (``Diego-Simón``, not ``Diego-Sim\\xF3n``)."""
+    return yaml.safe_dump(study.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
+
+
+def replaced_study_note(held: str | None, study: StudyConfig, where: object, dry_run: bool = False) -> str | None:
+    """What a run (or its ``--dry-run``) says when its directory ``where`` holds another study (``held``:
+    that directory's study.yaml text, None when there is none); None when it holds none or this one.
+
+    Compared as data, not text: a run written before non-ASCII was kept as written is the same study.
+    Records are keyed by trial id, so nothing is mixed up; but the directory changes study."""
+    if held is None or yaml.safe_load(held) == yaml.safe_load(study_yaml(study)):
+        return None
+    what = "holds a different study configuration; a run would replace it" if dry_run else \
+        "held a different study configuration; it is replaced"
+    return f"note: {where} {what}, records of trials not in this study stay on disk and are not reported"
+
+
+def job_seconds(job: list) -> float:
+    """Estimated CPU-seconds of one stacked job from its study's ``seconds_per_cost``; NaN when the
+    study has no such factor."""
+    from bindscale.run.planner import job_cost  # the planner imports torch: only once a plan is made
+
+    factor = getattr(registry.for_trial(job[0]), "seconds_per_cost", None)
+    if not factor:
+        return float("nan")
+    per_cost, per_trial = factor
+    return per_cost * job_cost(job) + per_trial * len(job)
+
+
+def _job_steps(job: list) -> int:
+    """Optimizer steps of a job: a stack steps once for all its trials (the most steps of any of them).
+    A study may count steps beyond its progress unit (``steps``: e.g. pretraining and mask searches) with
+    its ``step_counter`` hook (:meth:`bindscale.core.study.StudyPlugin.optimizer_steps`); else its ``steps``."""
+    plugin = registry.for_trial(job[0])
+    count = getattr(plugin, "optimizer_steps", None) or plugin.steps
+    return max(int(count(t)) for t in job)
+
+
+def gpu_job_seconds(job: list) -> tuple[float, float]:
+    """Estimated GPU seconds of one stacked job, as a (fast, slow) range; NaNs when the study has no
+    ``seconds_per_cost``.
+
+    ``steps × GPU_STEP_S + CPU-seconds of training × CPU_FP32_FLOPS / (GPU_FP32_PEAK × GPU_PEAK_SHARE)
+    + the per-trial part`` (evaluation and analysis, kept at its CPU figure: some of it runs on the CPU
+    whatever the device). The middle term is an upper bound of the job's FLOPs at the assumed throughput:
+    tight for wide models (the CPU trains them at 0.7-0.8 of its matmul peak), loose for small ones,
+    where the step term dominates anyway. Derived from the plan and the assumptions above, not measured.
+    """
+    factor = getattr(registry.for_trial(job[0]), "seconds_per_cost", None)
+    if not factor:
+        return float("nan"), float("nan")
+    from bindscale.run.planner import job_cost  # the planner imports torch: only once a plan is made
+
+    per_cost, per_trial = factor
+    flops = per_cost * job_cost(job) * CPU_FP32_FLOPS
+    steps, rest = _job_steps(job), per_trial * len(job)
+    fast = steps * GPU_STEP_S[0] + flops / (GPU_FP32_PEAK * GPU_PEAK_SHARE[1]) + rest
+    slow = steps * GPU_STEP_S[1] + flops / (GPU_FP32_PEAK * GPU_PEAK_SHARE[0]) + rest
+    return fast, slow
+
+
+def _clock(seconds: float) -> str:
+    m = round(seconds / 60)
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if m >= 48 * 60:  # days read better than thousands of hours
+        return f"{m / 1440:.0f} days" if m >= 14400 else f"{m / 1440:.1f} days"
+    return f"{seconds:.0f} s" if seconds < 90 else f"{m} min" if m < 90 else f"{m // 60} h {m % 60:02d} min"
+
+
+def _values(values: list[Any]) -> str:
+    return "/".join(map(str, values)) if len(values) <= 5 else f"×{len(values)}"
+
+
+def grid_counts(study: StudyConfig) -> list[tuple[dict[str, list[Any]], int]]:
+    """Each grid with its number of distinct trials (a trial in two grids counts in both)."""
+    return [(grid, len(study.model_copy(update={"grids": [grid]}).trials())) for grid in study.grids]
+
+
+def _gpu_estimate(jobs: list, cpu_seconds: list[float], gpus: int, how: str) -> list[str]:
+    """The dry run's GPU lines: the jobs' :func:`gpu_job_seconds` ranges scheduled on ``gpus`` GPUs (one
+    unless a Ray cluster gives each task its own), with the assumptions said."""
+    from bindscale.run.planner import schedule
+
+    fast, slow = zip(*(gpu_job_seconds(j) for j in jobs))
+    lo = schedule(list(fast), gpus) + OVERHEAD_S  # in the plan's order, as a run hands them out
+    hi = schedule(list(slow), gpus) + OVERHEAD_S
+    steps = sum(_job_steps(j) for j in jobs)
+    where = "one GPU, one job at a time" if gpus == 1 else f"{gpus} GPUs (a Ray task takes a whole GPU)"
+    return [
+        f"estimated time on a GPU: ~{_clock(lo)} to ~{_clock(hi)} wall on {where} "
+        f"(the same jobs: {_clock(sum(cpu_seconds))} CPU time of training on {MACHINE.split(',')[0]})",
+        f"  (derived from the plan, not measured on a GPU: {steps:,} optimizer steps x {GPU_STEP_S[0] * 1e3:.0f}-"
+        f"{GPU_STEP_S[1] * 1e3:.0f} ms of kernel launches each, plus each job's FLOPs, at most its CPU-seconds x "
+        f"{CPU_FP32_FLOPS / 1e9:.0f} GFLOP/s (the CPU's one-thread fp32 matmul peak), at "
+        f"{GPU_PEAK_SHARE[0]:.0%}-{GPU_PEAK_SHARE[1]:.0%} of {GPU_ASSUMED}; evaluation and analysis at "
+        f"their CPU time; the CPU factor is {how}; benchmarks/gpu_paper.py measures real steps/s)",
+    ]
+
+
+def _cluster_estimate(cpu_seconds: list[float], n_workers: int, asked: int | None, how: str) -> list[str]:
+    """The dry run's Ray-cluster lines: the jobs scheduled on ``n_workers`` worker CPUs, with the assumptions said."""
+    from bindscale.run.planner import schedule
+
+    wall = schedule(cpu_seconds, n_workers) + OVERHEAD_S
+    total = sum(cpu_seconds)
+    lines = [f"estimated time on a Ray cluster: ~{_clock(wall)} wall on {n_workers} worker CPU(s) "
+             f"({_clock(total)} CPU time of training / {n_workers} = {_clock(total / n_workers)}; the longest job "
+             f"{_clock(max(cpu_seconds))}; + ~{OVERHEAD_S:.0f} s start-up and report)"]
+    if asked is None:
+        lines.append("  (no --workers given: every job its own task, as if the cluster had a free CPU for each; "
+                     "give --workers N for a cluster of N worker CPUs)")
+    lines.append(f"  (an estimate: each worker CPU as fast as a core of {MACHINE}, cost-to-seconds factor {how}; "
+                 "N CPUs free for this run, bindscale installed on every node, the run directory shared; Ray's "
+                 "own task start-up and data transfer not counted)")
+    return lines
+
+
+def describe_plan(study: StudyConfig, workers: int | None = None, device: str = "auto",
+                  executor: str | None = None, out: str | None = None, retries: int = RETRIES,
+                  address: str | None = None, walls: list[float] | None = None) -> str:
+    """The dry run's text: trials per grid, stacked jobs, estimated time. Runs and writes nothing.
+
+    ``walls``: when given, the CPU estimate's wall seconds are appended to it (``run all --dry-run`` adds the
+    studies' estimates into one total).
+
+    The estimate is the CPU one (seconds on the CPU machine, scheduled on the workers), a GPU one on
+    ``device`` cuda (:func:`gpu_job_seconds`), or a Ray-cluster one with ``executor`` ray and an ``address``
+    (``workers``: the cluster's worker CPUs; not cut to this machine's cores, as the run does not).
+
+    Args:
+        workers, device, executor, retries, address: as ``bindscale run`` takes them.
+        out: the run directory, read (not written) to leave out trials already recorded.
+
+    Raises:
+        ConfigError: an option the run would refuse (device, workers, executor, an ``out`` it could
+            not write), or a split that cannot be made. Two refusals of a run are notes here instead, so
+            that one can estimate before renting: ``--device cuda`` on a machine without CUDA (planned
+            for an assumed GPU, :data:`GPU_ASSUMED`) and ``--executor ray`` without Ray installed.
+    """
+    # What a run refuses, refused the same way.
+    held, no_ray = None, False
+    if out is not None:
+        try:
+            store = check_run(out, executor, retries, address, workers)
+        except ConfigError as err:
+            if str(err) != NO_RAY:
+                raise
+            # Said, not refused: a cluster estimate is wanted before Ray is installed here.
+            no_ray, store = True, check_out(out, executor)
+        try:
+            held = store.read_text(STUDY_FILE) if store.exists(STUDY_FILE) else None
+        except (OSError, ValueError):
+            held = None  # unreadable: the run would say so itself
+    else:
+        check_run_options(executor, retries, address, workers)
+    # Here, after the options are checked: the planner imports torch (a refused option answers first).
+    from bindscale.run.planner import plan_jobs, resolve_device, schedule
+
+    assumed_gpu = False
+    try:
+        dev = resolve_device(device)
+    except ValueError as err:
+        if device != "cuda":
+            raise ConfigError(str(err)) from None
+        # No GPU here: a run would be refused, but the dry run plans for an assumed one (the GPU estimate
+        # is what one asks for on a laptop before renting a GPU).
+        dev, assumed_gpu = "cuda", True
+    cores = available_cores()
+    cluster = executor == "ray" and bool(address)
+    trials = study.trials()
+    study.plugin.check_trials(trials)
+
+    lines = [f"{study.name}{' (quick)' if study.is_quick else ''}: {len(trials)} trials"]
+    if note := replaced_study_note(held, study, out, dry_run=True):
+        lines.append(note)
+    if no_ray:
+        lines.append(f"note: Ray is not installed here, so a run with --executor ray would be refused ({NO_RAY})")
+    if assumed_gpu:
+        lines.append(f"note: no CUDA device here, so a run with --device cuda would be refused on this machine; "
+                     f"planned for {GPU_ASSUMED} with {GPU_MEMORY_BYTES >> 30} GiB free")
+    counts = grid_counts(study)
+    for i, (grid, n) in enumerate(counts, 1):
+        axes = ", ".join(f"{axis} {_values(values)}" for axis, values in grid.items()) or "the base trial"
+        lines.append(f"  grid {i}: {n} trial{'' if n == 1 else 's'} ({axes})")
+    if sum(n for _, n in counts) > len(trials):
+        lines.append("  (a trial in several grids runs once)")
+
+    done = 0
+    if out is not None:
+        try:
+            have = load_records(out, {t.trial_id for t in trials})
+        except (StorageError, OSError):
+            have = {}
+        recorded = {tid for tid, rec in have.items() if rec.get("status") != "failed"}
+        todo = [t for t in trials if t.trial_id not in recorded]
+        done = len(trials) - len(todo)
+    else:
+        todo = trials
+    if done:
+        lines.append(f"{done} already recorded in {out}, {len(todo)} to run")
+    if not todo:
+        lines.append("nothing to run: every trial has a record (a run would only rebuild the report)")
+        return "\n".join(lines)
+
+    if cluster:  # as the run plans it (runner._run_locked): the cluster's CPUs, not this machine's cores
+        n_workers = workers or len(todo)
+    elif workers is not None:
+        n_workers = 1 if executor == "inline" else min(workers, cores)
+        if workers > n_workers:  # as the run itself says (runner.run_study)
+            why = "the inline executor trains in this process" if executor == "inline" else f"{cores} cores"
+            lines.append(f"note: --workers {workers} would run as {n_workers} ({why})")
+    else:
+        n_workers = 1 if dev == "cuda" or executor == "inline" else min(cores, len(todo))
+    jobs = plan_jobs(todo, n_workers=n_workers, device=dev, memory=GPU_MEMORY_BYTES if assumed_gpu else None)
+    if workers is not None and len(jobs) < n_workers:  # said, as the cores' cap is: one job per worker at most
+        lines.append(f"note: --workers {workers}: the plan has {len(jobs)} stacked job(s), so {max(1, len(jobs))} "
+                     "worker(s) have work (a job is one worker's)")
+    n_workers = max(1, min(n_workers, len(jobs)))
+    executor = executor or ("process" if n_workers > 1 else "inline")
+    sizes = sorted((len(j) for j in jobs), reverse=True)
+    shown = ", ".join(map(str, sizes[:20])) + (f", … ({len(sizes) - 20} more)" if len(sizes) > 20 else "")
+    lines.append(f"{len(jobs)} stacked jobs on {n_workers} worker(s) ({executor}), device {dev}; "
+                 f"trials per stack: {shown}")
+
+    seconds = [job_seconds(j) for j in jobs]
+    if any(x != x for x in seconds):  # NaN: no calibration
+        lines.append(f"no time estimate: study {study.plugin.name} gives no cost-to-seconds factor")
+        lines.append("dry run: nothing was run or written")
+        return "\n".join(lines)
+    measured = all(getattr(registry.for_trial(j[0]), "seconds_measured", False) for j in jobs)
+    how = "measured" if measured else "a rough estimate (fitted to a few measured trial times)"
+    if dev == "cuda":
+        lines += _gpu_estimate(jobs, seconds, n_workers if cluster else 1, how)
+    elif cluster:
+        lines += _cluster_estimate(seconds, n_workers, workers, how)
+    else:
+        wall = schedule(seconds, n_workers) + OVERHEAD_S
+        if walls is not None:
+            walls.append(wall)
+        lines.append(f"estimated time: ~{_clock(wall)} wall on {n_workers} worker(s) ({_clock(sum(seconds))} CPU time "
+                     f"of training, + ~{OVERHEAD_S:.0f} s start-up and report)")
+        lines.append(f"  (an estimate: the cost-to-seconds factor is {how} on {MACHINE}; another machine or "
+                     "its load changes it)")
+        if wall > 2 * 3600:
+            lines.append("  (too long here? `--dry-run --device cuda` estimates it on a GPU, `--dry-run --executor ray "
+                         "--address ADDR --workers N` on a Ray cluster of N CPUs)")
+    lines.append("dry run: nothing was run or written")
+    return "\n".join(lines)

@@ -1,0 +1,10 @@
+"""The train wing: training engines every study shares.
+
+Lives here: the sequence trainer's loop (:mod:`.loop`), same-shape trials trained as one stack
+(:mod:`.stack`), the stacked AdamW (:mod:`.stacked_adamw`), a trial's result (:mod:`.result`), the
+speed settings in one place (:mod:`.speed`: CPU memory and denormals, precision; :mod:`.threads`: the
+measured thread choice and the watch that re-times it), and the transformer / sequence-trainer config
+sections a trial config composes (:mod:`.sections`).
+
+May import: :mod:`bindscale.core` and :mod:`bindscale.models`.
+"""

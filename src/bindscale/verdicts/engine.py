@@ -1,0 +1,553 @@
+"""The verdict engine: each claim of a study decided from the results table.
+
+``compute_verdicts(df, study)`` turns the results table (one row per trial)
+into one verdict dict per claim named in ``study["verdicts"]``, using the
+rule, defaults, guards and statement each claim declares in its study plugin
+(:class:`bindscale.core.study.Claim`, found through :mod:`bindscale.core.registry`);
+a rule returns a :class:`bindscale.core.study.Verdict`. The helpers below are
+shared by every study's rules (studies import them from :mod:`bindscale.kit`,
+the private ones under public names): restricting a comparison to the most
+common configuration, degenerate-input checks and the verdict dict itself.
+Intervals come from :mod:`bindscale.verdicts.stats`.
+
+A verdict whose deciding cell has fewer than ``MIN_REPLICATES`` values is
+"inconclusive" (each rule checks); one with fewer than ``CONCLUSIVE_SEEDS``
+seeds in a deciding cell carries a caveat.
+
+Every seed counted, once (issue 31, items 4 and 6): the table is first reduced
+to one record per configuration and seed (:func:`bindscale.core.rows.one_per_unit`;
+each verdict says how many records were repeats), and the cells a rule names in
+``details["deciding_cells"]`` (:func:`deciding_cell`) are checked against their
+planned seeds in the whole table: with fewer than ``min_seeds`` (a threshold of
+every claim, default :data:`MIN_SEEDS`) finite seeds left the claim is
+inconclusive, and the reason says how many were lost and how.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bindscale.core.fmt import fmt_against
+from bindscale.core.rows import ok_rows
+
+__all__ = [
+    "compute_verdicts",
+    "ok_rows",
+    "restrict_to_mode",
+    "degenerate",
+    "MIN_REPLICATES",
+    "CONCLUSIVE_SEEDS",
+    "MIN_SEEDS",
+    "deciding_cell",
+    "seed_loss",
+    "gate_check",
+    "at_bound",
+    "study_as_dict",
+]
+
+from bindscale.core.study import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, Verdict  # noqa: F401 - re-exported for rules
+#: Status of a planned trial without a record (it never ran, or its worker died before writing one).
+MISSING = "missing"
+#: Fewest seeds a deciding cell may have for any verdict (a t interval needs a spread).
+MIN_REPLICATES = 3
+#: Seeds per deciding cell below which a verdict carries a caveat: intervals are valid but not for
+#: conclusions (the quick variants). Default studies have at least this many (verdicts issue, item 5).
+CONCLUSIVE_SEEDS = 8
+#: Default of every claim's ``min_seeds`` (settable in a study file's ``verdicts:`` like any threshold): the
+#: share (≤ 1) or number (> 1) of a deciding cell's planned seeds that must have a finite value for the claim
+#: to be decided; 0.75 is 6 of 8. Failed, diverged, unrecorded and NaN seeds are not a random subset (a
+#: width whose runs blow up loses its worst seeds), so a cell that lost more is not a measurement of it.
+MIN_SEEDS = 0.75
+
+
+# ----------------------------------------------------------------- helpers --
+
+def restrict_to_mode(rows: pd.DataFrame, cols: tuple[str, ...]) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Keep the rows at the most common value of each column in ``cols`` that varies.
+
+    Columns are fixed in order (each mode is taken among the rows left by the
+    previous ones); ties go to the smallest value (deterministic). Output:
+    (rows, note for details: ``<col>_used``, ``<col>_present`` and a
+    ``restriction`` sentence; empty when nothing varies).
+    """
+    note: dict[str, Any] = {}
+    for col in cols:
+        if col not in rows or rows[col].nunique(dropna=True) <= 1:
+            continue
+        counts = rows[col].dropna().value_counts()
+        best = min(v for v, c in counts.items() if c == counts.max())
+        note[f"{col}_used"] = _py(best)
+        note[f"{col}_present"] = sorted(_py(v) for v in counts.index)
+        rows = rows[rows[col] == best]
+    if note:
+        fixed = ", ".join(k.removesuffix("_used") for k in note if k.endswith("_used"))
+        note["restriction"] = f"{fixed} vary; this comparison uses the most common value of each"
+    return rows, note
+
+
+def _py(v: Any) -> Any:
+    """NumPy scalar -> Python int/float (ints stay ints)."""
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating, float)):
+        f = float(v)
+        return int(f) if f.is_integer() and abs(f) < 2**53 else f
+    return v
+
+
+def _key(v: Any) -> str:
+    """JSON-friendly dict key for a config value: 64 not 64.0."""
+    return str(_py(v))
+
+
+def _ci(triple: tuple[float, float, float], n: int) -> dict[str, Any]:
+    """A statistic with its interval as a verdict's details entry.
+
+    ``triple``: ``(point, low, high)``; ``n``: how many values it is computed from.
+    Output: ``{"value", "ci_low", "ci_high", "n"}`` as Python floats and an int (JSON-able).
+    """
+    p, lo, hi = triple
+    return {"value": float(p), "ci_low": float(lo), "ci_high": float(hi), "n": int(n)}
+
+
+def _finite(s: pd.Series) -> np.ndarray:
+    """The finite values of ``s`` (NaN and ±inf dropped) as a float array."""
+    a = np.asarray(s, dtype=float)
+    return a[np.isfinite(a)]
+
+
+def degenerate(cells: list[np.ndarray], discrete: bool = False) -> str | None:
+    """Why these deciding cells cannot carry a verdict, or None.
+
+    Every seed of a real trial differs; identical values across the seeds of a cell, or one value
+    in every cell (all zero, say), are the signature of a broken pipeline or copied records, and
+    give zero-width intervals that would decide anything (missing, NaN or all-zero
+    inputs are inconclusive). ``discrete``: the values are shares of a few runs (e.g. 0, 1/3, 2/3,
+    1), where one cell's seeds can all be 0 in a real measurement; then only zero spread in every
+    cell, or one value everywhere, is degenerate.
+    """
+    vals = [np.asarray(c, float) for c in cells if np.size(c)]
+    if not vals:
+        return "no values"
+    flat = [v.size >= 2 and np.ptp(v) == 0 for v in vals]
+    if (all(flat) if discrete else any(flat)):
+        return "a deciding cell has the same value in every seed (zero spread): not a measurement of seed variation"
+    allv = np.concatenate(vals)
+    if np.ptp(allv) == 0:
+        return f"every deciding value is {allv[0]:g}: nothing varies"
+    return None
+
+
+def deciding_cell(cell: Mapping[str, Any], n: int, gated: bool | Sequence[str] = True,
+                  dropped: str | None = None, seeds: Sequence[Any] | None = None) -> dict[str, Any]:
+    """One deciding cell as a rule reports it in ``details["deciding_cells"]`` (a list of these).
+
+    ``cell``: the config columns and values that pick its trials out of the results table (say
+    ``{"model": "mlp", "width": 256, "holdout": 0.25}``); ``n``: how many finite values the rule used
+    there. The engine counts the cell's planned seeds in the whole table (every status, planned trials
+    without a record too) and makes the claim inconclusive when fewer than ``min_seeds`` were used
+    (:func:`seed_loss`). ``gated``: which of the claim's :class:`~bindscale.core.study.Gate`\\s the cell's
+    models must pass (:func:`gate_check`): True every one, False none (a control that is not meant to
+    learn, e.g. an untrained twin or a random mask), or the gates' metric names that apply (an arm
+    without an auxiliary task has no auxiliary fit). ``dropped``: why the rule left out ok seeds of the
+    cell, in words (e.g. "below the accuracy filter"); by default they are ok records whose value is NaN.
+    ``seeds``: the seeds the rule used, when it chose among the cell's ok seeds (a per-seed filter): the
+    gates then read those seeds only (the others count against ``min_seeds`` already).
+    """
+    out: dict[str, Any] = {"cell": {str(k): _py(v) for k, v in cell.items()}, "n": int(n)}
+    if dropped:
+        out["dropped"] = str(dropped)
+    if seeds is not None:
+        out["seeds"] = sorted(_py(s) for s in seeds)
+    if gated is not True:
+        out["gated"] = list(gated) if gated else []
+    return out
+
+
+def _cell_label(cell: Mapping[str, Any]) -> str:
+    return ", ".join(f"{_WORDS.get(k, k)} {v}" for k, v in cell.items())
+
+
+_WORDS = {"holdout": "hold-out"}  # column → the word a reader sees
+
+
+def _matching(whole: pd.DataFrame, cell: Mapping[str, Any]) -> pd.DataFrame:
+    """Rows of ``whole`` in ``cell`` (columns the table lacks are not compared)."""
+    mask = pd.Series(True, index=whole.index)
+    for col, want in cell.items():
+        if col not in whole:
+            continue
+        have = whole[col]
+        if isinstance(want, (int, float)) and not isinstance(want, bool):
+            num = pd.to_numeric(have, errors="coerce").to_numpy(float)
+            mask &= np.isclose(num, float(want), rtol=1e-9, atol=0) & np.isfinite(num)
+        else:
+            mask &= have.astype(str) == str(want)
+    return whole[mask]
+
+
+def _said(outcome: str) -> str:
+    """An outcome as a reason's prose says it ("not supported", never the field value "not_supported")."""
+    return outcome.replace("_", " ")
+
+
+def needed_seeds(planned: int, min_seeds: float) -> int:
+    """Finite seeds a cell of ``planned`` seeds needs: ``ceil(min_seeds · planned)`` for a share (≤ 1), else
+    ``min_seeds`` itself, even above ``planned`` (a count the plan cannot meet is not lowered to fit it:
+    :func:`seed_loss` then says the plan is short); never fewer than :data:`MIN_REPLICATES`."""
+    need = math.ceil(min_seeds * planned - 1e-9) if min_seeds <= 1 else math.ceil(min_seeds - 1e-9)
+    return max(need, MIN_REPLICATES)
+
+
+def seed_loss(whole: pd.DataFrame, cells: list[Mapping[str, Any]], min_seeds: float) -> tuple[str | None, dict]:
+    """Seeds the deciding cells lost, and why a verdict cannot stand on what is left (or None).
+
+    ``whole``: every row of the results table (any status, planned trials without a record as status
+    :data:`MISSING`); ``cells``: :func:`deciding_cell` entries. A cell's planned seeds are its distinct
+    ``seed`` values in ``whole`` (its rows when there is no seed column); lost = planned − used, split
+    into statuses other than ok and ok records whose deciding value is NaN. Output: (reason in words
+    or None, ``{cell label: {"planned", "used", "lost", "needed", "statuses"}}`` for cells that lost any).
+    """
+    lost: dict[str, dict[str, Any]] = {}
+    short = []
+    for entry in cells:
+        cell, used = entry["cell"], int(entry["n"])
+        rows = _matching(whole, cell)
+        planned = int(rows["seed"].nunique(dropna=True)) if "seed" in rows else len(rows)
+        need = needed_seeds(planned, min_seeds)
+        label = _cell_label(cell)
+        if min_seeds > 1 and planned < need:  # a count no run of this plan could meet: say so, whatever was lost
+            short.append(f"the deciding cell ({label}) planned {planned} seeds and the claim needs at least "
+                         f"{need} (min_seeds {min_seeds:g}): plan more seeds or lower min_seeds")
+        if planned <= used:
+            continue
+        statuses = rows["status"].astype(str) if "status" in rows else pd.Series("ok", index=rows.index)
+        if "seed" in rows:  # a seed with an ok record is not lost to a failed retry of it
+            statuses = statuses.groupby(rows["seed"]).agg(lambda s: "ok" if (s == "ok").any() else s.iloc[-1])
+        bad = {str(k): int(v) for k, v in statuses[statuses != "ok"].value_counts().items()}
+        nan = planned - used - sum(bad.values())
+        if nan > 0:
+            bad[entry.get("dropped") or "ok but NaN"] = nan
+        lost[label] = {"planned": planned, "used": used, "lost": planned - used, "needed": need, "statuses": bad}
+        if planned >= need > used:
+            why = ", ".join(f"{v} {k}" for k, v in bad.items())
+            short.append(f"{planned - used} of {planned} seeds of the deciding cell ({label}) are NaN, failed, "
+                         f"diverged or missing ({why}); at least {need} of {planned} are needed, {used} remain")
+    return ("; ".join(short) or None), lost
+
+
+def gate_check(ok: pd.DataFrame, cells: list[Mapping[str, Any]], gates: Sequence[Any],
+               levels: Mapping[str, float]) -> tuple[str | None, dict[str, Any]]:
+    """Whether the deciding cells' models learned their training task: (reason or None, the gates' report).
+
+    ``ok``: the study's prepared ok rows; ``cells``: the rule's :func:`deciding_cell` entries; ``gates``:
+    the claim's :class:`~bindscale.core.study.Gate`\\s; ``levels``: the claim's thresholds (each gate's level
+    is ``levels[gate.threshold]``). A cell's fit is the mean of the gate's metric over the cell's ok
+    seeds (NaN dropped); a cell misses the gate when that mean misses the level, or when no seed of
+    the cell recorded the metric (a fit that was never measured is not shown to have been reached).
+    Output: the reason naming every cell that missed, with its fit ("depth 8, width 32: in-distribution
+    exact match 0.33 < 0.95"), or None; and ``{"gates": [{"metric", "what", "level", "source", "higher",
+    "cells": {cell label: fit}, "missed": [labels]}]}`` for the report.
+    """
+    report, missed, why = [], [], []
+    for gate in gates:
+        level = float(levels[gate.threshold])
+        fits: dict[str, float | None] = {}
+        bad = []
+        for entry in cells:
+            gated = entry.get("gated", True)
+            if gated is not True and gate.metric not in gated:
+                continue
+            label = _cell_label(entry["cell"])
+            if label in fits:
+                continue
+            rows = _matching(ok, entry["cell"])
+            if entry.get("seeds") is not None and "seed" in rows:
+                rows = rows[pd.to_numeric(rows["seed"], errors="coerce").isin(entry["seeds"])]
+            vals = (pd.to_numeric(rows[gate.metric], errors="coerce").to_numpy(float)
+                    if gate.metric in rows else np.array([]))
+            vals = vals[np.isfinite(vals)]
+            fit = float(vals.mean()) if vals.size else math.nan
+            fits[label] = None if math.isnan(fit) else round(fit, 6)
+            if not gate.passes(fit, level):
+                bad.append(label)
+                if gate.missing not in why:
+                    why.append(gate.missing)
+                sign = "<" if gate.higher else ">"
+                missed.append(f"{label}: {gate.what} {fmt_against(fit, level)} {sign} {level:g}" if vals.size else
+                              f"{label}: {gate.what} not recorded for any seed")
+        report.append({"metric": gate.metric, "what": gate.what, "level": level, "higher": gate.higher,
+                       "source": gate.source, "says": gate.says(level), "cells": fits, "missed": bad})
+    if not missed:
+        return None, {"gates": report}
+    return (f"the deciding models {' and '.join(why)} (a claim is decided only by models that pass its "
+            f"competence gates): {'; '.join(missed)}"), {"gates": report}
+
+
+def at_bound(arms: Mapping[str, Any], low: float | None = 0.0, high: float | None = 1.0) -> str | None:
+    """Why a comparison of these arms says nothing because every arm sits at a bound of the metric, or None.
+
+    ``arms``: arm name → its seed values (NaN dropped); ``low`` / ``high``: the metric's floor and
+    ceiling (``None``: unbounded on that side, e.g. R² below). When every seed of every arm is exactly
+    the floor (no model learned anything measurable) or exactly the ceiling (every model, the control
+    too, is already perfect), a difference of 0 is the bound's, not the models': a floor or ceiling
+    effect, here only in its exact form (every seed on the bound).
+    An arm without values leaves the question to the caller's seed checks (returns None).
+    """
+    vals = {k: np.asarray(v, float) for k, v in arms.items()}
+    vals = {k: v[np.isfinite(v)] for k, v in vals.items()}
+    if not vals or any(v.size == 0 for v in vals.values()):
+        return None
+    names = " and ".join(vals)
+    for bound, where, what in ((low, "floor of the metric", "no model learned anything measurable"),
+                               (high, "ceiling of the metric", "every model, the control too, is already perfect")):
+        if bound is not None and all(np.all(v == bound) for v in vals.values()):
+            n = ", ".join(f"{k} {v.size}" for k, v in vals.items())
+            who = "it sits" if len(vals) == 1 else "both sit" if len(vals) == 2 else "all sit"
+            return (f"every seed of {names} is exactly {bound:g} (seeds: {n}): {who} at the {where}, "
+                    f"{what}, so the comparison says nothing about the claim")
+    return None
+
+
+def no_room(baseline: Any, margin: float, high: float = 1.0, name: str = "the baseline") -> str | None:
+    """Why a gain of at least ``margin`` over ``baseline`` cannot be measured, or None.
+
+    ``baseline``: the seed values of the arm a gain is measured from (NaN dropped) on a metric capped at
+    ``high``. When ``high − mean(baseline) < margin`` no model could beat the baseline by the margin, so a
+    difference below the margin is the ceiling's, not the models' (the near-ceiling case that
+    :func:`at_bound` leaves, e.g. one seed of 48 at 0.999 and the rest at 1). An arm without values
+    leaves the question to the caller's seed checks (returns None).
+    """
+    v = np.asarray(baseline, float)
+    v = v[np.isfinite(v)]
+    if v.size == 0 or high - v.mean() >= margin:
+        return None
+    return (f"{name} already averages {v.mean():.3f} over {v.size} seeds, {high - v.mean():.3f} below the "
+            f"metric's ceiling {high:g}: no model could exceed it by the margin {margin:g}, so the comparison "
+            "says nothing about the claim")
+
+
+def _pooled(rows: pd.DataFrame, cols: tuple[str, ...]) -> dict[str, list]:
+    """Columns among ``cols`` that vary across ``rows``: name -> sorted values."""
+    out = {}
+    for c in cols:
+        if c in rows and rows[c].nunique(dropna=True) > 1:
+            out[c] = sorted(_py(v) for v in rows[c].dropna().unique())
+    return out
+
+
+def _verdict(
+    claim: str,
+    statistic: str,
+    verdict: str,
+    triple: tuple[float, float, float],
+    n_trials: int,
+    details: dict[str, Any],
+    reference: str | None,
+    statement: str | None = None,
+) -> dict[str, Any]:
+    """Assemble the verdict dict in its fixed key order."""
+    value, lo, hi = (float(x) for x in triple)
+    return {
+        "claim": claim,
+        "statement": statement,
+        "verdict": verdict,
+        "statistic": statistic,
+        "value": value,
+        "ci_low": lo,
+        "ci_high": hi,
+        "n_trials": int(n_trials),
+        "details": details,
+        "reference": reference,
+    }
+
+
+
+def coerce_numeric(ok: pd.DataFrame, numeric: tuple[str, ...]) -> pd.DataFrame:
+    """A copy with the ``numeric`` columns that are present coerced to numbers."""
+    ok = ok.copy()
+    for c in numeric:
+        if c in ok:
+            ok[c] = pd.to_numeric(ok[c], errors="coerce")
+    return ok
+
+
+def _decide(triple: tuple[float, float, float], margin: float) -> str:
+    """Supported when the whole interval lies above ``margin``, not supported when below it.
+
+    ``triple``: ``(point, low, high)``, a 95% interval in the statistic's units; a NaN low end is
+    inconclusive. Output: ``"supported"``, ``"not_supported"`` or ``"inconclusive"`` (the interval
+    straddles the margin).
+    """
+    _, lo, hi = triple
+    if math.isnan(lo):
+        return "inconclusive"
+    if lo > margin:
+        return "supported"
+    if hi < margin:
+        return "not_supported"
+    return "inconclusive"
+
+
+def _decide_below(triple: tuple[float, float, float], margin: float) -> str:
+    """Supported when the whole interval lies below ``margin``, not supported when above it."""
+    _, lo, hi = triple
+    if math.isnan(lo) or math.isnan(hi):
+        return "inconclusive"
+    if hi < margin:
+        return "supported"
+    if lo > margin:
+        return "not_supported"
+    return "inconclusive"
+
+
+NAN3 = (math.nan, math.nan, math.nan)
+
+
+def study_as_dict(study: Any) -> dict[str, Any]:
+    """Accept a plain mapping or a pydantic model (anything with model_dump)."""
+    if hasattr(study, "model_dump"):
+        return study.model_dump()
+    return dict(study or {})
+
+
+def _prepare(plugin: Any, df: pd.DataFrame, unrecorded: pd.DataFrame | None
+             ) -> tuple[pd.DataFrame, pd.DataFrame, int, tuple[int, list[str]]]:
+    """(the study's ok rows, the whole table its guards see, records dropped as repeats of a unit, and
+    :func:`bindscale.core.rows.ambiguous_units` of the table).
+
+    Every table is first reduced to one record per configuration and seed (:func:`bindscale.core.rows.one_per_unit`).
+    """
+    from bindscale.core.rows import ambiguous_units, one_per_unit
+
+    try:
+        cls = plugin.trial_class
+        config, axes = cls.column_names(), tuple(cls.AXES)
+    except Exception:  # noqa: BLE001 - a plugin without a usable config class: exact copies only
+        config, axes = (), ("\x00",)
+    df, duplicates = one_per_unit(df, config, axes)
+    ambiguity = ambiguous_units(df, config, axes) if config else (0, [])
+    whole = df
+    if unrecorded is not None and len(unrecorded):  # empty columns dropped: nothing to add, no dtype warning
+        whole = pd.concat([df, unrecorded.dropna(axis=1, how="all")], ignore_index=True)
+    return plugin.prepare_rows(df), whole, duplicates, ambiguity
+
+
+def compute_verdicts(
+    df: pd.DataFrame, study: Mapping[str, Any], n_boot: int = 2000, seed: int = 0,
+    unrecorded: pd.DataFrame | None = None,
+) -> list[dict[str, Any]]:
+    """Verdict dicts for the claims listed in ``study["verdicts"]``.
+
+    Inputs: the results table (one row per trial; each claim's study prepares
+    its ok rows), the study config as a dict (``verdicts``: claim -> threshold
+    dict, missing keys take the claim's defaults; ``anchors``: claim ->
+    reference text), bootstrap size and seed; ``unrecorded``: the planned
+    trials that have no record, one row each (``trial_id``, ``status``
+    :data:`MISSING`, config columns; :func:`bindscale.run.runner.build_outputs`).
+    The guards see them beside the table: a planned size none of whose
+    trials wrote a record is then lost, not unplanned.
+    Output: a list, in the study's order, of dicts with keys ``claim,
+    statement, verdict, statistic, value, ci_low, ci_high, n_trials, details,
+    reference, statistic_text (the deciding statistic in words), title, source,
+    side, study_kind``; ``verdict`` is "supported",
+    "not_supported" or "inconclusive"; numbers are Python floats (NaN/inf
+    possible; the report converts them for strict JSON). Claims no registered
+    study defines are skipped.
+    """
+    from bindscale.core import registry
+    from bindscale.core.study import resolve
+
+    study = study_as_dict(study)
+    rules = study.get("verdicts") or {}
+    anchors = study.get("anchors") or {}
+    prepared: dict[str, tuple] = {}
+    out = []
+    for name, params in rules.items():
+        try:
+            plugin, claim = registry.claim(name)
+        except KeyError:
+            continue
+        if plugin.name not in prepared:
+            prepared[plugin.name] = _prepare(plugin, df, unrecorded)
+        ok, whole, duplicates, (ambiguous, missing_axes) = prepared[plugin.name]
+        given = {k: v for k, v in dict(params or {}).items() if v is not None}
+        merged = {**claim.defaults, **given}
+        min_seeds = float(merged.pop("min_seeds", MIN_SEEDS))
+        try:
+            decided = resolve(claim.rule)(ok, merged, n_boot, seed)
+            if not isinstance(decided, Verdict):
+                raise TypeError(f"the rule returned {type(decided).__name__}, not a bindscale.kit.Verdict")
+            stat, verdict, triple, n, details = (decided.statistic, decided.outcome, decided.interval,
+                                                 decided.n_trials, decided.details)
+            cells = details.get("deciding_cells") or []
+            short, lost = seed_loss(whole, cells, min_seeds)
+            if lost:
+                details["lost_seeds_by_cell"] = lost
+            if short and verdict != INCONCLUSIVE:
+                details["reason"] = f"{short} (its own result there: {_said(verdict)}, {details.get('reason', '')})"
+                details["value_with_the_lost_seeds"] = _ci(triple, n)
+                verdict, triple = INCONCLUSIVE, NAN3
+            elif short:
+                details["reason"] = f"{details.get('reason', '')}; {short}".lstrip("; ")
+            if claim.gates:
+                unlearned, gate_report = gate_check(ok, cells, claim.gates, merged)
+                details.update(gate_report)
+                if not cells and verdict != INCONCLUSIVE:  # a rule's bug: it must say which models decided
+                    unlearned = ("the rule named no deciding cell, so whether its models learned their training "
+                                 "task cannot be checked")
+                if unlearned:  # first in the reason, and no number from models that did not learn
+                    own = f"its own result there: {_said(verdict)}, " if verdict != INCONCLUSIVE else ""
+                    details["reason"] = f"{unlearned} ({own}{details.get('reason', '')})".replace(" ()", "")
+                    if not all(math.isnan(float(x)) for x in triple):
+                        details["value_of_unlearned_models"] = _ci(triple, n)
+                    verdict, triple = INCONCLUSIVE, NAN3
+            for guard in claim.guards:
+                # A guard sees the whole table (failed and diverged trials too): e.g. the widest planned
+                # model has no result, so the rule answered at a smaller scale than the study asked about;
+                # planned trials without a record are rows of status MISSING there.
+                hit = resolve(guard)(whole, ok, details, verdict)
+                if hit:
+                    reason, key = hit
+                    details["reason"] = f"{reason} (its own result there: {_said(verdict)}, {details.get('reason', '')})"
+                    details[key] = _ci(triple, n)
+                    verdict, triple = INCONCLUSIVE, NAN3
+        except Exception as err:  # noqa: BLE001 - one broken rule must not cost the report of every other claim
+            stat, verdict, triple, n = "rule_error", INCONCLUSIVE, NAN3, 0
+            details = {"reason": f"the claim's rule or guard raised {type(err).__name__}: {err} (a bug in the "
+                                 "rule, not a finding: please report it)",
+                       "rule_error": f"{type(err).__name__}: {err}"}
+            warnings.warn(f"verdict for {name}: {details['reason']}", RuntimeWarning, stacklevel=2)
+        if ambiguous:  # said, not decided on: a hand-built table may tell its cells apart by other columns
+            details["ambiguous_records"] = ambiguous
+            ambiguity = (f"the table has no {', '.join(missing_axes)} column and {ambiguous} ok record(s) share "
+                         "the recorded configuration and seed of another: if they are reruns rather than other "
+                         "settings of a missing axis, their seeds are counted twice")
+        if duplicates:
+            details["duplicate_records"] = duplicates
+            details["reason"] = (f"{details.get('reason', '')}; {duplicates} record(s) repeat the configuration and "
+                                 "seed of another record (copied or rerun under another trial id): each "
+                                 "configuration and seed counted once").lstrip("; ")
+        spc = details.get("seeds_per_cell")
+        if ambiguous:
+            details["caveat"] = ambiguity
+        if isinstance(spc, int) and 0 < spc < CONCLUSIVE_SEEDS:
+            details["caveat"] = (f"{details['caveat']}; " if ambiguous else "") + (f"{spc} seeds in a deciding cell, fewer than {CONCLUSIVE_SEEDS}: the interval is "
+                                 "an honest t / bootstrap interval but wide and not for conclusions (quick runs, "
+                                 "or seeds removed by one of the study's filters)")
+        # The reference is the source's headline (the claim's Anchor); a study file's own note (a pilot's
+        # numbers) is kept beside it, never in its place.
+        reference = claim.anchor.text if getattr(claim, "anchor", None) is not None else anchors.get(name)
+        if anchors.get(name) and reference != anchors[name]:
+            details["study_file_note"] = anchors[name]
+        v = _verdict(name, stat, verdict, triple, n, details, reference, claim.statement)
+        v.update(statistic_text=claim.statistic, title=claim.title, source=claim.source, side=claim.side,
+                 study_kind=plugin.kind)
+        out.append(v)
+    return out
