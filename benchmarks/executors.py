@@ -1,4 +1,4 @@
-"""Executors side by side on the quick headline study (issue #4), in one run.
+"""Executors side by side on the quick headline study, in one run.
 
 Wall time of ``bindscale run --quick`` (training + records + report) under the
 process pool with two workers, and under Ray with one and with two workers

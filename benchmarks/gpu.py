@@ -28,14 +28,14 @@ from bindscale.core.studyfile import resolve_study
 from bindscale.studies.scaling.config import ModelConfig, TaskConfig, TrainConfig, TrialConfig  # noqa: E402
 from bindscale.run.runner import run_study  # noqa: E402
 from rich.console import Console  # noqa: E402
-from bindscale.studies.scaling.trial import train_group  # noqa: E402
+from bindscale.studies.scaling.trial import run_group  # noqa: E402
 
 
 def stack_run(width: int, precision: str, steps: int, stack: int = 8) -> tuple[float, list[float]]:
     trials = [TrialConfig(task=TaskConfig(), model=ModelConfig(width=width, depth=3),
                           train=TrainConfig(steps=steps, n_evals=1, batch_tasks=128, precision=precision), seed=s)
               for s in range(stack)]
-    res = train_group(trials, device="cuda")
+    res = run_group(trials, device="cuda")
     m = res[0].metrics
     rows = 128 * 16
     gflops = 6 * rows * m["n_params"] * steps / m["train_seconds"] / 1e9

@@ -1,4 +1,4 @@
-"""bindscale against two JAX peers, side by side in one run (issues 19 and 35).
+"""bindscale against two JAX peers, side by side in one run.
 
 Peers:
 
@@ -32,7 +32,7 @@ Sections, each alternating the sides and repeated (median with each pass's range
 4. learning curves of bindscale and the hand-written peer at one shared configuration.
 
 XLA's threads: one thread is ``XLA_FLAGS=--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1``
-(jax-ml/jax issues 743, 1539) plus ``taskset`` to one core; two threads is ``taskset`` to two cores
+(https://github.com/jax-ml/jax/issues/743 and /1539) plus ``taskset`` to one core; two threads is ``taskset`` to two cores
 (XLA sizes its pool from the process's affinity).
 
     python benchmarks/jax_peer.py --quick --reference-dir ../scale-compositionality \\
@@ -64,9 +64,9 @@ HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parent))
 from windows import warm_and_time  # noqa: E402 (shared with reference_peer.py)
 
-#: XLA flags of a one-thread JAX process (jax-ml/jax issues 743 and 1539).
+#: XLA flags of a one-thread JAX process (https://github.com/jax-ml/jax/issues/743 and /1539).
 XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-#: The shared configuration of the learning curves and of the per-model shapes (verdicts issue, item 14).
+#: The shared configuration of the learning curves and of the per-model shapes.
 REF_TASK = {"M": 16, "K": 3, "holdout": 0.25}
 REF_TRAIN = {"batch_tasks": 128, "lr": 3e-4, "weight_decay": 3e-3}
 STACK = 4
@@ -211,22 +211,22 @@ _BS_RATE: dict = {}
 
 
 def bs_throughput(req: dict) -> dict:
-    """One wall-clock window of bindscale's training (``train_group``, sampling included), in this process.
+    """One wall-clock window of bindscale's training (``run_group``, sampling included), in this process.
 
-    ``train_group`` runs a fixed number of steps, so the window is sized from this shape's last measured
+    ``run_group`` runs a fixed number of steps, so the window is sized from this shape's last measured
     rate (a 20-step calibration run the first time): ``warm`` steps (:data:`WARM_STEPS` or
     :data:`WARM_S` seconds' worth, at least 10) then ``window_s`` seconds' worth; the clock is
-    ``train_group``'s progress call, made every step here, with this process's CPU time beside it. A
-    stack's figure is trial-steps/s (its cost per trial). At 2 threads ``train_group`` first times this
+    ``run_group``'s progress call, made every step here, with this process's CPU time beside it. A
+    stack's figure is trial-steps/s (its cost per trial). At 2 threads ``run_group`` first times this
     stack shape at 1 and 2 threads (once per shape and process, before step 1, not in the window).
 
     Raises:
-        RuntimeError: ``train_group``'s progress calls no longer come once per step.
+        RuntimeError: ``run_group``'s progress calls no longer come once per step.
     """
     import torch
 
     import bindscale.studies.scaling.trial as bs_train
-    from bindscale.studies.scaling.trial import train_group
+    from bindscale.studies.scaling.trial import run_group
 
     w, d, stack, threads = req["width"], req["depth"], req["stack"], req["threads"]
     torch.set_num_threads(threads)
@@ -240,11 +240,11 @@ def bs_throughput(req: dict) -> dict:
 
         every, bs_train.PROGRESS_STEPS = bs_train.PROGRESS_STEPS, 1
         try:
-            res = train_group([trial_config(w, d, steps, seed=s) for s in range(stack)], progress=progress)
+            res = run_group([trial_config(w, d, steps, seed=s) for s in range(stack)], progress=progress)
         finally:
             bs_train.PROGRESS_STEPS = every
         if len(clock) != steps or clock[-1][0] != steps * stack:
-            raise RuntimeError("train_group's progress calls changed: update bs_throughput's clock")
+            raise RuntimeError("run_group's progress calls changed: update bs_throughput's clock")
         return res[0].metrics, clock
 
     if key not in _BS_RATE:
@@ -726,7 +726,7 @@ def bench_sweep(steps: int, seeds: int, repeat: int, tmp: Path, ref: dict | None
     return out
 def bench_curves(steps: int, n_evals: int, tmp: Path) -> dict:
     """Held-out R² curves of both sides at the shared configuration (1 thread each, no clipping)."""
-    from bindscale.studies.scaling.trial import _eval_steps, train_group
+    from bindscale.studies.scaling.trial import _eval_steps, run_group
 
     import torch
 
@@ -740,7 +740,7 @@ def bench_curves(steps: int, n_evals: int, tmp: Path) -> dict:
     finally:
         server.close()
     torch.set_num_threads(1)
-    m = train_group([trial])[0].metrics
+    m = run_group([trial])[0].metrics
     return {"curve_config": "M=16 K=3 holdout 0.25, MLP 256x2, batch 128x16, lr 3e-4, wd 3e-3, no clip, fp32, seed 0",
             "curve_steps": m["curve_steps"], "curve_r2_heldout_bindscale": m["curve_r2_heldout"],
             "curve_r2_heldout_jax": jx["curve_r2_heldout"], "r2_id_bindscale": m["r2_id"], "r2_id_jax": jx["r2_id"]}
@@ -887,7 +887,7 @@ def main() -> None:
                  "jax_threads": f"1 thread: XLA_FLAGS='{XLA_ONE_THREAD}' + taskset to one core; "
                                 "2 threads: taskset to two cores (XLA sizes its pool from the affinity)",
                  "bindscale_threads": "torch.set_num_threads(1 or 2) in a process pinned like the JAX peers (at 2, "
-                                      "train_group uses 2 only where timed >10% faster per step; threads_used says "
+                                      "run_group uses 2 only where timed >10% faster per step; threads_used says "
                                       "what each window ran on); sweep: bindscale run's pinned one-thread workers",
                  "warm_steps": WARM_STEPS, "warm_s": WARM_S}
     print("machine:", json.dumps(out["cpu"]), "versions:", {k: out[k] for k in ("torch", "jax", "jaxlib", "optax")},

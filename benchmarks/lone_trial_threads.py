@@ -1,10 +1,10 @@
-"""Should a trial training alone use two intra-op threads when the other core is busy? (issue 35, item 6)
+"""Should a trial training alone use two intra-op threads when the other core is busy?
 
 A sweep's workers train on one torch thread each (``bindscale.run.jobs.THREADS_PER_WORKER``). When a trial
-trains alone — the last job of a sweep, or a caller of ``train_group`` who allowed two threads — the
+trains alone — the last job of a sweep, or a caller of ``run_group`` who allowed two threads — the
 second core may be idle (two threads could help) or busy with other work (a second thread then waits
 for a descheduled partner in every parallel region). This benchmark measures both, on the headline
-study's real training step (``scaling.trial.stack_step_timer``: forward, backward, clipping, AdamW),
+study's real training step (``scaling.steps.stack_step_timer``: forward, backward, clipping, AdamW),
 at three MLP widths (64, 256, 1024; depth 2, one trial):
 
 * ``quiet``: nothing else started by the benchmark (the load average is recorded: a shared machine
@@ -60,7 +60,7 @@ def _trials(width: int):
 
 def measure(width: int, window: float, rounds: int) -> dict:
     """One width in the current condition: alternating 1- and 2-thread windows, and the rule's choice."""
-    from bindscale.studies.scaling.trial import stack_step_timer
+    from bindscale.studies.scaling.steps import stack_step_timer
     from bindscale.train.threads import choose_threads
 
     timer = stack_step_timer(_trials(width))

@@ -1,4 +1,4 @@
-"""Which default precision keeps a study's numbers independent of the CPU? (verdicts issue, item 13)
+"""Which default precision keeps a study's numbers independent of the CPU?
 
 Trains the headline study's MLP shapes in fp32 and in bf16 autocast, once with this CPU's full
 instruction set and once capped at AVX2 (``ONEDNN_MAX_CPU_ISA=AVX2``, ``MKL_ENABLE_INSTRUCTIONS=AVX2``:
@@ -31,12 +31,12 @@ def _child(width: int, precision: str, steps: int, seeds: int) -> None:
     import torch
 
     from bindscale.studies.scaling.config import ModelConfig, TaskConfig, TrainConfig, TrialConfig
-    from bindscale.studies.scaling.trial import train_group
+    from bindscale.studies.scaling.trial import run_group
 
     torch.set_num_threads(1)
     trials = [TrialConfig(task=TaskConfig(), model=ModelConfig(width=width, depth=3),
                           train=TrainConfig(steps=steps, n_evals=1, precision=precision), seed=s) for s in range(seeds)]
-    res = [train_group([t])[0] for t in trials]
+    res = [run_group([t])[0] for t in trials]
     print(json.dumps({"seconds": sum(r.metrics["train_seconds"] for r in res) / seeds,
                       "r2": [r.metrics["r2_heldout"] for r in res],
                       "used": res[0].metrics.get("precision_used")}))

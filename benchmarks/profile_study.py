@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from common import machine, print_table  # noqa: E402
 
 from bindscale.run.runner import load_run_study  # noqa: E402
-from bindscale.studies.scaling.trial import train_group  # noqa: E402
+from bindscale.studies.scaling.trial import run_group  # noqa: E402
 
 #: Operator name → the kind of work it is (for the grouped operator table).
 KINDS = {
@@ -64,9 +64,9 @@ def ops(run_dir: Path, width: int, stack: int, steps: int, kind: str = "mlp") ->
         raise SystemExit(f"no identity-encoded {kind} trial of width {width} in {run_dir}")
     trials = [t.model_copy(update={"train": t.train.model_copy(update={
         "steps": steps, "n_evals": 1, "eval_tasks": 8, "probe_tasks": 8})}) for t in trials]
-    train_group(trials)  # warm-up
+    run_group(trials)  # warm-up
     with profile(activities=[ProfilerActivity.CPU]) as prof:
-        train_group(trials)
+        run_group(trials)
     events = prof.key_averages()
     total = sum(e.self_cpu_time_total for e in events)
     kinds: dict[str, float] = {}

@@ -1,6 +1,6 @@
 """Learning curves at the reference configuration: which of bindscale's choices slowed learning.
 
-Verdicts issue (13), item 14: at one configuration (M=16, K=3, MLP 256 × 2, batch 128
+At one configuration (M=16, K=3, MLP 256 × 2, batch 128
 tasks × 16 inputs, AdamW lr 3e-4, weight decay 0.003, fp32, hold-out 0.25, 1000 steps)
 the reference JAX code of Redhardt, Schug, Akram 2025 ("Scaling can lead to
 compositional generalization") reached held-out R² 0.783 and bindscale 0.683. This
@@ -9,8 +9,8 @@ time and all together, and prints the held-out R² curve of each (both definitio
 pooled within-task R², and the reference's per-task mean, ``bindscale.studies.scaling.metrics``):
 
 =============  =================================================================
-before         teacher per_task_scale, init torch_uniform, grad clip 1.0 (bindscale
-               before issue 13)
+before         teacher per_task_scale, init torch_uniform, grad clip 1.0 (bindscale's
+               original choices)
 teacher        before, with the reference teacher (discrete weights, 1/√K, its init)
 init           before, with the reference student init (flax LeCun normal, zero bias)
 clip           before, without gradient clipping (the reference clips nothing)
@@ -29,7 +29,7 @@ Each variant's seeds train as one stack with one thread. Prints the machine, the
 table of held-out R² (mean over seeds) at every evaluation step.
 
 Measured (2-core Intel Xeon, load ~2, 2 seeds, pooled R²; task-mean R² in brackets),
-against the issue's figures for the reference JAX code / bindscale before:
+against the figures first reported for the reference JAX code / bindscale before:
 
 =================  =====================  ==============  ==============  ==============
 config, step       issue: JAX / before    before          teacher only    reference
@@ -56,14 +56,14 @@ import time
 import torch
 
 from bindscale.studies.scaling.config import ModelConfig, TaskConfig, TrainConfig, TrialConfig
-from bindscale.studies.scaling.trial import train_group
+from bindscale.studies.scaling.trial import run_group
 
 try:
     from common import machine, print_table
 except ImportError:  # run as a module from the repository root
     from benchmarks.common import machine, print_table
 
-#: Held-out R² of the reference JAX code and of bindscale before issue 13 (the issue's figures).
+#: Held-out R² of the reference JAX code and of bindscale's original choices at 1000 steps (the gap this script explains).
 ISSUE_FIGURES = {"reference_jax_1000": 0.783, "bindscale_before_1000": 0.683}
 
 BEFORE = {"teacher": "per_task_scale", "init": "torch_uniform", "grad_clip": 1.0}
@@ -102,7 +102,7 @@ def main() -> None:
     out = {}
     for name in args.variants.split(","):
         t0 = time.perf_counter()
-        res = train_group(trials(VARIANTS[name], args.seeds, args.steps, args.width, args.depth, args.n_evals))
+        res = run_group(trials(VARIANTS[name], args.seeds, args.steps, args.width, args.depth, args.n_evals))
         steps = res[0].metrics["curve_steps"]
         mean = lambda key: [sum(r.metrics[key][i] for r in res) / len(res) for i in range(len(steps))]  # noqa: E731
         out[name] = {"variant": VARIANTS[name], "steps": steps, "r2_pooled": mean("curve_r2_heldout"),

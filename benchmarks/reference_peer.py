@@ -1,4 +1,4 @@
-"""Drive the headline paper's own reference code as a speed peer (issue 35); run by ``jax_peer.py``.
+"""Drive the headline paper's own reference code as a speed peer; run by ``jax_peer.py``.
 
 The reference implementation of Redhardt, Schug, Akram et al. (2025), "Scale leads to compositional
 generalization" (arXiv 2507.07207; github.com/smonsays/scale-compositionality: JAX, flax, optax) is not

@@ -1,4 +1,4 @@
-"""Training-speed benchmarks, measured side by side in one run (issue #3).
+"""Training-speed benchmarks, measured side by side in one run.
 
 1. the headline study through bindscale (stacked trials, process pool) against
    the per-trial loop a researcher would write (``loop_baseline.py``), same
@@ -38,7 +38,7 @@ from bindscale.core.config import StudyConfig
 from bindscale.core.studyfile import resolve_study
 from bindscale.studies.scaling.config import ModelConfig, TaskConfig, TrainConfig, TrialConfig  # noqa: E402
 from bindscale.run.runner import run_study  # noqa: E402
-from bindscale.studies.scaling.trial import train_group  # noqa: E402
+from bindscale.studies.scaling.trial import run_group  # noqa: E402
 from rich.console import Console  # noqa: E402
 
 QUIET = Console(file=open(os.devnull, "w"), stderr=False)
@@ -92,7 +92,7 @@ def throughput(width: int, depth: int, stack: int, steps: int, precision: str = 
     trials = [TrialConfig(task=TaskConfig(), model=ModelConfig(width=width, depth=depth),
                           train=TrainConfig(steps=steps, n_evals=1, eval_tasks=8, probe_tasks=8, probe_samples=1,
                                             precision=precision), seed=s) for s in range(stack)]
-    res = train_group(trials)
+    res = run_group(trials)
     m = res[0].metrics
     rows = trials[0].train.batch_tasks * trials[0].task.samples_per_task
     return 6 * rows * m["n_params"] * stack * steps / (m["train_seconds"] * stack) / 1e9
@@ -147,7 +147,7 @@ def bench_precision() -> dict:
             model = ModelConfig(kind=kind, width=w, depth=3 if kind == "mlp" else 1)
             trials = [TrialConfig(model=model, train=TrainConfig(steps=1000, n_evals=1, precision=prec), seed=s)
                       for s in range(3)]
-            r = train_group(trials)
+            r = run_group(trials)
             res[prec] = (r[0].metrics["train_seconds"], [x.metrics["r2_heldout"] for x in r])
         diff = max(abs(a - b) for a, b in zip(res["fp32"][1], res["bf16"][1]))
         speed = res["fp32"][0] / res["bf16"][0]
@@ -168,7 +168,7 @@ def bench_compile() -> dict:
         for comp in (False, True):
             trials = [TrialConfig(model=ModelConfig(width=w, depth=3), train=TrainConfig(
                 steps=steps, n_evals=1, compile=comp), seed=s) for s in range(4)]
-            r = train_group(trials)
+            r = run_group(trials)
             res[comp] = (r[0].metrics["train_seconds"] * 4, [x.metrics["r2_heldout"] for x in r])
         diff = max(abs(a - b) for a, b in zip(res[False][1], res[True][1]))
         rows.append([w, steps, res[False][0], res[True][0], res[False][0] / res[True][0], diff])

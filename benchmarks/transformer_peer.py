@@ -1,5 +1,5 @@
 """Per-trial training steps/s of bindscale's stacked transformer against a plain PyTorch loop and that loop
-under ``torch.compile``, at each transformer study's default shapes (issue 32, item 2).
+under ``torch.compile``, at each transformer study's default shapes.
 
 For each study (subgraphs, depth, length_transfer, ceiling, geometry) the trial is the study file's
 ``base`` (``bindscale.core.config.resolve_study``; ``study:key=value`` applies ``--set``-style overrides, e.g.
@@ -74,7 +74,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import StepWindow, WindowDone, load, lscpu, machine, print_table  # noqa: E402
 
 STUDIES = ("subgraphs", "depth", "length_transfer", "ceiling", "geometry")
-#: The issue's targets for stacked training, per trial: this many times the plain loop, and the compiled loop's rate.
+#: The targets set for stacked training, per trial: this many times the plain loop, and the compiled loop's rate.
 TARGET_VS_PEER, TARGET_VS_COMPILED = 3.0, 1.0
 
 
@@ -364,7 +364,7 @@ def run_case(case: Case, stacks: list[int], rounds: int, seconds: float, warmup:
 
 
 def targets(summary: dict) -> dict:
-    """Whether each stack meets the issue's targets (per trial >= 3x the peer, >= the compiled peer)."""
+    """Whether each stack meets the targets (per trial >= 3x the peer, >= the compiled peer)."""
     out = {}
     for name, s in summary.items():
         if name.startswith("stack"):

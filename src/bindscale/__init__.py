@@ -10,7 +10,7 @@ from bindscale.core._version import __version__
 
 # OpenMP's wait policy is left at the runtime's default (waiters spin briefly, then sleep): sleeping
 # waiters halved a two-thread step on a quiet machine, and a busy machine is handled where threads are
-# chosen (trainutil.choose_threads, threadwatch.ThreadWatch); see bindscale.train.speed.
+# chosen (bindscale.train.speed.training_settings: choose_threads and ThreadWatch); see bindscale.train.speed.
 
 #: The Python API (see :mod:`bindscale.api`).
 _API = ("resolve_study", "run_study", "run_trial", "load_results", "load_model", "build_tasks", "task_family",

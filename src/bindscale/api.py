@@ -186,16 +186,10 @@ def _trial(config: TrialBase | Mapping[str, Any]) -> TrialBase:
 @contextlib.contextmanager
 def _sweep_threads() -> Iterator[None]:
     """Torch threads as a sweep's worker has them (one: the same bits as the sweep), restored afterwards."""
-    import torch
+    from bindscale.train.speed import worker_threads
 
-    from bindscale.run.jobs import THREADS_PER_WORKER
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(THREADS_PER_WORKER)
-    try:
+    with worker_threads():
         yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def run_trial(config: TrialBase | Mapping[str, Any], device: str = "cpu") -> tuple[dict, "torch.nn.Module"]:
@@ -244,7 +238,7 @@ def build_tasks(config: TrialBase | Mapping[str, Any], device: str = "cpu") -> A
     return registry.for_trial(trial).build_tasks(trial, device)
 
 
-#: The same function under the name of the issue's sketch.
+#: The same function under a second name (a task family is what it builds).
 task_family = build_tasks
 
 

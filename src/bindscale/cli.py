@@ -195,7 +195,7 @@ def _print_answer(answer: dict, out_dir: str) -> None:
     if any(c.get("anchor") or c.get("relation") for c in answer.get("claims", [])):
         con.print("every claim, bindscale's number beside its source's:", highlight=False)
         for c in answer["claims"]:
-            con.print(f"  {c['study']} › {c['claim']}: {verdict_words(c['verdict'], not c.get('firm'))}, "
+            con.print(f"  {c['study']} › {c['claim']}: {verdict_words(c['verdict'], not c.get('firm'), bool(c.get('stale')))}, "
                       f"{fmt_ci(c.get('value'), c.get('ci_low'), c.get('ci_high'))}", highlight=False)
             for line in _anchor_lines(c):
                 con.print(f"    {line}", highlight=False)
@@ -295,11 +295,14 @@ def publish_cmd(
 
     try:
         check_target(to)
-        result = publish(run_dir, to, commit=commit, readme=readme)
+        from bindscale.run.dryrun import tier_estimates
+
+        result = publish(run_dir, to, commit=commit, readme=readme, tier_estimates=tier_estimates())
     except BindscaleError as err:
         _fail(str(err))
     p = result["provenance"]
-    print(f"published {len(p['studies'])} studies of {run_dir} into {to} (answer.html, answer.json, provenance.json)"
+    print(f"published {', '.join(result['published'])} of {run_dir} into {to}; it holds {len(p['studies'])} studies "
+          "(answer.html, answer.json, provenance.json)"
           + (f"; not run: {', '.join(p['studies_not_run'])}" if p["studies_not_run"] else ""), flush=True)
     _print_answer(result["answer"], to)
 

@@ -1,4 +1,4 @@
-"""Chaos tests (issue #4): kill workers or the driver at random points of a small study.
+"""Chaos tests: kill workers or the driver at random points of a small study.
 
 Each round ends with every trial recorded exactly once and metrics equal to an
 uninterrupted run's, whatever was killed and whichever executor resumed.

@@ -1,4 +1,4 @@
-"""The Ray executor on a local Ray instance that the run starts and stops (issue #4)."""
+"""The Ray executor on a local Ray instance that the run starts and stops."""
 
 import json
 import os

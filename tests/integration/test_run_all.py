@@ -11,6 +11,7 @@ from bindscale.core.studyfile import resolve_study
 from bindscale.report.browser import assert_fits
 
 from .conftest import bindscale
+from .reference import check
 
 
 @pytest.mark.slow
@@ -32,6 +33,10 @@ def test_run_all_quick_answers_every_claim_and_resumes(tmp_path):
     html = (out / "answer.html").read_text()
     assert "smoke test:" in html and "The rules that wrote this synthesis" in html
     assert_fits([out / "answer.html"] + [out / n / "report.html" for n in registry.builtin()], skip_if_missing=False)
+    # every study's quick numbers agree with its committed reference at its current result version: a change
+    # that moves a study's numbers fails here until the study's result_version is bumped
+    problems = [check(n, out, int(getattr(p, "result_version", 1))) for n, p in registry.builtin().items()]
+    assert not any(problems), "\n".join(x for x in problems if x)
     # resume: every finished study is reused, nothing re-runs
     r = bindscale("run", "all", "--quick", "--out", out, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]

@@ -7,7 +7,7 @@ import math
 
 from bindscale.train import stack as seqstack
 
-#: Loss curves: relative difference allowed (the issue's bound).
+#: Loss curves: relative difference allowed (float32 reductions in another order).
 CURVE_RTOL = 1e-5
 #: Other floats (scores of a model whose weights differ from the reference by float rounding):
 #: ``|a - b| <= RTOL * max(|a|, |b|) + ATOL``.

@@ -1,4 +1,4 @@
-"""Sources' anchors (issue 34, item 1) and reasons in words (item 2): every built-in claim carries its
+"""Sources' anchors and reasons in words: every built-in claim carries its
 source's headline, the relation rule reaches each of its words on synthetic rows, and ``answer.json``
 keeps the finding (``reason``) apart from the rule's definition (``rule``)."""
 
@@ -201,3 +201,20 @@ def test_every_builtin_rule_gives_a_finding_not_its_definition(study):
     for v in verdicts:
         reason = (v["details"] or {}).get("reason")
         assert reason and reason.strip() != (v.get("statistic_text") or "").strip(), v["claim"]
+
+
+def test_distance_names_the_measure_and_the_scale_apart():
+    """The relation's parts, shown apart: the source's measure or another (both named), and the two sizes with
+    the ratio theirs / ours; unknown sizes say so; no anchor, no measure."""
+    from bindscale.verdicts.anchors import distance
+
+    same = distance({"statistic": "s"}, _SAME, 1e4)
+    assert same["measure"] == "source" and same["ratio"] == pytest.approx(100.0)
+    assert same["text"] == "the source's measure (m); 10k vs 1M parameters, the source's 100x ours"
+    other = distance({"statistic": "t"}, _SAME, 4e6)
+    assert other["measure"] == "another" and other["ratio"] == pytest.approx(0.25)
+    assert other["text"].startswith("another measure (t) than the source's (m)") and "1/4 of ours" in other["text"]
+    unknown = distance({"statistic": "s"}, Anchor(citation="X", metric="m", model_size="GPT-4", number=1.0), 1e4)
+    assert unknown["ratio"] is None and "not stated (GPT-4)" in unknown["text"]
+    assert distance({"statistic": "s"}, _SAME, float("nan"))["text"].endswith("the run recorded no model size")
+    assert distance({"statistic": "s"}, None, 1e4)["measure"] is None

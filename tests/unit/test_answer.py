@@ -38,7 +38,8 @@ def test_claim_false_everywhere_gives_the_opposite_answer():
 def test_smoke_tests_and_inconclusive_are_not_counted():
     rows = [_row("a", "scale_suffices", "supported", firm=False), _row("b", "binding_needed", "inconclusive")]
     out = synthesis(rows)
-    assert out["sides"]["scale_suffices"] == {"for": [], "against": [], "open": [], "smoke": ["a"], "state": "open"}
+    assert out["sides"]["scale_suffices"] == {"for": [], "against": [], "open": [], "smoke": ["a"], "state": "open",
+                                              "own_for": [], "own_against": [], "largest": {}, "single": False}
     assert out["sides"]["binding_needed"]["open"] == ["b"]
     assert out["answer"] == ["No firm evidence yet on whether scale suffices.",
                              "No firm evidence yet on where scale stops.", "No firm evidence yet on explicit binding."]
@@ -55,7 +56,7 @@ _SIDE_WORDS = {"scale_suffices": "scale suffic", "where_scale_stops": "scale sto
 @pytest.mark.parametrize("stops", list(_STATE_ROWS))
 @pytest.mark.parametrize("binding", list(_STATE_ROWS))
 def test_every_side_is_named_in_every_state(scale, stops, binding):
-    """Issue 31, item 8: the whole 4 × 4 × 4 grid of side states; every side and each of its firm claims
+    """The whole 4 × 4 × 4 grid of side states; every side and each of its firm claims
     appears in the answer's text, whatever the others' states."""
     states = {"scale_suffices": scale, "where_scale_stops": stops, "binding_needed": binding}
     rows = [_row(f"{side}_{verdict}", side, verdict) for side, state in states.items()
@@ -71,7 +72,28 @@ def test_every_side_is_named_in_every_state(scale, stops, binding):
     # the "scale suffices" reading only when its side holds and no limit of scale holds
     assert out["answer"][0].startswith("Scale suffices") == (scale == "holds" and stops in ("rejected", "open"))
     # never "no claim that scale stops somewhere holds" beside a supported one
-    assert not ("no claim that scale stops somewhere holds" in text and out["sides"]["where_scale_stops"]["for"])
+    assert not ("no published claim that scale stops somewhere holds" in text
+                and out["sides"]["where_scale_stops"]["for"])
+
+
+def test_own_hypotheses_never_carry_a_side():
+    """A side whose only firm verdicts are the project's own hypotheses stays open; they are named beside it, and
+    a published claim decides the side alone ("rests on a single published claim"), with its model size."""
+    own = dict(_row("hull", "where_scale_stops", "not_supported"), own_hypothesis=True)
+    out = synthesis([own, dict(_row("band", "where_scale_stops", "supported"), own_hypothesis=True)])
+    assert out["sides"]["where_scale_stops"]["state"] == "open"
+    assert out["sides"]["where_scale_stops"]["own_against"] == ["hull"]
+    assert "Own hypotheses beside it, not counted" in out["answer"][1] and "hull" in out["answer"][1]
+    published = dict(_row("ood", "where_scale_stops", "supported"), params=1.2e6)
+    out = synthesis([own, published])
+    assert out["sides"]["where_scale_stops"]["state"] == "holds"
+    assert "ood (1.2M parameters)" in out["answer"][1] and "single published claim" in out["answer"][1]
+
+
+def test_stale_verdicts_are_not_counted():
+    """A stale study's rows reach the synthesis as not firm: the side they would decide stays open."""
+    out = synthesis([dict(_row("scaling", "scale_suffices", "supported", firm=False), stale=True)])
+    assert out["sides"]["scale_suffices"]["state"] == "open" and out["sides"]["scale_suffices"]["smoke"] == ["scaling"]
 
 
 def test_no_claims_at_all():
@@ -115,7 +137,10 @@ def test_page_from_summaries_lists_every_claim_missing_studies_and_smoke_tests(t
                                                     "scale_does_not_lift_ood"]  # by side, then study
     assert data["missing"]["studies_not_run"] == [n for n in registry.run_order() if n not in ("scaling", "subgraphs")]
     assert data["missing"]["smoke_tests"] == ["subgraphs"]
-    assert data["missing"]["inconclusive"] == [{"claim": "hull", "study": "scaling", "reason": "too few seeds"}]
+    (missing,) = data["missing"]["inconclusive"]
+    assert {k: missing[k] for k in ("claim", "study", "reason")} == {"claim": "hull", "study": "scaling",
+                                                                      "reason": "too few seeds"}
+    assert missing["decide"].startswith("Would be decided by") and "scaling-full" in missing["decide"]
     sides = data["synthesis"]["sides"]
     assert sides["where_scale_stops"]["smoke"] == ["scale_does_not_lift_ood"]  # quick run: not counted
     assert sides["scale_suffices"]["state"] == "contested" and sides["binding_needed"]["state"] == "holds"
@@ -126,7 +151,7 @@ def test_page_from_summaries_lists_every_claim_missing_studies_and_smoke_tests(t
     answer = json.loads((tmp_path / "answer.json").read_text())
     assert answer["question"].startswith("Can scaling alone")
     gate = "in-distribution R² ≥ 0.9 (the source's fit): width 256 0.93"
-    assert answer["claims"][0]["gates"] == [gate]  # the competence gate beside the verdict (issue 31, item 1)
+    assert answer["claims"][0]["gates"] == [gate]  # the competence gate beside the verdict
     assert gate.replace("'", "&#39;") in html
 
 
@@ -186,3 +211,25 @@ def test_missing_nan_and_unknown_values_build_a_page_and_count_nothing_wrongly(t
     assert data["claims"][1]["side"] == ""  # no side: counted on none
     assert all(not (s["for"] or s["against"]) for s in data["synthesis"]["sides"].values())
     assert "— [—, —]" in (tmp_path / "answer.html").read_text()
+
+
+def test_what_would_decide_names_the_missed_gate_or_the_interval_and_the_tier():
+    """An inconclusive claim says what would decide it: the gate it missed (cells and values) or the interval
+    too wide, and the tier one step up with its dry-run times; a decided claim has nothing to say."""
+    from bindscale.report.answer import what_would_decide
+
+    est = {"depth-full": {"cpu_wall_s": 6500.0, "gpu_wall_s": [230.0, 590.0]}}
+    gates = {"gates": [{"metric": "acc_id", "level": 0.95, "higher": True, "missed": ["split length, layers 8"],
+                        "cells": {"split length, layers 8": 0.318, "split length, layers 1": 0.97}}]}
+    d = what_would_decide({"study": "depth", "tier": "depth", "verdict": "inconclusive"}, gates, est)
+    assert d["tier"] == "depth-full" and d["missed"] == ["split length, layers 8: acc_id 0.318 < 0.95"]
+    assert "competence gate missed in 1 deciding cell" in d["text"] and "~1.8 h on 2 CPU cores" in d["text"]
+    assert "4 min–10 min on one GPU" in d["text"]
+    wide = {"study": "scaling", "tier": "scaling-full", "verdict": "inconclusive", "value": 0.1, "ci_low": -0.2,
+            "ci_high": 0.4, "seeds_per_cell": 8}
+    d = what_would_decide(wide, {}, None)
+    assert d["tier"] == "scaling-paper" and "narrower interval than [-0.2, 0.4]" in d["text"]
+    assert "now 8 per deciding cell" in d["text"] and "--dry-run" in d["text"]
+    nan = dict(wide, value=float("nan"), tier="scaling-paper")
+    assert "no larger shipped tier" in what_would_decide(nan, {}, None)["text"]
+    assert what_would_decide(dict(wide, verdict="supported"), {}, est) is None

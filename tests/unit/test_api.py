@@ -313,7 +313,7 @@ def test_a_plugin_without_the_hooks_says_so():
         bare.build_tasks(None)
     # A models builder alone is not enough: the trainer must take return_models.
     assert not _fake_plugin(models="bindscale.studies.scaling.trial:untrained_model").returns_models()
-    assert _fake_plugin(models="bindscale.studies.scaling.trial:untrained_model", trainer="bindscale.studies.scaling.trial:train_group").returns_models()
+    assert _fake_plugin(models="bindscale.studies.scaling.trial:untrained_model", trainer="bindscale.studies.scaling.trial:run_group").returns_models()
 
 
 def test_save_models_is_refused_before_anything_is_written_when_the_trainer_cannot_return_models(monkeypatch, tmp_path):

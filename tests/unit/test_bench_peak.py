@@ -1,4 +1,4 @@
-"""benchmarks/jax_peer.py's fractions of the fp32 peak are bounded by 1 (issue 35)."""
+"""benchmarks/jax_peer.py's fractions of the fp32 peak are bounded by 1 (a fraction above 1 means a wrong peak or a wrong count)."""
 
 import importlib.util
 from pathlib import Path

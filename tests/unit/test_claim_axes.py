@@ -1,4 +1,4 @@
-"""Issue 31, item 5: a claim needs the grid it speaks of. For every claim about an axis (width / size /
+"""A claim needs the grid it speaks of. For every claim about an axis (width / size /
 parameters, hold-out, depth, pretraining), a table with one value of it, or without its column, is
 inconclusive and the reason names the axis. Tables from each study's ``tests/studies/<name>/test_verdicts.py``."""
 

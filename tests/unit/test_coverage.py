@@ -1,4 +1,4 @@
-"""Simulated coverage of the verdicts' 95% intervals at the n at which the rules use them (issue 31, item 10).
+"""Simulated coverage of the verdicts' 95% intervals at the n at which the rules use them.
 
 Every deciding cell of a default study has 8 seeds. At that n each interval method of ``bindscale.verdicts.stats`` must
 cover the true value 92–98% of the time, for normal data and for skewed data: Gamma(4) (skewness 1), Beta(5, 2)
@@ -53,7 +53,7 @@ def coverage(draw_interval, truth: float, seed: int, reps: int = REPS) -> float:
 
 
 def t_coverage(draw, mu: float, reps: int, seed: int) -> float:
-    """Coverage of Student's t interval (the method before issue 31, item 10), all replications at once."""
+    """Coverage of Student's t interval (the method before the skewness-corrected one), all replications at once."""
     x = draw(np.random.default_rng(seed), (reps, N_SEEDS))
     half = sps.t.ppf(0.975, N_SEEDS - 1) * x.std(axis=1, ddof=1) / math.sqrt(N_SEEDS)
     return float(np.mean(np.abs(x.mean(axis=1) - mu) <= half))

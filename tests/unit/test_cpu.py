@@ -8,18 +8,18 @@ import torch
 
 # Train a width-512 stack (one torch thread, as in a pool worker) and print the minor page
 # faults of steps 26-75 (read at the progress calls, which come every 25 steps). "default"
-# marks the allocator as already tuned, so train_group leaves glibc's defaults in place.
+# marks the allocator as already tuned, so run_group leaves glibc's defaults in place.
 SCRIPT = """
 import resource, sys, torch
 import bindscale.train.speed as cpu
 from bindscale.studies.scaling.config import ModelConfig, TrainConfig, TrialConfig
-from bindscale.studies.scaling.trial import train_group
+from bindscale.studies.scaling.trial import run_group
 torch.set_num_threads(1)
 cpu._done = sys.argv[1] == "default"
 train = TrainConfig(steps=75, n_evals=1, eval_tasks=8, probe_tasks=8, probe_samples=1, precision="fp32")
 trials = [TrialConfig(model=ModelConfig(width=512, depth=3), train=train, seed=s) for s in range(2)]
 seen = []
-train_group(trials, progress=lambda n: seen.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt))
+run_group(trials, progress=lambda n: seen.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt))
 print(seen[-1] - seen[0])
 """
 

@@ -1,4 +1,4 @@
-"""Every study's figures, drawn on synthetic tables (issue "Report fit to read", item 5).
+"""Every study's figures, drawn on synthetic tables.
 
 Each figure is a PNG on the synthetic table and None on an empty one; legends sit outside the axes in a
 legible font; every plotted mean carries an interval; axes are labelled in words (no column names);

@@ -1,4 +1,4 @@
-"""Issue 31, item 1: competence gates. No claim is decided by models that did not learn their training task."""
+"""Competence gates: no claim is decided by models that did not learn their training task."""
 
 from __future__ import annotations
 
@@ -144,9 +144,10 @@ def test_the_engine_turns_an_unlearned_decision_inconclusive_and_says_why(toy):
     (v,) = compute_verdicts(_table(fit_small=0.33), {"verdicts": {"toy_gain": {}}})
     assert v["verdict"] == "inconclusive" and np.isnan(v["value"])
     assert "did not learn their training task" in v["details"]["reason"]
-    assert "width 16: in-distribution exact match 0.33 < 0.95" in v["details"]["reason"]
-    assert "its own result there: supported" in v["details"]["reason"]
-    assert v["details"]["value_of_unlearned_models"]["value"] == pytest.approx(0.096)
+    assert "width 16: no seed passed (8 missed it; in-distribution exact match 0.33 < 0.95 over them)" in \
+        v["details"]["reason"]
+    assert "8 missed a competence gate" in v["details"]["reason"]
+    assert v["details"]["value_with_every_model"]["value"] == pytest.approx(0.096)
     (learned,) = compute_verdicts(_table(), {"verdicts": {"toy_gain": {}}})
     assert learned["verdict"] == "supported" and learned["details"]["gates"][0]["missed"] == []
 
@@ -162,13 +163,13 @@ def test_a_gated_rule_that_names_no_cell_decides_nothing(toy):
 
 
 def test_every_builtin_claim_has_a_gate():
-    """Issue 31, item 1: each claim states the fit its deciding models must reach."""
+    """Each claim states the fit its deciding models must reach."""
     ungated = [c.name for s in registry.builtin().values() for c in s.claims if not c.gates]
     assert ungated == []
 
 
 def test_a_table_without_an_axis_says_its_seeds_may_repeat(toy, monkeypatch):
-    """Review finding of issue 31: reruns in a table lacking an axis column were counted as seeds silently."""
+    """Reruns in a table lacking an axis column were counted as seeds silently."""
     df = _table()
     rerun = df.assign(trial_id="x" + df["trial_id"], acc_ood=df["acc_ood"] + 1e-6)
     both = pd.concat([df, rerun], ignore_index=True)
@@ -212,3 +213,63 @@ def test_a_rule_that_filters_seeds_is_gated_on_the_seeds_it_used():
     assert gate_check(df, plain, [GATE], {"min_id": 0.95})[0] is not None
     used = [deciding_cell({"width": 16}, 6, seeds=range(2, 8)), deciding_cell({"width": 64}, 8, seeds=range(8))]
     assert gate_check(df, used, [GATE], {"min_id": 0.95})[0] is None
+
+
+# ------------------------------------------------------------ gates per model, not per cell mean --
+
+def _mixed(acc_id_small: list, acc_id_big: list | None = None) -> pd.DataFrame:
+    """The toy table with each width-16 seed's own training fit (and width 64's, when given)."""
+    df = _table()
+    df.loc[df["width"] == 16, "acc_id"] = acc_id_small
+    if acc_id_big is not None:
+        df.loc[df["width"] == 64, "acc_id"] = acc_id_big
+    return df
+
+
+def test_half_the_models_below_the_gate_decide_nothing_even_when_the_mean_passes(toy):
+    """4 of 8 models at 0.90 and 4 at 1.00 average 0.95, which passed the cell's mean gate: those four never
+    learned their task, so 4 of 8 seeds remain where 6 are needed."""
+    df = _mixed([0.90] * 4 + [1.0] * 4)
+    assert df.loc[df["width"] == 16, "acc_id"].mean() == pytest.approx(0.95)
+    (v,) = compute_verdicts(df, {"verdicts": {"toy_gain": {}}})
+    assert v["verdict"] == "inconclusive" and np.isnan(v["value"])
+    assert "4 missed a competence gate" in v["details"]["reason"] and "4 remain" in v["details"]["reason"]
+    assert v["details"]["lost_to_gates_by_cell"]["width 16"] == {"lost": 4, "planned_ok": 8,
+                                                                  "by_gate": {"acc_id": 4}}
+
+
+def test_one_model_below_the_gate_is_left_out_and_the_claim_still_decided(toy):
+    """1 of 8 misses: 7 remain (6 needed); the value is computed without it, and the report says so."""
+    df = _mixed([0.5] + [0.99] * 7)
+    (v,) = compute_verdicts(df, {"verdicts": {"toy_gain": {}}})
+    assert v["verdict"] == "supported"
+    big = df[df["width"] == 64]["acc_ood"].mean()
+    small = df[(df["width"] == 16) & (df["seed"] != 0)]["acc_ood"].mean()
+    assert v["value"] == pytest.approx(big - small)
+    assert v["details"]["lost_to_gates_by_cell"]["width 16"]["lost"] == 1
+    assert v["details"]["lost_seeds_by_cell"]["width 16"]["statuses"] == {"missed a competence gate": 1}
+    assert v["details"]["value_with_every_model"]["value"] != pytest.approx(v["value"])
+
+
+def test_a_gate_metric_recorded_by_one_seed_does_not_pass_the_cell(toy):
+    """Seven seeds never recorded the gate's metric (NaN) and one recorded a pass: the cell mean of the one
+    used to pass the gate for all eight; now seven are lost and the claim is inconclusive."""
+    df = _mixed([0.99] + [float("nan")] * 7)
+    (v,) = compute_verdicts(df, {"verdicts": {"toy_gain": {}}})
+    assert v["verdict"] == "inconclusive" and "7 missed a competence gate" in v["details"]["reason"]
+
+
+def test_a_control_is_never_filtered_by_the_gate():
+    """An untrained control (gated False) keeps every row whatever its fit; a partially gated cell is read only
+    on its own gates."""
+    from bindscale.verdicts.engine import gate_filter
+
+    df = _mixed([0.0] * 8, [0.99] * 7 + [float("nan")])
+    cells = [deciding_cell({"width": 16}, 8, gated=False), deciding_cell({"width": 64}, 8)]
+    kept, lost = gate_filter(df, cells, [GATE], {"min_id": 0.95})
+    assert (kept["width"] == 16).sum() == 8 and (kept["width"] == 64).sum() == 7
+    assert lost == {"width 64": {"lost": 1, "planned_ok": 8, "by_gate": {"acc_id": 1}}}
+    df["excess"] = 0.5
+    cells = [deciding_cell({"width": 64}, 8, gated=["excess"])]
+    kept, lost = gate_filter(df, cells, [GATE, LOSS], {"min_id": 0.95, "max_excess": 0.1})
+    assert (kept["width"] == 64).sum() == 0 and lost["width 64"]["by_gate"] == {"excess": 8}

@@ -1,4 +1,4 @@
-"""No import cycles among bindscale's modules (issue 30, item 4).
+"""No import cycles among bindscale's modules (with a cycle, the order of the first imports decides which names exist).
 
 The graph is parsed with :mod:`ast` (nothing is imported) from every import statement that can run:
 at module level and inside functions alike. Module-level imports alone would miss the cycles this

@@ -1,4 +1,4 @@
-"""`bindscale publish`: a `run all` directory's answer copied into a folder kept in git (issue 34, item 8)."""
+"""`bindscale publish`: a `run all` directory's answer copied into a folder kept in git."""
 
 import json
 import os
@@ -39,27 +39,105 @@ def test_publish_copies_the_answer_and_reports_but_no_records(tmp_path):
         assert (to / name / "verdicts.csv").read_text().startswith("claim,verdict,")
         assert not (to / name / "records").exists()
         assert list((to / name / "figures").glob("*.png"))
+        own = json.loads((to / name / "provenance.json").read_text())
+        assert own["commit"] == "abc123" and own["tier"] == "x" and own["result_version"] == 1
+        assert own["seeds_per_deciding_cell"] == 8 and own["wall_seconds"] == 61.0
     prov = json.loads((to / "provenance.json").read_text())
-    assert prov["commit"] == "abc123" and prov["machine"]["cores"] == os.cpu_count()
-    assert prov["machine"]["cpu"] and prov["studies_not_run"] == []
+    assert prov["machine"]["cores"] == os.cpu_count() and prov["machine"]["cpu"] and prov["studies_not_run"] == []
     assert prov["wall_seconds_total"] == pytest.approx(61.0 * len(registry.run_order()))
     # the copied answer equals one built from the run itself (same claims, same verdicts)
     assert [c["verdict"] for c in result["answer"]["claims"]] == \
         [c["verdict"] for c in json.loads((to / "answer.json").read_text())["claims"]]
     assert "# The answer, published" in (to / "README.md").read_text()
+    manifest = json.loads((to / "MANIFEST.json").read_text())["files"]
+    assert "answer.html" in manifest and f"{registry.run_order()[0]}/report.html" in manifest
 
 
-def test_a_study_not_finished_is_listed_and_an_old_copy_removed(tmp_path):
+def test_one_study_is_merged_and_every_other_study_kept(tmp_path):
+    """Publishing one study's run replaces that study's copy (a figure its new report no longer draws goes) and
+    keeps every other study exactly as it was, with its own provenance."""
+    run = _with_extras(_run_dir(tmp_path / "run"))
+    to = tmp_path / "pub"
+    publish(run, to, commit="a")
+    first, last = registry.run_order()[0], registry.run_order()[-1]
+    kept = (to / last / "report.html").read_bytes(), (to / last / "provenance.json").read_bytes()
+    figs = sorted(p.name for p in (to / first / "figures").glob("*.png"))
+    (run / first / "report.html").write_text("<html>new report</html>")
+    for f in (run / first / "figures").glob("*.png"):
+        f.unlink()
+    (run / first / "figures" / "other.png").write_bytes(b"png")
+    out = publish(run / first, to, commit="b")
+    assert out["published"] == [first]
+    assert (to / first / "report.html").read_text() == "<html>new report</html>"
+    assert sorted(p.name for p in (to / first / "figures").glob("*.png")) == ["other.png"] != figs
+    assert json.loads((to / first / "provenance.json").read_text())["commit"] == "b"
+    assert ((to / last / "report.html").read_bytes(), (to / last / "provenance.json").read_bytes()) == kept
+    assert out["provenance"]["studies_not_run"] == [] and set(out["provenance"]["studies"]) == set(registry.run_order())
+
+
+def test_a_run_all_with_a_study_unfinished_keeps_its_published_copy(tmp_path):
     run = _with_extras(_run_dir(tmp_path / "run"))
     to = tmp_path / "pub"
     publish(run, to, commit="a")
     last = registry.run_order()[-1]
     (run / last / "summary.json").unlink()  # the study was re-started and has not finished
-    (to / registry.run_order()[0] / "figures" / "stale.png").write_bytes(b"x")
     prov = publish(run, to, commit="b")["provenance"]
-    assert prov["studies_not_run"] == [last] and not (to / last).exists()
-    assert not (to / registry.run_order()[0] / "figures" / "stale.png").exists()
-    assert json.loads((to / "answer.json").read_text())["missing"]["studies_not_run"] == [last]
+    assert prov["studies_not_run"] == [] and (to / last / "summary.json").exists()
+    assert prov["studies"][last]["commit"] == "a" and prov["studies"][registry.run_order()[0]]["commit"] == "b"
+
+
+@pytest.mark.parametrize("where", ["study_folder", "top", "edited"])
+def test_foreign_or_edited_files_are_refused_before_anything_is_written(tmp_path, where):
+    """A new user's file in a study's folder (which the old publish deleted with exit 0), one at the top, or a
+    file publish wrote and someone edited since: refused in one line, nothing touched."""
+    run = _with_extras(_run_dir(tmp_path / "run"))
+    to = tmp_path / "existing"
+    publish(run, to, commit="a")
+    first = registry.run_order()[0]
+    target = {"study_folder": to / first / "my_notes.txt", "top": to / "README.txt",
+              "edited": to / first / "report.html"}[where]
+    target.write_text("mine")
+    before = {p: p.read_bytes() for p in to.rglob("*") if p.is_file()}
+    with pytest.raises(ConfigError, match="would not touch") as err:
+        publish(run, to, commit="b")
+    assert "\n" not in str(err.value) and target.relative_to(to).as_posix() in str(err.value)
+    assert {p: p.read_bytes() for p in to.rglob("*") if p.is_file()} == before
+    # the same for a folder that was never published into
+    other = tmp_path / "mine"
+    (other / first).mkdir(parents=True)
+    (other / first / "keep.txt").write_text("keep")
+    with pytest.raises(ConfigError, match="keep.txt"):
+        publish(run, other)
+    assert [p.name for p in other.rglob("*") if p.is_file()] == ["keep.txt"]
+
+
+def test_a_study_made_at_an_older_result_version_is_stale_everywhere(tmp_path, monkeypatch):
+    """A published study whose records were made at an older result version than its code's is marked stale on
+    the page, in answer.json, in README's block and in the synthesis (its verdicts are not counted)."""
+    import dataclasses
+
+    run = _with_extras(_run_dir(tmp_path / "run"))
+    # the fake runs have no shipped study file: count them as shipped, so that only staleness keeps them out
+    monkeypatch.setattr("bindscale.report.answer._as_shipped", lambda sub, name: True)
+    to = tmp_path / "pub"
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{BEGIN}\n{END}\n")
+    first = registry.run_order()[0]
+    plugin = registry.builtin()[first]
+    bumped = dataclasses.replace(plugin, result_version=plugin.result_version + 1)
+    studies = {**registry.builtin(), first: bumped}
+    monkeypatch.setattr(registry, "builtin", lambda: studies)
+    data = publish(run, to, commit="a", readme=readme)["answer"]
+    # the fake records carry no result version (version 1): every study whose code is past 1 is stale too
+    stale = [n for n in registry.run_order() if n == first or registry.builtin()[n].result_version > 1]
+    assert data["studies"][first]["stale"] and data["missing"]["stale"] == stale
+    rows = [c for c in data["claims"] if c["study"] in stale]
+    assert rows and all(c["stale"] and not c["firm"] and c["run_status"].startswith("stale") for c in rows)
+    others = [c for c in data["claims"] if c["study"] not in stale]
+    assert not any(c["stale"] for c in others) and any(c["firm"] for c in others)
+    counted = {x for s in data["synthesis"]["sides"].values() for x in s["for"] + s["against"]}
+    assert not counted & {c["claim"] for c in rows}
+    assert "stale: " in (to / "answer.html").read_text() and f"Stale (made by code" in readme.read_text()
 
 
 def test_readme_block_is_rewritten_between_the_markers_only(tmp_path):
@@ -98,7 +176,7 @@ def test_cli_publish_and_its_one_line_errors(tmp_path):
     run = _with_extras(_run_dir(tmp_path / "run"))
     r = CliRunner().invoke(app, ["publish", str(run), "--to", str(tmp_path / "pub"), "--commit", "deadbeef"])
     assert r.exit_code == 0, r.output
-    assert "published 7 studies" in r.output and (tmp_path / "pub" / "answer.html").exists()
+    assert f"it holds {len(registry.run_order())} studies" in r.output and (tmp_path / "pub" / "answer.html").exists()
     r = CliRunner().invoke(app, ["publish", str(tmp_path / "nothing")])
     assert r.exit_code == 2 and "no finished study" in r.output
     r = CliRunner().invoke(app, ["run", "scaling", "--publish", str(tmp_path / "x")])
@@ -136,26 +214,26 @@ def test_the_published_page_names_commit_machine_and_wall_time(tmp_path):
     to = tmp_path / "pub"
     publish(_with_extras(_run_dir(tmp_path / "run")), to, commit="0123456789abcdef")
     page = (to / "answer.html").read_text()
-    assert "<code>0123456789ab</code>" in page and "min of wall time in all" in page
+    assert "<code>0123456789ab</code>" in page and "min of wall time in all" in page and "result version 1" in page
     assert "bindscale run all --publish docs/answer" in page
 
 
-@pytest.mark.parametrize("what", ["quick_study", "single_study_dir"])
-def test_a_smoke_test_or_one_studys_run_is_refused_before_anything_is_written(tmp_path, what):
-    """A quick study in a run-all-shaped folder would replace every committed study's answer (a new user did
-    that: `run scaling --quick`, copied into a folder, published without --to)."""
+@pytest.mark.parametrize("what", ["quick_study", "quick_single_study", "not_built_in"])
+def test_a_smoke_test_or_foreign_study_is_refused_before_anything_is_written(tmp_path, what):
+    """A quick run (in a run-all folder or alone) is a smoke test, not an answer; a study that is not built in has
+    no place on the page: refused, and the published folder is left as it was."""
     run = _with_extras(_run_dir(tmp_path / "run"))
     to = tmp_path / "pub"
     publish(run, to, commit="a")
-    before = sorted(p.relative_to(to) for p in to.rglob("*"))
-    if what == "quick_study":
-        first = registry.run_order()[0]
-        s = json.loads((run / first / "summary.json").read_text())
-        (run / first / "summary.json").write_text(json.dumps({**s, "quick": True}))
-        src, words = run, f"{first} ran with --quick"
+    before = {p: p.read_bytes() for p in to.rglob("*") if p.is_file()}
+    first = registry.run_order()[0]
+    s = json.loads((run / first / "summary.json").read_text())
+    if what == "not_built_in":
+        (run / first / "summary.json").write_text(json.dumps({**s, "study": "my_plugin"}))
+        src, words = run / first, "not a built-in study"
     else:
-        src, words = run / registry.run_order()[0], "one study's run directory"
+        (run / first / "summary.json").write_text(json.dumps({**s, "quick": True}))
+        src, words = (run if what == "quick_study" else run / first), f"{first} ran with --quick"
     with pytest.raises(ConfigError, match=words):
         publish(src, to, commit="b")
-    assert sorted(p.relative_to(to) for p in to.rglob("*")) == before
-    assert json.loads((to / "provenance.json").read_text())["commit"] == "a"
+    assert {p: p.read_bytes() for p in to.rglob("*") if p.is_file()} == before

@@ -60,7 +60,7 @@ def test_files_written_and_self_contained(built):
 
 
 def test_each_claim_shows_its_competence_gate_beside_the_verdict(built):
-    """Issue 31, item 1: the report says the fit the deciding models had to reach, and theirs."""
+    """The report says the fit the deciding models had to reach, and theirs."""
     run_dir, summary = built
     html = (run_dir / "report.html").read_text(encoding="utf-8")
     scaling = next(v for v in summary["verdicts"] if v["claim"] == "scaling")

@@ -1,4 +1,4 @@
-"""The report is fit to read (issue item 5): readable detail labels, smoke-test badges for quick or
+"""The report is fit to read: readable detail labels, smoke-test badges for quick or
 unfinished runs, and nothing wider than the page, checked in headless Chromium.
 
 The Chromium tests skip where no Chromium is installed, and fail instead under

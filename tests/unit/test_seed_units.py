@@ -1,4 +1,4 @@
-"""Issue 31, items 2, 4, 6: the shared helpers (floors and ceilings, lost seeds, one record per unit)."""
+"""The shared helpers every rule reads seeds through: floors and ceilings, lost seeds, one record per unit."""
 
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ def test_a_study_file_may_set_min_seeds_for_any_claim():
 
 
 def test_a_table_without_an_axis_cannot_count_perturbed_reruns_as_seeds():
-    """Review finding of issue 31: a hand-built table that lacks an axis column merged only exact copies,
+    """A hand-built table that lacks an axis column merged only exact copies,
     so reruns with a perturbed metric counted as more seeds, silently."""
     from bindscale.core.rows import ambiguous_units
 

@@ -1,4 +1,4 @@
-"""One statistic naming style across studies (issue "Report fit to read", item 5).
+"""One statistic naming style across studies.
 
 Every verdict rule returns a short snake_case identifier as its statistic; what the number is, in
 words, lives in its claim's ``statistic`` field (:class:`bindscale.core.study.Claim`).
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bindscale.core import registry
-from bindscale.report import compute_verdicts
+from bindscale.verdicts.engine import compute_verdicts
 
 SNAKE = re.compile(r"^[a-z][a-z0-9_]*$")
 

@@ -4,7 +4,7 @@ from bindscale.core.config import StudyConfig
 from bindscale.studies.scaling.config import ModelConfig, TrainConfig, TrialConfig
 from bindscale.run.planner import schedule as makespan
 from bindscale.run.planner import BALANCE_GAIN, job_cost, max_stack, plan_jobs, trial_memory_bytes
-from bindscale.studies.scaling.trial import group_key
+from bindscale.studies.scaling.plan import group_key
 
 
 def study(**grid):
@@ -173,7 +173,7 @@ def test_unmeasured_plans_ask_no_timer(monkeypatch):
 
 
 def test_the_hyperteacher_step_timer_times_a_real_stack():
-    from bindscale.studies.scaling.trial import stack_step_seconds
+    from bindscale.studies.scaling.plan import stack_step_seconds
 
     trials = study(width=[16], seed=[0, 1])
     assert 0 < stack_step_seconds(trials, window=0.01, rounds=1) < 10

@@ -37,7 +37,7 @@ def test_scaling_and_modularity_have_their_tiers():
 
 @pytest.mark.parametrize("name", FULL)
 def test_a_full_variant_fits_two_hours_on_two_cores_by_its_estimate(name):
-    """The issue's bound for -full: two cores finish it in 2 hours (by the dry run's own estimate, planned as a
+    """The bound for -full: two cores finish it in 2 hours (by the dry run's own estimate, planned as a
     run on two workers plans it); a grid grown past it fails here."""
     trials = resolve_study(name).trials()
     jobs = plan_jobs(trials, n_workers=2, device="cpu")

@@ -1,4 +1,4 @@
-"""benchmarks/transformer_peer.py (issue 32, item 2) and the timing helpers it adds to benchmarks/common.py:
+"""benchmarks/transformer_peer.py and the timing helpers it adds to benchmarks/common.py:
 the smallest path of every side runs for a fraction of a second, so the benchmark cannot rot unseen."""
 
 from __future__ import annotations

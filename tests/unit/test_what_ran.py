@@ -1,5 +1,5 @@
 """A study report describes what ran, read from the run's own trials, not the full study's prose
-(issue 34, item 4: a quick run's report said "three widths with 8 seeds" on two widths and 3 seeds)."""
+(a quick run's report once said "three widths with 8 seeds" on two widths and 3 seeds)."""
 
 from __future__ import annotations
 

@@ -72,9 +72,12 @@ def fmt_ci(value: Any, low: Any, high: Any, n: Any = None) -> str:
     return text + (f" (n={n})" if n is not None else "")
 
 
-def verdict_words(verdict: str, smoke: bool = False) -> str:
-    """``not supported``; ``smoke test: not supported`` for a quick or unfinished run's verdict."""
+def verdict_words(verdict: str, smoke: bool = False, stale: bool = False) -> str:
+    """``not supported``; ``smoke test: not supported`` for a quick or unfinished run's verdict; ``stale: not
+    supported`` for a verdict made by code whose numbers have moved since (neither is counted)."""
     words = str(verdict).replace("_", " ")
+    if stale:
+        return f"stale: {words}"
     return f"smoke test: {words}" if smoke else words
 
 

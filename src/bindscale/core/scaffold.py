@@ -2,12 +2,19 @@
 
 The template is a small but complete study wired by convention (:data:`bindscale.core.study.CONVENTION`):
 config, trainer, plan, verdict rule, figure, report table, study file with a quick variant, and a test.
+Its claim carries what the core asks of every built-in claim (a source headline :class:`~bindscale.core.study.Anchor`
+and a competence :class:`~bindscale.core.study.Gate`), as placeholders marked ``TEMPLATE`` for the user to
+replace with their source's, so that a study added from it keeps the test suite green on either route:
+built in (moved into ``bindscale/studies/``) or a plugin (the ``pyproject.toml`` written beside it declares
+the entry point).
 """
 
 from __future__ import annotations
 
 import keyword
+import os
 import re
+import shlex
 from importlib import resources
 from pathlib import Path
 
@@ -17,8 +24,9 @@ _NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
 def new_study(name: str, directory: str | Path = ".") -> tuple[Path, Path]:
-    """Write the template study ``name`` into ``directory``: the package ``directory/name/`` and its test
-    ``directory/test_name.py``.
+    """Write the template study ``name`` into ``directory``: the package ``directory/name/``, its test
+    ``directory/test_name.py`` and, where ``directory`` has none, a ``pyproject.toml`` that makes the folder an
+    installable plugin package (its entry point registers the study; :func:`how_to_register`).
 
     Output: (package folder, test file).
 
@@ -42,18 +50,56 @@ def new_study(name: str, directory: str | Path = ".") -> tuple[Path, Path]:
             continue
         text = src.read_text(encoding="utf-8").replace("{{name}}", name)
         out = src.name.removesuffix(".tmpl").replace("NAME", name)
+        if out == "pyproject.toml":  # the plugin route's package metadata, beside the study (never over one)
+            if not (Path(directory) / out).exists():
+                (Path(directory) / out).write_text(text, encoding="utf-8")
+            continue
         (test_file if out.startswith("test_") else target / out).write_text(text, encoding="utf-8")
     return target, test_file
 
 
+def _builtin_folders() -> tuple[Path, Path | None]:
+    """Where built-in studies live (``bindscale/studies/``) and, in a source checkout, their tests
+    (``tests/studies/``; None when this bindscale is not a source checkout)."""
+    from bindscale.core.registry import builtin_package
+
+    package = Path(next(iter(builtin_package().__path__))).resolve()
+    tests = package.parents[2] / "tests" / "studies"
+    return package, (tests if package.parents[1].name == "src" and tests.is_dir() else None)
+
+
+def _here(path: Path) -> str:
+    """``path`` for a shell in the current directory: relative when below it, quoted when it must be."""
+    path = Path(os.path.abspath(path))
+    try:
+        shown = str(path.relative_to(Path.cwd()))
+    except ValueError:
+        shown = str(path)
+    return shlex.quote(shown)
+
+
 def how_to_register(package: Path, test_file: Path) -> str:
-    """What to do next with a new study folder: register it (built in, or as a plugin) and test it."""
+    """What to do next with a new study folder, as commands to run from the current directory: register
+    it (built in, or as a plugin) and test it, then replace the template's placeholders."""
     name = package.name
-    return (f"made study {name}: {package}/ and {test_file}\n"
-            "register it, either\n"
-            f"  - built in: move {package}/ to src/bindscale/studies/{name}/ and {test_file.name} to tests/studies/{name}/\n"
-            "    (every package there with a STUDY is registered: bindscale.core.registry); or\n"
-            "  - as a plugin, in the pyproject.toml of the package that holds it, then pip install -e . :\n"
-            '      [project.entry-points."bindscale.studies"]\n'
-            f'      {name} = "{name}:STUDY"\n'
-            f"then: bindscale list; bindscale run {name} --quick; pytest {test_file.name}")
+    home = package.parent
+    studies, tests = _builtin_folders()
+    lines = [f"made study {name}: {_here(package)}/ and {_here(test_file)}", "register it, either"]
+    if tests is not None:
+        lines += ["  - built in (every package in bindscale/studies/ with a STUDY is registered):",
+                  f"      mv {_here(package)} {_here(studies / name)}",
+                  f"      mkdir -p {_here(tests / name)} && mv {_here(test_file)} {_here(tests / name)}/",
+                  f"    then: bindscale list; bindscale run {name} --quick; pytest {_here(tests / name / test_file.name)}",
+                  "    or"]
+    else:
+        lines += [f"  - built in: only in a source checkout of bindscale (this one is installed in {studies}); or"]
+    project = home / "pyproject.toml"
+    declared = project.exists() and f'{name} = "{name}:STUDY"' in project.read_text(encoding="utf-8")
+    lines += [f"  - as a plugin, through its entry point in {_here(project)} "
+              + ("(there already):" if declared else "(add it there, beside your package's own metadata):"),
+              '      [project.entry-points."bindscale.studies"]', f'      {name} = "{name}:STUDY"',
+              f"      pip install -e {_here(home)}",
+              f"    then: bindscale list; bindscale run {name} --quick; pytest {_here(test_file)}",
+              f"then replace the placeholders marked TEMPLATE in the study's __init__.py (the claim's source, its anchor: "
+              f"the source's headline result, and its gate's level) and {name}.yaml, and the toy task with your own."]
+    return "\n".join(lines)

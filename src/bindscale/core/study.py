@@ -123,7 +123,7 @@ class Gate:
     """The fit a claim's deciding models must reach on their *training* distribution before it is decided.
 
     A model that has not learned its training task measures capacity, not composition: failing out of
-    distribution, a plateau or "no gain" then says nothing about the claim (issue 31, item 1). The engine
+    distribution, a plateau or "no gain" then says nothing about the claim. The engine
     (:func:`bindscale.verdicts.engine.gate_check`) reads ``metric`` in every deciding cell the rule names
     (:func:`bindscale.verdicts.engine.deciding_cell`, unless the cell says it is a control that need not
     learn, such as an untrained twin) and makes the claim inconclusive when a cell's mean over its seeds
@@ -176,7 +176,7 @@ def gate_lines(details: Mapping[str, Any]) -> list[str]:
 @dataclass(frozen=True)
 class Anchor:
     """The source's headline result for a claim, as the source states it: what the answer page shows
-    beside bindscale's deciding number (issue 34, item 1).
+    beside bindscale's deciding number, so that a reader can compare the two.
 
     Where the source gives a number, ``number`` holds it in the source's own unit (``70.1`` with unit
     ``"% LAS"``, not 0.701); where it gives none, ``number`` is None and ``quote`` holds the sentence
@@ -277,6 +277,9 @@ class Claim:
         anchor: the source's headline result as the source states it (:class:`Anchor`), shown beside
             bindscale's deciding number with the relation :func:`bindscale.verdicts.anchors.relation` decides
             (every built-in claim has one; None only for a third-party claim that gives none).
+        own_hypothesis: the claim is the project's own question or synthesis, not a source's published claim
+            (its ``source`` then starts with "bindscale's"); the answer page, ``answer.json`` and the synthesis
+            mark it as such, and a side of the question never rests on such claims alone.
     """
 
     name: str
@@ -294,8 +297,12 @@ class Claim:
     retired: Sequence[str] = ()
     gates: Sequence[Gate] = ()
     anchor: Anchor | None = None
+    own_hypothesis: bool = False
 
     def __post_init__(self) -> None:
+        if self.source.startswith("bindscale's") and not self.own_hypothesis:
+            raise ValueError(f"claim {self.name}: its source is bindscale's own ({self.source[:40]}…); mark it "
+                             "own_hypothesis=True so that the answer does not count it as a published claim")
         for gate in self.gates:
             if gate.threshold not in self.thresholds or gate.threshold not in self.defaults:
                 raise ValueError(f"claim {self.name}: gate on {gate.metric} reads threshold {gate.threshold!r}, "
@@ -467,6 +474,10 @@ class StudyPlugin:
     package: str | None = None  # the study's package: hooks, rules and YAML files by convention
     implicit_kind: bool = False
     headline: bool = False  # what `bindscale run` runs without a study name (first verdicts in minutes)
+    #: The version of the study's results: bumped whenever a change to its code moves its numbers (its
+    #: records carry the version they were made at; a published study made at an older version is
+    #: stale, and ``tests/integration/test_result_versions.py`` fails until the bump is made).
+    result_version: int = 1
     #: CPU-seconds per unit of ``job_cost`` and per trial, for ``--dry-run``'s estimate (None: no estimate),
     #: and whether the factor was measured on whole jobs of the study (else a rough fit).
     seconds_per_cost: tuple[float, float] | None = None

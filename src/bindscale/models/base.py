@@ -51,7 +51,7 @@ def stacked_init(init: str, shape: tuple[int, ...], fan_in: int, gens: list[torc
 
     ``lecun_normal``: weights truncated-normal with variance 1/fan_in, biases zero (flax's
     ``Dense`` defaults, as in the reference code). ``torch_uniform``: weights and biases
-    U(-1/√fan_in, 1/√fan_in) (PyTorch's ``nn.Linear`` default; bindscale before issue 13).
+    U(-1/√fan_in, 1/√fan_in) (PyTorch's ``nn.Linear`` default; bindscale's original initialisation).
 
     Raises:
         ValueError: unknown scheme.

@@ -25,7 +25,7 @@ from typing import Any
 
 from bindscale.core import registry
 from bindscale.verdicts.anchors import RULE as RELATION_RULE
-from bindscale.verdicts.anchors import relation
+from bindscale.verdicts.anchors import distance, relation
 from bindscale.core.studyfile import resolve_study
 from bindscale.core.errors import BindscaleError
 from bindscale.store.rundir import load_run_study
@@ -37,39 +37,94 @@ QUESTION = ("Can scaling alone — more parameters, more data, more coverage of 
 
 #: The synthesis rules, in the words the page prints; :func:`synthesis` implements them.
 RULES = (
-    "A claim counts only when its verdict is firm: supported or not supported, from a full run with every "
-    "planned trial recorded (quick or unfinished runs are smoke tests and are not counted).",
+    "A claim counts only when its verdict is firm: supported or not supported, from a finished run of one of its "
+    "study's shipped files (the default or a tier) with every planned trial recorded, made by the study's current "
+    "code (a stale study, whose code has moved its numbers since, is not counted; quick or unfinished runs are smoke "
+    "tests and are not counted either).",
+    "Only published claims carry a side: the project's own hypotheses (marked 'own hypothesis') are reported beside "
+    "their side, never counted for or against it.",
     "A supported claim is evidence for the side of the question it bears on; a not-supported claim is evidence "
     "against that side; an inconclusive one is evidence for neither.",
     "A side holds when it has evidence for it and none against; it is contested when it has both; it is "
-    "rejected when it has only evidence against; it is open when it has neither.",
+    "rejected when it has only evidence against; it is open when it has neither. Each side names the largest model "
+    "behind each claim it counts, and says when it rests on a single claim.",
     "The answer is read off the sides: scale suffices where 'scale suffices' holds and 'where scale stops' does "
     "not hold; binding is needed where 'binding needed' holds; every other combination is stated as it stands.",
 )
 
 
-def _status_of(summary: dict, sub: RunStore, name: str) -> str:
-    """"firm" for a finished run of the built-in study exactly as shipped; else why its verdicts are
-    smoke tests (quick variant, trials missing, or a configuration that differs from the built-in one:
-    other trials, seeds or thresholds — a run with ``--set train.steps=30`` says nothing about the source)."""
+def _status_of(summary: dict, sub: RunStore, name: str, stale: str | None = None) -> str:
+    """"firm" for a finished run of one of the study's shipped files (its default or a tier: ``scaling``,
+    ``scaling-full``) exactly as shipped, at the study's current result version; else why its verdicts are not
+    counted: stale (made by code whose numbers have moved since), quick variant, trials missing, or a
+    configuration that differs from every shipped file (other trials, seeds or thresholds — a run with
+    ``--set train.steps=30`` says nothing about the source)."""
     why = []
+    if stale:
+        return stale
     if summary.get("quick"):
         why.append("quick variant")
     if summary.get("n_missing"):
         why.append(f"{summary['n_missing']} of {summary.get('n_planned')} trials missing (unfinished run)")
     if not summary.get("quick") and not _as_shipped(sub, name):
-        why.append("its configuration differs from the built-in study (other trials, seeds or thresholds)")
+        why.append("its configuration differs from the built-in study's files (other trials, seeds or thresholds)")
     return "firm" if not why else "; ".join(why) + ": smoke test"
 
 
-def _as_shipped(sub: RunStore, name: str) -> bool:
-    """Whether the run's resolved study has the built-in study's trials and verdict thresholds."""
+def run_tier(sub: RunStore, name: str) -> str:
+    """The study file a run was made from (``scaling``, ``scaling-full``, …), as its ``study.yaml`` names it."""
     try:
-        run, shipped = load_run_study(sub), resolve_study(name)
+        return load_run_study(sub).name or name
+    except BindscaleError:
+        return name
+
+
+def _as_shipped(sub: RunStore, name: str) -> bool:
+    """Whether the run's resolved study has the trials and verdict thresholds of the shipped file it names (the
+    study's default or one of its tiers)."""
+    try:
+        run = load_run_study(sub)
+        ref = run.name if run.name and (run.name == name or run.name.startswith(f"{name}-")) else name
+        shipped = resolve_study(ref)
     except BindscaleError:
         return False
     same_trials = {t.trial_id for t in run.trials()} == {t.trial_id for t in shipped.trials()}
     return same_trials and _thresholds(run.verdicts) == _thresholds(shipped.verdicts) and not run.is_quick
+
+
+def recorded_result_version(sub: RunStore) -> int:
+    """The oldest result version among a run's records (``prov_result_version`` of its ``results.parquet``; a
+    record made before versions were recorded counts as 1), or its published ``provenance.json``'s."""
+    if sub.exists("provenance.json"):
+        try:
+            v = json.loads(sub.read_text("provenance.json")).get("result_version")
+            if isinstance(v, int):
+                return v
+        except (OSError, ValueError):
+            pass
+    if sub.exists("results.parquet"):
+        try:
+            import io
+
+            import pandas as pd
+
+            df = pd.read_parquet(io.BytesIO(sub.read_bytes("results.parquet")), columns=None)
+            if "prov_result_version" not in df.columns:
+                return 1
+            v = pd.to_numeric(df["prov_result_version"], errors="coerce").fillna(1)
+            return int(v.min()) if len(v) else 1
+        except (OSError, ValueError, ImportError):
+            pass
+    return 1
+
+
+def stale_reason(plugin: Any, recorded: int) -> str | None:
+    """Why a study's results are stale (made at an older result version than its code's), or None."""
+    current = int(getattr(plugin, "result_version", 1) or 1)
+    if recorded < current:
+        return (f"stale: made at result version {recorded}, the code is at {current} (its numbers have moved "
+                "since); not counted until re-run")
+    return None
 
 
 def _thresholds(verdicts: dict) -> dict:
@@ -96,67 +151,160 @@ def side_state(n_for: int, n_against: int) -> str:
     return "open"
 
 
+def _size(params: Any) -> str:
+    if not isinstance(params, (int, float)) or params != params or params <= 0:
+        return "size not recorded"
+    for div, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if params >= div:
+            return f"{params / div:.3g}{suffix} parameters"
+    return f"{params:.3g} parameters"
+
+
 def synthesis(claims: list[dict]) -> dict[str, Any]:
     """Apply :data:`RULES` to the claim rows: per-side tallies and states, and the answer's sentences.
 
-    Input: claim rows with ``claim``, ``side``, ``verdict`` and ``firm`` (bool).
-    Output: ``{"sides": {side: {"for", "against", "open", "smoke", "state"}}, "answer": [sentences]}``.
+    Input: claim rows with ``claim``, ``side``, ``verdict``, ``firm`` (bool; False for a smoke test or a stale
+    study), optionally ``own_hypothesis`` (bool) and ``params`` (the largest model of the claim's run).
+    Output: ``{"sides": {side: {"for", "against", "open", "smoke", "own_for", "own_against", "largest", "single",
+    "state"}}, "answer": [sentences]}``; ``largest`` maps each counted claim to its run's largest model, and
+    ``single`` is true when the side's state rests on one claim.
     """
     sides: dict[str, dict[str, Any]] = {}
     for side in SIDES:
         rows = [c for c in claims if c["side"] == side]
         firm = [c for c in rows if c["firm"]]
+        published = [c for c in firm if not c.get("own_hypothesis")]
+        own = [c for c in firm if c.get("own_hypothesis")]
         tally = {
-            "for": [c["claim"] for c in firm if c["verdict"] == "supported"],
-            "against": [c["claim"] for c in firm if c["verdict"] == "not_supported"],
+            "for": [c["claim"] for c in published if c["verdict"] == "supported"],
+            "against": [c["claim"] for c in published if c["verdict"] == "not_supported"],
             "open": [c["claim"] for c in firm if c["verdict"] == "inconclusive"],
             "smoke": [c["claim"] for c in rows if not c["firm"]],
+            "own_for": [c["claim"] for c in own if c["verdict"] == "supported"],
+            "own_against": [c["claim"] for c in own if c["verdict"] == "not_supported"],
+            "largest": {c["claim"]: c.get("params") for c in published if c["verdict"] in ("supported", "not_supported")},
         }
         tally["state"] = side_state(len(tally["for"]), len(tally["against"]))
+        tally["single"] = len(tally["for"]) + len(tally["against"]) == 1
         sides[side] = tally
 
-    def names(xs: list[str]) -> str:
-        return ", ".join(xs) if xs else "none"
+    def names(xs: list[str], side: str | None = None) -> str:
+        if not xs:
+            return "none"
+        if side is None:
+            return ", ".join(xs)
+        return ", ".join(f"{x} ({_size(sides[side]['largest'].get(x))})" for x in xs)
 
     def said(side: str) -> str:
         t = sides[side]
-        return f"supported — {names(t['for'])}; not supported — {names(t['against'])}"
+        return f"supported — {names(t['for'], side)}; not supported — {names(t['against'], side)}"
 
-    scale, binding, stops = (sides[s]["state"] for s in ("scale_suffices", "binding_needed", "where_scale_stops"))
+    def weight(side: str) -> str:
+        t = sides[side]
+        out = " It rests on a single published claim." if t["single"] else ""
+        if t["own_for"] or t["own_against"]:
+            out += (f" Own hypotheses beside it, not counted: supported — {names(t['own_for'])}; "
+                    f"not supported — {names(t['own_against'])}.")
+        return out
+
+    SCALE = "scale_suffices"
+    scale, binding, stops = (sides[s]["state"] for s in (SCALE, "binding_needed", "where_scale_stops"))
     answer = []
-    # Rule 4, the reading of the answer: one sentence on scale, read together with where it stops.
+    # The reading of the answer: one sentence on scale, read together with where it stops.
     if scale == "holds" and stops in ("rejected", "open"):
-        answer.append(f"Scale suffices in what was tested: every firm claim on that side is supported "
-                      f"({names(sides['scale_suffices']['for'])}) and no claim that scale stops somewhere holds.")
+        answer.append(f"Scale suffices in what was tested: every firm published claim on that side is supported "
+                      f"({names(sides['scale_suffices']['for'], 'scale_suffices')}) and no published claim that "
+                      f"scale stops somewhere holds.{weight('scale_suffices')}")
     elif scale in ("holds", "contested") and stops in ("holds", "contested"):
         against = sides["scale_suffices"]["against"]
         answer.append(f"Scale helps, with limits: supported that scale suffices — "
-                      f"{names(sides['scale_suffices']['for'])}"
-                      f"{f' (not supported — {names(against)})' if against else ''}; supported that scale stops "
-                      f"— {names(sides['where_scale_stops']['for'])}.")
+                      f"{names(sides['scale_suffices']['for'], 'scale_suffices')}"
+                      f"{f' (not supported — {names(against, SCALE)})' if against else ''}; "
+                      f"supported that scale stops — {names(sides['where_scale_stops']['for'], 'where_scale_stops')}."
+                      f"{weight('scale_suffices')}")
     elif scale == "contested":
-        answer.append(f"Whether scale suffices is contested: {said('scale_suffices')}.")
+        answer.append(f"Whether scale suffices is contested: {said('scale_suffices')}.{weight('scale_suffices')}")
     elif scale == "rejected":
         answer.append(f"The evidence is against scale sufficing: not supported — "
-                      f"{names(sides['scale_suffices']['against'])}.")
+                      f"{names(sides['scale_suffices']['against'], 'scale_suffices')}.{weight('scale_suffices')}")
     else:
-        answer.append("No firm evidence yet on whether scale suffices.")
-    # Every side is named in every state (issue 31, item 8): where scale stops has its own sentence.
+        answer.append(f"No firm evidence yet on whether scale suffices.{weight('scale_suffices')}")
+    # Every side is named in every state: where scale stops has its own sentence.
     answer.append({
-        "holds": f"Scale stops somewhere in what was tested: supported — {names(sides['where_scale_stops']['for'])}.",
+        "holds": f"Scale stops somewhere in what was tested: supported — "
+                 f"{names(sides['where_scale_stops']['for'], 'where_scale_stops')}.",
         "contested": f"Whether scale stops somewhere is contested: {said('where_scale_stops')}.",
-        "rejected": f"No claim that scale stops somewhere holds: not supported — "
-                    f"{names(sides['where_scale_stops']['against'])}.",
+        "rejected": f"No published claim that scale stops somewhere holds: not supported — "
+                    f"{names(sides['where_scale_stops']['against'], 'where_scale_stops')}.",
         "open": "No firm evidence yet on where scale stops.",
-    }[stops])
+    }[stops] + weight("where_scale_stops"))
     answer.append({
         "holds": f"Explicit binding has the advantage its sources claim where tested "
-                 f"({names(sides['binding_needed']['for'])}; each claim's statement says which).",
+                 f"({names(sides['binding_needed']['for'], 'binding_needed')}; each claim's statement says which).",
         "contested": f"The evidence on explicit binding is mixed: {said('binding_needed')}.",
-        "rejected": f"Explicit binding showed no advantage ({names(sides['binding_needed']['against'])}).",
+        "rejected": f"Explicit binding showed no advantage "
+                    f"({names(sides['binding_needed']['against'], 'binding_needed')}).",
         "open": "No firm evidence yet on explicit binding.",
-    }[binding])
+    }[binding] + weight("binding_needed"))
     return {"sides": sides, "answer": answer}
+
+
+def _clock(seconds: Any) -> str:
+    if not isinstance(seconds, (int, float)):
+        return "?"
+    m = round(seconds / 60)
+    return f"{seconds:.0f} s" if seconds < 90 else f"{m} min" if m < 90 else f"{m / 60:.1f} h"
+
+
+def next_tier(study: str, tier: str, files: Any) -> str | None:
+    """The shipped study file one step up from ``tier``: the default's ``-full``, ``-full``'s ``-paper``."""
+    for step in ((f"{study}-full", f"{study}-paper") if not tier.endswith(("-full", "-paper")) else
+                 (f"{study}-paper",) if tier.endswith("-full") else ()):
+        if step in files:
+            return step
+    return None
+
+
+def what_would_decide(row: dict, details: dict, estimates: dict | None) -> dict[str, Any] | None:
+    """For an inconclusive claim, what would decide it: the competence gate it missed (which cells, their values)
+    or the interval too wide for its margin, and the tier one step up with its dry-run time on 2 CPU cores and on
+    one GPU (``estimates``: :func:`bindscale.run.dryrun.tier_estimates`, carried by a published folder's
+    provenance). None for a decided claim.
+
+    Returns: ``{"why", "missed", "tier", "cpu_wall_s", "gpu_wall_s", "text"}``.
+    """
+    if row.get("verdict") != "inconclusive":
+        return None
+    missed = []
+    for g in details.get("gates") or []:
+        for label in g.get("missed") or ():
+            fit = (g.get("cells") or {}).get(label)
+            missed.append(f"{label}: {g.get('metric')} {'not recorded' if fit is None else f'{fit:.3g}'} "
+                          f"{'<' if g.get('higher', True) else '>'} {g.get('level')}")
+    lo, hi, value = row.get("ci_low"), row.get("ci_high"), row.get("value")
+    finite = all(isinstance(x, (int, float)) and x == x for x in (lo, hi, value))
+    seeds = row.get("seeds_per_cell")
+    if missed:
+        why = (f"a competence gate missed in {len(missed)} deciding cell{'s' if len(missed) > 1 else ''} "
+               f"({'; '.join(missed[:3])}{'; …' if len(missed) > 3 else ''}): models that learn their training task")
+    elif finite:
+        why = (f"a narrower interval than [{lo:.3g}, {hi:.3g}]: its width shrinks as 1/√seeds, so halving it takes "
+               f"4× the seeds{f' (now {seeds} per deciding cell)' if seeds else ''}")
+    else:
+        why = "a deciding value: too few finite seeds or no deciding cell (the reason says which)"
+    files = registry.builtin_files()
+    tier = next_tier(row["study"], str(row.get("tier") or row["study"]), files)
+    est = (estimates or {}).get(tier) if tier else None
+    cpu, gpu = (est or {}).get("cpu_wall_s"), (est or {}).get("gpu_wall_s")
+    if tier is None:
+        where = "no larger shipped tier: a new recipe or a larger machine"
+    elif est:
+        gpu_text = f"{_clock(gpu[0])}–{_clock(gpu[1])} on one GPU" if gpu else "no GPU estimate"
+        where = f"`{tier}` (dry run: ~{_clock(cpu)} on 2 CPU cores, {gpu_text})"
+    else:
+        where = f"`{tier}` (`bindscale run {tier} --dry-run` estimates its time)"
+    return {"why": why, "missed": missed, "tier": tier, "cpu_wall_s": cpu, "gpu_wall_s": gpu,
+            "text": f"Would be decided by {why}; the tier to run: {where}."}
 
 
 def _seeds(details: dict) -> Any:
@@ -221,6 +369,11 @@ def collect(run_dir: "str | Path") -> dict[str, Any]:
     store = RunStore.of(run_dir)
     studies: dict[str, dict] = {}
     claims: list[dict] = []
+    try:  # a published folder carries the shipped tiers' dry-run times (bindscale publish computes them)
+        estimates = json.loads(store.read_text("provenance.json")).get("tier_estimates") \
+            if store.exists("provenance.json") else None
+    except (OSError, ValueError):
+        estimates = None
     names = registry.run_order()  # as `run all` runs them
     for name in names:
         plugin = registry.builtin()[name]
@@ -229,8 +382,15 @@ def collect(run_dir: "str | Path") -> dict[str, Any]:
             studies[name] = {"run": False, "claims": [c.name for c in plugin.claims]}
             continue
         summary = json.loads(sub.read_text("summary.json"))
-        status = _status_of(summary, sub, name)
+        recorded = recorded_result_version(sub)
+        stale = stale_reason(plugin, recorded)
+        status = _status_of(summary, sub, name, stale)
+        prov = json.loads(sub.read_text("provenance.json")) if sub.exists("provenance.json") else {}
         studies[name] = {"run": True, "status": status, "report": f"{name}/report.html",
+                         "tier": prov.get("tier") or run_tier(sub, name), "stale": stale is not None,
+                         "result_version": recorded,
+                         "code_result_version": int(getattr(plugin, "result_version", 1) or 1),
+                         "provenance": prov or None,
                          "n_trials": summary.get("n_trials"), "n_ok": summary.get("n_ok"),
                          "n_failed": summary.get("n_failed"), "n_diverged": summary.get("n_diverged"),
                          "quick": bool(summary.get("quick")), "generated": summary.get("generated")}
@@ -252,21 +412,27 @@ def collect(run_dir: "str | Path") -> dict[str, Any]:
                 "ci_high": v.get("ci_high"), "n_trials": v.get("n_trials"), "seeds_per_cell": _seeds(details),
                 "reason": _finding(v, details), "rule": rule, "caveat": details.get("caveat"),
                 "gates": gate_lines(details),
-                "firm": status == "firm", "run_status": status,
+                "firm": status == "firm", "run_status": status, "stale": stale is not None,
+                "tier": studies[name]["tier"],
                 "figure": f"{name}/figures/{figure}.png" if figure else None,
                 "report": f"{name}/report.html#claim-{v['claim']}",
                 "anchor": anchor.as_dict() if anchor is not None else None, "params": params,
+                "own_hypothesis": bool(getattr(c, "own_hypothesis", False)) if c else False,
             }
+            row["decide"] = what_would_decide(row, details, estimates)
             row["relation"] = relation(row, anchor, params)
+            row["distance"] = distance(row, anchor, params)
             claims.append(row)
     order = list(SIDES)
     claims.sort(key=lambda c: order.index(c["side"]) if c["side"] in order else len(order))  # stable: study order
     syn = synthesis(claims)
     missing = {
         "studies_not_run": [n for n, s in studies.items() if not s["run"]],
-        "inconclusive": [{"claim": c["claim"], "study": c["study"], "reason": c["reason"]}
+        "inconclusive": [{"claim": c["claim"], "study": c["study"], "reason": c["reason"],
+                          "decide": (c.get("decide") or {}).get("text")}
                          for c in claims if c["verdict"] == "inconclusive"],
-        "smoke_tests": [n for n, s in studies.items() if s["run"] and s["status"] != "firm"],
+        "smoke_tests": [n for n, s in studies.items() if s["run"] and s["status"] != "firm" and not s["stale"]],
+        "stale": [n for n, s in studies.items() if s["run"] and s["stale"]],
     }
     return {"question": QUESTION, "generated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "rules": list(RULES), "relation_rule": RELATION_RULE, "sides": dict(SIDES), "studies": studies, "claims": claims,
@@ -276,7 +442,7 @@ def collect(run_dir: "str | Path") -> dict[str, Any]:
 def _beside_the_number(data: dict, store: RunStore) -> None:
     """Give each claim row its verdict's ``unparsable`` share (a generated-answer study's, from its summary:
     :func:`bindscale.report.html.unparsable_share`) where the row has none, so the page shows it beside the
-    number (issue 34, item 6)."""
+    number (a low score that is mostly unparsable output must say so)."""
     verdicts: dict[str, dict] = {}
     for c in data["claims"]:
         if "unparsable" in c:

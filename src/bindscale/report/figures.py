@@ -5,15 +5,15 @@ function of the results table (all rows) returning a base64-encoded PNG, or
 None when its data are missing. The report hands the figure set its verdict
 dicts, so that a figure draws a number a verdict computed (a fit, a bootstrap
 interval) instead of computing it again: it never shows another value than
-the verdict prints. Conventions every figure follows (issue "Report fit to
-read", item 5):
+the verdict prints. Conventions every figure follows, so that
+figures of different studies read alike:
 
 - every plotted mean over seeds carries its 95% Student t interval
   (``bindscale.verdicts.stats.mean_ci``) as an error bar or band, and the figure says how
-  many seeds (:func:`_ci_note`);
-- legends sit outside the axes, below them (:func:`_legend`), in font size 8;
+  many seeds (:func:`ci_note`);
+- legends sit outside the axes, below them (:func:`legend`), in font size 8;
 - an axis of problem size or depth with an in-distribution range shades it and the
-  out-of-distribution range beyond it, each labelled (:func:`_id_ood_spans`);
+  out-of-distribution range beyond it, each labelled (:func:`id_ood_spans`);
 - axes are labelled in words with units, never with a raw column name.
 
 Figures are drawn on ``matplotlib.figure.Figure`` with the Agg canvas
@@ -39,7 +39,9 @@ from matplotlib.transforms import blended_transform_factory
 
 from bindscale.verdicts.stats import mean_ci
 
-__all__ = ["render", "N_BOOT", "FIGSIZE"]
+__all__ = ["render", "N_BOOT", "FIGSIZE", "SMALL", "ID_COLOUR", "OOD_COLOUR", "CI_WORDS", "new_figure", "to_base64",
+           "seed_summary", "summary_of", "error_lengths", "errorbar", "band", "ci_note", "legend", "id_ood_spans",
+           "count_label", "log_counts", "log_x", "fixed_qualifiers", "titled", "two_decimals", "curve_values"]
 
 log = logging.getLogger(__name__)
 N_BOOT = 1000  # unused by the t intervals of the error bars; kept for callers' signatures
@@ -54,11 +56,11 @@ CI_WORDS = "mean ± 95% t interval over seeds"
 
 # ----------------------------------------------------------------- helpers --
 
-def _new_figure() -> tuple[Figure, Any]:
+def new_figure() -> tuple[Figure, Any]:
     """A new report-sized figure (:data:`FIGSIZE` inches at 100 dpi, constrained layout) and its one axes.
 
     Uses matplotlib's object API with the Agg canvas (no pyplot state: safe in worker threads).
-    Output: ``(figure, axes)``; render it with :func:`_to_b64` (``bindscale.kit.to_base64``).
+    Output: ``(figure, axes)``; render it with :func:`to_base64`.
     """
     fig = Figure(figsize=FIGSIZE, dpi=100, layout="constrained")
     FigureCanvasAgg(fig)
@@ -67,14 +69,14 @@ def _new_figure() -> tuple[Figure, Any]:
     return fig, ax
 
 
-def _to_b64(fig: Figure) -> str:
+def to_base64(fig: Figure) -> str:
     """Render a figure to PNG and return it base64-encoded (ASCII)."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def _summary(rows: pd.DataFrame, by: str | list[str], col: str) -> pd.DataFrame:
+def seed_summary(rows: pd.DataFrame, by: str | list[str], col: str) -> pd.DataFrame:
     """Mean of ``col`` per group with its Student t 95% interval: columns by..., mean, lo, hi, n."""
     out = []
     for key, g in rows.groupby(by, sort=True):
@@ -85,7 +87,7 @@ def _summary(rows: pd.DataFrame, by: str | list[str], col: str) -> pd.DataFrame:
     return pd.DataFrame(out, columns=cols)
 
 
-def _summary_of(values: Mapping[Any, Any], key: str = "x") -> pd.DataFrame:
+def summary_of(values: Mapping[Any, Any], key: str = "x") -> pd.DataFrame:
     """Mean and Student t 95% interval of each list in ``values`` (x -> values over seeds): columns key, mean, lo, hi, n.
 
     Rows in the order of sorted x; an x without a finite value is left out.
@@ -99,7 +101,7 @@ def _summary_of(values: Mapping[Any, Any], key: str = "x") -> pd.DataFrame:
     return pd.DataFrame(out, columns=[key, "mean", "lo", "hi", "n"])
 
 
-def _yerr(s: pd.DataFrame, bounds: tuple[float, float] | None = None) -> np.ndarray:
+def error_lengths(s: pd.DataFrame, bounds: tuple[float, float] | None = None) -> np.ndarray:
     """Asymmetric error-bar lengths from columns mean, lo, hi (NaN bounds draw no bar).
 
     ``bounds``: the range the quantity can take (a share: (0, 1)); the interval is drawn clipped to it.
@@ -111,15 +113,15 @@ def _yerr(s: pd.DataFrame, bounds: tuple[float, float] | None = None) -> np.ndar
     return np.nan_to_num(np.clip(yerr, 0, None))
 
 
-def _errorbar(ax: Any, x: Any, s: pd.DataFrame, bounds: tuple[float, float] | None = None, **kw: Any) -> Any:
+def errorbar(ax: Any, x: Any, s: pd.DataFrame, bounds: tuple[float, float] | None = None, **kw: Any) -> Any:
     """Plot means with their asymmetric 95% interval as error bars (NaN bounds draw no bar)."""
     if "fmt" not in kw:
         kw.setdefault("marker", "o")
     kw.setdefault("capsize", 3)
-    return ax.errorbar(x, s["mean"], yerr=_yerr(s, bounds), **kw)
+    return ax.errorbar(x, s["mean"], yerr=error_lengths(s, bounds), **kw)
 
 
-def _band(ax: Any, x: Any, s: pd.DataFrame, bounds: tuple[float, float] | None = None, **kw: Any) -> None:
+def band(ax: Any, x: Any, s: pd.DataFrame, bounds: tuple[float, float] | None = None, **kw: Any) -> None:
     """Plot means as a line with their 95% interval as a shaded band (for dense x, e.g. training steps)."""
     (line,) = ax.plot(x, s["mean"], **kw)
     lo, hi = s["lo"].to_numpy(float), s["hi"].to_numpy(float)
@@ -138,7 +140,7 @@ def _n_seeds(ns: Any) -> str:
     return f"n = {lo}" if lo == hi else f"n = {lo}–{hi}"
 
 
-def _ci_note(ns: Any, over: str = "seeds") -> str:
+def ci_note(ns: Any, over: str = "seeds") -> str:
     """Title qualifier saying what the error bars are: 'mean ± 95% t interval over seeds, n = 8'.
 
     ``over``: what a mean is over, when not seeds alone (e.g. 'seeds × hold-outs', 'base models').
@@ -146,7 +148,7 @@ def _ci_note(ns: Any, over: str = "seeds") -> str:
     return f"{CI_WORDS.replace('seeds', over)}, {_n_seeds(ns)}"
 
 
-def _legend(ax: Any, ncol: int | None = None, handles: list | None = None, labels: list | None = None,
+def legend(ax: Any, ncol: int | None = None, handles: list | None = None, labels: list | None = None,
             title: str | None = None) -> None:
     """The legend below the axes (outside them: it never covers a point), font size :data:`SMALL`.
 
@@ -173,7 +175,7 @@ def _legend(ax: Any, ncol: int | None = None, handles: list | None = None, label
     fig.set_size_inches(w, h + box.height / fig.dpi + 0.05)
 
 
-def _id_ood_spans(ax: Any, boundary: float, in_label: str = "in distribution",
+def id_ood_spans(ax: Any, boundary: float, in_label: str = "in distribution",
                   out_label: str = "out of distribution") -> None:
     """Shade the x range up to ``boundary`` (in distribution) and beyond it (out of distribution).
 
@@ -194,7 +196,7 @@ def _id_ood_spans(ax: Any, boundary: float, in_label: str = "in distribution",
     ax.set_xlim(lo, hi)
 
 
-def _count(v: float) -> str:
+def count_label(v: float) -> str:
     """A count for a tick label: 950, 26.6k, 1.2M."""
     for div, suffix in ((1e6, "M"), (1e3, "k")):
         if abs(v) >= div:
@@ -202,16 +204,16 @@ def _count(v: float) -> str:
     return f"{v:g}"
 
 
-def _log_counts(ax: Any, values: Any) -> None:
+def log_counts(ax: Any, values: Any) -> None:
     """Log x axis of counts (parameters) with the actual values as tick labels (26.6k, 101k) when few."""
     vals = sorted(set(float(v) for v in values if np.isfinite(v) and v > 0))
     ax.set_xscale("log")
     if 1 <= len(vals) <= 8:
-        ax.set_xticks(vals, [_count(v) for v in vals])
+        ax.set_xticks(vals, [count_label(v) for v in vals])
         ax.minorticks_off()
 
 
-def _log_x(ax: Any, values: Any, base: int = 2) -> None:
+def log_x(ax: Any, values: Any, base: int = 2) -> None:
     """Log x axis with the actual values as tick labels when they are few."""
     vals = sorted(set(float(v) for v in values if np.isfinite(v) and v > 0))
     ax.set_xscale("log", base=base)
@@ -221,12 +223,12 @@ def _log_x(ax: Any, values: Any, base: int = 2) -> None:
         ax.minorticks_off()
 
 
-def _fixed(note: dict[str, Any]) -> list[str]:
+def fixed_qualifiers(note: dict[str, Any]) -> list[str]:
     """Qualifiers naming the values a restriction held fixed: ['depth 3']."""
     return [f"{k.removesuffix('_used')} {v}" for k, v in note.items() if k.endswith("_used")]
 
 
-def _title(ax: Any, main: str, quals: list[str]) -> None:
+def titled(ax: Any, main: str, quals: list[str]) -> None:
     """Title with its qualifiers (holdout, fixed depth, what the error bars are...) in parentheses below
     it, wrapped to the figure's width."""
     lines: list[str] = []
@@ -239,12 +241,12 @@ def _title(ax: Any, main: str, quals: list[str]) -> None:
     ax.set_title(main + (f"\n({quals_text})" if quals_text else ""), fontsize=11)
 
 
-def _two(v: float) -> str:
+def two_decimals(v: float) -> str:
     """Two decimals, or n/a for an undefined value."""
     return f"{v:.2f}" if math.isfinite(v) else "n/a"
 
 
-def _as_list(v: Any) -> list[float] | None:
+def curve_values(v: Any) -> list[float] | None:
     """A curve cell (list, array, or JSON string) as a list of floats, or None."""
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return None

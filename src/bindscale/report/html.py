@@ -181,7 +181,7 @@ UNPARSABLE = "unparsable_"
 def unparsable_share(df: pd.DataFrame) -> dict[str, float] | None:
     """The share of unparsable test answers over the run's ok trials, where its records have one
     (``unparsable_<part>`` columns): ``{"mean", "min", "max"}`` over trials (each trial's mean over parts);
-    None for a study without generated answers. Shown beside every verdict's number (issue 34, item 6): a
+    None for a study without generated answers. Shown beside every verdict's number: a
     low score that is mostly unparsable output must say so."""
     cols = [c for c in df.columns if str(c).startswith(UNPARSABLE)
             and not str(c).endswith(("_train", "_heldout"))]

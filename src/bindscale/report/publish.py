@@ -1,28 +1,28 @@
-"""Publish a ``run all`` directory's answer into the repository (``docs/answer/``), issue 34 item 8.
+"""Publish studies' answers into the repository (``docs/answer/``): one study's run at a time, or a
+``run all`` directory.
 
-``publish(run_dir, to)`` copies, for every study the run finished, what a reader needs and nothing
-per trial beyond one small table: the study's resolved file (``study.yaml``), ``summary.json``, its
-verdicts as ``verdicts.csv``, ``report.html``, ``figures/*.png`` and ``results.parquet`` (one row
-per trial). It then builds ``answer.html`` / ``answer.json`` from those copies
-(:func:`bindscale.report.answer.build_answer`), writes ``provenance.json`` (the commit the studies ran at,
-the machine, its CPU, each study's wall time) and ``README.md`` (the synthesis, the claims, how to
-regenerate), and, when asked, rewrites the block of a README between :data:`BEGIN` and :data:`END`
-with the same synthesis, so the repository's README opens with the answer.
+``publish(run_dir, to)`` merges into ``to``, for every study the run finished, what a reader needs and
+nothing per trial beyond one small table: the study's resolved file (``study.yaml``), ``summary.json``, its
+verdicts as ``verdicts.csv``, ``report.html``, ``figures/*.png``, ``results.parquet`` (one row per trial) and
+the study's own ``provenance.json`` (tier, commit, result version, CPU, date, wall time, seeds). Studies
+already in ``to`` and not in this run are kept. It then rebuilds ``answer.html`` / ``answer.json`` from every
+study in ``to`` (:func:`bindscale.report.answer.build_answer`), the top ``provenance.json``, ``README.md`` and
+``MANIFEST.json`` (every file publish wrote, with its hash), and, when asked, rewrites the block of a README
+between :data:`BEGIN` and :data:`END` with the same synthesis.
 
-Reading the run directory never writes to it: publishing a live ``run all`` (``run all --publish``
-does it after every study) is safe, and the studies not finished yet are listed as not run.
-
-Layer: beside the answer page; it imports the runner's storage and the answer builder, never a trainer.
+Publish never deletes or overwrites a file it did not write: a target holding one (or a file it wrote and
+someone edited since) is refused before anything is written. Reading the run directory never writes to it:
+publishing a live ``run all`` (``run all --publish`` does it after every study) is safe.
 """
 
 from __future__ import annotations
 
 import csv
 import datetime as _dt
+import hashlib
 import io
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ from bindscale.report.answer import build_answer
 from bindscale.core.errors import ConfigError
 from bindscale.core.fmt import fmt_ci, verdict_words
 from bindscale.core.machine import describe as machine
-from bindscale.store.rundir import STUDY_FILE
+from bindscale.store.rundir import STUDY_FILE, load_run_study
 from bindscale.store.storage import RunStore, is_url
 
 #: The README block :func:`publish` rewrites (the markers stay; what lies between them is replaced).
@@ -43,6 +43,12 @@ END = "<!-- answer:end -->"
 #: The one command that regenerates the published answer (README and provenance.json say it).
 REGENERATE = "bindscale run all --publish docs/answer && bindscale publish runs/all --readme README.md"
 FILES = (STUDY_FILE, "summary.json", "report.html", "results.parquet", "timing.json")
+#: Each published study's own provenance (tier, commit, result version, CPU, date, wall time, seeds).
+STUDY_PROVENANCE = "provenance.json"
+#: Files publish writes at the top of the published folder.
+TOP_FILES = ("provenance.json", "answer.html", "answer.json", "README.md")
+#: The list of every file publish wrote into the folder, with its hash: anything else there is foreign.
+MANIFEST = "MANIFEST.json"
 
 VERDICT_COLUMNS = ("claim", "verdict", "statistic", "value", "ci_low", "ci_high", "n_trials", "reason")
 
@@ -60,7 +66,7 @@ def git_commit(where: "str | Path" = ".") -> str | None:
 
 
 def study_wall_seconds(sub: RunStore) -> float | None:
-    """A study's wall time: ``timing.json`` (written by the runner since issue 34) when present, else the
+    """A study's wall time: ``timing.json`` (which the runner writes; older run directories have none) when present, else the
     seconds between its ``study.yaml`` (written when the run starts) and its ``summary.json`` (written
     last) in a local directory; None when neither is known. A resumed study's span covers its pauses."""
     if sub.exists("timing.json"):
@@ -87,35 +93,50 @@ def verdicts_csv(summary: dict) -> str:
 
 
 def synthesis_markdown(answer: dict, link: str | None = None) -> str:
-    """The answer in Markdown: the synthesis sentences, then one line per claim (verdict, number with its
-    interval, the source's headline), as README opens with it."""
+    """The answer in Markdown: the synthesis sentences, then one line per claim (tier, verdict, number with its
+    interval, distance to the source: measure and scale, and the one-word relation where its rule applies), as
+    README opens with it."""
     lines = []
     for s in answer["synthesis"]["answer"]:
         lines.append(f"- {s}")
     lines.append("")
-    lines.append("| study | claim | verdict | bindscale (95% CI) | relation to the source |")
+    lines.append("| study (tier) | claim | verdict | bindscale (95% CI) | measure and scale beside the source |")
     lines.append("|---|---|---|---|---|")
     for c in answer["claims"]:
         rel = (c.get("relation") or {}).get("word") or ""
-        lines.append(f"| {c['study']} | {c['claim']} | {verdict_words(c['verdict'], not c.get('firm'))} | "
-                     f"{fmt_ci(c.get('value'), c.get('ci_low'), c.get('ci_high'))} | {rel} |")
+        dist = (c.get("distance") or {}).get("text") or ""
+        word = f"**{rel}**; " if rel in ("reproduced", "contradicted") else ""
+        own = " (own hypothesis)" if c.get("own_hypothesis") else ""
+        lines.append(f"| {c['study']} (`{c.get('tier') or c['study']}`) | {c['claim']}{own} | "
+                     f"{verdict_words(c['verdict'], not c.get('firm'), bool(c.get('stale')))} | "
+                     f"{fmt_ci(c.get('value'), c.get('ci_low'), c.get('ci_high'))} | {word}{dist} |")
     not_run = answer["missing"]["studies_not_run"]
     if not_run:
         lines.append("")
         lines.append(f"Not run (yet): {', '.join(not_run)}.")
+    stale = answer["missing"].get("stale") or []
+    if stale:
+        lines.append("")
+        lines.append(f"Stale (made by code whose numbers have moved since; not counted): {', '.join(stale)}.")
     if link:
         lines.append("")
         lines.append(f"Every claim with its reason, gates, source headline and figure: [{link}]({link}).")
     return "\n".join(lines) + "\n"
 
 
-def _copy_study(src: RunStore, dst: RunStore) -> None:
+def _copy_study(src: RunStore, dst: RunStore) -> list[str]:
+    """Copy one study's published files; returns their paths relative to ``dst``."""
+    written = []
     for name in FILES:
         if src.exists(name):
             dst.write_bytes(name, src.read_bytes(name))
+            written.append(name)
     for fig in src.list("figures", ".png"):
         dst.write_bytes(f"figures/{fig}", src.read_bytes(f"figures/{fig}"))
+        written.append(f"figures/{fig}")
     dst.write_text("verdicts.csv", verdicts_csv(json.loads(src.read_text("summary.json"))))
+    written.append("verdicts.csv")
+    return written
 
 
 def check_target(to: "str | Path") -> None:
@@ -132,40 +153,170 @@ def check_target(to: "str | Path") -> None:
         raise ConfigError(f"--to {to}: a file, not a folder")
 
 
-def publish(run_dir: "str | Path", to: "str | Path" = "docs/answer", *, commit: str | None = None,
-            readme: "str | Path | None" = None) -> dict[str, Any]:
-    """Copy a ``run all`` directory's finished studies into ``to`` and build the answer there.
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
-    Args:
-        run_dir: a directory written by ``bindscale run all`` (read only).
-        to: the published folder; each study's old copy is replaced, nothing else in it is touched.
-        commit: the commit the studies ran at (default: ``git rev-parse HEAD`` of the working directory).
-        readme: a Markdown file holding the :data:`BEGIN` / :data:`END` markers; the block between them
-            becomes the synthesis and the claim table, with a link to ``to``'s answer page.
 
-    Returns: ``{"answer": answer.json's data, "provenance": provenance.json's data}``.
+def _legacy_owned(rel: str) -> bool:
+    """Whether a file of a folder published before the manifest existed has a name publish writes: the top
+    files, and per built-in study its copied files, ``verdicts.csv``, ``provenance.json`` and figures."""
+    parts = rel.split("/")
+    if len(parts) == 1:
+        return rel in TOP_FILES
+    if parts[0] not in registry.builtin():
+        return False
+    if len(parts) == 2:
+        return parts[1] in (*FILES, "verdicts.csv", STUDY_PROVENANCE)
+    return len(parts) == 3 and parts[1] == "figures" and parts[2].endswith(".png")
+
+
+def owned_files(to: "str | Path") -> dict[str, str | None]:
+    """The files of ``to`` that publish wrote: relative path -> sha256 as written (None for a folder published
+    before :data:`MANIFEST` existed, whose files are recognised by their names)."""
+    root = Path(to)
+    if (root / MANIFEST).is_file():
+        try:
+            files = json.loads((root / MANIFEST).read_text(encoding="utf-8"))["files"]
+        except (ValueError, KeyError, TypeError):
+            raise ConfigError(f"--to {to}: {MANIFEST} is not the manifest bindscale publish writes; "
+                              "restore it from git or publish into an empty folder") from None
+        return {str(k): (str(v) if v else None) for k, v in files.items()}
+    if not root.is_dir():
+        return {}
+    return {rel: None for rel in _files_under(root) if _legacy_owned(rel)}
+
+
+def _files_under(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() or p.is_symlink())
+
+
+def check_foreign(to: "str | Path") -> dict[str, str | None]:
+    """Refuse, before anything is written, a target holding a file publish did not write, or a file it wrote
+    that has since been edited (publish never deletes or overwrites either). Returns :func:`owned_files`.
 
     Raises:
-        ConfigError: ``to`` is a URL (the published folder is a local one, kept in git);
-            ``run_dir`` is not a ``run all`` directory or none of its studies has finished;
-            ``readme`` lacks the markers. Nothing is written then.
+        ConfigError: naming up to five such files, in one line.
     """
-    check_target(to)
+    root = Path(to)
+    owned = owned_files(to)
+    if not root.is_dir():
+        return owned
+    foreign = [rel for rel in _files_under(root) if rel != MANIFEST and rel not in owned]
+    edited = [rel for rel, sha in owned.items() if sha and (root / rel).is_file() and _sha256(root / rel) != sha]
+    if foreign or edited:
+        what = [*(f"{r} (not written by publish)" for r in foreign), *(f"{r} (edited since publish wrote it)" for r in edited)]
+        more = f" and {len(what) - 5} more" if len(what) > 5 else ""
+        raise ConfigError(f"--to {to}: holds files bindscale publish would not touch: {', '.join(what[:5])}{more}; "
+                          "move them out, or publish into another folder")
+    return owned
+
+
+def _sources(run_dir: "str | Path") -> tuple[RunStore, dict[str, RunStore]]:
+    """The studies a run directory holds: one study's run (its ``summary.json`` at the top, named by the study
+    it ran) or a ``run all`` directory (one subfolder per finished study). Quick runs and unknown studies are
+    refused.
+
+    Raises:
+        ConfigError: nothing finished to publish, a quick (smoke-test) run, or a study not built in.
+    """
     src = RunStore.of(run_dir)
     if src.exists("summary.json"):
-        raise ConfigError(f"{run_dir}: one study's run directory; publish takes a `bindscale run all` directory "
-                          "(runs/all), whose answer covers every study")
-    names = [n for n in registry.run_order() if src.exists(f"{n}/summary.json")]
-    quick = [n for n in names if json.loads(src.read_text(f"{n}/summary.json")).get("quick")]
-    if quick:
-        # A smoke test published over docs/answer would replace every study's committed answer (the folder
-        # holds one run): refused before anything is written.
-        raise ConfigError(f"{run_dir}: {', '.join(quick)} ran with --quick, a smoke test, not an answer to publish; "
-                          "publish a default `bindscale run all`")
-    if not names:
+        name = json.loads(src.read_text("summary.json")).get("study")
+        if name not in registry.builtin():
+            raise ConfigError(f"{run_dir}: a run of study {name!r}, which is not a built-in study; the published answer "
+                              f"covers the built-in ones ({', '.join(registry.run_order())})")
+        found = {name: src}
+    else:
+        found = {n: RunStore.of(src.where(n)) for n in registry.run_order() if src.exists(f"{n}/summary.json")}
+    if not found:
         started = [n for n in registry.run_order() if src.exists(f"{n}/{STUDY_FILE}")]
-        raise ConfigError(f"{run_dir}: no finished study to publish (a `bindscale run all` directory with at least "
-                          f"one study's summary.json){'; started: ' + ', '.join(started) if started else ''}")
+        raise ConfigError(f"{run_dir}: no finished study to publish (one study's run directory, or a `bindscale run all` "
+                          f"directory with at least one study's summary.json){'; started: ' + ', '.join(started) if started else ''}")
+    quick = [n for n, sub in found.items() if json.loads(sub.read_text("summary.json")).get("quick")]
+    if quick:
+        raise ConfigError(f"{run_dir}: {', '.join(quick)} ran with --quick, a smoke test, not an answer to publish; "
+                          "publish a default or -full run")
+    return src, found
+
+
+def _mode(values: list) -> Any:
+    vals = [v for v in values if v is not None and v == v]
+    return max(set(vals), key=vals.count) if vals else None
+
+
+def study_provenance(sub: RunStore, name: str, commit: str | None) -> dict[str, Any]:
+    """One study's provenance, read from its run: the tier (the study file it ran: ``scaling``,
+    ``scaling-full``), the commit and result version its records were made at, the CPU, the date, the wall time,
+    trials, seeds per deciding cell and the largest model. Records carry no CPU before December 2026: the
+    publishing machine's is given then, and said to be so."""
+    summary = json.loads(sub.read_text("summary.json"))
+    try:
+        tier = load_run_study(sub).name
+    except ConfigError:
+        tier = name
+    prov: dict[str, Any] = {}
+    if sub.exists("results.parquet"):
+        try:
+            import pandas as pd
+
+            df = pd.read_parquet(io.BytesIO(sub.read_bytes("results.parquet")))
+            for col in ("prov_git_hash", "prov_cpu", "prov_torch_version", "prov_device"):
+                if col in df.columns:
+                    prov[col[5:]] = _mode(df[col].tolist())
+            versions = (pd.to_numeric(df["prov_result_version"], errors="coerce").fillna(1) if "prov_result_version"
+                        in df.columns else pd.Series([1] * len(df), dtype=float))
+            prov["result_version"] = int(versions.min()) if len(versions) else 1
+        except (OSError, ValueError, ImportError):
+            pass
+    seeds = [s for v in summary.get("verdicts") or [] for s in [(v.get("details") or {}).get("seeds_per_cell")]
+             if isinstance(s, int)]
+    wall = study_wall_seconds(sub)
+    here = machine()
+    return {
+        "study": name, "tier": tier,
+        "commit": prov.get("git_hash") or commit or git_commit(),
+        "result_version": prov.get("result_version", 1),
+        "cpu": prov.get("cpu") or here.get("cpu"), "cpu_recorded": bool(prov.get("cpu")),
+        "device": prov.get("device"), "torch": prov.get("torch_version") or here.get("torch"),
+        "date": (summary.get("generated") or "")[:10] or None,
+        "wall_seconds": None if wall is None else round(wall, 1),
+        "n_trials": summary.get("n_trials"), "n_ok": summary.get("n_ok"),
+        "seeds_per_deciding_cell": min(seeds) if seeds else None,
+        "report_generated": summary.get("generated"),
+    }
+
+
+def publish(run_dir: "str | Path", to: "str | Path" = "docs/answer", *, commit: str | None = None,
+            readme: "str | Path | None" = None, tier_estimates: dict | None = None) -> dict[str, Any]:
+    """Merge one study's run, or every finished study of a ``run all`` directory, into the published folder
+    ``to`` and rebuild the answer there from every study it holds.
+
+    Each study published replaces that study's own earlier copy (the files publish wrote for it, listed in
+    ``to``'s :data:`MANIFEST`); every other study in ``to`` is kept as it was, with its own provenance
+    (``<study>/provenance.json``: tier, commit, result version, CPU, date, wall time, seeds). A file in ``to``
+    that publish did not write, or one it wrote that was edited since, is never deleted or overwritten: the
+    whole publish is refused before anything is written.
+
+    Args:
+        run_dir: one study's run directory (``bindscale run scaling-full --out DIR``) or a ``run all``
+            directory (read only).
+        to: the published folder.
+        commit: the commit the studies ran at, where their records do not say (default: ``git rev-parse HEAD``).
+        readme: a Markdown file holding the :data:`BEGIN` / :data:`END` markers; the block between them
+            becomes the synthesis and the claim table, with a link to ``to``'s answer page. Only when given.
+        tier_estimates: every shipped study file's dry-run times (:func:`bindscale.run.dryrun.tier_estimates`,
+            which the CLI passes), kept in ``provenance.json``: the page's "what would decide it" quotes them.
+            None keeps the ones the folder has.
+
+    Returns: ``{"answer": answer.json's data, "provenance": provenance.json's data, "published": [studies]}``.
+
+    Raises:
+        ConfigError: ``to`` is a URL or a file, or holds foreign or edited files; nothing finished to publish,
+            a quick run, a study not built in; ``readme`` lacks the markers. Nothing is written then.
+    """
+    check_target(to)
+    _, found = _sources(run_dir)
+    owned = check_foreign(to)
     readme_text = None
     if readme is not None:
         try:
@@ -175,42 +326,77 @@ def publish(run_dir: "str | Path", to: "str | Path" = "docs/answer", *, commit: 
         if BEGIN not in readme_text or END not in readme_text or readme_text.index(BEGIN) > readme_text.index(END):
             raise ConfigError(f"--readme {readme}: no block to rewrite; put the two lines\n{BEGIN}\n{END}\nwhere the "
                               "answer should go")
+    root = Path(to)
     dst = RunStore.of(to)
     dst.makedirs()
+    files = dict(owned)
+    for name, sub in found.items():
+        # The study's old copy goes first (a figure its new report no longer draws): one run per study, never a mix.
+        for rel in [r for r in files if r.startswith(f"{name}/")]:
+            (root / rel).unlink(missing_ok=True)
+            del files[rel]
+        out = RunStore.of(dst.where(name))
+        written = _copy_study(sub, out)
+        prov = study_provenance(sub, name, commit)
+        out.write_text(STUDY_PROVENANCE, json.dumps(prov, indent=2) + "\n")
+        for rel in [*written, STUDY_PROVENANCE]:
+            files[f"{name}/{rel}"] = None
     studies = {}
     for name in registry.run_order():
-        # A study's old copy goes first (a figure the new report no longer draws, a study this run has not
-        # finished): the folder holds one run, never a mix of two.
-        shutil.rmtree(Path(to) / name, ignore_errors=True)
-        if name not in names:
-            continue
-        out = RunStore.of(dst.where(name))
-        sub = RunStore.of(src.where(name))
-        _copy_study(sub, out)
-        summary = json.loads(sub.read_text("summary.json"))
-        wall = study_wall_seconds(sub)
-        studies[name] = {"wall_seconds": None if wall is None else round(wall, 1),
-                         "n_trials": summary.get("n_trials"), "n_ok": summary.get("n_ok"),
-                         "quick": bool(summary.get("quick")), "report_generated": summary.get("generated")}
-    walls = [s["wall_seconds"] for s in studies.values() if s["wall_seconds"] is not None]
+        if (root / name / STUDY_PROVENANCE).is_file():
+            studies[name] = json.loads((root / name / STUDY_PROVENANCE).read_text(encoding="utf-8"))
+        elif (root / name / "summary.json").is_file():  # published before per-study provenance
+            studies[name] = _legacy_study_provenance(root, name)
+    walls = [s["wall_seconds"] for s in studies.values() if s.get("wall_seconds") is not None]
+    if tier_estimates is None and (root / "provenance.json").is_file():
+        try:
+            tier_estimates = json.loads((root / "provenance.json").read_text(encoding="utf-8")).get("tier_estimates")
+        except ValueError:
+            tier_estimates = None
     provenance = {
-        "run_dir": Path(str(run_dir)).name,  # the folder's name only: a local path means nothing in a clone
-        "commit": commit or git_commit(), "machine": machine(),
         "published": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "studies": studies, "wall_seconds_total": round(sum(walls), 1) if walls else None,
-        "studies_not_run": [n for n in registry.run_order() if n not in names],
+        "machine": machine(), "studies": studies,
+        "wall_seconds_total": round(sum(walls), 1) if walls else None,
+        "studies_not_run": [n for n in registry.run_order() if n not in studies],
         "regenerate": REGENERATE,
+        "tier_estimates": tier_estimates,
     }
     dst.write_text("provenance.json", json.dumps(provenance, indent=2) + "\n")
-    answer = build_answer(to)  # after provenance.json: the page shows the commit, machine and wall time
+    answer = build_answer(to)  # after provenance: the page shows each study's tier, commit, machine and date
     dst.write_text("README.md", _folder_readme(answer, provenance))
+    for rel in TOP_FILES:
+        if (root / rel).is_file():
+            files[rel] = None
+    # The manifest: every file publish wrote, with its hash as written (what check_foreign holds it to).
+    manifest = {"written_by": "bindscale publish", "files": {rel: _sha256(root / rel) for rel in sorted(files)
+                                                            if (root / rel).is_file()}}
+    dst.write_text(MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     if readme_text is not None:
-        rel = os.path.relpath(Path(to).resolve() / "answer.html", Path(readme).resolve().parent)
+        rel = os.path.relpath(root.resolve() / "answer.html", Path(readme).resolve().parent)
         head, rest = readme_text.split(BEGIN, 1)
         tail = rest.split(END, 1)[1]
         block = synthesis_markdown(answer, link=rel) + _provenance_line(provenance) + "\n"
         Path(readme).write_text(f"{head}{BEGIN}\n{block}{END}{tail}", encoding="utf-8")
-    return {"answer": answer, "provenance": provenance}
+    return {"answer": answer, "provenance": provenance, "published": list(found)}
+
+
+def _legacy_study_provenance(root: Path, name: str) -> dict[str, Any]:
+    """A study published before per-study provenance: what the old top-level provenance.json said of it."""
+    old = {}
+    try:
+        top = json.loads((root / "provenance.json").read_text(encoding="utf-8"))
+        old = {**(top.get("studies") or {}).get(name, {}), "commit": top.get("commit"),
+               "cpu": (top.get("machine") or {}).get("cpu"), "torch": (top.get("machine") or {}).get("torch")}
+    except (OSError, ValueError):
+        pass
+    summary = json.loads((root / name / "summary.json").read_text(encoding="utf-8"))
+    seeds = [s for v in summary.get("verdicts") or [] for s in [(v.get("details") or {}).get("seeds_per_cell")]
+             if isinstance(s, int)]
+    return {"study": name, "tier": old.get("tier") or name, "commit": old.get("commit") if "commit" in old
+            else old.get("git"), "result_version": 1, "cpu": old.get("cpu"), "cpu_recorded": False,
+            "torch": old.get("torch"), "date": (summary.get("generated") or "")[:10] or None,
+            "wall_seconds": old.get("wall_seconds"), "n_trials": summary.get("n_trials"), "n_ok": summary.get("n_ok"),
+            "seeds_per_deciding_cell": min(seeds) if seeds else None, "report_generated": summary.get("generated")}
 
 
 def _minutes(seconds: float | None) -> str:
@@ -220,20 +406,36 @@ def _minutes(seconds: float | None) -> str:
     return f"{m:.0f} min" if m < 90 else f"{int(m // 60)} h {int(round(m % 60)):02d} min"
 
 
+def study_line(name: str, s: dict) -> str:
+    """One study's provenance in words: tier, commit, CPU, date, wall time, seeds per deciding cell."""
+    cpu = s.get("cpu") or "unknown CPU"
+    if s.get("cpu") and not s.get("cpu_recorded"):
+        cpu += " (the publishing machine's; the records carry none)"
+    seeds = s.get("seeds_per_deciding_cell")
+    return (f"{name}: tier `{s.get('tier') or name}`, commit `{(s.get('commit') or 'unknown')[:12]}`, {cpu}, "
+            f"{s.get('date') or 'undated'}, {_minutes(s.get('wall_seconds'))}"
+            f"{f', {seeds} seeds per deciding cell' if seeds else ''}")
+
+
 def _provenance_line(p: dict) -> str:
-    m = p["machine"]
-    return (f"\nRun at commit `{(p['commit'] or 'unknown')[:12]}` on {m.get('cores')} cores of {m.get('cpu')} "
-            f"(torch {m.get('torch', '?')}), {_minutes(p['wall_seconds_total'])} of wall time in all; "
-            f"published {p['published'][:10]}.\n")
+    tiers = sorted({s.get("tier") or n for n, s in p["studies"].items()})
+    full = [n for n, s in p["studies"].items() if str(s.get("tier") or "").endswith("-full")]
+    return (f"\nTiers published: {', '.join(tiers)} ({len(full)} of {len(p['studies'])} studies at their `-full` tier); "
+            f"{_minutes(p['wall_seconds_total'])} of wall time in all; published {p['published'][:10]}. Per study: "
+            + "; ".join(study_line(n, s) for n, s in p["studies"].items()) + ".\n")
 
 
 def _folder_readme(answer: dict, p: dict) -> str:
-    rows = "\n".join(f"| {n} | {_minutes(s['wall_seconds'])} | {s['n_ok']} of {s['n_trials']} |"
-                     for n, s in p["studies"].items())
+    rows = "\n".join(f"| {n} | {s.get('tier') or n} | {(s.get('commit') or '?')[:12]} | {s.get('date') or '?'} | "
+                     f"{_minutes(s.get('wall_seconds'))} | {s.get('n_ok')} of {s.get('n_trials')} | "
+                     f"{s.get('seeds_per_deciding_cell') or '?'} |" for n, s in p["studies"].items())
     return ("# The answer, published\n\n"
             f"{answer['question']}\n\n"
             f"{synthesis_markdown(answer, link='answer.html')}{_provenance_line(p)}\n"
-            "| study | wall time | trials ok |\n|---|---|---|\n" + rows + "\n\n"
+            "| study | tier | commit | date | wall time | trials ok | seeds per deciding cell |\n"
+            "|---|---|---|---|---|---|---|\n" + rows + "\n\n"
             "Each study's folder holds its report (`report.html`), verdicts (`verdicts.csv`, `summary.json`), "
-            "figures and one row per trial (`results.parquet`); `provenance.json` has the machine and timings.\n\n"
-            f"Regenerate (about as long as the wall time above): `{p['regenerate']}`\n")
+            "figures, one row per trial (`results.parquet`) and its own `provenance.json`; `MANIFEST.json` lists "
+            "every file `bindscale publish` wrote here (it refuses to touch any other).\n\n"
+            f"Publish one study's run into this folder (the others are kept): `bindscale publish RUN_DIR --to docs/answer`; "
+            f"every default study at once: `{p['regenerate']}`\n")

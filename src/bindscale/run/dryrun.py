@@ -316,3 +316,42 @@ def describe_plan(study: StudyConfig, workers: int | None = None, device: str = 
                          "--address ADDR --workers N` on a Ray cluster of N CPUs)")
     lines.append("dry run: nothing was run or written")
     return "\n".join(lines)
+
+
+def tier_estimate(study: StudyConfig, workers: int = 2) -> dict[str, Any]:
+    """A shipped study file's dry-run estimate as numbers, for the answer page's "what would decide it": wall
+    seconds on ``workers`` CPU workers of the project's machine (:data:`MACHINE`) and the (fast, slow) range on
+    one assumed GPU (:data:`GPU_ASSUMED`), as ``--dry-run`` and ``--dry-run --device cuda`` print them.
+
+    Returns: ``{"tier", "trials", "cpu_wall_s", "cpu_workers", "gpu_wall_s": [fast, slow], "measured"}``; the times
+    are None for a study with no cost-to-seconds factor.
+    """
+    from bindscale.run.planner import plan_jobs, schedule
+
+    trials = study.trials()
+    jobs = plan_jobs(trials, n_workers=workers, device="cpu")
+    seconds = [job_seconds(j) for j in jobs]
+    out: dict[str, Any] = {"tier": study.name, "trials": len(trials), "cpu_workers": workers,
+                           "cpu_wall_s": None, "gpu_wall_s": None, "measured": False}
+    if not jobs or any(x != x for x in seconds):
+        return out
+    out["cpu_wall_s"] = round(schedule(seconds, max(1, min(workers, len(jobs)))) + OVERHEAD_S, 1)
+    gpu_jobs = plan_jobs(trials, n_workers=1, device="cuda", memory=GPU_MEMORY_BYTES)
+    fast, slow = zip(*(gpu_job_seconds(j) for j in gpu_jobs))
+    out["gpu_wall_s"] = [round(schedule(list(fast), 1) + OVERHEAD_S, 1), round(schedule(list(slow), 1) + OVERHEAD_S, 1)]
+    out["measured"] = all(getattr(registry.for_trial(j[0]), "seconds_measured", False) for j in jobs)
+    return out
+
+
+def tier_estimates(workers: int = 2) -> dict[str, dict[str, Any]]:
+    """:func:`tier_estimate` of every shipped study file of every built-in study (default, ``-full``, ``-paper``
+    and the real-model files), by file name; a file that cannot be planned here is left out."""
+    from bindscale.core.studyfile import resolve_study
+
+    out = {}
+    for name in registry.builtin_files():
+        try:
+            out[name] = tier_estimate(resolve_study(name), workers)
+        except (ConfigError, ValueError, ImportError):
+            continue
+    return out

@@ -24,7 +24,8 @@ Ray's workers are not pinned: Ray reuses its worker processes across tasks and d
 core a task was given, so a pin chosen inside a task could put two concurrent tasks on one core.
 
 Threads: every worker (pool process, Ray task, the inline executor) trains
-with one torch thread (:data:`bindscale.run.jobs.THREADS_PER_WORKER`): the
+with one torch thread (:data:`bindscale.train.speed.THREADS_PER_WORKER`, set by
+:func:`bindscale.train.speed.set_worker_threads`: the one place the speed settings are decided): the
 machine is never oversubscribed (a 2-core machine oversubscribed by
 BLAS threads runs ~50× slower), and a trial's metrics are the same bits
 whatever stack, executor or number of workers runs it.
@@ -46,16 +47,15 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_all_start_methods, get_context
 
-import torch
-
 from bindscale.core import registry
 from bindscale.store.checkpoints import MODEL_DIR
 from bindscale.core.errors import ConfigError
-from bindscale.run.jobs import THREADS_PER_WORKER, run_job, write_failed
+from bindscale.run.jobs import run_job, write_failed
 from bindscale.run.options import EXECUTORS, RETRIES
 from bindscale.run.ray_executor import execute_ray  # Ray itself is imported only when a Ray sweep runs
 from bindscale.store.records import RECORD_DIR
 from bindscale.store.storage import RunStore, remove_temporaries
+from bindscale.train.speed import set_worker_threads
 from bindscale.core.study import CONVENTION
 
 Progress = Callable[[int, int], None]
@@ -89,7 +89,7 @@ def execute(
     if retries < 0:
         raise ConfigError(f"--retries {retries}: must be 0 or more")
     if executor == "inline":
-        torch.set_num_threads(THREADS_PER_WORKER)
+        set_worker_threads()
         for i, job in enumerate(payload):
             on_job_done(run_job(job, run_dir, study, device, "inline", lambda n, i=i: on_progress(n, i),
                                 save_models=save_models))
@@ -248,7 +248,7 @@ def _pin_worker(slots, workers: int, cores: list[int]) -> None:
     """Take the next worker slot of this pool and pin this process to that slot's :func:`core_share`.
 
     Why: README promises each worker its share of the cores, and before this every worker could run on
-    every core (``Cpus_allowed_list: 0-1`` in each, issue 35), so the kernel was free to stack two
+    every core (``Cpus_allowed_list: 0-1`` in each), so the kernel was free to stack two
     one-thread workers on one core. A pool rebuilt after a worker died gets a new counter, so its workers
     take the shares afresh.
     """
@@ -269,8 +269,7 @@ def _worker_init(q, driver: int, slots=None, workers: int = 1, cores: list[int] 
         os.kill(os.getpid(), signal.SIGKILL)
     _QUEUE = q
     _pin_worker(slots, workers, cores or [])  # before torch starts its threads: they inherit the mask
-    torch.set_num_threads(THREADS_PER_WORKER)
-    torch.set_num_interop_threads(1)
+    set_worker_threads(process_start=True)
     # Die with the driver: a killed driver must not leave workers training (and writing
     # records) while a resumed driver runs the same trials again. The parent is the driver
     # (spawn) or the fork server, which exits once the driver and every worker are gone.

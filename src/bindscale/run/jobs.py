@@ -15,7 +15,7 @@ from typing import Any
 
 from bindscale.core import registry
 from bindscale.store.checkpoints import save_model
-from bindscale.train.speed import cpu_training
+from bindscale.train.speed import THREADS_PER_WORKER, cpu_training  # noqa: F401 (THREADS_PER_WORKER: re-exported)
 from bindscale.store.records import provenance, write_record
 
 
@@ -42,6 +42,11 @@ def run_group(trials: list, device: str, progress: Callable[[int], None] | None 
         return plugin.run_group(trials, device, progress, return_models=True)
 
 
+def result_version_of(trial: Any) -> int:
+    """The result version of the trial's study (1 for a study that declares none)."""
+    return int(getattr(registry.for_trial(trial), "result_version", 1) or 1)
+
+
 def make_record(trial: Any, study: str, result, device: str, executor: str, error: str | None = None) -> dict:
     """The record of one trial (see :mod:`bindscale.store.records`)."""
     return {
@@ -53,7 +58,7 @@ def make_record(trial: Any, study: str, result, device: str, executor: str, erro
         "config": trial.flat(),
         "trial_config": trial.model_dump(mode="json"),
         "metrics": {} if error else result.metrics,
-        "provenance": provenance(device, executor),
+        "provenance": provenance(device, executor, result_version_of(trial)),
     }
 
 
@@ -98,11 +103,3 @@ def write_failed(job: list[dict], run_dir: str, study: str, device: str, executo
         write_record(run_dir, make_record(parse_trial(d), study, None, device, executor, error=error))
     return ["failed"] * len(job)
 
-
-#: Torch threads of a worker (a pool process, a Ray task, the inline executor). One, always:
-#: a trial's metrics are then the same bits in any stack (the stacked AdamW's contract), whereas with more
-#: threads oneDNN and MKL split some matrix products across threads differently for different
-#: stack sizes (measured: quick study, width-256 MLPs in bf16, stacks of 6 vs 3 at two threads,
-#: held-out R² apart by up to 2.6e-3), and a resumed run, or one with another --workers, would
-#: not reproduce. Parallelism comes from workers, one per core.
-THREADS_PER_WORKER = 1

@@ -81,8 +81,8 @@ def measured_stack_cap(group: list[Any], cap: int) -> int:
 
     Stacking pays by sharing a step's fixed costs (Python, kernel launches) among trials; once a
     stack's tensors outgrow the caches, a trial can cost more in a stack than alone (measured:
-    MLP 256 × 4, one thread, per-trial steps/s 0.90× alone in a stack of 4 on the 2-core Xeon; the
-    issue's AMD EPYC: 0.90× at 256 × 4, 0.94× at 1024 × 2). So stacks of 1, 2, 4, … of the group's
+    MLP 256 × 4, one thread, per-trial steps/s 0.90× alone in a stack of 4 on the 2-core Xeon; an
+    AMD EPYC: 0.90× at 256 × 4, 0.94× at 1024 × 2). So stacks of 1, 2, 4, … of the group's
     shape are timed with the study's step timer (:meth:`bindscale.core.study.StudyPlugin.stack_step_seconds`)
     until the per-trial time rises by more than :data:`STACK_SLACK`; none where one trial's step takes
     :data:`UNSTACKED_STEP` or more. Once per shape and process; ``cap``

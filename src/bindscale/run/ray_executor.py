@@ -19,16 +19,15 @@ Layer: executors, with :mod:`bindscale.run.executors` (which calls it), above th
 
 from __future__ import annotations
 
-import torch
-
 from bindscale.core.errors import BindscaleError, ConfigError
-from bindscale.run.jobs import THREADS_PER_WORKER, run_job, write_failed
+from bindscale.run.jobs import run_job, write_failed
 from bindscale.run.options import NO_RAY
+from bindscale.train.speed import THREADS_PER_WORKER, set_worker_threads
 
 
 def _ray_job(job: list[dict], run_dir: str, study: str, device: str, threads: int, index: int, queue,
              save_models: bool = False) -> list[str]:
-    torch.set_num_threads(threads)  # Ray workers are reused: pin on every task
+    set_worker_threads()  # Ray workers are reused: on every task (``threads``: the CPUs it declared)
     return run_job(job, run_dir, study, device, "ray", lambda n: queue.put((index, n)), save_models=save_models)
 
 

@@ -102,9 +102,16 @@ def git_hash() -> str | None:
         return None
 
 
-def provenance(device: str, executor: str) -> dict:
-    """What produced a record: package version, git hash, torch version, device, executor."""
+def provenance(device: str, executor: str, result_version: int | None = None) -> dict:
+    """What produced a record: package version, git hash, torch version, device, executor, the CPU's model
+    and the study's result version (:attr:`bindscale.core.study.StudyPlugin.result_version`; records made
+    before versions were recorded carry none and count as version 1)."""
     import torch
 
-    return {"bindscale_version": __version__, "git_hash": git_hash(), "torch_version": torch.__version__,
-            "device": device, "executor": executor}
+    from bindscale.core.machine import cpu_model
+
+    out = {"bindscale_version": __version__, "git_hash": git_hash(), "torch_version": torch.__version__,
+           "device": device, "executor": executor, "cpu": cpu_model()}
+    if result_version is not None:
+        out["result_version"] = int(result_version)
+    return out

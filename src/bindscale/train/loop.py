@@ -24,6 +24,10 @@ learning rate and weight decay (:class:`PerTrialAdamW`, the project's one per-tr
 :mod:`bindscale.train.stacked_adamw`), and per-trial divergence (a trial whose loss is non-finite is recorded
 ``"diverged"`` at that step and frozen; the stack carries on). A study's grouping of trials into stacks
 and its train-then-evaluate loop over members are :mod:`bindscale.train.stack`'s.
+
+The loops (:func:`fit_minibatches`, :func:`fit_stacked_minibatches`) hold the optimisation only; every speed
+setting (CPU process settings, threads, fused kernels, host syncs) is :mod:`bindscale.train.speed`'s, entered
+once per loop as ``with speed.training_settings(device) as s``.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import torch.nn.functional as F
 
 from bindscale.core import seeding
 from bindscale.models.transformer import Transformer
+from bindscale.train import speed
 from bindscale.train.stacked_adamw import StackedAdamW
 
 #: Padding token id: sequences are right-padded with it.
@@ -45,8 +50,6 @@ PAD_ID = 0
 MIN_LR_RATIO = 0.1
 #: Points in the returned loss curve.
 N_CURVE_POINTS = 20
-#: Steps between host reads of the loss on an accelerator (on the CPU every step is read: it is free).
-SYNC_EVERY = 25
 #: AdamW betas of GPT-3 (Brown et al. 2020), steadier than (0.9, 0.999) for transformers.
 BETAS = (0.9, 0.95)
 
@@ -164,7 +167,7 @@ def train_seq_model(
         generator: source of the mini-batch order.
         device: where to train.
         on_step: called as ``on_step(step, loss)`` for each step (on an
-            accelerator in bursts every :data:`SYNC_EVERY` steps, to avoid a
+            accelerator in bursts every :data:`bindscale.train.speed.SYNC_EVERY` steps, to avoid a
             host sync per step).
 
     Returns:
@@ -277,38 +280,48 @@ def fit_minibatches(
     steps = idx.shape[0]
     idx = idx.to(device)
     params = [p for p in params if p.requires_grad]
-    groups = [
-        {"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
-        {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},  # biases, LayerNorm
-    ]
-    opt = torch.optim.AdamW(groups, lr=lr, betas=BETAS, fused=device.type in ("cpu", "cuda"))
-    sync_every = 1 if device.type == "cpu" else SYNC_EVERY
-
-    losses = torch.empty(steps, device=device)
-    diverged_step, done = None, 0
-    t0 = time.perf_counter()
-    for step in range(1, steps + 1):
-        for group in opt.param_groups:
-            group["lr"] = lr_at(step, lr=lr, warmup_steps=warmup_steps, steps=steps)
-        loss = batch_loss(step - 1, idx[step - 1])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if grad_clip is not None:
-            torch.nn.utils.clip_grad_norm_(params, grad_clip)
-        opt.step()
-        losses[step - 1] = loss.detach()
-        if step % sync_every == 0 or step == steps:
-            for s, v in enumerate(losses[done:step].tolist(), start=done + 1):
-                if not math.isfinite(v):
-                    diverged_step = s
+    with speed.training_settings(device) as s:
+        opt = torch.optim.AdamW(_decay_groups(params, weight_decay), lr=lr, betas=BETAS, fused=s.fused)
+        losses = torch.empty(steps, device=device)
+        diverged_step, done = None, 0
+        t0 = time.perf_counter()
+        for step in range(1, steps + 1):
+            loss = batch_loss(step - 1, idx[step - 1])  # batch, forward, loss
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            if grad_clip is not None:
+                torch.nn.utils.clip_grad_norm_(params, grad_clip)
+            for group in opt.param_groups:  # the schedule
+                group["lr"] = lr_at(step, lr=lr, warmup_steps=warmup_steps, steps=steps)
+            opt.step()
+            losses[step - 1] = loss.detach()
+            if step % s.sync_every == 0 or step == steps:  # on the host: divergence check, progress
+                diverged_step = _read_losses(losses[done:step].tolist(), done + 1, on_step)
+                done = step
+                if diverged_step is not None:
                     break
-                if on_step is not None:
-                    on_step(s, v)
-            done = step
-            if diverged_step is not None:
-                break
-    seconds = time.perf_counter() - t0
+        seconds = time.perf_counter() - t0
     return _fit_summary(losses[:diverged_step or done].tolist(), diverged_step, done, seconds)
+
+
+def _decay_groups(params: list[torch.nn.Parameter], weight_decay: float) -> list[dict]:
+    """AdamW's parameter groups: ``weight_decay`` on parameters of two or more dimensions (matrices,
+    embeddings), none on the others (biases, LayerNorm)."""
+    return [
+        {"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
+        {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+    ]
+
+
+def _read_losses(values: list[float], first: int, on_step: Callable[[int, float], None] | None) -> int | None:
+    """The batch losses of steps ``first, first + 1, ...``, read on the host: the step of the first
+    non-finite one (None if all are finite); ``on_step(step, loss)`` for each finite one before it."""
+    for step, v in enumerate(values, start=first):
+        if not math.isfinite(v):
+            return step
+        if on_step is not None:
+            on_step(step, v)
+    return None
 
 
 def _fit_summary(curve_losses: list[float], diverged_step: int | None, done: int, seconds: float) -> dict:
@@ -472,37 +485,39 @@ def fit_stacked_minibatches(
     """
     device = torch.device(device)
     T, steps = idx.shape[0], idx.shape[1]
+    idx = idx.to(device)
     params = [p for p in params if p.requires_grad]
     lrs, wds = _per_trial(lr, T, "lr"), _per_trial(weight_decay, T, "weight_decay")
     warm, clips = _per_trial(warmup_steps, T, "warmup_steps"), _per_trial(grad_clip, T, "grad_clip")
-    opt = PerTrialAdamW(params, wds)
-    idx = idx.to(device)
-
-    losses: list[list[float]] = [[] for _ in range(T)]
-    active = list(range(T))
-    diverged: list[int | None] = [None] * T
-    done, seconds = [0] * T, [0.0] * T
-    t0 = time.perf_counter()
-    for step in range(1, steps + 1):
-        loss = batch_loss(step - 1, idx[:, step - 1])  # (T,)
-        opt.zero_grad()
-        loss.sum().backward()  # a sum: each trial gets its own loss's gradient
-        vals = loss.detach().tolist()
-        for t in list(active):
-            v = vals[t]
-            losses[t].append(v)
-            done[t] = step
-            if not math.isfinite(v):
-                diverged[t], seconds[t] = step, time.perf_counter() - t0
-                active.remove(t)  # frozen: never updated again
-            elif on_step is not None:
-                on_step(t, step, v)
-        if not active:
-            break
-        if any(clips[t] is not None for t in active):
-            clip_per_trial_(params, clips)
-        opt.step([lr_at(step, lr=lrs[t], warmup_steps=warm[t], steps=steps) for t in range(T)], active)
-    end = time.perf_counter() - t0
+    with speed.training_settings(device) as s:
+        opt = PerTrialAdamW(params, wds, fused=s.fused)
+        losses: list[list[float]] = [[] for _ in range(T)]
+        active = list(range(T))
+        diverged: list[int | None] = [None] * T
+        done, seconds = [0] * T, [0.0] * T
+        t0 = time.perf_counter()
+        for step in range(1, steps + 1):
+            loss = batch_loss(step - 1, idx[:, step - 1])  # (T,): batch, forward, loss
+            opt.zero_grad()
+            loss.sum().backward()  # a sum: each trial gets its own loss's gradient
+            # Divergence check (before the update: a trial non-finite at this step is frozen here), progress.
+            vals = loss.detach().tolist()
+            for t in list(active):
+                v = vals[t]
+                losses[t].append(v)
+                done[t] = step
+                if not math.isfinite(v):
+                    diverged[t], seconds[t] = step, time.perf_counter() - t0
+                    active.remove(t)  # frozen: never updated again
+                elif on_step is not None:
+                    on_step(t, step, v)
+            if not active:
+                break
+            if any(clips[t] is not None for t in active):
+                clip_per_trial_(params, clips)
+            # The schedule (each trial's own) and the step, of the trials still active.
+            opt.step([lr_at(step, lr=lrs[t], warmup_steps=warm[t], steps=steps) for t in range(T)], active)
+        end = time.perf_counter() - t0
     return [_fit_summary(losses[t], diverged[t], done[t], seconds[t] if diverged[t] else end) for t in range(T)]
 
 

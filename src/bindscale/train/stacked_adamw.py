@@ -30,6 +30,8 @@ from collections.abc import Iterable, Sequence
 import torch
 from torch.optim.adamw import adamw
 
+from bindscale.train.speed import fused_optimizer
+
 #: Elements per 64-byte cache line of fp32: the fused CPU kernel's work unit, a
 #: multiple of its vector width (16 lanes with AVX-512, 8 with AVX2, 4 with NEON).
 ALIGN = 16
@@ -61,7 +63,8 @@ class StackedAdamW:
         decay_min_dim: weight decay applies to parameters whose per-trial slice has at least this many
             dimensions (0: every parameter, as ``torch.optim.AdamW`` with one group; 2: matrices and
             embeddings only, biases and norms undecayed).
-        fused: the fused kernel; None: on CPU and CUDA (elsewhere the single-tensor loop).
+        fused: the fused kernel; None: where :func:`bindscale.train.speed.fused_optimizer` uses it (CPU and
+            CUDA; elsewhere the single-tensor loop).
 
     Attributes:
         whole_params: per parameter, whether it may be updated in one call over the whole stack.
@@ -84,7 +87,7 @@ class StackedAdamW:
         self.lr, self.weight_decay = per_trial_floats(lr, T, "lr"), per_trial_floats(weight_decay, T, "weight_decay")
         self.beta1, self.beta2, self.eps = betas[0], betas[1], eps
         device = self.params[0].device
-        self.fused = device.type in ("cpu", "cuda") if fused is None else fused
+        self.fused = fused_optimizer(device) if fused is None else fused
         self.decays = [p.dim() - 1 >= decay_min_dim for p in self.params]
         self.exp_avg = [torch.zeros_like(p, memory_format=torch.contiguous_format) for p in self.params]
         self.exp_avg_sq = [torch.zeros_like(p, memory_format=torch.contiguous_format) for p in self.params]

@@ -1,8 +1,9 @@
-"""A stack training on several intra-op threads falls back to one where the machine turns busy.
+"""The thread rule and the thread watch of :mod:`bindscale.train.speed` (a loop reaches them through
+:func:`bindscale.train.speed.training_settings`, never directly).
 
-:func:`choose_threads` (below) decides once per process and stack shape, from a few timed
-windows before training. A machine that turns busy afterwards makes every parallel region wait for
-a descheduled thread: measured on the 2-core Xeon (benchmarks/jax_peer.py, run d of stop 26), a
+:func:`choose_threads` (below) decides once per process and stack shape
+(:func:`bindscale.train.speed.measured_threads`), from a few timed windows before training. A
+machine that turns busy afterwards makes every parallel region wait for a descheduled thread: measured on the 2-core Xeon (benchmarks/jax_peer.py, run d of stop 26), a
 256 × 4 MLP chosen for two threads then trained at 29.2 steps/s against 31 on one; at load 6-7
 a second thread made the 64 × 2 MLP 2.2× slower (152 → 69 steps/s). :class:`ThreadWatch` watches
 the real training steps, so a wrong or outdated choice costs a few windows, not the rest of the run.

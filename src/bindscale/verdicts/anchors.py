@@ -58,6 +58,37 @@ def _count(n: float) -> str:
     return f"{n:.3g}"
 
 
+def distance(row: Mapping[str, Any], anchor: Anchor | None, params: float | None) -> dict[str, Any]:
+    """What the one-word relation folds together, shown apart: the measure (``"source"`` when bindscale decides
+    on a statistic the anchor lists as the source's metric, ``"another"`` otherwise, ``None`` without an anchor),
+    both measures named, and the scale (bindscale's deciding model's parameters, the source's, and the ratio
+    theirs / ours; None where a size is unknown).
+
+    Returns: ``{"measure", "ours_measure", "source_measure", "ours_params", "source_params", "ratio", "text"}``
+    where ``text`` says it in one line ("another measure (held-out R²) than the source's (…); 0.11M vs 10.6M
+    parameters, the source's 96x ours").
+    """
+    ours_params = None if params is None or not math.isfinite(float(params)) or float(params) <= 0 else float(params)
+    if anchor is None:
+        return {"measure": None, "ours_measure": row.get("statistic"), "source_measure": None,
+                "ours_params": ours_params, "source_params": None, "ratio": None,
+                "text": "no source headline to measure against"}
+    same = row.get("statistic") in tuple(anchor.statistics)
+    theirs = anchor.params
+    ratio = theirs / ours_params if theirs and ours_params else None
+    measure = (f"the source's measure ({anchor.metric})" if same else
+               f"another measure ({row.get('statistic') or 'none'}) than the source's ({anchor.metric})")
+    if ratio is None:
+        scale = (f"the source's model size is not stated ({anchor.model_size})" if not theirs
+                 else "the run recorded no model size")
+    else:
+        scale = (f"{_count(ours_params)} vs {_count(theirs)} parameters, the source's "
+                 + (f"{ratio:,.0f}x ours" if ratio >= 1 else f"1/{1 / ratio:,.0f} of ours"))
+    return {"measure": "source" if same else "another", "ours_measure": row.get("statistic"),
+            "source_measure": anchor.metric, "ours_params": ours_params, "source_params": theirs, "ratio": ratio,
+            "text": f"{measure}; {scale}"}
+
+
 def relation(row: Mapping[str, Any], anchor: Anchor | None, params: float | None) -> dict[str, str]:
     """The one-word relation of a claim's verdict to its source's headline, and why (see the module).
 

@@ -6,7 +6,7 @@ rule, defaults, guards and statement each claim declares in its study plugin
 (:class:`bindscale.core.study.Claim`, found through :mod:`bindscale.core.registry`);
 a rule returns a :class:`bindscale.core.study.Verdict`. The helpers below are
 shared by every study's rules (studies import them from :mod:`bindscale.kit`,
-the private ones under public names): restricting a comparison to the most
+which re-exports them under the names they have here): restricting a comparison to the most
 common configuration, degenerate-input checks and the verdict dict itself.
 Intervals come from :mod:`bindscale.verdicts.stats`.
 
@@ -14,7 +14,7 @@ A verdict whose deciding cell has fewer than ``MIN_REPLICATES`` values is
 "inconclusive" (each rule checks); one with fewer than ``CONCLUSIVE_SEEDS``
 seeds in a deciding cell carries a caveat.
 
-Every seed counted, once (issue 31, items 4 and 6): the table is first reduced
+Every seed counted, once: the table is first reduced
 to one record per configuration and seed (:func:`bindscale.core.rows.one_per_unit`;
 each verdict says how many records were repeats), and the cells a rule names in
 ``details["deciding_cells"]`` (:func:`deciding_cell`) are checked against their
@@ -34,11 +34,10 @@ import numpy as np
 import pandas as pd
 
 from bindscale.core.fmt import fmt_against
-from bindscale.core.rows import ok_rows
+from bindscale.core.study import INCONCLUSIVE, Verdict
 
 __all__ = [
     "compute_verdicts",
-    "ok_rows",
     "restrict_to_mode",
     "degenerate",
     "MIN_REPLICATES",
@@ -48,16 +47,26 @@ __all__ = [
     "seed_loss",
     "gate_check",
     "at_bound",
+    "no_room",
     "study_as_dict",
+    "coerce_numeric",
+    "to_python",
+    "json_key",
+    "ci_entry",
+    "finite_values",
+    "pooled_columns",
+    "decide",
+    "decide_below",
+    "MISSING",
+    "NAN3",
 ]
 
-from bindscale.core.study import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, Verdict  # noqa: F401 - re-exported for rules
 #: Status of a planned trial without a record (it never ran, or its worker died before writing one).
 MISSING = "missing"
 #: Fewest seeds a deciding cell may have for any verdict (a t interval needs a spread).
 MIN_REPLICATES = 3
 #: Seeds per deciding cell below which a verdict carries a caveat: intervals are valid but not for
-#: conclusions (the quick variants). Default studies have at least this many (verdicts issue, item 5).
+#: conclusions (the quick variants). Default studies have at least this many.
 CONCLUSIVE_SEEDS = 8
 #: Default of every claim's ``min_seeds`` (settable in a study file's ``verdicts:`` like any threshold): the
 #: share (≤ 1) or number (> 1) of a deciding cell's planned seeds that must have a finite value for the claim
@@ -82,8 +91,8 @@ def restrict_to_mode(rows: pd.DataFrame, cols: tuple[str, ...]) -> tuple[pd.Data
             continue
         counts = rows[col].dropna().value_counts()
         best = min(v for v, c in counts.items() if c == counts.max())
-        note[f"{col}_used"] = _py(best)
-        note[f"{col}_present"] = sorted(_py(v) for v in counts.index)
+        note[f"{col}_used"] = to_python(best)
+        note[f"{col}_present"] = sorted(to_python(v) for v in counts.index)
         rows = rows[rows[col] == best]
     if note:
         fixed = ", ".join(k.removesuffix("_used") for k in note if k.endswith("_used"))
@@ -91,7 +100,7 @@ def restrict_to_mode(rows: pd.DataFrame, cols: tuple[str, ...]) -> tuple[pd.Data
     return rows, note
 
 
-def _py(v: Any) -> Any:
+def to_python(v: Any) -> Any:
     """NumPy scalar -> Python int/float (ints stay ints)."""
     if isinstance(v, (np.integer,)):
         return int(v)
@@ -101,12 +110,12 @@ def _py(v: Any) -> Any:
     return v
 
 
-def _key(v: Any) -> str:
+def json_key(v: Any) -> str:
     """JSON-friendly dict key for a config value: 64 not 64.0."""
-    return str(_py(v))
+    return str(to_python(v))
 
 
-def _ci(triple: tuple[float, float, float], n: int) -> dict[str, Any]:
+def ci_entry(triple: tuple[float, float, float], n: int) -> dict[str, Any]:
     """A statistic with its interval as a verdict's details entry.
 
     ``triple``: ``(point, low, high)``; ``n``: how many values it is computed from.
@@ -116,7 +125,7 @@ def _ci(triple: tuple[float, float, float], n: int) -> dict[str, Any]:
     return {"value": float(p), "ci_low": float(lo), "ci_high": float(hi), "n": int(n)}
 
 
-def _finite(s: pd.Series) -> np.ndarray:
+def finite_values(s: pd.Series) -> np.ndarray:
     """The finite values of ``s`` (NaN and ±inf dropped) as a float array."""
     a = np.asarray(s, dtype=float)
     return a[np.isfinite(a)]
@@ -160,11 +169,11 @@ def deciding_cell(cell: Mapping[str, Any], n: int, gated: bool | Sequence[str] =
     ``seeds``: the seeds the rule used, when it chose among the cell's ok seeds (a per-seed filter): the
     gates then read those seeds only (the others count against ``min_seeds`` already).
     """
-    out: dict[str, Any] = {"cell": {str(k): _py(v) for k, v in cell.items()}, "n": int(n)}
+    out: dict[str, Any] = {"cell": {str(k): to_python(v) for k, v in cell.items()}, "n": int(n)}
     if dropped:
         out["dropped"] = str(dropped)
     if seeds is not None:
-        out["seeds"] = sorted(_py(s) for s in seeds)
+        out["seeds"] = sorted(to_python(s) for s in seeds)
     if gated is not True:
         out["gated"] = list(gated) if gated else []
     return out
@@ -205,14 +214,56 @@ def needed_seeds(planned: int, min_seeds: float) -> int:
     return max(need, MIN_REPLICATES)
 
 
-def seed_loss(whole: pd.DataFrame, cells: list[Mapping[str, Any]], min_seeds: float) -> tuple[str | None, dict]:
+def gate_filter(ok: pd.DataFrame, cells: list[Mapping[str, Any]], gates: Sequence[Any],
+                levels: Mapping[str, float]) -> tuple[pd.DataFrame, dict[str, dict[str, Any]]]:
+    """Gates per model: the ok rows without the deciding models that missed a competence gate.
+
+    Each seed (row) of a gated deciding cell is checked against every gate that applies to the cell: a model
+    whose gate metric misses the level, or was never recorded (NaN, or the column absent), did not show that
+    it learned its training task and is lost to the gate, like a seed lost to a failure; the rule is then
+    run again on the rows left, and the lost seeds count against ``min_seeds`` (:func:`seed_loss`). Cells the
+    rule marks as controls (``gated`` False, e.g. an untrained twin) keep every row.
+
+    Output: (the rows left, ``{cell label: {"lost": n, "planned_ok": n_ok, "by_gate": {metric: n}}}`` for
+    cells that lost any).
+    """
+    drop = pd.Series(False, index=ok.index)
+    lost: dict[str, dict[str, Any]] = {}
+    for entry in cells:
+        gated = entry.get("gated", True)
+        applies = [g for g in gates if gated is True or (gated and g.metric in gated)]
+        if not applies:
+            continue
+        rows = _matching(ok, entry["cell"])
+        if entry.get("seeds") is not None and "seed" in rows:
+            rows = rows[pd.to_numeric(rows["seed"], errors="coerce").isin(entry["seeds"])]
+        label = _cell_label(entry["cell"])
+        by_gate: dict[str, int] = {}
+        miss = pd.Series(False, index=rows.index)
+        for gate in applies:
+            level = float(levels[gate.threshold])
+            vals = (pd.to_numeric(rows[gate.metric], errors="coerce") if gate.metric in rows
+                    else pd.Series(np.nan, index=rows.index))
+            bad = ~vals.map(lambda v: gate.passes(float(v), level))
+            by_gate[gate.metric] = int((bad & ~miss).sum())
+            miss |= bad
+        if miss.any():
+            drop.loc[miss[miss].index] = True
+            lost[label] = {"lost": int(miss.sum()), "planned_ok": int(len(rows)),
+                           "by_gate": {k: v for k, v in by_gate.items() if v}}
+    return ok[~drop], lost
+
+
+def seed_loss(whole: pd.DataFrame, cells: list[Mapping[str, Any]], min_seeds: float,
+              gate_lost: Mapping[str, Mapping[str, Any]] | None = None) -> tuple[str | None, dict]:
     """Seeds the deciding cells lost, and why a verdict cannot stand on what is left (or None).
 
     ``whole``: every row of the results table (any status, planned trials without a record as status
     :data:`MISSING`); ``cells``: :func:`deciding_cell` entries. A cell's planned seeds are its distinct
     ``seed`` values in ``whole`` (its rows when there is no seed column); lost = planned − used, split
-    into statuses other than ok and ok records whose deciding value is NaN. Output: (reason in words
-    or None, ``{cell label: {"planned", "used", "lost", "needed", "statuses"}}`` for cells that lost any).
+    into statuses other than ok, ok records lost to a competence gate (``gate_lost``: :func:`gate_filter`'s
+    report) and ok records whose deciding value is NaN. Output: (reason in words or None, ``{cell label:
+    {"planned", "used", "lost", "needed", "statuses"}}`` for cells that lost any).
     """
     lost: dict[str, dict[str, Any]] = {}
     short = []
@@ -232,6 +283,10 @@ def seed_loss(whole: pd.DataFrame, cells: list[Mapping[str, Any]], min_seeds: fl
             statuses = statuses.groupby(rows["seed"]).agg(lambda s: "ok" if (s == "ok").any() else s.iloc[-1])
         bad = {str(k): int(v) for k, v in statuses[statuses != "ok"].value_counts().items()}
         nan = planned - used - sum(bad.values())
+        gated_out = min(nan, int(((gate_lost or {}).get(label) or {}).get("lost", 0)))
+        if gated_out > 0:
+            bad["missed a competence gate"] = gated_out
+            nan -= gated_out
         if nan > 0:
             bad[entry.get("dropped") or "ok but NaN"] = nan
         lost[label] = {"planned": planned, "used": used, "lost": planned - used, "needed": need, "statuses": bad}
@@ -243,14 +298,17 @@ def seed_loss(whole: pd.DataFrame, cells: list[Mapping[str, Any]], min_seeds: fl
 
 
 def gate_check(ok: pd.DataFrame, cells: list[Mapping[str, Any]], gates: Sequence[Any],
-               levels: Mapping[str, float]) -> tuple[str | None, dict[str, Any]]:
+               levels: Mapping[str, float], gate_lost: Mapping[str, Mapping[str, Any]] | None = None,
+               every: pd.DataFrame | None = None) -> tuple[str | None, dict[str, Any]]:
     """Whether the deciding cells' models learned their training task: (reason or None, the gates' report).
 
     ``ok``: the study's prepared ok rows; ``cells``: the rule's :func:`deciding_cell` entries; ``gates``:
     the claim's :class:`~bindscale.core.study.Gate`\\s; ``levels``: the claim's thresholds (each gate's level
-    is ``levels[gate.threshold]``). A cell's fit is the mean of the gate's metric over the cell's ok
-    seeds (NaN dropped); a cell misses the gate when that mean misses the level, or when no seed of
-    the cell recorded the metric (a fit that was never measured is not shown to have been reached).
+    is ``levels[gate.threshold]``). The engine first leaves out every deciding model that missed a gate
+    (:func:`gate_filter`, reported in ``gate_lost``), so ``ok`` holds the models that passed: a cell's fit
+    is the mean of the gate's metric over them; a cell misses the gate when none is left (every model
+    missed it, or none recorded the metric: a fit that was never measured is not shown to have been reached);
+    ``every`` (the rows before that filter) gives the mean over every model of such a cell, for the reason.
     Output: the reason naming every cell that missed, with its fit ("depth 8, width 32: in-distribution
     exact match 0.33 < 0.95"), or None; and ``{"gates": [{"metric", "what", "level", "source", "higher",
     "cells": {cell label: fit}, "missed": [labels]}]}`` for the report.
@@ -280,7 +338,17 @@ def gate_check(ok: pd.DataFrame, cells: list[Mapping[str, Any]], gates: Sequence
                 if gate.missing not in why:
                     why.append(gate.missing)
                 sign = "<" if gate.higher else ">"
+                n_lost = int(((gate_lost or {}).get(label) or {}).get("lost", 0))
+                all_vals = np.array([])
+                if n_lost and every is not None:
+                    rows_all = _matching(every, entry["cell"])
+                    if gate.metric in rows_all:
+                        all_vals = pd.to_numeric(rows_all[gate.metric], errors="coerce").to_numpy(float)
+                        all_vals = all_vals[np.isfinite(all_vals)]
+                mean_all = (f"{gate.what} {fmt_against(float(all_vals.mean()), level)} {sign} {level:g} over them"
+                            if all_vals.size else f"{gate.what} not recorded")
                 missed.append(f"{label}: {gate.what} {fmt_against(fit, level)} {sign} {level:g}" if vals.size else
+                              f"{label}: no seed passed ({n_lost} missed it; {mean_all})" if n_lost else
                               f"{label}: {gate.what} not recorded for any seed")
         report.append({"metric": gate.metric, "what": gate.what, "level": level, "higher": gate.higher,
                        "source": gate.source, "says": gate.says(level), "cells": fits, "missed": bad})
@@ -333,12 +401,12 @@ def no_room(baseline: Any, margin: float, high: float = 1.0, name: str = "the ba
             "says nothing about the claim")
 
 
-def _pooled(rows: pd.DataFrame, cols: tuple[str, ...]) -> dict[str, list]:
+def pooled_columns(rows: pd.DataFrame, cols: tuple[str, ...]) -> dict[str, list]:
     """Columns among ``cols`` that vary across ``rows``: name -> sorted values."""
     out = {}
     for c in cols:
         if c in rows and rows[c].nunique(dropna=True) > 1:
-            out[c] = sorted(_py(v) for v in rows[c].dropna().unique())
+            out[c] = sorted(to_python(v) for v in rows[c].dropna().unique())
     return out
 
 
@@ -378,7 +446,7 @@ def coerce_numeric(ok: pd.DataFrame, numeric: tuple[str, ...]) -> pd.DataFrame:
     return ok
 
 
-def _decide(triple: tuple[float, float, float], margin: float) -> str:
+def decide(triple: tuple[float, float, float], margin: float) -> str:
     """Supported when the whole interval lies above ``margin``, not supported when below it.
 
     ``triple``: ``(point, low, high)``, a 95% interval in the statistic's units; a NaN low end is
@@ -395,7 +463,7 @@ def _decide(triple: tuple[float, float, float], margin: float) -> str:
     return "inconclusive"
 
 
-def _decide_below(triple: tuple[float, float, float], margin: float) -> str:
+def decide_below(triple: tuple[float, float, float], margin: float) -> str:
     """Supported when the whole interval lies below ``margin``, not supported when above it."""
     _, lo, hi = triple
     if math.isnan(lo) or math.isnan(hi):
@@ -487,17 +555,36 @@ def compute_verdicts(
             stat, verdict, triple, n, details = (decided.statistic, decided.outcome, decided.interval,
                                                  decided.n_trials, decided.details)
             cells = details.get("deciding_cells") or []
-            short, lost = seed_loss(whole, cells, min_seeds)
+            gate_lost: dict[str, dict[str, Any]] = {}
+            ok_gated = ok
+            if claim.gates and cells:
+                # Gates per model: a deciding model that missed a gate is left out and the rule decides again
+                # on the models that learned (the lost seeds count against min_seeds below).
+                kept, gate_lost = gate_filter(ok, cells, claim.gates, merged)
+                if gate_lost:
+                    every_model = ci_entry(triple, n)
+                    decided = resolve(claim.rule)(kept, merged, n_boot, seed)
+                    stat, verdict, triple, n, details = (decided.statistic, decided.outcome, decided.interval,
+                                                         decided.n_trials, decided.details)
+                    cells = details.get("deciding_cells") or cells
+                    details["lost_to_gates_by_cell"] = gate_lost
+                    details["value_with_every_model"] = every_model
+                    ok_gated = kept
+            short, lost = seed_loss(whole, cells, min_seeds, gate_lost)
             if lost:
                 details["lost_seeds_by_cell"] = lost
             if short and verdict != INCONCLUSIVE:
                 details["reason"] = f"{short} (its own result there: {_said(verdict)}, {details.get('reason', '')})"
-                details["value_with_the_lost_seeds"] = _ci(triple, n)
+                details["value_with_the_lost_seeds"] = ci_entry(triple, n)
                 verdict, triple = INCONCLUSIVE, NAN3
             elif short:
                 details["reason"] = f"{details.get('reason', '')}; {short}".lstrip("; ")
             if claim.gates:
-                unlearned, gate_report = gate_check(ok, cells, claim.gates, merged)
+                unlearned, gate_report = gate_check(ok_gated, cells, claim.gates, merged, gate_lost, every=ok)
+                if gate_lost:  # the report shows every model's mean too, not only the ones that passed
+                    _, every = gate_check(ok, cells, claim.gates, merged)
+                    for mine, all_seeds in zip(gate_report["gates"], every["gates"]):
+                        mine["cells_every_seed"] = all_seeds["cells"]
                 details.update(gate_report)
                 if not cells and verdict != INCONCLUSIVE:  # a rule's bug: it must say which models decided
                     unlearned = ("the rule named no deciding cell, so whether its models learned their training "
@@ -506,7 +593,7 @@ def compute_verdicts(
                     own = f"its own result there: {_said(verdict)}, " if verdict != INCONCLUSIVE else ""
                     details["reason"] = f"{unlearned} ({own}{details.get('reason', '')})".replace(" ()", "")
                     if not all(math.isnan(float(x)) for x in triple):
-                        details["value_of_unlearned_models"] = _ci(triple, n)
+                        details["value_of_unlearned_models"] = ci_entry(triple, n)
                     verdict, triple = INCONCLUSIVE, NAN3
             for guard in claim.guards:
                 # A guard sees the whole table (failed and diverged trials too): e.g. the widest planned
@@ -516,7 +603,7 @@ def compute_verdicts(
                 if hit:
                     reason, key = hit
                     details["reason"] = f"{reason} (its own result there: {_said(verdict)}, {details.get('reason', '')})"
-                    details[key] = _ci(triple, n)
+                    details[key] = ci_entry(triple, n)
                     verdict, triple = INCONCLUSIVE, NAN3
         except Exception as err:  # noqa: BLE001 - one broken rule must not cost the report of every other claim
             stat, verdict, triple, n = "rule_error", INCONCLUSIVE, NAN3, 0

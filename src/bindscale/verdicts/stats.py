@@ -1,7 +1,7 @@
 """Statistics helpers: confidence intervals for the verdicts, and correlations.
 
 Two interval families, chosen by what the simulated coverage at the studies'
-sample sizes allows (``tests/unit/test_coverage.py``; issue 31, item 10): every
+sample sizes allows (``tests/unit/test_coverage.py``): every
 95% interval a rule reads must cover 92–98% at the n the rule uses it, for
 normal and for skewed data.
 

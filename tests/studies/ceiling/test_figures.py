@@ -86,6 +86,8 @@ def _sweep_table(seeds=3, sizes=(1e4, 2e4, 4e4, 8e4)):
             for f in ("colouring", "knapsack", "assignment"):
                 r[f"feas_{f}"], r[f"gap_{f}"] = r[f"sat_{f}"] / 2, 0.1
                 r[f"chance_sat_{f}"] = r[f"chance_feas_{f}"] = r[f"chance_optimal_{f}"] = 0.05
+                # every model fitted its training instances (the competence gates read these per model)
+                r[f"feas_{f}_train"] = r[f"sat_{f}_train"] = r[f"optimal_{f}_train"] = 1.0
             rows.append(r)
     return pd.DataFrame(rows)
 
@@ -127,7 +129,7 @@ def test_the_report_fits_each_family_metric_once_and_the_figure_draws_the_verdic
 
 
 def test_the_figures_draw_the_random_level_and_stop_the_curves_at_the_largest_model(monkeypatch):
-    """Issue 31, item 3: the dotted uniform-random level the title promises is drawn from the trials' own
+    """The dotted uniform-random level the title promises is drawn from the trials' own
     columns (before, only when no chance column existed, i.e. never for a real run), and no fitted curve runs
     past the largest model (before: to 4x it)."""
     df = _sweep_table()
@@ -156,7 +158,7 @@ def test_the_figures_draw_the_random_level_and_stop_the_curves_at_the_largest_mo
 
 
 def test_the_unparsable_share_is_drawn_beside_every_generated_answer_metric(monkeypatch):
-    """Issue 34, item 6: a quick run's feasibility of 0.029 was mostly unparsable output (81-93% of answers) and no
+    """A quick run's feasibility of 0.029 was once mostly unparsable output (81-93% of answers) and no
     figure said so. Each family's unparsable share is drawn (dash-dot, ×) beside satisfaction and feasibility,
     the title says so, and the by-difficulty figure has a row of it."""
     df = _sweep_table()
@@ -190,7 +192,7 @@ def test_the_unparsable_share_is_drawn_beside_every_generated_answer_metric(monk
 
 
 def test_the_unparsable_share_stands_beside_the_number_on_every_page(tmp_path, capsys):
-    """Issue 34, item 6: the report's verdict row, the answer page's claim row and the terminal say how much of
+    """The report's verdict row, the answer page's claim row and the terminal say how much of
     the answers behind the deciding number were unparsable."""
     from bindscale.report.answer import build_answer
     from bindscale.cli import _print_summary

@@ -1,4 +1,4 @@
-"""Coverage of the ceiling asymptote's 95% interval at the default design, 5 sizes × 8 seeds (issue 31, item 10).
+"""Coverage of the ceiling asymptote's 95% interval at the default design, 5 sizes × 8 seeds.
 
 Planted saturating curve ``a − b·x^−c`` with a = 0.58, b = 0.3, c = 0.9; seed noise of sd 0.03, normal, skewed
 (centred Gamma(2), skewness 1.4) or growing with size (sd 0.015 … 0.06: the extrapolated end is the noisiest).

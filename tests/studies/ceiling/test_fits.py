@@ -147,7 +147,7 @@ def test_real_model_rows_are_listed_not_fitted():
 def test_asymptote_interval_coverage():
     """Coverage of the 95% bootstrap interval of the asymptote at 5 sizes x 8 seeds (the default study's
     design), planted a = 0.58, b = 0.3, c = 0.9, Gaussian noise sd 0.03: 100 simulated tables, 100 resamples
-    each. The plain percentile interval measured 0.87 here; the expanded one (issue 31, item 10) is checked
+    each. The plain percentile interval measured 0.87 here; the expanded one is checked
     against 92-98% with normal, skewed and size-dependent noise in ``test_fit_coverage.py``; this wider band
     stays as a cheap guard."""
     x = np.repeat(SIZES, 8)

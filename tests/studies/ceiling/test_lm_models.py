@@ -1,4 +1,4 @@
-"""Real models through one loader (issue 33, items 1-2): ``model.path`` (package, folder, .gguf or endpoint URL),
+"""Real models through one loader: ``model.path`` (package, folder, .gguf or endpoint URL),
 ``model.params`` for endpoints, a list of models as a grid, each model's exact name and parameter count in its
 record, the chance levels on its own instances, and the answered instances saved in the record and re-checked."""
 

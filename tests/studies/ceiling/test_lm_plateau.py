@@ -1,4 +1,4 @@
-"""The plateau question over real models' sizes (issue 33, item 3): ``lm_constraint_satisfaction_plateaus`` on
+"""The plateau question over real models' sizes: ``lm_constraint_satisfaction_plateaus`` on
 planted tables of real-model rows — a plateau inside the band, a rising metric, too few sizes, every answer
 unparsable, NaN, chance level everywhere, a plateau below the band, unknown sizes — through the report's engine
 (its gate and deciding cells included)."""

@@ -182,7 +182,7 @@ def test_the_study_config_imports_neither_the_solver_nor_networkx():
     """A refused ``--set`` answers in well under a second (README): resolving and validating the ceiling studies
     imports :mod:`.problems` for its constants only, so scipy.optimize (the solver, 0.5-1 s) and networkx wait
     until instances are built."""
-    code = ("import sys; from bindscale.core.config import resolve_study; from bindscale.core.errors import ConfigError\n"
+    code = ("import sys; from bindscale.core.studyfile import resolve_study; from bindscale.core.errors import ConfigError\n"
             "for name in ('ceiling', 'ceiling-lm', 'ceiling-ladder'):\n"
             "    resolve_study(name).trials(); resolve_study(name, quick=True).trials()\n"
             "try:\n    resolve_study('ceiling', overrides=['some.bad=1'])\nexcept ConfigError:\n    pass\n"

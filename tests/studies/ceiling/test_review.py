@@ -130,7 +130,7 @@ def test_defect9_the_claimed_level_is_checked_against_each_interval():
 
 
 def test_defect10_the_answer_line_decides_and_a_bare_line_below_it_only_with_exactly_n_integers():
-    """Issue 33 made parsing lenient: values on the line below an empty ``ANSWER:`` count when that line
+    """Parsing is lenient: values on the line below an empty ``ANSWER:`` count when that line
     holds exactly ``n_vars`` integers; an ``ANSWER`` line with digits is never overridden."""
     p = make_problem("knapsack", 1, np.random.default_rng(0))
     assert parse_text("ANSWER: " + " ".join(["0"] * p.n_vars), p) == (0,) * p.n_vars

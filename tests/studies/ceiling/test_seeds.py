@@ -1,4 +1,4 @@
-"""Issue 31, item 4 on constraint_satisfaction_plateaus: seeds lost at a size of the sweep are counted."""
+"""Lost seeds on constraint_satisfaction_plateaus: seeds lost at a size of the sweep are counted."""
 
 from __future__ import annotations
 

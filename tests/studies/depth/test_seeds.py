@@ -1,4 +1,4 @@
-"""Issue 31, items 2 and 4 on deeper_composes_better_at_equal_params: floors and ceilings, lost seeds."""
+"""deeper_composes_better_at_equal_params at the metric's floor or ceiling, and with seeds lost in a deciding cell."""
 
 from __future__ import annotations
 

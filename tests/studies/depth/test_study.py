@@ -39,7 +39,7 @@ def test_quick_depth_study_gives_its_verdicts_and_figures(tmp_path):
 def test_every_tier_trains_one_step_count_and_gives_deciding_cells_five_seeds(name):
     """The rules compare only rotary cells of the most common step count (verdicts.py), so a tier whose
     trials trained different step counts would silently drop cells; and three seeds decide nothing
-    (issue 32): each family's deepest and shallowest member and the largest depth-2 model on the length
+    (their t interval is too wide): each family's deepest and shallowest member and the largest depth-2 model on the length
     and add-jump splits (the largest budget's most common depth on those splits) have at least 5 seeds."""
     from collections import defaultdict
 

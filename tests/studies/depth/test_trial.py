@@ -13,7 +13,7 @@ from bindscale.core.errors import ConfigError
 from bindscale.models.transformer import Transformer
 from bindscale.studies.depth import plan, scan
 from bindscale.studies.depth.config import DepthTrial
-from bindscale.studies.depth.families import nonembedding_params, shape_for_budget
+from bindscale.models.shapes import nonembedding_params, shape_for_budget
 from bindscale.studies.depth.trial import EOS, SEP, Vocab, acc_by_length, make_data, pack, run_trial, token_accuracy
 
 YAML = Path(__file__).resolve().parents[3] / "src" / "bindscale" / "studies" / "depth" / "depth.yaml"

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from bindscale.core import registry
-from bindscale.studies.depth import verdicts as V
 from bindscale.core.study import resolve
+from bindscale.studies.depth import verdicts as V
 
 DEPTH = {"margin": 0.0, "min_id_acc": 0.95}
 SCALE = {"threshold": 0.5, "min_id_acc": 0.95}
@@ -75,7 +75,7 @@ def _engine(df, claim, **th):
 
 @pytest.mark.parametrize("id_acc", [0.2, 0.6])
 def test_depth_inconclusive_when_models_did_not_learn_the_training_distribution(id_acc):
-    """Issue 31, item 1: the gate is 0.95 (Lake & Baroni), checked by the engine on every deciding cell; a
+    """The gate is 0.95 (Lake & Baroni), checked by the engine on every deciding cell; a
     depth claim read off models at 0.6 in distribution (which passed the old 0.5 gate) is inconclusive."""
     df = _rows(_families(0.3, 0.2), id_acc=id_acc)
     assert depth(df).outcome == "supported"  # the rule answers; the engine's gate decides whether it stands
@@ -102,7 +102,7 @@ def test_depth_gate_names_the_one_family_member_that_did_not_learn():
 
 
 def test_depth_reasons_state_the_findings_in_numbers():
-    """Issue 31, item 3: the reason gives each split's difference and each family's two members."""
+    """The reason gives each split's difference and each family's two members."""
     sup = depth(_rows(_families(0.3, 0.2), noise=0.001))
     assert sup.outcome == "supported", sup.details
     assert "split addprim_jump: deepest − shallowest test exact match +0.200" in sup.details["reason"]
@@ -302,8 +302,8 @@ def test_citations_and_parameter_counts():
     counts in the details and the table; the YAML's width comments match the shapes."""
     import re
 
+    from bindscale.models.shapes import shape_for_budget
     from bindscale.studies.depth import STUDY, table
-    from bindscale.studies.depth.families import shape_for_budget
 
     claims = {c.name: c for c in V.CLAIMS}
     petty = claims["deeper_composes_better_at_equal_params"]

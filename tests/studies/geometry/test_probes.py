@@ -322,7 +322,7 @@ def test_probe_cache_reads_back_the_same_fit_and_is_invalidated_by_what_matters(
     assert fit_probe_cached("polar", fit, dev, settings, 0, tmp_path)[1]
 
 
-# --------------------------------------------- the authors' fitting options (issue 33, item 1) --
+# --------------------------------------------- the authors' fitting options --
 
 def _batch_and_map(short_splits, d=48, k=6, seed=0):
     from bindscale.studies.geometry.probes import _Batch

@@ -1,4 +1,4 @@
-"""Issue 31, items 2 and 4 on the geometry rules: probes at the floor or ceiling, lost seeds of a deciding size."""
+"""The geometry rules' floors, ceilings and seeds: probes at the floor or ceiling, lost seeds of a deciding size."""
 
 from __future__ import annotations
 

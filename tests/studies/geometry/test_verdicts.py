@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bindscale.report import compute_verdicts
-from bindscale.verdicts.engine import ok_rows
+from bindscale.verdicts.engine import compute_verdicts
+from bindscale.kit import ok_rows
 
 from bindscale.studies.geometry.layers import METRICS
 from bindscale.studies.geometry.verdicts import (
@@ -130,7 +130,7 @@ def test_polar_beats_structural_ignores_the_input_embeddings():
 
 
 def test_polar_beats_structural_needs_the_polar_probe_above_the_chain_baseline():
-    """Review item 1 and issue 31 item 9: a lead (or a deficit) between two probes that recover fewer edges than
+    """A lead (or a deficit) between two probes that recover fewer edges than
     the linear chain is no evidence about syntax coded by angle: inconclusive either way, by the claim's chain
     gate, with the numbers (a model that reads no tree does not decide the claim)."""
     study = {"verdicts": {"polar_beats_structural": {}}}

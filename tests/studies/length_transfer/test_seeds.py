@@ -1,4 +1,4 @@
-"""Issue 31, items 2, 4, 6 on the length_transfer rules: floors and ceilings, lost seeds, a seed counted once.
+"""The length_transfer rules' seeds: floors and ceilings, lost seeds, a seed counted once.
 
 Tables from ``table`` (``test_verdicts.py``: the deciding pair at two sizes, 8 seeds per cell).
 """

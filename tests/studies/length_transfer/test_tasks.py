@@ -177,7 +177,7 @@ def test_ablation_examples_overlap_training_as_the_trial_docstring_states():
 
 @pytest.mark.parametrize("aux", ["cap+rev", "copy"])
 def test_co_training_mixes_the_tasks_in_their_shares_and_scores_every_answer(aux):
-    # Issue 32 item 3: a quick run's co-trained main task stayed at 0.007 within L against 0.486 alone. The
+    # A quick run's co-trained main task stayed at 0.007 within L against 0.486 alone. The
     # mixture must hold aux_share auxiliary examples (split evenly between a set's tasks), the main task's
     # share at every length 1..L, and a loss mask on the answer and stop tokens of every task, main and
     # auxiliary alike, and on nothing else.

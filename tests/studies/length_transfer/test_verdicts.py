@@ -89,7 +89,7 @@ def test_gain_rules_are_inconclusive_on_missing_nan_degenerate_or_unlearned_inpu
     nan = df.copy()
     nan.loc[(nan["aux"] == "none") & (nan["d_model"] == 64), "acc_beyond"] = np.nan
     assert rule(fn, nan, name).outcome == "inconclusive"
-    # Not learned: the engine's gates (issue 31, item 1), on every deciding cell.
+    # Not learned: the engine's gates, on every deciding cell.
     out = engine(table(alone_in=0.1), name)
     assert out["verdict"] == "inconclusive" and "main caprev, aux none, layers 2, d_model 64" in out["details"]["reason"]
     assert "main task's exact match within its training lengths 0.0" in out["details"]["reason"]
@@ -215,7 +215,7 @@ def test_largest_size_is_the_largest_planned_one():
 
 def test_default_file_has_7_seeds_in_every_deciding_cell_and_details_report_them():
     # 7, not the verdicts' conclusive 8: 8 seeds put the default's --dry-run estimate at ~16 minutes on two
-    # cores, over its 15-minute budget (issue 32, item 3); length_transfer-full plans 10.
+    # cores, over its 15-minute budget; length_transfer-full plans 10.
     from bindscale.core.studyfile import resolve_study
     from bindscale.studies.length_transfer.verdicts import DECIDING
 
@@ -257,7 +257,7 @@ def test_interval_coverage_on_zero_inflated_and_bimodal_seeds():
 
 
 def test_exact_zero_beyond_L_in_every_compared_arm_is_the_floor_but_one_arm_off_it_decides():
-    """Issue 31, item 2 (replacing the old assertion that all-zero arms decide "not supported"): related and
+    """Floors (replacing the old assertion that all-zero arms decide "not supported"): related and
     alone both at 0 beyond L in every seed is the metric's floor, not evidence against transfer."""
     df = table(related=(0.0, 0.0)).assign(acc_beyond=0.0)
     result = rule(length_transfer_exists, df, "length_transfer_exists")
@@ -401,13 +401,13 @@ def test_deciding_auxiliary_set_is_matched_as_a_set():
     assert a.outcome == b.outcome == "supported" and a.interval == b.interval
 
 
-# -- issue 31: gates, floors and ceilings, reasons in numbers --------------------------------------------------
+# -- gates, floors and ceilings, reasons in numbers -----------------------------------------------------------
 
 GAIN_RULES = [(length_transfer_exists, "length_transfer_exists"), (transfer_grows_with_size, "transfer_grows_with_size")]
 
 
 def test_every_claim_is_gated_at_the_sources_level_and_the_old_aux_gate_no_longer_passes_0_70():
-    """Issue 31, item 1: an auxiliary at 0.70 within its lengths (the pilot's cap+rev) passed the old 0.5 gate."""
+    """An auxiliary at 0.70 within its lengths (the pilot's cap+rev) passed the old 0.5 gate."""
     import yaml
 
     from bindscale.studies.length_transfer import STUDY
@@ -440,7 +440,7 @@ def test_alone_cells_are_gated_on_the_main_task_only():
 @pytest.mark.parametrize("fn,name", GAIN_RULES)
 @pytest.mark.parametrize("bound", [0.0, 1.0])
 def test_every_model_at_the_floor_or_ceiling_beyond_L_is_inconclusive_not_not_supported(fn, name, bound):
-    """Issue 31, item 2: every model at 0 beyond L, or every model (alone included) already extrapolating
+    """Every model at 0 beyond L, or every model (alone included) already extrapolating
     perfectly, says nothing about transfer, through the rule and through the engine."""
     df = table(related=(0.0, 0.0)).assign(acc_beyond=bound)
     out = rule(fn, df, name)
@@ -458,7 +458,7 @@ def test_alone_nearly_at_the_ceiling_leaves_no_room_for_a_gain(fn, name):
 
 
 def test_unrelated_control_is_not_supported_by_two_arms_that_learned_nothing_beyond_L():
-    """Issue 31, item 2: the related auxiliary transfers, but the unrelated and alone arms both sit at 0 beyond L
+    """The related auxiliary transfers, but the unrelated and alone arms both sit at 0 beyond L
     in every seed: "no gain from the unrelated auxiliary" is the floor's, not a finding."""
     df = table(related=(0.45, 0.45))
     df.loc[df.aux.isin(["none", U]), "acc_beyond"] = 0.0
@@ -468,7 +468,7 @@ def test_unrelated_control_is_not_supported_by_two_arms_that_learned_nothing_bey
 
 
 def test_nan_and_failed_seeds_in_a_deciding_cell_leave_it_inconclusive():
-    """Issue 31, item 4 on this study's cells: 3 of 8 related seeds NaN at the largest size, 2 failed alone."""
+    """Lost seeds in this study's cells: 3 of 8 related seeds NaN at the largest size, 2 failed alone."""
     df = table()
     rel = df.index[(df.aux == R) & (df.n_params == 101000)]
     df.loc[rel[:3], "acc_beyond"] = np.nan
@@ -479,7 +479,7 @@ def test_nan_and_failed_seeds_in_a_deciding_cell_leave_it_inconclusive():
 
 
 def test_reasons_state_the_findings_in_numbers():
-    """Issue 31, item 3: each rule's reason gives the arms' accuracies, the gain and its interval."""
+    """Each rule's reason gives the arms' accuracies, the gain and its interval."""
     d = rule(length_transfer_exists, table(noise=0.001), "length_transfer_exists").details
     assert "at 101000 parameters: exact match beyond L 0.500 with the related auxiliary (8 seeds) vs 0.050 alone" \
         in d["reason"] and "gain +0.450 [+0.4" in d["reason"] and "above the margin 0.05" in d["reason"]

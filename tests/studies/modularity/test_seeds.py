@@ -1,4 +1,4 @@
-"""Issue 31, items 2 and 4 on the modularity contrasts: shares at the floor or ceiling, lost seeds of a side."""
+"""The modularity contrasts' floors, ceilings and seeds: shares at the floor or ceiling, lost seeds of a side."""
 
 from __future__ import annotations
 

@@ -127,7 +127,7 @@ def test_bad_arguments_are_rejected():
         task.compound(0, rng())
 
 
-# ------------------------------------------------- disjoint scene partition (issue 13, item 10)
+# ------------------------------------------------- disjoint scene partition
 
 TRAIN_SETS = ("compound_train", "pretrain_A", "pretrain_B", "sub_A_train", "sub_B_train")
 TEST_SETS = ("compound_test", "sub_A_test", "sub_B_test")

@@ -253,7 +253,7 @@ def test_no_untrained_control_when_it_has_no_seeds():
     assert all(r["net"] == "trained" for r in m["runs"]) and math.isnan(m["untrained_frac_structural"])
 
 
-# ------------------------------------------------- generic pretraining (issue 13, item 11)
+# ------------------------------------------------- generic pretraining
 
 
 def test_generic_pretraining_learns_the_match_count_with_one_head_and_leaves_the_readout_alone():

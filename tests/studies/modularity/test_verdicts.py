@@ -1,4 +1,4 @@
-"""Verdict rules of the modularity study on synthetic results tables (issue 13, items 4, 5, 10, 11; review 2)."""
+"""Verdict rules of the modularity study on synthetic results tables."""
 
 import math
 
@@ -148,7 +148,7 @@ def test_pretraining_reliability_is_decided_by_generic_pretraining_not_subroutin
 
 def test_contrasts_are_inconclusive_on_missing_nan_or_all_zero_shares():
     for rule in (structure_grows_with_width, pretraining_reliability):
-        zeros = rule(_table(robust=0.0, robust_spread=0.0), P_DIFF, 500, 0)  # the share's floor (issue 31, item 2)
+        zeros = rule(_table(robust=0.0, robust_spread=0.0), P_DIFF, 500, 0)  # the share's floor
         assert zeros.outcome == "inconclusive" and "floor" in zeros.details["reason"]
         assert rule(_table(robust=float("nan")), P_DIFF, 500, 0).outcome == "inconclusive"
         assert rule(_table().drop(columns=["frac_robust"]), P_DIFF, 500, 0).outcome == "inconclusive"
@@ -377,7 +377,7 @@ def test_a_largest_width_whose_trials_all_failed_is_named_for_compute_verdicts()
     assert lost_planned_width(df[df["status"] == "ok"], out["details"]) is None
 
 
-# ------------------------------------------------------------- issue 31: gates, dropped seeds, controls
+# ------------------------------------------------------------- gates, dropped seeds, controls
 
 
 def test_a_cell_whose_base_networks_did_not_learn_makes_every_claim_inconclusive_naming_its_fit():
@@ -411,7 +411,7 @@ def test_one_dropped_seed_counts_but_leaves_enough():
 
 @pytest.mark.parametrize("control", ["untrained_frac_robust", "random_frac_robust"])
 def test_contrasts_whose_control_moves_like_the_trained_share_are_not_supported(control):
-    """Issue 31, item 7: the untrained-network or random-mask control as structural as the trained networks
+    """The untrained-network or random-mask control as structural as the trained networks
     on both sides explains the difference without training."""
     for rule, up in ((structure_grows_with_width,
                       {(w, p): 0.2 + 0.4 * (w == 64) for w in (16, 64) for p in ("none", "match_count")}),

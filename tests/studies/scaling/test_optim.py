@@ -1,7 +1,8 @@
 import pytest
 import torch
 
-from bindscale.studies.scaling.optim import ALIGN, StackedAdamW
+from bindscale.kit import ALIGN
+from bindscale.studies.scaling.optim import StackedAdamW
 
 
 def _run(shape, lrs, wds, steps=25, seed=0):

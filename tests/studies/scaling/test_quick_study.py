@@ -24,7 +24,7 @@ def test_quick_headline_study_shows_width_and_coverage_effects(tmp_path):
     assert by_cover.iloc[0] > by_cover.iloc[-1], by_cover
     decod = next(v for v in summary["verdicts"] if v["claim"] == "decodability")
     # The quick study's students stay below the in-distribution gate (r2_id < 0.9): no claim is decided, the
-    # deciding number moves to value_of_unlearned_models and the reason names the cells (issue 31, item 1).
+    # deciding number moves to value_of_unlearned_models and the reason names the cells.
     assert decod["verdict"] == "inconclusive" and decod["value"] is None, decod
     assert "did not learn their training task" in decod["details"]["reason"]
     assert decod["details"]["value_of_unlearned_models"]["value"] > 0.5

@@ -1,4 +1,4 @@
-"""Issue 31, items 4-6 on the scaling study: lost seeds, the grid a claim speaks of, a seed counted once.
+"""The scaling study's seeds: lost seeds, the grid a claim speaks of, a seed counted once.
 
 Each table is ``make_results`` (``test_verdicts.py``: the claims planted, 8 seeds per cell) damaged one way.
 """
@@ -10,7 +10,7 @@ import math
 import pandas as pd
 import pytest
 
-from bindscale.report import compute_verdicts
+from bindscale.verdicts.engine import compute_verdicts
 
 from .test_verdicts import STUDY, _cell, by_claim, make_results
 

@@ -1,4 +1,4 @@
-"""Withheld module pairs: out-of-hull held-out combinations in every seed (verdicts issue, item 1)."""
+"""Withheld module pairs: out-of-hull held-out combinations in every seed."""
 
 import itertools
 

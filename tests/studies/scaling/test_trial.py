@@ -6,8 +6,9 @@ import torch
 
 import bindscale.studies.scaling.trial as train_mod
 from bindscale.studies.scaling.config import ModelConfig, TaskConfig, TrainConfig, TrialConfig
+from bindscale.studies.scaling.plan import group_key
 from bindscale.studies.scaling.tasks import HyperTeacher
-from bindscale.studies.scaling.trial import train_group
+from bindscale.studies.scaling.trial import run_group
 
 TINY = TrainConfig(steps=40, batch_tasks=16, n_evals=2, eval_tasks=32, probe_tasks=32, probe_samples=2)
 
@@ -18,8 +19,8 @@ def trial(seed, **model):
 
 
 def test_same_config_and_seed_give_identical_metrics():
-    a = train_group([trial(0), trial(1)])
-    b = train_group([trial(0), trial(1)])
+    a = run_group([trial(0), trial(1)])
+    b = run_group([trial(0), trial(1)])
     for ra, rb in zip(a, b):
         for k in ("r2_id", "r2_heldout", "final_loss", "decod_best", "curve_r2_heldout"):
             assert ra.metrics[k] == rb.metrics[k]
@@ -39,9 +40,9 @@ def assert_same_bits(a, b, keys=EXACT):
 @pytest.mark.parametrize("width", [12, 16, 64])
 @pytest.mark.parametrize("kind", ["mlp", "hypernet"])
 def test_a_trial_in_a_stack_equals_the_trial_alone(kind, width):
-    stacked = train_group([trial(0, kind=kind, width=width), trial(1, kind=kind, width=width),
+    stacked = run_group([trial(0, kind=kind, width=width), trial(1, kind=kind, width=width),
                            trial(2, kind=kind, width=width)])[1]
-    alone = train_group([trial(1, kind=kind, width=width)])[0]
+    alone = run_group([trial(1, kind=kind, width=width)])[0]
     assert_same_bits(stacked, alone)
 
 
@@ -70,18 +71,18 @@ def test_divergence_is_recorded_and_isolated(monkeypatch):
 
     monkeypatch.setattr(train_mod, "HyperTeacher", Poisoned)
     monkeypatch.setattr(train_mod, "CHUNK_ELEMENTS", 16 * 16 * 40 * 10)  # 10 steps per chunk
-    res = train_group([trial(0), trial(1), trial(2)])
+    res = run_group([trial(0), trial(1), trial(2)])
     assert [r.status for r in res] == ["ok", "diverged", "ok"]
     assert res[1].diverged_step == 11
     monkeypatch.setattr(train_mod, "HyperTeacher", HyperTeacher)
-    alone = train_group([trial(2)])[0]
+    alone = run_group([trial(2)])[0]
     assert_same_bits(res[2], alone)
 
 
 def test_training_learns_and_reports_everything():
     cfg = TrialConfig(task=TaskConfig(M=6, K=2, holdout=0.3), model=ModelConfig(width=64, depth=2),
                       train=TrainConfig(steps=300, batch_tasks=32, lr=3e-3, n_evals=3, eval_tasks=64, probe_tasks=64))
-    (r,) = train_group([cfg])
+    (r,) = run_group([cfg])
     m = r.metrics
     assert r.status == "ok"
     assert m["r2_id"] > 0.3 and m["r2_heldout"] > 0.2, m
@@ -97,10 +98,10 @@ def test_per_trial_lr_weight_decay_and_clip_inside_one_stack():
                            train=TINY.model_copy(update={"lr": lr, "weight_decay": wd, "grad_clip": clip}), seed=seed)
 
     stack = [t(0, 1e-3, 0.0, 1.0), t(1, 3e-2, 0.1, None), t(2, 1e-4, 3e-3, 0.01)]
-    assert len({train_mod.group_key(x) for x in stack}) == 1
-    together = train_group(stack)
+    assert len({group_key(x) for x in stack}) == 1
+    together = run_group(stack)
     for i, trial in enumerate(stack):
-        assert_same_bits(together[i], train_group([trial])[0])
+        assert_same_bits(together[i], run_group([trial])[0])
     assert len({r.metrics["final_loss"] for r in together}) == 3
 
 
@@ -110,11 +111,11 @@ def test_encodings_of_one_width_share_a_stack_and_each_trial_equals_itself_alone
                            model=ModelConfig(width=16, depth=2), train=TINY, seed=seed)
 
     stack = [t(0, "identity"), t(1, "orthogonal"), t(2, "invertible"), t(3, "interval_shuffle")]
-    assert len({train_mod.group_key(x) for x in stack}) == 1
-    assert train_mod.group_key(t(0, "tokens")) != train_mod.group_key(stack[0])  # code width K·M, not M
-    together = train_group(stack)
+    assert len({group_key(x) for x in stack}) == 1
+    assert group_key(t(0, "tokens")) != group_key(stack[0])  # code width K·M, not M
+    together = run_group(stack)
     for i in (1, 3):
-        assert_same_bits(together[i], train_group([stack[i]])[0])
+        assert_same_bits(together[i], run_group([stack[i]])[0])
     # each trial saw its own encoding: linear codes (identity, orthogonal) are decodable
     # exactly from the input, the non-linear ones (invertible, interval_shuffle) are not
     assert [r.metrics["decod_input"] > 0.99 for r in together] == [True, True, False, False]
@@ -138,25 +139,26 @@ def test_stacking_into_a_reused_buffer_equals_a_fresh_stack():
 def test_a_finite_blow_up_is_divergence_and_isolated():
     # lr 10 drives AdamW's loss up by orders of magnitude without ever reaching inf.
     wild = trial(1).model_copy(update={"train": TINY.model_copy(update={"lr": 10.0, "grad_clip": None})})
-    res = train_group([trial(0), wild, trial(2)])
+    res = run_group([trial(0), wild, trial(2)])
     assert [r.status for r in res] == ["ok", "diverged", "ok"]
     assert 1 < res[1].diverged_step <= TINY.steps
     # Once the guard trips the trial is frozen (no more updates): its recorded loss stays finite.
     assert math.isfinite(res[1].metrics["final_loss"])
-    assert_same_bits(res[2], train_group([trial(2)])[0])
+    assert_same_bits(res[2], run_group([trial(2)])[0])
 
 
 @pytest.mark.parametrize("name", ["scaling", "subgraphs", "modularity", "depth"])
 @pytest.mark.parametrize("quick", [False, True])
 def test_builtin_studies_train_in_the_same_precision_on_any_cpu(monkeypatch, name, quick):
     """A study's numbers must not depend on whether the CPU has AMX: every built-in trial resolves to one
-    precision with and without bf16 matrix units (verdicts issue, item 13)."""
+    precision with and without bf16 matrix units."""
     from bindscale.core.studyfile import resolve_study
+    from bindscale.train import speed
 
     trials = [t for t in resolve_study(name, quick=quick).trials() if hasattr(t.train, "precision")]
     used = {}
     for amx in (False, True):
-        monkeypatch.setattr(train_mod, "fast_bf16", lambda device, amx=amx: amx)
+        monkeypatch.setattr(speed, "fast_bf16", lambda device, amx=amx: amx)
         used[amx] = [train_mod.resolve_precision(t.train.precision, torch.device("cpu"), t.model) for t in trials]
     assert used[False] == used[True]
 
@@ -165,7 +167,7 @@ def test_reports_task_mean_and_per_arity_hull_r2():
     """r2_*_taskmean (the reference code's R²) beside every pooled R²; hull R² per number of active
     modules k, with the split's counts, NaN / 0 where a cell has no held-out combination."""
     cfg = TrialConfig(task=TaskConfig(M=8, K=3, holdout=0.5), model=ModelConfig(width=16, depth=2), train=TINY, seed=1)
-    (r,) = train_group([cfg])
+    (r,) = run_group([cfg])
     m = r.metrics
     task = HyperTeacher(cfg.task, cfg.seed)
     for side in ("id", "heldout", "inhull", "outhull"):
@@ -224,14 +226,14 @@ def test_probe_fit_and_score_inputs_come_from_independent_streams():
                       train=TINY.model_copy(update={"steps": 2}))
     import unittest.mock
     with unittest.mock.patch.object(HyperTeacher, "sample", spy):
-        train_group([cfg])
+        run_group([cfg])
     f, s = seen
     assert not (s[:, None, :] == f[None, :, :]).all(-1).any()
 
 
 def test_probe_reports_the_cross_validated_layer_and_its_heldout_score():
     cfg = TrialConfig(task=TaskConfig(M=6, K=2, holdout=0.3), model=ModelConfig(width=16, depth=2), train=TINY)
-    m = train_group([cfg])[0].metrics
+    m = run_group([cfg])[0].metrics
     assert m["decod_cv_layer"] in {"hidden.0", "hidden.1"}
     assert m["decod_random_cv_layer"] in {"hidden.0", "hidden.1"}
     assert m["decod_cv"] == m["decod_layers"][m["decod_cv_layer"]]
@@ -305,20 +307,21 @@ def test_the_thread_timing_alternates_and_stays_within_its_budget():
 
 
 def test_each_timed_window_follows_an_untimed_step_at_its_thread_count(monkeypatch):
-    from bindscale.studies.scaling import trial as train
+    from bindscale.studies.scaling import steps
 
     seen = []
-    monkeypatch.setattr(train, "_stack_stepper", lambda trials: lambda: seen.append(train.torch.get_num_threads()))
-    before = train.torch.get_num_threads()
-    timer = train.stack_step_timer([trial(0)])
+    monkeypatch.setattr(steps, "_stack_stepper", lambda trials: lambda: seen.append(steps.torch.get_num_threads()))
+    before = steps.torch.get_num_threads()
+    timer = steps.stack_step_timer([trial(0)])
     timer(2, 3)
-    assert seen == [2, 2, 2, 2] and train.torch.get_num_threads() == before  # 1 untimed + 3 timed, restored
+    assert seen == [2, 2, 2, 2] and steps.torch.get_num_threads() == before  # 1 untimed + 3 timed, restored
 
 
 def test_the_thread_choice_is_measured_once_per_stack_shape(monkeypatch):
     from bindscale.studies.scaling import trial as train
+    from bindscale.train import speed
 
-    monkeypatch.setattr(train, "_thread_choices", {})
+    monkeypatch.setattr(speed, "_thread_choices", {})
     timer, calls, _ = _fake_timer({1: 0.01, 2: 0.005})
     assert train.intra_op_threads([trial(0)], 2, timer) == 2
     n = len(calls)
@@ -332,14 +335,14 @@ def test_the_thread_choice_is_measured_once_per_stack_shape(monkeypatch):
 
 
 def test_the_real_step_timer_times_steps_at_the_threads_asked():
-    from bindscale.studies.scaling.trial import stack_step_timer
+    from bindscale.studies.scaling.steps import stack_step_timer
 
     before = torch.get_num_threads()
     t = stack_step_timer([trial(0), trial(1)])
     assert 0 < t(1, 2) < 10 and torch.get_num_threads() == before
 
 
-def test_train_group_trains_on_the_measured_threads_and_restores_the_callers(monkeypatch):
+def test_run_group_trains_on_the_measured_threads_and_restores_the_callers(monkeypatch):
     from bindscale.studies.scaling import trial as train
 
     before = torch.get_num_threads()
@@ -351,11 +354,11 @@ def test_train_group_trains_on_the_measured_threads_and_restores_the_callers(mon
             monkeypatch.setattr(train, "intra_op_threads", lambda trials, n, c=choice: asked.append(n) or c)
             torch.set_num_threads(2)
             seen.clear()
-            train_group([t], progress=lambda n: seen.append(torch.get_num_threads()))
+            run_group([t], progress=lambda n: seen.append(torch.get_num_threads()))
             assert seen == [choice] and torch.get_num_threads() == 2 and asked[-1] == 2
         asked.clear()
         torch.set_num_threads(1)  # one thread asked (every worker): nothing is measured
-        train_group([t], progress=lambda n: seen.append(torch.get_num_threads()))
+        run_group([t], progress=lambda n: seen.append(torch.get_num_threads()))
         assert asked == [] and seen[-1] == 1
     finally:
         torch.set_num_threads(before)
@@ -373,7 +376,7 @@ def test_results_do_not_depend_on_the_thread_choice_beyond_rounding(monkeypatch)
         for choice in (1, 2):
             monkeypatch.setattr(train, "intra_op_threads", lambda trials, n, c=choice: c)
             torch.set_num_threads(2)
-            res[choice] = train_group(t)
+            res[choice] = run_group(t)
     finally:
         torch.set_num_threads(before)
     for a, b in zip(res[1], res[2]):
@@ -387,11 +390,11 @@ def test_a_trial_whose_first_loss_is_infinite_diverges_at_step_one(monkeypatch):
     Infinite = _poisoned_teacher(float("inf"), after_calls=1)
 
     monkeypatch.setattr(train_mod, "HyperTeacher", Infinite)
-    res = train_group([trial(0), trial(1), trial(2)])
+    res = run_group([trial(0), trial(1), trial(2)])
     assert [r.status for r in res] == ["ok", "diverged", "ok"]
     assert res[1].diverged_step == 1
     monkeypatch.setattr(train_mod, "HyperTeacher", HyperTeacher)
-    assert_same_bits(res[2], train_group([trial(2)])[0])
+    assert_same_bits(res[2], run_group([trial(2)])[0])
 
 
 def _recording_teacher(log: list, fail_at: int | None = None) -> type:
@@ -433,15 +436,16 @@ class _SteadyWatch:
 
 
 def _train_at(monkeypatch, trials, threads: int, choice: int = 1):
-    """train_group with ``threads`` torch threads asked and ``choice`` measured for the step; the caller's restored."""
+    """run_group with ``threads`` torch threads asked and ``choice`` measured for the step; the caller's restored."""
     from bindscale.studies.scaling import trial as train
+    from bindscale.train import speed
 
     monkeypatch.setattr(train, "intra_op_threads", lambda trials, n: choice)
-    monkeypatch.setattr(train, "ThreadWatch", _SteadyWatch)  # no fall-back on a loaded machine (test_threadwatch)
+    monkeypatch.setattr(speed, "ThreadWatch", _SteadyWatch)  # no fall-back on a loaded machine (test_threadwatch)
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        return train_group(trials)
+        return run_group(trials)
     finally:
         torch.set_num_threads(before)
 
@@ -500,7 +504,7 @@ def test_an_interrupt_in_training_shuts_the_sampler_thread_down(monkeypatch):
     torch.set_num_threads(2)
     try:
         with pytest.raises(KeyboardInterrupt):
-            train_group([trial(0)], progress=interrupt)
+            run_group([trial(0)], progress=interrupt)
     finally:
         torch.set_num_threads(threads)
     assert threading.active_count() == before
@@ -555,28 +559,29 @@ def test_background_sampling_can_turn_on_mid_training_without_writing_the_chunk_
 
 def test_a_trial_records_the_threads_its_step_ran_on_and_whether_sampling_ran_beside_it(monkeypatch):
     from bindscale.studies.scaling import trial as train
+    from bindscale.train import speed
 
     before = train.torch.get_num_threads()
     try:
         train.torch.set_num_threads(1)
-        m = train.train_group([trial(0)])[0].metrics
+        m = train.run_group([trial(0)])[0].metrics
         assert (m["threads_used"], m["background_sampling"]) == (1, False)
         monkeypatch.setattr(train, "intra_op_threads", lambda trials, threads, timer=None: 1)
         train.torch.set_num_threads(2)
-        m = train.train_group([trial(0)])[0].metrics
+        m = train.run_group([trial(0)])[0].metrics
         assert (m["threads_used"], m["background_sampling"]) == (1, True)  # the second core samples
         monkeypatch.setattr(train, "intra_op_threads", lambda trials, threads, timer=None: threads)
-        monkeypatch.setattr(train, "ThreadWatch", _SteadyWatch)  # (its fall-back depends on the load)
-        m = train.train_group([trial(0)])[0].metrics
+        monkeypatch.setattr(speed, "ThreadWatch", _SteadyWatch)  # (its fall-back depends on the load)
+        m = train.run_group([trial(0)])[0].metrics
         assert (m["threads_used"], m["background_sampling"]) == (2, False)
     finally:
         train.torch.set_num_threads(before)
 
 
-def test_train_group_restores_the_callers_threads_after_a_fall_back(monkeypatch):
-    """The watch switches the process's threads; train_group hands the caller's setting back and records
+def test_run_group_restores_the_callers_threads_after_a_fall_back(monkeypatch):
+    """The watch switches the process's threads; run_group hands the caller's setting back and records
     the step it fell back at."""
-    from bindscale.train import threads as threadwatch
+    from bindscale.train import speed, threads as threadwatch
     from bindscale.studies.scaling import trial as train
 
     class FallsBackAtStep3(threadwatch.ThreadWatch):
@@ -585,20 +590,20 @@ def test_train_group_restores_the_callers_threads_after_a_fall_back(monkeypatch)
                 self._switch(1)
                 self.fell_back_at = step
 
-    monkeypatch.setattr(train, "ThreadWatch", FallsBackAtStep3)
+    monkeypatch.setattr(speed, "ThreadWatch", FallsBackAtStep3)
     monkeypatch.setattr(train, "intra_op_threads", lambda trials, threads, timer=None: threads)
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(2)
-        m = train.train_group([trial(0)])[0].metrics
+        m = train.run_group([trial(0)])[0].metrics
         assert (m["threads_used"], m["threads_fallback_step"]) == (2, 3)
         assert torch.get_num_threads() == 2
         # the real watch: whether it falls back depends on the machine's load now (timing), not asserted
-        monkeypatch.setattr(train, "ThreadWatch", threadwatch.ThreadWatch)
-        m = train.train_group([trial(0)])[0].metrics
+        monkeypatch.setattr(speed, "ThreadWatch", threadwatch.ThreadWatch)
+        m = train.run_group([trial(0)])[0].metrics
         assert m["threads_fallback_step"] is None or 1 < m["threads_fallback_step"] <= 40
         assert torch.get_num_threads() == 2
         torch.set_num_threads(1)
-        assert train.train_group([trial(0)])[0].metrics["threads_fallback_step"] is None
+        assert train.run_group([trial(0)])[0].metrics["threads_fallback_step"] is None
     finally:
         torch.set_num_threads(before)

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from bindscale.report import compute_verdicts
+from bindscale.verdicts.engine import compute_verdicts
 
 M, K = 8, 3
 N_COMBOS = 8 + 28 + 56  # C(8,1) + C(8,2) + C(8,3)
@@ -146,7 +146,7 @@ def test_verdict_dicts_have_exact_keys(planted):
         assert set(v) == KEYS
         assert v["verdict"] in {"supported", "not_supported", "inconclusive"}
         assert v["ci_low"] <= v["value"] <= v["ci_high"]
-    # the source's headline (issue 34), the study file's pilot beside it
+    # the source's headline, the study file's pilot beside it
     assert "Redhardt" in planted["scaling"]["reference"] and "pilot" not in planted["scaling"]["reference"]
     assert planted["scaling"]["details"]["study_file_note"].startswith("pilot")
     assert "Schug" in planted["binding"]["reference"]
@@ -607,7 +607,7 @@ def test_a_rule_that_raises_costs_its_own_claim_only(monkeypatch):
     assert out["scaling"]["verdict"] == "supported" and out["hull"]["verdict"] == "supported"
 
 
-# ---------------------------------------------------------------- issue 31: gates, margins, seeds, reasons
+# ---------------------------------------------------------------- gates, margins, seeds, reasons
 
 
 def _scaling_rows(top=0.95, small=0.5, sparse=0.6, sd=0.005, n=8, r2_id=0.97, small_id=None) -> pd.DataFrame:
@@ -663,7 +663,7 @@ def test_a_table_without_a_seed_column_decides_nothing_and_says_so(claim):
 
 
 def test_the_widest_students_must_fit_their_training_tasks():
-    """Issue 31, item 1: the competence gate. The narrow baseline is not gated (failing to fit is what
+    """The competence gate. The narrow baseline is not gated (failing to fit is what
     widening is claimed to fix); the widest cells are."""
     v = compute_verdicts(_scaling_rows(small_id=0.3), {"verdicts": {"scaling": {}}})[0]
     assert v["verdict"] == "supported"

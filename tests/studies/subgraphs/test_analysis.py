@@ -169,7 +169,7 @@ def test_accuracy_by():
         accuracy_by(exs, [True], "depth")
 
 
-# ---- Dziri et al.'s taxonomy beside bindscale's recomputed one (issue 13, item 12) ----
+# ---- Dziri et al.'s taxonomy beside bindscale's recomputed one ----
 
 def _both(ex, values):
     """(Dziri et al.'s labels, bindscale's recomputed labels) of a scratchpad with planted ``values``."""

@@ -120,7 +120,7 @@ def test_encode_decode():
         charvocab.decode([charvocab.VOCAB_SIZE])
 
 
-# ---- Faith and Fate's depth convention beside bindscale's (issue 13, item 12) ----
+# ---- Faith and Fate's depth convention beside bindscale's ----
 
 @pytest.mark.parametrize("a, b, source, ours", [
     (7, 8, 4, 4),          # 1x1: product, concatenation, shift, final sum; ours: product, digit, row, answer digit

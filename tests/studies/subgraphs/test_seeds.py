@@ -1,4 +1,4 @@
-"""Issue 31, item 4 on scale_does_not_lift_ood: seeds lost at a deciding size are counted, not dropped."""
+"""Lost seeds on scale_does_not_lift_ood: seeds lost at a deciding size are counted, not dropped."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bindscale.report import compute_verdicts
+from bindscale.verdicts.engine import compute_verdicts
 from bindscale.studies.subgraphs.verdicts import correct_steps_seen_in_training, scale_does_not_lift_ood
 
 
@@ -310,7 +310,7 @@ def test_trials_without_a_task_name_are_not_pooled_with_a_named_task():
     assert verdict == "supported" and details["trials_without_a_task"] == 8 and details["task_used"] == "maxsubseq"
 
 
-# --------------------------------------------- issue 31: competence gates and reasons in numbers
+# --------------------------------------------- competence gates and reasons in numbers
 
 BOTH = {"verdicts": {"scale_does_not_lift_ood": {}, "correct_steps_seen_in_training": {}}}
 
@@ -331,7 +331,7 @@ def test_both_claims_are_gated_on_in_distribution_exact_match_at_095():
 
 @pytest.mark.parametrize("small, large", [(0.2, 0.99), (0.9, 0.99), (0.99, 0.2)])
 def test_a_size_that_did_not_learn_in_distribution_makes_both_claims_inconclusive(small, large):
-    """Issue 31, item 1: every size is gated, not only the largest (the old 0.5 check read the largest only, so a
+    """Every size is gated, not only the largest (the old 0.5 check read the largest only, so a
     smallest model at 0.2 or 0.9 in distribution decided "no gain over the smallest")."""
     df = _rows(EIGHT, EIGHT[::-1], SEEN_C, SEEN_W, acc_id=(small, large))
     for v in compute_verdicts(df, BOTH):
@@ -364,7 +364,7 @@ def test_the_answer_only_control_of_the_same_shape_is_not_in_the_gated_cell():
 
 
 def test_reasons_state_the_findings_in_numbers():
-    """Issue 31, item 3: not the rule restated, the numbers found."""
+    """A reason states the numbers found, not the rule restated."""
     d = scale_does_not_lift_ood(_rows(EIGHT, EIGHT[::-1], SEEN_C, SEEN_W), OOD, 500, 0).details
     assert d["reason"].startswith("OOD exact match by size 100,000: 0.301, 1,000,000: 0.301 (in distribution 0.970, "
                                   "0.990); the largest gain over the smallest, at 1,000,000 parameters, +0.000 [")

@@ -2,8 +2,7 @@
 
 import pandas as pd
 
-from bindscale.kit import INCONCLUSIVE, NAN3, NOT_SUPPORTED, SUPPORTED, Verdict, ci_entry, ok_rows
-from bindscale.verdicts.stats import mean_ci
+from bindscale.kit import INCONCLUSIVE, NAN3, NOT_SUPPORTED, SUPPORTED, Verdict, ci_entry, mean_ci, ok_rows
 
 
 def toy_fits(ok: pd.DataFrame, p, n_boot: int, seed: int) -> Verdict:

@@ -21,7 +21,7 @@ models fit their own training instances (the competence gates) (:mod:`.verdicts`
 beside it with its chance level (0.75 colouring, 0.51 knapsack random / 1.0 empty, 0.68 assignment on the
 default test instances) and chance-corrected; a 55–60% level on it would lie below chance.
 
-Claim ``lm_constraint_satisfaction_plateaus`` (the ``ceiling-lm`` study file only; issue 33): the same
+Claim ``lm_constraint_satisfaction_plateaus`` (the ``ceiling-lm`` study file only): the same
 question read over real, pretrained language models of several sizes answering the same fixed instances
 (:func:`.verdicts.lm_constraint_satisfaction_plateaus`): at least three sizes with parsable answers, each
 model's rate with an exact interval over the instances beside its chance level and parse-failure share,
@@ -39,7 +39,7 @@ _SOURCE = ("bindscale's working hypothesis (no primary source for '55-60% constr
            "nearest primary sources: ConstraintBench, arXiv 2602.22465; Bernier et al. 2026, arXiv 2603.23004 "
            "(LLMs on optimal power flow)")
 
-#: The nearest primary source's headline (issue 34, item 1): ConstraintBench, as this module's docstring records it.
+#: The nearest primary source's headline (the answer page shows it beside the verdict): ConstraintBench, as this module's docstring records it.
 #: The claimed 55-60% plateau has no primary source; ConstraintBench reports no size sweep.
 ANCHORS = {
     "constraint_satisfaction_plateaus": Anchor(
@@ -53,6 +53,7 @@ ANCHORS = {
 CLAIMS = (
     Claim(
         name="constraint_satisfaction_plateaus",
+        own_hypothesis=True,
         anchor=ANCHORS["constraint_satisfaction_plateaus"],
         title="Do models plateau on constraint satisfaction whatever their size? (hypothesis; ConstraintBench as anchor)",
         source=_SOURCE, side="where_scale_stops",
@@ -106,6 +107,7 @@ CLAIMS = (
     ),
     Claim(
         name="lm_constraint_satisfaction_plateaus",
+        own_hypothesis=True,
         anchor=ANCHORS["constraint_satisfaction_plateaus"],
         title="Do real language models plateau on constraint satisfaction whatever their size? (hypothesis; "
               "ConstraintBench as anchor)",

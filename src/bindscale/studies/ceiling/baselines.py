@@ -17,7 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from bindscale.core import seeding
+from bindscale.kit import rng
 
 from .data import eval_sets
 from .problems import FAMILIES
@@ -33,8 +33,8 @@ BASE_METRICS = ("sat", "feas", "optimal")
 def baselines(family: str, max_difficulty: int, n_test: int, eval_seed: int) -> dict[str, dict[str, float]]:
     """``{"random": {metric: value}, "trivial": {...}}`` on the family's test set (see the module docstring)."""
     test, _ = eval_sets(family, int(max_difficulty), int(n_test), 0, int(eval_seed))
-    rng = seeding.rng(int(eval_seed), "test", FAMILIES.index(family), 1000)  # key 1000: no difficulty uses it
-    draws = [evaluate(test, [tuple(int(v) for v in rng.integers(0, p.n_values, p.n_vars)) for p in test])
+    gen = rng(int(eval_seed), "test", FAMILIES.index(family), 1000)  # key 1000: no difficulty uses it
+    draws = [evaluate(test, [tuple(int(v) for v in gen.integers(0, p.n_values, p.n_vars)) for p in test])
              for _ in range(N_DRAWS)]
     zero = evaluate(test, [(0,) * p.n_vars for p in test])
     return {"random": {m: float(np.mean([d[m] for d in draws])) for m in BASE_METRICS},

@@ -5,7 +5,7 @@ Sections (each field a record column; short axis names in :attr:`CeilingTrial.AX
 - ``task``: problem families, training / test difficulties, set sizes and their seeds
   (:mod:`.problems`, :mod:`.data`).
 - ``model``: ``kind: transformer`` — the project's decoder-only transformer trained from scratch,
-  sized by its non-embedding budget (:func:`bindscale.studies.depth.families.shape_for_budget`);
+  sized by its non-embedding budget (:func:`bindscale.models.shapes.shape_for_budget`);
   ``kind: lm`` — a real language model answering the same test instances: an OpenAI-compatible
   chat endpoint when ``endpoint`` is set, else the local model ``name`` through transformers
   (:mod:`.llm`).
@@ -20,8 +20,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
-from bindscale.core.config import StrictModel, TrialBase, keep_own_kind_fields, model_kind
-from bindscale.train.sections import SeqTrainConfig
+from bindscale.kit import StrictModel, TrialBase, keep_own_kind_fields, model_kind, SeqTrainConfig
 from .problems import FAMILIES, MAX_DIFFICULTY
 
 
@@ -72,7 +71,7 @@ class CeilingTransformerConfig(StrictModel):
 
     @model_validator(mode="after")
     def _shape(self) -> "CeilingTransformerConfig":
-        from bindscale.studies.depth.families import shape_for_budget
+        from bindscale.models.shapes import shape_for_budget
 
         shape_for_budget(self.budget, self.n_layers, self.n_heads)  # ValueError: budget too small
         return self

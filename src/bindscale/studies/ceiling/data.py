@@ -31,7 +31,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
-from bindscale.core import seeding
+from bindscale.kit import rng
 
 from .problems import FAMILIES, Problem, make_set
 
@@ -110,10 +110,10 @@ def eval_sets(family: str, max_difficulty: int, n_test: int, n_heldout: int, eva
     fi = FAMILIES.index(family)
     test = _cached(f"{family}-test-{_digest(VERSION, max_difficulty, n_test, eval_seed)}",
                    lambda: [p for d in range(1, max_difficulty + 1)
-                            for p in make_set(family, [d], n_test, seeding.rng(eval_seed, "test", fi, d))])
+                            for p in make_set(family, [d], n_test, rng(eval_seed, "test", fi, d))])
     held = _cached(f"{family}-heldout-{_digest(VERSION, max_difficulty, n_heldout, eval_seed)}",
                    lambda: make_set(family, [max_difficulty + 1], n_heldout,
-                                    seeding.rng(eval_seed, "heldout", fi, max_difficulty + 1),
+                                    rng(eval_seed, "heldout", fi, max_difficulty + 1),
                                     exclude={p.key for p in test})) if n_heldout else []
     return tuple(test), tuple(held)
 
@@ -131,7 +131,7 @@ def train_set(family: str, max_difficulty: int, n_train: int, data_seed: int, n_
     def build() -> list[Problem]:
         out: list[Problem] = []
         for d, n in zip(range(1, max_difficulty + 1), per):
-            out += make_set(family, [d], n, seeding.rng(data_seed, "train", fi, d), exclude=exclude)
+            out += make_set(family, [d], n, rng(data_seed, "train", fi, d), exclude=exclude)
         return out
 
     return tuple(_cached(name, build))

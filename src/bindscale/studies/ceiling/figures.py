@@ -39,8 +39,6 @@ from matplotlib import colormaps
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from bindscale.verdicts.results_table import metric_items
-from bindscale.report.figures import FIGSIZE, SMALL
 from bindscale.kit import (
     ci_note,
     count_label,
@@ -51,6 +49,9 @@ from bindscale.kit import (
     seed_summary,
     titled,
     to_base64,
+    metric_items,
+    FIGSIZE,
+    SMALL,
 )
 
 from . import CLAIMS
@@ -234,7 +235,7 @@ UNPARSABLE_NOTE = "dash-dot ×: share of unparsable answers"
 def _draw_unparsable(ax, rows: pd.DataFrame, x: str, family: str) -> bool:
     """The family's share of unparsable test answers (``unparsable_<family>``, mean over seeds) beside its metric,
     dash-dot with × markers in the family's colour: a low satisfaction or feasibility that is mostly unparsable
-    output reads as such (issue 34, item 6). False where the trials have no such column."""
+    output reads as such. False where the trials have no such column."""
     col = f"unparsable_{family}"
     if col not in rows or rows[col].isna().all():
         return False
@@ -359,7 +360,7 @@ def fig_by_difficulty(df: pd.DataFrame) -> str | None:
     return to_base64(fig)
 
 
-#: Metric definitions, prompt and parse rule, stated in the report (issue 18 asks for them there).
+#: Metric definitions, prompt and parse rule, stated in the report, so a reader need not open the code to know what a number counts.
 DEFINITIONS = (
     " Metrics, per family on the test instances: satisfaction = mean over instances of each instance's share of "
     "constraints met (an unparsable answer meets none); feasibility = share of instances whose answer meets every "

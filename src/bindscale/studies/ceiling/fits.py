@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import OptimizeWarning, curve_fit
 
-from bindscale.verdicts.stats import bootstrap_ci
+from bindscale.kit import bootstrap_ci
 
 #: Starting exponents tried for each fit.
 C_STARTS = (0.1, 0.5, 1.0, 2.0)

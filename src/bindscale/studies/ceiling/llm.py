@@ -46,8 +46,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bindscale.core.errors import ConfigError
-from bindscale.kit import TrialResult
+from bindscale.kit import ConfigError, TrialResult
 
 from .data import instance_sets
 from .problems import Problem

@@ -4,8 +4,7 @@
 
 from __future__ import annotations
 
-from bindscale.core.errors import ConfigError
-from bindscale.train.stack import stack_key
+from bindscale.kit import stack_key
 
 #: A real-model trial's cost per test / held-out instance, in transformer-cost units (a rough guess:
 #: SmolLM2-135M generates ~64 tokens per answer in a few CPU-seconds).
@@ -31,7 +30,7 @@ def group_key(trial) -> tuple:
 def stack_step_seconds(trials: list, window: float = 0.05, rounds: int = 3) -> float:
     """Seconds of one training step of transformer ``trials`` stacked, here and now
     (:func:`bindscale.train.stack.stack_step_seconds` at :data:`TIMER_POSITIONS` positions)."""
-    from bindscale.train.stack import hook_model, stack_step_seconds as timed
+    from bindscale.kit import hook_model, stack_step_seconds as timed
 
     return timed(trials, hook_model(), TIMER_POSITIONS, window, rounds)  # the hook's default: the fixed vocabulary
 

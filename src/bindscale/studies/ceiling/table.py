@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bindscale.report.html import mean_table
+from bindscale.kit import mean_table
 
 from .problems import FAMILIES
 from .verdicts import prepare_rows

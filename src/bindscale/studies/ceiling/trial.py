@@ -2,7 +2,7 @@
 or a real language model (:mod:`.llm`) answering the same test instances.
 
 Trained model: the project's decoder-only :class:`bindscale.models.transformer.Transformer` sized by its
-non-embedding budget (:func:`bindscale.studies.depth.families.shape_for_budget`), one model per trial
+non-embedding budget (:func:`bindscale.models.shapes.shape_for_budget`), one model per trial
 for all the trial's families at once (the prompt's first token names the family). Sequence:
 ``instance tokens <sep> solution <eos>`` (:meth:`.problems.Problem.tokens`; the solution is one token
 per variable), loss on the solution and ``<eos>`` only, trained by
@@ -23,13 +23,19 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from bindscale.core import seeding
-from bindscale.train import stack as seqstack
 from bindscale.models.transformer import Transformer
-from bindscale.train.loop import PAD_ID, pack_sequences
-from bindscale.kit import TrialResult, greedy_predictions
+from bindscale.kit import (
+    TrialResult,
+    greedy_predictions,
+    generator,
+    Prepared,
+    run_alone,
+    run_group as run_stack_group,
+    PAD_ID,
+    pack_sequences,
+)
 
-from bindscale.studies.depth.families import shape_for_budget
+from bindscale.models.shapes import shape_for_budget
 from .config import CeilingTrial
 from .baselines import BASE_METRICS, baselines, chance
 from .data import InstanceSets, instance_sets
@@ -103,7 +109,7 @@ def build_model(trial: CeilingTrial, vocab_size: int, max_len: int) -> Transform
     m = trial.model
     s = shape_for_budget(m.budget, m.n_layers, m.n_heads)
     return Transformer(vocab_size, s.n_layers, s.d_model, s.n_heads, max_len=max_len, d_ff=s.d_ff,
-                       generator=seeding.generator(trial.seed, "init"))
+                       generator=generator(trial.seed, "init"))
 
 
 def task_family(trial: CeilingTrial, device: str | torch.device = "cpu") -> InstanceSets:
@@ -121,10 +127,10 @@ def untrained_model(trial: CeilingTrial, vocab_size: int | None = None, max_len:
 def run_trial(trial: CeilingTrial, device: str | torch.device = "cpu", progress: Callable[[int], None] | None = None,
               return_models: bool = False) -> TrialResult:
     """Train and score one transformer trial alone; a non-finite loss gives status ``diverged`` (never raises for it)."""
-    return seqstack.run_alone(trial, device, progress, return_models, prepare=_prepare, finish=_result)
+    return run_alone(trial, device, progress, return_models, prepare=_prepare, finish=_result)
 
 
-def _prepare(trial: CeilingTrial) -> seqstack.Prepared:
+def _prepare(trial: CeilingTrial) -> Prepared:
     """The trial's untrained model and training tensors; context: ``(instance sets, max_len, training
     problems, seconds spent building the sets)``."""
     t0 = time.perf_counter()
@@ -132,10 +138,10 @@ def _prepare(trial: CeilingTrial) -> seqstack.Prepared:
     t_data = time.perf_counter() - t0
     L = sequence_length(sets)
     train = [p for f in trial.task.family_list for p in sets.train[f]]
-    return seqstack.Prepared(build_model(trial, len(VOCAB), L), *pack(train), (sets, L, train, t_data))
+    return Prepared(build_model(trial, len(VOCAB), L), *pack(train), (sets, L, train, t_data))
 
 
-def _result(trial: CeilingTrial, prepared: seqstack.Prepared, model: Transformer, fit: dict, t_train: float,
+def _result(trial: CeilingTrial, prepared: Prepared, model: Transformer, fit: dict, t_train: float,
             device: str | torch.device, return_models: bool) -> TrialResult:
     """A trained trial's record: its training summary and, unless it diverged, its scores and chance levels
     (module docstring) on ``model`` (the trial's own, or its stack member).
@@ -184,8 +190,8 @@ def run_group(trials: list[CeilingTrial], device: str | torch.device = "cpu",
             from .llm import run_lm_trial
 
             out[i] = run_lm_trial(t, progress)
-    results = seqstack.run_group([trials[i] for i in trained], device, progress, return_models, key=group_key,
-                                 prepare=_prepare, finish=_result)
+    results = run_stack_group([trials[i] for i in trained], device, progress, return_models, key=group_key,
+                               prepare=_prepare, finish=_result)
     for i, res in zip(trained, results):
         out[i] = res
     return out

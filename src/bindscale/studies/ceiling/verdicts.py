@@ -89,7 +89,6 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from bindscale.verdicts.engine import ok_rows
 from bindscale.kit import (
     MIN_REPLICATES,
     NAN3,
@@ -100,8 +99,10 @@ from bindscale.kit import (
     degenerate,
     restrict_to_mode,
     Verdict,
+    ok_rows,
+    mean_ci,
+    strata_mean_ci,
 )
-from bindscale.verdicts.stats import mean_ci, strata_mean_ci
 
 from .fits import compare
 from .problems import FAMILIES
@@ -538,7 +539,7 @@ def planned_size_missing(df: pd.DataFrame, ok: pd.DataFrame, details: Mapping, v
 
 
 # --------------------------------------------------------------------------------------------------------------
-# The plateau over real models' sizes (claim ``lm_constraint_satisfaction_plateaus``; issue 33)
+# The plateau over real models' sizes (claim ``lm_constraint_satisfaction_plateaus``)
 # --------------------------------------------------------------------------------------------------------------
 
 #: Resamples of the last size step's gain (scipy.stats.bootstrap, percentile interval).
@@ -728,7 +729,7 @@ def _f(v) -> float:
 
 def lm_constraint_satisfaction_plateaus(ok: pd.DataFrame, thresholds: Mapping[str, float], n_boot: int = 2000,
                                         seed: int = 0) -> Verdict:
-    """The plateau question decided over real language models' sizes (issue 33), beside the from-scratch
+    """The plateau question decided over real language models' sizes, beside the from-scratch
     sweep's :func:`constraint_satisfaction_plateaus` (which real models never enter).
 
     Data: the ok real-model rows (``model.kind`` lm), each a model answering the same fixed test instances

@@ -17,9 +17,9 @@ source's claim holds):
   sweep still fails both (scale did not solve them within the sweep), and "not supported" means
   scale solved at least one.
 
-Modules: :mod:`.scan` (SCAN from its grammar, its splits, SCAN / COGS file loaders), :mod:`.families`
-(iso-parameter shapes), :mod:`.config` (trial config), :mod:`.trial` (train and score one trial),
-:mod:`.verdicts`, :mod:`.figures`, :mod:`.table`, :mod:`.plan`.
+Modules: :mod:`.scan` (SCAN from its grammar, its splits, SCAN / COGS file loaders), :mod:`.config`
+(trial config), :mod:`.trial` (train and score one trial), :mod:`.verdicts`, :mod:`.figures`, :mod:`.table`,
+:mod:`.plan`; the iso-parameter shapes are :mod:`bindscale.models.shapes` (the ceiling study's too).
 """
 
 from bindscale.kit import Anchor, Claim, Gate, StudyPlugin
@@ -29,7 +29,7 @@ _PETTY = ('Petty et al. 2024, "The Impact of Depth on Compositional Generalizati
 _LAKE = ('Lake & Baroni 2018, "Generalization without systematicity: On the compositional skills of '
          'sequence-to-sequence recurrent networks" (ICML)')
 
-#: The competence gate of both claims (issue 31, item 1): SCAN's in-distribution exact match, the metric in
+#: The competence gate of both claims: SCAN's in-distribution exact match, the metric in
 #: which Lake & Baroni report their models' fit to the training commands.
 SCAN_GATE = Gate(
     metric="acc_id", threshold="min_id_acc",
@@ -39,7 +39,7 @@ SCAN_GATE = Gate(
             "failures of models that learned the training distribution"),
 )
 
-#: The sources' headlines (issue 34, item 1). Petty et al.: abstract. Lake & Baroni: abstract, and the numbers of
+#: The sources' headlines, shown on the answer page beside the verdicts. Petty et al.: abstract. Lake & Baroni: abstract, and the numbers of
 #: their experiments as this study records them; the paper states architectures, not parameter counts (the
 #: overall-best network, a 2-layer LSTM encoder-decoder with 200 units per layer, is about 1.3M parameters by
 #: bindscale's count: 4 gates x 200 x (200 + 200 + 1) per layer, four layers).

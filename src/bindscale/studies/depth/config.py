@@ -8,9 +8,8 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from bindscale.core.config import StrictModel, TrialBase
-from bindscale.train.sections import SeqTrainConfig
-from .families import shape_for_budget
+from bindscale.kit import StrictModel, TrialBase, SeqTrainConfig
+from bindscale.models.shapes import shape_for_budget
 from .scan import SPLITS
 
 
@@ -41,7 +40,7 @@ class DataConfig(StrictModel):
 
 class DepthModelConfig(StrictModel):
     """A decoder-only transformer (:class:`bindscale.models.transformer.Transformer`) given by depth and
-    non-embedding budget; the width follows (:func:`.families.shape_for_budget`)."""
+    non-embedding budget; the width follows (:func:`bindscale.models.shapes.shape_for_budget`)."""
 
     kind: Literal["transformer"] = "transformer"
     n_layers: int = Field(2, ge=1, le=64)

@@ -18,8 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from bindscale.verdicts.results_table import metric_table
-from bindscale.kit import ci_note, errorbar, legend, new_figure, seed_summary, titled, to_base64
+from bindscale.kit import ci_note, errorbar, legend, new_figure, seed_summary, titled, to_base64, metric_table
 
 from .verdicts import prepare_rows
 

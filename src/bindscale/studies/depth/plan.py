@@ -4,8 +4,7 @@ transformer per trial; trials of one split and shape train as one stacked transf
 
 from __future__ import annotations
 
-from bindscale.core.errors import ConfigError
-from bindscale.train.stack import stack_key
+from bindscale.kit import ConfigError, stack_key
 
 #: Positions of a training batch (trimmed to its longest sequence: command, separator, actions, end) by
 #: split: the length split's outputs stop at 22 actions, the others' reach 48 (data files: as the others).
@@ -34,7 +33,7 @@ def group_key(trial) -> tuple:
 def stack_step_seconds(trials: list, window: float = 0.05, rounds: int = 3) -> float:
     """Seconds of one training step of ``trials`` stacked, here and now (:func:`bindscale.train.stack.stack_step_seconds`
     at the split's batch length, :data:`POSITIONS`, and a SCAN-sized vocabulary, :data:`TIMER_VOCAB`)."""
-    from bindscale.train.stack import hook_model, stack_step_seconds as timed
+    from bindscale.kit import hook_model, stack_step_seconds as timed
 
     t = trials[0]
     positions = POSITIONS.get(t.task.split, POSITIONS_OTHER) if t.data.train is None else POSITIONS_OTHER

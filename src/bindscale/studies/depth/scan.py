@@ -48,7 +48,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bindscale.core.errors import ConfigError
+from bindscale.kit import ConfigError
 
 #: Distinct commands of the grammar (Lake & Baroni 2018, §2).
 N_COMMANDS = 20_910

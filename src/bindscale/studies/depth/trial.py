@@ -35,15 +35,22 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from bindscale.core import seeding
-from bindscale.train import stack as seqstack
 from bindscale.models.transformer import Transformer
-from bindscale.train.loop import PAD_ID, pack_sequences
-from bindscale.kit import TrialResult, greedy_predictions
+from bindscale.kit import (
+    TrialResult,
+    greedy_predictions,
+    generator,
+    rng,
+    Prepared,
+    run_alone,
+    run_group as run_stack_group,
+    PAD_ID,
+    pack_sequences,
+)
 
 from . import scan
 from .config import DepthTrial
-from .families import shape_for_budget
+from bindscale.models.shapes import shape_for_budget
 
 #: Special tokens: padding (id 0, :data:`bindscale.train.loop.PAD_ID`), prompt end, output end.
 PAD, SEP, EOS = "<pad>", "<sep>", "<eos>"
@@ -109,14 +116,14 @@ def make_data(trial: DepthTrial) -> ScanData:
     train = [p for p in train if p.src not in test_srcs]  # a file pair that overlaps: test wins
     counts = Counter(p.src for p in train)
     single = sorted({p for p in train if counts[p.src] == 1})
-    rng = seeding.rng(t.eval_seed, "heldout")
+    held_rng = rng(t.eval_seed, "heldout")
     n_id = min(t.n_id, max(0, len(single) - 1))
-    picked = [single[i] for i in sorted(rng.choice(len(single), size=n_id, replace=False))] if n_id else []
+    picked = [single[i] for i in sorted(held_rng.choice(len(single), size=n_id, replace=False))] if n_id else []
     withheld = {p.src for p in picked}
     train = [p for p in train if p.src not in withheld]
     test_sorted = sorted(set(test))
     if t.n_test and t.n_test < len(test_sorted):
-        idx = seeding.rng(t.eval_seed, "test").choice(len(test_sorted), size=t.n_test, replace=False)
+        idx = rng(t.eval_seed, "test").choice(len(test_sorted), size=t.n_test, replace=False)
         test_sorted = [test_sorted[i] for i in sorted(idx)]
     vocab = Vocab(train + picked + test_sorted)
     everything = train + picked + test_sorted
@@ -169,7 +176,7 @@ def build_model(trial: DepthTrial, vocab_size: int, max_len: int) -> Transformer
     m = trial.model
     s = shape_for_budget(m.budget, m.n_layers, m.n_heads)
     return Transformer(vocab_size, s.n_layers, s.d_model, s.n_heads, max_len=max_len, pos=m.pos, d_ff=s.d_ff,
-                       generator=seeding.generator(trial.seed, "init"))
+                       generator=generator(trial.seed, "init"))
 
 
 def task_family(trial: DepthTrial, device: str | torch.device = "cpu") -> ScanData:
@@ -189,16 +196,16 @@ def untrained_model(trial: DepthTrial, vocab_size: int | None = None, max_len: i
 def run_trial(trial: DepthTrial, device: str | torch.device = "cpu", progress: Callable[[int], None] | None = None,
               return_models: bool = False) -> TrialResult:
     """Train and score one trial alone; a non-finite loss gives status ``diverged`` (never raises for it)."""
-    return seqstack.run_alone(trial, device, progress, return_models, prepare=_prepare, finish=_result)
+    return run_alone(trial, device, progress, return_models, prepare=_prepare, finish=_result)
 
 
-def _prepare(trial: DepthTrial) -> seqstack.Prepared:
+def _prepare(trial: DepthTrial) -> Prepared:
     """The trial's untrained model and training tensors; context: its :class:`ScanData`."""
     data = make_data(trial)
-    return seqstack.Prepared(build_model(trial, len(data.vocab), data.max_len), *pack(data.train, data.vocab), data)
+    return Prepared(build_model(trial, len(data.vocab), data.max_len), *pack(data.train, data.vocab), data)
 
 
-def _result(trial: DepthTrial, prepared: seqstack.Prepared, model: Transformer, fit: dict, t_train: float,
+def _result(trial: DepthTrial, prepared: Prepared, model: Transformer, fit: dict, t_train: float,
             device: str | torch.device, return_models: bool) -> TrialResult:
     """A trained trial's record: its training summary and, unless it diverged, its scores (module docstring).
 
@@ -240,5 +247,5 @@ def run_group(trials: list[DepthTrial], device: str | torch.device = "cpu",
     is the same either way, up to float rounding."""
     from .plan import group_key
 
-    return seqstack.run_group(trials, device, progress, return_models, key=group_key, prepare=_prepare,
-                              finish=_result)
+    return run_stack_group(trials, device, progress, return_models, key=group_key, prepare=_prepare,
+                            finish=_result)

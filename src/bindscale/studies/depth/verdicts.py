@@ -33,7 +33,7 @@ percentage points per trial at 300 examples).
 Coverage at 8 seeds (simulated in ``tests/studies/depth/test_coverage.py``, run with ``-m slow``;
 4000 draws, nominal 95%): exact match is bounded and, on SCAN, skewed or bimodal across seeds. Student's
 t interval of a single cell undercovered there (0.84 on Beta(0.3, 3) draws, 0.77 on Beta(0.2, 5)); the
-intervals are now Hall's skewness-corrected t (:mod:`bindscale.verdicts.stats`, issue 31 item 10), which covers
+intervals are now Hall's skewness-corrected t (:mod:`bindscale.verdicts.stats`), which covers
 0.91 on Beta(0.3, 3), 0.88 on Beta(0.2, 5), 0.95 on the symmetric Beta(5, 5) and still only 0.72 when
 15% of seeds succeed (bimodal: not fixable from 8 values). The Welch–Satterthwaite difference of the
 depth rule covers 0.89 for two skewed groups of different shape (add-jump, one budget), 0.94 for four
@@ -69,7 +69,6 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from bindscale.verdicts.engine import ok_rows
 from bindscale.kit import (
     MIN_REPLICATES,
     NAN3,
@@ -80,8 +79,10 @@ from bindscale.kit import (
     deciding_cell,
     degenerate,
     restrict_to_mode,
+    ok_rows,
+    mean_ci,
+    strata_mean_ci,
 )
-from bindscale.verdicts.stats import mean_ci, strata_mean_ci
 
 from . import CLAIMS
 

@@ -50,7 +50,7 @@ _SEED_GROWTH = ("bindscale's working hypothesis (its reading of Diego-Simón et 
                 "represents syntax in large language models\", who report the polar code in large pretrained "
                 "models but do not claim that it grows with model size)")
 
-#: Competence gate 1 (issue 31, item 1), for LMs trained here: the next-token loss on held-out test sentences
+#: Competence gate 1, for LMs trained here: the next-token loss on held-out test sentences
 #: may exceed the grammar's own loss on the same sentences (its exact −log p per token, :mod:`.entropy`) by at
 #: most ``max_excess_loss`` nats per token. Diego-Simón et al. probe pretrained LLMs and report no such number;
 #: the level is bindscale's: 0.05 nats is 2% of the grammar's entropy rate (2.63 nats per token), an LM whose
@@ -65,8 +65,8 @@ LM_GATE = Gate(
 #: Competence gate 2, for every model probed (trained here or pretrained): the polar probe must recover more
 #: of the tree than the linear chain (each word attached to the next): its per-sentence UUAS at its best
 #: layer >= 1 minus the chain's, at least ``min_uuas_over_chain``. A probe that does not beat the chain has
-#: recovered no tree, so its LAS against another probe says nothing about how syntax is coded (issue 31,
-#: item 9; on SmolLM2-135M-Instruct neither probe beat the chain: structural UUAS 0.467, chain 0.499).
+#: recovered no tree, so its LAS against another probe says nothing about how syntax is coded (on
+#: SmolLM2-135M-Instruct neither probe beat the chain: structural UUAS 0.467, chain 0.499).
 CHAIN_GATE = Gate(
     metric="ctx_polar_uuas_pp_minus_chain", threshold="min_uuas_over_chain",
     what="the polar probe's UUAS minus the linear chain's (per sentence, punctuation included)",
@@ -76,7 +76,7 @@ CHAIN_GATE = Gate(
 _GATE_LEVELS = {"max_excess_loss": (0.0, 5.0), "min_uuas_over_chain": (-1.0, 1.0)}
 _GATE_DEFAULTS = {"max_excess_loss": 0.05, "min_uuas_over_chain": 0.01}
 
-#: The source's headline (issue 34, item 1): PolarProbe's evaluation on UD English EWT as this study records it
+#: The source's headline (the answer page shows it beside the verdicts): PolarProbe's evaluation on UD English EWT as this study records it
 #: (:data:`.verdicts.ANCHOR_LAS`), per sentence with punctuation (the convention bindscale's deciding number uses).
 _POLAR_CITATION = "Diego-Simón et al. 2024, NeurIPS (abstract; LAS from PolarProbe's evaluation, UD English EWT test)"
 ANCHORS = {
@@ -135,6 +135,7 @@ CLAIMS = (
     ),
     Claim(
         name="geometry_grows_with_scale",
+        own_hypothesis=True,
         anchor=ANCHORS["geometry_grows_with_scale"],
         title="Does the polar syntax geometry grow with model size? (bindscale's working hypothesis)",
         source=_SEED_GROWTH, side="scale_suffices",
@@ -163,6 +164,8 @@ STUDY = StudyPlugin(
     kind="geometry",
     claims=CLAIMS,
     package=__name__,
+    # 2: probes fit on PCA-whitened activations (probe.inputs: whiten), 4 December; the published default predates it.
+    result_version=2,
     description="Do language models code syntax by distance and angle (polar probe beats structural probe), and "
                 "does it grow with scale? (Diego-Simón et al. 2024; Hewitt & Manning 2019)",
     # A rough fit through two per-trial CPU times of an earlier default study (1x16: ~15 s, 3x96: ~60 s; 2-core

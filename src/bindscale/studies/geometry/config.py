@@ -21,8 +21,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Discriminator, Field, Tag, model_validator
 
-from bindscale.core.config import StrictModel, TrialBase
-from bindscale.train.sections import SeqTrainConfig, TransformerConfig
+from bindscale.kit import StrictModel, TrialBase, SeqTrainConfig, TransformerConfig
 from .lmconfig import PretrainedModelConfig, TreebankDataConfig
 
 

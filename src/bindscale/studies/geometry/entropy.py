@@ -1,6 +1,6 @@
 """The synthetic grammar's exact string probabilities and its entropy per token: what a perfect LM would reach.
 
-The competence gate of the geometry claims (issue 31, item 1) compares a trained LM's next-token loss with
+The competence gate of the geometry claims compares a trained LM's next-token loss with
 the loss of the grammar itself. The grammar (:mod:`.grammar`) is a probabilistic grammar with
 depth-dependent rule probabilities, number agreement and a length cut (sentences longer than
 ``max_words`` are redrawn). A word string can have several derivations (a prepositional phrase attached
@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from bindscale.core import seeding
+from bindscale.kit import rng
 
 from .grammar import (ADJS, ADVS, CCS, DETS, NOUNS, PREPS, VERBS_INTR, VERBS_SAY, VERBS_TR, GrammarConfig,
                       sample_sentence)
@@ -240,11 +240,11 @@ def grammar_entropy(cfg: GrammarConfig = GrammarConfig(), n: int = ENTROPY_SENTE
     """The grammar's entropy in nats per token (words and ``</s>``), Monte Carlo over ``n`` sentences drawn from
     :data:`ENTROPY_STREAM`, and its standard error (delta method for the ratio of sums)."""
     root, stream, key = ENTROPY_STREAM
-    rng = seeding.rng(root, stream, key)
+    gen = rng(root, stream, key)
     nll = np.empty(n)
     tok = np.empty(n)
     for i in range(n):
-        s = sample_sentence(rng, cfg)
+        s = sample_sentence(gen, cfg)
         nll[i] = -sentence_logprob(s.words, cfg)
         tok[i] = len(s.words) + 1
     h = nll.sum() / tok.sum()

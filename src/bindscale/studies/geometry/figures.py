@@ -18,10 +18,19 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from bindscale.verdicts.results_table import metric_table
-from bindscale.report.figures import FIGSIZE, SMALL
-from bindscale.kit import ci_note, coerce_numeric, errorbar, legend, seed_summary, summary_of, to_base64
-from bindscale.verdicts.engine import ok_rows
+from bindscale.kit import (
+    ci_note,
+    coerce_numeric,
+    errorbar,
+    legend,
+    seed_summary,
+    summary_of,
+    to_base64,
+    metric_table,
+    FIGSIZE,
+    SMALL,
+    ok_rows,
+)
 
 from .config import GeometryTrial
 from .layers import METRICS

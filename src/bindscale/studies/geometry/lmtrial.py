@@ -56,9 +56,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
-from bindscale.core.errors import ConfigError
+from bindscale.kit import ConfigError
 
 from .treebank import Sentence, read_conllu
 
@@ -161,19 +160,19 @@ def treebank_draw(trial: Any) -> dict[str, Any]:
     Raises:
         ConfigError: the fit-split file has fewer than ``n_dev + 1`` sentences (``n_fit`` more when set).
     """
-    from bindscale.core import seeding
+    from bindscale.kit import rng
 
     d = trial.data
     pool = read_conllu(split_file(d.treebank, d.fit_split))
     need = d.n_dev + max(d.n_fit, 1)
     if len(pool) < need:
         raise ConfigError(f"data.n_fit + data.n_dev: {need} sentences needed, the {d.fit_split} file has {len(pool)}")
-    order = seeding.rng(trial.seed, "probe").permutation(len(pool))
+    order = rng(trial.seed, "probe").permutation(len(pool))
     dev = sorted(order[:d.n_dev].tolist())
     fit = sorted(order[d.n_dev:d.n_dev + d.n_fit].tolist() if d.n_fit else order[d.n_dev:].tolist())
     test = read_conllu(split_file(d.treebank, d.test_split))
     if d.n_test and d.n_test < len(test):
-        test = [test[i] for i in sorted(seeding.rng(TEST_DRAW_SEED, "test").choice(len(test), d.n_test, replace=False))]
+        test = [test[i] for i in sorted(rng(TEST_DRAW_SEED, "test").choice(len(test), d.n_test, replace=False))]
     return {"pool": pool, "fit": fit, "dev": dev, "test": test}
 
 
@@ -264,7 +263,7 @@ class _Source:
             self.caches[name] = cache_activations(loader, sents, cache_dir, cache_key(source, sents, untrained, seed),
                                                   batch_size=batch_size, device=device, progress=step)
         self.loaded = bool(loaded)
-        del loaded
+        loaded.clear()  # the model is not kept once its activations are cached
         self.draw = draw
         self.n_layers = self.caches["test"].n_layers
 
@@ -306,8 +305,7 @@ def run_lm_trial(trial: Any, device: str = "cpu", progress: Callable[[int], None
     Progress: ``trial.train.steps`` units in all (with the control: trained activations 30%, its probes 40%,
     the untrained model's activations 25%, its probes the rest).
     """
-    from bindscale.core import seeding
-    from bindscale.kit import TrialResult
+    from bindscale.kit import TrialResult, rng, stream_seed
 
     check_trial(trial)
     from .layers import RAW_MODEL, contextual_best_layer
@@ -371,7 +369,7 @@ def run_lm_trial(trial: Any, device: str = "cpu", progress: Callable[[int], None
     layers_table = {"trained": table} | ({RAW_MODEL: rtable} if raw else {})
     t_probe = time.perf_counter() - t0 - t_act
     if control:
-        init = seeding.stream_seed(UNTRAINED_SEED_ROOT, "random_init") % 2**31
+        init = stream_seed(UNTRAINED_SEED_ROOT, "random_init") % 2**31
         metrics["untrained_init_seed"] = init
         rand = _Source(source, draw, cache_dir, True, init, trial.model.batch_size, device, units, 0.25)
         utable: dict = {}
@@ -390,7 +388,7 @@ def run_lm_trial(trial: Any, device: str = "cpu", progress: Callable[[int], None
         probe = probes[("polar", best["polar"])]
         metrics["confusion"] = relation_confusion(probe, test)
         metrics["polar_edges"] = polar_picture(probe, fit, test, trial.probe.n_picture_edges,
-                                               seeding.rng(trial.seed, "probe_score"))
+                                               rng(trial.seed, "probe_score"))
     metrics["probes_from_cache"], metrics["probes_fit"] = counts["cached"], counts["fit"]
     metrics["timings"] = {"activations_s": t_act, "probe_s": t_probe,
                           "control_s": time.perf_counter() - t0 - t_act - t_probe, "cpu_s": time.process_time() - c0}

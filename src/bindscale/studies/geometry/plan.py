@@ -4,7 +4,7 @@ probed at every layer; LMs of one grammar and shape train as one stacked transfo
 
 from __future__ import annotations
 
-from bindscale.train.stack import stack_key
+from bindscale.kit import stack_key
 
 #: Mean words per grammar sentence plus <s> and </s> (measured on the default grammar: 11.6 + 2).
 _TOKENS_PER_SENTENCE = 13.6
@@ -27,11 +27,13 @@ def stack_step_seconds(trials: list, window: float = 0.05, rounds: int = 3) -> f
     """Seconds of one training step of trained-LM ``trials`` stacked, here and now
     (:func:`bindscale.train.stack.stack_step_seconds` at a sentence's mean length, :data:`_TOKENS_PER_SENTENCE`,
     or the longest input the model takes if shorter; its ``max_len`` is its own, ``max_words + 2``)."""
-    from bindscale.core import registry
-    from bindscale.train.stack import stack_step_seconds as timed
+    from bindscale.kit import stack_step_seconds as timed
+
+    # The study's models hook: this module never imports .trial (which imports it to group trials).
+    from . import STUDY
 
     length = min(round(_TOKENS_PER_SENTENCE), trials[0].data.max_words + 1)
-    return timed(trials, lambda t, max_len: registry.for_trial(t).build_model(t), length, window, rounds)
+    return timed(trials, lambda t, max_len: STUDY.build_model(t), length, window, rounds)
 
 
 def job_cost(job: list) -> float:

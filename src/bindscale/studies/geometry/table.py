@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bindscale.report.html import mean_table
-from bindscale.verdicts.engine import ok_rows
+from bindscale.kit import mean_table, ok_rows
 
 # model.name, model_label: pretrained models (geometry-lm; the label says family, size, base/instruct and the
 # stored precision, from the model's files; the parameter count is the table's n_params column)
 KEYS = ["model.name", "model_label", "layers", "d_model", "steps", "n_lm"]
-# every UUAS / UAS / LAS beside the linear chain's (issue 31, item 9); the LM's fit beside the grammar's (the gate)
+# every UUAS / UAS / LAS beside the linear chain's (a probe that does not beat it read no tree); the LM's fit beside the grammar's (the gate)
 METRICS = ["lm_test_loss", "lm_excess_loss", "structural_uuas_pp", "polar_uuas_pp", "chain_uuas_pp",
            "structural_uas_pp", "polar_uas_pp", "chain_uas_pp", "structural_las_pp", "polar_las_pp", "chain_las_pp",
            "identity_las_pp", "structural_uuas_hm", "polar_uuas_hm", "chain_uuas_hm", "structural_las_hm",

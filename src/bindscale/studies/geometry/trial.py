@@ -45,12 +45,18 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from bindscale.core import seeding
-from bindscale.train import stack as seqstack
 from bindscale.models.hooks import run_with_cache
 from bindscale.models.transformer import Transformer
-from bindscale.train.loop import PAD_ID, seq_loss
-from bindscale.kit import TrialResult
+from bindscale.kit import (
+    TrialResult,
+    generator,
+    rng,
+    Prepared,
+    run_alone,
+    run_group as run_stack_group,
+    PAD_ID,
+    seq_loss,
+)
 
 from .config import GeometryTrial
 from .entropy import corpus_nll, grammar_entropy
@@ -78,7 +84,7 @@ def task_family(trial: GeometryTrial, device: str | torch.device = "cpu") -> dic
 
 
 def lm_fit_metrics(lm_test_loss: float, test: list[Sentence], cfg: GrammarConfig) -> dict[str, float]:
-    """How close the LM came to the grammar (the claims' competence gate, issue 31 item 1), in nats per token
+    """How close the LM came to the grammar (the claims' competence gate), in nats per token
     (every word and ``</s>``, as ``lm_test_loss`` counts them):
 
     - ``lm_test_entropy``: the grammar's own loss −log p(s) (exact, :func:`.entropy.sentence_logprob`) per
@@ -117,7 +123,7 @@ def build_model(trial: GeometryTrial) -> Transformer:
     """The trial's untrained transformer (``init`` stream)."""
     m = trial.model
     return Transformer(len(vocabulary()) + 3, m.n_layers, m.d_model, m.n_heads, m.mlp_ratio,
-                       max_len=trial.data.max_words + 2, generator=seeding.generator(trial.seed, "init"))
+                       max_len=trial.data.max_words + 2, generator=generator(trial.seed, "init"))
 
 
 def untrained_model(trial: GeometryTrial) -> Transformer:
@@ -174,19 +180,19 @@ def summarise(table: dict, prefix: str, layer: str | None = None) -> dict:
 def run_trial(trial: GeometryTrial, device: str | torch.device = "cpu",
               progress: Callable[[int], None] | None = None, return_models: bool = False) -> TrialResult:
     """Train, probe and score one geometry trial alone (see the module docstring); a NaN loss gives ``diverged``."""
-    return seqstack.run_alone(trial, device, progress, return_models, prepare=_prepare, finish=_result)
+    return run_alone(trial, device, progress, return_models, prepare=_prepare, finish=_result)
 
 
-def _prepare(trial: GeometryTrial) -> seqstack.Prepared:
+def _prepare(trial: GeometryTrial) -> Prepared:
     """The trial's untrained LM and its corpus as training tensors; context: ``(splits, untrained copy,
     loss mask of the corpus)`` (the copy is the random-model control: the same initial weights)."""
     splits = task_family(trial)
     tokens, mask = encode(splits["lm"])
     model = build_model(trial)
-    return seqstack.Prepared(model, tokens, mask, (splits, copy.deepcopy(model), mask))
+    return Prepared(model, tokens, mask, (splits, copy.deepcopy(model), mask))
 
 
-def _result(trial: GeometryTrial, prepared: seqstack.Prepared, model: Transformer, fit: dict, t_train: float,
+def _result(trial: GeometryTrial, prepared: Prepared, model: Transformer, fit: dict, t_train: float,
             device: str | torch.device, return_models: bool) -> TrialResult:
     """A trained trial's record: its training summary and, unless it diverged, its test loss, probes and
     scores (module docstring) on ``model`` (the trial's own LM, or its stack member), moved to the CPU.
@@ -233,7 +239,7 @@ def _result(trial: GeometryTrial, prepared: seqstack.Prepared, model: Transforme
         probe = probes[("polar", polar_at)]
         metrics["confusion"] = relation_confusion(probe, test_pairs)
         metrics["polar_edges"] = polar_picture(probe, fit_pairs, test_pairs, trial.probe.n_picture_edges,
-                                               seeding.rng(trial.seed, "probe_score"))
+                                               rng(trial.seed, "probe_score"))
     metrics["timings"] = {"train_s": t_train, "probe_s": time.perf_counter() - t1}
     return TrialResult(status="ok", metrics=metrics, **kept)
 
@@ -253,8 +259,8 @@ def run_group(trials: list[GeometryTrial], device: str | torch.device = "cpu",
     for i, t in enumerate(trials):
         if is_lm_trial(t):
             out[i] = run_lm_trial(t, device, progress)
-    results = seqstack.run_group([trials[i] for i in trained], device, progress, return_models, key=group_key,
-                                 prepare=_prepare, finish=_result)
+    results = run_stack_group([trials[i] for i in trained], device, progress, return_models, key=group_key,
+                               prepare=_prepare, finish=_result)
     for i, res in zip(trained, results):
         out[i] = res
     return out

@@ -20,13 +20,13 @@ word-type vector without context: a probe that wins there reads the lexicon, not
 syntax, and in the default run it won there in 31 of 32 trials. The scalar ``{kind}_las_pp``
 columns (best layer over all layers, 0 included) stay in the details for reference.
 
-Competence gates (issue 31, item 1; :data:`bindscale.studies.geometry.LM_GATE` / ``CHAIN_GATE``), checked by
+Competence gates (:data:`bindscale.studies.geometry.LM_GATE` / ``CHAIN_GATE``), checked by
 the engine on every deciding cell the rules name (:func:`bindscale.kit.deciding_cell`): each trained LM's
 next-token loss on held-out test sentences may exceed the grammar's own exact loss on the same sentences by
 at most ``max_excess_loss`` nats per token (``lm_excess_loss``, :mod:`.entropy`); the polar probe's UUAS at
 its best contextual layer must beat the linear chain's by ``min_uuas_over_chain``
 (``ctx_polar_uuas_pp_minus_chain``, joined by :func:`prepare_rows`) — a probe that recovers fewer edges than
-"attach each word to the next" reads no tree (issue 31, item 9). The untrained twins are controls, named as
+"attach each word to the next" reads no tree. The untrained twins are controls, named as
 ungated cells (``control: untrained twin``). A cell that misses a gate makes a decided claim inconclusive.
 
 - ``polar_beats_structural``: at the largest model, per seed, (polar − structural LAS of the trained
@@ -82,8 +82,6 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from bindscale.core.fmt import fmt
-from bindscale.verdicts.results_table import metric_table
 from bindscale.kit import (
     MIN_REPLICATES,
     NAN3,
@@ -97,8 +95,11 @@ from bindscale.kit import (
     ok_rows,
     restrict_to_mode,
     Verdict,
+    fmt,
+    metric_table,
+    mean_ci,
+    mean_diff_ci,
 )
-from bindscale.verdicts.stats import mean_ci, mean_diff_ci
 
 from . import CLAIMS
 from .config import GeometryTrial

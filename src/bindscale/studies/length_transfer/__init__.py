@@ -8,7 +8,7 @@ on the same tasks, ``model.kind: pretrained``, study file ``length_transfer-lm``
 (teacher-forced scoring, mean-ablation importance, map similarity), :mod:`.verdicts`, :mod:`.figures`,
 :mod:`.table`, :mod:`.plan`.
 
-Claim ``pretraining_adds_transfer`` (the ``length_transfer-lm`` study file only; issue 33, item 4): Cai et
+Claim ``pretraining_adds_transfer`` (the ``length_transfer-lm`` study file only): Cai et
 al.'s pretrained-model result — "we observe similar transfer effects in pretrained language models,
 suggesting that pretraining equips models with reusable computational scaffolding" — read as: a fine-tuned
 pretrained LM's transfer beyond L exceeds the from-scratch transformer's.
@@ -30,7 +30,7 @@ _D = {"margin": 0.05, "min_in_acc": 0.95, "min_aux_acc": 0.95}
 _FIT = ("Cai et al. 2025 read transfer off models that solve their training range: in their exact-match-by-length "
         "figures the main and auxiliary tasks sit at or near 100% up to their own training lengths and fall only "
         "beyond them (no in-distribution number is given in the text; 'near-perfect' read as 0.95, as for SCAN)")
-#: Competence gates (issue 31, item 1): the main task within its training lengths (every deciding cell, the
+#: Competence gates: the main task within its training lengths (every deciding cell, the
 #: main-alone arm too) and the auxiliary within its own (co-trained cells only: an arm without an auxiliary has
 #: no auxiliary fit, so its cells are named with ``gated=["acc_in"]``).
 GATES = (
@@ -42,7 +42,7 @@ GATES = (
 #: Decided at the largest (and smallest) planned size or not at all (review item 2).
 _G = (".verdicts:planned_size_guard",)
 
-#: The source's headline (issue 34, item 1): Cai et al.'s abstract (their transfer results are figures, no
+#: The source's headline (the answer page shows it beside the verdicts): Cai et al.'s abstract (their transfer results are figures, no
 #: table). Model size: their from-scratch transformer, 6 layers x 6 heads, width 384 (about 10.6M non-embedding
 #: parameters by bindscale's count, 12 * layers * width²; the paper's own count is not cited here).
 _CAI_SIZE = ("from-scratch transformers, 6 layers x 6 heads, width 384, RoPE (about 10.6M non-embedding parameters "
@@ -130,7 +130,7 @@ CLAIMS = (
         figures=("lt_reuse_scatter", "lt_head_maps"),
     ),
     Claim(
-        name="transfer_grows_with_size", title="Does transfer grow with model size? (Cai et al.)",
+        name="transfer_grows_with_size", own_hypothesis=True, title="Does transfer grow with model size? (Cai et al.)",
         anchor=ANCHORS["transfer_grows_with_size"],
         source="bindscale's question on the setting of " + _CAI + " (the seed's reading)",
         side="scale_suffices",
@@ -170,6 +170,8 @@ STUDY = StudyPlugin(
     kind="length_transfer",
     claims=CLAIMS,
     package=__name__,
+    # 2: the warm-up is 300 steps, not 100 (4 December); the published default predates it.
+    result_version=2,
     description="Does a task extrapolate in length beside a related longer task, and do the two reuse the same "
                 "heads? (Cai et al. 2025)",
     # A rough fit through four per-trial CPU times (2 x 64: copy alone 14 s, + mqar 27 s, caprev + cap+rev

@@ -6,8 +6,14 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Discriminator, Field, Tag, model_validator
 
-from bindscale.core.config import StrictModel, TrialBase, keep_own_kind_fields, model_kind
-from bindscale.train.sections import PositionalTransformerConfig, SeqTrainConfig
+from bindscale.kit import (
+    StrictModel,
+    TrialBase,
+    keep_own_kind_fields,
+    model_kind,
+    PositionalTransformerConfig,
+    SeqTrainConfig,
+)
 from .tasks import MAX_MQAR, TASKS
 
 TaskName = Literal["add", "sub", "add_nocarry", "add_carry", "copy", "mqar", "caprev", "cap", "rev"]

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bindscale.core import seeding
+from bindscale.kit import rng
 
 from . import tasks as T
 from .config import LengthTransferTrial
@@ -35,17 +35,17 @@ def make_data(trial: LengthTransferTrial) -> LengthData:
     """Every example of a trial (see the module docstring); train and test are disjoint by prompt."""
     t = trial.task
     aux = list(t.aux_tasks)
-    rng = seeding.rng(trial.seed, "train")
+    train_rng = rng(trial.seed, "train")
     n_aux = round(t.n_train * t.aux_share) if aux else 0
-    train = T.sample_set([t.main], t.main_len, t.n_train - n_aux, rng)
+    train = T.sample_set([t.main], t.main_len, t.n_train - n_aux, train_rng)
     if aux:
-        train += T.sample_set(aux, t.aux_len, n_aux, rng)
+        train += T.sample_set(aux, t.aux_len, n_aux, train_rng)
     seen = {ex.prompt for ex in train}
-    test_rng = seeding.rng(trial.seed, "test")
+    test_rng = rng(trial.seed, "test")
     lengths = range(2, t.test_max + 1)
     test = {n: T.sample_unseen(t.main, n, t.n_test, test_rng, seen) for n in lengths}
     aux_test = {a: {n: T.sample_unseen(a, n, t.n_test, test_rng, seen) for n in lengths} for a in aux}
-    ab, ref = seeding.rng(trial.seed, "heldout"), seeding.rng(trial.seed, "probe")
+    ab, ref = rng(trial.seed, "heldout"), rng(trial.seed, "probe")
     data = LengthData(
         train, test, aux_test,
         T.sample_set([t.main], t.main_len, t.n_ablate, ab),

@@ -15,8 +15,6 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from bindscale.verdicts.results_table import metric_table
-from bindscale.report.figures import FIGSIZE, SMALL
 from bindscale.kit import (
     band,
     ci_note,
@@ -29,6 +27,9 @@ from bindscale.kit import (
     summary_of,
     titled,
     to_base64,
+    metric_table,
+    FIGSIZE,
+    SMALL,
 )
 
 from .config import LengthTransferTrial

@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from bindscale.core.errors import ConfigError
+from bindscale.kit import ConfigError
 
 from . import tasks as T
 
@@ -119,7 +119,7 @@ def pack_lm(examples: list[T.Example], ids: Mapping[str, list[int]], start: list
     """
     import torch
 
-    from bindscale.train.loop import PAD_ID
+    from bindscale.kit import PAD_ID
 
     if not examples:
         raise ValueError("pack_lm needs at least one example")
@@ -365,7 +365,7 @@ def run_lm_trial(trial, device="cpu", progress: Callable[[int], None] | None = N
     import torch
 
     from bindscale.kit import TrialResult
-    from bindscale.train.loop import train_from_config
+    from bindscale.kit import train_from_config
     from bindscale.models.pretrained import describe_model, load_model, resolve_model
 
     from .data import length_metrics, make_data

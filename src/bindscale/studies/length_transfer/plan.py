@@ -4,7 +4,7 @@ per trial; trials of one task mixture and shape train as one stacked transformer
 
 from __future__ import annotations
 
-from bindscale.train.stack import stack_key
+from bindscale.kit import stack_key
 
 from .data import longest_train_sequence  # noqa: F401 - kept importable here
 
@@ -25,7 +25,7 @@ def group_key(trial) -> tuple:
 def stack_step_seconds(trials: list, window: float = 0.05, rounds: int = 3) -> float:
     """Seconds of one training step of ``trials`` stacked, here and now (:func:`bindscale.train.stack.stack_step_seconds`
     at the longest training sequence, :func:`longest_train_sequence`: batches are trimmed to about that)."""
-    from bindscale.train.stack import hook_model, stack_step_seconds as timed
+    from bindscale.kit import hook_model, stack_step_seconds as timed
 
     return timed(trials, hook_model(), longest_train_sequence(trials[0]), window, rounds)
 

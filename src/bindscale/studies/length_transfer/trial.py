@@ -31,14 +31,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import NamedTuple
 
 import torch
 
-from bindscale.core import seeding
-from bindscale.train import stack as seqstack
 from bindscale.models.transformer import Transformer
-from bindscale.kit import TrialResult
+from bindscale.kit import TrialResult, generator, Prepared, run_alone, run_group as run_stack_group
 
 from . import tasks as T
 from .config import LengthTransferTrial
@@ -55,7 +52,7 @@ def build_model(trial: LengthTransferTrial, max_len: int) -> Transformer:
     """The trial's transformer ("init" stream) with its position scheme."""
     m = trial.model
     return Transformer(T.VOCAB_SIZE, m.n_layers, m.d_model, m.n_heads, m.mlp_ratio, max_len=max_len,
-                       generator=seeding.generator(trial.seed, "init"), pos=m.pos)
+                       generator=generator(trial.seed, "init"), pos=m.pos)
 
 
 def untrained_model(trial: LengthTransferTrial, max_len: int | None = None) -> Transformer:
@@ -99,17 +96,17 @@ def run_trial(trial: LengthTransferTrial, device: str | torch.device = "cpu",
 
     if is_lm_trial(trial):
         return run_lm_trial(trial, device, progress, return_models)
-    return seqstack.run_alone(trial, device, progress, return_models, prepare=_prepare, finish=_result)
+    return run_alone(trial, device, progress, return_models, prepare=_prepare, finish=_result)
 
 
-def _prepare(trial: LengthTransferTrial) -> seqstack.Prepared:
+def _prepare(trial: LengthTransferTrial) -> Prepared:
     """The trial's untrained model and training tensors (its own task mixture, "train" stream); context:
     its :class:`LengthData`."""
     data = make_data(trial)
-    return seqstack.Prepared(build_model(trial, data.max_len), *T.pack(data.train), data)
+    return Prepared(build_model(trial, data.max_len), *T.pack(data.train), data)
 
 
-def _result(trial: LengthTransferTrial, prepared: seqstack.Prepared, model: Transformer, fit: dict, t_train: float,
+def _result(trial: LengthTransferTrial, prepared: Prepared, model: Transformer, fit: dict, t_train: float,
             device: str | torch.device, return_models: bool) -> TrialResult:
     """A trained trial's record: its training summary and, unless it diverged, :func:`evaluate`'s metrics
     (exact match by length, head ablations) on ``model`` (the trial's own, or its stack member).
@@ -142,6 +139,6 @@ def run_group(trials: list[LengthTransferTrial], device: str | torch.device = "c
     from .plan import group_key
 
     scratch = [t for t in trials if not is_lm_trial(t)]
-    done = iter(seqstack.run_group(scratch, device, progress, return_models, key=group_key, prepare=_prepare,
-                                   finish=_result) if scratch else [])
+    done = iter(run_stack_group(scratch, device, progress, return_models, key=group_key, prepare=_prepare,
+                                 finish=_result) if scratch else [])
     return [run_lm_trial(t, device, progress, return_models) if is_lm_trial(t) else next(done) for t in trials]

@@ -51,11 +51,11 @@ plans 7 in every deciding cell, length_transfer-full 10, length_transfer-paper 8
 (:func:`bindscale.verdicts.engine.degenerate` with ``discrete=True``). One arm flat at 0 (or 1) beyond L
 is a measurement once the gates pass and decides; every compared arm at 0, or every one at 1
 (the alone arm too), is the metric's floor or ceiling (:func:`bindscale.kit.at_bound`) and says nothing:
-inconclusive (issue 31, item 2). A deciding trial with a NaN accuracy is left out and counted as a lost
+inconclusive. A deciding trial with a NaN accuracy is left out and counted as a lost
 seed of its cell (``details["deciding_cells"]``): the engine decides only with ``min_seeds`` of the
-planned seeds left (issue 31, item 4).
+planned seeds left.
 
-Competence gates (issue 31, item 1; :data:`.GATES`, checked by the engine on every cell a rule names in
+Competence gates (:data:`.GATES`, checked by the engine on every cell a rule names in
 ``details["deciding_cells"]``, mean over the cell's seeds): the main task's exact match within its
 training lengths ``acc_in`` ≥ ``min_in_acc`` in every deciding cell (the main-alone arm too: failing
 beyond L says nothing about a task not learned within L; a co-trained main task below it was wrecked by
@@ -86,7 +86,6 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from bindscale.verdicts.engine import ok_rows
 from bindscale.kit import (
     MIN_REPLICATES,
     NAN3,
@@ -101,8 +100,7 @@ from bindscale.kit import (
     coerce_numeric,
     degenerate,
     Verdict,
-)
-from bindscale.verdicts.stats import (
+    ok_rows,
     bootstrap_ci,
     correlation_ci,
     mean_ci,
@@ -287,7 +285,7 @@ def _common(ok: pd.DataFrame, p: Mapping, stat: str, conds: tuple[str, ...], bot
             finite &= np.isfinite(g[c].to_numpy(float))
         finite &= (g["condition"] == "alone").to_numpy() | np.isfinite(g["aux_acc_in"].to_numpy(float))
         if not finite.all():
-            # Dropped here, counted by the engine against the cell's planned seeds (min_seeds; issue 31, item 4).
+            # Dropped here, counted by the engine against the cell's planned seeds (min_seeds).
             details.setdefault("trials_with_nan_accuracies", {})[where] = int((~finite).sum())
             g = g[finite]
             lacking = [c for c in conds if not (g["condition"] == c).any()]
@@ -458,7 +456,7 @@ def head_reuse_predicts_transfer(ok: pd.DataFrame, p: Mapping, n_boot: int, seed
     used = co[keep]
     n = int(keep.sum())
     # Every cell read is a deciding cell: the co-trained ones with a value (seeds lost to failed / diverged / NaN
-    # trials count against min_seeds, issue 31, item 4) and the main-alone cells their gains are measured from.
+    # trials count against min_seeds) and the main-alone cells their gains are measured from.
     # The engine checks the claim's gates on each (the alone cells on the main task only).
     entries = []
     if len(used):

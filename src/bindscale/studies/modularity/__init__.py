@@ -13,7 +13,7 @@ from bindscale.kit import Anchor, Claim, Gate, StudyPlugin
 _LEPORI = ('Lepori, Serre, Pavlick 2023, "Break It Down: Evidence for Structural Compositionality in Neural '
            'Networks" (NeurIPS)')
 _T = {"margin": (0.0, 1.0), "min_base_acc": (0.0, 1.0)}
-#: Competence gate (issue 31, item 1): the base networks of every deciding cell learned the compound task. The
+#: Competence gate: the base networks of every deciding cell learned the compound task. The
 #: source analyses a network only once it does, per network ("First, we train a neural network on a
 #: compositional task (Inside-Contact), ensuring that it can achieve high accuracy on the task", Fig. 2
 #: caption); it gives no number, 0.95 is bindscale's reading of "high accuracy" on a binary task. The same
@@ -25,7 +25,7 @@ _GATE = Gate(metric="base_acc_test", threshold="min_base_acc",
                      "task (Inside-Contact), ensuring that it can achieve high accuracy on the task' (no number "
                      "given; 0.95 is bindscale's reading of high accuracy on a binary task, chance 0.5)"))
 
-#: The source's headline (issue 34, item 1): Lepori, Serre, Pavlick's abstract; their results are figures of
+#: The source's headline (the answer page shows it beside the verdicts): Lepori, Serre, Pavlick's abstract; their results are figures of
 #: SubDiff / AblDiff per model and task, with no single number, and the sizes of their models are not cited here.
 _LEPORI_CITE = "Lepori, Serre, Pavlick 2023, NeurIPS (abstract)"
 _LEPORI_SIZE = "CNNs and transformers on vision and language tasks (sizes not cited here)"
@@ -63,7 +63,7 @@ CLAIMS = (
         figures=("mod_scores", "mod_accuracies"), retired=("min_fraction",), gates=(_GATE,),
     ),
     Claim(
-        name="structure_grows_with_width", title="Does structural compositionality grow with width? (Break It Down)",
+        name="structure_grows_with_width", own_hypothesis=True, title="Does structural compositionality grow with width? (Break It Down)",
         anchor=ANCHORS["structure_grows_with_width"],
         source="bindscale's question on the setting of " + _LEPORI + " (not a claim of the paper)",
         side="scale_suffices",

@@ -7,8 +7,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from bindscale.core.config import StrictModel, TrialBase
-from bindscale.train.sections import SeqTrainConfig
+from bindscale.kit import SeqTrainConfig, StrictModel, TrialBase
 
 
 class CompoundTaskConfig(StrictModel):

@@ -19,11 +19,21 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from bindscale.report.figures import N_BOOT, SMALL
-from bindscale.kit import ci_note, errorbar, legend, log_x, new_figure, seed_summary, titled, to_base64
-from bindscale.verdicts.results_table import metric_items
-from bindscale.verdicts.engine import ok_rows
-from bindscale.verdicts.stats import mean_ci
+from bindscale.kit import (
+    ci_note,
+    errorbar,
+    legend,
+    log_x,
+    new_figure,
+    seed_summary,
+    titled,
+    to_base64,
+    N_BOOT,
+    SMALL,
+    metric_items,
+    ok_rows,
+    mean_ci,
+)
 
 from .verdicts import DEFAULTS, usable
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bindscale.report.html import mean_table
-from bindscale.verdicts.engine import ok_rows
+from bindscale.kit import mean_table, ok_rows
 
 KEYS = ["architecture", "width", "depth", "pretraining"]
 METRICS = ["base_acc_test", "frac_structural", "frac_robust", "sub_diff", "abl_diff", "density",

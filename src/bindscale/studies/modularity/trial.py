@@ -53,12 +53,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from bindscale.core import seeding
 from bindscale.studies.modularity.masks import accuracy, apply_mask
 from bindscale.models.hooks import run_with_cache
 from bindscale.models.mlp import MLPConfig, StackedMLP
 from bindscale.models.transformer import Transformer
-from bindscale.kit import TrialResult, batch_indices, fit_minibatches
+from bindscale.kit import TrialResult, batch_indices, fit_minibatches, generator, rng
 
 from .analysis import SubroutineResult, subroutine_modularity
 from .config import ModularityModelConfig, ModularityTrial
@@ -166,7 +165,7 @@ class TransformerNet(CompoundNet):
 def build_net(trial: ModularityTrial, stream: str = "init") -> CompoundNet:
     """The trial's base network, initialised from ``stream`` ("init"; "random_init" for the untrained control)."""
     task = CompoundTask(trial.task.n_shapes, trial.task.n_colours)
-    g = seeding.generator(trial.seed, stream)
+    g = generator(trial.seed, stream)
     if trial.model.architecture == "mlp":
         return MLPNet(trial.model, task.dim, g)
     return TransformerNet(trial.model, task.vocab_size, g)
@@ -176,7 +175,7 @@ def make_data(trial: ModularityTrial) -> dict[str, CompoundDataset]:
     """Every dataset of the trial (keys of :data:`bindscale.studies.modularity.tasks.DATASETS`), from the "datasets" stream."""
     t = trial.task
     fractions = (t.base_fraction, t.mask_fraction, 1.0 - t.base_fraction - t.mask_fraction)
-    return make_datasets(CompoundTask(t.n_shapes, t.n_colours), seeding.rng(trial.seed, "datasets"), t.n_train,
+    return make_datasets(CompoundTask(t.n_shapes, t.n_colours), rng(trial.seed, "datasets"), t.n_train,
                          t.n_test, fractions)
 
 
@@ -221,7 +220,7 @@ def pretrain(net: CompoundNet, data: dict[str, CompoundDataset], trial: Modulari
     kind = trial.pretrain.kind
     if kind == "none":
         raise ValueError("pretrain() needs a pretraining kind, got 'none'")
-    g = seeding.generator(trial.seed, "pretrain")
+    g = generator(trial.seed, "pretrain")
     d = net.feature_dim
     n_out = 3 if kind == "match_count" else 2
     bound = 1.0 / math.sqrt(d)
@@ -272,7 +271,7 @@ def train_compound(net: CompoundNet, data: dict[str, CompoundDataset], trial: Mo
     def loss_of(rows: torch.Tensor) -> torch.Tensor:
         return nn.functional.binary_cross_entropy_with_logits(net(x[rows]), y[rows])
 
-    return _fit(list(net.parameters()), loss_of, len(y), trial.train.steps, trial, seeding.generator(trial.seed, "train"),
+    return _fit(list(net.parameters()), loss_of, len(y), trial.train.steps, trial, generator(trial.seed, "train"),
                 device, on_step)
 
 
@@ -300,7 +299,7 @@ def search_masks(net: CompoundNet, data: dict[str, CompoundDataset], trial: Modu
         other = FACTORS[1 - i]
         train = tuple(v.to(device) for v in data[f"sub_{f}_train"].xy(net.view))
         for s in range(n_seeds):
-            gen = seeding.generator(trial.seed, "mask", key=(NETS.index(which_net), i, s))
+            gen = generator(trial.seed, "mask", key=(NETS.index(which_net), i, s))
             res: SubroutineResult = subroutine_modularity(
                 net, names, None, train, sets[f], sets[other], subroutine=f, chance=data[f"sub_{f}_test"].chance,
                 mask_generator=gen, random_control=random_control, lambda_l0=mk.lambda_l0, steps=mk.steps,

@@ -18,8 +18,8 @@ inconclusive (the survivors are a selection), and unequal survivors on the two
 sides of a contrast give ``caveat_selection``. Every deciding cell is named with
 its learned seeds (:func:`bindscale.kit.deciding_cell`), so the engine counts the
 seeds the filter dropped against ``min_seeds`` like failed ones, and checks the
-claims' competence gate (each cell's mean ``base_acc_test`` ≥ ``min_base_acc``;
-issue 31, item 1). Trials pretrained with one head
+claims' competence gate (each cell's mean ``base_acc_test`` ≥ ``min_base_acc``).
+Trials pretrained with one head
 per subroutine (``pretraining: subroutines``) are a labelled extra: reported
 beside, never deciding (that pretraining nearly builds the result in).
 
@@ -51,7 +51,7 @@ before covered 81–92%.
   paper): per (architecture, pretraining), the noise-robust share at the largest
   width minus at the smallest; the mean over strata. The same difference is taken
   of the share net of the untrained-network control and of the random-mask
-  control (paired within base models; issue 31, item 7): the weakest of the three
+  control (paired within base models): the weakest of the three
   decides, with ``structure_emerges``'s interval. Supported when the interval
   lies above ``margin``, not supported when below it; never supported when a
   deciding base model lacks a control. The largest width is the
@@ -81,15 +81,16 @@ from bindscale.kit import (
     ci_entry,
     no_room,
     deciding_cell,
-    decide as _decide,
     json_key,
     to_python,
     coerce_numeric,
     degenerate,
     restrict_to_mode,
     Verdict,
+    mean_ci,
+    mean_diff_ci,
+    strata_mean_ci,
 )
-from bindscale.verdicts.stats import mean_ci, mean_diff_ci, strata_mean_ci
 
 from . import CLAIMS  # noqa: E402  (the plugin object: claims, their statements and defaults)
 
@@ -177,7 +178,7 @@ def _cell_of(key: Mapping[str, object], note: Mapping) -> dict:
     return {**key, **{k.removesuffix("_used"): v for k, v in held.items() if k.endswith("_used")}}
 
 
-#: How the engine names the seeds the accuracy filter left out of a deciding cell (issue 31, item 4).
+#: How the engine names the seeds the accuracy filter left out of a deciding cell (they count against ``min_seeds``).
 _BELOW = "ok but below the accuracy filter (min_base_acc)"
 
 
@@ -330,7 +331,7 @@ def structure_emerges(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> V
     cs = {k: g for k, g in rows.groupby(list(CELL), sort=True) if _seeds(g) >= MIN_REPLICATES}
     details["seeds_per_cell"] = seeds_per_cell(cs)
     # Every deciding cell that ran, with the base seeds that learned the task: failed / diverged / missing seeds
-    # and those the accuracy filter dropped count against min_seeds (issue 31, items 1 and 4).
+    # and those the accuracy filter dropped count against min_seeds.
     details["deciding_cells"] = _named_cells(deciding_every, rows, details)
     if thinned:
         counts = ", ".join(f"{k}: {survivors[k]['seeds_learned']} of {survivors[k]['seeds_run']}" for k in thinned)
@@ -519,7 +520,7 @@ def _contrast_verdict(ok: pd.DataFrame, p: Mapping, strata: tuple[str, ...], pic
             uneven.append(name)
         sides += [rows.loc[rows.index.intersection(s.index)] for s in (hi, lo)]
         # Base seeds that learned the task per side against the seeds planned: failed / diverged / missing ones
-        # and those the accuracy filter dropped count against min_seeds (issue 31, items 1 and 4).
+        # and those the accuracy filter dropped count against min_seeds.
         for side, (_, kept) in zip((hi, lo), counts):
             fixed = {c: side[c].iloc[0] for c in CELL if c in side
                      and side[c].nunique() == 1}
@@ -569,7 +570,7 @@ def _contrast_verdict(ok: pd.DataFrame, p: Mapping, strata: tuple[str, ...], pic
     if not np.isfinite(triple[0]):
         return stop("the difference is not finite (missing shares)", n)
     details["trained_difference"] = ci_entry(triple, n)
-    # Item 7 of issue 31: a control whose share moves like the trained networks' (an untrained network, or a
+    # A control whose share moves like the trained networks' (an untrained network, or a
     # random mask of equal size, structural as often) explains the difference without training. The
     # difference is also taken of the share net of each control, paired within base models; the weakest of
     # the three decides (its interval as structure_emerges's: smallest 95% low, Bonferroni-adjusted high).

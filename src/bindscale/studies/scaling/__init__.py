@@ -5,16 +5,16 @@ Claims: Redhardt, Schug, Akram 2025, "Scaling can lead to compositional generali
 (scaling, decodability); Schug et al. 2024, "Discovering modular solutions that generalize
 compositionally" (binding); and where scale stops, inside vs outside the training hull.
 Modules: :mod:`.config` (the trial config), :mod:`.trial` (the stacked trainer), :mod:`.verdicts`
-(rules), :mod:`.figures`, :mod:`.table`, :mod:`.plan` (cost, memory, split checks); beside them the
-task family (:mod:`.tasks`), the students (:mod:`.students`, :mod:`.hypernet`), the R² metrics
-(:mod:`.metrics`), the linear probes (:mod:`.probes`) and the stacked AdamW (:mod:`.optim`).
+(rules), :mod:`.figures`, :mod:`.table`, :mod:`.plan` (cost, memory, split checks, stack grouping, step
+timing); beside them the task family (:mod:`.tasks`), the students (:mod:`.students`, :mod:`.hypernet`),
+the R² metrics (:mod:`.metrics`), the linear probes (:mod:`.probes`) and the stacked AdamW (:mod:`.optim`).
 """
 
 from bindscale.kit import Anchor, Claim, Gate, StudyPlugin
 
 _REDHARDT = 'Redhardt, Schug, Akram 2025, "Scaling can lead to compositional generalization" (arXiv 2507.07207)'
 
-#: Competence gate (issue 31, item 1): the deciding students fit the tasks of their training combinations (fresh
+#: Competence gate: the deciding students fit the tasks of their training combinations (fresh
 #: samples, ``r2_id``). The source states no in-distribution criterion (its figures show held-out R² approaching
 #: 1 at scale, so its large students fit their training tasks at least that well); a student below the held-out
 #: level a claim tests cannot show that level held out, and its failure would be training's, not composition's.
@@ -35,7 +35,7 @@ _BINDING_GATE = Gate(
 _GATE_T = {"min_r2_id": (0.0, 1.0)}
 _GATE_D = {"min_r2_id": 0.9}
 
-#: The sources' headlines, as the sources state them (issue 34, item 1); :mod:`bindscale.verdicts.anchors` relates each
+#: The sources' headlines, as the sources state them; :mod:`bindscale.verdicts.anchors` relates each
 #: verdict to its anchor. Redhardt et al.'s abstract gives no number; the model size is that of the reference
 #: code's default student (the project's design notes: width 1024 x 4 layers on the 16-unit hyperteacher, about 3.2M
 #: parameters by bindscale's count, not a number of the paper).
@@ -119,7 +119,7 @@ CLAIMS = (
         figures=("heldout_vs_params",), guards=(".verdicts:BINDING_GUARDS.lost",), retired=("tolerance",),
     ),
     Claim(
-        name="hull", title="Inside vs outside the training hull",
+        name="hull", own_hypothesis=True, title="Inside vs outside the training hull",
         anchor=ANCHORS["hull"],
         source="bindscale's synthesis of the sources above (no single paper makes this claim)",
         side="where_scale_stops",
@@ -144,13 +144,8 @@ STUDY = StudyPlugin(
     package=__name__,
     description="Does held-out R² of plain MLPs grow with width and coverage, and does explicit binding need fewer "
                 "parameters? (hyperteacher; Redhardt et al. 2025, Schug et al. 2024)",
-    # The stacked trainer and its planner hooks live in trial.py (they share its stack shapes), not in the
-    # conventional trial.run_group / plan.group_key / plan.stack_step_seconds.
-    trainer=".trial:train_group",
-    grouper=".trial:group_key",
-    step_timer=".trial:stack_step_seconds",
-    checker=".plan:check_splits",
-    rows=".verdicts:ok_rows",
+    # Every hook by convention (bindscale.core.study.CONVENTION): trial.run_group, plan.group_key,
+    # plan.stack_step_seconds, plan.check_trials, verdicts.prepare_rows...
     # Measured: every stacked job of `bindscale run scaling --set 'seed=[0]'` (20 trials, 2000 steps, fp32,
     # 11 jobs) trained inline at one torch thread on the 2-core Xeon, timed with time.process_time: 153 CPU-s
     # for a cost of 2.88e12 (per job 2.2e-11 at width 16 to 6.3e-11 for a hypernet; width-256 stacks 6.0e-11).

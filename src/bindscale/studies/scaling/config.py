@@ -10,7 +10,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from bindscale.core.config import StrictModel, TrialBase
+from bindscale.kit import StrictModel, TrialBase
 
 Encoding = Literal["identity", "orthogonal", "tokens", "invertible", "interval_shuffle", "fewshot"]
 ENCODINGS: tuple[str, ...] = Encoding.__args__  # type: ignore[attr-defined]
@@ -38,7 +38,7 @@ class TaskConfig(StrictModel):
         "reference",
         description="teacher definition (bindscale.studies.scaling.tasks.hyperteacher): reference = the code of Redhardt, Schug, "
         "Akram 2025 (weights from {0.5,...,1.0}, mix scaled by 1/sqrt(K), truncated-normal modules, biases "
-        "U[0,0.5), no readout bias); per_task_scale = bindscale before issue 13 (weights U[0.5,1], mix scaled by "
+        "U[0,0.5), no readout bias); per_task_scale = bindscale's original teacher (weights U[0.5,1], mix scaled by "
         "1/sqrt(k) per task, Gaussian modules and biases, readout bias)",
     )
 
@@ -65,7 +65,7 @@ class ModelConfig(StrictModel):
         "auto",
         description="parameter init: lecun_normal = truncated normal, variance 1/fan_in, zero biases (flax Dense "
         "default, as the reference code of Redhardt et al. 2025); torch_uniform = U(±1/sqrt(fan_in)) for weights "
-        "and biases (PyTorch nn.Linear default; bindscale before issue 13); auto = lecun_normal for the mlp, "
+        "and biases (PyTorch nn.Linear default; bindscale's original initialisation); auto = lecun_normal for the mlp, "
         "torch_uniform for the hypernet (benchmarks/reference_curve.py)",
     )
 

@@ -12,7 +12,6 @@ import numpy as np
 import pandas as pd
 from matplotlib.colors import LogNorm
 
-from bindscale.report.figures import N_BOOT, SMALL
 from bindscale.kit import (
     curve_values,
     band as _band,
@@ -27,16 +26,18 @@ from bindscale.kit import (
     titled,
     to_base64,
     two_decimals,
+    N_BOOT,
+    SMALL,
+    correlation_ci,
 )
-from bindscale.verdicts.stats import correlation_ci
 
-from .verdicts import ARITY_COLUMN, COMPARE_LIKE, DEFAULTS, arity_matched_hull, design_rows, ok_rows, restrict_to_mode
+from .verdicts import ARITY_COLUMN, COMPARE_LIKE, DEFAULTS, arity_matched_hull, design_rows, prepare_rows, restrict_to_mode
 
 
 def _mlp(df: pd.DataFrame, *cols: str, withheld: bool = False) -> pd.DataFrame:
     """ok MLP rows with finite values in ``cols``, from the random hold-out grid (``withheld=False``)
     or the hull claim's withheld-pair grid (:func:`bindscale.studies.scaling.verdicts.design_rows`)."""
-    rows = ok_rows(df)
+    rows = prepare_rows(df)
     rows = design_rows(rows[rows["model"] == "mlp"], withheld=withheld)
     for c in cols:
         rows = rows[np.isfinite(rows[c])]
@@ -143,7 +144,7 @@ def fig_heldout_vs_params(df: pd.DataFrame) -> str | None:
     Uses the smallest holdout shared by all models present (the binding
     comparison's coverage); a point is one (width, depth) config.
     """
-    rows = design_rows(ok_rows(df), withheld=False)
+    rows = design_rows(prepare_rows(df), withheld=False)
     rows = rows[np.isfinite(rows["r2_heldout"]) & (rows["n_params"] > 0)]
     if rows.empty:
         return None

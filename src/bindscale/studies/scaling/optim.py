@@ -13,8 +13,7 @@ from collections.abc import Iterable
 
 import torch
 
-from bindscale.train.stacked_adamw import ALIGN  # noqa: F401  (the study's tests read it here)
-from bindscale.train.stacked_adamw import StackedAdamW as _CoreAdamW
+from bindscale.kit import StackedAdamW as _CoreAdamW
 
 
 class StackedAdamW(_CoreAdamW):

@@ -1,12 +1,15 @@
-"""Cost, memory and feasibility of the scaling study's trials (hyperteacher tasks, stacked MLPs
-and hypernetworks): used to plan stacks, weigh the ETA and fail early on impossible splits."""
+"""Cost, memory, feasibility, stack grouping and stack step timing of the scaling study's trials
+(hyperteacher tasks, stacked MLPs and hypernetworks): used to plan stacks, weigh the ETA and fail early
+on impossible splits. Light to import (no torch at module level: planning and ``--dry-run`` read it);
+what needs the tasks or a model is imported where it is used."""
 
 from __future__ import annotations
 
-from bindscale.core import seeding
-from bindscale.core.errors import BindscaleError, ConfigError
-from bindscale.studies.scaling.tasks.splits import make_split
+from bindscale.kit import BindscaleError, ConfigError
 from bindscale.studies.scaling.config import TrialConfig
+
+#: Training fields that may differ inside a stack (they are per-trial tensors).
+PER_TRIAL_FIELDS = {"lr", "weight_decay", "grad_clip"}
 
 #: A hyperteacher trial-step's cost that does not grow with the model (Python and kernel
 #: launches, data sampling, optimizer bookkeeping), in weights: measured per-trial-step times
@@ -53,7 +56,7 @@ def trial_memory_bytes(trial: TrialConfig) -> int:
     return 4 * (4 * params + activations + data + probes)
 
 
-def check_splits(trials: list[TrialConfig]) -> None:
+def check_trials(trials: list[TrialConfig]) -> None:
     """Build every trial's split before anything is written, so an impossible split fails early.
 
     Raises:
@@ -61,6 +64,10 @@ def check_splits(trials: list[TrialConfig]) -> None:
             holds out no combination (``holdout=0``): every claim of the family is
             measured on held-out combinations, so such a trial could measure nothing.
     """
+    from bindscale.kit import rng
+
+    from .tasks.splits import make_split
+
     seen = set()
     for t in trials:
         key = (t.task.M, t.task.K, t.task.split, t.task.holdout, t.seed)
@@ -68,7 +75,7 @@ def check_splits(trials: list[TrialConfig]) -> None:
             continue
         seen.add(key)
         try:
-            split = make_split(t.task.M, t.task.K, t.task.split, t.task.holdout, seeding.rng(t.seed, "split"),
+            split = make_split(t.task.M, t.task.K, t.task.split, t.task.holdout, rng(t.seed, "split"),
                                withheld_pairs=t.task.withheld_pairs)
         except BindscaleError as err:
             raise ConfigError(f"split cannot be made (seed {t.seed}): {err}") from None
@@ -77,3 +84,42 @@ def check_splits(trials: list[TrialConfig]) -> None:
                 f"split {t.task.split!r} with holdout {t.task.holdout} holds out no combination of M={t.task.M}, "
                 f"K={t.task.K}: held-out R², hull and decodability are all measured on held-out combinations; "
                 "use holdout > 0")
+
+
+def group_key(trial: TrialConfig) -> tuple:
+    """Trials with equal keys have identical model shapes and schedules and can share a stack
+    (:func:`bindscale.studies.scaling.trial.run_group` trains them as one stacked model).
+
+    Seed, split, hold-out fraction, learning rate, weight decay, clipping and the
+    encoding may differ; encodings of one width (identity, orthogonal, invertible,
+    interval_shuffle: M) share a stack because each trial encodes its own codes.
+    """
+    from .tasks.encodings import encoding_dim
+
+    t, m, tr = trial.task, trial.model, trial.train
+    code_dim = encoding_dim(t.encoding, t.M, t.K, (t.input_dim, t.output_dim), t.n_shots)
+    return (
+        m.model_dump_json(),
+        t.M, t.K, code_dim, t.input_dim, t.hidden_dim, t.output_dim, t.samples_per_task, t.n_shots,
+        t.holdout > 0 or t.split != "random",  # whether a held-out pool exists
+        tr.model_dump_json(exclude=PER_TRIAL_FIELDS),
+    )
+
+
+def stack_step_seconds(trials: list[TrialConfig], window: float = 0.05, rounds: int = 3) -> float:
+    """Seconds of one training step of ``trials`` stacked, here and now, at one torch thread (a worker's).
+
+    Forward, backward, clipping and AdamW on random data of the trials' shapes (no sampling,
+    evaluation or probes: those cost the same per trial in any stack:
+    :func:`bindscale.studies.scaling.steps.stack_step_timer`); the best of ``rounds``
+    timings of as many steps as fill ``window`` seconds (at least one), after one warm-up step:
+    the best of several windows, because other work on the machine only ever adds time. The
+    planner compares stack sizes with it (:func:`bindscale.run.planner.plan_jobs`); no trial's numbers
+    depend on it.
+    """
+    from .steps import stack_step_timer
+
+    timer = stack_step_timer(trials)
+    first = timer(1, 1)
+    steps = max(1, min(50, int(window / max(first, 1e-6))))
+    return min(timer(1, steps) / steps for _ in range(rounds))

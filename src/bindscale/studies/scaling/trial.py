@@ -13,22 +13,19 @@ import math
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import closing, contextmanager, nullcontext
+from contextlib import closing
 
 import numpy as np
 import torch
 
-from bindscale.core import seeding
-from bindscale.train.speed import cpu_training
+from bindscale.kit import generator, TrialResult
+from bindscale.kit import helper_thread_settings, measured_threads, training_precision, training_settings
 from bindscale.models import StackedModel
-from bindscale.train.threads import ThreadWatch
-from bindscale.train.result import TrialResult
-from bindscale.train.threads import choose_threads
-from bindscale.train.speed import fast_bf16
 
 from .config import ModelConfig, TrialConfig
 from .metrics import r2_task_mean, r2_within_task
-from .optim import StackedAdamW
+from .plan import group_key
+from .steps import clip_and_mask, make_optimizer, stack_step_timer
 from .students import build_model
 from .tasks import Batch, HyperTeacher
 from .tasks.encodings import encoding_dim
@@ -45,30 +42,9 @@ CHUNK_ELEMENTS = 2_000_000
 DIVERGENCE_FACTOR = 1e4
 
 
-#: Training steps between two calls of train_group's ``progress`` (and after the last step). A benchmark
+#: Training steps between two calls of run_group's ``progress`` (and after the last step). A benchmark
 #: that times steps through it may set 1 (benchmarks/jax_peer.py): one Python call a step.
 PROGRESS_STEPS = 25
-
-#: Training fields that may differ inside a stack (they are per-trial tensors).
-PER_TRIAL_FIELDS = {"lr", "weight_decay", "grad_clip"}
-
-
-def group_key(trial: TrialConfig) -> tuple:
-    """Trials with equal keys have identical model shapes and schedules and can share a stack.
-
-    Seed, split, hold-out fraction, learning rate, weight decay, clipping and the
-    encoding may differ; encodings of one width (identity, orthogonal, invertible,
-    interval_shuffle: M) share a stack because each trial encodes its own codes.
-    """
-    t, m, tr = trial.task, trial.model, trial.train
-    code_dim = encoding_dim(t.encoding, t.M, t.K, (t.input_dim, t.output_dim), t.n_shots)
-    return (
-        m.model_dump_json(),
-        t.M, t.K, code_dim, t.input_dim, t.hidden_dim, t.output_dim, t.samples_per_task, t.n_shots,
-        t.holdout > 0 or t.split != "random",  # whether a held-out pool exists
-        tr.model_dump_json(exclude=PER_TRIAL_FIELDS),
-    )
-
 
 #: Narrowest MLP for which bf16 autocast beats fp32 (benchmarks/training.py, precision table:
 #: 1.5× at width 64 on this project's AMX machine, no gain at 32, slower at 16). Hypernetworks
@@ -83,12 +59,7 @@ def resolve_precision(precision: str, device: torch.device, model: ModelConfig) 
     Raises:
         ValueError: ``tf32`` asked for off CUDA.
     """
-    if precision == "tf32" and device.type != "cuda":
-        raise ValueError("precision tf32 needs a CUDA device; use fp32 or bf16 on CPU")
-    if precision == "auto":
-        pays = model.kind == "mlp" and model.width >= BF16_MIN_WIDTH
-        return "bf16" if pays and fast_bf16(device) else "fp32"
-    return precision
+    return training_precision(precision, device, bf16_pays=model.kind == "mlp" and model.width >= BF16_MIN_WIDTH)
 
 
 BATCH_FIELDS = ("code", "z", "x", "y", "combo")
@@ -114,7 +85,7 @@ def _eval_steps(steps: int, n_evals: int) -> list[int]:
     return sorted({max(1, round(steps * (i + 1) / n_evals)) for i in range(n_evals)})
 
 
-def train_group(
+def run_group(
     trials: list[TrialConfig],
     device: str | torch.device = "cpu",
     progress: Callable[[int], None] | None = None,
@@ -147,35 +118,15 @@ def train_group(
         ValueError: the trials do not share a group key.
     """
     if len({group_key(t) for t in trials}) != 1:
-        raise ValueError("train_group needs trials with one group_key")
+        raise ValueError("run_group needs trials with one group_key")
     device = torch.device(device)
-    caller_threads = torch.get_num_threads()
-    with cpu_training(device), _intra_op_threads(trials, device):  # bindscale.train.speed
-        # The step runs on one thread where the caller allowed more: sample on the idle core (_chunks).
-        prefetch = device.type == "cpu" and torch.get_num_threads() == 1 < caller_threads
-        return _train_group(trials, device, progress, return_models, prefetch)
-
-
-_thread_choices: dict[tuple, int] = {}
-
-
-@contextmanager
-def _intra_op_threads(trials: list[TrialConfig], device: torch.device):
-    """The caller's torch threads where they are measured to pay for this stack (:func:`intra_op_threads`),
-    else one; the caller's setting is restored after.
-
-    Sweeps' workers, the inline executor and the Python API already train with one thread; this
-    covers a caller of :func:`train_group` who set more (or left torch at its default, one per core).
-    """
-    before = torch.get_num_threads()
-    n = before if device.type != "cpu" or before == 1 else intra_op_threads(trials, before)
-    if n != before:
-        torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        if torch.get_num_threads() != before:  # (also where ThreadWatch fell back to one thread)
-            torch.set_num_threads(before)
+    tr = trials[0].train
+    # The speed settings (bindscale.train.speed): the caller's torch threads where they are measured to pay
+    # for this stack (sweeps' workers, the inline executor and the Python API train with one), the precision.
+    with training_settings(device, thread_choice=lambda threads: intra_op_threads(trials, threads),
+                           precision=resolve_precision(tr.precision, device, trials[0].model),
+                           compile=tr.compile) as settings:
+        return _run_group(trials, settings, progress, return_models)
 
 
 def intra_op_threads(trials: list[TrialConfig], threads: int,
@@ -183,33 +134,29 @@ def intra_op_threads(trials: list[TrialConfig], threads: int,
     """Torch threads to train ``trials`` stacked with when the caller allows ``threads``: ``threads`` or 1.
 
     Measured once per stack shape (model, data shapes, batch, stack size; not the number of steps) and
-    process by :func:`choose_threads` with ``timer`` (default: :func:`stack_step_timer` on the trials'
-    shapes, an fp32 step whatever the trials' precision). A trial's numbers do not depend on the
-    choice beyond float rounding (more threads may sum some products in another order).
+    process (:func:`bindscale.train.speed.measured_threads`) with ``timer`` (default: :func:`stack_step_timer`
+    on the trials' shapes, an fp32 step whatever the trials' precision). A trial's numbers do not depend on
+    the choice beyond float rounding (more threads may sum some products in another order).
     """
-    if threads <= 1:
-        return 1
     t = trials[0]
     # What the timed step depends on (not the steps, evaluation or probe settings).
     key = (t.model.model_dump_json(), encoding_dim(t.task.encoding, t.task.M, t.task.K, (t.task.input_dim,
            t.task.output_dim), t.task.n_shots), t.task.M, t.task.input_dim, t.task.output_dim,
-           t.task.samples_per_task, t.train.batch_tasks, t.train.grad_clip is None, len(trials), threads)
-    if key not in _thread_choices:
-        _thread_choices[key] = choose_threads(timer or stack_step_timer(trials), threads)
-    return _thread_choices[key]
+           t.task.samples_per_task, t.train.batch_tasks, t.train.grad_clip is None, len(trials))
+    return measured_threads(key, threads, lambda: timer or stack_step_timer(trials))
 
 
 def untrained_model(trial: TrialConfig) -> torch.nn.Module:
-    """The trial's student as :func:`train_group` initialises it (its "init" stream), as a plain
+    """The trial's student as :func:`run_group` initialises it (its "init" stream), as a plain
     single-trial module (:meth:`~bindscale.models.StackedModel.member`), on the CPU."""
     t = trial.task
     code_dim = encoding_dim(t.encoding, t.M, t.K, (t.input_dim, t.output_dim), t.n_shots)
-    stack = build_model(trial.model, code_dim, t.input_dim, t.output_dim, t.M, [seeding.generator(trial.seed, "init")])
+    stack = build_model(trial.model, code_dim, t.input_dim, t.output_dim, t.M, [generator(trial.seed, "init")])
     return stack.member(0)
 
 
 def task_family(trial: TrialConfig, device: str | torch.device = "cpu") -> HyperTeacher:
-    """The trial's task family as :func:`train_group` builds it: its :class:`~bindscale.studies.scaling.tasks.HyperTeacher`
+    """The trial's task family as :func:`run_group` builds it: its :class:`~bindscale.studies.scaling.tasks.HyperTeacher`
     (teacher, split and encoding of the trial's seed); ``.sample(n, generator)`` draws batches."""
     return HyperTeacher(trial.task, trial.seed, device)
 
@@ -222,7 +169,7 @@ def _chunks(sample: Callable[[int, Batch | None], Batch], sizes: list[int],
     next chunk is sampled in one background thread while the current one trains,
     into the other of two buffers (the chunk being trained on is never written; the price is a second
     buffer of up to :data:`CHUNK_ELEMENTS` floats a trial). For a step that runs on one intra-op thread
-    where the caller allowed more (:func:`train_group`): at small widths the caller's second core is
+    where the caller allowed more (:func:`run_group`): at small widths the caller's second core is
     otherwise idle, and sampling (mostly the serial mt19937 ``uniform_`` of torch's CPU generator) is a
     measurable share of the step at MLP 64 × 2, batch 128 tasks × 16: ~0.34 of ~2.3 ms on a quiet
     machine, 0.45-0.65 of 2.5-3.8 ms on the shared 2-core Xeon at load 2.4-2.9. Measured there: the
@@ -245,7 +192,7 @@ def _chunks(sample: Callable[[int, Batch | None], Batch], sizes: list[int],
     def submit(k: int, out: Batch | None):
         nonlocal pool
         if pool is None:
-            pool = ThreadPoolExecutor(1, thread_name_prefix="bindscale-sampler", initializer=_sampler_thread)
+            pool = ThreadPoolExecutor(1, thread_name_prefix="bindscale-sampler", initializer=helper_thread_settings)
         return pool.submit(sample, sizes[k], out)
 
     try:
@@ -267,22 +214,14 @@ def _chunks(sample: Callable[[int, Batch | None], Batch], sizes: list[int],
             pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _sampler_thread() -> None:
-    """The per-thread settings of the training block, in :func:`_chunks`'s sampler thread: one intra-op
-    thread (OpenMP's and MKL's counts are per thread: the same sums as the serial path's) and denormals
-    flushed (:func:`~bindscale.train.speed.cpu_training` sets the calling thread only)."""
-    torch.set_num_threads(1)
-    torch.set_flush_denormal(True)
-
-
-def _train_group(trials: list[TrialConfig], device: torch.device, progress, return_models: bool = False,
-                 prefetch: bool = False) -> list[TrialResult]:
-    T, cfg = len(trials), trials[0]
-    threads_used = torch.get_num_threads() if device.type == "cpu" else None
+def _run_group(trials: list[TrialConfig], settings, progress, return_models: bool = False) -> list[TrialResult]:
+    """:func:`run_group`'s training and evaluation, inside its speed settings (``settings``:
+    :class:`bindscale.train.speed.TrainingSettings`)."""
+    T, cfg, device = len(trials), trials[0], settings.device
     tasks = [HyperTeacher(t.task, t.seed, device) for t in trials]
     model = build_model(
         cfg.model, tasks[0].code_dim, cfg.task.input_dim, cfg.task.output_dim, cfg.task.M,
-        [seeding.generator(t.seed, "init") for t in trials],
+        [generator(t.seed, "init") for t in trials],
     ).to(device)
     tr = cfg.train
     per_trial = lambda f: torch.tensor([f(t.train) for t in trials], dtype=torch.float32, device=device)  # noqa: E731
@@ -290,18 +229,14 @@ def _train_group(trials: list[TrialConfig], device: torch.device, progress, retu
     clip = per_trial(lambda c: math.inf if c.grad_clip is None else c.grad_clip)
     if all(t.train.grad_clip is None for t in trials):
         clip = None  # no trial clips: skip the per-step norm computation
-    precision = resolve_precision(tr.precision, device, cfg.model)
-    if device.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
-    autocast = (lambda: torch.autocast(device.type, dtype=torch.bfloat16)) if precision == "bf16" else nullcontext
-    forward = torch.compile(model) if tr.compile else model
-    train_gens = [seeding.generator(t.seed, "train", device) for t in trials]
+    forward = settings.compiled(model)
+    train_gens = [generator(t.seed, "train", device) for t in trials]
 
     # Fixed evaluation sets on their own streams: fresh in-distribution tasks and held-out combinations.
-    id_set = _stack([task.sample(tr.eval_tasks, seeding.generator(t.seed, "test", device)) for t, task in zip(trials, tasks)])
+    id_set = _stack([task.sample(tr.eval_tasks, generator(t.seed, "test", device)) for t, task in zip(trials, tasks)])
     has_held = all(task.n_combos("heldout") > 0 for task in tasks)
     held_set = (
-        _stack([task.sample(tr.eval_tasks, seeding.generator(t.seed, "heldout", device), "heldout", cycle=True)
+        _stack([task.sample(tr.eval_tasks, generator(t.seed, "heldout", device), "heldout", cycle=True)
                 for t, task in zip(trials, tasks)])
         if has_held else None
     )
@@ -318,22 +253,20 @@ def _train_group(trials: list[TrialConfig], device: torch.device, progress, retu
     def sample(n: int, out: Batch | None) -> Batch:  # the next n steps' data of every trial
         return _stack([task.sample(B * n, g) for task, g in zip(tasks, train_gens)], out=out)
 
-    # Several intra-op threads chosen before training: fall back to one if the machine turns busy.
-    watch = ThreadWatch(threads_used, torch.set_num_threads) if threads_used and threads_used > 1 else None
-    lazy_guard = device.type == "cpu"  # on CUDA the loop never syncs to read a flag
+    lazy_guard = settings.sync_every == 1  # a flag read is free (CPU); elsewhere the loop never syncs to read one
     all_alive = lazy_guard
     t_train = time.perf_counter()
     t_eval = 0.0
     last_loss = torch.full((T,), float("nan"))
-    # After a fall-back to one thread the caller's other core samples, as where one thread was chosen.
-    background = prefetch if watch is None else (lambda: prefetch or watch.fell_back_at is not None)
-    with closing(_chunks(sample, sizes, background)) as chunks:
+    # Where the step runs on one thread and the caller allowed more (chosen so, or fallen back to when the
+    # machine turned busy), the caller's other core samples the next chunk.
+    with closing(_chunks(sample, sizes, settings.spare_core)) as chunks:
         for step in range(1, tr.steps + 1):
             i = (step - 1) % chunk
             if i == 0:
                 data = next(chunks)
             sl = slice(i * B, (i + 1) * B)
-            with autocast():
+            with settings.autocast():
                 pred = forward(data.code[:, sl], data.x[:, sl])
             loss_t = (pred.float() - data.y[:, sl]).pow(2).mean(dim=(1, 2, 3))  # (T,)
             if step == 1:
@@ -355,27 +288,25 @@ def _train_group(trials: list[TrialConfig], device: torch.device, progress, retu
                 loss = torch.where(alive, loss_t, torch.zeros_like(loss_t)).sum()
             opt.zero_grad()
             loss.backward()
-            _clip_and_mask(model, alive, clip)
+            clip_and_mask(model, alive, clip)
             opt.step()
             last_loss = loss_t.detach()
-            if watch is not None:
-                watch.step_done(step)
+            settings.step_done(step)
             if progress is not None and (step % PROGRESS_STEPS == 0 or step == tr.steps):
                 progress(T * (PROGRESS_STEPS if step % PROGRESS_STEPS == 0 else step % PROGRESS_STEPS))
             if step in eval_at:
-                t0 = time.perf_counter()
-                curve_steps.append(step)
-                curve_loss.append(last_loss.tolist())
-                if held_set is not None:
-                    pred = _predict(model, held_set)
-                    curve_r2.append(r2_within_task(held_set.y, pred).tolist())
-                    curve_r2_tm.append(r2_task_mean(held_set.y, pred).tolist())
-                else:
-                    curve_r2.append([math.nan] * T)
-                    curve_r2_tm.append([math.nan] * T)
-                t_eval += time.perf_counter() - t0
-                if watch is not None:
-                    watch.restart()
+                with settings.untimed():
+                    t0 = time.perf_counter()
+                    curve_steps.append(step)
+                    curve_loss.append(last_loss.tolist())
+                    if held_set is not None:
+                        pred = _predict(model, held_set)
+                        curve_r2.append(r2_within_task(held_set.y, pred).tolist())
+                        curve_r2_tm.append(r2_task_mean(held_set.y, pred).tolist())
+                    else:
+                        curve_r2.append([math.nan] * T)
+                        curve_r2_tm.append([math.nan] * T)
+                    t_eval += time.perf_counter() - t0
     train_seconds = time.perf_counter() - t_train - t_eval
 
     t0 = time.perf_counter()
@@ -405,56 +336,19 @@ def _train_group(trials: list[TrialConfig], device: torch.device, progress, retu
             "eval_seconds": t_eval / T,
             "probe_seconds": probe_seconds / T,
             "stack_size": T,
-            "precision_used": precision,
-            # Intra-op threads of the step (train_group's thread choice) and whether sampling ran beside it
+            "precision_used": settings.precision,
+            # Intra-op threads of the step (run_group's thread choice) and whether sampling ran beside it
             # (after threads_fallback_step only, where the watch fell back).
-            "threads_used": threads_used,
+            "threads_used": settings.threads,
             # The step from which it ran on one thread instead (ThreadWatch: the machine turned busy), or None.
-            "threads_fallback_step": watch.fell_back_at if watch is not None else None,
-            "background_sampling": prefetch or (watch is not None and watch.fell_back_at is not None),
+            "threads_fallback_step": settings.fell_back_at,
+            "background_sampling": settings.spare_core(),
         }
         step_t = int(diverged_at[t])
         div = step_t >= 0 or not math.isfinite(m["r2_id"])
         results.append(TrialResult(status="diverged" if div else "ok", diverged_step=step_t if step_t >= 0 else None,
                                    metrics=m, model=model.member(t).eval() if return_models else None))
     return results
-
-
-def make_optimizer(model: StackedModel, cfgs: list) -> StackedAdamW:
-    """AdamW for a stack, with each trial's learning rate and weight decay (PyTorch's fused
-    kernel; a trial's update is the same bits whatever its stack: :mod:`bindscale.studies.scaling.optim`)."""
-    return StackedAdamW(model.parameters(), lr=[c.lr for c in cfgs], weight_decay=[c.weight_decay for c in cfgs])
-
-
-def _clip_and_mask(model: StackedModel, alive: torch.Tensor, max_norm: torch.Tensor | None) -> None:
-    """Per-trial gradient-norm clipping to ``max_norm`` ``(T,)`` (inf or None = off); diverged trials get zero gradients.
-
-    On the CPU, where reading a flag costs nothing, passes that would change
-    nothing are skipped; on CUDA every pass runs, so the loop never syncs.
-    """
-    grads = [p.grad for p in model.parameters() if p.grad is not None]
-    shape = lambda g: (-1,) + (1,) * (g.dim() - 1)  # noqa: E731
-    lazy = grads[0].device.type == "cpu"
-    # where(), not a multiply: 0 · NaN would still be NaN.
-    if not (lazy and bool(alive.all())):
-        for g in grads:
-            torch.where(alive.view(shape(g)), g, torch.zeros((), dtype=g.dtype, device=g.device), out=g)
-    if max_norm is None:
-        return
-    # Each trial's norm from its own slices, summed over parameters in a fixed order: a
-    # reduction over a (T, n) tensor may sum in another order than over the (n,) a trial
-    # alone has, and a trial's numbers must not depend on its stack (bindscale.studies.scaling.optim).
-    T = grads[0].shape[0]
-    sq = torch.stack(torch._foreach_norm([s for g in grads for s in g.unbind(0)])).view(len(grads), T).square()
-    total = sq[0].clone()
-    for row in sq[1:]:
-        total += row
-    norm = total.sqrt()
-    scale = (max_norm / (norm + 1e-6)).clamp(max=1.0)
-    if lazy and bool((scale == 1.0).all()):
-        return
-    for g in grads:
-        g.mul_(scale.view(shape(g)))
 
 
 @torch.no_grad()
@@ -543,11 +437,11 @@ def _probe_metrics(model: StackedModel, trials, tasks, device) -> dict[str, list
 
     T, tr = len(trials), trials[0].train
     S = tr.probe_samples
-    fit = _stack([task.sample(tr.probe_tasks, seeding.generator(t.seed, "probe", device), samples=S)
+    fit = _stack([task.sample(tr.probe_tasks, generator(t.seed, "probe", device), samples=S)
                   for t, task in zip(trials, tasks)])
     has_held = tasks[0].n_combos("heldout") > 0
     score = (
-        _stack([task.sample(tr.probe_tasks, seeding.generator(t.seed, "probe_score", device), "heldout", samples=S,
+        _stack([task.sample(tr.probe_tasks, generator(t.seed, "probe_score", device), "heldout", samples=S,
                             cycle=True)
                 for t, task in zip(trials, tasks)])
         if has_held else None
@@ -555,7 +449,7 @@ def _probe_metrics(model: StackedModel, trials, tasks, device) -> dict[str, list
     cfg = trials[0]
     control = build_model(
         cfg.model, tasks[0].code_dim, cfg.task.input_dim, cfg.task.output_dim, cfg.task.M,
-        [seeding.generator(t.seed, "random_init") for t in trials],
+        [generator(t.seed, "random_init") for t in trials],
     ).to(device)
     keys = ("decod_best", "decod_input", "decod_random", "decod_cv", "decod_cv_layer", "decod_random_cv",
             "decod_random_cv_layer", "decod_layers", "decod_layers_cv")
@@ -597,67 +491,3 @@ def _probe_metrics(model: StackedModel, trials, tasks, device) -> dict[str, list
         out["decod_layers"].append(layers)
         out["decod_layers_cv"].append(layers_cv)
     return out
-
-
-def _stack_stepper(trials: list[TrialConfig]) -> Callable[[], None]:
-    """One training step of ``trials`` stacked (forward, backward, clipping, AdamW) on fixed random data
-    of their shapes, as a closure: what the step timers time. Touches no global random stream."""
-    cfg, T = trials[0], len(trials)
-    t = cfg.task
-    code_dim = encoding_dim(t.encoding, t.M, t.K, (t.input_dim, t.output_dim), t.n_shots)
-    gens = [torch.Generator().manual_seed(i) for i in range(T)]
-    model = build_model(cfg.model, code_dim, t.input_dim, t.output_dim, t.M, gens)
-    opt = make_optimizer(model, [x.train for x in trials])
-    clip = torch.ones(T) if cfg.train.grad_clip is not None else None
-    alive = torch.ones(T, dtype=torch.bool)
-    B, S = cfg.train.batch_tasks, t.samples_per_task
-    g = torch.Generator().manual_seed(0)
-    code, x, y = (torch.rand(T, B, code_dim, generator=g), torch.rand(T, B, S, t.input_dim, generator=g),
-                  torch.rand(T, B, S, t.output_dim, generator=g))
-
-    def step() -> None:
-        loss = (model(code, x) - y).pow(2).mean(dim=(1, 2, 3)).sum()
-        opt.zero_grad()
-        loss.backward()
-        _clip_and_mask(model, alive, clip)
-        opt.step()
-
-    return step
-
-
-def stack_step_timer(trials: list[TrialConfig]) -> Callable[[int, int], float]:
-    """``timer(n, k)``: seconds of ``k`` training steps of ``trials`` stacked at ``n`` torch threads,
-    here and now, after one untimed step at ``n`` threads (:func:`_stack_stepper`; the process's thread
-    setting is restored after each call)."""
-    step = _stack_stepper(trials)
-
-    def timer(threads: int, k: int) -> float:
-        before = torch.get_num_threads()
-        torch.set_num_threads(threads)
-        try:
-            with cpu_training("cpu"):
-                step()  # untimed: the first step after a change of thread count pays the thread team's start
-                t0 = time.perf_counter()
-                for _ in range(k):
-                    step()
-                return time.perf_counter() - t0
-        finally:
-            torch.set_num_threads(before)
-
-    return timer
-
-
-def stack_step_seconds(trials: list[TrialConfig], window: float = 0.05, rounds: int = 3) -> float:
-    """Seconds of one training step of ``trials`` stacked, here and now, at one torch thread (a worker's).
-
-    Forward, backward, clipping and AdamW on random data of the trials' shapes (no sampling,
-    evaluation or probes: those cost the same per trial in any stack); the best of ``rounds``
-    timings of as many steps as fill ``window`` seconds (at least one), after one warm-up step:
-    the best of several windows, because other work on the machine only ever adds time. The
-    planner compares stack sizes with it (:func:`bindscale.run.planner.plan_jobs`); no trial's numbers
-    depend on it.
-    """
-    timer = stack_step_timer(trials)
-    first = timer(1, 1)
-    steps = max(1, min(50, int(window / max(first, 1e-6))))
-    return min(timer(1, steps) / steps for _ in range(rounds))

@@ -1,6 +1,6 @@
 """Verdict rules of the scaling study (scaling / decodability / binding / hull).
 
-Each rule takes the ok rows (:func:`ok_rows`) and returns one verdict. Each verdict is decided by one number and its 95%
+Each rule takes the ok rows (:func:`prepare_rows`) and returns one verdict. Each verdict is decided by one number and its 95%
 interval over seeds/trials (``bindscale.verdicts.stats``: t intervals with Hall's skewness correction for means,
 expanded-percentile bootstraps for ratios and correlations):
 
@@ -30,7 +30,7 @@ trial of the widest planned model its verdict rests on diverged or failed:
 the rule would otherwise answer at a smaller width than the study asked
 about (:func:`lost_largest_widths`).
 
-Issue 31: every claim has a competence gate (``min_r2_id``: the in-distribution
+Every claim has a competence gate (``min_r2_id``: the in-distribution
 R² of the deciding students; the narrowest-width baselines of the width
 comparisons and binding's below-target interpolation cells are not gated, and
 of decodability's pooled grid only the largest width is); a table without a
@@ -50,8 +50,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bindscale.verdicts.results_table import metric_table
-from bindscale.verdicts.engine import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED
 from bindscale.kit import (
     CONCLUSIVE_SEEDS,
     MIN_REPLICATES,
@@ -66,9 +64,11 @@ from bindscale.kit import (
     degenerate,
     restrict_to_mode,
     Verdict,
-)
-from bindscale.verdicts.engine import ok_rows as _ok_rows
-from bindscale.verdicts.stats import (
+    metric_table,
+    INCONCLUSIVE,
+    NOT_SUPPORTED,
+    SUPPORTED,
+    ok_rows,
     bootstrap_ci,
     correlation_ci,
     mean_ci,
@@ -97,10 +97,10 @@ POOLABLE = ("encoding", "split", "M", "K", "steps", "lr", "weight_decay", "batch
 #: Per-arity hull columns written by the trainer: ``r2_inhull_k2``, ``n_outhull_k3``, …
 ARITY_COLUMN = re.compile(r"^(r2|n)_(inhull|outhull)_k(\d+)$")
 
-def ok_rows(df: pd.DataFrame) -> pd.DataFrame:
-    """The ok rows as this study's rules read them: its numeric columns (and per-arity hull
-    columns) as floats, ``model`` as text (a table without it counts no row as any model)."""
-    out = _ok_rows(df, NUMERIC_COLUMNS)
+def prepare_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """The ok rows as this study's rules read them (:func:`bindscale.kit.ok_rows`): its numeric columns (and
+    per-arity hull columns) as floats, ``model`` as text (a table without it counts no row as any model)."""
+    out = ok_rows(df, NUMERIC_COLUMNS)
     for col in out.columns:
         if ARITY_COLUMN.match(str(col)):
             out[col] = pd.to_numeric(out[col], errors="coerce")
@@ -140,7 +140,7 @@ def _num(t: tuple) -> str:
 def _seedless(rows: pd.DataFrame, what: str) -> str | None:
     """Why ``rows`` cannot be counted seed by seed (no seed column, or trials without a seed), or None.
 
-    Intervals resample seeds and each configuration and seed counts once (issue 31, items 4 and 6); a
+    Intervals resample seeds and each configuration and seed counts once; a
     record without its seed can be neither, so a claim is inconclusive rather than decided on rows.
     """
     if "seed" not in rows or not rows["seed"].notna().any():
@@ -334,8 +334,8 @@ def decodability(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdic
     """Spearman(decod_cv, r2_heldout) across MLP trials, pairs-bootstrap CI.
 
     ``decod_cv`` is the held-out decodability at the layer chosen by cross-validation on
-    in-distribution (fit) tasks, never by the held-out score it then reports (verdicts issue,
-    item 2). Supported needs three things: the Spearman CI above ``rho_threshold``; the
+    in-distribution (fit) tasks, never by the held-out score it then reports (choosing
+    the layer on that score would bias it upward). Supported needs three things: the Spearman CI above ``rho_threshold``; the
     within-cell partial Spearman (ranks residualised on one indicator per cell of every swept
     axis that varies: width, hold-out, encoding, …) above 0; and its excess over the same
     statistic of a random-init network's decodability above 0. A control that is missing or not
@@ -500,8 +500,8 @@ def binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     """Parameter ratio MLP / hypernet to reach the study's fixed target held-out R².
 
     The target is the study file's ``target_r2``, never derived from the results (a target set by
-    the best MLP cell's mean rises with the noise of that maximum, against the hypernet; verdicts
-    issue, item 6). Parameters-to-target are interpolated in log-parameters between grid points
+    the best MLP cell's mean rises with the noise of that maximum, against the hypernet).
+    Parameters-to-target are interpolated in log-parameters between grid points
     (:func:`params_to_target`), and the ratio's interval is an expanded-percentile bootstrap over the seeds
     of every cell (each cell resampled independently; simulated coverage 0.955–0.972 at 8 seeds per cell).
     """
@@ -830,7 +830,7 @@ def lost_largest_widths(df: pd.DataFrame, ok: pd.DataFrame, models: tuple[str, .
     """Models whose widest planned configuration has no ok trial with a held-out R².
 
     Inputs: every row of the results table (any status) and its ok rows
-    (:func:`ok_rows`). Output: model → ``{"planned_largest_width",
+    (:func:`prepare_rows`). Output: model → ``{"planned_largest_width",
     "largest_ok_width" (None if none), "n_planned", "statuses"}`` (statuses of
     the widest planned configuration's trials, with counts); empty when nothing
     was lost.

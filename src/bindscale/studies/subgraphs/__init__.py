@@ -11,7 +11,7 @@ from bindscale.kit import Anchor, Claim, Gate, StudyPlugin
 
 _DZIRI = 'Dziri et al. 2023, "Faith and Fate: Limits of Transformers on Compositionality" (NeurIPS)'
 
-#: The competence gate of both claims (issue 31, item 1): in-distribution exact match, the source's metric.
+#: The competence gate of both claims: in-distribution exact match, the source's metric.
 ID_GATE = Gate(
     metric="acc_id", threshold="min_id_acc",
     what="in-distribution exact match (problem sizes up to the training maximum)",
@@ -21,7 +21,7 @@ ID_GATE = Gate(
             "0.95)"),
 )
 
-#: The source's headlines (issue 34, item 1): Dziri et al.'s introduction (§1 citing §3) and abstract. Their
+#: The source's headlines (the answer page shows them beside the verdicts): Dziri et al.'s introduction (§1 citing §3) and abstract. Their
 #: fine-tuning results (in- vs out-of-distribution by problem size) are figures; GPT-4's size is not disclosed.
 _DZIRI_SIZE = "GPT-4 and ChatGPT off the shelf (sizes not disclosed); GPT-3 fine-tuned in their §3"
 ANCHORS = {

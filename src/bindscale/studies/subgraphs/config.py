@@ -6,8 +6,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from bindscale.core.config import StrictModel, TrialBase
-from bindscale.train.sections import SeqTrainConfig, TransformerConfig
+from bindscale.kit import SeqTrainConfig, StrictModel, TransformerConfig, TrialBase
 
 
 class SeqTaskConfig(StrictModel):

@@ -25,8 +25,6 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 
-from bindscale.verdicts.results_table import metric_table
-from bindscale.report.figures import ID_COLOUR, OOD_COLOUR, SMALL
 from bindscale.kit import (
     ci_note,
     errorbar,
@@ -39,8 +37,12 @@ from bindscale.kit import (
     titled,
     to_base64,
     error_lengths,
+    metric_table,
+    ID_COLOUR,
+    OOD_COLOUR,
+    SMALL,
+    ok_rows,
 )
-from bindscale.verdicts.engine import ok_rows
 
 from .config import SubgraphsTrial
 from .verdicts import _prepare, focus_rows, scratchpad_flags

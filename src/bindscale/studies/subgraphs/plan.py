@@ -3,7 +3,7 @@ trial; trials of one shape train as one stacked transformer, :func:`bindscale.st
 
 from __future__ import annotations
 
-from bindscale.train.stack import stack_key
+from bindscale.kit import stack_key
 
 
 def group_key(trial) -> tuple:
@@ -34,6 +34,6 @@ def trial_memory_bytes(trial) -> int:
 def stack_step_seconds(trials: list, window: float = 0.05, rounds: int = 3) -> float:
     """Seconds of one training step of ``trials`` stacked, here and now (:func:`bindscale.train.stack.stack_step_seconds`
     at the task's rough sequence length, :func:`_length`)."""
-    from bindscale.train.stack import hook_model, stack_step_seconds as timed
+    from bindscale.kit import hook_model, stack_step_seconds as timed
 
     return timed(trials, hook_model(), _length(trials[0]), window, rounds)

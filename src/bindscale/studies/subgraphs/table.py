@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bindscale.report.html import mean_table
-from bindscale.verdicts.engine import ok_rows
+from bindscale.kit import mean_table, ok_rows
 
 KEYS = ["task", "scratchpad", "n_train", "layers", "d_model"]
 METRICS = ["acc_id", "acc_ood", "compound_eps", "seen_correct", "seen_wrong"]

@@ -39,10 +39,16 @@ import numpy as np
 import pandas as pd
 import torch
 
-from bindscale.core import seeding
-from bindscale.train import stack as seqstack
 from bindscale.models.transformer import Transformer
-from bindscale.kit import TrialResult, greedy_predictions
+from bindscale.kit import (
+    TrialResult,
+    greedy_predictions,
+    generator,
+    rng,
+    Prepared,
+    run_alone,
+    run_group as run_stack_group,
+)
 
 from .analysis import TAXONOMIES, fit_compounding, label_table, rig_table, subgraph_coverage
 from .config import SubgraphsTrial
@@ -89,14 +95,14 @@ def make_data(trial: SubgraphsTrial) -> tuple[list[Example], list[Example], list
     """
     t = trial.task
     id_cells, ood_cells = size_cells(trial)
-    rng = seeding.rng(trial.seed, "train")
-    picks = rng.integers(0, len(id_cells), size=t.n_train)
+    train_rng = rng(trial.seed, "train")
+    picks = train_rng.integers(0, len(id_cells), size=t.n_train)
     train_items: list = []
     for i, cell in enumerate(id_cells):
-        train_items += _sample_cell(t.family, cell, rng, int((picks == i).sum()))
+        train_items += _sample_cell(t.family, cell, train_rng, int((picks == i).sum()))
     train = _make(t.family, train_items, t.scratchpad, t.reverse)
     seen = {ex.prompt for ex in train}
-    test_rng = seeding.rng(trial.seed, "test")
+    test_rng = rng(trial.seed, "test")
     test, in_dist = [], []
     for cell in id_cells + ood_cells:
         got: list[Example] = []
@@ -147,7 +153,7 @@ def untrained_model(trial: SubgraphsTrial, max_len: int | None = None) -> Transf
 def build_model(trial: SubgraphsTrial, max_len: int) -> Transformer:
     m = trial.model
     return Transformer(charvocab.VOCAB_SIZE, m.n_layers, m.d_model, m.n_heads, m.mlp_ratio, max_len=max_len,
-                       generator=seeding.generator(trial.seed, "init"))
+                       generator=generator(trial.seed, "init"))
 
 
 def _size_key(ex: Example) -> str:
@@ -236,17 +242,17 @@ def run_trial(trial: SubgraphsTrial, device: str | torch.device = "cpu",
     ``return_models``: also hand back the trained transformer (``TrialResult.model``, eval mode;
     ``model_kwargs`` holds its ``max_len``); the metrics are the same either way.
     """
-    return seqstack.run_alone(trial, device, progress, return_models, prepare=_prepare, finish=_result)
+    return run_alone(trial, device, progress, return_models, prepare=_prepare, finish=_result)
 
 
-def _prepare(trial: SubgraphsTrial) -> seqstack.Prepared:
+def _prepare(trial: SubgraphsTrial) -> Prepared:
     """The trial's untrained model and training tensors; context: ``(train, test, in_dist, max_len)``."""
     train, test, in_dist = make_data(trial)
     max_len = model_max_len(train, test)
-    return seqstack.Prepared(build_model(trial, max_len), *charvocab.pack(train), (train, test, in_dist, max_len))
+    return Prepared(build_model(trial, max_len), *charvocab.pack(train), (train, test, in_dist, max_len))
 
 
-def _result(trial: SubgraphsTrial, prepared: seqstack.Prepared, model: Transformer, fit: dict, t_train: float,
+def _result(trial: SubgraphsTrial, prepared: Prepared, model: Transformer, fit: dict, t_train: float,
             device: str | torch.device, return_models: bool) -> TrialResult:
     """A trained trial's result: its training summary and, unless it diverged, every metric of :func:`evaluate`.
 
@@ -299,5 +305,5 @@ def run_group(trials: list[SubgraphsTrial], device: str | torch.device = "cpu",
     """
     from .plan import group_key
 
-    return seqstack.run_group(trials, device, progress, return_models, key=group_key, prepare=_prepare,
-                              finish=_result)
+    return run_stack_group(trials, device, progress, return_models, key=group_key, prepare=_prepare,
+                            finish=_result)

@@ -74,7 +74,7 @@ its trial is left out.
   zero included), or when seen-ness does not vary (every node seen in every
   trial, or none: the gap is 0 by construction).
 
-Competence gate (issue 31, item 1; :data:`.ID_GATE`, both claims): every
+Competence gate (:data:`.ID_GATE`, both claims): every
 deciding cell the rules name (every model size of the scale rule; every
 (size, training set) cell of the steps rule; every task's cells when there
 are several) must reach a mean in-distribution exact match ``acc_id`` of
@@ -108,8 +108,10 @@ from bindscale.kit import (
     degenerate,
     restrict_to_mode,
     Verdict,
+    mean_ci,
+    mean_diff_ci,
+    strata_mean_ci,
 )
-from bindscale.verdicts.stats import mean_ci, mean_diff_ci, strata_mean_ci
 
 
 from . import CLAIMS  # noqa: E402  (the plugin object: claims, their statements and defaults)

@@ -19,7 +19,7 @@ Two definitions (``TaskConfig.teacher``):
     every task, so the teacher's weights are *linear* in ``z``; ``W_m`` and ``R``
     truncated-normal with variance √3/fan_in (flax ``variance_scaling(√3,
     "fan_in", "truncated_normal")``), ``b_m ~ U[0, 0.5)``, no readout bias (``r = 0``).
-``per_task_scale``: bindscale before issue 13: weights U[0.5, 1]; ``c = 1/√k``
+``per_task_scale``: bindscale's original teacher: weights U[0.5, 1]; ``c = 1/√k``
     with ``k`` the task's own number of active modules (not linear in ``z``);
     ``W_m ~ N(0, 3/input_dim)``, ``b_m ~ N(0, 0.25)``, ``R ~ N(0, 2/hidden_dim)``,
     ``r ~ N(0, 0.01)``.
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import torch
 
-from bindscale.core import seeding
+from bindscale.kit import generator, rng
 from bindscale.models.base import truncated_normal
 
 from ..config import TaskConfig
@@ -74,9 +74,9 @@ class HyperTeacher:
 
     def __init__(self, cfg: TaskConfig, seed: int, device: str | torch.device = "cpu"):
         self.cfg, self.device = cfg, torch.device(device)
-        self.split: Split = make_split(cfg.M, cfg.K, cfg.split, cfg.holdout, seeding.rng(seed, "split"),
+        self.split: Split = make_split(cfg.M, cfg.K, cfg.split, cfg.holdout, rng(seed, "split"),
                                        withheld_pairs=cfg.withheld_pairs)
-        g = seeding.generator(seed, "teacher")
+        g = generator(seed, "teacher")
         M, H, I, O = cfg.M, cfg.hidden_dim, cfg.input_dim, cfg.output_dim
         if cfg.teacher == "reference":
             s = 3.0 ** 0.5  # the reference's variance scale
@@ -92,7 +92,7 @@ class HyperTeacher:
             r = torch.randn(O, generator=g) * 0.1
         self.W, self.b, self.R, self.r = (t.to(self.device) for t in (W, b, R, r))
         self.levels = torch.tensor(WEIGHT_LEVELS, device=self.device)
-        self.encoder = Encoder(cfg.encoding, M, cfg.K, seeding.generator(seed, "encoding"), (I, O), cfg.n_shots).to(
+        self.encoder = Encoder(cfg.encoding, M, cfg.K, generator(seed, "encoding"), (I, O), cfg.n_shots).to(
             self.device
         )
         self._masks = {pool: self._mask(getattr(self.split, pool)) for pool in POOLS}

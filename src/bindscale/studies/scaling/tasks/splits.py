@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from bindscale.core.errors import SplitError
+from bindscale.kit import SplitError
 
 
 def all_combinations(M: int, K: int) -> list[tuple[int, ...]]:

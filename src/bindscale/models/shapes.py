@@ -1,5 +1,9 @@
 """Iso-parameter transformer shapes: the width of each depth that spends a fixed non-embedding budget.
 
+Shared model-shape code: the depth study compares depths at one budget with it, the ceiling study sizes
+its trained models by their budget with it (both through :mod:`bindscale.models`, a study's door to the
+models).
+
 Counting convention (Kaplan et al. 2020, "Scaling Laws for Neural Language Models", §2.1: the
 non-embedding parameters; MobileLLM, Liu et al. 2024, compares shapes at a fixed total): the
 blocks and the final LayerNorm of :class:`bindscale.models.transformer.Transformer`, without the
