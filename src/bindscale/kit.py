@@ -77,6 +77,7 @@ __all__ = [
     "decide_below", "finite_values", "pooled_columns",
     # intervals
     "mean_ci", "mean_diff_ci", "strata_mean_ci", "bootstrap_ci", "correlation_ci", "partial_spearman_within",
+    "within_bounds",
     # the results table's keyed-table and list cells
     "metric_table", "metric_items",
     # figures
@@ -135,6 +136,7 @@ _LAZY: dict[str, str] = {
     "bootstrap_ci": "bindscale.verdicts.stats",
     "correlation_ci": "bindscale.verdicts.stats",
     "partial_spearman_within": "bindscale.verdicts.stats",
+    "within_bounds": "bindscale.verdicts.stats",
     "metric_table": "bindscale.verdicts.results_table",
     "metric_items": "bindscale.verdicts.results_table",
     "FIGSIZE": "bindscale.report.figures",
@@ -275,6 +277,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: exactly the objects __geta
         mean_diff_ci,
         partial_spearman_within,
         strata_mean_ci,
+        within_bounds,
     )
 
 

@@ -273,3 +273,27 @@ def test_a_control_is_never_filtered_by_the_gate():
     cells = [deciding_cell({"width": 64}, 8, gated=["excess"])]
     kept, lost = gate_filter(df, cells, [GATE, LOSS], {"min_id": 0.95, "max_excess": 0.1})
     assert (kept["width"] == 64).sum() == 0 and lost["width 64"]["by_gate"] == {"excess": 8}
+
+
+def test_the_engine_clips_an_interval_to_its_claims_bounds(monkeypatch):
+    """A rule's t interval of an R² past 1 (the template study's quick run: 0.908 [0.818, 1.01]) is clipped to
+    the claim's bounds on the page; the unclipped interval is kept in the details; the verdict is unchanged."""
+    def rule(ok, thresholds, n_boot, seed):
+        return Verdict("r2", SUPPORTED, (0.908, 0.818, 1.01), len(ok),
+                       {"reason": "r2", "deciding_cells": [deciding_cell({"width": 64}, 8)]})
+
+    claim = Claim(name="toy_bounded", title="t", source="s", statement="s", statistic="r2", side="scale_suffices",
+                  rule=rule, thresholds={"min_id": (0.0, 1.0)}, defaults={"min_id": 0.95}, gates=(GATE,),
+                  bounds=(None, 1.0))
+    plugin = StudyPlugin(name="toybound", kind="toybound", claims=(claim,), trainer=lambda *a, **k: [])
+    monkeypatch.setattr(registry, "claim", lambda name: (plugin, claim))
+    (v,) = compute_verdicts(_table(), {"verdicts": {"toy_bounded": {}}})
+    assert (v["value"], v["ci_low"], v["ci_high"]) == (0.908, 0.818, 1.0) and v["verdict"] == "supported"
+    assert v["details"]["interval_clipped"] == {"bounds": [None, 1.0], "unclipped": [0.908, 0.818, 1.01]}
+
+
+def test_every_builtin_claim_states_its_statistics_bounds_or_none():
+    """Every built-in claim whose statistic is a rate, a share, a difference of them or a correlation states its
+    bounds (the hull claim's difference of R² values has none: R² is unbounded below)."""
+    unbounded = [c.name for s in registry.builtin().values() for c in s.claims if c.bounds == (None, None)]
+    assert unbounded == ["hull"]

@@ -219,3 +219,37 @@ def test_partial_spearman_within_cells_equals_the_one_covariate_formula_and_remo
     assert rows == pytest.approx([partial_spearman_within(a[i], b[i], dummies[i]) for i in idx], abs=1e-12)
     # Every observation its own cell: nothing left to correlate.
     assert math.isnan(partial_spearman_within(a[:5], b[:5], np.eye(5)[:, 1:]))
+
+
+def test_within_bounds_clips_the_ends_never_the_point():
+    """R² 0.908 [0.818, 1.01] -> [0.818, 1]; both ends past a bound sit on it; NaN ends stay NaN; None is no bound."""
+    import math
+
+    from bindscale.verdicts.stats import within_bounds
+
+    assert within_bounds((0.908, 0.818, 1.01), None, 1.0) == (0.908, 0.818, 1.0)
+    assert within_bounds((0.02, -0.03, 0.07), 0.0, 1.0) == (0.02, 0.0, 0.07)
+    assert within_bounds((1.0, 1.02, 1.05), 0.0, 1.0) == (1.0, 1.0, 1.0)
+    p, lo, hi = within_bounds((0.5, float("nan"), float("nan")), 0.0, 1.0)
+    assert p == 0.5 and math.isnan(lo) and math.isnan(hi)
+    assert within_bounds((5.0, -3.0, 12.0)) == (5.0, -3.0, 12.0)
+
+
+def test_clipping_to_the_bounds_keeps_coverage():
+    """Simulated: the t interval of 8 accuracies piled near 1 (Beta(12, 1)) covers the true mean as often clipped
+    at 1 as not (a true mean inside the bounds is never cut off)."""
+    import numpy as np
+
+    from bindscale.verdicts.stats import mean_ci, within_bounds
+
+    rng = np.random.default_rng(0)
+    truth = 12 / 13
+    raw = clipped = 0
+    for _ in range(600):
+        x = rng.beta(12, 1, size=8)
+        t = mean_ci(x)
+        c = within_bounds(t, 0.0, 1.0)
+        raw += t[1] <= truth <= t[2]
+        clipped += c[1] <= truth <= c[2]
+        assert 0.0 <= c[1] <= c[2] <= 1.0
+    assert raw == clipped

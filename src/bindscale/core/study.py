@@ -277,6 +277,10 @@ class Claim:
         anchor: the source's headline result as the source states it (:class:`Anchor`), shown beside
             bindscale's deciding number with the relation :func:`bindscale.verdicts.anchors.relation` decides
             (every built-in claim has one; None only for a third-party claim that gives none).
+        bounds: the range its deciding statistic can take, ``(low, high)`` with None for no bound (an R²:
+            ``(None, 1)``; an accuracy or a share: ``(0, 1)``; a difference of two: ``(-1, 1)``; a correlation:
+            ``(-1, 1)``; a ratio: ``(0, None)``). The engine clips the interval to it (never the point): a bound
+            the quantity cannot pass is no information lost, and coverage is unchanged.
         own_hypothesis: the claim is the project's own question or synthesis, not a source's published claim
             (its ``source`` then starts with "bindscale's"); the answer page, ``answer.json`` and the synthesis
             mark it as such, and a side of the question never rests on such claims alone.
@@ -297,6 +301,7 @@ class Claim:
     retired: Sequence[str] = ()
     gates: Sequence[Gate] = ()
     anchor: Anchor | None = None
+    bounds: tuple[float | None, float | None] = (None, None)
     own_hypothesis: bool = False
 
     def __post_init__(self) -> None:

@@ -35,6 +35,7 @@ import pandas as pd
 
 from bindscale.core.fmt import fmt_against
 from bindscale.core.study import INCONCLUSIVE, Verdict
+from bindscale.verdicts.stats import within_bounds
 
 __all__ = [
     "compute_verdicts",
@@ -628,6 +629,10 @@ def compute_verdicts(
             details["caveat"] = (f"{details['caveat']}; " if ambiguous else "") + (f"{spc} seeds in a deciding cell, fewer than {CONCLUSIVE_SEEDS}: the interval is "
                                  "an honest t / bootstrap interval but wide and not for conclusions (quick runs, "
                                  "or seeds removed by one of the study's filters)")
+        bounded = within_bounds(triple, *getattr(claim, "bounds", (None, None)))
+        if any(a != b for a, b in zip(bounded, triple) if a == a):
+            details["interval_clipped"] = {"bounds": list(claim.bounds), "unclipped": [float(x) for x in triple]}
+            triple = bounded
         # The reference is the source's headline (the claim's Anchor); a study file's own note (a pilot's
         # numbers) is kept beside it, never in its place.
         reference = claim.anchor.text if getattr(claim, "anchor", None) is not None else anchors.get(name)

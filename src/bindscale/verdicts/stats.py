@@ -67,6 +67,7 @@ __all__ = [
     "percentile_interval",
     "partial_spearman",
     "partial_spearman_within",
+    "within_bounds",
 ]
 
 NAN = float("nan")
@@ -463,3 +464,22 @@ def partial_spearman_within(x, y, design) -> float | np.ndarray:
         good = (denom > 1e-9 * np.maximum(scale, 1e-300)) & (np.ptp(x, axis=-1) > 0) & (np.ptp(y, axis=-1) > 0)
         out = np.where(good, (ex * ey).sum(axis=-1) / np.where(good, denom, 1.0), np.nan)
     return float(out) if out.ndim == 0 else out
+
+
+def within_bounds(triple: tuple[float, float, float], low: float | None = None,
+                  high: float | None = None) -> tuple[float, float, float]:
+    """``(point, low, high)`` with the interval's ends clipped to the range the quantity can take.
+
+    An R² cannot exceed 1 and an accuracy cannot leave [0, 1]; an interval from a t or bootstrap method can
+    (``0.908 [0.818, 1.01]``). Clipping the ends to the bounds never removes a value the quantity can take,
+    so an interval's coverage is unchanged; the point is returned as it is (a mean of bounded values is
+    within the bounds already). NaN ends stay NaN; a bound of None is no bound.
+    """
+    p, lo, hi = (float(x) for x in triple)
+    if low is not None:
+        lo = lo if math.isnan(lo) else max(lo, float(low))
+        hi = hi if math.isnan(hi) else max(hi, float(low))
+    if high is not None:
+        hi = hi if math.isnan(hi) else min(hi, float(high))
+        lo = lo if math.isnan(lo) else min(lo, float(high))
+    return p, lo, hi

@@ -52,7 +52,7 @@ ANCHORS = {
 
 CLAIMS = (
     Claim(
-        name="constraint_satisfaction_plateaus",
+        name="constraint_satisfaction_plateaus", bounds=(0.0, 1.0),
         own_hypothesis=True,
         anchor=ANCHORS["constraint_satisfaction_plateaus"],
         title="Do models plateau on constraint satisfaction whatever their size? (hypothesis; ConstraintBench as anchor)",
@@ -106,7 +106,7 @@ CLAIMS = (
         guards=(".verdicts:planned_size_missing",),
     ),
     Claim(
-        name="lm_constraint_satisfaction_plateaus",
+        name="lm_constraint_satisfaction_plateaus", bounds=(-1.0, 1.0),
         own_hypothesis=True,
         anchor=ANCHORS["constraint_satisfaction_plateaus"],
         title="Do real language models plateau on constraint satisfaction whatever their size? (hypothesis; "

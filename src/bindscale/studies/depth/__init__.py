@@ -64,7 +64,7 @@ ANCHORS = {
 
 CLAIMS = (
     Claim(
-        name="deeper_composes_better_at_equal_params",
+        name="deeper_composes_better_at_equal_params", bounds=(-1.0, 1.0),
         anchor=ANCHORS["deeper_composes_better_at_equal_params"],
         title="At equal parameters, do deeper transformers compose better? (Petty et al.)",
         source=_PETTY, side="scale_suffices",
@@ -85,7 +85,7 @@ CLAIMS = (
         guards=(".verdicts:planned_family_missing",),
     ),
     Claim(
-        name="seq2seq_fails_scan_splits",
+        name="seq2seq_fails_scan_splits", bounds=(0.0, 1.0),
         anchor=ANCHORS["seq2seq_fails_scan_splits"],
         title="Does scale solve SCAN's add-jump and length splits? (Lake & Baroni)",
         source=_LAKE, side="where_scale_stops",

@@ -99,7 +99,7 @@ ANCHORS = {
 
 CLAIMS = (
     Claim(
-        name="polar_beats_structural",
+        name="polar_beats_structural", bounds=(-2.0, 2.0),
         anchor=ANCHORS["polar_beats_structural"],
         title="Does a polar probe read syntax better than a structural one? (PolarProbe)",
         source=_POLAR, side="scale_suffices",
@@ -134,7 +134,7 @@ CLAIMS = (
         figures=("geo_best_layer", "geo_by_layer", "geo_polar_picture", "geo_confusion"),
     ),
     Claim(
-        name="geometry_grows_with_scale",
+        name="geometry_grows_with_scale", bounds=(-1.0, 1.0),
         own_hypothesis=True,
         anchor=ANCHORS["geometry_grows_with_scale"],
         title="Does the polar syntax geometry grow with model size? (bindscale's working hypothesis)",

@@ -79,7 +79,7 @@ ANCHORS = {
 
 CLAIMS = (
     Claim(
-        name="length_transfer_exists", title="Does a related longer task extend the main task's length? (Cai et al.)",
+        name="length_transfer_exists", bounds=(-1.0, 1.0), title="Does a related longer task extend the main task's length? (Cai et al.)",
         anchor=ANCHORS["length_transfer_exists"],
         source=_CAI, side="scale_suffices",
         statement=("Cai et al. 2025: a main task trained only up to length L, co-trained with a related auxiliary "
@@ -93,7 +93,7 @@ CLAIMS = (
         figures=("lt_acc_by_length", "lt_gain_vs_size"),
     ),
     Claim(
-        name="unrelated_aux_no_transfer", title="Does an unrelated longer task give no transfer? (Cai et al.)",
+        name="unrelated_aux_no_transfer", bounds=(-1.0, 1.0), title="Does an unrelated longer task give no transfer? (Cai et al.)",
         anchor=ANCHORS["unrelated_aux_no_transfer"],
         source=_CAI, side="where_scale_stops",
         statement=("The control implied by Cai et al. 2025, who claim transfer from a *related* auxiliary (abstract: "
@@ -111,7 +111,7 @@ CLAIMS = (
         figures=("lt_acc_by_length",),
     ),
     Claim(
-        name="head_reuse_predicts_transfer", title="Does head reuse predict transfer? (Cai et al.)",
+        name="head_reuse_predicts_transfer", bounds=(-1.0, 1.0), title="Does head reuse predict transfer? (Cai et al.)",
         anchor=ANCHORS["head_reuse_predicts_transfer"],
         source=_CAI, side="scale_suffices",
         statement=("Cai et al. 2025: tasks that transfer reuse the same attention heads: across co-trained models "
@@ -130,7 +130,7 @@ CLAIMS = (
         figures=("lt_reuse_scatter", "lt_head_maps"),
     ),
     Claim(
-        name="transfer_grows_with_size", own_hypothesis=True, title="Does transfer grow with model size? (Cai et al.)",
+        name="transfer_grows_with_size", bounds=(-2.0, 2.0), own_hypothesis=True, title="Does transfer grow with model size? (Cai et al.)",
         anchor=ANCHORS["transfer_grows_with_size"],
         source="bindscale's question on the setting of " + _CAI + " (the seed's reading)",
         side="scale_suffices",
@@ -146,7 +146,7 @@ CLAIMS = (
 
 CLAIMS += (
     Claim(
-        name="pretraining_adds_transfer", title="Does pretraining change transfer? (Cai et al., pretrained arm)",
+        name="pretraining_adds_transfer", bounds=(-2.0, 2.0), title="Does pretraining change transfer? (Cai et al., pretrained arm)",
         anchor=ANCHORS["pretraining_adds_transfer"],
         source=_CAI, side="scale_suffices",
         statement=("Cai et al. 2025 (abstract): \"we observe similar transfer effects in pretrained language models, "

@@ -48,7 +48,7 @@ ANCHORS = {
 
 CLAIMS = (
     Claim(
-        name="structure_emerges", title="Do subroutines live in separable subnetworks? (Break It Down)",
+        name="structure_emerges", bounds=(-2.0, 2.0), title="Do subroutines live in separable subnetworks? (Break It Down)",
         anchor=ANCHORS["structure_emerges"],
         source=_LEPORI, side="scale_suffices",
         statement=("Lepori, Serre, Pavlick (2023) claim that a network trained on a compound task implements each "
@@ -63,7 +63,7 @@ CLAIMS = (
         figures=("mod_scores", "mod_accuracies"), retired=("min_fraction",), gates=(_GATE,),
     ),
     Claim(
-        name="structure_grows_with_width", own_hypothesis=True, title="Does structural compositionality grow with width? (Break It Down)",
+        name="structure_grows_with_width", bounds=(-1.0, 1.0), own_hypothesis=True, title="Does structural compositionality grow with width? (Break It Down)",
         anchor=ANCHORS["structure_grows_with_width"],
         source="bindscale's question on the setting of " + _LEPORI + " (not a claim of the paper)",
         side="scale_suffices",
@@ -78,7 +78,7 @@ CLAIMS = (
         figures=("mod_share_vs_width",), guards=(".verdicts:planned_width_guard",), gates=(_GATE,),
     ),
     Claim(
-        name="pretraining_reliability", title="Does ordinary pretraining make it more reliable? (Break It Down)",
+        name="pretraining_reliability", bounds=(-1.0, 1.0), title="Does ordinary pretraining make it more reliable? (Break It Down)",
         anchor=ANCHORS["pretraining_reliability"],
         source=_LEPORI, side="scale_suffices",
         statement=("Lepori, Serre, Pavlick (2023) claim that pretrained models show structural compositionality more "

@@ -74,7 +74,7 @@ ANCHORS = {
 
 CLAIMS = (
     Claim(
-        name="scaling", title="Scaling: width, data and coverage", source=_REDHARDT, side="scale_suffices",
+        name="scaling", bounds=(None, 1.0), title="Scaling: width, data and coverage", source=_REDHARDT, side="scale_suffices",
         anchor=ANCHORS["scaling"],
         statement=("Redhardt, Schug, Akram 2025: plain MLPs generalize to held-out module combinations once width "
                    "and coverage of the combination space grow (held-out R² reaches the study's threshold at the "
@@ -89,7 +89,7 @@ CLAIMS = (
         guards=(".verdicts:SCALING_GUARDS.lost", ".verdicts:SCALING_GUARDS.planned"),
     ),
     Claim(
-        name="decodability", title="Linear decodability predicts generalization", source=_REDHARDT,
+        name="decodability", bounds=(-1.0, 1.0), title="Linear decodability predicts generalization", source=_REDHARDT,
         anchor=ANCHORS["decodability"],
         side="scale_suffices",
         statement=("Redhardt, Schug, Akram 2025: how linearly decodable the constituents are from a network's "
@@ -103,7 +103,7 @@ CLAIMS = (
         figures=("decodability",),
     ),
     Claim(
-        name="binding", title="Explicit binding: hypernetwork vs MLP",
+        name="binding", bounds=(0.0, None), title="Explicit binding: hypernetwork vs MLP",
         anchor=ANCHORS["binding"],
         source=('Schug et al. 2024, "Discovering modular solutions that generalize compositionally" (ICLR); '
                 'Greff, van Steenkiste, Schmidhuber 2020, "On the Binding Problem in Artificial Neural Networks"'),

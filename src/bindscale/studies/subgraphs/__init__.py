@@ -39,7 +39,7 @@ ANCHORS = {
 
 CLAIMS = (
     Claim(
-        name="scale_does_not_lift_ood", title="Out of distribution: does scale help? (Faith and Fate)",
+        name="scale_does_not_lift_ood", bounds=(-1.0, 1.0), title="Out of distribution: does scale help? (Faith and Fate)",
         anchor=ANCHORS["scale_does_not_lift_ood"],
         source=_DZIRI, side="where_scale_stops",
         statement=("Dziri et al. 2023 (Faith and Fate): a transformer trained on a multi-step task gains no "
@@ -59,7 +59,7 @@ CLAIMS = (
         figures=("sg_acc_vs_params", "sg_acc_by_size"), aliases=("ood_scaling",),
     ),
     Claim(
-        name="correct_steps_seen_in_training",
+        name="correct_steps_seen_in_training", bounds=(-1.0, 1.0),
         anchor=ANCHORS["correct_steps_seen_in_training"],
         title="Are correct steps the ones seen in training? (Faith and Fate)", source=_DZIRI,
         side="where_scale_stops",
