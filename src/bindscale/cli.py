@@ -180,8 +180,15 @@ def _anchor_lines(row: dict) -> list[str]:
     anchor, relation = row.get("anchor"), row.get("relation")
     if isinstance(anchor, dict) and anchor:
         out.append(f"source's headline: {anchor_text(anchor)}")
-    if isinstance(relation, dict) and relation.get("word"):
+    distance = row.get("distance")
+    if isinstance(distance, dict) and distance.get("text"):
+        out.append(f"measure and scale: {distance['text']}")
+    if isinstance(relation, dict) and relation.get("word") and (
+            not isinstance(distance, dict) or relation["word"] in ("reproduced", "contradicted")):
         out.append(f"relation: {relation['word']}" + (f" ({relation['why']})" if relation.get("why") else ""))
+    decide = row.get("decide")
+    if isinstance(decide, dict) and decide.get("text"):
+        out.append(decide["text"])
     return out
 
 
@@ -201,6 +208,9 @@ def _print_answer(answer: dict, out_dir: str) -> None:
                 con.print(f"    {line}", highlight=False)
     if answer["missing"]["smoke_tests"]:
         con.print(f"  smoke tests only (not counted): {', '.join(answer['missing']['smoke_tests'])}", highlight=False)
+    if answer["missing"].get("stale"):
+        con.print(f"  stale, made by code whose numbers have moved since (not counted): "
+                  f"{', '.join(answer['missing']['stale'])}", highlight=False)
     for label, name in (("answer page", "answer.html"), ("answer data", "answer.json")):
         con.print(f"{label}: {RunStore(out_dir).where(name)}", soft_wrap=True, highlight=False)
 
@@ -285,24 +295,30 @@ def _resume_how(run_dir: str) -> str:
 
 @app.command("publish")
 def publish_cmd(
-    run_dir: Annotated[str, typer.Argument(help="a directory written by `bindscale run all`")] = "runs/all",
+    run_dir: Annotated[str, typer.Argument(help="one study's run directory or a `bindscale run all` directory")] = "runs/all",
     to: Annotated[str, typer.Option("--to", help="the published folder (kept in the repository)")] = "docs/answer",
     readme: Annotated[Optional[str], typer.Option("--readme", help="a Markdown file whose answer block (between its answer markers) is rewritten")] = None,
-    commit: Annotated[Optional[str], typer.Option("--commit", help="the commit the studies ran at (default: git HEAD here)")] = None,
+    commit: Annotated[Optional[str], typer.Option("--commit", help="the commit the studies ran at, where their records do not say (default: git HEAD here)")] = None,
+    rebuild: Annotated[bool, typer.Option("--rebuild", help="decide every published study again from its published results table with the current rules (no RUN_DIR)")] = False,
 ) -> None:
-    """Copy a `run all` directory's answer page, reports, verdicts and figures into a folder kept in git."""
+    """Merge a study's run (or a `run all` directory) into the published answer: its report, verdicts, figures
+    and provenance beside every other published study; or, with --rebuild, re-decide the published studies."""
     from bindscale.report.publish import check_target, publish
+    from bindscale.report.publish import rebuild as rebuild_published
+    from bindscale.run.dryrun import tier_estimates
 
     try:
         check_target(to)
-        from bindscale.run.dryrun import tier_estimates
-
-        result = publish(run_dir, to, commit=commit, readme=readme, tier_estimates=tier_estimates())
+        if rebuild:
+            result = rebuild_published(to, readme=readme, tier_estimates=tier_estimates())
+        else:
+            result = publish(run_dir, to, commit=commit, readme=readme, tier_estimates=tier_estimates())
     except BindscaleError as err:
         _fail(str(err))
     p = result["provenance"]
-    print(f"published {', '.join(result['published'])} of {run_dir} into {to}; it holds {len(p['studies'])} studies "
-          "(answer.html, answer.json, provenance.json)"
+    what = "re-decided" if rebuild else "published"
+    print(f"{what} {', '.join(result['published'])}{'' if rebuild else f' of {run_dir}'} in {to}; it holds "
+          f"{len(p['studies'])} studies (answer.html, answer.json, provenance.json)"
           + (f"; not run: {', '.join(p['studies_not_run'])}" if p["studies_not_run"] else ""), flush=True)
     _print_answer(result["answer"], to)
 

@@ -39,7 +39,8 @@ def test_smoke_tests_and_inconclusive_are_not_counted():
     rows = [_row("a", "scale_suffices", "supported", firm=False), _row("b", "binding_needed", "inconclusive")]
     out = synthesis(rows)
     assert out["sides"]["scale_suffices"] == {"for": [], "against": [], "open": [], "smoke": ["a"], "state": "open",
-                                              "own_for": [], "own_against": [], "largest": {}, "single": False}
+                                              "own_for": [], "own_against": [], "largest": {}, "single": False,
+                                              "missed_level": []}
     assert out["sides"]["binding_needed"]["open"] == ["b"]
     assert out["answer"] == ["No firm evidence yet on whether scale suffices.",
                              "No firm evidence yet on where scale stops.", "No firm evidence yet on explicit binding."]
@@ -233,3 +234,26 @@ def test_what_would_decide_names_the_missed_gate_or_the_interval_and_the_tier():
     nan = dict(wide, value=float("nan"), tier="scaling-paper")
     assert "no larger shipped tier" in what_would_decide(nan, {}, None)["text"]
     assert what_would_decide(dict(wide, verdict="supported"), {}, est) is None
+
+
+def test_a_missed_level_is_not_evidence_for_the_other_side():
+    """A ceiling plateau found at 0.80, not supported only because 0.80 lies above the claimed band, does not make
+    the page say that no claim that scale stops somewhere holds; a "still rising" not-supported does."""
+    missed = dict(_row("band", "where_scale_stops", "not_supported"), not_supported_means="missed_level")
+    out = synthesis([missed])
+    assert out["sides"]["where_scale_stops"]["state"] == "open"
+    assert out["sides"]["where_scale_stops"]["missed_level"] == ["band"]
+    assert "No firm evidence yet on where scale stops" in out["answer"][1]
+    assert "missed level or band" in out["answer"][1] and "band" in out["answer"][1]
+    rising = dict(_row("ood", "where_scale_stops", "not_supported"), not_supported_means="opposite")
+    out = synthesis([rising])
+    assert out["sides"]["where_scale_stops"]["state"] == "rejected"
+    assert out["answer"][1].startswith("No published claim that scale stops somewhere holds")
+
+
+def test_claim_refuses_an_unknown_meaning_of_not_supported():
+    from bindscale.kit import Claim
+
+    with pytest.raises(ValueError, match="not_supported_means"):
+        Claim(name="x", title="x", source="s", statement="s", statistic="s", side="scale_suffices",
+              not_supported_means="maybe")

@@ -2,6 +2,7 @@
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -237,3 +238,49 @@ def test_a_smoke_test_or_foreign_study_is_refused_before_anything_is_written(tmp
     with pytest.raises(ConfigError, match=words):
         publish(src, to, commit="b")
     assert {p: p.read_bytes() for p in to.rglob("*") if p.is_file()} == before
+
+
+def test_rebuild_re_decides_every_published_study_from_its_table(tmp_path, monkeypatch):
+    """`publish --rebuild`: each published study's report, summary, verdicts and figures are derived again from
+    its results.parquet with the current rules (here a stand-in report builder); its run provenance is kept, the
+    rebuild is recorded, the manifest follows, and a foreign file still stops it before anything is written."""
+    import types
+
+    import pandas as pd
+
+    import bindscale.report.html as html
+    import bindscale.report.publish as P
+
+    run = _with_extras(_run_dir(tmp_path / "run"))
+    for name in registry.run_order():
+        pd.DataFrame({"trial_id": ["t1"], "status": ["ok"]}).to_parquet(run / name / "results.parquet")
+    to = tmp_path / "pub"
+    publish(run, to, commit="a")
+    calls = []
+
+    def fake_build_report(out, df, study, run_info=None, unrecorded=None, n_boot=2000):
+        calls.append(len(df))
+        (Path(out) / "figures").mkdir(parents=True, exist_ok=True)
+        (Path(out) / "figures" / "new.png").write_bytes(b"png")
+        (Path(out) / "report.html").write_text("<html>rebuilt</html>")
+        summary = {"study": "s", "verdicts": [{"claim": "c", "verdict": "supported", "details": {"seeds_per_cell": 9}}],
+                   "quick": False, "n_trials": 1, "n_ok": 1}
+        (Path(out) / "summary.json").write_text(json.dumps(summary))
+        return summary
+
+    fake_study = types.SimpleNamespace(trials=lambda: [], base=object(), model_dump=lambda mode: {"name": "x"})
+    monkeypatch.setattr(html, "build_report", fake_build_report)
+    monkeypatch.setattr(P, "load_run_study", lambda sub: fake_study)
+    monkeypatch.setattr("bindscale.report.answer._as_shipped", lambda sub, name: True)
+    out = P.rebuild(to)
+    first = registry.run_order()[0]
+    assert calls == [1] * len(registry.run_order()) and out["published"] == registry.run_order()
+    assert (to / first / "report.html").read_text() == "<html>rebuilt</html>"
+    assert sorted(p.name for p in (to / first / "figures").glob("*.png")) == ["new.png"]
+    prov = json.loads((to / first / "provenance.json").read_text())
+    assert prov["commit"] == "a" and prov["verdicts_rebuilt"]["date"]
+    manifest = json.loads((to / "MANIFEST.json").read_text())["files"]
+    assert f"{first}/figures/new.png" in manifest and (to / first / "verdicts.csv").read_text().count("supported") == 1
+    (to / first / "mine.txt").write_text("x")
+    with pytest.raises(ConfigError, match="mine.txt"):
+        P.rebuild(to)

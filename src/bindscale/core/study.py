@@ -249,6 +249,10 @@ class Anchor:
                 "quote": self.quote, "paraphrase": self.paraphrase, "text": self.text}
 
 
+#: What a claim's "not supported" can mean for its side (:attr:`Claim.not_supported_means`).
+NOT_SUPPORTED_MEANS = ("opposite", "missed_level")
+
+
 @dataclass(frozen=True)
 class Claim:
     """One published claim a study tests, and how its verdict is decided.
@@ -281,6 +285,11 @@ class Claim:
             ``(None, 1)``; an accuracy or a share: ``(0, 1)``; a difference of two: ``(-1, 1)``; a correlation:
             ``(-1, 1)``; a ratio: ``(0, None)``). The engine clips the interval to it (never the point): a bound
             the quantity cannot pass is no information lost, and coverage is unchanged.
+        not_supported_means: what a "not supported" verdict says about the side the claim bears on:
+            ``"opposite"`` (evidence for the other side: e.g. scale did lift accuracy) or ``"missed_level"``
+            (only a level or band the claim names was missed: e.g. a plateau found above the claimed band). A
+            rule may say it per verdict (``details["not_supported_means"]``); the synthesis counts only the
+            former against the side.
         own_hypothesis: the claim is the project's own question or synthesis, not a source's published claim
             (its ``source`` then starts with "bindscale's"); the answer page, ``answer.json`` and the synthesis
             mark it as such, and a side of the question never rests on such claims alone.
@@ -302,9 +311,13 @@ class Claim:
     gates: Sequence[Gate] = ()
     anchor: Anchor | None = None
     bounds: tuple[float | None, float | None] = (None, None)
+    not_supported_means: str = "opposite"
     own_hypothesis: bool = False
 
     def __post_init__(self) -> None:
+        if self.not_supported_means not in NOT_SUPPORTED_MEANS:
+            raise ValueError(f"claim {self.name}: not_supported_means {self.not_supported_means!r} is not one of "
+                             f"{', '.join(NOT_SUPPORTED_MEANS)}")
         if self.source.startswith("bindscale's") and not self.own_hypothesis:
             raise ValueError(f"claim {self.name}: its source is bindscale's own ({self.source[:40]}…); mark it "
                              "own_hypothesis=True so that the answer does not count it as a published claim")

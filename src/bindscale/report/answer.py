@@ -44,7 +44,9 @@ RULES = (
     "Only published claims carry a side: the project's own hypotheses (marked 'own hypothesis') are reported beside "
     "their side, never counted for or against it.",
     "A supported claim is evidence for the side of the question it bears on; a not-supported claim is evidence "
-    "against that side; an inconclusive one is evidence for neither.",
+    "against that side only when its finding points the other way (e.g. accuracy still rising with scale); a claim "
+    "not supported only because a level or band it names was missed (e.g. a plateau found above the claimed band) "
+    "is named beside its side and not counted; an inconclusive one is evidence for neither.",
     "A side holds when it has evidence for it and none against; it is contested when it has both; it is "
     "rejected when it has only evidence against; it is open when it has neither. Each side names the largest model "
     "behind each claim it counts, and says when it rests on a single claim.",
@@ -165,9 +167,11 @@ def synthesis(claims: list[dict]) -> dict[str, Any]:
 
     Input: claim rows with ``claim``, ``side``, ``verdict``, ``firm`` (bool; False for a smoke test or a stale
     study), optionally ``own_hypothesis`` (bool) and ``params`` (the largest model of the claim's run).
-    Output: ``{"sides": {side: {"for", "against", "open", "smoke", "own_for", "own_against", "largest", "single",
-    "state"}}, "answer": [sentences]}``; ``largest`` maps each counted claim to its run's largest model, and
-    ``single`` is true when the side's state rests on one claim.
+    Output: ``{"sides": {side: {"for", "against", "missed_level", "open", "smoke", "own_for", "own_against",
+    "largest", "single", "state"}}, "answer": [sentences]}``; ``against`` holds the not-supported claims whose
+    finding points the other way (``not_supported_means`` "opposite"), ``missed_level`` those that only missed a
+    level or band; ``largest`` maps each claim to its run's largest model, and ``single`` is true when the side's
+    state rests on one claim.
     """
     sides: dict[str, dict[str, Any]] = {}
     for side in SIDES:
@@ -177,7 +181,10 @@ def synthesis(claims: list[dict]) -> dict[str, Any]:
         own = [c for c in firm if c.get("own_hypothesis")]
         tally = {
             "for": [c["claim"] for c in published if c["verdict"] == "supported"],
-            "against": [c["claim"] for c in published if c["verdict"] == "not_supported"],
+            "against": [c["claim"] for c in published if c["verdict"] == "not_supported"
+                        and c.get("not_supported_means", "opposite") == "opposite"],
+            "missed_level": [c["claim"] for c in published if c["verdict"] == "not_supported"
+                             and c.get("not_supported_means", "opposite") != "opposite"],
             "open": [c["claim"] for c in firm if c["verdict"] == "inconclusive"],
             "smoke": [c["claim"] for c in rows if not c["firm"]],
             "own_for": [c["claim"] for c in own if c["verdict"] == "supported"],
@@ -202,6 +209,9 @@ def synthesis(claims: list[dict]) -> dict[str, Any]:
     def weight(side: str) -> str:
         t = sides[side]
         out = " It rests on a single published claim." if t["single"] else ""
+        if t["missed_level"]:
+            out += (f" Not supported only as a missed level or band (not evidence for the other side, not counted): "
+                    f"{names(t['missed_level'], side)}.")
         if t["own_for"] or t["own_against"]:
             out += (f" Own hypotheses beside it, not counted: supported — {names(t['own_for'])}; "
                     f"not supported — {names(t['own_against'])}.")
@@ -418,6 +428,8 @@ def collect(run_dir: "str | Path") -> dict[str, Any]:
                 "report": f"{name}/report.html#claim-{v['claim']}",
                 "anchor": anchor.as_dict() if anchor is not None else None, "params": params,
                 "own_hypothesis": bool(getattr(c, "own_hypothesis", False)) if c else False,
+                "not_supported_means": (details.get("not_supported_means")
+                                        or (getattr(c, "not_supported_means", "opposite") if c else "opposite")),
             }
             row["decide"] = what_would_decide(row, details, estimates)
             row["relation"] = relation(row, anchor, params)

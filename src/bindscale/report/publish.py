@@ -341,6 +341,86 @@ def publish(run_dir: "str | Path", to: "str | Path" = "docs/answer", *, commit: 
         out.write_text(STUDY_PROVENANCE, json.dumps(prov, indent=2) + "\n")
         for rel in [*written, STUDY_PROVENANCE]:
             files[f"{name}/{rel}"] = None
+    return _finish(root, files, readme, tier_estimates, published=list(found),
+                   readme_text=readme_text)
+
+
+def rebuild(to: "str | Path" = "docs/answer", *, readme: "str | Path | None" = None,
+            tier_estimates: dict | None = None) -> dict[str, Any]:
+    """Decide every published study's claims again from its published results table, with the current rules.
+
+    A published study keeps its trials (``results.parquet``, one row per trial) and its resolved study file:
+    its verdicts, report and figures are derived from them, so a change to a verdict rule (not to training)
+    reaches the published answer without re-running anything. The per-study provenance keeps the run's tier,
+    commit and result version (a stale study stays stale: its numbers are not re-made) and records when and at
+    which commit the verdicts were rebuilt.
+
+    Raises:
+        ConfigError: ``to`` holds foreign or edited files (as :func:`publish`), or no published study.
+    """
+    import tempfile
+
+    import pandas as pd
+
+    from bindscale.report.html import build_report
+    from bindscale.verdicts.engine import MISSING
+    from bindscale.verdicts.results_table import records_table
+
+    check_target(to)
+    owned = check_foreign(to)
+    root = Path(to)
+    names = [n for n in registry.run_order() if (root / n / "results.parquet").is_file() and (root / n / STUDY_FILE).is_file()]
+    if not names:
+        raise ConfigError(f"--to {to}: no published study with its results.parquet and {STUDY_FILE} to rebuild")
+    files = dict(owned)
+    commit = git_commit()
+    for name in names:
+        sub = root / name
+        study = load_run_study(sub)
+        old = json.loads((sub / "summary.json").read_text(encoding="utf-8"))
+        df = pd.read_parquet(sub / "results.parquet")
+        trials = study.trials()
+        have = set(df["trial_id"].astype(str)) if "trial_id" in df else set()
+        missing = [{"trial_id": tr.trial_id, "status": MISSING, "config": tr.flat()}
+                   for tr in trials if tr.trial_id not in have]
+        unrecorded = records_table(missing, type(study.base)) if missing else None
+        run_info = {k: old.get(k) for k in ("quick", "n_planned", "n_missing", "steps") if k in old}
+        with tempfile.TemporaryDirectory() as tmp:
+            build_report(tmp, df, study.model_dump(mode="json"), run_info=run_info or None, unrecorded=unrecorded)
+            for rel in [r for r in files if r.startswith(f"{name}/figures/")]:
+                (root / rel).unlink(missing_ok=True)
+                del files[rel]
+            written = []
+            for rel in ("report.html", "summary.json"):
+                (sub / rel).write_bytes((Path(tmp) / rel).read_bytes())
+                written.append(rel)
+            (sub / "figures").mkdir(exist_ok=True)
+            for fig in sorted((Path(tmp) / "figures").glob("*.png")):
+                (sub / "figures" / fig.name).write_bytes(fig.read_bytes())
+                written.append(f"figures/{fig.name}")
+        (sub / "verdicts.csv").write_text(verdicts_csv(json.loads((sub / "summary.json").read_text())))
+        written.append("verdicts.csv")
+        prov = (json.loads((sub / STUDY_PROVENANCE).read_text(encoding="utf-8")) if (sub / STUDY_PROVENANCE).is_file()
+                else _legacy_study_provenance(root, name))
+        prov["verdicts_rebuilt"] = {"date": _dt.date.today().isoformat(), "commit": commit}
+        (sub / STUDY_PROVENANCE).write_text(json.dumps(prov, indent=2) + "\n")
+        written.append(STUDY_PROVENANCE)
+        for rel in written:
+            files[f"{name}/{rel}"] = None
+    return _finish(root, files, readme, tier_estimates, published=names)
+
+
+def _finish(root: Path, files: dict[str, str | None], readme: "str | Path | None", tier_estimates: dict | None,
+            published: list[str], readme_text: str | None = None) -> dict[str, Any]:
+    """The top of the published folder after its studies changed: provenance, answer page, README, manifest,
+    and the README block when asked."""
+    to = root
+    dst = RunStore.of(root)
+    if readme is not None and readme_text is None:
+        readme_text = Path(readme).read_text(encoding="utf-8")
+        if BEGIN not in readme_text or END not in readme_text:
+            raise ConfigError(f"--readme {readme}: no block to rewrite; put the two lines\n{BEGIN}\n{END}\nwhere the "
+                              "answer should go")
     studies = {}
     for name in registry.run_order():
         if (root / name / STUDY_PROVENANCE).is_file():
@@ -377,7 +457,7 @@ def publish(run_dir: "str | Path", to: "str | Path" = "docs/answer", *, commit: 
         tail = rest.split(END, 1)[1]
         block = synthesis_markdown(answer, link=rel) + _provenance_line(provenance) + "\n"
         Path(readme).write_text(f"{head}{BEGIN}\n{block}{END}{tail}", encoding="utf-8")
-    return {"answer": answer, "provenance": provenance, "published": list(found)}
+    return {"answer": answer, "provenance": provenance, "published": published}
 
 
 def _legacy_study_provenance(root: Path, name: str) -> dict[str, Any]:

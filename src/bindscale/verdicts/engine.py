@@ -333,19 +333,25 @@ def gate_check(ok: pd.DataFrame, cells: list[Mapping[str, Any]], gates: Sequence
                     if gate.metric in rows else np.array([]))
             vals = vals[np.isfinite(vals)]
             fit = float(vals.mean()) if vals.size else math.nan
+            n_lost = int(((gate_lost or {}).get(label) or {}).get("lost", 0))
+            all_vals = np.array([])
+            if n_lost and every is not None:
+                rows_all = _matching(every, entry["cell"])
+                if entry.get("seeds") is not None and "seed" in rows_all:
+                    rows_all = rows_all[pd.to_numeric(rows_all["seed"], errors="coerce").isin(entry["seeds"])]
+                raw = (pd.to_numeric(rows_all[gate.metric], errors="coerce").to_numpy(float)
+                       if gate.metric in rows_all else np.full(len(rows_all), np.nan))
+                all_vals = raw[np.isfinite(raw)]
+                if not vals.size:  # every model of the cell was lost: to this gate, or to another one only?
+                    n_lost = int(sum(not gate.passes(float(v), level) for v in raw))
+                    if not n_lost and all_vals.size:  # each passed this gate (and missed another)
+                        fit = float(all_vals.mean())
             fits[label] = None if math.isnan(fit) else round(fit, 6)
             if not gate.passes(fit, level):
                 bad.append(label)
                 if gate.missing not in why:
                     why.append(gate.missing)
                 sign = "<" if gate.higher else ">"
-                n_lost = int(((gate_lost or {}).get(label) or {}).get("lost", 0))
-                all_vals = np.array([])
-                if n_lost and every is not None:
-                    rows_all = _matching(every, entry["cell"])
-                    if gate.metric in rows_all:
-                        all_vals = pd.to_numeric(rows_all[gate.metric], errors="coerce").to_numpy(float)
-                        all_vals = all_vals[np.isfinite(all_vals)]
                 mean_all = (f"{gate.what} {fmt_against(float(all_vals.mean()), level)} {sign} {level:g} over them"
                             if all_vals.size else f"{gate.what} not recorded")
                 missed.append(f"{label}: {gate.what} {fmt_against(fit, level)} {sign} {level:g}" if vals.size else
@@ -567,7 +573,17 @@ def compute_verdicts(
                     decided = resolve(claim.rule)(kept, merged, n_boot, seed)
                     stat, verdict, triple, n, details = (decided.statistic, decided.outcome, decided.interval,
                                                          decided.n_trials, decided.details)
-                    cells = details.get("deciding_cells") or cells
+                    # A cell whose every model missed a gate has no rows left, and a rule that picks its cells
+                    # from the data (the largest budget, a family's shallowest member) then answers on others:
+                    # the vanished cell stays a deciding cell with no seed used, so its loss is counted and named.
+                    # (A second pass that names no cell is read on the first pass's cells, less their lost seeds.)
+                    again = list(details.get("deciding_cells") or [])
+                    named = {_cell_label(c["cell"]) for c in again}
+                    cells = ([{**c, "n": 0} for c in cells
+                              if _cell_label(c["cell"]) in gate_lost and _cell_label(c["cell"]) not in named] + again
+                             if again else
+                             [{**c, "n": max(0, int(c["n"]) - int((gate_lost.get(_cell_label(c["cell"])) or {})
+                                                                  .get("lost", 0)))} for c in cells])
                     details["lost_to_gates_by_cell"] = gate_lost
                     details["value_with_every_model"] = every_model
                     ok_gated = kept
@@ -603,7 +619,15 @@ def compute_verdicts(
                 hit = resolve(guard)(whole, ok, details, verdict)
                 if hit:
                     reason, key = hit
-                    details["reason"] = f"{reason} (its own result there: {_said(verdict)}, {details.get('reason', '')})"
+                    if gate_lost and verdict == INCONCLUSIVE:
+                        # Already undecided because models missed a gate: the guard saw the rule's second pass,
+                        # which answered without them (a cell whose every model missed is "no usable trial" to
+                        # it), so it is said after the gate, as a consequence, not as the first cause.
+                        details["reason"] = (f"{details.get('reason', '')}; without the models that missed a "
+                                             f"competence gate, {reason}").lstrip("; ")
+                    else:
+                        details["reason"] = (f"{reason} (its own result there: {_said(verdict)}, "
+                                             f"{details.get('reason', '')})")
                     details[key] = ci_entry(triple, n)
                     verdict, triple = INCONCLUSIVE, NAN3
         except Exception as err:  # noqa: BLE001 - one broken rule must not cost the report of every other claim

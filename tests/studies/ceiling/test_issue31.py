@@ -38,8 +38,12 @@ def test_models_that_did_not_fit_their_training_instances_decide_nothing():
     v = verdict(table(at(0.58), train_fit=0.5))
     assert v["verdict"] == "inconclusive" and np.isnan(v["value"]), v["details"]
     reason = v["details"]["reason"]
-    assert "did not learn their training task" in reason and "its own result there: supported" in reason
-    assert "budget 100000: training-set feasibility, worst family (knapsack: feasible and optimal) 0.5 < 0.9" in reason
+    # Gates per model: every model misses, so the rule's second pass has nothing left; what the unlearned models
+    # said is kept beside the verdict, never as it.
+    assert "did not learn their training task" in reason and "8 missed a competence gate" in reason
+    assert ("budget 100000: no seed passed (8 missed it; training-set feasibility, worst family (knapsack: feasible "
+            "and optimal) 0.5 < 0.9 over them)") in reason
+    assert np.isfinite(v["details"]["value_with_every_model"]["value"])
     gates = {g["metric"]: g for g in v["details"]["gates"]}
     assert len(gates["train_fit"]["missed"]) == len(SIZES) and gates["train_fit"]["level"] == 0.9
 
@@ -50,8 +54,14 @@ def test_one_size_below_its_gate_is_named_with_its_fit():
     df.loc[small, "sat_colouring_train"] = 0.7  # the smallest models meet 70% of their training constraints
     v = verdict(df)
     assert v["verdict"] == "inconclusive"
-    assert "budget 100000: training-set constraint satisfaction, worst family 0.7 < 0.95" in v["details"]["reason"]
+    # Gates per model: each of its 8 models misses, so the cell is named with its lost seeds and their fit.
+    assert ("budget 100000: no seed passed (8 missed it; training-set constraint satisfaction, worst family 0.7 < "
+            "0.95 over them)") in v["details"]["reason"]
     assert "budget 200000" not in v["details"]["reason"]
+    # They fit their training instances (the other gate): that gate is not reported as missed.
+    gates = {g["metric"]: g for g in v["details"]["gates"]}
+    assert gates["train_fit"]["missed"] == [] and gates["train_sat"]["missed"] == ["budget 100000"]
+    assert "feasibility, worst family" not in v["details"]["reason"].split(" (family")[0]
 
 
 def test_an_unmeasured_training_fit_never_passes():

@@ -39,8 +39,10 @@ def table(related=(0.05, 0.45), unrelated=(0.0, 0.0), alone_in=0.99, seeds=8, re
                 rows.append({"trial_id": f"{d}{aux}{s}", "status": "ok", "main": M, "aux": aux, "pos": "rope",
                              "main_len": 8, "aux_len": 16, "layers": 2, "d_model": d, "heads": 4, "steps": 600,
                              "lr": 0.003, "n_train": 8000, "n_params": n_params, "seed": s,
-                             "acc_in": float(np.clip(alone_in + rng.normal(0, 0.02), 0, 1)), "acc_beyond": beyond,
-                             "aux_acc_in": np.nan if aux == "none" else float(np.clip(aux_in + rng.normal(0, 0.02),
+                             # learned models' fits stay above the 0.95 gate: the gates are per model now, so
+                             # a seed drawn at 0.94 would be a model that did not learn (noise 0.01, not 0.02)
+                             "acc_in": float(np.clip(alone_in + rng.normal(0, 0.01), 0, 1)), "acc_beyond": beyond,
+                             "aux_acc_in": np.nan if aux == "none" else float(np.clip(aux_in + rng.normal(0, 0.01),
                                                                                        0, 1)),
                              "head_corr": (np.nan if aux == "none" else
                                            float(np.tanh(reuse * 3 * (beyond - 0.05) + noise_sim)))})
@@ -278,15 +280,17 @@ def test_head_reuse_within_cells_learning_checks_and_one_threshold():
     result = rule(head_reuse_predicts_transfer, df, name)
     verdict, (r, lo, hi), n, d = result.outcome, result.interval, result.n_trials, result.details
     assert verdict != "supported" and d["spearman_pooled_across_cells"]["ci_low"] > 0.0 and d["cells"] == 2
-    # a cell whose auxiliary did not learn its lengths (3 of 8 seeds at 0.1: mean ~0.66) is no longer
-    # filtered trial by trial: the engine's gate names the cell and the claim is inconclusive
+    # a cell whose auxiliary did not learn its lengths in 3 of 8 seeds (at 0.1): the engine's gates, per model,
+    # leave those 3 out, 5 of 8 remain where 6 are needed, and the claim is inconclusive
     bad = table(related=(0.2, 0.45))
     bad.loc[(bad.aux == R) & (bad.seed < 3), "aux_acc_in"] = 0.1
     result = rule(head_reuse_predicts_transfer, bad, name)
     assert result.n_trials == 32 and result.outcome == "supported"
     out = engine(bad, name)
     assert out["verdict"] == "inconclusive" and f"aux {R}, layers 2, d_model 32" in out["details"]["reason"]
-    assert "auxiliary's exact match within its own training lengths 0.66" in out["details"]["reason"]
+    assert "3 missed a competence gate" in out["details"]["reason"] and "5 remain" in out["details"]["reason"]
+    assert out["details"]["lost_to_gates_by_cell"][f"main {M}, aux {R}, layers 2, d_model 32, heads 4, pos rope"][
+        "by_gate"] == {"aux_acc_in": 3}
     assert engine(table(related=(0.2, 0.45)), name)["verdict"] == "supported"
     # weak correlation (rho 0.08, 400 trials): never supported, never flipping between the two answers
     for s in range(4):
