@@ -291,6 +291,8 @@ def describe_plan(study: StudyConfig, workers: int | None = None, device: str = 
     shown = ", ".join(map(str, sizes[:20])) + (f", … ({len(sizes) - 20} more)" if len(sizes) > 20 else "")
     lines.append(f"{len(jobs)} stacked jobs on {n_workers} worker(s) ({executor}), device {dev}; "
                  f"trials per stack: {shown}")
+    if note := measured_cut_note(jobs, dev):
+        lines.append(note)
 
     seconds = [job_seconds(j) for j in jobs]
     if any(x != x for x in seconds):  # NaN: no calibration
@@ -316,6 +318,29 @@ def describe_plan(study: StudyConfig, workers: int | None = None, device: str = 
                          "--address ADDR --workers N` on a Ray cluster of N CPUs)")
     lines.append("dry run: nothing was run or written")
     return "\n".join(lines)
+
+
+def measured_cut_note(jobs: list[list[Any]], device: str) -> str | None:
+    """Why and by how much the run's stacked jobs may outnumber the dry run's: on the CPU a run first times a
+    few steps of each shape whose study gives a step timer (:func:`bindscale.run.planner.measured_stack_cap`,
+    seconds per shape) and cuts a stack smaller where a bigger one would not make a trial cheaper on that
+    machine and load. The dry run does not time (it trains nothing), so it gives the range: its own plan, up to
+    one job per timed trial. The time estimate counts each trial's own cost, so it holds either way. None when
+    no job can be cut (a GPU run, or no study with a step timer).
+    """
+    if device != "cpu":
+        return None
+    def has_timer(trial: Any) -> bool:  # looked up, never called: the dry run trains nothing
+        plugin = registry.for_trial(trial)
+        return getattr(plugin, "hook", lambda name: None)("step_timer") is not None
+
+    timed = [j for j in jobs if len(j) > 1 and has_timer(j[0])]
+    if not timed:
+        return None
+    most = len(jobs) - len(timed) + sum(len(j) for j in timed)
+    return (f"  (the run times a few steps of each shape first and may cut {len(timed)} of these stacks smaller "
+            f"where a bigger stack would not make a trial cheaper here: {len(jobs)} to {most} jobs, by this "
+            "machine's speed and load; the time estimate counts each trial's own cost and holds either way)")
 
 
 def tier_estimate(study: StudyConfig, workers: int = 2) -> dict[str, Any]:
