@@ -40,9 +40,13 @@ def test_same_numbers_pass_and_machine_metrics_are_ignored(tmp_path, ref_dir):
 
 
 def test_float_rounding_on_another_cpu_is_not_a_move(tmp_path, ref_dir):
-    _ref(ref_dir, "s", 1, {t: {"final_loss": m["final_loss"], "acc": m["acc"]} for t, m in TRIALS.items()})
+    _ref(ref_dir, "s", 1, {t: {"final_loss": m["final_loss"], "acc": m["acc"], "n_correct": 243.0}
+                           for t, m in TRIALS.items()})
     run = {t: {"final_loss": m["final_loss"] * (1 + 1e-6), "acc": m["acc"]} for t, m in TRIALS.items()}
     run["t0"]["acc"] = 0.52  # one flipped example out of fifty: one value in twenty
+    run["t1"]["n_correct"] = 242.0  # a count off by one
+    for tid in TRIALS:
+        run[tid].setdefault("n_correct", 243.0)
     assert R.check("s", _run(tmp_path / "run", "s", run), 1) is None
 
 
