@@ -18,6 +18,17 @@ a function has one address and a study one door. What a study module imports at 
 rest (pandas, matplotlib, torch behind it) is imported on first access (:data:`_LAZY`), so that
 ``from bindscale.kit import Claim`` in a study's ``__init__.py`` keeps ``bindscale list`` fast.
 
+A few shared modules are re-exported whole, under their own name, where a study reads a family of names
+through one namespace (``from bindscale.kit import scan``, then ``scan.make_split(...)``, ``scan.SPLITS``):
+:data:`_MODULES` maps each to its home module, imported on first access like :data:`_LAZY`'s names.
+
+Modules:
+    ``scan``: SCAN (Lake & Baroni 2018) generated from its grammar, its splits, the SCAN / COGS file loaders
+    and its ``task`` config section (:mod:`bindscale.train.scan`), shared by the SCAN studies (``depth``,
+    ``binding_scan``); the sequence-task helpers they train and score with are exported by name
+    (``Vocab``, ``ScanData``, ``scan_data``, ``pack_pairs``, ``score_pairs``, ``token_accuracy``,
+    ``acc_by_length``, ``scan_result``: :mod:`bindscale.train.seqdata`).
+
 Constants:
     ``SUPPORTED``, ``NOT_SUPPORTED``, ``INCONCLUSIVE``: the three outcomes of a :class:`Verdict`
     (``supported`` always means the cited source's claim holds).
@@ -72,7 +83,8 @@ __all__ = [
     "stream_seed", "rng", "generator",
     # verdicts
     "Verdict", "SUPPORTED", "NOT_SUPPORTED", "INCONCLUSIVE", "MISSING", "NAN3", "MIN_REPLICATES",
-    "CONCLUSIVE_SEEDS", "MIN_SEEDS", "deciding_cell", "gate_check", "at_bound", "no_room", "one_per_unit",
+    "CONCLUSIVE_SEEDS", "MIN_SEEDS", "deciding_cell", "gate_check", "gate_filter", "needed_seeds", "at_bound",
+    "no_room", "one_per_unit",
     "ok_rows", "coerce_numeric", "restrict_to_mode", "degenerate", "ci_entry", "json_key", "to_python", "decide",
     "decide_below", "finite_values", "pooled_columns",
     # intervals
@@ -96,6 +108,9 @@ __all__ = [
     # a study's own stacked students: the per-trial AdamW and the speed settings (bindscale.train.speed)
     "StackedAdamW", "ALIGN", "training_settings", "training_precision", "measured_threads", "step_timer",
     "helper_thread_settings",
+    # SCAN, shared by the SCAN studies: the module (_MODULES), its task section and the sequence-task helpers
+    "scan", "ScanTaskConfig", "Vocab", "ScanData", "scan_data", "pack_pairs", "score_pairs", "token_accuracy",
+    "acc_by_length", "scan_result",
 ]
 
 #: Public name -> its home module, imported on first access (heavy dependencies behind most of them).
@@ -118,6 +133,8 @@ _LAZY: dict[str, str] = {
     "MIN_SEEDS": "bindscale.verdicts.engine",
     "deciding_cell": "bindscale.verdicts.engine",
     "gate_check": "bindscale.verdicts.engine",
+    "gate_filter": "bindscale.verdicts.engine",
+    "needed_seeds": "bindscale.verdicts.engine",
     "at_bound": "bindscale.verdicts.engine",
     "no_room": "bindscale.verdicts.engine",
     "coerce_numeric": "bindscale.verdicts.engine",
@@ -184,9 +201,24 @@ _LAZY: dict[str, str] = {
     "measured_threads": "bindscale.train.speed",
     "step_timer": "bindscale.train.speed",
     "helper_thread_settings": "bindscale.train.speed",
+    "ScanTaskConfig": "bindscale.train.scan",
+    "Vocab": "bindscale.train.seqdata",
+    "ScanData": "bindscale.train.seqdata",
+    "scan_data": "bindscale.train.seqdata",
+    "pack_pairs": "bindscale.train.seqdata",
+    "score_pairs": "bindscale.train.seqdata",
+    "token_accuracy": "bindscale.train.seqdata",
+    "acc_by_length": "bindscale.train.seqdata",
+    "scan_result": "bindscale.train.seqdata",
 }
 
-if TYPE_CHECKING:  # what type checkers and IDEs see: exactly the objects __getattr__ hands out (_LAZY)
+#: Public name -> a whole module re-exported under it (its own name at home), imported on first access: for
+#: a shared module a study reads through one namespace (``scan.make_split``, ``scan.SPLITS``, ``scan.Pair``).
+_MODULES: dict[str, str] = {
+    "scan": "bindscale.train.scan",
+}
+
+if TYPE_CHECKING:  # what type checkers and IDEs see: exactly the objects __getattr__ hands out (_LAZY, _MODULES)
     from bindscale.core.fmt import fmt
     from bindscale.core.rows import ok_rows, one_per_unit
     from bindscale.core.seeding import generator, rng, stream_seed
@@ -226,11 +258,23 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: exactly the objects __geta
         train_from_config,
         train_stacked_from_config,
     )
+    from bindscale.train import scan
     from bindscale.train.result import TrialResult
+    from bindscale.train.scan import ScanTaskConfig
     from bindscale.train.sections import (
         PositionalTransformerConfig,
         SeqTrainConfig,
         TransformerConfig,
+    )
+    from bindscale.train.seqdata import (
+        ScanData,
+        Vocab,
+        acc_by_length,
+        pack_pairs,
+        scan_data,
+        scan_result,
+        score_pairs,
+        token_accuracy,
     )
     from bindscale.train.speed import (
         helper_thread_settings,
@@ -263,7 +307,9 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: exactly the objects __geta
         degenerate,
         finite_values,
         gate_check,
+        gate_filter,
         json_key,
+        needed_seeds,
         no_room,
         pooled_columns,
         restrict_to_mode,
@@ -282,6 +328,10 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: exactly the objects __geta
 
 
 def __getattr__(name: str) -> Any:
+    if name in _MODULES:  # a whole module (``from bindscale.kit import scan``)
+        value = importlib.import_module(_MODULES[name])
+        globals()[name] = value
+        return value
     try:
         module = _LAZY[name]
     except KeyError:

@@ -297,3 +297,61 @@ def test_every_builtin_claim_states_its_statistics_bounds_or_none():
     bounds (the hull claim's difference of R² values has none: R² is unbounded below)."""
     unbounded = [c.name for s in registry.builtin().values() for c in s.claims if c.bounds == (None, None)]
     assert unbounded == ["hull"]
+
+
+# ------------------------------------------- a rule that picks its cells from the data, after the gate filter --
+
+def _widest_rule(ok, thresholds, n_boot, seed):
+    """Compares the widest width present with width 16 (as a rule picking 'the largest model' does)."""
+    top = ok["width"].max()
+    gain = float(ok[ok["width"] == top]["acc_ood"].mean() - ok[ok["width"] == 16]["acc_ood"].mean())
+    cells = [deciding_cell({"width": w}, int((ok["width"] == w).sum()), gated=bool(w != 16)) for w in (top, 16)]
+    return Verdict("gain", SUPPORTED, (gain, gain - 0.01, gain + 0.01), len(ok),
+                   {"reason": f"width {top:g} extrapolates better", "deciding_cells": cells})
+
+
+@pytest.fixture
+def widest(monkeypatch):
+    claim = Claim(name="toy_widest", title="toy", source="src", statement="st", statistic="gain",
+                  side="scale_suffices", rule=_widest_rule, thresholds={"min_id": (0.0, 1.0), "max_excess": (0, 5)},
+                  defaults={"min_id": 0.95, "max_excess": 0.1}, gates=(GATE, LOSS))
+    plugin = StudyPlugin(name="toywidest", kind="toywidest", claims=(claim,), trainer=lambda *a, **k: [])
+    real = registry.claim
+    monkeypatch.setattr(registry, "claim", lambda name: (plugin, claim) if name == "toy_widest" else real(name))
+
+
+def _three_widths(fit_256=0.99, excess_256=0.05):
+    df = pd.concat([_table(), _table().query("width == 64").assign(width=256)], ignore_index=True)
+    df["trial_id"] = [f"t{i}" for i in range(len(df))]
+    df.loc[df["width"] == 256, ["acc_id", "excess"]] = (fit_256, excess_256)
+    return df
+
+
+def test_a_cell_whose_every_model_missed_stays_a_deciding_cell_when_the_rule_answers_on_another(widest):
+    """Every width-256 model missed the gate: the rule's second pass compares width 64 instead. The lost cell is
+    still counted (8 of 8 lost) and named (no seed passed), so nothing is decided at a width the claim did not ask."""
+    (v,) = compute_verdicts(_three_widths(fit_256=0.5), {"verdicts": {"toy_widest": {}}})
+    assert v["verdict"] == "inconclusive" and np.isnan(v["value"])
+    reason = v["details"]["reason"]
+    assert "width 256: no seed passed (8 missed it; in-distribution exact match 0.5 < 0.95 over them)" in reason
+    assert v["details"]["lost_seeds_by_cell"]["width 256"]["statuses"] == {"missed a competence gate": 8}
+    assert reason.index("width 256: no seed passed") < reason.index("width 64 extrapolates better")
+
+
+def test_a_cell_lost_to_one_gate_is_not_said_to_miss_the_others(widest):
+    """Width 256 fits its task (acc_id 0.99) but its loss is 0.5 over the level: only the loss gate is named."""
+    (v,) = compute_verdicts(_three_widths(excess_256=0.5), {"verdicts": {"toy_widest": {}}})
+    gates = {g["metric"]: g for g in v["details"]["gates"]}
+    assert gates["acc_id"]["missed"] == [] and gates["acc_id"]["cells"]["width 256"] == 0.99
+    assert gates["excess"]["missed"] == ["width 256"]
+    assert "in-distribution exact match" not in v["details"]["reason"].split(" (")[0]
+
+
+def test_the_reports_gate_line_of_a_cell_none_of_whose_models_passed_gives_their_fit(toy):
+    """Every width-16 model missed: the cell has no fit among the models kept, and the report says so with the fit
+    of all its seeds, never 'not recorded' (it was recorded)."""
+    from bindscale.core.study import gate_lines
+
+    (v,) = compute_verdicts(_table(fit_small=0.33), {"verdicts": {"toy_gain": {}}})
+    (line,) = gate_lines(v["details"])
+    assert "width 16 none passed (0.33 over all its seeds) (missed)" in line and "not recorded" not in line

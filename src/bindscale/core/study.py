@@ -126,8 +126,10 @@ class Gate:
     distribution, a plateau or "no gain" then says nothing about the claim. The engine
     (:func:`bindscale.verdicts.engine.gate_check`) reads ``metric`` in every deciding cell the rule names
     (:func:`bindscale.verdicts.engine.deciding_cell`, unless the cell says it is a control that need not
-    learn, such as an untrained twin) and makes the claim inconclusive when a cell's mean over its seeds
-    misses the level; the reason names the cell and its fit, and the report shows the gate beside the verdict.
+    learn, such as an untrained twin) per model: every seed of such a cell whose fit misses the level (or was
+    never recorded) is left out (:func:`bindscale.verdicts.engine.gate_filter`), the rule decides again on the
+    seeds left, and the lost seeds count against the claim's ``min_seeds``; the reason names the cell, its lost
+    seeds and their fit, and the report shows the gate beside the verdict.
 
     Attributes:
         metric: column of the study's prepared rows holding each trial's fit (e.g. ``"acc_id"``); the
@@ -151,7 +153,7 @@ class Gate:
     missing: str = "did not learn their training task"
 
     def passes(self, fit: float, level: float) -> bool:
-        """Whether a cell's mean fit meets ``level`` (NaN never does)."""
+        """Whether a fit (one model's, or a mean over models) meets ``level`` (NaN never does)."""
         return bool(fit >= level) if self.higher else bool(fit <= level)
 
     def says(self, level: float) -> str:
@@ -167,8 +169,17 @@ def gate_lines(details: Mapping[str, Any]) -> list[str]:
     """
     out = []
     for g in details.get("gates") or []:
-        cells = ", ".join(f"{label} {'not recorded' if fit is None else fmt_against(fit, g.get('level', fit))}"
-                          f"{' (missed)' if label in g.get('missed', ()) else ''}" for label, fit in g["cells"].items())
+        every = g.get("cells_every_seed") or {}  # a cell none of whose models passed has no fit of its own
+
+        def fit_text(label: str, fit: float | None) -> str:
+            if fit is not None:
+                return fmt_against(fit, g.get("level", fit))
+            if every.get(label) is not None:
+                return f"none passed ({fmt_against(every[label], g.get('level', every[label]))} over all its seeds)"
+            return "not recorded"
+
+        cells = ", ".join(f"{label} {fit_text(label, fit)}{' (missed)' if label in g.get('missed', ()) else ''}"
+                          for label, fit in g["cells"].items())
         out.append(f"{g['says']} ({g['source']}): {cells or 'no deciding cell'}")
     return out
 

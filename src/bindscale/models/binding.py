@@ -56,7 +56,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from bindscale.models.hooks import HookPoint
-from bindscale.models.transformer import INIT_STD, MLP, Block, Rotary, causal_mask
+from bindscale.models.transformer import INIT_STD, Block, Rotary, causal_mask
 
 
 def _init_gpt2(model: nn.Module, n_layers: int, g: torch.Generator | None) -> None:
@@ -187,13 +187,22 @@ class SyntacticAttentionTransformer(_Greedy):
             self.hook_context = HookPoint()  # (B, L, d)
             self.head = nn.Linear(d_model, vocab_size)
         _init_gpt2(self, n_layers, generator)
+        # The syntactic attention's own layers start as PyTorch's defaults (the source's framework): the
+        # output is a product of the head, the weights and the semantic embeddings only, so GPT-2's small
+        # draws for all three would start it at a saddle (every gradient scaled by the other factors' 0.02).
+        with torch.no_grad():
+            for lin in (self.query, self.key, self.head):
+                bound = 1 / math.sqrt(lin.in_features)
+                nn.init.uniform_(lin.weight, -bound, bound, generator=generator)
+                nn.init.uniform_(lin.bias, -bound, bound, generator=generator)
+            nn.init.normal_(self.semantic.weight, 0.0, 1.0, generator=generator)
 
     def _lookup_modules(self) -> list[nn.Module]:
         return [self.embed, self.pos_embed, self.semantic, self.head]
 
     def syntax(self, tokens: torch.Tensor) -> torch.Tensor:
         """The syntax stream's final states ``s`` ``(B, L, d)``."""
-        B, L = tokens.shape
+        L = tokens.shape[1]
         if L > self.max_len:
             raise ValueError(f"sequence reaches position {L} but the model was built with max_len={self.max_len}")
         cos = sin = None
@@ -298,7 +307,7 @@ class TPTransformer(_Greedy):
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         """Next-token logits ``(B, L, V)`` of ``tokens`` ``(B, L)``."""
-        B, L = tokens.shape
+        L = tokens.shape[1]
         if L > self.max_len:
             raise ValueError(f"sequence reaches position {L} but the model was built with max_len={self.max_len}")
         cos = sin = None

@@ -1,4 +1,5 @@
-"""SCAN from its grammar (Lake & Baroni 2018): counts, hand-worked commands, splits, official files, loaders."""
+"""SCAN from its grammar (Lake & Baroni 2018; :mod:`bindscale.train.scan`, the kit's ``scan``, shared by the
+SCAN studies): counts, hand-worked commands, splits, official files, loaders."""
 
 import collections
 import gzip
@@ -7,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bindscale.core.errors import ConfigError
-from bindscale.studies.depth import scan
+from bindscale.kit import scan
 
 OFFICIAL = Path(__file__).resolve().parents[4] / "shared" / "data" / "scan"
 L, R = "I_TURN_LEFT", "I_TURN_RIGHT"
@@ -75,6 +76,8 @@ def test_split_definitions():
         assert len(alone) / len(train) == pytest.approx(scan.PRIMITIVE_SHARE, abs=1e-3)
         assert {p.src for p in train} | {p.src for p in test} == every
     assert len(scan.make_split("addprim_turn_left")[1]) == 1208 and len(scan.make_split("addprim_jump")[1]) == 7706
+    assert [len(x) for x in scan.make_split("addprim_jump")] == [14_670, 7_706]  # the official files' sizes
+    assert [len(x) for x in scan.make_split("length")] == [16_990, 3_920]
 
     train, test = scan.make_split("around_right")
     assert all(_has(p.src, ("around", "right")) for p in test)

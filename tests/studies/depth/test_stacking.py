@@ -3,7 +3,8 @@ gives alone and in a stack of one (losses within 1e-5 relative over 50 steps, at
 
 import pytest
 
-from bindscale.studies.depth import plan, scan
+from bindscale.kit import scan
+from bindscale.studies.depth import plan
 from bindscale.studies.depth import trial as depth
 from bindscale.studies.depth.config import DepthTrial
 

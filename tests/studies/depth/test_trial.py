@@ -11,10 +11,13 @@ from sklearn.metrics import accuracy_score
 
 from bindscale.core.errors import ConfigError
 from bindscale.models.transformer import Transformer
-from bindscale.studies.depth import plan, scan
+from bindscale.kit import scan
+from bindscale.studies.depth import plan
 from bindscale.studies.depth.config import DepthTrial
 from bindscale.models.shapes import nonembedding_params, shape_for_budget
-from bindscale.studies.depth.trial import EOS, SEP, Vocab, acc_by_length, make_data, pack, run_trial, token_accuracy
+from bindscale.studies.depth.trial import make_data, run_trial
+from bindscale.train.seqdata import EOS, SEP, Vocab, acc_by_length, token_accuracy
+from bindscale.train.seqdata import pack_pairs as pack
 
 YAML = Path(__file__).resolve().parents[3] / "src" / "bindscale" / "studies" / "depth" / "depth.yaml"
 

@@ -58,7 +58,8 @@ def test_claim_true_is_supported_per_model_and_the_largest_decides():
     assert d["pretrained_models"]["small"]["verdict"] == "supported"
     assert d["pretrained_models"]["big"]["n_params"] == 200_000_000 and d["seeds_per_cell"] == 8
     assert "above margin 0 and the ratio's above 1.1: supported for big (test family" in d["reason"] and "200,000,000 parameters" in d["reason"]
-    assert d["deciding_cells"] == [{"cell": {"model.name": "big"}, "n": 8, "gated": ["ctx_polar_uuas_pp_minus_chain"]}]
+    assert d["deciding_cells"] == [{"cell": {"model.name": "big"}, "n": 8, "gated": ["ctx_polar_uuas_pp_minus_chain",
+                                                                                     "ctx_structural_uuas_pp_minus_chain"]}]
     # through the engine: the chain gate passes, the verdict stands
     (row,) = compute_verdicts(df, ONE, n_boot=200)
     assert row["verdict"] == "supported", row["details"]["reason"]
@@ -102,13 +103,14 @@ def test_probes_not_beating_the_chain_decide_nothing_with_the_numbers_in_words()
     df = _df(_model_rows("m", 0.35, 0.20, uuas=(0.52, 0.467), chain=0.499))
     v = run(polar_beats_structural, df)
     r = v.details["reason"]
+    # The chain gates are per unit now (the engine's gate_filter): every unit's structural probe misses, so none is left.
     assert v.outcome == "inconclusive" and math.isnan(v.interval[0])
-    assert "the structural probe does not beat the linear chain" in r and "structural -0.032" in r
-    assert "linear chain 0.499" in r and "polar−structural LAS gain" in r
+    assert "8 of 8 units do not beat the linear chain by 0.01 UUAS (the structural probe in 8;" in r
+    assert "structural -0.032" in r and "linear chain 0.499" in r and "0 remain and a verdict needs 8" in r
     assert v.details["pretrained_models"]["m"]["beats_chain"] is False
     # neither probe: both named
     v = run(polar_beats_structural, _df(_model_rows("m", 0.35, 0.20, uuas=(0.45, 0.44), chain=0.499)))
-    assert v.outcome == "inconclusive" and "the polar and the structural probes do not beat" in v.details["reason"]
+    assert v.outcome == "inconclusive" and "(the polar probe in 8 and the structural probe in 8;" in v.details["reason"]
     # a smaller model missing the chain does not change the largest model's verdict; it is reported
     df = _df(_model_rows("big", 0.35, 0.20, n_params=2e8), _model_rows("small", 0.35, 0.2, uuas=(0.4, 0.4), n_params=1e7))
     v = run(polar_beats_structural, df)
@@ -184,3 +186,42 @@ def test_the_interval_covers_95_percent_at_8_units_and_bca_would_not(shape):
     assert 0.92 <= t_cov <= 0.98, t_cov
     bca_cov = _coverage(_bca, draws, reps=200)
     assert bca_cov < t_cov
+
+
+# ------------------------------------------------- the chain gates per probe-fit unit, through the engine --
+
+def _units_below_chain(seeds_below, seeds=10):
+    """10 probe-fit units of one model (polar UUAS 0.62, structural 0.60, chain 0.45): the seeds in
+    ``seeds_below`` read a chain at 0.61, so their structural probe does not beat it (−0.01 < 0.01)."""
+    df = _df(_model_rows("m", 0.35, 0.20, seeds=seeds))
+    df.loc[df["seed"].isin(seeds_below), "chain_uuas_pp"] = 0.61
+    return df
+
+
+def test_half_the_units_below_the_chain_decide_nothing_even_when_their_mean_beats_it():
+    """5 of 10 units' structural probes miss the chain while the mean over all 10 beats it by 0.07 (the old mean
+    check passed and decided): those units are left out per unit, by the claim's gates, and 5 remain."""
+    df = _units_below_chain(range(5))
+    v = run(polar_beats_structural, df)
+    m = v.details["pretrained_models"]["m"]
+    assert m["uuas_minus_chain"]["structural"]["value"] == pytest.approx(0.07, abs=1e-6)  # the mean passes
+    assert v.outcome == "inconclusive" and m["units_below_chain"] == {"lost": 5, "of": 10, "polar": 0,
+                                                                      "structural": 5}
+    assert "5 of 10 units do not beat the linear chain" in v.details["reason"]
+    (row,) = compute_verdicts(df, ONE, n_boot=200)
+    assert row["verdict"] == "inconclusive" and math.isnan(row["value"])
+    assert "5 missed a competence gate" in row["details"]["reason"]
+    assert row["details"]["lost_to_gates_by_cell"]["model.name m"]["by_gate"] == {
+        "ctx_structural_uuas_pp_minus_chain": 5}
+
+
+def test_one_unit_below_the_chain_is_left_out_and_the_model_still_decides():
+    df = _units_below_chain([0])
+    (row,) = compute_verdicts(df, ONE, n_boot=200)
+    assert row["verdict"] == "supported", row["details"]["reason"]
+    assert row["details"]["lost_seeds_by_cell"]["model.name m"]["statuses"] == {"missed a competence gate": 1}
+    m = row["details"]["pretrained_models"]["m"]
+    assert m["n_units"] == 9 and "0" not in m["seeds"]
+    # the value is the nine units' mean, not the ten's
+    alone = run(polar_beats_structural, df[df["seed"] != 0])
+    assert row["value"] == pytest.approx(alone.interval[0])

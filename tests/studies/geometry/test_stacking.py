@@ -32,9 +32,11 @@ def test_geometry_trials_give_the_same_records_alone_in_a_stack_of_one_and_of_fo
     # in the activations turned it by up to 1.1e-3 rad (measured at 2x24, alone vs in a stack of four);
     # The probes' per-layer tables (probe_layers) are fits of two epochs on those activations, and their dev
     # scores move with the rounding too: by under 5e-5 on the project's Xeon, by 3.2e-4 on an AMD EPYC (the
-    # polar probe at layer 0 of 1x16, 0.41917 vs 0.41885, 4 December); 1e-3 is three times that. Every other
-    # score holds to the default tolerance.
-    four = check_stack_of_one_and_four(geometry, trials(shape), loose={"polar_edges": 1e-2, "probe_layers": 1e-3})
+    # polar probe at layer 0 of 1x16, 0.41917 vs 0.41885, 4 December); 1e-3 is three times that. The embedding
+    # layer's polar Spearman correlation moves the same way: 0.208549 vs 0.208096 at 2x24 on the Intel Xeon
+    # (7 December, 4.5e-4); 2e-3 is four times that. Every other score holds to the default tolerance.
+    four = check_stack_of_one_and_four(geometry, trials(shape), loose={"polar_edges": 1e-2, "probe_layers": 1e-3,
+                                                                       "embed_polar_spearman": 2e-3})
     assert all("untrained" in r.metrics["probe_layers"] for r in four)
 
 

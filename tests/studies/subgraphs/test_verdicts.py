@@ -372,3 +372,34 @@ def test_reasons_state_the_findings_in_numbers():
     d = correct_steps_seen_in_training(_rows(EIGHT, EIGHT[::-1], SEEN_C, SEEN_W), STEPS, 500, 0).details
     assert d["reason"].startswith("over 2 cells (16 seeds): correct steps' whole computation seen in training 0.600 [")
     assert "(wrong steps 0.200) against 0.5 (holds); at equal depth correct minus wrong +0.300 [" in d["reason"]
+
+
+# ----------------------------------------------------------- competence gates per model, not per cell mean --
+
+LARGE = "n_train 4000, scratchpad True, n_params 1000000"
+
+
+def _large_fits(per_seed):
+    df = _rows(EIGHT, EIGHT[::-1], SEEN_C, SEEN_W)
+    m = df.n_params == 1e6
+    df.loc[m, "acc_id"] = [per_seed[s] for s in df.loc[m, "seed"]]
+    return df
+
+
+def test_half_the_largest_models_below_the_gate_decide_nothing_though_their_mean_passes():
+    """4 of 8 largest models at 0.92 in distribution, 4 at 0.99: the mean 0.955 passed the old gate of the cell's
+    mean; per model, four did not learn, 4 of 8 remain where 6 are needed: both claims inconclusive."""
+    df = _large_fits([0.92] * 4 + [0.99] * 4)
+    for v in compute_verdicts(df, BOTH):
+        d = v["details"]
+        assert v["verdict"] == "inconclusive" and math.isnan(v["value"]), v["claim"]
+        assert f"4 of 8 seeds of the deciding cell ({LARGE})" in d["reason"] and "4 remain" in d["reason"]
+        assert "4 missed a competence gate" in d["reason"]
+        assert d["lost_to_gates_by_cell"][LARGE] == {"lost": 4, "planned_ok": 8, "by_gate": {"acc_id": 4}}
+
+
+def test_one_largest_model_below_the_gate_is_left_out_and_both_claims_still_decided():
+    df = _large_fits([0.3] + [0.99] * 7)
+    for v in compute_verdicts(df, BOTH):
+        assert v["verdict"] == "supported", (v["claim"], v["details"]["reason"])
+        assert v["details"]["lost_seeds_by_cell"][LARGE]["statuses"] == {"missed a competence gate": 1}

@@ -21,10 +21,11 @@ Both are gated on in-distribution exact match (:data:`SCAN_GATE`) for every deci
 
 Why a study of its own and not new model kinds inside ``depth``: the answer page and ``bindscale run all``
 read one run per study (a study's folder), so claims added to ``depth`` would be decided only by a run of
-``depth``'s own files; a study imports nothing of another, so this one carries its own copy of the SCAN
-grammar (:mod:`.scan`; a test checks it against ``depth``'s) and trains through the same kit trainer.
+``depth``'s own files; a study imports nothing of another, so the two read the same SCAN grammar, splits and
+scoring from the kit (``scan``, :mod:`bindscale.train.scan`; :mod:`bindscale.train.seqdata`) and train through
+the same kit trainer.
 
-Modules: :mod:`.scan`, :mod:`.config`, :mod:`.trial`, :mod:`.plan`, :mod:`.verdicts`, :mod:`.figures`,
+Modules: :mod:`.config`, :mod:`.trial`, :mod:`.plan`, :mod:`.verdicts`, :mod:`.figures`,
 :mod:`.table`.
 """
 

@@ -7,22 +7,17 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from bindscale.kit import SeqTrainConfig, StrictModel, TrialBase
+from bindscale.kit import ScanTaskConfig, SeqTrainConfig, StrictModel, TrialBase, scan
 from bindscale.models.binding_shapes import shape_for_budget
 
-from .scan import SPLITS
 
-
-class ScanTaskConfig(StrictModel):
-    """Which SCAN split (:mod:`.scan`) and how much of it is scored: ``n_test`` test examples (0: all) and
-    ``n_id`` training commands withheld as the in-distribution check set, both drawn once from ``eval_seed``
-    (the same examples for every trial of a study)."""
+class BindingTaskConfig(ScanTaskConfig):
+    """The kit's SCAN task section (:class:`bindscale.kit.ScanTaskConfig`, shared with ``depth``) with this
+    study's defaults: a generated split only (:data:`bindscale.kit.scan.SPLITS`; add-jump by default) and
+    300 test examples scored."""
 
     split: Literal["simple", "length", "addprim_jump", "addprim_turn_left", "around_right"] = "addprim_jump"
-    split_seed: int = Field(0, ge=0, le=2**31 - 1, description="the simple split's random 80/20 permutation")
-    eval_seed: int = Field(0, ge=0, le=2**31 - 1, description="test subsample and in-distribution check set")
     n_test: int = Field(300, ge=0, le=1_000_000, description="test examples scored (0: all)")
-    n_id: int = Field(200, ge=0, le=100_000, description="training commands withheld to check in-distribution accuracy")
 
 
 class BindingModelConfig(StrictModel):
@@ -38,7 +33,7 @@ class BindingModelConfig(StrictModel):
     pos: Literal["rope", "learned"] = "rope"
 
     @model_validator(mode="after")
-    def _shape(self) -> "BindingModelConfig":
+    def _shape(self) -> BindingModelConfig:
         shape_for_budget(self.kind, self.budget, self.n_layers, self.n_heads)  # ValueError: budget too small
         return self
 
@@ -63,7 +58,7 @@ class BindingTrial(TrialBase):
         "acc_by_length": (("length",), ("n", "acc")),
     }
     kind: Literal["binding_scan"] = "binding_scan"
-    task: ScanTaskConfig = ScanTaskConfig()
+    task: BindingTaskConfig = BindingTaskConfig()
     model: BindingModelConfig = BindingModelConfig()
     train: SeqTrainConfig = SeqTrainConfig(steps=1000, batch_size=32, lr=5e-3, weight_decay=0.1, warmup_steps=50)
     seed: int = Field(0, ge=0, le=2**31 - 1)
@@ -72,4 +67,4 @@ class BindingTrial(TrialBase):
 #: The name the study plugin finds its trial config by (bindscale.core.study.CONVENTION).
 TrialConfig = BindingTrial
 
-assert set(SPLITS) == set(ScanTaskConfig.model_fields["split"].annotation.__args__)
+assert set(scan.SPLITS) == set(BindingTaskConfig.model_fields["split"].annotation.__args__)

@@ -41,7 +41,8 @@ def stack_step_seconds(trials: list, window: float = 0.05, rounds: int = 3) -> f
     """Seconds of one training step of ``trials`` (plain transformers of one stack key) stacked, here and now
     (:func:`bindscale.kit.stack_step_seconds`). The planner times only groups of two or more trials, which
     binding trials never form (:func:`group_key`)."""
-    from bindscale.kit import hook_model, stack_step_seconds as timed
+    from bindscale.kit import hook_model
+    from bindscale.kit import stack_step_seconds as timed
 
     t = trials[0]
     return timed(trials, hook_model(vocab_size=TIMER_VOCAB), POSITIONS.get(t.task.split, POSITIONS_OTHER),

@@ -512,7 +512,9 @@ def planned_size_missing(df: pd.DataFrame, ok: pd.DataFrame, details: Mapping, v
     :func:`bindscale.verdicts.engine.compute_verdicts`), so a size that never wrote a record is not taken for a
     size never planned. Ok rows trained with other steps / depth / data are left out of the sweep and count as
     lost too. Also records the trials lost per size and says so in the reason."""
-    if "budget" not in df or "by_family" not in details:
+    # A rule that fitted nothing says why itself; but when the competence gates left it nothing to fit (the engine
+    # reports lost_to_gates_by_cell), the planned sizes lost otherwise are still said.
+    if "budget" not in df or ("by_family" not in details and "lost_to_gates_by_cell" not in details):
         return None
     lost = lost_seeds(df)
     if lost and isinstance(details, dict):
@@ -530,7 +532,8 @@ def planned_size_missing(df: pd.DataFrame, ok: pd.DataFrame, details: Mapping, v
             continue
         at = df.loc[budget == want, "status"].astype(str).value_counts() if "status" in df else pd.Series(dtype=int)
         trials = ", ".join(f"{n} {s}" for s, n in at.items())
-        short.append(f"the {end} planned size ({want:g}) is not in the fitted sweep ({end} fitted: {got:g}; its "
+        fitted = f"{got:g}" if np.isfinite(got) else "none"
+        short.append(f"the {end} planned size ({want:g}) is not in the fitted sweep ({end} fitted: {fitted}; its "
                      f"trials: {trials})")
     if short:
         return ("; ".join(short) + " — failed, diverged, missing (planned, no record) or ok but trained with other "

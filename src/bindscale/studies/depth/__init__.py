@@ -17,8 +17,8 @@ source's claim holds):
   sweep still fails both (scale did not solve them within the sweep), and "not supported" means
   scale solved at least one.
 
-Modules: :mod:`.scan` (SCAN from its grammar, its splits, SCAN / COGS file loaders), :mod:`.config`
-(trial config), :mod:`.trial` (train and score one trial), :mod:`.verdicts`, :mod:`.figures`, :mod:`.table`,
+Modules: :mod:`.config` (trial config; SCAN from its grammar, its splits and the SCAN / COGS file loaders
+are the kit's ``scan``, :mod:`bindscale.train.scan`, shared with ``binding_scan``), :mod:`.trial` (train and score one trial), :mod:`.verdicts`, :mod:`.figures`, :mod:`.table`,
 :mod:`.plan`; the iso-parameter shapes are :mod:`bindscale.models.shapes` (the ceiling study's too).
 """
 

@@ -1,5 +1,10 @@
 """The depth study's trial config: one decoder-only transformer of a given depth and non-embedding
-budget trained on one SCAN split (generated) or on a pair of data files (SCAN or COGS format)."""
+budget trained on one SCAN split (generated) or on a pair of data files (SCAN or COGS format).
+
+The ``task`` section is the kit's :class:`bindscale.kit.ScanTaskConfig` (shared with ``binding_scan``): with
+``data.train`` / ``data.test`` given its ``split`` is only the label the report and the verdicts use (e.g.
+``length`` for the official length files; any ``[a-z0-9_]`` label for other data; ``simple`` marks
+in-distribution data), without them a generated split (:data:`bindscale.kit.scan.SPLITS`)."""
 
 from __future__ import annotations
 
@@ -8,26 +13,8 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from bindscale.kit import StrictModel, TrialBase, SeqTrainConfig
+from bindscale.kit import ScanTaskConfig, StrictModel, TrialBase, SeqTrainConfig, scan
 from bindscale.models.shapes import shape_for_budget
-from .scan import SPLITS
-
-
-class ScanTaskConfig(StrictModel):
-    """Which SCAN split (Lake & Baroni 2018; :mod:`.scan`) and how much of it is scored.
-
-    ``split`` names a generated split (:data:`.scan.SPLITS`); with ``data.train`` / ``data.test``
-    given it is only the label the report and the verdicts use (e.g. ``length`` for the official
-    length files; any ``[a-z0-9_]`` label for other data; ``simple`` marks in-distribution data).
-    ``eval_seed`` fixes, for every trial alike, the scored subsample of the test set and the
-    in-distribution check set (``n_id`` training commands withheld from training).
-    """
-
-    split: str = Field("length", min_length=1, max_length=40)
-    split_seed: int = Field(0, ge=0, le=2**31 - 1, description="the simple split's random 80/20 permutation")
-    eval_seed: int = Field(0, ge=0, le=2**31 - 1, description="test subsample and in-distribution check set")
-    n_test: int = Field(500, ge=0, le=1_000_000, description="test examples scored (0: all)")
-    n_id: int = Field(200, ge=0, le=100_000, description="training commands withheld to check in-distribution accuracy")
 
 
 class DataConfig(StrictModel):
@@ -83,8 +70,8 @@ class DepthTrial(TrialBase):
     def _data(self) -> "DepthTrial":
         if (self.data.train is None) != (self.data.test is None):
             raise ValueError("data.train and data.test go together: give both files or neither")
-        if self.data.train is None and self.task.split not in SPLITS:
-            raise ValueError(f"task.split {self.task.split!r} is not a generated SCAN split ({', '.join(SPLITS)}); "
+        if self.data.train is None and self.task.split not in scan.SPLITS:
+            raise ValueError(f"task.split {self.task.split!r} is not a generated SCAN split ({', '.join(scan.SPLITS)}); "
                              "other labels need data.train and data.test")
         if not re.fullmatch(r"[a-z0-9_]+", self.task.split):
             raise ValueError(f"task.split {self.task.split!r}: a label of lower-case letters, digits and _")

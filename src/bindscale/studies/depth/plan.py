@@ -68,13 +68,13 @@ def check_trials(trials: list) -> None:
         ConfigError: a file is missing, unreadable, empty or has a malformed line (one line naming
             the file and the line).
     """
-    from .scan import load_pairs
+    from bindscale.kit import scan
 
     seen = set()
     for t in trials:
         for path in (t.data.train, t.data.test):
             if path is not None and (path, t.data.format) not in seen:
                 seen.add((path, t.data.format))
-                pairs = load_pairs(path, t.data.format)
+                pairs = scan.load_pairs(path, t.data.format)
                 if not pairs:
                     raise ConfigError(f"data file {path}: no examples")

@@ -46,9 +46,10 @@ be 0.72-0.89, not 0.95.
 Both rules are inconclusive, whatever the numbers, when a deciding cell has fewer than
 ``MIN_REPLICATES`` seeds, when a deciding value is missing, NaN or infinite, when the deciding
 models did not learn their training distribution (the claims' competence gate, :data:`.SCAN_GATE`,
-checked by the engine on every cell the rules name in ``details["deciding_cells"]``: mean
-in-distribution exact match ``acc_id`` of the cell's seeds below ``min_id_acc``, 0.95 after Lake &
-Baroni; failing out of distribution then says nothing), and when the deciding values are
+checked by the engine on every model of every cell the rules name in ``details["deciding_cells"]``: a
+seed whose in-distribution exact match ``acc_id`` is below ``min_id_acc``, 0.95 after Lake & Baroni, is
+left out and counted against ``min_seeds``, and the rule decides again on the seeds left; failing out of
+distribution says nothing about a model that did not learn), and when the deciding values are
 degenerate (:func:`bindscale.verdicts.engine.degenerate`). For the first rule that is zero spread
 in *every* deciding cell, or one value everywhere (all zero included): one cell whose seeds all score
 0.0 is the usual SCAN measurement (the shallow member failing in every seed) and still lets the split

@@ -73,6 +73,12 @@ CHAIN_GATE = Gate(
     source=("Hewitt & Manning 2019 report the right-branching chain beside every UUAS (their probe beats it by "
             "about 0.3); one point above it is the least lead bindscale reads as a recovered tree"),
     missing="recovered no more of the tree than the linear chain")
+#: The same gate on the structural probe, for pretrained models only (geometry-lm: both probes must beat the chain,
+#: each probe-fit unit on its own; the trained LMs' cells are gated on the polar probe alone).
+STRUCT_CHAIN_GATE = Gate(
+    metric="ctx_structural_uuas_pp_minus_chain", threshold="min_uuas_over_chain",
+    what="the structural probe's UUAS minus the linear chain's (per sentence, punctuation included; pretrained models)",
+    source=CHAIN_GATE.source, missing="recovered no more of the tree than the linear chain")
 _GATE_LEVELS = {"max_excess_loss": (0.0, 5.0), "min_uuas_over_chain": (-1.0, 1.0)}
 _GATE_DEFAULTS = {"max_excess_loss": 0.05, "min_uuas_over_chain": 0.01}
 
@@ -129,7 +135,7 @@ CLAIMS = (
                    "are reported."),
         thresholds={"margin": (-1.0, 1.0), "min_las_ratio": (0.0, 10.0), **_GATE_LEVELS},
         defaults={"margin": 0.0, "min_las_ratio": 1.1, **_GATE_DEFAULTS},
-        gates=(LM_GATE, CHAIN_GATE),
+        gates=(LM_GATE, CHAIN_GATE, STRUCT_CHAIN_GATE),
         guards=(".verdicts:planned_size_guard",),
         figures=("geo_best_layer", "geo_by_layer", "geo_polar_picture", "geo_confusion"),
     ),

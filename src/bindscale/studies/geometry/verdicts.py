@@ -59,7 +59,8 @@ model: ``polar_beats_structural`` per model over its probe-fit units (seeds: eac
 and initialises the probes; test sentences and the untrained twin are fixed), :func:`pretrained_model_verdict`:
 per unit (polar − structural LAS) of the model minus the same of its untrained twin, each probe at its best dev
 layer >= 1, mean over units with :func:`bindscale.verdicts.stats.mean_ci`; both probes' UUAS must beat the linear chain's
-by ``min_uuas_over_chain`` (else inconclusive, the numbers in the reason); at least :data:`MIN_UNITS` units. The
+by ``min_uuas_over_chain`` in each unit (the claim's ``CHAIN_GATE`` and ``STRUCT_CHAIN_GATE``, per unit: a unit that
+misses is left out, never averaged in); at least :data:`MIN_UNITS` units left. The
 claim's verdict is the largest model's (:func:`pretrained_polar_verdict`); the others are reported beside it. A
 planned model without an ok trial makes a decided verdict inconclusive (:func:`lost_pretrained_model`).
 
@@ -89,6 +90,7 @@ from bindscale.kit import (
     ci_entry,
     deciding_cell,
     decide as _decide,
+    gate_filter,
     json_key,
     coerce_numeric,
     degenerate,
@@ -101,7 +103,7 @@ from bindscale.kit import (
     mean_diff_ci,
 )
 
-from . import CLAIMS
+from . import CHAIN_GATE, CLAIMS, LM_GATE, STRUCT_CHAIN_GATE
 from .config import GeometryTrial
 from .grammar import vocabulary
 from .layers import RAW_MODEL, best_layer
@@ -452,7 +454,9 @@ def polar_beats_structural(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int)
         "chain_uuas_pp": float(pd.to_numeric(rows["chain_uuas_pp"], errors="coerce").mean()),
         "chain_uuas_hm": float(pd.to_numeric(rows["chain_uuas_hm"], errors="coerce").mean())
         if "chain_uuas_hm" in rows else float("nan")}
-    details["deciding_cells"] = _size_cells(rows, cells, [largest])
+    # The trained LMs' cell: the loss gate and the polar probe's chain gate (the structural probe's is the
+    # pretrained models', STRUCT_CHAIN_GATE).
+    details["deciding_cells"] = _size_cells(rows, cells, [largest], gated={largest: [LM_GATE.metric, CHAIN_MARGIN]})
     # Both probes at LAS 0 (or 1) in every seed of the largest model: the floor (ceiling) decides, not the probes.
     why = (_las_bound(rows, {"the polar probe's LAS": ("ctx_polar_las_pp", largest),
                              "the structural probe's LAS": ("ctx_structural_las_pp", largest)})
@@ -543,10 +547,13 @@ def pretrained_model_verdict(rows: pd.DataFrame, p: Mapping, name: str) -> dict:
     (2000 draws; tests/studies/geometry/test_pretrained_verdict.py checks it). Beside
     it the polar/structural LAS ratio of the unit means with Fieller's interval over paired units (:func:`_las_ratio`).
 
-    Gate (Hewitt & Manning's baseline, :data:`bindscale.studies.geometry.CHAIN_GATE`'s level): each probe's UUAS at its
-    layer minus the linear chain's (each word attached to the next) on the same test sentences, mean over units,
-    at least ``p["min_uuas_over_chain"]``, for the polar *and* the structural probe (a probe that recovers no more
-    of the tree than the chain reads no tree, and its LAS against the other's says nothing).
+    Gates (Hewitt & Manning's baseline, :data:`bindscale.studies.geometry.CHAIN_GATE` and ``STRUCT_CHAIN_GATE``): in
+    each unit, each probe's UUAS at its layer minus the linear chain's (each word attached to the next) on the same
+    test sentences at least ``p["min_uuas_over_chain"]``, for the polar *and* the structural probe (a probe that
+    recovers no more of the tree than the chain reads no tree, and its LAS against the other's says nothing). Per
+    unit, not over their mean: the units that miss are left out by the engine's own filter
+    (:func:`bindscale.kit.gate_filter`, the claim's gates; for the deciding model the engine applies the same
+    gates again and counts the lost units against ``min_seeds``), and the verdict needs :data:`MIN_UNITS` units left.
 
     Rule: supported when the gap's interval lies above ``p["margin"]`` and the ratio's above ``p["min_las_ratio"]``;
     not supported when one lies below and neither above; inconclusive otherwise, and whatever the numbers when a
@@ -579,12 +586,48 @@ def pretrained_model_verdict(rows: pd.DataFrame, p: Mapping, name: str) -> dict:
         out["reason"] = (f"{who}: {bad} of {n} probe-fit units (seeds) have a missing, NaN or infinite score "
                          "among the probes', the untrained twin's or the chain's: inconclusive")
         return out
+    # The chain gates, per unit and through the engine's own filter (the claim's CHAIN_GATE and STRUCT_CHAIN_GATE,
+    # the same the engine applies to the deciding model's cell): a unit whose polar or structural probe does not
+    # beat the linear chain read no tree, and is left out like a lost seed, never averaged with the units that did.
+    chain_gates = (CHAIN_GATE, STRUCT_CHAIN_GATE)
+    every = units
+    kept, lost = gate_filter(units.reset_index().assign(**{"model.name": name}),
+                             [deciding_cell({"model.name": name}, n, gated=[g.metric for g in chain_gates])],
+                             chain_gates, p)
+    units = units[units.index.isin(kept["seed"])]
+    over_all = {k: ci_entry(mean_ci(every[c].to_numpy(float)), n)
+                for k, c in (("polar", CHAIN_MARGIN), ("structural", STRUCT_CHAIN_MARGIN))}
+    out["uuas_minus_chain"] = over_all  # over every unit, those that missed included (the report's numbers)
+    n_lost = n - int(len(units))
+    out["beats_chain"] = not n_lost
+    if n_lost:
+        by_probe = {k: int(sum(not g.passes(float(v), level) for v in every[g.metric]))
+                    for k, g in (("polar", CHAIN_GATE), ("structural", STRUCT_CHAIN_GATE))}
+        out["units_below_chain"] = {"lost": n_lost, "of": n, **by_probe}
+        out["seeds_below_chain"] = [json_key(x) for x in every.index if x not in units.index]
+        missed_words = " and ".join(f"the {k} probe in {c}" for k, c in by_probe.items() if c)
+        chain_words = (f"{n_lost} of {n} units do not beat the linear chain by {level:g} UUAS "
+                       f"({missed_words}; UUAS − chain over every unit: polar {over_all['polar']['value']:+.3f}, "
+                       f"structural {over_all['structural']['value']:+.3f}): such a probe reads no tree, so those "
+                       "units are left out (the claim's chain gates, per unit)")
+    n_all = n
+    out["n_units"] = n = int(len(units))
+    out["seeds"] = [json_key(x) for x in units.index]
+    if n_lost and n < MIN_UNITS:
+        mean_all = {c: float(every[c].mean()) for c in every.columns}
+        out["reason"] = (f"{who}: {n_all} probe-fit unit(s) (seeds); {chain_words}; {n} remain and a verdict needs "
+                         f"{MIN_UNITS} (over every unit: UUAS "
+                         f"polar {fmt(mean_all['ctx_polar_uuas_pp'])}, structural "
+                         f"{fmt(mean_all['ctx_structural_uuas_pp'])}, linear chain {fmt(mean_all['chain_uuas_pp'])}): "
+                         "they decide nothing: inconclusive")
+        return out
     gap = units[NET_GAP].to_numpy(float)
     mean = {c: ci_entry(mean_ci(units[c].to_numpy(float)), n) for c in units.columns}
     out["per_unit_means"] = mean
     raw_cols = [c for c in (RAW_CHAIN_MARGIN, f"ctx_{RAW_PREFIX}polar_minus_structural_las_pp") if c in rows]
-    raw, raw_words = _raw_fit(coerce_numeric(rows, ("seed", *raw_cols)).groupby("seed", sort=True)[raw_cols].mean()
-                              if raw_cols else rows.iloc[:0])
+    seeded = coerce_numeric(rows, ("seed", *raw_cols))
+    seeded = seeded[seeded["seed"].isin(units.index)]  # the units the gates kept
+    raw, raw_words = _raw_fit(seeded.groupby("seed", sort=True)[raw_cols].mean() if raw_cols else rows.iloc[:0])
     if raw:
         out["sources_raw_fit"] = raw
     out["trained_gap"] = ci_entry(mean_ci((units["ctx_polar_las_pp"] - units["ctx_structural_las_pp"]).to_numpy()), n)
@@ -605,22 +648,14 @@ def pretrained_model_verdict(rows: pd.DataFrame, p: Mapping, name: str) -> dict:
     if why:
         out["reason"] = f"{who}: degenerate units: {why} ({numbers}): inconclusive"
         return out
-    chain = {k: mean[c]["value"] for k, c in (("polar", CHAIN_MARGIN), ("structural", STRUCT_CHAIN_MARGIN))}
-    out["uuas_minus_chain"] = {k: mean[c] for k, c in (("polar", CHAIN_MARGIN), ("structural", STRUCT_CHAIN_MARGIN))}
-    missed = [k for k, v in chain.items() if not v >= level]
-    out["beats_chain"] = not missed
     triple = mean_ci(gap)
     ratio = _las_ratio(units["ctx_polar_las_pp"].to_numpy(float), units["ctx_structural_las_pp"].to_numpy(float))
     out["value"] = ci_entry(triple, n)
     out["las_ratio"] = ci_entry(ratio, n)
     stat_words = (f"polar−structural LAS gain {triple[0]:+.3f} [{triple[1]:+.3f}, {triple[2]:+.3f}] beyond the "
                   f"untrained twin over {n} probe-fit units, LAS ratio {ratio[0]:.2f} [{ratio[1]:.2f}, {ratio[2]:.2f}]")
-    if missed:
-        out["reason"] = (f"{who}: the {' and the '.join(missed)} probe{'s do' if len(missed) > 1 else ' does'} not "
-                         f"beat the linear chain by {level:g} UUAS (UUAS − chain: polar {chain['polar']:+.3f}, "
-                         f"structural {chain['structural']:+.3f}; {numbers}), so it reads no tree and decides nothing "
-                         f"({stat_words}): inconclusive")
-        return out
+    if n_lost:
+        numbers = f"{numbers}; {chain_words}, {n} remain"
     gap_yes, gap_no = triple[1] > margin, triple[2] < margin
     ratio_yes, ratio_no = ratio[1] > min_ratio, ratio[2] < min_ratio
     if not all(np.isfinite(ratio)):
@@ -650,7 +685,8 @@ def pretrained_polar_verdict(ok: pd.DataFrame, p: Mapping, n_boot: int = 0, seed
     per model; the claim's verdict and deciding number are the largest model's (most parameters; ties by name),
     the others are reported beside it and do not change it (the source's claim is about large models, and a
     majority over a few unrelated models would be no better defined). Its deciding cell is that model's trials,
-    gated by the chain gate (:data:`bindscale.studies.geometry.CHAIN_GATE`, checked again by the engine)."""
+    gated by both probes' chain gates (:data:`bindscale.studies.geometry.CHAIN_GATE` and ``STRUCT_CHAIN_GATE``, per
+    unit, checked again by the engine)."""
     p = {**DEFAULTS["polar_beats_structural"], **p}
     stat = "polar_minus_structural_las_pp_net_of_untrained_largest_model"
     if NET_GAP not in ok and "probe_layers" in ok:
@@ -678,7 +714,10 @@ def pretrained_polar_verdict(ok: pd.DataFrame, p: Mapping, n_boot: int = 0, seed
     details["deciding_model"] = largest
     details["largest_model_params"] = e["n_params"]
     details["seeds_per_cell"] = e["n_units"]
-    details["deciding_cells"] = [deciding_cell({"model.name": largest}, e["n_units"], gated=[CHAIN_MARGIN])]
+    # Gated on both probes' chain gates, per unit: the engine leaves out the units that missed (as the rule did) and
+    # counts them against the claim's min_seeds.
+    details["deciding_cells"] = [deciding_cell({"model.name": largest}, e["n_units"],
+                                               gated=[CHAIN_MARGIN, STRUCT_CHAIN_MARGIN])]
     details["caveat"] = ("the interval covers the probes' fitting (fit and dev sentences drawn, probe "
                          "initialisation) on one fixed set of test sentences and one random draw of the untrained "
                          "twin's weights, not the sampling of test sentences nor of random weights")

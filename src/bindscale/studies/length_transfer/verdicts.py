@@ -56,7 +56,8 @@ seed of its cell (``details["deciding_cells"]``): the engine decides only with `
 planned seeds left.
 
 Competence gates (:data:`.GATES`, checked by the engine on every cell a rule names in
-``details["deciding_cells"]``, mean over the cell's seeds): the main task's exact match within its
+``details["deciding_cells"]``, per model: a seed that misses one is left out and counted against
+``min_seeds``, and the rule decides again on the seeds left): the main task's exact match within its
 training lengths ``acc_in`` ≥ ``min_in_acc`` in every deciding cell (the main-alone arm too: failing
 beyond L says nothing about a task not learned within L; a co-trained main task below it was wrecked by
 its auxiliary, which shows no transfer trivially), and the auxiliary's exact match within its own
@@ -565,7 +566,7 @@ def planned_size_guard(df: pd.DataFrame, ok: pd.DataFrame, details: dict, verdic
 # :data:`bindscale.kit.MIN_REPLICATES` seeds with both trials in an arm (NaN or infinite accuracies drop a seed and
 # count against its cell's planned seeds), every compared cell at exact match 0 (or 1) beyond L (the metric's bound,
 # :func:`bindscale.kit.at_bound`), or per-seed transfers without spread in both arms (:func:`bindscale.kit.degenerate`).
-# Competence gates (the engine, :data:`.GATES`, mean over each cell's seeds): main within L ≥ ``min_in_acc`` in the
+# Competence gates (the engine, :data:`.GATES`, per model: each seed on its own): main within L ≥ ``min_in_acc`` in the
 # four cells, the auxiliary within its lengths ≥ ``min_aux_acc`` in the two co-trained cells; a model that has not
 # learned its training range decides nothing.
 

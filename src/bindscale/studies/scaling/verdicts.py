@@ -238,8 +238,10 @@ def scaling(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     fixed = {"model": "mlp", **{k.removesuffix("_used"): v for k, v in restriction.items() if k.endswith("_used")}}
     # The narrowest width is the baseline the width gain is measured from: a student too narrow to fit its
     # training tasks is what widening is claimed to fix, so it is not gated (its fit is reported beside).
+    # With one width left (the widest lost, say every widest student missed the gate) the cells coincide: the
+    # baseline stays a baseline, never gated in the widest cell's place.
     details["deciding_cells"] = [
-        deciding_cell({**fixed, "width": w, "holdout": h}, c.size, gated=gated)
+        deciding_cell({**fixed, "width": w, "holdout": h}, c.size, gated=gated and (w, h) != (wmin, hmin))
         for (w, h), (c, gated) in {(wmax, hmin): (top, True), (wmin, hmin): (small, False),
                                    (wmax, hmax): (sparse, True)}.items()]
     if "r2_heldout_taskmean" in rows and np.isfinite(rows["r2_heldout_taskmean"]).any():

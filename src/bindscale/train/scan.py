@@ -1,4 +1,6 @@
-"""SCAN generated from its grammar, its splits, and loaders for SCAN- and COGS-format files.
+"""SCAN (Lake & Baroni 2018) generated from its grammar, its splits, loaders for SCAN- and COGS-format
+files, and the SCAN task config section: one module shared by the SCAN studies (``depth``,
+``binding_scan``), which reach it through the kit (``from bindscale.kit import scan``).
 
 Source: Lake & Baroni 2018, "Generalization without systematicity: On the compositional skills of
 sequence-to-sequence recurrent networks" (ICML), Fig. 6 (phrase-structure grammar and interpretation
@@ -36,6 +38,11 @@ and COGS-style TSV (Kim & Linzen 2020, "COGS: A Compositional Generalization Cha
 Semantic Interpretation": ``sentence <TAB> logical form <TAB> generalization type``). Tokens are
 whitespace-separated. A malformed line raises :class:`bindscale.core.errors.ConfigError` naming the file
 and the line number.
+
+Config: :class:`ScanTaskConfig`, the ``task`` section of a SCAN trial (which split, how much of it is
+scored); the sequence-task helpers a SCAN trial trains and scores with (vocabulary, packing, exact match,
+accuracy by length, the train / in-distribution check / test sets of a split) are
+:mod:`bindscale.train.seqdata`'s.
 """
 
 from __future__ import annotations
@@ -47,8 +54,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+from pydantic import Field
 
-from bindscale.kit import ConfigError
+from bindscale.core.config import StrictModel
+from bindscale.core.errors import ConfigError
 
 #: Distinct commands of the grammar (Lake & Baroni 2018, §2).
 N_COMMANDS = 20_910
@@ -177,6 +186,26 @@ def make_split(name: str, seed: int = 0) -> tuple[list[Pair], list[Pair]]:
         return ([p for p in pairs if not _contains(p.src, ("around", "right"))],
                 [p for p in pairs if _contains(p.src, ("around", "right"))])
     raise ValueError(f"unknown SCAN split {name!r}; known: {', '.join(SPLITS)}")
+
+
+# ------------------------------------------------------------------- config --
+
+class ScanTaskConfig(StrictModel):
+    """The ``task`` section of a SCAN trial: which split (:data:`SPLITS`) and how much of it is scored.
+
+    ``split`` names a generated split; a study that also reads data files (``depth``) may let it be only
+    the label the report and the verdicts use (any ``[a-z0-9_]`` label; ``simple`` marks in-distribution
+    data), one that does not (``binding_scan``) narrows it to :data:`SPLITS` with a default of its own.
+    ``eval_seed`` fixes, for every trial alike, the scored subsample of the test set (``n_test`` examples,
+    0: all) and the in-distribution check set (``n_id`` training commands withheld from training;
+    :func:`bindscale.train.seqdata.scan_data`).
+    """
+
+    split: str = Field("length", min_length=1, max_length=40)
+    split_seed: int = Field(0, ge=0, le=2**31 - 1, description="the simple split's random 80/20 permutation")
+    eval_seed: int = Field(0, ge=0, le=2**31 - 1, description="test subsample and in-distribution check set")
+    n_test: int = Field(500, ge=0, le=1_000_000, description="test examples scored (0: all)")
+    n_id: int = Field(200, ge=0, le=100_000, description="training commands withheld to check in-distribution accuracy")
 
 
 # ------------------------------------------------------------------ loaders --

@@ -1,0 +1,262 @@
+"""Verdict rules of the binding_scan study on synthetic tables: each claim true, false, NaN, at the floor, at
+the ceiling, with no room for the margin, with half a deciding cell's seeds below the competence gate, and
+with a planned deciding model missing."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bindscale.models.binding_shapes import shape_for_budget
+from bindscale.studies.binding_scan import verdicts as V
+from bindscale.verdicts.engine import compute_verdicts
+
+BEATS = {"margin": 0.1, "param_tolerance": 0.05, "min_id_acc": 0.95}
+SCALE = {"rise_margin": 0.05, "gap_margin": 0.05, "min_id_acc": 0.95}
+SPLITS = ("addprim_jump", "around_right")
+
+
+def _table(cells, seeds=8, id_acc=0.98, noise=0.03, seed=0):
+    """cells: {(split, model, budget): mean test accuracy or (test, id)}; one ok row per seed, depth 2."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for (split, model, budget), acc in cells.items():
+        test, idm = acc if isinstance(acc, tuple) else (acc, id_acc)
+        params = shape_for_budget(model, budget, 2, 2).n_params
+        for s in range(seeds):
+            def draw(m, sd=noise):
+                return float(np.clip(m + sd * rng.standard_normal(), 0, 1)) if 0 < m < 1 else float(m)
+            out.append({"status": "ok", "trial_id": f"{split}-{model}-{budget}-{s}", "split": split, "model": model,
+                        "budget": budget, "layers": 2, "pos": "rope", "heads": 2, "steps": 5000, "seed": s,
+                        "acc_test": draw(test), "acc_id": draw(idm, min(noise, 0.01)),
+                        "n_params_nonembed": params, "n_params": params + 2000})
+    return pd.DataFrame(out)
+
+
+def _design(plain_small=0.05, plain_large=0.25, sa=0.6, tp=0.45, id_large=0.98, splits=SPLITS):
+    cells = {}
+    for split in splits:
+        cells[(split, "transformer", 25_000)] = plain_small
+        cells[(split, "transformer", 100_000)] = (plain_large, id_large)
+        cells[(split, "syntactic_attention", 100_000)] = sa
+        cells[(split, "tp_transformer", 100_000)] = tp
+    return cells
+
+
+def beats(df, th=BEATS):
+    return V.binding_beats_plain_on_scan(V.prepare_rows(df), th)
+
+
+def scale(df, th=SCALE):
+    return V.scale_partially_overcomes_binding(V.prepare_rows(df), th)
+
+
+def _engine(df, claim, **th):
+    return compute_verdicts(df, {"verdicts": {claim: th}})[0]
+
+
+# ------------------------------------------------------------------ binding_beats_plain_on_scan --
+
+def test_beats_supported_when_a_binding_model_wins_on_every_split():
+    r = beats(_table(_design()))
+    assert r.outcome == "supported" and r.interval[1] > 0.1
+    d = r.details
+    assert set(d["by_split"]) == set(SPLITS)
+    assert all(e["kind_used"] == "syntactic_attention" for e in d["by_split"].values())
+    assert r.interval[0] == pytest.approx(0.35, abs=0.05) and d["seeds_per_cell"] == 8
+    # Every deciding model is named for the gate: the largest plain model and both binding kinds, per split.
+    models = sorted((c["cell"]["split"], c["cell"]["model"]) for c in d["deciding_cells"])
+    assert models == sorted((s, m) for s in SPLITS for m in ("transformer", "syntactic_attention", "tp_transformer"))
+    assert all(c["cell"]["budget"] == 100_000 for c in d["deciding_cells"])
+    out = _engine(_table(_design()), "binding_beats_plain_on_scan")
+    assert out["verdict"] == "supported" and out["side"] == "binding_needed"
+
+
+def test_beats_not_supported_when_no_binding_model_clears_the_margin_on_one_split():
+    cells = _design()
+    cells[("around_right", "syntactic_attention", 100_000)] = 0.26
+    cells[("around_right", "tp_transformer", 100_000)] = 0.2
+    r = beats(_table(cells))
+    assert r.outcome == "not_supported" and r.details["split_used"] == "around_right" and r.interval[2] < 0.1
+
+
+def test_beats_inconclusive_when_the_interval_straddles_the_margin():
+    cells = _design(sa=0.35, tp=0.33)  # +0.10 and +0.08 over the plain model's 0.25
+    assert beats(_table(cells)).outcome == "inconclusive"
+
+
+def test_beats_the_best_kind_is_read_at_a_bonferroni_level():
+    r = beats(_table(_design()))
+    e = r.details["by_split"]["addprim_jump"]["binding"]["syntactic_attention"]
+    assert e["confidence"] == pytest.approx(0.975)
+    one = _table(_design())
+    one = one[one["model"] != "tp_transformer"]
+    e1 = beats(one).details["by_split"]["addprim_jump"]["binding"]["syntactic_attention"]
+    assert e1["confidence"] == pytest.approx(0.95)
+    assert (e1["diff"]["ci_high"] - e1["diff"]["ci_low"]) < (e["diff"]["ci_high"] - e["diff"]["ci_low"])
+
+
+def test_beats_inconclusive_on_nan():
+    df = _table(_design())
+    df.loc[(df["model"] == "syntactic_attention") & (df["seed"] == 3), "acc_test"] = math.nan
+    r = beats(df)
+    assert r.outcome == "inconclusive" and "NaN" in r.details["reason"]
+
+
+def test_beats_inconclusive_at_the_floor_and_at_the_ceiling():
+    floor = beats(_table(_design(plain_small=0.0, plain_large=0.0, sa=0.0, tp=0.0)))
+    assert floor.outcome == "inconclusive" and "floor" in floor.details["reason"]
+    ceiling = beats(_table(_design(plain_large=1.0, sa=1.0, tp=1.0)))
+    assert ceiling.outcome == "inconclusive" and "ceiling" in ceiling.details["reason"]
+
+
+def test_beats_inconclusive_when_the_plain_model_leaves_no_room_for_the_margin():
+    r = beats(_table(_design(plain_large=0.95, sa=0.99, tp=0.97), noise=0.01))
+    assert r.outcome == "inconclusive" and "no model could exceed it by the margin" in r.details["reason"]
+
+
+def test_beats_a_plain_model_at_zero_in_every_seed_is_a_measurement():
+    """Plain 0.0 in every seed (Lake & Baroni's failure) against binding models that vary: a verdict."""
+    assert beats(_table(_design(plain_large=0.0))).outcome == "supported"
+
+
+def test_beats_refuses_a_binding_model_with_more_parameters():
+    df = _table(_design())
+    df["n_params_nonembed"] = df["n_params_nonembed"].astype(float)
+    df.loc[df["model"] == "tp_transformer", "n_params_nonembed"] *= 1.2
+    r = beats(df)
+    assert r.outcome == "inconclusive" and "more than the largest plain model" in r.details["reason"]
+
+
+def test_beats_compares_against_the_largest_plain_model_only():
+    cells = _design()
+    for split in SPLITS:
+        cells[(split, "transformer", 200_000)] = 0.7  # a larger plain model than the binding ones
+    r = beats(_table(cells))
+    assert r.outcome == "not_supported"
+    assert r.details["by_split"]["addprim_jump"]["plain"]["budget"] == 200_000
+
+
+def test_beats_half_a_cells_seeds_below_the_gate_are_dropped_and_count_against_min_seeds():
+    df = _table(_design())
+    miss = (df["model"] == "syntactic_attention") & (df["split"] == "addprim_jump") & (df["seed"] < 4)
+    df.loc[miss, "acc_id"] = 0.5
+    out = _engine(df, "binding_beats_plain_on_scan")
+    assert out["verdict"] == "inconclusive"
+    assert "4 missed a competence gate" in out["details"]["reason"]
+    (label,) = out["details"]["lost_to_gates_by_cell"]
+    assert "syntactic_attention" in label and "addprim_jump" in label
+    # With min_seeds lowered to 4 of 8 the models that learned decide.
+    assert _engine(df, "binding_beats_plain_on_scan", min_seeds=0.5)["verdict"] == "supported"
+
+
+def test_beats_a_binding_kind_that_never_learned_is_not_silently_dropped():
+    df = _table(_design())
+    df.loc[(df["model"] == "tp_transformer") & (df["split"] == "around_right"), "acc_id"] = 0.4
+    out = _engine(df, "binding_beats_plain_on_scan")
+    assert out["verdict"] == "inconclusive"
+    assert "tp_transformer" in out["details"]["reason"]
+
+
+def test_beats_guard_flags_a_planned_largest_plain_model_without_usable_trials():
+    df = _table(_design())
+    big = _table({("addprim_jump", "transformer", 200_000): 0.3}).assign(status="diverged")
+    out = compute_verdicts(pd.concat([df, big], ignore_index=True),
+                           {"verdicts": {"binding_beats_plain_on_scan": {}}})[0]
+    assert out["verdict"] == "inconclusive" and "largest planned plain model" in out["details"]["reason"]
+
+
+# ------------------------------------------------------------ scale_partially_overcomes_binding --
+
+def test_scale_supported_when_accuracy_rises_but_stays_below_in_distribution():
+    r = scale(_table(_design(plain_small=0.05, plain_large=0.3)))
+    assert r.outcome == "supported"
+    d = r.details
+    assert set(d["by_split"]) == set(SPLITS)
+    assert all(e["outcome"] == "holds" for e in d["by_split"].values())
+    cells = sorted((c["cell"]["split"], c["cell"]["budget"]) for c in d["deciding_cells"])
+    assert cells == sorted((s, b) for s in SPLITS for b in (25_000, 100_000))
+    assert all(c["cell"]["model"] == "transformer" for c in d["deciding_cells"])
+
+
+def test_scale_not_supported_against_binding_when_scale_closes_the_gap():
+    r = scale(_table(_design(plain_small=0.3, plain_large=0.97, id_large=0.98), noise=0.01))
+    assert r.outcome == "not_supported"
+    assert r.details["not_supported_means"] == "opposite" and r.details["deciding"] == "gap"
+    out = _engine(_table(_design(plain_small=0.3, plain_large=0.97, id_large=0.98), noise=0.01),
+                  "scale_partially_overcomes_binding")
+    assert out["verdict"] == "not_supported" and out["details"]["not_supported_means"] == "opposite"
+
+
+def test_scale_not_supported_as_a_missed_level_when_accuracy_does_not_rise():
+    r = scale(_table(_design(plain_small=0.2, plain_large=0.2), noise=0.02))
+    assert r.outcome == "not_supported"
+    assert r.details["not_supported_means"] == "missed_level" and r.details["deciding"] == "rise"
+
+
+def test_scale_inconclusive_when_the_rise_straddles_its_margin():
+    r = scale(_table(_design(plain_small=0.2, plain_large=0.25, splits=("addprim_jump",)), noise=0.05))
+    rise = r.details["by_split"]["addprim_jump"]["rise"]
+    assert rise["ci_low"] < 0.05 < rise["ci_high"] and r.outcome == "inconclusive"
+
+
+def test_scale_inconclusive_on_nan():
+    df = _table(_design())
+    df.loc[(df["budget"] == 25_000) & (df["seed"] == 0), "acc_test"] = math.nan
+    r = scale(df)
+    assert r.outcome == "inconclusive" and "NaN" in r.details["reason"]
+
+
+def test_scale_inconclusive_at_the_floor_and_at_the_ceiling():
+    floor = scale(_table(_design(plain_small=0.0, plain_large=0.0)))
+    assert floor.outcome == "inconclusive" and "floor" in floor.details["reason"]
+    ceiling = scale(_table(_design(plain_small=1.0, plain_large=1.0, id_large=1.0), id_acc=1.0))
+    assert ceiling.outcome == "inconclusive" and "ceiling" in ceiling.details["reason"]
+
+
+def test_scale_a_largest_model_perfect_everywhere_closes_the_gap():
+    """Test and in-distribution exact match 1.0 in every seed of the largest model, the smallest lower: the gap
+    is exactly 0, a measurement (scale closed it), not a degenerate table."""
+    r = scale(_table(_design(plain_small=0.4, plain_large=1.0, id_large=1.0)))
+    assert r.outcome == "not_supported" and r.details["not_supported_means"] == "opposite"
+
+
+def test_scale_inconclusive_when_the_smallest_model_leaves_no_room_to_rise():
+    r = scale(_table(_design(plain_small=0.97, plain_large=0.99, id_large=1.0), noise=0.005),
+              {**SCALE, "rise_margin": 0.05})
+    assert r.outcome == "inconclusive" and "no model could exceed it" in r.details["reason"]
+
+
+def test_scale_copied_records_are_inconclusive():
+    r = scale(_table(_design(plain_small=0.1, plain_large=0.3, id_large=0.9), noise=0.0, id_acc=0.9))
+    assert r.outcome == "inconclusive" and "not a measurement of seed variation" in r.details["reason"]
+
+
+def test_scale_half_a_cells_seeds_below_the_gate_are_dropped_and_count_against_min_seeds():
+    df = _table(_design())
+    miss = (df["model"] == "transformer") & (df["budget"] == 25_000) & (df["split"] == "around_right") & (df["seed"] % 2 == 0)
+    df.loc[miss, "acc_id"] = 0.8
+    out = _engine(df, "scale_partially_overcomes_binding")
+    assert out["verdict"] == "inconclusive" and "4 missed a competence gate" in out["details"]["reason"]
+    assert _engine(df, "scale_partially_overcomes_binding", min_seeds=0.5)["verdict"] == "supported"
+
+
+def test_scale_guard_flags_a_planned_end_of_the_sweep_without_usable_trials():
+    df = _table(_design())
+    df.loc[(df["budget"] == 25_000) & (df["split"] == "addprim_jump"), "acc_id"] = 0.3  # every seed misses the gate
+    mid = _table({("addprim_jump", "transformer", 50_000): 0.15})
+    out = compute_verdicts(pd.concat([df, mid], ignore_index=True),
+                           {"verdicts": {"scale_partially_overcomes_binding": {}}})[0]
+    assert out["verdict"] == "inconclusive"
+    assert "25000" in out["details"]["reason"] or "no seed passed" in out["details"]["reason"]
+
+
+def test_both_rules_ignore_the_in_distribution_split_and_need_their_columns():
+    df = _table(_design(splits=("addprim_jump",)))
+    simple = _table({("simple", "transformer", 100_000): 0.97, ("simple", "transformer", 25_000): 0.9})
+    both = pd.concat([df, simple], ignore_index=True)
+    assert set(beats(both).details["by_split"]) == {"addprim_jump"}
+    assert set(scale(both).details["by_split"]) == {"addprim_jump"}
+    assert beats(df.drop(columns=["model"])).outcome == "inconclusive"
+    assert scale(pd.DataFrame()).outcome == "inconclusive"
