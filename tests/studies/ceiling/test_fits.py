@@ -160,3 +160,13 @@ def test_asymptote_interval_coverage():
     coverage = hits / n_sim
     print(f"asymptote interval coverage: {coverage:.3f} ({n_sim} tables)")
     assert 0.78 <= coverage <= 0.99
+
+
+def test_a_plateau_above_the_band_is_a_missed_level_and_a_climb_is_the_opposite():
+    """A plateau at 0.80 is not supported only because it lies above the claimed 55-60% band: the verdict says so
+    (not_supported_means "missed_level"), and the synthesis does not read it as evidence that scale never stops;
+    a curve still climbing to 1 is the opposite finding."""
+    above = _verdict(_table(lambda x: saturating(x, 0.80, 0.3, 0.9)))
+    assert above.outcome == "not_supported" and above.details["not_supported_means"] == "missed_level"
+    climb = _verdict(_table(lambda x: power_law(x, 0.6, 0.6), noise=0.01))
+    assert climb.outcome == "not_supported" and climb.details["not_supported_means"] == "opposite"

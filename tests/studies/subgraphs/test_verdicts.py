@@ -403,3 +403,11 @@ def test_one_largest_model_below_the_gate_is_left_out_and_both_claims_still_deci
     for v in compute_verdicts(df, BOTH):
         assert v["verdict"] == "supported", (v["claim"], v["details"]["reason"])
         assert v["details"]["lost_seeds_by_cell"][LARGE]["statuses"] == {"missed a competence gate": 1}
+
+
+def test_a_smallest_model_at_the_ood_ceiling_leaves_no_room_for_a_gain():
+    """The smallest model already solves the OOD split (0.97): no size can gain the margin 0.05 over it, so a flat
+    curve is the ceiling's, not evidence that scale does not lift OOD accuracy: inconclusive."""
+    high = [0.97, 0.98, 0.96, 0.97, 0.97, 0.98, 0.96, 0.97]
+    v = scale_does_not_lift_ood(_rows(high, high[::-1], SEEN_C, SEEN_W, acc_id=(0.99, 0.99)), OOD, 500, 0)
+    assert v.outcome == "inconclusive" and "no model could exceed it by the margin" in v.details["reason"]

@@ -295,11 +295,16 @@ def _state(e: dict, margin: float, delta: float, bounds: tuple[float, float]) ->
     a = e["asymptote"]
     e["level"] = level(a["ci_low"], a["ci_high"], bounds)
     band_words = f"the claimed band [{bounds[0]:g}, {bounds[1]:g}]"
+    # What a contradiction says of the side "where scale stops" (the claim's not_supported_means): no ceiling at all
+    # (the curve reaches the top or still climbs) is the opposite finding; a level above or below the claimed band
+    # only misses the band (a plateau may still be there).
+    e["not_supported_means"] = "opposite"
     if identified(e) and a["ci_low"] >= 1 - margin:
         return "contradicts", f"the asymptote's interval lies at or above 1 − margin = {1 - margin:g}"
     if a["ci_high"] >= 1 - margin and e["last_gain"]["ci_low"] > 0:
         return "contradicts", "it still climbs over the last doubling and no asymptote below 1 − margin is pinned"
     big = e["largest"]
+    e["not_supported_means"] = "missed_level"
     if math.isfinite(big["ci_low"]) and big["ci_low"] > bounds[1]:
         return "contradicts", (f"the largest size already averages {big['value']:.3f} [{big['ci_low']:.3f}, "
                                f"{big['ci_high']:.3f}], above {band_words}")
@@ -448,8 +453,11 @@ def constraint_satisfaction_plateaus(ok: pd.DataFrame, thresholds: Mapping[str, 
         details["seeds_per_cell"] = int(min(seeds))
     contra = [f for f, e in by_family.items() if e.get("state") == "contradicts"]
     if contra:
-        f = max(contra, key=lambda k: by_family[k]["asymptote"]["ci_low"])
+        # A family with no ceiling at all decides before one whose ceiling only missed the band.
+        f = max(contra, key=lambda k: (by_family[k].get("not_supported_means") == "opposite",
+                                       by_family[k]["asymptote"]["ci_low"]))
         details["family_used"] = f
+        details["not_supported_means"] = by_family[f].get("not_supported_means", "opposite")
         details["reason"] = f"family {f} ({_words(by_family[f])}): {by_family[f]['why']}"
         return Verdict(stat, "not_supported", _triple(by_family[f]), n, details)
     problems = [f for f, e in by_family.items() if "problem" in e]
@@ -694,9 +702,11 @@ def _lm_family(models: list[dict], family: str, bounds: tuple[float, float], fla
     band_words = f"the claimed band [{bounds[0]:g}, {bounds[1]:g}]"
     step = f"{size_words(small['n_params'])} → {size_words(big['n_params'])}"
     at = f"{big['model']} ({size_words(big['n_params'])}): {big['value']:.3f} [{big['ci_low']:.3f}, {big['ci_high']:.3f}]"
+    e["not_supported_means"] = "missed_level"  # above or below the band: a level missed (see _state)
     if e["level"] == "above":
         e["state"], e["why"] = "contradicts", f"the largest real model already lies above {band_words}: {at}"
     elif glo > 0:
+        e["not_supported_means"] = "opposite"
         e["state"], e["why"] = "contradicts", (f"it still rises over the last size step {step}: gain {d:.3f} "
                                                f"[{glo:.3f}, {ghi:.3f}], no plateau over the real models' sizes")
     elif -flat_tol <= glo and ghi <= flat_tol and big["ci_low"] > c:
@@ -812,7 +822,8 @@ def lm_constraint_satisfaction_plateaus(ok: pd.DataFrame, thresholds: Mapping[st
 
     contra = [f for f, e in by_family.items() if e.get("state") == "contradicts"]
     if contra:
-        f = contra[0]
+        f = max(contra, key=lambda k: by_family[k].get("not_supported_means") == "opposite")
+        details["not_supported_means"] = by_family[f].get("not_supported_means", "opposite")
         details["family_used"], details["reason"] = f, f"family {f}: {by_family[f]['why']}{tail}"
         return Verdict(f"lm_largest_{by_family[f]['metric']}", "not_supported", triple(by_family[f]), n, details)
     problems = [f for f, e in by_family.items() if "problem" in e]

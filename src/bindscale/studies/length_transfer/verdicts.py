@@ -713,6 +713,15 @@ def pretraining_adds_transfer(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: i
     if bound:
         details["difference_at_the_bound"] = ci_entry(triple, n)
         return stop(f"{bound} (exact match beyond the training length L): no transfer can be read off either arm", n)
+    # Room: a pretrained model that alone already extrapolates within the margin of the ceiling cannot add
+    # transfer by the margin, so a difference below it says nothing about pretraining (the engine's no_room, as
+    # length_transfer_exists reads its alone arm).
+    pre_alone = cells["pretrained"].get("alone")
+    room = no_room(pre_alone.groupby("seed")["acc_beyond"].mean().to_numpy(float) if pre_alone is not None else [],
+                   float(p["margin"]), name=f"the fine-tuned {details['deciding_model']} alone (exact match beyond L)")
+    if room:
+        details["difference_without_room"] = ci_entry(triple, n)
+        return stop(room, n)
     why = degenerate([tp, ts], discrete=True)
     if why:
         return stop(f"degenerate per-seed transfers: {why}", n)

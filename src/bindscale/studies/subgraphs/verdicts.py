@@ -102,6 +102,7 @@ from bindscale.kit import (
     deciding_cell,
     decide as _decide,
     decide_below,
+    no_room,
     json_key,
     pooled_columns,
     coerce_numeric,
@@ -265,6 +266,12 @@ def _scale_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Ver
         details["reason"] = (f"OOD exact match is at most {details['best_ood_cell']:.3f} at every model size, not "
                              f"above the floor {p['ood_floor']}: at the floor a zero gain cannot tell 'scale does "
                              f"not help' from 'no model here can reach these sizes'")
+        return Verdict(stat, "inconclusive", NAN3, n, details)
+    # Room: when the smallest model is already within the margin of the ceiling out of distribution, no size can
+    # gain the margin over it, and "no size lifts OOD" would be the ceiling's finding, not the claim's.
+    room = no_room(ood[small], p["margin"], name=f"the smallest model ({int(small):,} parameters, OOD exact match)")
+    if room:
+        details["reason"] = room
         return Verdict(stat, "inconclusive", NAN3, n, details)
     above = [s for s, g in gains.items() if g[1] > p["margin"]]
     at = max(above, key=lambda s: gains[s][1]) if above else max(gains, key=lambda s: gains[s][2])
