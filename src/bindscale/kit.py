@@ -248,6 +248,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: exactly the objects __geta
         two_decimals,
     )
     from bindscale.report.html import mean_table
+    from bindscale.train import scan
     from bindscale.train.loop import (
         PAD_ID,
         batch_indices,
@@ -258,7 +259,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: exactly the objects __geta
         train_from_config,
         train_stacked_from_config,
     )
-    from bindscale.train import scan
     from bindscale.train.result import TrialResult
     from bindscale.train.scan import ScanTaskConfig
     from bindscale.train.sections import (

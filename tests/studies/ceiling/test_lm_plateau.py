@@ -47,12 +47,13 @@ def verdict(df, **th):
 
 
 def test_a_plateau_inside_the_band_over_real_sizes_is_supported():
-    v = verdict(lm_table([0.30, 0.50, 0.575, 0.58]))
+    v = verdict(lm_table([0.57, 0.575, 0.575, 0.58]))
     assert v["verdict"] == "supported", v["details"]["reason"]
     assert v["statistic"] == "lm_largest_feas"
     assert 0.55 < v["value"] < 0.61 and v["ci_low"] < v["value"] < v["ci_high"]
     e = v["details"]["by_family"]["colouring"]
-    assert e["state"] == "plateau" and -0.05 <= e["last_gain"]["ci_low"] <= e["last_gain"]["ci_high"] <= 0.05
+    assert e["state"] == "plateau" and -0.05 <= e["range_gain"]["ci_low"] <= e["range_gain"]["ci_high"] <= 0.05
+    assert e["size_ratio"] == pytest.approx(1.7e9 / 22.7e6)
     assert v["details"]["gates"][0]["metric"] == "lm_parsed"  # the engine read the claim's gate
 
 
@@ -69,7 +70,7 @@ def test_a_largest_model_above_the_band_is_not_supported():
 
 
 def test_a_flat_level_below_the_band_is_not_supported():
-    v = verdict(lm_table([0.2, 0.3, 0.35, 0.35]))
+    v = verdict(lm_table([0.34, 0.35, 0.35, 0.35]))
     assert v["verdict"] == "not_supported"
     assert "below the claimed band" in v["details"]["reason"]
 
@@ -119,7 +120,7 @@ def test_a_largest_model_left_out_blocks_the_verdict(damage):
 def test_a_plateau_set_by_parse_failures_decides_nothing():
     """60% parsable passes a gate lowered to 0.5; the rate over all instances (0.55) lies in the band, but among the
     parsable answers it is 0.55 / 0.6 = 0.92, far above it: the "plateau" is the parse failures'."""
-    v = verdict(lm_table([0.30, 0.50, 0.55, 0.55], unparsable=0.4), min_parsed=0.5)
+    v = verdict(lm_table([0.55, 0.55, 0.55, 0.55], unparsable=0.4), min_parsed=0.5)
     assert v["verdict"] == "inconclusive", v["details"]["reason"]
     assert "depends on parse failures" in v["details"]["reason"]
 
@@ -131,7 +132,7 @@ def test_a_chance_level_inside_the_band_decides_nothing():
 
 
 def test_the_gate_reads_the_parse_share_from_the_unparsable_columns_when_lm_parsed_is_missing():
-    v = verdict(lm_table([0.30, 0.50, 0.575, 0.58], unparsable=0.02).drop(columns="lm_parsed"))
+    v = verdict(lm_table([0.57, 0.575, 0.575, 0.58], unparsable=0.02).drop(columns="lm_parsed"))
     assert v["verdict"] == "supported", v["details"]["reason"]
     (g,) = v["details"]["gates"]
     assert all(x == pytest.approx(0.98) for x in g["cells"].values()) and not g["missed"]
@@ -139,7 +140,7 @@ def test_the_gate_reads_the_parse_share_from_the_unparsable_columns_when_lm_pars
 
 @pytest.mark.parametrize("where", ["one_family", "every_family"])
 def test_nan_is_inconclusive(where):
-    df = lm_table([0.30, 0.50, 0.575, 0.58])
+    df = lm_table([0.57, 0.575, 0.575, 0.58])
     cols = ["feas_colouring"] if where == "one_family" else [f"{cv.VERDICT_METRIC[f]}_{f}" for f in FAMILIES]
     df.loc[df.index[1:], cols] = np.nan
     v = verdict(df)
@@ -207,3 +208,41 @@ def test_the_real_model_figure_draws_models_of_known_and_unknown_size_and_nothin
     assert fig_lm_vs_params(df)
     assert fig_lm_vs_params(df.assign(**{"model.kind": "transformer"})) is None
     assert "ceiling_lm_vs_params" in figures() and "ceiling_lm_vs_params" in CLAIM.figures
+
+
+def test_a_flat_last_step_at_the_top_of_a_climbing_curve_is_no_plateau():
+    """0.30 → 0.50 → 0.575 → 0.58 over 75x in size: the last step is flat, the range climbs. Read from the last step
+    (as before) it was a plateau; over the range it still rises: not supported, and the opposite finding."""
+    v = verdict(lm_table([0.30, 0.50, 0.575, 0.58]))
+    assert v["verdict"] == "not_supported", v["details"]["reason"]
+    assert "still rises over the size range" in v["details"]["reason"]
+    assert v["details"]["not_supported_means"] == "opposite"
+
+
+def test_sizes_closer_than_the_stated_ratio_decide_nothing():
+    """Four models within 6% of each other in size: flat inside the band, but no evidence of "whatever the size"."""
+    v = verdict(lm_table([0.57, 0.575, 0.575, 0.58], sizes=(1.60e9, 1.64e9, 1.67e9, 1.70e9)))
+    assert v["verdict"] == "inconclusive" and "a range of at least 10x" in v["details"]["reason"]
+    ok = verdict(lm_table([0.57, 0.575, 0.575, 0.58], sizes=(1.60e9, 1.64e9, 1.67e9, 1.70e9)), min_size_ratio=1.05)
+    assert ok["verdict"] == "supported"
+
+
+def test_a_smaller_model_above_the_band_contradicts_whatever_the_size():
+    """The largest model sits in the band but a smaller one lies above it: not "55-60% whatever the size"."""
+    v = verdict(lm_table([0.575, 0.80, 0.575, 0.58]))
+    assert v["verdict"] == "not_supported" and "already above the claimed band" in v["details"]["reason"]
+    assert "135M" in v["details"]["reason"] and v["details"]["not_supported_means"] == "missed_level"
+
+
+@pytest.mark.parametrize("order", ["low_first", "high_first"])
+def test_two_records_of_one_model_that_disagree_make_it_inconclusive(order):
+    """The same model read twice (locally and through an endpoint) at 0.58 and 0.85: which one decided used to
+    depend on the table's order; now neither does."""
+    base = lm_table([0.57, 0.575, 0.575, 0.58])
+    twin = base.iloc[[3]].copy()
+    twin["trial_id"] = "lm3b"
+    for f in FAMILIES:
+        twin[f"{cv.VERDICT_METRIC[f]}_{f}"] = 0.85
+    df = pd.concat([base, twin] if order == "low_first" else [twin, base], ignore_index=True)
+    v = verdict(df)
+    assert v["verdict"] == "inconclusive" and "two records disagree" in v["details"]["reason"]

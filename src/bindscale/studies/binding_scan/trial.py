@@ -84,10 +84,15 @@ def _prepare(trial: BindingTrial) -> Prepared:
     return Prepared(build_model(trial, len(data.vocab), data.max_len), *pack_pairs(data.train, data.vocab), data)
 
 
+#: A trained trial's record: the kit's :func:`bindscale.kit.scan_result` (the SCAN studies' one record), under
+#: the name a study's ``finish`` has beside its ``_prepare``.
+_result = scan_result
+
+
 def run_trial(trial: BindingTrial, device: str | torch.device = "cpu", progress: Callable[[int], None] | None = None,
               return_models: bool = False) -> TrialResult:
     """Train and score one trial alone; a non-finite loss gives status ``diverged`` (never raises for it)."""
-    return run_alone(trial, device, progress, return_models, prepare=_prepare, finish=scan_result)
+    return run_alone(trial, device, progress, return_models, prepare=_prepare, finish=_result)
 
 
 def run_group(trials: list[BindingTrial], device: str | torch.device = "cpu",
@@ -97,4 +102,4 @@ def run_group(trials: list[BindingTrial], device: str | torch.device = "cpu",
     from .plan import group_key
 
     return run_stack_group(trials, device, progress, return_models, key=group_key, prepare=_prepare,
-                           finish=scan_result)
+                           finish=_result)

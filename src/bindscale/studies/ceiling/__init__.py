@@ -119,17 +119,20 @@ CLAIMS = (
                    "on the same instances; decided only over at least min_sizes distinct sizes whose models give "
                    "parsable answers (the gate)."),
         statistic=("Per family: each real model's rate with its exact (Clopper-Pearson) 95% interval over the "
-                   "instances, and the gain from the second-largest to the largest size with a 95% percentile "
-                   "bootstrap interval (scipy.stats.bootstrap). Supported when every family's gain lies within "
-                   "±flat_tol and the largest model's interval lies inside the band and above chance; not "
-                   "supported when a family still rises (gain interval above 0), its largest model lies above the "
-                   "band, or it is flat below the band; inconclusive with fewer than min_sizes sizes with valid "
+                   "instances, and the gain from the smallest to the largest deciding size (at least "
+                   "min_size_ratio apart, 10x by default) with a 95% percentile bootstrap interval "
+                   "(scipy.stats.bootstrap). Supported when every family's gain lies within ±flat_tol and every "
+                   "model's interval lies inside the band and above chance; not supported when a family still "
+                   "rises over the range (gain interval above 0), any model lies above the band, or it is flat "
+                   "below the band; inconclusive when the sizes span less than min_size_ratio or two records of "
+                   "one model disagree; inconclusive with fewer than min_sizes sizes with valid "
                    "answers, every model at chance, missing, NaN or all-unparsable data, or intervals that cannot "
                    "tell. Beside the from-scratch sweep's verdict, never mixed into its fit."),
         thresholds={"min_sizes": (3.0, 100.0), "claimed_low": (0.0, 1.0), "claimed_high": (0.0, 1.0),
-                    "level_tol": (0.0, 0.5), "flat_tol": (0.0, 1.0), "min_parsed": (0.0, 1.0)},
+                    "level_tol": (0.0, 0.5), "flat_tol": (0.0, 1.0), "min_parsed": (0.0, 1.0),
+                    "min_size_ratio": (1.0, 1e6)},
         defaults={"min_sizes": 3.0, "claimed_low": 0.55, "claimed_high": 0.60, "level_tol": 0.05, "flat_tol": 0.05,
-                  "min_parsed": 0.9},
+                  "min_parsed": 0.9, "min_size_ratio": 10.0},
         gates=(
             Gate(metric="lm_parsed", threshold="min_parsed",
                  what="share of parsable test answers, worst family",

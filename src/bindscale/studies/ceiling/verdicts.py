@@ -613,6 +613,23 @@ def _parsed_share(r: pd.Series, families: list[str]) -> float:
     return 1.0 - max(u) if u else math.nan
 
 
+def _disagree(a: pd.Series, b: pd.Series, families: list[str]) -> str | None:
+    """Why two records of one model disagree (a family whose verdict-metric intervals over the instances do not
+    overlap), or None."""
+    for f in families:
+        m = VERDICT_METRIC.get(f)
+        if m is None:
+            continue
+        ra, rb = (pd.to_numeric(x.get(f"{m}_{f}"), errors="coerce") for x in (a, b))
+        na, nb = (pd.to_numeric(x.get(f"n_{f}"), errors="coerce") for x in (a, b))
+        if not all(v is not None and np.isfinite(v) for v in (ra, rb, na, nb)):
+            continue
+        (alo, ahi), (blo, bhi) = proportion_ci(float(ra), float(na)), proportion_ci(float(rb), float(nb))
+        if ahi < blo or bhi < alo:
+            return f"{m}_{f} {float(ra):.3f} [{alo:.3f}, {ahi:.3f}] vs {float(rb):.3f} [{blo:.3f}, {bhi:.3f}]"
+    return None
+
+
 def lm_models(rows: pd.DataFrame, families: list[str], min_parsed: float) -> tuple[list[dict], list[str], list[str]]:
     """The real-model rows that can decide, one per distinct size, why the others cannot, and which of those
     block any decision.
@@ -632,6 +649,7 @@ def lm_models(rows: pd.DataFrame, families: list[str], min_parsed: float) -> tup
         the reasons of the left-out rows that block a decision)
     """
     keep: dict[float, dict] = {}
+    seen: dict[str, list[dict]] = {}
     out: list[str] = []
     gated: list[tuple[float, str]] = []  # (size, reason) of rows left out by the parse gate or an unknown size
     for _, r in rows.iterrows():
@@ -649,6 +667,12 @@ def lm_models(rows: pd.DataFrame, families: list[str], min_parsed: float) -> tup
             gated.append((float(size), out[-1]))
             continue
         m = {"name": name, "size": float(size), "parsed": float(parsed), "row": r}
+        same = [k for k in seen.get(name, []) if _disagree(k["row"], r, families)]
+        if same:  # two records of one model whose rates' intervals do not overlap: neither can be read
+            gated.append((math.inf, f"{name}: two records disagree ({_disagree(same[0]['row'], r, families)}): "
+                                    "the model's rate is not known, whatever their order in the table"))
+            out.append(gated[-1][1])
+        seen.setdefault(name, []).append(m)
         if float(size) not in keep or parsed > keep[float(size)]["parsed"]:
             if float(size) in keep:
                 out.append(f"{keep[float(size)]['name']}: same size as {name}, fewer parsable answers: not used")
@@ -660,8 +684,14 @@ def lm_models(rows: pd.DataFrame, families: list[str], min_parsed: float) -> tup
 
 
 def _lm_family(models: list[dict], family: str, bounds: tuple[float, float], flat_tol: float, min_sizes: int,
-               n_boot: int, seed: int) -> dict:
-    """One family's reading over the real models' sizes (see :func:`lm_constraint_satisfaction_plateaus`)."""
+               n_boot: int, seed: int, min_ratio: float = 10.0) -> dict:
+    """One family's reading over the real models' size range (see :func:`lm_constraint_satisfaction_plateaus`).
+
+    A plateau "whatever the size" is read over the whole range of deciding sizes, never from the last step alone:
+    the models must span at least ``min_ratio`` (largest / smallest parameters), every model's interval is checked
+    against the band (one above it contradicts the claimed level at its size), and the gain from the smallest to
+    the largest model must be flat within ``±flat_tol`` (a curve that climbs over the range, however flat its last
+    step, has not plateaued)."""
     m = VERDICT_METRIC[family]
     e: dict = {"metric": m, "column": f"{m}_{family}", "models": []}
     pts = []
@@ -682,8 +712,15 @@ def _lm_family(models: list[dict], family: str, bounds: tuple[float, float], fla
                         f"({', '.join(size_words(p['n_params']) for p in pts) or 'none'}): the plateau needs at "
                         f"least {min_sizes}")
         return e
-    big, small = pts[-1], pts[-2]
-    e["largest"], e["second"] = big, small
+    big, small = pts[-1], pts[0]
+    e["largest"], e["smallest"] = big, small
+    ratio = big["n_params"] / small["n_params"] if small["n_params"] > 0 else math.inf
+    e["size_ratio"] = ratio
+    if ratio < min_ratio:
+        e["problem"] = (f"the real models span {ratio:.1f}x in parameters ({size_words(small['n_params'])} to "
+                        f"{size_words(big['n_params'])}): a plateau whatever the size needs a range of at least "
+                        f"{min_ratio:g}x")
+        return e
     e["chance"] = c = big["chance"]
     if not math.isfinite(c):
         e["problem"] = f"no chance level chance_{m}_{family} recorded for the real models' instances"
@@ -697,38 +734,47 @@ def _lm_family(models: list[dict], family: str, bounds: tuple[float, float], fla
                         "(random or all-zero answers on the same instances): a floor decides nothing")
         return e
     d, glo, ghi = gain_ci((big["value"], big["n"]), (small["value"], small["n"]), n_boot, seed)
-    e["last_gain"] = {"value": d, "ci_low": glo, "ci_high": ghi}
-    e["level"] = level(big["ci_low"], big["ci_high"], bounds)
+    e["range_gain"] = {"value": d, "ci_low": glo, "ci_high": ghi}
+    for p_ in pts:
+        p_["level"] = level(p_["ci_low"], p_["ci_high"], bounds)
+    e["level"] = big["level"]
     band_words = f"the claimed band [{bounds[0]:g}, {bounds[1]:g}]"
-    step = f"{size_words(small['n_params'])} → {size_words(big['n_params'])}"
-    at = f"{big['model']} ({size_words(big['n_params'])}): {big['value']:.3f} [{big['ci_low']:.3f}, {big['ci_high']:.3f}]"
+    span = f"{size_words(small['n_params'])} → {size_words(big['n_params'])} ({ratio:.0f}x)"
+
+    def said(p_: dict) -> str:
+        return f"{p_['model']} ({size_words(p_['n_params'])}): {p_['value']:.3f} [{p_['ci_low']:.3f}, {p_['ci_high']:.3f}]"
+
+    above = [p_ for p_ in pts if p_["level"] == "above"]
     e["not_supported_means"] = "missed_level"  # above or below the band: a level missed (see _state)
-    if e["level"] == "above":
-        e["state"], e["why"] = "contradicts", f"the largest real model already lies above {band_words}: {at}"
+    if above:
+        e["state"], e["why"] = "contradicts", (f"{'a model' if len(above) == 1 else 'models'} already above "
+                                               f"{band_words}: {'; '.join(said(p_) for p_ in above)}")
     elif glo > 0:
         e["not_supported_means"] = "opposite"
-        e["state"], e["why"] = "contradicts", (f"it still rises over the last size step {step}: gain {d:.3f} "
+        e["state"], e["why"] = "contradicts", (f"it still rises over the size range {span}: gain {d:.3f} "
                                                f"[{glo:.3f}, {ghi:.3f}], no plateau over the real models' sizes")
-    elif -flat_tol <= glo and ghi <= flat_tol and big["ci_low"] > c:
+    elif -flat_tol <= glo and ghi <= flat_tol and all(p_["ci_low"] > c for p_ in pts):
         parsed_share = 1.0 - big["unparsable"] if math.isfinite(big["unparsable"]) else math.nan
         among = big["value"] / parsed_share if parsed_share > 0 else math.nan
-        if e["level"] == "inside" and not (math.isfinite(among) and bounds[0] <= among <= bounds[1]):
+        levels = {p_["level"] for p_ in pts}
+        if levels == {"inside"} and not (math.isfinite(among) and bounds[0] <= among <= bounds[1]):
             # Unparsable answers count as infeasible: a model that formats badly but solves what it parses can
             # land in the band by its parse failures alone; then the band measures formatting, not constraints.
-            e["state"], e["why"] = "open", (f"flat over the last size step {step} at {at}, inside {band_words}, "
-                                            f"but among its parsable answers the rate is {among:.3f}: the level "
+            e["state"], e["why"] = "open", (f"flat over the size range {span}, inside {band_words}, but among the "
+                                            f"largest model's parsable answers the rate is {among:.3f}: the level "
                                             "depends on parse failures")
-        elif e["level"] == "inside":
-            e["state"], e["why"] = "plateau", (f"flat over the last size step {step} (gain {d:.3f} [{glo:.3f}, "
-                                               f"{ghi:.3f}] within ±{flat_tol:g}) at {at}, inside {band_words}")
-        elif e["level"] == "below":
-            e["state"], e["why"] = "contradicts", (f"flat over the last size step {step} (gain {d:.3f} [{glo:.3f}, "
-                                                   f"{ghi:.3f}]) but below {band_words}: {at}")
+        elif levels == {"inside"}:
+            e["state"], e["why"] = "plateau", (f"flat over the size range {span} (gain {d:.3f} [{glo:.3f}, "
+                                               f"{ghi:.3f}] within ±{flat_tol:g}), every model inside {band_words}")
+        elif levels == {"below"}:
+            e["state"], e["why"] = "contradicts", (f"flat over the size range {span} (gain {d:.3f} [{glo:.3f}, "
+                                                   f"{ghi:.3f}]) but below {band_words}: {said(big)}")
         else:
-            e["state"], e["why"] = "open", f"flat over the last size step {step}, but {at} straddles {band_words}"
+            e["state"], e["why"] = "open", (f"flat over the size range {span}, but not every model's interval lies "
+                                            f"inside {band_words}: " + "; ".join(said(p_) for p_ in pts))
     else:
-        e["state"], e["why"] = "open", (f"neither flat within ±{flat_tol:g} nor rising over the last size step "
-                                        f"{step}: gain {d:.3f} [{glo:.3f}, {ghi:.3f}]; {at}; chance {c:.3f}")
+        e["state"], e["why"] = "open", (f"neither flat within ±{flat_tol:g} nor rising over the size range {span}: "
+                                        f"gain {d:.3f} [{glo:.3f}, {ghi:.3f}]; {said(big)}; chance {c:.3f}")
     return e
 
 
@@ -762,13 +808,17 @@ def lm_constraint_satisfaction_plateaus(ok: pd.DataFrame, thresholds: Mapping[st
     - a chance level at or above the band's low end: inconclusive (random answers would sit in the band);
     - every model's interval reaching down to the chance level: inconclusive (a floor decides nothing);
     - *contradicts* when the largest model's interval lies above the claimed band
-      ``[claimed_low − level_tol, claimed_high + level_tol]``, or when the gain over the last size step
-      (largest minus second-largest; percentile bootstrap interval, :func:`gain_ci`) lies above 0 (still
-      rising: no plateau over these sizes), or when the last step is flat but the largest model lies below the
-      band (a plateau at another level);
-    - *plateau* when the gain's interval lies within ``±flat_tol``, the largest model's interval inside the band
-      and above chance, and its rate among its parsable answers inside the band too (else open: the level
-      would be set by parse failures, which count as infeasible);
+      ``[claimed_low − level_tol, claimed_high + level_tol]`` — or any smaller model's does: "whatever the size"
+      — or when the gain over the size range (largest minus smallest deciding model; percentile bootstrap
+      interval, :func:`gain_ci`) lies above 0 (still rising: no plateau over these sizes), or when the range is
+      flat but every model lies below the band (a plateau at another level);
+    - inconclusive when the deciding models span less than ``min_size_ratio`` (default 10: one order of
+      magnitude, the factor at which the answer page calls two models another scale) — a plateau read over a
+      6% step in size at the top of a climbing curve is no plateau — or when two records of one model disagree
+      (their intervals do not overlap), whatever their order in the table;
+    - *plateau* when the range's gain lies within ``±flat_tol``, every model's interval inside the band and
+      above chance, and the largest model's rate among its parsable answers inside the band too (else open:
+      the level would be set by parse failures, which count as infeasible);
     - otherwise open (the intervals cannot tell).
 
     Supported when every family plateaus; not supported when any contradicts (the first such family decides);
@@ -784,6 +834,7 @@ def lm_constraint_satisfaction_plateaus(ok: pd.DataFrame, thresholds: Mapping[st
     """
     bounds = band(thresholds)
     min_sizes = int(thresholds.get("min_sizes", 3))
+    min_ratio = float(thresholds.get("min_size_ratio", 10.0))
     min_parsed = float(thresholds.get("min_parsed", 0.9))
     flat_tol = float(thresholds.get("flat_tol", 0.05))
     n_boot = min(int(n_boot), LM_N_BOOT)
@@ -812,7 +863,7 @@ def lm_constraint_satisfaction_plateaus(ok: pd.DataFrame, thresholds: Mapping[st
                                                f"with valid answers ({sizes}): the plateau needs at least "
                                                f"{min_sizes}{tail}")
     details["deciding_cells"] = [deciding_cell({"model.kind": "lm", "lm_model": m["name"]}, 1) for m in models]
-    by_family = {f: _lm_family(models, f, bounds, flat_tol, min_sizes, n_boot, seed) for f in fams
+    by_family = {f: _lm_family(models, f, bounds, flat_tol, min_sizes, n_boot, seed, min_ratio) for f in fams
                  if f in VERDICT_METRIC}
     details["by_family"] = by_family
 

@@ -93,10 +93,15 @@ def untrained_model(trial: DepthTrial, vocab_size: int | None = None, max_len: i
     return build_model(trial, vocab_size, max_len)
 
 
+#: A trained trial's record: the kit's :func:`bindscale.kit.scan_result` (the SCAN studies' one record), under
+#: the name a study's ``finish`` has beside its ``_prepare``.
+_result = scan_result
+
+
 def run_trial(trial: DepthTrial, device: str | torch.device = "cpu", progress: Callable[[int], None] | None = None,
               return_models: bool = False) -> TrialResult:
     """Train and score one trial alone; a non-finite loss gives status ``diverged`` (never raises for it)."""
-    return run_alone(trial, device, progress, return_models, prepare=_prepare, finish=scan_result)
+    return run_alone(trial, device, progress, return_models, prepare=_prepare, finish=_result)
 
 
 def _prepare(trial: DepthTrial) -> Prepared:
@@ -114,4 +119,4 @@ def run_group(trials: list[DepthTrial], device: str | torch.device = "cpu",
     from .plan import group_key
 
     return run_stack_group(trials, device, progress, return_models, key=group_key, prepare=_prepare,
-                            finish=scan_result)
+                            finish=_result)
