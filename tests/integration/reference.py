@@ -111,19 +111,24 @@ def _regen() -> str:
 
 
 def write(run_dir: Path) -> list[str]:
-    """Write every built-in study's reference from a ``run all --quick`` directory, at its current version."""
+    """Write the reference of every built-in study in a ``run all --quick`` directory, or of the one study of a
+    single quick run's directory, at its current result version."""
     from bindscale.core import registry
 
     REFERENCE_DIR.mkdir(parents=True, exist_ok=True)
     done = []
+    single = None
+    if (run_dir / "summary.json").is_file():  # one study's quick run (`bindscale run NAME --quick --out DIR`)
+        single = json.loads((run_dir / "summary.json").read_text()).get("study")
     for name, plugin in registry.builtin().items():
-        if not (run_dir / name / "records").is_dir():
+        study_dir = run_dir if name == single else run_dir / name
+        if not (study_dir / "records").is_dir():
             continue
-        summary = json.loads((run_dir / name / "summary.json").read_text())
+        summary = json.loads((study_dir / "summary.json").read_text())
         if not summary.get("quick"):
-            raise SystemExit(f"{run_dir / name}: not a quick run")
+            raise SystemExit(f"{study_dir}: not a quick run")
         data = {"study": name, "result_version": int(getattr(plugin, "result_version", 1)),
-                "trials": numbers(run_dir / name)}
+                "trials": numbers(study_dir)}
         (REFERENCE_DIR / f"{name}.json").write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
         done.append(name)
     return done
@@ -131,5 +136,5 @@ def write(run_dir: Path) -> list[str]:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        raise SystemExit("usage: python -m tests.integration.reference RUN_ALL_QUICK_DIR")
+        raise SystemExit("usage: python -m tests.integration.reference QUICK_RUN_DIR (run all --quick, or one study's)")
     print("wrote", ", ".join(write(Path(sys.argv[1]))))

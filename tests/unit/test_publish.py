@@ -284,3 +284,30 @@ def test_rebuild_re_decides_every_published_study_from_its_table(tmp_path, monke
     (to / first / "mine.txt").write_text("x")
     with pytest.raises(ConfigError, match="mine.txt"):
         P.rebuild(to)
+
+
+def test_a_users_readme_in_a_folder_never_published_into_is_foreign(tmp_path):
+    """A folder without a manifest or an earlier publish's provenance.json owns nothing of publish's: even a
+    README.md at its top (a name publish writes) is the user's, and the publish is refused."""
+    run = _with_extras(_run_dir(tmp_path / "run"))
+    to = tmp_path / "mine"
+    to.mkdir()
+    (to / "README.md").write_text("my notes")
+    with pytest.raises(ConfigError, match="README.md"):
+        publish(run, to)
+    assert (to / "README.md").read_text() == "my notes"
+
+
+def test_a_study_with_the_templates_placeholders_is_not_published(tmp_path, monkeypatch):
+    import dataclasses
+
+    run = _with_extras(_run_dir(tmp_path / "run"))
+    first = registry.run_order()[0]
+    plugin = registry.builtin()[first]
+    claims = tuple(dataclasses.replace(c, source="TEMPLATE: a template claim") if i == 0 else c
+                   for i, c in enumerate(plugin.claims))
+    studies = {**registry.builtin(), first: dataclasses.replace(plugin, claims=claims)}
+    monkeypatch.setattr(registry, "builtin", lambda: studies)
+    with pytest.raises(ConfigError, match="template's placeholders"):
+        publish(run / first, tmp_path / "pub")
+    assert not (tmp_path / "pub").exists()

@@ -23,6 +23,10 @@ from bindscale.core.errors import ConfigError
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
+#: Names a study may not take: ``bindscale run all`` runs every built-in study.
+RESERVED = frozenset({"all"})
+
+
 def new_study(name: str, directory: str | Path = ".") -> tuple[Path, Path]:
     """Write the template study ``name`` into ``directory``: the package ``directory/name/``, its test
     ``directory/test_name.py`` and, where ``directory`` has none, a ``pyproject.toml`` that makes the folder an
@@ -40,6 +44,16 @@ def new_study(name: str, directory: str | Path = ".") -> tuple[Path, Path]:
         raise ConfigError(f"new-study: {name!r} is not a lowercase Python identifier (letters, digits, _)")
     if name in registry.studies():
         raise ConfigError(f"new-study: a study named {name!r} is already registered")
+    if name in RESERVED or name in registry.builtin_files():
+        raise ConfigError(f"new-study: {name!r} is a word bindscale run already gives a meaning "
+                          f"({'every built-in study' if name == 'all' else 'a shipped study file'}); choose another name")
+    import importlib.util
+
+    if importlib.util.find_spec(name) is not None:
+        raise ConfigError(f"new-study: {name!r} is the name of an installed Python package; a study package of that "
+                          "name would shadow it (or be shadowed): choose another name")
+    if Path(directory).exists() and not Path(directory).is_dir():
+        raise ConfigError(f"new-study: --dir {directory} is a file, not a folder")
     target = Path(directory) / name
     if target.exists():
         raise ConfigError(f"new-study: {target} already exists")
@@ -90,6 +104,9 @@ def how_to_register(package: Path, test_file: Path) -> str:
                   f"      mv {_here(package)} {_here(studies / name)}",
                   f"      mkdir -p {_here(tests / name)} && mv {_here(test_file)} {_here(tests / name)}/",
                   f"    then: bindscale list; bindscale run {name} --quick; pytest {_here(tests / name / test_file.name)}",
+                  f"    and give it the built-in studies' reference numbers (the suite checks every built-in study's "
+                  f"quick run against them): bindscale run {name} --quick --out runs/{name}-quick && "
+                  f"python -m tests.integration.reference runs/{name}-quick",
                   "    or"]
     else:
         lines += [f"  - built in: only in a source checkout of bindscale (this one is installed in {studies}); or"]

@@ -181,8 +181,8 @@ def owned_files(to: "str | Path") -> dict[str, str | None]:
             raise ConfigError(f"--to {to}: {MANIFEST} is not the manifest bindscale publish writes; "
                               "restore it from git or publish into an empty folder") from None
         return {str(k): (str(v) if v else None) for k, v in files.items()}
-    if not root.is_dir():
-        return {}
+    if not root.is_dir() or not (root / "provenance.json").is_file():
+        return {}  # no manifest and no mark of an earlier publish: nothing here is publish's
     return {rel: None for rel in _files_under(root) if _legacy_owned(rel)}
 
 
@@ -232,6 +232,11 @@ def _sources(run_dir: "str | Path") -> tuple[RunStore, dict[str, RunStore]]:
         started = [n for n in registry.run_order() if src.exists(f"{n}/{STUDY_FILE}")]
         raise ConfigError(f"{run_dir}: no finished study to publish (one study's run directory, or a `bindscale run all` "
                           f"directory with at least one study's summary.json){'; started: ' + ', '.join(started) if started else ''}")
+    template = [n for n in found if any(str(getattr(c, "source", "")).startswith("TEMPLATE")
+                                        for c in registry.builtin()[n].claims)]
+    if template:
+        raise ConfigError(f"{run_dir}: {', '.join(template)} still carries the new-study template's placeholders "
+                          "(a claim whose source reads TEMPLATE): give it its source, anchor and gate before publishing")
     quick = [n for n, sub in found.items() if json.loads(sub.read_text("summary.json")).get("quick")]
     if quick:
         raise ConfigError(f"{run_dir}: {', '.join(quick)} ran with --quick, a smoke test, not an answer to publish; "

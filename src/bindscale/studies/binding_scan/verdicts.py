@@ -414,11 +414,12 @@ def planned_size_sweep_missing(df: pd.DataFrame, ok: pd.DataFrame, details: Mapp
         rows = rows[rows["pos"] == "rope"]
     plain = rows[(rows["model"] == PLAIN) & (rows["split"] != IN_DISTRIBUTION)]
     missing = []
-    for split, g in plain.groupby("split"):
-        layers = _sweep_depth(g)
+    outside = []
+    for split, g_all in plain.groupby("split"):
+        layers = _sweep_depth(g_all)
         if layers is None:
             continue
-        g = g[g["layers"] == layers]
+        g = g_all[g_all["layers"] == layers]
         want = (float(g["budget"].min()), float(g["budget"].max()))
         got = details["by_split"].get(split)
         if got is None:
@@ -426,7 +427,21 @@ def planned_size_sweep_missing(df: pd.DataFrame, ok: pd.DataFrame, details: Mapp
         elif (got["smallest_budget"], got["largest_budget"]) != want or got["layers"] != layers:
             missing.append(f"split {split}: compared {got['smallest_budget']:g} with {got['largest_budget']:g} at "
                            f"{got['layers']:g} layers, planned {want[0]:g} with {want[1]:g} at {layers:g}")
+        # binding_beats_plain_on_scan reads the largest plain budget at any depth as "the largest plain model": a
+        # sweep that stops below it would say "scale does not close the gap" of a smaller model than that one.
+        big = g_all[g_all["budget"] > want[1]]
+        if len(big):
+            top = big[big["budget"] == big["budget"].max()]
+            statuses = ", ".join(f"{n} {k}" for k, n in top["status"].astype(str).value_counts().items()) \
+                if "status" in top else "?"
+            outside.append(f"split {split}: plain budget {float(top['budget'].iloc[0]):g} at "
+                           f"{', '.join(f'{v:g}' for v in sorted(top['layers'].dropna().unique()))} layers (its "
+                           f"trials: {statuses}) is larger than the sweep's largest, {want[1]:g} at {layers:g} layers")
     if missing:
         return ("a planned end of the plain size sweep has no usable trial (" + "; ".join(missing) + ")",
                 "value_without_planned_sweep")
+    if outside:
+        return ("a larger plain model lies outside the size sweep (" + "; ".join(outside) + "): it is the largest "
+                "plain model binding_beats_plain_on_scan compares with, so the sweep's verdict would be about a "
+                "smaller plain model than the study's largest", "value_below_largest_plain_model")
     return None

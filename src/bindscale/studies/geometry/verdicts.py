@@ -868,6 +868,10 @@ def lost_planned_size(df: pd.DataFrame, ok: pd.DataFrame, details: Mapping) -> s
     if "model.source" in rows:
         rows = rows[rows["model.source"].fillna("trained").astype(str) == "trained"]
     deciding, _ = deciding_rows(ok)
+    # The largest planned model over every setting of the deciding slice: a largest model trained with other steps
+    # (or corpus, learning rate...) than the most common setting is left out of the deciding rows, and a smaller
+    # model would answer in its place.
+    every_rows, every = rows, planned_params(rows)
     for col in FIXED:
         if col in rows and col in deciding:
             used = pd.to_numeric(deciding[col], errors="coerce").dropna().unique()
@@ -881,11 +885,23 @@ def lost_planned_size(df: pd.DataFrame, ok: pd.DataFrame, details: Mapping) -> s
     if planned.max() > details["largest_model_params"]:
         short.append(f"largest planned model {int(planned.max()):,} parameters, compared "
                      f"{int(details['largest_model_params']):,}")
+    elif every.notna().any() and every.max() > details["largest_model_params"]:
+        top = every_rows[every == every.max()]
+        other = {c: sorted(float(v) for v in pd.to_numeric(top[c], errors="coerce").dropna().unique())
+                 for c in FIXED if c in top and c in deciding
+                 and set(pd.to_numeric(top[c], errors="coerce").dropna()) - set(pd.to_numeric(deciding[c], errors="coerce"))}
+        statuses = ", ".join(f"{n} {k}" for k, n in top["status"].astype(str).value_counts().items()) \
+            if "status" in top else "?"
+        settings = "; ".join(c + " " + ", ".join(f"{x:g}" for x in v) for c, v in other.items())
+        short.append(f"largest planned model {int(every.max()):,} parameters, trained only with other settings than "
+                     f"the deciding rows{' (' + settings + ')' if settings else ''}, its trials: {statuses}; compared "
+                     f"{int(details['largest_model_params']):,}")
     if "smallest_model_params" in details and planned.min() < details["smallest_model_params"]:
         short.append(f"smallest planned model {int(planned.min()):,} parameters, compared "
                      f"{int(details['smallest_model_params']):,}")
     if short:
-        return ("a planned model size has no usable ok trial (" + "; ".join(short) + "): the claim would be decided "
+        return ("a planned model size has no usable ok trial at the deciding settings (" + "; ".join(short) + "): the "
+                "claim would be decided "
                 "at other sizes than the study asked about")
     return None
 

@@ -160,7 +160,7 @@ CLAIMS += (
                    "(the one with the most parameters when several are given) minus that of the from-scratch "
                    "transformer at the largest planned width (RoPE), Welch's 95% interval. Supported above the margin, "
                    "not supported below it; gates: main within L and auxiliary within its lengths in all four cells."),
-        thresholds=_T, defaults=_D, gates=GATES,
+        thresholds=_T, defaults=_D, gates=GATES, guards=(".verdicts:pretrained_planned_size_guard",),
         figures=("lt_acc_by_length",),
     ),
 )

@@ -81,6 +81,7 @@ supported" verdict does not exclude.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -675,6 +676,9 @@ def pretraining_adds_transfer(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: i
         chosen = sorted(by_model)[-1]
     pre = pre[path == chosen]
     details["deciding_model"] = by_model[chosen]["label"]
+    details["deciding_model_path"] = chosen
+    if "n_params" in pre and pre["n_params"].notna().any():
+        details["deciding_model_n_params"] = float(pre["n_params"].mean())
     for c in ("main_len", "aux_len"):
         if c in rows and pre[c].nunique() == 1 and scratch[c].nunique() == 1 and pre[c].iloc[0] != scratch[c].iloc[0]:
             return stop(f"the pretrained and from-scratch arms differ in {c} ({to_python(pre[c].iloc[0])} vs "
@@ -734,3 +738,57 @@ def pretraining_adds_transfer(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: i
                          f"from scratch at {details['scratch_shape']} ({ts.size} seeds): difference {triple[0]:+.3f} "
                          f"[{triple[1]:+.3f}, {triple[2]:+.3f}], {side} the margin {float(p['margin']):g}")
     return Verdict(PRE_STAT, verdict, triple, n, details)
+
+
+def pretrained_planned_size_guard(df: pd.DataFrame, ok: pd.DataFrame, details: dict, verdict: str
+                                  ) -> tuple[str, str] | None:
+    """Guard of ``pretraining_adds_transfer`` (:data:`bindscale.core.study.Guard`): the rule compares the largest
+    pretrained model with the from-scratch transformer at the largest width; both must be the largest the whole
+    table (any status: failed, diverged, planned without a record) plans for the deciding pair. When every trial of
+    the largest planned width, or of the largest planned pretrained model, is lost, the rule would answer with a
+    smaller one in its place."""
+    if "scratch_shape" not in details or "model.kind" not in df:
+        return None
+    df = df.reset_index(drop=True)  # a concatenated table may repeat index labels
+    rows = _deciding(df.drop(columns="pos")) if "pos" in df else _deciding(df)  # pretrained rows have no pos
+    rows = rows[rows["condition"].isin(("alone", "related"))]
+    if rows.empty:
+        return None
+    rows = coerce_numeric(rows, ("n_params", "layers", "d_model", "heads"))
+    kind = _kind(rows)
+    if "pos" in df:  # the from-scratch arm: RoPE trials only, as the rule reads them
+        rows = rows[(kind == "pretrained") | (df.loc[rows.index, "pos"].astype(str) == DECIDING["pos"])]
+        kind = _kind(rows)
+    short = []
+
+    def statuses(g: pd.DataFrame) -> str:
+        return ", ".join(f"{n} {s}" for s, n in g["status"].astype(str).value_counts().items()) if "status" in g else "?"
+
+    scratch = rows[kind != "pretrained"]
+    cols = [c for c in SIZE if c in scratch]
+    if len(scratch) and cols:
+        scratch = scratch[scratch[cols].notna().all(axis=1)]
+        size = _size_of(scratch)
+        if len(size):
+            want = max(set(size), key=lambda t: _order(t, cols))
+            got = details["scratch_shape"]
+            if any(k not in got or float(got[k]) != float(v) for k, v in zip(cols, want)):
+                short.append(f"the largest planned from-scratch width {_label(want, cols)} has no usable trial pair "
+                             f"(its trials: {statuses(scratch[size == want])}); the rule compared {got}")
+    pre = rows[kind == "pretrained"]
+    if len(pre) and "deciding_model_path" in details:
+        path = pre["model_path"].astype(str) if "model_path" in pre else pd.Series("?", index=pre.index)
+        mine = details.get("deciding_model_n_params", math.nan)
+        for mp, g in pre.groupby(path):
+            if mp == details["deciding_model_path"]:
+                continue
+            size = float(g["n_params"].max()) if "n_params" in g and g["n_params"].notna().any() else math.nan
+            if not (math.isfinite(size) and math.isfinite(mine) and size <= mine):
+                said = f"{size:,.0f} parameters" if math.isfinite(size) else "size unknown"
+                short.append(f"the planned pretrained model {mp} ({said}) may be larger than the deciding "
+                             f"{details['deciding_model_path']} but has no usable trial pair (its trials: "
+                             f"{statuses(g)})")
+    if short:
+        return ("; ".join(short) + ": failed, diverged or missing (planned, no record), so the rule answered with a "
+                "smaller model than the study asked about", "value_at_a_smaller_model")
+    return None

@@ -475,11 +475,22 @@ def _widest(g: pd.DataFrame) -> tuple | None:
     return g[g["width"] == w_hi], g[g["width"] == w_lo], f"width {json_key(w_hi)} − {json_key(w_lo)}"
 
 
+def _widest_sides(g: pd.DataFrame, every: pd.DataFrame) -> list[dict]:
+    """The cells (higher side first) :func:`_widest` compares in a stratum: its architecture's widest and narrowest
+    width among the trials that ran, also where the stratum lacks one of them."""
+    widths = every.loc[every["architecture"] == g["architecture"].iloc[0], "width"]
+    return [{"width": widths.max()}, {"width": widths.min()}] if widths.nunique() >= 2 else []
+
+
+_widest.sides = _widest_sides  # type: ignore[attr-defined]
+
+
 def _pretrained(kind: str) -> Callable[[pd.DataFrame], tuple | None]:
     def pick(g: pd.DataFrame) -> tuple | None:
         if not {"none", kind} <= set(g["pretraining"]):
             return None
         return g[g["pretraining"] == kind], g[g["pretraining"] == "none"], f"{kind} − scratch"
+    pick.sides = lambda g, every: [{"pretraining": kind}, {"pretraining": "none"}]  # type: ignore[attr-defined]
     return pick
 
 
@@ -504,15 +515,30 @@ def _contrast_verdict(ok: pd.DataFrame, p: Mapping, strata: tuple[str, ...], pic
         return stop("no trial learned the compound task")
     sides, survivors, thinned, uneven, short = [], {}, [], [], []
     cells_used: list[dict] = []
+    thin: list[str] = []
     for key, g in every.groupby(list(strata), sort=True):
         picked = pick(g)
-        if picked is None:
+        if picked is None or min(_seeds(s) for s in picked[:2]) < MIN_REPLICATES:
+            # A stratum missing a side, or with fewer than MIN_REPLICATES ok seeds on one, cannot be compared; its
+            # sides are still deciding cells (with the seeds used, possibly 0), so the engine counts the seeds it
+            # lost against those planned (failed, diverged, missing): a contradicting stratum that lost its seeds
+            # makes the claim inconclusive instead of vanishing. A stratum planned that thin loses nothing.
+            fixed = dict(zip(strata, key if isinstance(key, tuple) else (key,)))
+            for want in getattr(pick, "sides", lambda g, e: [])(g, every):
+                cell = {c: v for c, v in {**fixed, **want}.items() if c in CELL}
+                side = g
+                for c, v in want.items():
+                    side = side[side[c] == v]
+                kept = rows.loc[rows.index.intersection(side.index)]
+                cells_used.append(deciding_cell(_cell_of({c: cell[c] for c in CELL if c in cell}, details),
+                                                _seeds(kept) if len(kept) else 0, dropped=_BELOW,
+                                                seeds=kept["seed"].unique() if len(kept) else [],
+                                                gated=bool(len(kept))))  # no model left: nothing to gate
+            thin.append(_cell_name(key) + ("" if picked is None else f" ({picked[2]})"))
             continue
         hi, lo, label = picked
         name = f"{_cell_name(key)} ({label})"
         counts = [(_seeds(s), _seeds(rows.loc[rows.index.intersection(s.index)])) for s in (hi, lo)]
-        if min(run for run, _ in counts) < MIN_REPLICATES:
-            continue  # a thin stratum in the design: not deciding
         survivors[name] = {"seeds_run": [r for r, _ in counts], "seeds_learned": [k for _, k in counts]}
         if min(k for _, k in counts) < MIN_REPLICATES:
             (short if counts[0][1] == 0 else thinned).append(name)
@@ -528,6 +554,8 @@ def _contrast_verdict(ok: pd.DataFrame, p: Mapping, strata: tuple[str, ...], pic
             cells_used.append(deciding_cell(_cell_of(fixed, details), kept, dropped=_BELOW, seeds=used))
     details["seeds_learned_per_side"] = survivors
     details["deciding_cells"] = cells_used
+    if thin:
+        details["strata_not_compared"] = thin  # a side missing or under MIN_REPLICATES ok seeds
     if short:
         return stop(f"no base network of the higher side of {', '.join(short)} learned the compound task: "
                     "the contrast would be decided on a smaller design than the study ran")

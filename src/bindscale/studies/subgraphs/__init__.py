@@ -57,6 +57,7 @@ CLAIMS = (
                     "min_ood_drop": (0.0, 1.0)},
         defaults={"margin": 0.05, "ood_floor": 0.05, "min_id_acc": 0.95, "min_ood_drop": 0.2}, gates=(ID_GATE,),
         figures=("sg_acc_vs_params", "sg_acc_by_size"), aliases=("ood_scaling",),
+        guards=(".verdicts:largest_planned_size_missing",),
     ),
     Claim(
         name="correct_steps_seen_in_training", bounds=(-1.0, 1.0),

@@ -404,3 +404,80 @@ def correct_steps_seen_in_training(ok: pd.DataFrame, p: Mapping, n_boot: int, se
 #: Claim name → rule (the plugin's claims reference these).
 RULES = {"scale_does_not_lift_ood": scale_does_not_lift_ood,
          "correct_steps_seen_in_training": correct_steps_seen_in_training}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Guard of ``scale_does_not_lift_ood``: the largest planned model size must be among the sizes the rule read
+# --------------------------------------------------------------------------------------------------------------
+
+_SHAPE = ("layers", "d_model")
+
+
+def _size_key(rows: pd.DataFrame) -> tuple[pd.Series, str]:
+    """Per row an orderable model size and how it is named: from the config columns (layers × d_model², a failed
+    or unrecorded trial has no ``n_params``) where the table has them, else ``n_params``."""
+    if all(c in rows for c in _SHAPE):
+        layers = pd.to_numeric(rows["layers"], errors="coerce")
+        d = pd.to_numeric(rows["d_model"], errors="coerce")
+        return layers * d * d + d * 1e-9, "shape"  # ties in layers × d² broken by the wider model
+    return pd.to_numeric(rows.get("n_params", pd.Series(math.nan, index=rows.index)), errors="coerce"), "n_params"
+
+
+def _size_words(rows: pd.DataFrame, how: str) -> str:
+    if how == "shape":
+        r = rows.iloc[0]
+        heads = sorted(pd.to_numeric(rows["heads"], errors="coerce").dropna().unique()) if "heads" in rows else []
+        return (f"{int(r['layers'])} layers × d_model {int(r['d_model'])}"
+                + (f", heads {', '.join(f'{int(h)}' for h in heads)}" if heads else ""))
+    return f"{float(rows['n_params'].iloc[0]):,.0f} parameters"
+
+
+def largest_planned_size_missing(df: pd.DataFrame, ok: pd.DataFrame, details: Mapping, verdict: str):
+    """Guard of ``scale_does_not_lift_ood``: within each decided task and the deciding format (scratchpad where
+    planned), the largest model size the study planned (every status: ok, failed, diverged, planned without a
+    record, and any training-set size) must be among the sizes the rule decided on. When its trials all failed,
+    never wrote a record, or ran only with a smaller training set than the deciding slice, the rule answered at a
+    smaller size: "scale does not lift OOD" was then not tested at the scale the study asked about."""
+    cells = [c.get("cell", {}) for c in details.get("deciding_cells") or []]
+    if not cells or df.empty:
+        return None
+    df = df.reset_index(drop=True)  # a concatenated table may repeat index labels
+    size, how = _size_key(df)
+    if how == "n_params" and not any("n_params" in c for c in cells):
+        return None
+    if "task" in df and df["task"].notna().any():
+        tasks = sorted(df["task"].dropna().unique(), key=str)
+        decided = {json_key(c["task"]) for c in cells if "task" in c}
+        tasks = [t for t in tasks if json_key(t) in decided] if decided else (
+            [t for t in tasks if json_key(t) == details.get("task_used")] or tasks)
+    else:
+        tasks = [None]
+    flags = scratchpad_flags(df)
+    short = []
+    for t in tasks:
+        in_task = df["task"] == t if t is not None else pd.Series(True, index=df.index)
+        fmt = True if (flags[in_task] == True).any() else False  # noqa: E712 (planned scratchpad trials: that format)
+        planned = df[in_task & (flags == fmt) & size.notna()]
+        if planned.empty:
+            continue
+        top = planned[size[planned.index] == size[planned.index].max()]
+        mine = [c for c in cells if t is None or "task" not in c or json_key(c["task"]) == json_key(t)]
+        if how == "shape":
+            want = (float(top["layers"].iloc[0]), float(top["d_model"].iloc[0]))
+            got = any(all(k in c for k in _SHAPE) and (float(c["layers"]), float(c["d_model"])) == want for c in mine)
+        else:
+            want = float(top["n_params"].iloc[0])
+            got = any("n_params" in c and np.isclose(float(c["n_params"]), want) for c in mine)
+        if got:
+            continue
+        status = top["status"].astype(str).value_counts() if "status" in top else pd.Series(dtype=int)
+        trials = ", ".join(f"{n} {s}" for s, n in status.items())
+        if "n_train" in top and top["n_train"].notna().any():
+            trials += f"; n_train {', '.join(f'{float(v):g}' for v in sorted(pd.to_numeric(top['n_train'], errors='coerce').dropna().unique()))}"
+        short.append(f"{'task ' + json_key(t) + ': ' if t is not None else ''}the largest planned model size "
+                     f"({_size_words(top, how)}) is not among the sizes the rule decided on (its trials: {trials})")
+    if short:
+        return ("; ".join(short) + " — failed, diverged, missing (planned, no record) or ok only with a smaller "
+                "training set than the deciding slice, so the rule answered at a smaller size",
+                "value_without_largest_planned_size")
+    return None
