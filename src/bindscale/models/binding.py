@@ -93,6 +93,26 @@ class _Greedy(nn.Module):
     def _lookup_modules(self) -> list[nn.Module]:
         raise NotImplementedError
 
+    def _through_blocks(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Token (and learned position) embeddings of ``tokens`` ``(B, L)`` through every block: ``(B, L, d)``,
+        before the final LayerNorm (rotary positions, where the model has them, are applied in the blocks).
+
+        Raises:
+            ValueError: ``L`` exceeds the model's ``max_len``.
+        """
+        L = tokens.shape[1]
+        if L > self.max_len:
+            raise ValueError(f"sequence reaches position {L} but the model was built with max_len={self.max_len}")
+        cos = sin = None
+        if self.rope is not None:
+            cos, sin = self.rope.angles(0, L)
+        x = self.embed(tokens)
+        if self.pos_embed is not None:
+            x = x + self.pos_embed(torch.arange(L, device=tokens.device))
+        for block in self.blocks:
+            x = block(x, cos, sin, None)
+        return x
+
     def n_params(self) -> int:
         """Trainable parameters (embeddings and head included)."""
         return sum(p.numel() for p in self.parameters() if p.requires_grad)
@@ -202,18 +222,7 @@ class SyntacticAttentionTransformer(_Greedy):
 
     def syntax(self, tokens: torch.Tensor) -> torch.Tensor:
         """The syntax stream's final states ``s`` ``(B, L, d)``."""
-        L = tokens.shape[1]
-        if L > self.max_len:
-            raise ValueError(f"sequence reaches position {L} but the model was built with max_len={self.max_len}")
-        cos = sin = None
-        if self.rope is not None:
-            cos, sin = self.rope.angles(0, L)
-        x = self.embed(tokens)
-        if self.pos_embed is not None:
-            x = x + self.pos_embed(torch.arange(L, device=tokens.device))
-        for block in self.blocks:
-            x = block(x, cos, sin, None)
-        return self.hook_syntax(self.ln_f(x))
+        return self.hook_syntax(self.ln_f(self._through_blocks(tokens)))
 
     def attention(self, s: torch.Tensor) -> torch.Tensor:
         """Syntactic attention weights ``α`` ``(B, L, L)`` (row: query position; causal) from syntax states ``s``."""
@@ -307,18 +316,7 @@ class TPTransformer(_Greedy):
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         """Next-token logits ``(B, L, V)`` of ``tokens`` ``(B, L)``."""
-        L = tokens.shape[1]
-        if L > self.max_len:
-            raise ValueError(f"sequence reaches position {L} but the model was built with max_len={self.max_len}")
-        cos = sin = None
-        if self.rope is not None:
-            cos, sin = self.rope.angles(0, L)
-        x = self.embed(tokens)
-        if self.pos_embed is not None:
-            x = x + self.pos_embed(torch.arange(L, device=tokens.device))
-        for block in self.blocks:
-            x = block(x, cos, sin, None)
-        return self.head(self.ln_f(x))
+        return self.head(self.ln_f(self._through_blocks(tokens)))
 
 
 #: Model kind (as :mod:`.binding_shapes` names it) → class.
