@@ -273,8 +273,7 @@ def study_provenance(sub: RunStore, name: str, commit: str | None) -> dict[str, 
             prov["result_version"] = int(versions.min()) if len(versions) else 1
         except (OSError, ValueError, ImportError):
             pass
-    seeds = [s for v in summary.get("verdicts") or [] for s in [(v.get("details") or {}).get("seeds_per_cell")]
-             if isinstance(s, int)]
+    seeds = planned_seeds(sub)
     wall = study_wall_seconds(sub)
     here = machine()
     return {
@@ -286,9 +285,25 @@ def study_provenance(sub: RunStore, name: str, commit: str | None) -> dict[str, 
         "date": (summary.get("generated") or "")[:10] or None,
         "wall_seconds": None if wall is None else round(wall, 1),
         "n_trials": summary.get("n_trials"), "n_ok": summary.get("n_ok"),
-        "seeds_per_deciding_cell": min(seeds) if seeds else None,
+        "seeds_per_deciding_cell": seeds,
         "report_generated": summary.get("generated"),
     }
+
+
+def planned_seeds(sub: "RunStore | Path") -> int | None:
+    """Seeds the run trained per configuration: distinct ``seed`` values of its results table (every trial, any
+    status), which is what each deciding cell was planned with; None without a table or a seed column. (A
+    verdict's own ``seeds_per_cell`` is what it used after its filters and gates.)"""
+    store = RunStore.of(sub)
+    if not store.exists("results.parquet"):
+        return None
+    try:
+        import pandas as pd
+
+        df = pd.read_parquet(io.BytesIO(store.read_bytes("results.parquet")), columns=None)
+    except (OSError, ValueError, ImportError):
+        return None
+    return int(df["seed"].nunique()) if "seed" in df and len(df) else None
 
 
 def publish(run_dir: "str | Path", to: "str | Path" = "docs/answer", *, commit: str | None = None,
@@ -383,6 +398,9 @@ def rebuild(to: "str | Path" = "docs/answer", *, readme: "str | Path | None" = N
         sub = root / name
         study = load_run_study(sub)
         old = json.loads((sub / "summary.json").read_text(encoding="utf-8"))
+        # the run's provenance, read before the rebuilt summary replaces the run's own (its date is the run's)
+        prov = (json.loads((sub / STUDY_PROVENANCE).read_text(encoding="utf-8")) if (sub / STUDY_PROVENANCE).is_file()
+                else _legacy_study_provenance(root, name))
         df = pd.read_parquet(sub / "results.parquet")
         trials = study.trials()
         have = set(df["trial_id"].astype(str)) if "trial_id" in df else set()
@@ -405,8 +423,6 @@ def rebuild(to: "str | Path" = "docs/answer", *, readme: "str | Path | None" = N
                 written.append(f"figures/{fig.name}")
         (sub / "verdicts.csv").write_text(verdicts_csv(json.loads((sub / "summary.json").read_text())))
         written.append("verdicts.csv")
-        prov = (json.loads((sub / STUDY_PROVENANCE).read_text(encoding="utf-8")) if (sub / STUDY_PROVENANCE).is_file()
-                else _legacy_study_provenance(root, name))
         prov["verdicts_rebuilt"] = {"date": _dt.date.today().isoformat(), "commit": commit}
         (sub / STUDY_PROVENANCE).write_text(json.dumps(prov, indent=2) + "\n")
         written.append(STUDY_PROVENANCE)
@@ -475,13 +491,12 @@ def _legacy_study_provenance(root: Path, name: str) -> dict[str, Any]:
     except (OSError, ValueError):
         pass
     summary = json.loads((root / name / "summary.json").read_text(encoding="utf-8"))
-    seeds = [s for v in summary.get("verdicts") or [] for s in [(v.get("details") or {}).get("seeds_per_cell")]
-             if isinstance(s, int)]
+    seeds = planned_seeds(root / name)
     return {"study": name, "tier": old.get("tier") or name, "commit": old.get("commit") if "commit" in old
             else old.get("git"), "result_version": 1, "cpu": old.get("cpu"), "cpu_recorded": False,
             "torch": old.get("torch"), "date": (summary.get("generated") or "")[:10] or None,
             "wall_seconds": old.get("wall_seconds"), "n_trials": summary.get("n_trials"), "n_ok": summary.get("n_ok"),
-            "seeds_per_deciding_cell": min(seeds) if seeds else None, "report_generated": summary.get("generated")}
+            "seeds_per_deciding_cell": seeds, "report_generated": summary.get("generated")}
 
 
 def _minutes(seconds: float | None) -> str:
