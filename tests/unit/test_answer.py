@@ -234,6 +234,11 @@ def test_what_would_decide_names_the_missed_gate_or_the_interval_and_the_tier():
     nan = dict(wide, value=float("nan"), tier="scaling-paper")
     assert "no larger shipped tier" in what_would_decide(nan, {}, None)["text"]
     assert what_would_decide(dict(wide, verdict="supported"), {}, est) is None
+    # every model of a cell missed the gate: the kept models' fit is None, the mean over every model is quoted
+    gates["gates"][0]["cells"]["split length, layers 8"] = None
+    gates["gates"][0]["cells_every_seed"] = {"split length, layers 8": 0.318, "split length, layers 1": 0.97}
+    d = what_would_decide({"study": "depth", "tier": "depth", "verdict": "inconclusive"}, gates, est)
+    assert d["missed"] == ["split length, layers 8: acc_id 0.318 < 0.95"]
 
 
 def test_a_missed_level_is_not_evidence_for_the_other_side():

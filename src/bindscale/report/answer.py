@@ -288,7 +288,8 @@ def what_would_decide(row: dict, details: dict, estimates: dict | None) -> dict[
     missed = []
     for g in details.get("gates") or []:
         for label in g.get("missed") or ():
-            fit = (g.get("cells") or {}).get(label)
+            # the mean over every model of the cell (the engine keeps it where its gates left out models)
+            fit = (g.get("cells_every_seed") or {}).get(label, (g.get("cells") or {}).get(label))
             missed.append(f"{label}: {g.get('metric')} {'not recorded' if fit is None else f'{fit:.3g}'} "
                           f"{'<' if g.get('higher', True) else '>'} {g.get('level')}")
     lo, hi, value = row.get("ci_low"), row.get("ci_high"), row.get("value")

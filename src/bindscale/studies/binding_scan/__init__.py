@@ -34,8 +34,10 @@ from bindscale.kit import Anchor, Claim, Gate, StudyPlugin
 _RUSSIN = ('Russin, Jo, O\'Reilly & Bengio 2019, "Compositional generalization in a deep seq2seq model by '
            'separating syntax and semantics" (arXiv 1904.09708); Li, Zhao, Wang & Hestness 2019, '
            '"Compositional Generalization for Primitive Substitutions" (EMNLP)')
-_HOSSEINI = ('Hosseini, Vani, Bahdanau, Sordoni & Courville 2022, "On the Compositional Generalization Gap of '
-             'In-Context Learning" (BlackboxNLP)')
+_HOSSEINI = ('Greff, van Steenkiste & Schmidhuber 2020, "On the Binding Problem in Artificial Neural Networks" '
+             '(arXiv 2012.05208: scale can partially overcome the binding problem, the reading tested here); '
+             'Hosseini, Vani, Bahdanau, Sordoni & Courville 2022, "On the Compositional Generalization Gap of '
+             'In-Context Learning" (BlackboxNLP: the headline number)')
 
 #: The competence gate of both claims: SCAN's in-distribution exact match (as the depth study's).
 SCAN_GATE = Gate(
