@@ -570,9 +570,15 @@ def compute_verdicts(
                 kept, gate_lost = gate_filter(ok, cells, claim.gates, merged)
                 if gate_lost:
                     every_model = ci_entry(triple, n)
+                    first = details
                     decided = resolve(claim.rule)(kept, merged, n_boot, seed)
                     stat, verdict, triple, n, details = (decided.statistic, decided.outcome, decided.interval,
                                                          decided.n_trials, decided.details)
+                    # What the first pass reported and the second no longer does (e.g. every model's numbers, when
+                    # the second pass stopped early) stays readable, apart: it includes the models that missed.
+                    extra = {k: v for k, v in first.items() if k not in details and k not in ("reason", "deciding_cells")}
+                    if extra:
+                        details["with_every_model"] = extra
                     # A cell whose every model missed a gate has no rows left, and a rule that picks its cells
                     # from the data (the largest budget, a family's shallowest member) then answers on others:
                     # the vanished cell stays a deciding cell with no seed used, so its loss is counted and named.

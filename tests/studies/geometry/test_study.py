@@ -27,4 +27,9 @@ def test_quick_geometry_study_gives_verdicts(tmp_path):
     assert [v["claim"] for v in summary["verdicts"]] == CLAIMS
     for v in summary["verdicts"]:
         assert v["verdict"] in ("supported", "not_supported", "inconclusive")
-        assert v["details"]["seeds_per_cell"] == 3 and "caveat" in v["details"]
+        d = v["details"]
+        if d.get("lost_to_gates_by_cell"):  # the quick LMs missed a gate per model: inconclusive, 3 planned per cell
+            assert v["verdict"] == "inconclusive" and "did not learn their training task" in d["reason"]
+            assert all(c["planned_ok"] == 3 for c in d["lost_to_gates_by_cell"].values())
+        else:
+            assert d["seeds_per_cell"] == 3 and "caveat" in d

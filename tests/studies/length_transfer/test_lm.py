@@ -314,7 +314,10 @@ def test_a_tiny_lm_study_runs_two_models_from_the_command_line_and_resumes(tmp_p
 
     (v,) = json.loads((out / "summary.json").read_text())["verdicts"]
     assert v["claim"] == "pretraining_adds_transfer" and v["verdict"] == "inconclusive"
-    assert "fewer than 3 seeds" in v["details"]["reason"] and len(v["details"]["by_model"]) == 2
+    # one seed: too few seeds, or (per-model gates) the tiny models missed a gate first; both models reported
+    d = v["details"]
+    assert "fewer than 3 seeds" in d["reason"] or "did not learn their training task" in d["reason"]
+    assert len(d.get("by_model") or d["with_every_model"]["by_model"]) == 2
     r = bindscale(*args)
     assert "6 already recorded, 0 to run" in r.stderr.replace("\n", " ")
 
