@@ -311,3 +311,20 @@ def test_a_study_with_the_templates_placeholders_is_not_published(tmp_path, monk
     with pytest.raises(ConfigError, match="template's placeholders"):
         publish(run / first, tmp_path / "pub")
     assert not (tmp_path / "pub").exists()
+
+
+def test_a_tier_run_is_published_as_its_study(tmp_path, monkeypatch):
+    """A `-full` run's summary names its study file (scaling-full): it is published as its study, with its tier."""
+    import types
+
+    import bindscale.report.publish as P
+
+    run = _with_extras(_run_dir(tmp_path / "run"))
+    first = registry.run_order()[0]
+    s = json.loads((run / first / "summary.json").read_text())
+    (run / first / "summary.json").write_text(json.dumps({**s, "study": f"{first}-full"}))
+    monkeypatch.setattr(P, "load_run_study", lambda sub: types.SimpleNamespace(
+        plugin=registry.builtin()[first], name=f"{first}-full"))
+    out = publish(run / first, tmp_path / "pub", commit="a")
+    assert out["published"] == [first]
+    assert json.loads((tmp_path / "pub" / first / "provenance.json").read_text())["tier"] == f"{first}-full"

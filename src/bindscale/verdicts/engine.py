@@ -574,9 +574,17 @@ def compute_verdicts(
                     decided = resolve(claim.rule)(kept, merged, n_boot, seed)
                     stat, verdict, triple, n, details = (decided.statistic, decided.outcome, decided.interval,
                                                          decided.n_trials, decided.details)
-                    # What the first pass reported and the second no longer does (e.g. every model's numbers, when
-                    # the second pass stopped early) stays readable, apart: it includes the models that missed.
-                    extra = {k: v for k, v in first.items() if k not in details and k not in ("reason", "deciding_cells")}
+                    # What the first pass reported and the second reports otherwise or not at all (every model's
+                    # numbers, the models it saw) stays readable, apart: it includes the models that missed.
+                    def changed(k: str) -> bool:
+                        if k not in details:
+                            return True
+                        try:
+                            return bool(details[k] != first[k])
+                        except (ValueError, TypeError):  # arrays and the like: kept
+                            return True
+
+                    extra = {k: v for k, v in first.items() if k not in ("reason", "deciding_cells") and changed(k)}
                     if extra:
                         details["with_every_model"] = extra
                     # A cell whose every model missed a gate has no rows left, and a rule that picks its cells

@@ -385,7 +385,10 @@ def test_a_list_of_models_runs_as_a_study_and_names_each_model(tmp_path):
     assert "tiny-llama (llama (LlamaModel)" in html and "tiny-bert (bert (BertModel)" in html
     (v,) = [v for v in summary["verdicts"] if v["claim"] == "polar_beats_structural"]
     assert v["verdict"] == "inconclusive"
-    assert set(v["details"]["pretrained_models"]) == {str(bert), str(llama)}
+    # every model is reported: the ones the gated verdict read, and (with_every_model) the ones a gate left out
+    seen = set(v["details"]["pretrained_models"]) | set(
+        (v["details"].get("with_every_model") or {}).get("pretrained_models") or ())
+    assert seen == {str(bert), str(llama)}
     assert "2 probe-fit unit(s)" in v["details"]["reason"]
 
 
