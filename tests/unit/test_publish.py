@@ -42,7 +42,8 @@ def test_publish_copies_the_answer_and_reports_but_no_records(tmp_path):
         assert list((to / name / "figures").glob("*.png"))
         own = json.loads((to / name / "provenance.json").read_text())
         assert own["commit"] == "abc123" and own["tier"] == "x" and own["result_version"] == 1
-        assert own["seeds_per_deciding_cell"] == 8 and own["wall_seconds"] == 61.0
+        # planned seeds are read from the run's results table, which these fake runs lack
+        assert own["seeds_per_deciding_cell"] is None and own["wall_seconds"] == 61.0
     prov = json.loads((to / "provenance.json").read_text())
     assert prov["machine"]["cores"] == os.cpu_count() and prov["machine"]["cpu"] and prov["studies_not_run"] == []
     assert prov["wall_seconds_total"] == pytest.approx(61.0 * len(registry.run_order()))
@@ -313,18 +314,14 @@ def test_a_study_with_the_templates_placeholders_is_not_published(tmp_path, monk
     assert not (tmp_path / "pub").exists()
 
 
-def test_a_tier_run_is_published_as_its_study(tmp_path, monkeypatch):
+def test_a_tier_run_is_published_as_its_study(tmp_path):
     """A `-full` run's summary names its study file (scaling-full): it is published as its study, with its tier."""
-    import types
-
-    import bindscale.report.publish as P
-
     run = _with_extras(_run_dir(tmp_path / "run"))
     first = registry.run_order()[0]
+    tier = next(f for f in registry.builtin_files() if f.startswith(f"{first}-"))
     s = json.loads((run / first / "summary.json").read_text())
-    (run / first / "summary.json").write_text(json.dumps({**s, "study": f"{first}-full"}))
-    monkeypatch.setattr(P, "load_run_study", lambda sub: types.SimpleNamespace(
-        plugin=registry.builtin()[first], name=f"{first}-full"))
+    (run / first / "summary.json").write_text(json.dumps({**s, "study": tier}))
+    (run / first / "study.yaml").write_text(f"name: {tier}\n")
     out = publish(run / first, tmp_path / "pub", commit="a")
     assert out["published"] == [first]
-    assert json.loads((tmp_path / "pub" / first / "provenance.json").read_text())["tier"] == f"{first}-full"
+    assert json.loads((tmp_path / "pub" / first / "provenance.json").read_text())["tier"] == tier

@@ -222,11 +222,9 @@ def _sources(run_dir: "str | Path") -> tuple[RunStore, dict[str, RunStore]]:
     src = RunStore.of(run_dir)
     if src.exists("summary.json"):
         name = json.loads(src.read_text("summary.json")).get("study")
-        if name not in registry.builtin():  # a tier's run names its study file (scaling-full): its plugin decides
-            try:
-                name = load_run_study(src).plugin.name
-            except ConfigError:
-                pass
+        if name not in registry.builtin() and name in registry.builtin_files():
+            # a tier's run names its shipped study file (scaling-full): published as the study that ships it
+            name = max((s for s in registry.builtin() if name.startswith(f"{s}-")), key=len, default=name)
         if name not in registry.builtin():
             raise ConfigError(f"{run_dir}: a run of study {name!r}, which is not a built-in study; the published answer "
                               f"covers the built-in ones ({', '.join(registry.run_order())})")
