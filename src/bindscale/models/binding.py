@@ -93,6 +93,16 @@ class _Greedy(nn.Module):
     def _lookup_modules(self) -> list[nn.Module]:
         raise NotImplementedError
 
+    def _trunk(self, block: type) -> None:
+        """The embeddings, positions (rotary or learned), ``n_layers`` blocks of class ``block`` and the final
+        LayerNorm both binding models share, created in this order (the sizes are set on ``self`` first)."""
+        d = self.d_model
+        self.embed = nn.Embedding(self.vocab_size, d)
+        self.rope = Rotary(self.d_head, self.max_len) if self.pos == "rope" else None
+        self.pos_embed = nn.Embedding(self.max_len, d) if self.pos == "learned" else None
+        self.blocks = nn.ModuleList(block(i, d, self.n_heads, self.d_ff) for i in range(self.n_layers))
+        self.ln_f = nn.LayerNorm(d)
+
     def _through_blocks(self, tokens: torch.Tensor) -> torch.Tensor:
         """Token (and learned position) embeddings of ``tokens`` ``(B, L)`` through every block: ``(B, L, d)``,
         before the final LayerNorm (rotary positions, where the model has them, are applied in the blocks).
@@ -190,11 +200,7 @@ class SyntacticAttentionTransformer(_Greedy):
         self.d_ff, self.max_len, self.pos, self.d_head = d_ff, max_len, pos, d_model // n_heads
         with torch.random.fork_rng(devices=[]):
             # Syntax stream: a plain causal transformer without its head.
-            self.embed = nn.Embedding(vocab_size, d_model)
-            self.rope = Rotary(d_model // n_heads, max_len) if pos == "rope" else None
-            self.pos_embed = nn.Embedding(max_len, d_model) if pos == "learned" else None
-            self.blocks = nn.ModuleList(Block(i, d_model, n_heads, d_ff) for i in range(n_layers))
-            self.ln_f = nn.LayerNorm(d_model)
+            self._trunk(Block)
             self.hook_syntax = HookPoint()  # (B, L, d)
             # Syntactic attention: weights from the syntax stream only.
             self.rope_sa = Rotary(d_model, max_len) if pos == "rope" else None
@@ -300,11 +306,7 @@ class TPTransformer(_Greedy):
         self.vocab_size, self.n_layers, self.d_model, self.n_heads = vocab_size, n_layers, d_model, n_heads
         self.d_ff, self.max_len, self.pos, self.d_head = d_ff, max_len, pos, d_model // n_heads
         with torch.random.fork_rng(devices=[]):
-            self.embed = nn.Embedding(vocab_size, d_model)
-            self.rope = Rotary(d_model // n_heads, max_len) if pos == "rope" else None
-            self.pos_embed = nn.Embedding(max_len, d_model) if pos == "learned" else None
-            self.blocks = nn.ModuleList(TPBlock(i, d_model, n_heads, d_ff) for i in range(n_layers))
-            self.ln_f = nn.LayerNorm(d_model)
+            self._trunk(TPBlock)
             self.head = nn.Linear(d_model, vocab_size, bias=False)
         _init_gpt2(self, n_layers, generator)
         with torch.no_grad():
