@@ -88,7 +88,7 @@ def run(
     for note in study_notes(cfg):  # valid, but probably not what was meant: said, not refused
         err_console.print(f"note: {escape(note)}", highlight=False, soft_wrap=True)
     if print_config:
-        from bindscale.run.dryrun import study_yaml
+        from bindscale.store.rundir import study_yaml
 
         print(study_yaml(cfg), end="", flush=True)
     if print_config or dry_run:
@@ -125,7 +125,8 @@ def _run_all(quick, out, set_, device, workers, executor, address, retries, dry_
               "by name to change it)")
     out_dir = out if out is not None else ("runs/all-quick" if quick else "runs/all")
     if dry_run or print_config:  # each study's plan / resolved file, in the order `run all` runs them
-        from bindscale.run.dryrun import _clock, describe_plan, study_yaml
+        from bindscale.run.dryrun import _clock, describe_plan
+        from bindscale.store.rundir import study_yaml
 
         walls: list[float] = []
         try:
@@ -247,7 +248,7 @@ def report(run_dir: Annotated[str, typer.Argument(help="a run directory (path or
         # Under the run's lock: a live run writes these files itself when it ends.
         with RunLock(run_dir):
             _check_recorded(run_dir)
-            summary = build_outputs(run_dir, study)
+            summary = build_outputs(run_dir, study, study.trials())
     except RunLocked as err:
         _fail(f"run directory {err.where} is being written by a live bindscale run ({err.holder}); it writes "
               "its report when it finishes: run `bindscale report` after that")

@@ -69,7 +69,7 @@ def test_the_quick_sections_own_fields_still_take_a_set():
 
 @pytest.mark.parametrize("records_dir", [False, True])
 def test_report_of_a_run_with_no_record_says_nothing_was_recorded(tmp_path, records_dir):
-    from bindscale.run.dryrun import study_yaml
+    from bindscale.store.rundir import study_yaml
 
     run = tmp_path / "my run"
     run.mkdir()

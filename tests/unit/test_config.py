@@ -106,7 +106,8 @@ def test_a_report_over_records_of_other_trial_configurations_says_so(tmp_path):
     (tmp_path / "records").mkdir()
     (tmp_path / "records" / "0123456789abcdef.json").write_text("{}")
     with pytest.raises(ConfigError, match="none of the 1 records .* belongs to this study's"):
-        build_outputs(tmp_path, resolve_study("scaling", quick=True))
+        study = resolve_study("scaling", quick=True)
+        build_outputs(tmp_path, study, study.trials())
 
 
 def test_is_quick_cannot_be_set_and_a_quick_file_defaults_to_the_quick_directory(tmp_path):

@@ -143,7 +143,7 @@ def test_dry_run_leaves_out_recorded_trials_and_checks_like_a_run(tmp_path):
     assert sorted(p.name for p in (tmp_path / "records").iterdir()) == before
     assert "different study configuration" not in text  # no study.yaml there yet
     # A folder holding another study: the dry run says what the run would say (it said nothing).
-    from bindscale.run.dryrun import study_yaml
+    from bindscale.store.rundir import study_yaml
 
     (tmp_path / "study.yaml").write_text(study_yaml(resolve_study(str(TINY), overrides=["lr=5e-4"])))
     text = describe_plan(study, workers=2, device="cpu", out=str(tmp_path))

@@ -97,7 +97,7 @@ def test_report_of_a_run_all_leaves_a_study_without_records_and_says_so(run_all_
     root, (first, last) = run_all_dir
     (root / last / "records" / "t0.json").unlink()  # the run reached it, but no trial of it finished
     work = []
-    monkeypatch.setattr(runner, "build_outputs", lambda where, study: work.append(where) or {"study": "x"})
+    monkeypatch.setattr(runner, "build_outputs", lambda where, study, trials: work.append(where) or {"study": "x"})
     monkeypatch.setattr(runner, "build_answer", lambda where: work.append("answer") or {})
     assert runner.rebuild_all(root)["unrecorded"] == [last]
     assert work == [str(root / first), "answer"]
@@ -111,7 +111,7 @@ def test_report_of_a_run_all_leaves_a_study_without_records_and_says_so(run_all_
 def test_report_of_a_live_run_all_is_refused_before_any_work(run_all_dir, monkeypatch, held):
     root, (first, last) = run_all_dir
     work = []
-    monkeypatch.setattr(runner, "build_outputs", lambda where, study: work.append(where) or {})
+    monkeypatch.setattr(runner, "build_outputs", lambda where, study, trials: work.append(where) or {})
     monkeypatch.setattr(runner, "build_answer", lambda where: work.append("answer") or {})
     # A live `run all` training its last study holds that study's lock (and, from now on, the directory's):
     # the report must not rebuild the first study's outputs before it finds out.

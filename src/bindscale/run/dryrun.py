@@ -20,7 +20,8 @@ of the CPU machine.
 Layer: beside the runner (the CLI and API call both): it checks the options as a run does
 (:mod:`bindscale.run.options`) and plans with the planner (:mod:`bindscale.run.planner`), which it imports only
 inside :func:`describe_plan` and :func:`job_seconds`: the planner imports torch, and a refused option
-must answer first. The runner takes :func:`study_yaml` and :func:`replaced_study_note` from here.
+must answer first. The run directory's study file (writing it, the note when it changes) is
+:mod:`bindscale.store.rundir`'s.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from bindscale.core.config import StudyConfig
 from bindscale.core.errors import ConfigError
 from bindscale.run.options import NO_RAY, RETRIES, available_cores, check_out, check_run, check_run_options
 from bindscale.store.records import load_records
-from bindscale.store.rundir import STUDY_FILE
+from bindscale.store.rundir import STUDY_FILE, replaced_study_note
 from bindscale.store.storage import StorageError
 
 #: What the factors were measured on (the wall-time estimate also assumes a core per worker).
@@ -63,25 +64,6 @@ GPU_MEMORY_BYTES = 80 << 30
 #: The CPU machine's best one-thread fp32 matmul (141-149 GFLOP/s measured; README, "Against JAX").
 #: Training never runs faster, so a job's CPU-seconds times it bound the job's FLOPs from above.
 CPU_FP32_FLOPS = 150e9
-
-
-def study_yaml(study: StudyConfig) -> str:
-    """The resolved study as YAML, as a run writes it to ``study.yaml`` (it loads back as the same study).
-    Non-ASCII text stays as written (``Diego-Simón``, not ``Diego-Sim\\xF3n``)."""
-    return yaml.safe_dump(study.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
-
-
-def replaced_study_note(held: str | None, study: StudyConfig, where: object, dry_run: bool = False) -> str | None:
-    """What a run (or its ``--dry-run``) says when its directory ``where`` holds another study (``held``:
-    that directory's study.yaml text, None when there is none); None when it holds none or this one.
-
-    Compared as data, not text: a run written before non-ASCII was kept as written is the same study.
-    Records are keyed by trial id, so nothing is mixed up; but the directory changes study."""
-    if held is None or yaml.safe_load(held) == yaml.safe_load(study_yaml(study)):
-        return None
-    what = "holds a different study configuration; a run would replace it" if dry_run else \
-        "held a different study configuration; it is replaced"
-    return f"note: {where} {what}, records of trials not in this study stay on disk and are not reported"
 
 
 def job_seconds(job: list) -> float:

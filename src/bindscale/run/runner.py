@@ -19,18 +19,16 @@ from rich.console import Console
 
 from bindscale.core import registry
 from bindscale.report.answer import build_answer
-from bindscale.store.checkpoints import MODEL_DIR
 from bindscale.core.config import StudyConfig, TrialBase
 from bindscale.core.studyfile import resolve_study
 from bindscale.core.errors import ConfigError
 from bindscale.store.lock import RunLock
 from bindscale.run.options import RETRIES, available_cores, check_run
-from bindscale.run.dryrun import replaced_study_note, study_yaml
 from bindscale.run.progress import TrainingProgress, console as progress_console
 from bindscale.store.records import RECORD_DIR, load_records
 from bindscale.verdicts.results_table import records_table, write_results
-from bindscale.store.rundir import STUDY_FILE, load_run_study
-from bindscale.store.storage import RunStore, StorageError, remove_temporaries
+from bindscale.store.rundir import STUDY_FILE, load_run_study, prepare_run_dir
+from bindscale.store.storage import RunStore, StorageError
 
 # The planner and executors (torch) and the report (pandas, matplotlib) are imported inside the
 # functions that need them, so that a refused option or study answers in well under a second (the
@@ -99,13 +97,11 @@ def _run_locked(study: StudyConfig, store: RunStore, dev: str, workers: int | No
     from bindscale.run.executors import execute, start_fork_server, study_imports  # torch
     from bindscale.run.planner import job_cost, pending_trials, plan_jobs  # torch
 
-    if note := replaced_study_note(store.read_text(STUDY_FILE) if store.exists(STUDY_FILE) else None, study, store):
+    note, n_removed = prepare_run_dir(store, study)
+    if note:
         console.print(note, highlight=False)
-    store.write_text(STUDY_FILE, study_yaml(study))
-    # A worker killed mid-write leaves a temporary file (never a half record): clear them under the lock.
-    if n := remove_temporaries(store, RECORD_DIR):
-        console.print(f"removed {n} unfinished record write(s) left by an interrupted run")
-    remove_temporaries(store, MODEL_DIR)
+    if n_removed:
+        console.print(f"removed {n_removed} unfinished record write(s) left by an interrupted run")
     todo, have = pending_trials(trials, store)
     if executor == "ray" and address:
         n_workers = workers or len(todo) or 1  # the cluster's scheduler decides placement
@@ -145,7 +141,7 @@ def _run_locked(study: StudyConfig, store: RunStore, dev: str, workers: int | No
             except StorageError as err:
                 raise StorageError(f"{err}; the sweep stopped, finished trials are kept: fix the storage "
                                    "and re-run the same command to resume") from None
-    summary = build_outputs(store, study)
+    summary = build_outputs(store, study, trials)
     summary["wall_seconds"] = time.perf_counter() - t0
     # This session's training and report time (a resumed study's earlier sessions are not in it), read by
     # `bindscale publish` for the published answer's wall times.
@@ -256,16 +252,16 @@ def rebuild_all(run_dir: "str | Path") -> dict:
         # would write a report of gaps that reads as if its trials had failed.
         unrecorded = [n for n in names if not RunStore.of(store.where(n)).list(RECORD_DIR, ".json")]
         studies = {name: load_run_study(store.where(name)) for name in names if name not in unrecorded}
-        summaries = {name: build_outputs(store.where(name), study) for name, study in studies.items()}
+        summaries = {name: build_outputs(store.where(name), study, study.trials()) for name, study in studies.items()}
         return {"studies": summaries, "answer": build_answer(run_dir), "unrecorded": unrecorded}
 
 
-def build_outputs(run_dir: "str | Path | RunStore", study: StudyConfig) -> dict:
-    """``results.parquet``, ``report.html`` and ``summary.json`` from the records of the study's trials."""
+def build_outputs(run_dir: "str | Path | RunStore", study: StudyConfig, trials: list[TrialBase]) -> dict:
+    """``results.parquet``, ``report.html`` and ``summary.json`` from the records of the study's trials
+    (``trials``: ``study.trials()``, which a run has made already)."""
     from bindscale.report import build_report  # pandas, matplotlib: only when a report is built
     from bindscale.verdicts.engine import MISSING
 
-    trials = study.trials()
     ids = [t.trial_id for t in trials]
     recs = load_records(run_dir, set(ids))
     if not recs and (store := RunStore.of(run_dir)).list(RECORD_DIR, ".json"):
