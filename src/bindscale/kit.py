@@ -84,7 +84,7 @@ __all__ = [
     # verdicts
     "Verdict", "SUPPORTED", "NOT_SUPPORTED", "INCONCLUSIVE", "MISSING", "NAN3", "MIN_REPLICATES",
     "CONCLUSIVE_SEEDS", "MIN_SEEDS", "deciding_cell", "gate_check", "gate_filter", "needed_seeds", "at_bound",
-    "no_room", "one_per_unit",
+    "EXACT_MATCH_BAND", "no_room", "one_per_unit",
     "ok_rows", "coerce_numeric", "restrict_to_mode", "degenerate", "ci_entry", "json_key", "to_python", "decide",
     "decide_below", "finite_values", "pooled_columns",
     # intervals
@@ -136,6 +136,7 @@ _LAZY: dict[str, str] = {
     "gate_filter": "bindscale.verdicts.engine",
     "needed_seeds": "bindscale.verdicts.engine",
     "at_bound": "bindscale.verdicts.engine",
+    "EXACT_MATCH_BAND": "bindscale.verdicts.engine",
     "no_room": "bindscale.verdicts.engine",
     "coerce_numeric": "bindscale.verdicts.engine",
     "restrict_to_mode": "bindscale.verdicts.engine",
@@ -294,6 +295,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: exactly the objects __geta
     from bindscale.train.stacked_adamw import ALIGN, StackedAdamW
     from bindscale.verdicts.engine import (
         CONCLUSIVE_SEEDS,
+        EXACT_MATCH_BAND,
         MIN_REPLICATES,
         MIN_SEEDS,
         MISSING,

@@ -365,16 +365,30 @@ def gate_check(ok: pd.DataFrame, cells: list[Mapping[str, Any]], gates: Sequence
             f"competence gates): {'; '.join(missed)}"), {"gates": report}
 
 
-def at_bound(arms: Mapping[str, Any], low: float | None = 0.0, high: float | None = 1.0) -> str | None:
+#: The band around 0 and 1 within which two arms' exact-match shares measure the bound, not the models, for
+#: :func:`at_bound`: 0.02, i.e. 6 examples of the 300-example test subsamples the SCAN studies read. Below it
+#: no model of either arm solved the split; a difference there (0/300 against 1/300) says nothing.
+EXACT_MATCH_BAND = 0.02
+
+
+def at_bound(arms: Mapping[str, Any], low: float | None = 0.0, high: float | None = 1.0,
+             band: float = 0.0) -> str | None:
     """Why a comparison of these arms says nothing because every arm sits at a bound of the metric, or None.
 
     ``arms``: arm name → its seed values (NaN dropped); ``low`` / ``high``: the metric's floor and
     ceiling (``None``: unbounded on that side, e.g. R² below). When every seed of every arm is exactly
     the floor (no model learned anything measurable) or exactly the ceiling (every model, the control
     too, is already perfect), a difference of 0 is the bound's, not the models': a floor or ceiling
-    effect, here only in its exact form (every seed on the bound).
+    effect, here only in its exact form (every seed on the bound). ``band`` > 0 widens the bound to a band:
+    every seed of every arm within ``band`` of it (e.g. 0.02 of exact match, 6 of a 300-example test set: a
+    deep model at 0/300 against a shallow one at 1/300 in every seed measures the floor, not depth).
     An arm without values leaves the question to the caller's seed checks (returns None).
+
+    Raises:
+        ValueError: ``band`` negative or NaN.
     """
+    if not band >= 0:
+        raise ValueError(f"band must be >= 0, got {band}")
     vals = {k: np.asarray(v, float) for k, v in arms.items()}
     vals = {k: v[np.isfinite(v)] for k, v in vals.items()}
     if not vals or any(v.size == 0 for v in vals.values()):
@@ -382,10 +396,11 @@ def at_bound(arms: Mapping[str, Any], low: float | None = 0.0, high: float | Non
     names = " and ".join(vals)
     for bound, where, what in ((low, "floor of the metric", "no model learned anything measurable"),
                                (high, "ceiling of the metric", "every model, the control too, is already perfect")):
-        if bound is not None and all(np.all(v == bound) for v in vals.values()):
+        if bound is not None and all(np.all(np.abs(v - bound) <= band) for v in vals.values()):
             n = ", ".join(f"{k} {v.size}" for k, v in vals.items())
             who = "it sits" if len(vals) == 1 else "both sit" if len(vals) == 2 else "all sit"
-            return (f"every seed of {names} is exactly {bound:g} (seeds: {n}): {who} at the {where}, "
+            how = f"exactly {bound:g}" if band == 0 else f"within {band:g} of {bound:g}"
+            return (f"every seed of {names} is {how} (seeds: {n}): {who} at the {where}, "
                     f"{what}, so the comparison says nothing about the claim")
     return None
 

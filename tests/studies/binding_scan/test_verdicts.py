@@ -111,6 +111,14 @@ def test_beats_inconclusive_at_the_floor_and_at_the_ceiling():
     assert ceiling.outcome == "inconclusive" and "ceiling" in ceiling.details["reason"]
 
 
+def test_beats_binding_and_plain_both_within_two_points_of_the_floor_decide_nothing():
+    """Near the floor (review): binding models at 0-1% and the plain model at 0.5% in every seed: the interval of
+    their difference lies below the margin, but both arms measure the floor, not binding."""
+    near = _table(_design(plain_large=0.005, sa=0.005, tp=0.005), noise=0.004)
+    r = beats(near)
+    assert r.outcome == "inconclusive" and "within 0.02 of 0" in r.details["reason"]
+
+
 def test_beats_inconclusive_when_the_plain_model_leaves_no_room_for_the_margin():
     r = beats(_table(_design(plain_large=0.95, sa=0.99, tp=0.97), noise=0.01))
     assert r.outcome == "inconclusive" and "no model could exceed it by the margin" in r.details["reason"]

@@ -382,3 +382,29 @@ def test_one_model_of_a_family_member_below_the_gate_is_left_out_and_the_claim_s
     assert out["details"]["by_split"]["length"]["budget_100000"]["acc_id_shallowest"] > 0.95  # read without it
     alone = depth(df[~m])
     assert out["value"] == pytest.approx(alone.interval[0])
+
+
+def _near_floor(deep_per_seed, shallow_per_seed):
+    """Every family: the deepest member at ``deep_per_seed`` (one value per seed, 8 seeds), the shallowest at
+    ``shallow_per_seed``, on both generalization splits; models learned their training distribution."""
+    df = _rows(_families(0.3, 0.2))
+    for split in ("length", "addprim_jump"):
+        for layers, values in ((8, deep_per_seed), (1, shallow_per_seed)):
+            m = (df["split"] == split) & (df["layers"] == layers)
+            df.loc[m, "acc_test"] = np.asarray(values, float)[df.loc[m, "seed"].to_numpy()]
+    return df
+
+
+def test_depth_deep_at_0_of_300_against_shallow_at_1_of_300_decides_nothing():
+    """Near-floor decision (review): both members within 0.02 of the floor in every seed measure the floor,
+    not depth, though the interval of 0 − 1/300 lies below the margin."""
+    out = depth(_near_floor([0.0] * 8, [0.0, 1 / 300, 1 / 300, 2 / 300, 1 / 300, 0.0, 1 / 300, 1 / 300]))
+    assert out.outcome == "inconclusive"
+    assert "within 0.02 of 0" in out.details["by_split"]["addprim_jump"]["problem"]
+
+
+def test_depth_a_member_off_the_floor_still_decides_against_a_member_on_it():
+    """The band only takes out comparisons where both sit near the bound: deep at 0 against shallow at 0.3."""
+    rng = np.random.default_rng(1)
+    out = depth(_near_floor([0.0] * 8, 0.3 + 0.03 * rng.standard_normal(8)))
+    assert out.outcome == "not_supported"

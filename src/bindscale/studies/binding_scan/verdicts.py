@@ -47,6 +47,7 @@ import numpy as np
 import pandas as pd
 
 from bindscale.kit import (
+    EXACT_MATCH_BAND,
     MIN_REPLICATES,
     NAN3,
     Verdict,
@@ -211,7 +212,8 @@ def binding_beats_plain_on_scan(ok: pd.DataFrame, thresholds: Mapping[str, float
         if p_acc.size < MIN_REPLICATES:
             problem = problem or f"a deciding cell has fewer than {MIN_REPLICATES} seeds"
         if all_binding and not problem:
-            problem = (at_bound({"the binding models": np.concatenate(all_binding), "the largest plain model": p_acc})
+            problem = (at_bound({"the binding models": np.concatenate(all_binding), "the largest plain model": p_acc},
+                                band=EXACT_MATCH_BAND)
                        or no_room(p_acc, margin, name="the largest plain model")
                        or _copied([p_acc, *all_binding]))
         if not triples:
@@ -331,7 +333,8 @@ def scale_partially_overcomes_binding(ok: pd.DataFrame, thresholds: Mapping[str,
                  "rise": ci_entry(rise, s_acc.size + l_acc.size), "gap": ci_entry(gap, l_acc.size)}
         if min(s_acc.size, l_acc.size) < MIN_REPLICATES:
             problem = problem or f"a deciding cell has fewer than {MIN_REPLICATES} seeds"
-        problem = problem or (at_bound({"the smallest plain model": s_acc, "the largest plain model": l_acc})
+        problem = problem or (at_bound({"the smallest plain model": s_acc, "the largest plain model": l_acc},
+                                       band=EXACT_MATCH_BAND)
                               or no_room(s_acc, rise_margin, name="the smallest plain model")
                               or _copied([s_acc, l_acc, l_id]))
         outcome = None

@@ -71,6 +71,7 @@ import numpy as np
 import pandas as pd
 
 from bindscale.kit import (
+    EXACT_MATCH_BAND,
     MIN_REPLICATES,
     NAN3,
     Verdict,
@@ -184,8 +185,10 @@ def deeper_composes_better_at_equal_params(ok: pd.DataFrame, thresholds: Mapping
         # discrete=True: a cell whose seeds all score 0.0 is SCAN's usual outcome (shallow models fail
         # every seed), so only every cell flat, or one value everywhere, is degenerate.
         # Every deep and shallow seed exactly 0 (or 1) on this split: the floor (ceiling), not a depth effect.
+        # Within EXACT_MATCH_BAND of the floor (or ceiling) in every seed of both: 0/300 against 1/300 decides nothing.
         why = at_bound({"the deepest members": np.concatenate(cells[0::2]),
-                        "the shallowest members": np.concatenate(cells[1::2])}) or degenerate(cells, discrete=True)
+                        "the shallowest members": np.concatenate(cells[1::2])}, band=EXACT_MATCH_BAND) \
+            or degenerate(cells, discrete=True)
         if why:
             entry.setdefault("problem", why)
         triple = strata_mean_ci(groups, weights)
