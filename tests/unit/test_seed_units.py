@@ -121,3 +121,37 @@ def test_a_table_without_an_axis_cannot_count_perturbed_reruns_as_seeds():
     full = both.assign(lr=1e-3)
     assert ambiguous_units(full, config=("width", "seed", "lr"), axes=("width", "lr", "seed")) == (0, [])
     assert ambiguous_units(both.drop(columns="seed"), ("width", "seed", "lr"), ("width", "lr", "seed")) == (0, [])
+
+
+def test_copies_filed_under_new_seed_numbers_are_one_unit():
+    """Review: records whose every measured value repeats another's under another seed number (a copy filed
+    as new seeds, or a seed that changes nothing) count once; exact 0/1 records are left alone."""
+    from bindscale.core.rows import copies_under_other_seeds
+
+    df = _table(seeds=4)
+    copied = pd.concat([df, df.assign(seed=df["seed"] + 100, trial_id=df["trial_id"] + "-s100")], ignore_index=True)
+    out, n = copies_under_other_seeds(copied, ("width", "seed"))
+    assert n == 8 and len(out) == 8 and set(out["seed"]) == {0, 1, 2, 3}
+    zeros = pd.DataFrame([{"trial_id": f"t{s}", "status": "ok", "width": 16, "seed": s, "acc": 0.0} for s in range(4)])
+    assert copies_under_other_seeds(zeros, ("width", "seed"))[1] == 0  # SCAN's 0.0 in every seed: a measurement
+    failed = copied.assign(status="failed")
+    assert copies_under_other_seeds(failed, ("width", "seed"))[1] == 0  # only ok records are merged
+
+
+def test_a_depth_table_of_four_seeds_filed_twice_as_eight_keeps_the_four_seed_interval():
+    """The same 4 seeds copied under seed numbers 4-7: the claim reads 4 seeds per cell with the 4-seed table's own
+    interval, never the narrower one 8 would give, and says how many records it merged."""
+    from bindscale.verdicts.engine import compute_verdicts
+
+    from tests.studies.depth.test_verdicts import _families, _rows
+
+    def verdict(df):
+        return compute_verdicts(df, {"verdicts": {"deeper_composes_better_at_equal_params": {}}})[0]
+
+    four = _rows(_families(0.3, 0.2), seeds=4, id_acc=0.999, noise=0.01)
+    copied = pd.concat([four, four.assign(seed=four["seed"] + 4, trial_id=four["trial_id"] + "-copy")],
+                       ignore_index=True)
+    out, alone = verdict(copied), verdict(four)
+    assert out["details"]["duplicate_records"] == len(four)
+    assert out["details"]["seeds_per_cell"] == alone["details"]["seeds_per_cell"] == 4
+    assert out["ci_low"] == alone["ci_low"] and out["ci_high"] == alone["ci_high"]

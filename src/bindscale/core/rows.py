@@ -98,3 +98,35 @@ def ambiguous_units(df: pd.DataFrame, config: tuple[str, ...] = (),
         seeded = seeded[seeded["status"].astype(str) == "ok"]
     keys = pd.Series(["\x1f".join(map(str, r)) for r in seeded[cols].itertuples(index=False)])
     return int(keys.duplicated().sum()), missing
+
+
+def copies_under_other_seeds(df: pd.DataFrame, config: tuple[str, ...] = ()) -> tuple[pd.DataFrame, int]:
+    """The table without records that repeat another record's every value under another seed number, and how
+    many were dropped.
+
+    Two training runs of different seeds never agree to the last bit on every measured value; a record that
+    does (equal on every column but ``trial_id`` and ``seed``) is a copy filed as a new seed (or a trial whose
+    seed changes nothing, e.g. a deterministic evaluation): one measurement, which counted twice would narrow
+    every interval. Only ``ok`` records are merged, and only those holding at least one finite non-integer
+    number outside the config columns (``config``; a loss, a share of a test set): records made of exact
+    0s, 1s and counts can agree by chance. Of a group the record with the lowest seed is kept.
+    """
+    import numpy as np
+    import pandas as pd
+
+    if df.empty or "seed" not in df.columns or len(df) < 2:
+        return df, 0
+    ok = (df["status"].astype(str) == "ok").to_numpy() if "status" in df.columns else np.ones(len(df), bool)
+    measured = df.drop(columns=[c for c in (*config, "seed", "trial_id") if c in df.columns]).select_dtypes("number")
+    vals = measured.to_numpy(float) if measured.shape[1] else np.zeros((len(df), 0))
+    fractional = (np.isfinite(vals) & (vals != np.round(vals))).any(axis=1)
+    candidate = ok & fractional & pd.to_numeric(df["seed"], errors="coerce").notna().to_numpy()
+    if candidate.sum() < 2:
+        return df, 0
+    key_cols = [c for c in df.columns if c not in ("trial_id", "seed")]
+    key = pd.Series(["\x1f".join(map(str, r)) for r in df[key_cols].itertuples(index=False)])
+    key[~candidate] = [f"\x1e{i}" for i in np.flatnonzero(~candidate)]
+    order = np.argsort(pd.to_numeric(df["seed"], errors="coerce").fillna(np.inf).to_numpy(), kind="stable")
+    keep = np.zeros(len(df), bool)
+    keep[order] = ~key.iloc[order].duplicated(keep="first").to_numpy()
+    return df.iloc[np.flatnonzero(keep)], int((~keep).sum())

@@ -514,7 +514,7 @@ def _prepare(plugin: Any, df: pd.DataFrame, unrecorded: pd.DataFrame | None
 
     Every table is first reduced to one record per configuration and seed (:func:`bindscale.core.rows.one_per_unit`).
     """
-    from bindscale.core.rows import ambiguous_units, one_per_unit
+    from bindscale.core.rows import ambiguous_units, copies_under_other_seeds, one_per_unit
 
     try:
         cls = plugin.trial_class
@@ -522,6 +522,8 @@ def _prepare(plugin: Any, df: pd.DataFrame, unrecorded: pd.DataFrame | None
     except Exception:  # noqa: BLE001 - a plugin without a usable config class: exact copies only
         config, axes = (), ("\x00",)
     df, duplicates = one_per_unit(df, config, axes)
+    df, copies = copies_under_other_seeds(df, config)
+    duplicates += copies
     ambiguity = ambiguous_units(df, config, axes) if config else (0, [])
     whole = df
     if unrecorded is not None and len(unrecorded):  # empty columns dropped: nothing to add, no dtype warning
@@ -673,8 +675,8 @@ def compute_verdicts(
         if duplicates:
             details["duplicate_records"] = duplicates
             details["reason"] = (f"{details.get('reason', '')}; {duplicates} record(s) repeat the configuration and "
-                                 "seed of another record (copied or rerun under another trial id): each "
-                                 "configuration and seed counted once").lstrip("; ")
+                                 "seed of another record (copied or rerun under another trial id) or every measured "
+                                 "value of another under another seed number: each counted once").lstrip("; ")
         spc = details.get("seeds_per_cell")
         if ambiguous:
             details["caveat"] = ambiguity
