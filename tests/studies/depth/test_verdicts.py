@@ -22,6 +22,7 @@ def _rows(cells, seeds=8, id_acc=0.99, noise=0.03, pos="rope"):
         for s in range(seeds):
             out.append({"status": "ok", "trial_id": f"{split}-{budget}-{layers}-{s}-{pos}", "split": split,
                         "budget": budget, "layers": layers, "pos": pos, "seed": s,
+                        "n_params_nonembed": budget, "n_params": budget + 1000 * layers,
                         "acc_test": float(np.clip(acc + noise * rng.standard_normal(), 0, 1)),
                         "acc_id": float(np.clip(id_acc + noise * rng.standard_normal(), 0, 1))})
     return pd.DataFrame(out)
@@ -408,3 +409,20 @@ def test_depth_a_member_off_the_floor_still_decides_against_a_member_on_it():
     rng = np.random.default_rng(1)
     out = depth(_near_floor([0.0] * 8, 0.3 + 0.03 * rng.standard_normal(8)))
     assert out.outcome == "not_supported"
+
+
+
+@pytest.mark.parametrize("deep_params, expected", [(100_000 * 1.3, "inconclusive"), (100_000 * 1.01, "supported")])
+def test_depth_a_family_whose_members_differ_in_parameters_is_no_equal_parameter_comparison(deep_params, expected):
+    """Review: the deepest member 30% larger than the shallowest compares size as well as depth; 1% apart is equal."""
+    df = _rows(_families(0.3, 0.2))
+    df.loc[(df["budget"] == 100_000) & (df["layers"] == 8), "n_params_nonembed"] = deep_params
+    out = depth(df)
+    assert out.outcome == expected
+    if expected == "inconclusive":
+        assert "beyond the tolerance 5% of an equal-parameter comparison" in out.details["reason"]
+
+
+def test_depth_a_family_without_parameter_counts_decides_nothing():
+    df = _rows(_families(0.3, 0.2)).drop(columns=["n_params_nonembed"])
+    assert depth(df).outcome == "inconclusive"

@@ -78,8 +78,8 @@ CLAIMS = (
                    "member's test exact match, mean over seeds, averaged over the budgets (families) with a "
                    "Welch–Satterthwaite interval; the split whose interval is lowest decides (the weakest "
                    "support, or the clearest contradiction)."),
-        thresholds={"margin": (-1.0, 1.0), "min_id_acc": (0.0, 1.0)},
-        defaults={"margin": 0.0, "min_id_acc": 0.95},
+        thresholds={"margin": (-1.0, 1.0), "min_id_acc": (0.0, 1.0), "param_tolerance": (0.0, 1.0)},
+        defaults={"margin": 0.0, "min_id_acc": 0.95, "param_tolerance": 0.05},
         gates=(SCAN_GATE,),
         figures=("depth_acc_vs_depth", "depth_acc_vs_params"),
         guards=(".verdicts:planned_family_missing",),

@@ -17,7 +17,8 @@ are every ``split`` label but ``simple`` (SCAN's random split, in distribution b
   the split with the lowest lower bound (the weakest support). Guard
   (:func:`planned_family_missing`): inconclusive when a planned family's deepest or shallowest
   member, or a whole planned split or family, has no usable trial (no silent substitution of the
-  surviving depths).
+  surviving depths). A family whose deepest and shallowest members' non-embedding parameter counts differ by more
+  than ``param_tolerance`` (:data:`PARAM_TOLERANCE`, 5%) is no equal-parameter comparison: the split is inconclusive.
 - ``seq2seq_fails_scan_splits`` (Lake & Baroni 2018). The *largest model*: the largest budget
   among the rows, at its most common depth. Per decided split (``length`` and ``addprim_jump``): mean test exact match over seeds with a t interval
   (:func:`bindscale.verdicts.stats.mean_ci`). A split is *failed* when the interval lies below ``threshold``
@@ -99,6 +100,12 @@ FAILED_SPLITS = ("length", "addprim_jump")
 _FIXED = ("pos", "heads", "steps")
 
 
+#: How far apart (relative, non-embedding parameters) a family's deepest and shallowest members may be and still
+#: count as equal-parameter: 5%, the tolerance the binding_scan study allows its iso-parameter models; the depth
+#: families' shapes are within 0.3% of their budgets (``shape_for_budget``).
+PARAM_TOLERANCE = 0.05
+
+
 def prepare_rows(df: pd.DataFrame) -> pd.DataFrame:
     """Ok rows with the numeric columns coerced (missing ones added as NaN)."""
     return coerce_numeric(ok_rows(df, NUMERIC), NUMERIC)
@@ -139,6 +146,7 @@ def deeper_composes_better_at_equal_params(ok: pd.DataFrame, thresholds: Mapping
     """Deepest minus shallowest family member per generalization split (see the module docstring)."""
     stat = "deep_minus_shallow_acc"
     margin = float(thresholds["margin"])
+    tol = float(thresholds.get("param_tolerance", PARAM_TOLERANCE))
     if ok.empty or "split" not in ok or _bad(ok, ("budget", "layers", "seed")):
         return _inconclusive(stat, 0, {}, "no trials with split, budget, layers and seed")
     rows, note = _rope_rows(ok)
@@ -178,6 +186,15 @@ def deeper_composes_better_at_equal_params(ok: pd.DataFrame, thresholds: Mapping
                                       "params_total_shallowest": float(shallow["n_params"].mean())}
         if not budgets:
             continue
+        # Equal parameters is the claim's premise (Petty et al. hold the budget fixed): members whose non-embedding
+        # counts differ by more than the tolerance compare sizes as well as depths.
+        for key, member in [(k, m) for k, m in entry.items() if k.startswith("budget_")]:
+            deep_p, shallow_p = member["params_nonembed_deepest"], member["params_nonembed_shallowest"]
+            gap = abs(deep_p - shallow_p) / max(min(deep_p, shallow_p), 1.0)
+            if not gap <= tol:
+                entry.setdefault("problem", f"{key.replace('_', ' ')}: the deepest member has {deep_p:.0f} non-embedding "
+                                 f"parameters and the shallowest {shallow_p:.0f}, {gap:.1%} apart, beyond the "
+                                 f"tolerance {tol:.0%} of an equal-parameter comparison")
         # Whether the deciding members learned their training distribution is the engine's competence gate
         # (the claim's Gate on acc_id, every deciding cell); acc_id_deepest / _shallowest stay for the report.
         if min(len(c) for c in cells) < MIN_REPLICATES:
