@@ -251,3 +251,19 @@ def test_the_description_says_what_the_run_runs(name, quick):
     assert f"{sizes[0] // 1000}k" in text and f"{sizes[-1] // 1000}k" in text
     assert f"{len({t.seed for t in trained})} seeds" in text and f"{trained[0].train.steps} steps" in text
     assert len(n_train) == 1 and f"{n_train[0]} training instances per family" in text
+
+
+def test_a_fit_pinned_at_its_exponent_or_rise_bound_does_not_identify_an_asymptote():
+    """Review: the exponent at its upper bound (5) is the box's answer, not the data's; so is the rise at 5."""
+    assert not cv.identified({"saturating": {"a": 0.6, "b": 0.3, "c": 5.0}})
+    assert not cv.identified({"saturating": {"a": 0.6, "b": 5.0, "c": 0.9}})
+    assert cv.identified({"saturating": {"a": 0.6, "b": 0.3, "c": 4.9}})
+
+
+def test_a_step_after_the_smallest_size_is_no_identified_plateau():
+    """A curve flat at 0.58 from the second size on, 0.3 at the smallest: the fit's exponent runs to its bound,
+    so the family is not read as a plateau (it was, before: supported)."""
+    v = verdict(table(lambda x: np.where(x < 1.5, 0.3, 0.58), sd=0.01))
+    fams = v["details"]["by_family"]
+    assert all(f["saturating"]["c"] >= 5.0 - 1e-6 and not f["identified"] for f in fams.values() if "saturating" in f)
+    assert v["verdict"] != "supported"

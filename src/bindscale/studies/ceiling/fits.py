@@ -47,6 +47,8 @@ from scipy.optimize import OptimizeWarning, curve_fit
 
 from bindscale.kit import bootstrap_ci
 
+#: The saturating fit's box: upper bounds of ``a``, ``b`` and ``c`` (lower bounds 0).
+A_MAX, B_MAX, C_MAX = 1.5, 5.0, 5.0
 #: Starting exponents tried for each fit.
 C_STARTS = (0.1, 0.5, 1.0, 2.0)
 #: Residual sum of squares floor (an exact fit would give AIC = -inf).
@@ -127,10 +129,10 @@ def fit_saturating(x, y, start: dict | None = None) -> Fit:
     if np.unique(x).size < 3:
         return Fit("saturating", error="fewer than 3 distinct sizes for 3 parameters")
     top, span = float(y.max()), float(max(y.max() - y.min(), 1e-3))
-    starts = [[min(1.5, top + 0.01), span, c] for c in C_STARTS]
+    starts = [[min(A_MAX, top + 0.01), span, c] for c in C_STARTS]
     if start:
         starts = [[start["a"], start["b"], start["c"]], starts[1]]
-    return _fit("saturating", saturating, x, y, starts, [0.0, 0.0, 0.0], [1.5, 5.0, 5.0], ("a", "b", "c"))
+    return _fit("saturating", saturating, x, y, starts, [0.0, 0.0, 0.0], [A_MAX, B_MAX, C_MAX], ("a", "b", "c"))
 
 
 def log_power(x: np.ndarray, b: float, c: float) -> np.ndarray:

@@ -104,7 +104,7 @@ from bindscale.kit import (
     strata_mean_ci,
 )
 
-from .fits import compare
+from .fits import A_MAX, B_MAX, C_MAX, compare
 from .problems import FAMILIES
 
 METRICS = ("sat", "feas", "gap", "optimal", "unparsable")
@@ -123,9 +123,9 @@ NUMERIC = ("budget", "layers", "n_train", "seed", "steps", "n_params", "n_params
 #: bound (400 left 2: a noisy bound).
 N_BOOT = 1000
 _FIXED = ("n_train", "steps", "layers")
-#: The saturating fit's upper bound on ``a`` (:mod:`.fits`), the exponent below which it is flat, and the
-#: smallest rise ``b`` (in units of the metric) that pins an asymptote: below it the data are flat.
-A_MAX, C_FLAT, B_MIN = 1.5, 0.01, 0.02
+#: The exponent below which the saturating fit is flat, and the smallest rise ``b`` (in units of the metric) that
+#: pins an asymptote: below it the data are flat. The fit's box (``A_MAX``, ``B_MAX``, ``C_MAX``) is :mod:`.fits`'.
+C_FLAT, B_MIN = 0.01, 0.02
 #: The hypothesised level (the study file's ``claimed_low`` / ``claimed_high`` default to it).
 CLAIMED = (0.55, 0.60)
 
@@ -283,9 +283,14 @@ def by_metric(rows: pd.DataFrame, family: str, x_col: str) -> dict:
 def identified(e: dict) -> bool:
     """Whether the saturating fit pins its asymptote down: ``a`` off its upper bound, the rise ``b`` above
     :data:`B_MIN` and the exponent ``c`` above :data:`C_FLAT` (otherwise the curve is flat, or a straight line in
-    log N over the sweep and ``a`` trades off with ``b``: any asymptote fits)."""
+    log N over the sweep and ``a`` trades off with ``b``: any asymptote fits), and ``b`` and ``c`` off their upper
+    bounds (:data:`.fits.B_MAX`, :data:`.fits.C_MAX`): a fit pinned to the edge of its box is the box's answer, not
+    the data's (at ``c = 5`` the curve is a step after the smallest size, every bootstrap refit hits the same
+    edge, and the asymptote's interval is as narrow as the box makes it)."""
     p = e.get("saturating") or {}
-    return bool(p) and p["a"] < A_MAX - 1e-6 and p["b"] > B_MIN and p["c"] > C_FLAT
+    edge = 1e-6
+    return (bool(p) and p["a"] < A_MAX - edge and B_MIN < p["b"] < B_MAX - edge
+            and C_FLAT < p["c"] < C_MAX - edge)
 
 
 def _state(e: dict, margin: float, delta: float, bounds: tuple[float, float]) -> tuple[str, str]:
