@@ -405,6 +405,26 @@ def at_bound(arms: Mapping[str, Any], low: float | None = 0.0, high: float | Non
     return None
 
 
+def outside_range(rows: pd.DataFrame, ranges: Mapping[str, tuple[float, float]]) -> str | None:
+    """Why ``rows`` cannot decide because a metric lies outside the values it can take, or None.
+
+    ``ranges``: column → (lowest, highest) value the metric can take (an accuracy or a share (0, 1), a
+    difference of two shares (−1, 1)); columns absent from ``rows`` are skipped, NaN is left to the rule's own
+    checks. A share entered in percent (13.8 for 0.138) would otherwise decide with intervals a hundred times too
+    wide or a margin a hundred times too small.
+    """
+    for col, (lo, hi) in ranges.items():
+        if col not in rows:
+            continue
+        v = pd.to_numeric(rows[col], errors="coerce").to_numpy(float)
+        bad = v[np.isfinite(v) & ((v < lo) | (v > hi))]
+        if bad.size:
+            what = "a share, not a percentage" if (lo, hi) == (0.0, 1.0) else "bounded"
+            return (f"column {col} has values outside [{lo:g}, {hi:g}] in the deciding rows (e.g. {bad[0]:g}, "
+                    f"{bad.size} of {v.size}): it is {what}; the table's units are wrong")
+    return None
+
+
 def no_room(baseline: Any, margin: float, high: float = 1.0, name: str = "the baseline") -> str | None:
     """Why a gain of at least ``margin`` over ``baseline`` cannot be measured, or None.
 

@@ -465,3 +465,22 @@ def test_half_the_base_networks_below_the_gate_decide_nothing_though_their_mean_
         reason = v["details"]["reason"]
         assert "4 of 8 seeds of the deciding cell" in reason and "4 ok but below the accuracy filter" in reason
         assert "4 remain" in reason, v["claim"]
+
+
+@pytest.mark.parametrize("rule, params", [(structure_emerges, P_EMERGE), (structure_grows_with_width, P_DIFF),
+                                          (pretraining_reliability, P_DIFF)])
+def test_a_table_in_percent_units_decides_nothing(rule, params):
+    """Range check (review): accuracies and shares entered in percent (and differences of them) are refused,
+    where the same table in shares decides."""
+    def outcome(df):
+        r = rule(df, params, 200, 0)
+        return r.outcome if hasattr(r, "outcome") else r[0]
+
+    df = _table(robust={(16, "none"): 0.2, (64, "none"): 0.6, (16, "match_count"): 0.7, (64, "match_count"): 0.9})
+    pct = df.copy()
+    for c in ("base_acc_test", "sub_diff", "abl_diff", "frac_robust", "frac_structural"):
+        pct[c] = pct[c] * 100
+    r = rule(pct, params, 200, 0)
+    details = r.details if hasattr(r, "details") else r[3]
+    assert outcome(pct) == "inconclusive" and "outside [0, 1]" in details["reason"]  # the gate's accuracy first
+    assert outcome(df) != "inconclusive"  # the same table in shares decides

@@ -72,6 +72,7 @@ import numpy as np
 import pandas as pd
 
 from bindscale.kit import (
+    outside_range,
     EXACT_MATCH_BAND,
     MIN_REPLICATES,
     NAN3,
@@ -123,10 +124,7 @@ def _bad(rows: pd.DataFrame, cols: tuple[str, ...]) -> str | None:
         v = rows[c].to_numpy(dtype=float)
         if not np.isfinite(v).all():
             return f"column {c} has NaN or infinite values in a deciding cell"
-        if c.startswith(("acc_", "tok_acc_")) and ((v < 0) | (v > 1)).any():
-            return (f"column {c} has values outside [0, 1] in a deciding cell (e.g. {v[(v < 0) | (v > 1)][0]:g}): "
-                    "an accuracy is a share, not a percentage; the table's units are wrong")
-    return None
+    return outside_range(rows, {c: (0.0, 1.0) for c in cols if c.startswith(("acc_", "tok_acc_"))})
 
 
 def _inconclusive(stat: str, n: int, details: dict, reason: str) -> Verdict:

@@ -75,6 +75,7 @@ import numpy as np
 import pandas as pd
 
 from bindscale.kit import (
+    outside_range,
     MIN_REPLICATES,
     NAN3,
     at_bound,
@@ -132,6 +133,9 @@ def fill_untrained(ok: pd.DataFrame) -> pd.DataFrame:
 
 #: Columns every rule needs: the cell, the base seed and the accuracy filter.
 REQUIRED = ("architecture", "width", "pretraining", "seed", "base_acc_test")
+#: The values the gate's accuracy and Lepori et al.'s SubDiff / AblDiff (differences of two accuracies) can take:
+#: a table outside them (percent units) decides nothing. The shares (``frac_*``) are read as the rules read them.
+RANGES = {"base_acc_test": (0.0, 1.0), **{c: (-1.0, 1.0) for c in NUMERIC if "sub_diff" in c or "abl_diff" in c}}
 
 
 def _missing(ok: pd.DataFrame, cols: tuple[str, ...]) -> str | None:
@@ -149,7 +153,7 @@ def _usable(ok: pd.DataFrame, min_base_acc: float) -> tuple[pd.DataFrame, pd.Dat
     accuracy filter's survivors can be counted per cell against the trials that ran.
     """
     ok = coerce_numeric(ok, NUMERIC).reset_index(drop=True)  # survivors are matched to their trials by index
-    why = _missing(ok, REQUIRED)
+    why = _missing(ok, REQUIRED) or outside_range(ok, RANGES)
     if why or ok.empty:
         return ok.iloc[0:0], ok.iloc[0:0], ({"reason": why} if why else {})
     keyless = int(ok[["architecture", "width", "pretraining", "seed"]].isna().any(axis=1).sum())
