@@ -38,6 +38,8 @@ Constants:
     ``CONCLUSIVE_SEEDS``: seeds per deciding cell below which a verdict carries a caveat (8).
     ``MIN_SEEDS``: default of every claim's ``min_seeds`` threshold, the share of a deciding cell's planned
     seeds that must be finite (0.75: 6 of 8); a rule names its deciding cells with ``deciding_cell``.
+    ``EXACT_MATCH_BAND``: the band around 0 and 1 within which two arms' exact-match shares measure the bound,
+    not the models (0.02: 6 of 300 test examples; ``at_bound``'s ``band``).
     ``SIDES``: side key -> words (a :class:`Claim`'s ``side``: which side of the question it bears on).
     ``FIGSIZE``: a report figure's size in inches (6 x 4, at 100 dpi); ``SMALL``: font size of legends and
     in-axes labels (8); ``ID_COLOUR``, ``OOD_COLOUR``: colours of the in- and out-of-distribution spans;

@@ -98,7 +98,7 @@ def test_quick_default_study_plans_both_models():
     from bindscale.core.studyfile import resolve_study
 
     full, quick = resolve_study("scaling").trials(), resolve_study("scaling", quick=True).trials()
-    assert {t.model.kind for t in quick} == {"mlp", "hypernet"}
+    assert {t.model.kind for t in quick} == {"mlp", "hypernet", "tpr"}
     assert len(quick) < len(full) and max(t.train.steps for t in quick) < min(t.train.steps for t in full)
 
 

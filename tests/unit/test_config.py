@@ -10,7 +10,7 @@ def test_builtin_scaling_study_loads_and_has_both_models():
     assert "scaling" in builtin_studies()
     study = resolve_study("scaling")
     kinds = {t.model.kind for t in study.trials()}
-    assert kinds == {"mlp", "hypernet"}
+    assert kinds == {"mlp", "hypernet", "tpr"}
     quick = resolve_study("scaling", quick=True)
     assert len(quick.trials()) < len(study.trials())
     assert all(t.train.steps < 1000 for t in quick.trials())

@@ -270,7 +270,7 @@ def test_a_hook_point_without_hooks_returns_its_input_itself():
     assert hp(t) is t and not hp.has_hooks
 
 
-@pytest.mark.parametrize("kind", ["mlp", "hypernet"])
+@pytest.mark.parametrize("kind", ["mlp", "hypernet", "tpr"])
 def test_a_deep_copy_runs_its_own_hook_points(kind):
     """The stacked models keep plain references to their points for speed; a copy must use its own."""
     import copy

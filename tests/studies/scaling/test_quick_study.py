@@ -15,7 +15,7 @@ def test_quick_headline_study_shows_width_and_coverage_effects(tmp_path):
     r = bindscale("run", "--quick", "--out", out)
     assert r.returncode == 0, r.stderr
     summary = json.loads((out / "summary.json").read_text())
-    assert [v["claim"] for v in summary["verdicts"]] == ["scaling", "decodability", "binding", "hull"]
+    assert [v["claim"] for v in summary["verdicts"]] == ["scaling", "decodability", "binding", "binding_tpr", "hull"]
     df = pd.read_parquet(out / "results.parquet")
     mlp = df[(df.model == "mlp") & (df.status == "ok")]
     by_width = mlp[mlp.holdout == mlp.holdout.min()].groupby("width").r2_heldout.mean()
@@ -38,7 +38,7 @@ def test_quick_headline_study_shows_width_and_coverage_effects(tmp_path):
     assert r.returncode == 0, r.stderr
     got = pd.read_parquet(one / "results.parquet").set_index("trial_id").sort_index()
     ref = df.set_index("trial_id").sort_index().loc[got.index]
-    assert len(got) == 26
+    assert len(got) == 32
     assert set(got["stack_size"]) != set(ref["stack_size"]) and set(got["precision_used"]) == {"fp32"}
     cols = ["status", "r2_id", "r2_heldout", "r2_inhull", "final_loss", "decod_best", "decod_input"]
     pd.testing.assert_frame_equal(got[cols], ref[cols], check_exact=True)

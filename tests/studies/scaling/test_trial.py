@@ -38,7 +38,7 @@ def assert_same_bits(a, b, keys=EXACT):
 # Width 12: 12-element biases put a trial's elements in the fused optimizer's scalar tail or not
 # depending on the stack size (bindscale.studies.scaling.optim).
 @pytest.mark.parametrize("width", [12, 16, 64])
-@pytest.mark.parametrize("kind", ["mlp", "hypernet"])
+@pytest.mark.parametrize("kind", ["mlp", "hypernet", "tpr"])
 def test_a_trial_in_a_stack_equals_the_trial_alone(kind, width):
     stacked = run_group([trial(0, kind=kind, width=width), trial(1, kind=kind, width=width),
                            trial(2, kind=kind, width=width)])[1]
@@ -90,6 +90,20 @@ def test_training_learns_and_reports_everything():
     assert m["n_train_combos"] + m["n_heldout_combos"] == 21
     assert set(m["decod_layers"]) >= {"input", "hidden.0", "hidden.1", "random.hidden.0"}
     assert m["decod_input"] > 0.99  # identity encoding: the code is the input
+
+
+def test_a_tpr_trial_trains_end_to_end_and_counts_its_parameters():
+    from bindscale.studies.scaling.tpr import TPR, tpr_params
+
+    cfg = TrialConfig(task=TaskConfig(M=6, K=2, holdout=0.3), model=ModelConfig(kind="tpr", width=32, depth=1),
+                      train=TrainConfig(steps=300, batch_tasks=32, lr=3e-3, n_evals=3, eval_tasks=64, probe_tasks=64))
+    (r,) = run_group([cfg], return_models=True)
+    m = r.metrics
+    assert r.status == "ok" and m["r2_id"] > 0.3 and m["r2_heldout"] > 0.2, m
+    assert m["curve_loss"][-1] < m["curve_loss"][0]
+    assert isinstance(r.model, TPR)
+    assert m["n_params"] == tpr_params(6, 16, 16, 32, 1) == sum(p.numel() for p in r.model.parameters())
+    assert set(m["decod_layers"]) == {"input", "hidden.0", "random.hidden.0"}  # filler, role, bound: not probed
 
 
 def test_per_trial_lr_weight_decay_and_clip_inside_one_stack():

@@ -759,3 +759,115 @@ def test_one_widest_student_below_the_gate_is_left_out_and_the_claim_still_decid
     assert v["verdict"] == "supported", v["details"]["reason"]
     assert v["details"]["lost_seeds_by_cell"][WIDEST]["statuses"] == {"missed a competence gate": 1}
     assert v["details"]["n_seeds_top_cell"] == 7
+
+
+# ------------------------------------------------- binding_tpr: binding's rule with the TPR student --
+
+MLP_LADDER = ((16, 1000, 0.5), (64, 4000, 0.8), (256, 16000, 0.92))
+
+
+def _binding_table(second: tuple, kind: str = "tpr", mlp: tuple = MLP_LADDER, sd: float = 0.0,
+                   n: int = 8) -> list[dict]:
+    """MLP cells and ``kind`` cells (width, parameters, mean held-out R²), ``n`` seeds each spread ±1e-3 around the
+    mean (or normal with ``sd``)."""
+    rng = np.random.default_rng(3)
+    rows: list[dict] = []
+    for model, cells in (("mlp", mlp), (kind, second)):
+        for w, p, r2 in cells:
+            vals = (r2 + rng.normal(0, sd, n)) if sd else r2 + np.linspace(-1e-3, 1e-3, n)
+            _cell(rows, model, w, 0.25, list(vals), n_params=p)
+    return rows
+
+
+def _tpr_verdict(df: pd.DataFrame, **thresholds) -> dict:
+    return compute_verdicts(df, {"verdicts": {"binding_tpr": thresholds}}, n_boot=400)[0]
+
+
+def test_binding_tpr_is_supported_when_the_tpr_student_needs_fewer_parameters():
+    df = pd.DataFrame(_binding_table(((8, 500, 0.7), (16, 2000, 0.95))))
+    v = _tpr_verdict(df)
+    mlp, tpr = 4000 * 4 ** (0.1 / 0.12), 500 * 4 ** (0.2 / 0.25)  # as binding's hand-computed case
+    assert v["claim"] == "binding_tpr" and v["statistic"] == "param_ratio_mlp_over_tpr"
+    assert v["verdict"] == "supported", v["details"]["reason"]
+    assert v["value"] == pytest.approx(mlp / tpr) and 1 < v["ci_low"] < v["value"] < v["ci_high"]
+    d = v["details"]
+    assert d["tpr_params_to_target"] == pytest.approx(tpr) and d["tpr_reaching"]["width"] == 16
+    assert f"the TPR student {tpr:.0f};" in d["reason"] and "r2_diff_tpr_minus_mlp" in d["matched_params"][0]
+    # the deciding cells are gated per model: the TPR cell that reaches the target is named with its model
+    assert {c["cell"]["model"] for c in d["deciding_cells"]} == {"mlp", "tpr"}
+    assert v["source"].startswith("bindscale's hypothesis")
+
+
+def test_binding_tpr_is_not_supported_when_the_tpr_student_needs_as_many_parameters_as_the_mlp():
+    # The TPR curve is the MLP's at twice the parameters: ratio 0.5, its whole interval below 1.
+    df = pd.DataFrame(_binding_table(tuple((w, 2 * p, r2) for w, p, r2 in MLP_LADDER), sd=0.005))
+    v = _tpr_verdict(df)
+    assert v["verdict"] == "not_supported", v["details"]["reason"]
+    assert v["value"] == pytest.approx(0.5, rel=0.05) and v["ci_high"] <= 1
+    # The TPR student never reaches the target, and its largest already has the parameters the MLP needs.
+    df = pd.DataFrame(_binding_table(((64, 4000, 0.6), (256, 60000, 0.8))))
+    v = _tpr_verdict(df)
+    assert v["verdict"] == "not_supported" and v["details"]["ratio_upper_bound"] <= 1
+    assert v["details"]["reason"].startswith("no TPR config reaches held-out R² 0.9")
+    # Equal curves: a ratio of 1 decides nothing either way.
+    df = pd.DataFrame(_binding_table(MLP_LADDER, sd=0.01))
+    assert _tpr_verdict(df)["verdict"] == "inconclusive"
+
+
+@pytest.mark.parametrize("damage", ["no_tpr", "tpr_nan", "no_mlp", "mlp_nan"])
+def test_binding_tpr_with_a_missing_or_nan_arm_is_inconclusive(damage):
+    df = pd.DataFrame(_binding_table(((8, 500, 0.7), (16, 2000, 0.95))))
+    model = "tpr" if "tpr" in damage else "mlp"
+    if damage.startswith("no_"):
+        df = df[df["model"] != model]
+    else:
+        df.loc[df["model"] == model, "r2_heldout"] = math.nan
+    v = _tpr_verdict(df)
+    assert v["verdict"] == "inconclusive" and math.isnan(v["value"])
+    # (a NaN arm is also a widest planned model without a result: the guard says so first)
+    assert v["details"]["reason"].endswith(f"no ok {'TPR' if model == 'tpr' else 'MLP'} trials" + (
+        ")" if damage.endswith("nan") else ""))
+
+
+def test_binding_tpr_on_all_zero_results_is_inconclusive():
+    df = pd.DataFrame(_binding_table(((8, 500, 0.0), (16, 2000, 0.0)), mlp=((16, 1000, 0.0), (64, 4000, 0.0))))
+    df["r2_heldout"] = 0.0
+    v = _tpr_verdict(df)
+    assert v["verdict"] == "inconclusive" and math.isnan(v["value"]), v["details"]["reason"]
+    # all zero on the TPR side only, the MLP reaching the target: the ratio is unknown, never "not supported"
+    df = pd.DataFrame(_binding_table(((8, 500, 0.0), (16, 2000, 0.0))))
+    df.loc[df["model"] == "tpr", "r2_heldout"] = 0.0
+    v = _tpr_verdict(df)
+    assert v["verdict"] == "inconclusive", v["details"]["reason"]
+
+
+def test_binding_tpr_gates_its_deciding_tpr_cell_and_its_widest_lost_student_decides_nothing():
+    df = pd.DataFrame(_binding_table(((8, 500, 0.7), (16, 2000, 0.95))))
+    # below the target, the interpolation's start: not gated
+    below = df.assign(r2_id=np.where((df["model"] == "tpr") & (df["width"] == 8), 0.3, df["r2_id"]))
+    assert _tpr_verdict(below)["verdict"] == "supported"
+    reach = df.assign(r2_id=np.where((df["model"] == "tpr") & (df["width"] == 16), 0.3, df["r2_id"]))
+    v = _tpr_verdict(reach)
+    assert v["verdict"] == "inconclusive" and "model tpr" in v["details"]["reason"]
+    # No TPR student reaches the target: the verdict rests on the widest, which was lost.
+    short = pd.DataFrame(_binding_table(((8, 20000, 0.5), (16, 60000, 0.8))))
+    assert _tpr_verdict(short)["verdict"] == "not_supported"
+    short.loc[(short["model"] == "tpr") & (short["width"] == 16), "status"] = "diverged"
+    v = _tpr_verdict(short)
+    assert v["verdict"] == "inconclusive" and set(v["details"]["lost_largest_width"]) == {"tpr"}
+
+
+def test_binding_reads_only_its_own_binding_student():
+    """The hypernet's claim is the same with or without TPR rows in the table, and the other way round."""
+    hyp = ((8, 500, 0.7), (16, 2000, 0.95))
+    only_hyp = pd.DataFrame(_binding_table(hyp, kind="hypernet", sd=0.01))
+    tpr_rows = [r for r in _binding_table(((8, 30000, 0.3), (16, 90000, 0.5)), sd=0.01) if r["model"] == "tpr"]
+    both = pd.concat([only_hyp, pd.DataFrame(tpr_rows)], ignore_index=True)
+    both["trial_id"] = [f"t{i:04d}" for i in range(len(both))]
+    a = compute_verdicts(only_hyp, {"verdicts": {"binding": {}}}, n_boot=400)[0]
+    b = compute_verdicts(both, {"verdicts": {"binding": {}, "binding_tpr": {}}}, n_boot=400)
+    assert (a["verdict"], a["value"], a["ci_low"], a["ci_high"]) == (b[0]["verdict"], b[0]["value"], b[0]["ci_low"],
+                                                                     b[0]["ci_high"])
+    assert a["details"]["reason"] == b[0]["details"]["reason"] and a["verdict"] == "supported"
+    assert b[1]["claim"] == "binding_tpr" and b[1]["verdict"] == "not_supported"
+    assert "hypernet" not in b[1]["details"]["reason"] and "TPR" in b[1]["details"]["reason"]

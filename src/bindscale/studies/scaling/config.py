@@ -1,5 +1,6 @@
 """The scaling study's trial config: the hyperteacher task family (:class:`TaskConfig`), the student
-(:class:`ModelConfig`: an MLP or a hypernetwork), the stacked trainer's settings (:class:`TrainConfig`)
+(:class:`ModelConfig`: an MLP, a hypernetwork or a tensor-product binding student), the stacked trainer's
+settings (:class:`TrainConfig`)
 and the trial that holds them (:class:`TrialConfig`). Field defaults are part of every trial id.
 """
 
@@ -54,19 +55,24 @@ class TaskConfig(StrictModel):
 
 
 class ModelConfig(StrictModel):
-    """A student network; ``width`` is the MLP hidden width or the hypernet's target hidden width."""
+    """A student network; ``width`` is the MLP hidden width, the hypernet's target hidden width or the TPR
+    student's bound (and hidden) width (:mod:`bindscale.studies.scaling.tpr`).
 
-    kind: Literal["mlp", "hypernet"] = "mlp"
+    A kind adds no field: every field here is part of every trial id, so a new student kind reads the
+    existing ones (the ids of the trials already run stay as they were)."""
+
+    kind: Literal["mlp", "hypernet", "tpr"] = "mlp"
     width: int = Field(256, ge=1, le=16384)
-    depth: int = Field(3, ge=1, le=32, description="hidden layers (MLP) / target-net hidden layers (hypernet)")
+    depth: int = Field(3, ge=1, le=32, description="hidden layers (MLP) / target-net hidden layers (hypernet) / "
+                       "hidden layers after the binding (tpr)")
     activation: Literal["relu", "gelu", "tanh"] = "relu"
     n_banks: int | None = Field(None, ge=1, le=1024, description="hypernet weight banks (default: M)")
     init: Literal["auto", "lecun_normal", "torch_uniform"] = Field(
         "auto",
         description="parameter init: lecun_normal = truncated normal, variance 1/fan_in, zero biases (flax Dense "
         "default, as the reference code of Redhardt et al. 2025); torch_uniform = U(±1/sqrt(fan_in)) for weights "
-        "and biases (PyTorch nn.Linear default; bindscale's original initialisation); auto = lecun_normal for the mlp, "
-        "torch_uniform for the hypernet (benchmarks/reference_curve.py)",
+        "and biases (PyTorch nn.Linear default; bindscale's original initialisation); auto = lecun_normal for the mlp "
+        "and the tpr, torch_uniform for the hypernet (benchmarks/reference_curve.py)",
     )
 
     #: What ``init: auto`` means per model kind. MLP: LeCun normal, the reference's init, with
@@ -75,7 +81,8 @@ class ModelConfig(StrictModel):
     #: its banks are not layers of fan-in ``fan_in`` (each generated weight sums L of them),
     #: and LeCun-scaled banks slowed it (M=8, width 16, 1000 steps: 0.85 → 0.60); the
     #: reference's hypernetwork is another architecture, so there is no init of its to match.
-    AUTO_INIT: ClassVar[dict[str, str]] = {"mlp": "lecun_normal", "hypernet": "torch_uniform"}
+    #: TPR student: the MLP's LeCun normal (measured beside PyTorch's uniform: :mod:`bindscale.studies.scaling.tpr`).
+    AUTO_INIT: ClassVar[dict[str, str]] = {"mlp": "lecun_normal", "hypernet": "torch_uniform", "tpr": "lecun_normal"}
 
 
 class TrainConfig(StrictModel):

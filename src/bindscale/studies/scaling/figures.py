@@ -50,7 +50,8 @@ def _mlp(df: pd.DataFrame, *cols: str, withheld: bool = False) -> pd.DataFrame:
 #: Axis labels in words (never a raw column name).
 WIDTH = "MLP width (hidden units per layer)"
 R2 = "held-out R²"
-MODELS = {"mlp": "MLP", "hypernet": "hypernetwork (explicit binding)"}
+MODELS = {"mlp": "MLP", "hypernet": "hypernetwork (explicit binding)",
+          "tpr": "TPR student (explicit binding: tensor product)"}
 
 
 def fig_heldout_vs_width(df: pd.DataFrame, threshold: float | None = None) -> str | None:
@@ -139,7 +140,8 @@ def fig_decodability(df: pd.DataFrame) -> str | None:
 
 
 def fig_heldout_vs_params(df: pd.DataFrame) -> str | None:
-    """Held-out R² vs parameter count, one line per model (log x).
+    """Held-out R² vs parameter count, one line per model (log x): the MLP beside each binding student
+    (hypernetwork, TPR student), the curves both binding claims read their parameters-to-target from.
 
     Uses the smallest holdout shared by all models present (the binding
     comparison's coverage); a point is one (width, depth) config.
@@ -256,7 +258,8 @@ FIGURES: dict[str, tuple[Callable[..., str | None], str]] = {
                      "crosses: same probe on a random-init network (control)."),
     "heldout_vs_params": (fig_heldout_vs_params,
                           "Held-out R² vs parameter count, one line per model "
-                          f"(MLP vs hypernetwork, where both were trained: explicit binding); {_CI}."),
+                          "(MLP vs the explicit-binding students, hypernetwork and TPR student, where trained); "
+                          f"{_CI}."),
     "hull_vs_width": (fig_hull_vs_width,
                       "Held-out R² inside (blue) vs outside (red) the convex hull of the training combinations, "
                       f"at equal numbers of active modules; dashed: out of hull unmatched; {_CI}."),

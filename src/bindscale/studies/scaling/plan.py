@@ -1,5 +1,5 @@
 """Cost, memory, feasibility, stack grouping and stack step timing of the scaling study's trials
-(hyperteacher tasks, stacked MLPs and hypernetworks): used to plan stacks, weigh the ETA and fail early
+(hyperteacher tasks, stacked MLPs, hypernetworks and TPR students): used to plan stacks, weigh the ETA and fail early
 on impossible splits. Light to import (no torch at module level: planning and ``--dry-run`` read it);
 what needs the tasks or a model is imported where it is used."""
 
@@ -28,7 +28,10 @@ def job_cost(job: list[TrialConfig]) -> float:
     """
     t = job[0]
     w, d = t.model.width, t.model.depth
-    weights = w * w * max(d - 1, 0) + w * (t.task.M * t.task.K + t.task.input_dim + t.task.output_dim)
+    if t.model.kind == "tpr":  # role, binding and readout per row, then `depth` square layers after the binding
+        weights = w * w * d + w * (t.task.M * t.task.K + t.task.input_dim + t.task.output_dim)
+    else:
+        weights = w * w * max(d - 1, 0) + w * (t.task.M * t.task.K + t.task.input_dim + t.task.output_dim)
     if t.model.kind == "hypernet":
         weights *= 2  # generated weights are applied per task, plus the mixing
     return len(job) * t.train.steps * t.train.batch_tasks * t.task.samples_per_task * (weights + STEP_OVERHEAD_WEIGHTS)
@@ -45,6 +48,10 @@ def trial_memory_bytes(trial: TrialConfig) -> int:
     code = t.M * t.K + t.n_shots * (t.input_dim + t.output_dim)  # wider than any encoding
     widths = m.width * m.depth + code + t.input_dim + t.output_dim
     params = (code + t.input_dim) * m.width + m.width * m.width * max(m.depth - 1, 0) + m.width * t.output_dim
+    if m.kind == "tpr":  # filler and role tables, `depth` square layers after the binding; role and bound per row
+        params = ((code + t.input_dim + 2) * m.width + m.depth * (m.width * m.width + m.width)
+                  + (m.width + 1) * t.output_dim)
+        widths += 2 * m.width
     if m.kind == "hypernet":
         params *= 1 + (m.n_banks or t.M)
     rows = tr.batch_tasks * t.samples_per_task

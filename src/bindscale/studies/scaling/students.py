@@ -1,5 +1,6 @@
-"""The scaling study's students, registered by name (``model.kind``): the plain MLP and the
-explicit-binding hypernetwork, both stacked over trials."""
+"""The scaling study's students, registered by name (``model.kind``): the plain MLP and two explicit-binding
+students, the hypernetwork over module banks (:mod:`.hypernet`) and the tensor-product binding student
+(:mod:`.tpr`), all stacked over trials."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from bindscale.models.mlp import StackedMLP
 
 from .config import ModelConfig
 from .hypernet import StackedHypernet
+from .tpr import StackedTPR
 
-MODELS: dict[str, type[StackedModel]] = {"mlp": StackedMLP, "hypernet": StackedHypernet}
+MODELS: dict[str, type[StackedModel]] = {"mlp": StackedMLP, "hypernet": StackedHypernet, "tpr": StackedTPR}
 
 
 def build_model(

@@ -48,7 +48,8 @@ PROGRESS_STEPS = 25
 
 #: Narrowest MLP for which bf16 autocast beats fp32 (benchmarks/training.py, precision table:
 #: 1.5× at width 64 on this project's AMX machine, no gain at 32, slower at 16). Hypernetworks
-#: stay fp32: their per-task generated weights made bf16 slower at widths 16 and 64.
+#: stay fp32: their per-task generated weights made bf16 slower at widths 16 and 64. TPR students stay
+#: fp32 too (``auto``): bf16 was not measured for them.
 BF16_MIN_WIDTH = 64
 
 
@@ -98,8 +99,9 @@ def run_group(
         device: torch device for models and data.
         progress: called with the number of *trial-steps* done since the last call.
         return_models: also hand back each trial's trained model (``TrialResult.model``: its
-            member of the stack as a plain :class:`~bindscale.models.MLP` or
-            :class:`~bindscale.studies.scaling.hypernet.Hypernet`, in eval mode); metrics are the same either way.
+            member of the stack as a plain :class:`~bindscale.models.MLP`,
+            :class:`~bindscale.studies.scaling.hypernet.Hypernet` or :class:`~bindscale.studies.scaling.tpr.TPR`,
+            in eval mode); metrics are the same either way.
 
     Returns:
         One :class:`TrialResult` per trial. Metrics: ``r2_id``, ``r2_heldout``,
@@ -415,7 +417,8 @@ def _probed_points(net: StackedModel, batch: Batch) -> dict[str, torch.Tensor]:
     """The probed activations of ``net`` on ``batch``, keyed ``input``, ``mixing``, ``hidden.i`` (the
     record's layer names: the hook names without ``hook_``), each ``(T, B, S, D)`` or ``(T, B, D)``.
 
-    The readout and the hypernet's generated weights are not probed.
+    The readout, the hypernet's generated weights and the TPR student's filler, role and bound vectors are
+    not probed.
     """
     from bindscale.models.hooks import hook_names, run_with_cache  # absolute: this module may move
 

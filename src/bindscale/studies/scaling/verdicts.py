@@ -1,4 +1,4 @@
-"""Verdict rules of the scaling study (scaling / decodability / binding / hull).
+"""Verdict rules of the scaling study (scaling / decodability / binding / binding_tpr / hull).
 
 Each rule takes the ok rows (:func:`prepare_rows`) and returns one verdict. Each verdict is decided by one number and its 95%
 interval over seeds/trials (``bindscale.verdicts.stats``: t intervals with Hall's skewness correction for means,
@@ -13,26 +13,32 @@ expanded-percentile bootstraps for ratios and correlations):
   generalize compositionally"; Greff, van Steenkiste, Schmidhuber 2020, "On the
   Binding Problem in Artificial Neural Networks": an explicit binding
   architecture (hypernetwork over module banks) needs far fewer parameters.
+- binding_tpr: bindscale's hypothesis, the binding rule applied to a second
+  mechanism: a tensor-product binding student (Smolensky 1990, "Tensor product
+  variable binding and the representation of symbolic structures in
+  connectionist systems"; compressed to the Hadamard product as in Schlag et al.
+  2019, "Enhancing the Transformer with Explicit Relational Encoding for Math
+  Problem Solving") needs fewer parameters than the MLP.
 - hull: the project's synthesis: scale helps for held-out combinations inside
   the convex hull of training, not outside it.
 
 Only ``status == "ok"`` rows enter the statistics. Width and parameter
-comparisons (scaling, binding, hull) hold encoding, split and (except for
-binding, where depth is part of a config) depth at their most common value,
+comparisons (scaling, binding, binding_tpr, hull) hold encoding, split and (except for
+the binding claims, where depth is part of a config) depth at their most common value,
 and say so in ``details``; decodability pools all MLP trials on purpose, as
 the claim is that decodability predicts success across configurations.
 Other config columns that vary are listed under ``details["pooled_over"]``.
 A verdict whose deciding
 cell has fewer than ``MIN_REPLICATES`` values is "inconclusive": a bootstrap
 over one value has zero width and says nothing about seed variability.
-So is a claim about the largest scale (scaling, hull, binding) when every
+So is a claim about the largest scale (scaling, hull, binding, binding_tpr) when every
 trial of the widest planned model its verdict rests on diverged or failed:
 the rule would otherwise answer at a smaller width than the study asked
 about (:func:`lost_largest_widths`).
 
 Every claim has a competence gate (``min_r2_id``: the in-distribution
 R² of the deciding students; the narrowest-width baselines of the width
-comparisons and binding's below-target interpolation cells are not gated, and
+comparisons and the binding claims' below-target interpolation cells are not gated, and
 of decodability's pooled grid only the largest width is); a table without a
 seed column, or with trials lacking their seed, decides nothing
 (:func:`_seedless`); scaling's width gain must exceed ``min_gain``; decodability without a spread of held-out R² is inconclusive; and
@@ -488,9 +494,10 @@ def params_to_target(means: np.ndarray, params: np.ndarray, target: float) -> tu
 
 def _param_ratio(m_means: np.ndarray, m_params: np.ndarray, h_means: np.ndarray, h_params: np.ndarray,
                  target: float) -> float:
-    """params_mlp / params_hypernet at ``target``. When only the hypernet reaches it, the lower bound
-    (largest MLP's parameters / the hypernet's): the MLP needs more than its grid, by an unknown
-    amount. NaN when the hypernet never does (unknown, not 0: a larger hypernet might reach it)."""
+    """params_mlp / params_binding at ``target`` (the binding student: a hypernet or a TPR student). When
+    only the binding student reaches it, the lower bound (largest MLP's parameters / the binding student's):
+    the MLP needs more than its grid, by an unknown amount. NaN when the binding student never does
+    (unknown, not 0: a larger one might reach it)."""
     pm, _ = params_to_target(m_means, m_params, target)
     ph, _ = params_to_target(h_means, h_params, target)
     if math.isnan(ph):
@@ -498,41 +505,62 @@ def _param_ratio(m_means: np.ndarray, m_params: np.ndarray, h_means: np.ndarray,
     return float(np.max(m_params)) / ph if math.isnan(pm) else pm / ph
 
 
-def binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
-    """Parameter ratio MLP / hypernet to reach the study's fixed target held-out R².
+#: Binding student kind → (short name, long name) as the binding rules' reasons say them.
+BINDING_KINDS: dict[str, tuple[str, str]] = {"hypernet": ("hypernet", "hypernetwork"),
+                                             "tpr": ("TPR", "TPR student")}
 
+
+def binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
+    """Parameter ratio MLP / hypernet to reach the study's fixed target held-out R² (:func:`binding_ratio`)."""
+    return binding_ratio(ok, p, n_boot, seed, kind="hypernet")
+
+
+def binding_tpr(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
+    """Parameter ratio MLP / TPR student to reach the study's fixed target held-out R² (:func:`binding_ratio`):
+    ``binding``'s rule, with the tensor-product binding student (:mod:`bindscale.studies.scaling.tpr`) in the
+    hypernet's place."""
+    return binding_ratio(ok, p, n_boot, seed, kind="tpr")
+
+
+def binding_ratio(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int, kind: str) -> Verdict:
+    """Parameter ratio MLP / binding student ``kind`` (a key of :data:`BINDING_KINDS`) to reach the study's fixed
+    target held-out R².
+
+    Only the MLP's and ``kind``'s rows are read: another binding student in the table changes nothing.
     The target is the study file's ``target_r2``, never derived from the results (a target set by
-    the best MLP cell's mean rises with the noise of that maximum, against the hypernet).
+    the best MLP cell's mean rises with the noise of that maximum, against the binding student).
     Parameters-to-target are interpolated in log-parameters between grid points
     (:func:`params_to_target`), and the ratio's interval is an expanded-percentile bootstrap over the seeds
     of every cell (each cell resampled independently; simulated coverage 0.955–0.972 at 8 seeds per cell).
+    Every deciding cell is gated per model (``deciding_cell`` names its model).
     """
-    name = "param_ratio_mlp_over_hypernet"
+    short, long_ = BINDING_KINDS[kind]
+    name = f"param_ratio_mlp_over_{kind}"
     target = float(p["target_r2"])
     details: dict[str, Any] = {"target_r2": target}
-    base = design_rows(ok[np.isfinite(ok["r2_heldout"])], withheld=False)
-    mlp, hyp = base[base["model"] == "mlp"], base[base["model"] == "hypernet"]
-    if len(mlp) + len(hyp) and (why := _seedless(pd.concat([mlp, hyp]), "MLP and hypernet")):
+    base = design_rows(ok[np.isfinite(ok["r2_heldout"]) & ok["model"].isin(["mlp", kind])], withheld=False)
+    mlp, hyp = base[base["model"] == "mlp"], base[base["model"] == kind]
+    if len(mlp) + len(hyp) and (why := _seedless(pd.concat([mlp, hyp]), f"MLP and {short}")):
         details.update(missing_axis="seed", reason=why)
         return Verdict(name, INCONCLUSIVE, NAN3, len(mlp) + len(hyp), details)
     if hyp.empty or mlp.empty:
-        details["reason"] = f"no ok {'hypernet' if hyp.empty else 'MLP'} trials"
+        details["reason"] = f"no ok {short if hyp.empty else 'MLP'} trials"
         return Verdict(name, INCONCLUSIVE, NAN3, 0, details)
     common = set(mlp["holdout"].dropna()) & set(hyp["holdout"].dropna())
     if not common:
-        details["reason"] = "MLP and hypernet share no holdout value"
+        details["reason"] = f"MLP and {short} share no holdout value"
         return Verdict(name, INCONCLUSIVE, NAN3, 0, details)
     h = min(common)
     details["holdout"] = to_python(h)
     # Same encoding / split for both models (depth is part of a config here).
     at_h, restriction = restrict_to_mode(base[base["holdout"] == h], ("encoding", "split") + TRAINING_LIKE)
     details.update(restriction)
-    mlp, hyp = at_h[at_h["model"] == "mlp"], at_h[at_h["model"] == "hypernet"]
+    mlp, hyp = at_h[at_h["model"] == "mlp"], at_h[at_h["model"] == kind]
     if hyp.empty or mlp.empty:
-        details["reason"] = "MLP and hypernet share no encoding / split at this holdout"
+        details["reason"] = f"MLP and {short} share no encoding / split at this holdout"
         return Verdict(name, INCONCLUSIVE, NAN3, 0, details)
     # The claim speaks of a parameter axis: each model needs its sizes (width) recorded, and two of them.
-    for label, rows_m in (("MLP", mlp), ("hypernet", hyp)):
+    for label, rows_m in (("MLP", mlp), (short, hyp)):
         for axis in ("width", "n_params"):
             if not rows_m[axis].notna().all():
                 details.update(missing_axis=axis, reason=f"the table records no {axis} for some {label} trials: "
@@ -582,9 +610,9 @@ def binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
         # The MLP config nearest in log parameter count.
         i = int(np.argmin(np.abs(np.log(m_par) - np.log(h_par[j]))))
         matched.append({
-            "hypernet": describe(h_keys, h_vals, h_par, j),
+            kind: describe(h_keys, h_vals, h_par, j),
             "mlp": describe(m_keys, m_vals, m_par, i),
-            "r2_diff_hypernet_minus_mlp": ci_entry(mean_diff_ci(h_vals[j], m_vals[i]), h_vals[j].size + m_vals[i].size),
+            f"r2_diff_{kind}_minus_mlp": ci_entry(mean_diff_ci(h_vals[j], m_vals[i]), h_vals[j].size + m_vals[i].size),
         })
     m_br, h_br = bracket(m_means, m_par, m_kind), bracket(h_means, h_par, h_kind)
     # A model that never reaches the target is decided by its largest cell.
@@ -598,14 +626,14 @@ def binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     details["deciding_cells"] = (
         [deciding_cell({"model": "mlp", **fixed, "width": m_keys[i][0], "depth": m_keys[i][1]}, m_vals[i].size,
                        gated=bool(i == m_br[-1])) for i in m_br]
-        + [deciding_cell({"model": "hypernet", **fixed, "width": h_keys[i][0], "depth": h_keys[i][1]},
+        + [deciding_cell({"model": kind, **fixed, "width": h_keys[i][0], "depth": h_keys[i][1]},
                          h_vals[i].size, gated=bool(i == h_br[-1])) for i in h_br])
     details.update({
         "mlp_params_to_target": pm, "mlp_params_to_target_kind": m_kind,
-        "hypernet_params_to_target": ph, "hypernet_params_to_target_kind": h_kind,
+        f"{kind}_params_to_target": ph, f"{kind}_params_to_target_kind": h_kind,
         "mlp_best_mean_r2_heldout": float(m_means.max()),
         "mlp_reaching": describe(m_keys, m_vals, m_par, m_br[-1]) if m_kind != "not_reached" else None,
-        "hypernet_reaching": describe(h_keys, h_vals, h_par, h_br[-1]) if h_kind != "not_reached" else None,
+        f"{kind}_reaching": describe(h_keys, h_vals, h_par, h_br[-1]) if h_kind != "not_reached" else None,
         "matched_params": matched,
         "seeds_per_cell": int(min(v.size for v in deciding)) if deciding else 0,
         "interval_method": ("expanded-percentile bootstrap over the seeds of each cell (simulated coverage at 8 "
@@ -624,28 +652,28 @@ def binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     details["ratio_is"] = ratio_is
     mlp_needs = f"{pm:.0f}" if m_kind != "not_reached" else f"more than {m_par.max():.0f} (none of its grid reaches it)"
     needs = (f"to reach held-out R² {target:g} at hold-out {json_key(h)} the MLP needs {mlp_needs} parameters, the "
-             f"hypernetwork {ph:.0f}; ratio {_num(ratio)}")
+             f"{long_} {ph:.0f}; ratio {_num(ratio)}")
     if any(v.size < MIN_REPLICATES for v in deciding) or not deciding:
         verdict, reason = INCONCLUSIVE, f"fewer than {MIN_REPLICATES} seeds in a deciding cell"
     elif broken:
         verdict, reason = INCONCLUSIVE, broken
     elif h_kind == "not_reached" and m_kind != "not_reached":
-        # The hypernet needs more than its largest config: the ratio is below this bound.
+        # The binding student needs more than its largest config: the ratio is below this bound.
         bound = float(pm / h_par.max())
         details["ratio_upper_bound"] = bound
         if bound <= 1:
             verdict, reason = NOT_SUPPORTED, (
-                f"no hypernet config reaches held-out R² {target:.3g}, and the largest has {int(h_par.max())} "
+                f"no {short} config reaches held-out R² {target:.3g}, and the largest has {int(h_par.max())} "
                 f"parameters, already at least the {pm:.0f} the MLP needs: the ratio is at most {bound:.3g}")
         else:
             verdict, reason = INCONCLUSIVE, (
-                f"no hypernet config reaches held-out R² {target:.3g}; the largest has {int(h_par.max())} "
+                f"no {short} config reaches held-out R² {target:.3g}; the largest has {int(h_par.max())} "
                 f"parameters vs the {pm:.0f} the MLP needs, so the ratio is unknown (below {bound:.3g}): "
-                "extend the hypernet widths")
+                f"extend the {short} widths")
     elif h_kind == "not_reached":
         verdict, reason = INCONCLUSIVE, f"neither model reaches held-out R² {target:.3g} on its grid"
     elif ratio_is == "unknown":
-        verdict, reason = INCONCLUSIVE, ("the smallest MLP already reaches the target and the hypernet's "
+        verdict, reason = INCONCLUSIVE, (f"the smallest MLP already reaches the target and the {short}'s "
                                          "parameters-to-target is not exact: extend the grids downward")
     elif ratio[1] > 1 and ratio_is != "an upper bound":
         verdict, reason = SUPPORTED, f"the parameter ratio's interval lies above 1: {needs}" + (
@@ -661,8 +689,8 @@ def binding(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     if m_kind == "not_reached":
         details["ratio_lower_bound"] = float(m_par.max() / ph)
     if "at_most" in (m_kind, h_kind):
-        reason += ("; the smallest " + " and ".join(k for k, kind in (("MLP", m_kind), ("hypernet", h_kind))
-                                                    if kind == "at_most")
+        reason += ("; the smallest " + " and ".join(k for k, k_kind in (("MLP", m_kind), (short, h_kind))
+                                                    if k_kind == "at_most")
                    + " already reaches the target, so its parameters-to-target is an upper bound")
     details["reason"] = reason
     return Verdict(name, verdict, ratio, len(rows_used), details)
@@ -820,11 +848,13 @@ def hull(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
 # claim -> rule(ok rows, params, n_boot, seed) -> (statistic, verdict, triple, n, details)
 #: Claim → the models whose largest width its verdict depends on, given the rule's details
 #: (:func:`lost_largest_widths`). Binding's target is the MLP's best R²; its hypernet side needs
-#: the widest hypernet only when no hypernet reached the target (the verdict then rests on it).
+#: the widest hypernet only when no hypernet reached the target (the verdict then rests on it); the same for
+#: binding_tpr's TPR students.
 LARGEST_SCALE_CLAIMS: dict[str, Callable[[dict], tuple[str, ...]]] = {
     "scaling": lambda d: ("mlp",),
     "hull": lambda d: ("mlp",),
     "binding": lambda d: ("mlp",) if d.get("hypernet_reaching") else ("mlp", "hypernet"),
+    "binding_tpr": lambda d: ("mlp",) if d.get("tpr_reaching") else ("mlp", "tpr"),
 }
 
 
@@ -904,7 +934,8 @@ def planned_width_guard(claim: str):
 
 
 #: Claim name → rule (the plugin's claims reference these).
-RULES = {"scaling": scaling, "decodability": decodability, "binding": binding, "hull": hull}
+RULES = {"scaling": scaling, "decodability": decodability, "binding": binding, "binding_tpr": binding_tpr,
+         "hull": hull}
 
 
 class _Guards:
@@ -917,3 +948,4 @@ class _Guards:
 
 
 SCALING_GUARDS, HULL_GUARDS, BINDING_GUARDS = _Guards("scaling"), _Guards("hull"), _Guards("binding", planned=False)
+BINDING_TPR_GUARDS = _Guards("binding_tpr", planned=False)
