@@ -293,6 +293,11 @@ def test_lm_trial_runs_and_reruns_from_cache(tmp_path):
     assert set(table["trained"]["polar"]) == {"0", "1", "2"} and len(table["trained"]["polar"]["1"]["test"]) == len(METRICS)
     best = m["best_layer_polar"]
     assert str(best) in table["untrained"]["polar"] and str(best) in table["trained"]["identity"]
+    # probe.inputs dev (the default): raw fits beside the whitened ones for the model and its twin, each model's
+    # estimator chosen on dev and recorded; the word-pair labeller on the test gold edges
+    assert set(table["trained_raw"]["polar"]) == {"0", "1", "2"} and str(best) in table["untrained_raw"]["polar"]
+    assert {m["inputs_polar"], m["untrained_inputs_polar"]} <= {"whiten", "scale"}
+    assert 0.0 <= m["wordpair_rel_bacc"] <= 1.0
     for key in ("polar_las_pp", "structural_uuas_hm", "identity_las_pp", "untrained_polar_las_pp", "embed_polar_uuas_pp"):
         assert 0.0 <= m[key] <= 1.0, key
     assert m["polar_minus_structural_las_pp"] == pytest.approx(m["polar_las_pp"] - m["structural_las_pp"])

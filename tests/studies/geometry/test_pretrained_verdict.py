@@ -18,29 +18,37 @@ from bindscale.studies.geometry.verdicts import (
     pretrained_polar_verdict,
 )
 
-from .test_verdicts import _layer_rows, run
+from .test_verdicts import _layer_rows, rel_of, run
 
 ONE = {"verdicts": {"polar_beats_structural": {}}}
 
 
 def _model_rows(name, polar, structural, untrained=(0.10, 0.08), uuas=(0.62, 0.60), chain=0.45, seeds=8,
-                noise=0.01, n_params=1e8, seed=0):
+                noise=0.01, n_params=1e8, seed=0, untrained_uuas=(0.50, 0.48), rel=None, untrained_rel=None,
+                wordpair=0.15):
     """One ok row per seed of one pretrained model; trained LAS at layer 1 = ``polar`` / ``structural`` (+ noise),
-    the untrained twin's = ``untrained``; UUAS ``uuas`` (polar, structural); ``chain`` the chain's UUAS."""
+    the untrained twin's = ``untrained``; UUAS ``uuas`` (polar, structural), the twin's ``untrained_uuas``; ``chain``
+    the chain's UUAS. Gold-edge relation accuracy (polar, structural): ``rel`` / ``untrained_rel`` (+ noise), by
+    default :func:`.test_verdicts.rel_of` of LAS and UUAS; ``wordpair`` the word-pair labeller's (+ noise; None: no
+    column)."""
     rng = np.random.default_rng(seed + len(name))
     rows = []
     for s in range(seeds):
         p, q = polar + noise * rng.normal(), structural + noise * rng.normal()
         up, uq = untrained[0] + noise * rng.normal(), untrained[1] + noise * rng.normal()
         layers = []
-        for model, (a, b) in (("trained", (p, q)), ("untrained", (up, uq))):
-            layers += _layer_rows(model, {"polar": {"0": (0.05, 0.3), "1": (a, uuas[0])},
-                                          "structural": {"0": (0.05, 0.3), "1": (b, uuas[1])}})
+        for model, (a, b), (ua, ub), r in (("trained", (p, q), uuas, rel), ("untrained", (up, uq), untrained_uuas,
+                                                                             untrained_rel)):
+            ra, rb = ((r[0] + noise * rng.normal(), r[1] + noise * rng.normal()) if r is not None
+                      else (rel_of(a, ua), rel_of(b, ub)))
+            layers += _layer_rows(model, {"polar": {"0": (0.05, 0.3), "1": (a, ua, ra)},
+                                          "structural": {"0": (0.05, 0.3), "1": (b, ub, rb)}})
         rows.append({"status": "ok", "trial_id": f"{name}-{s}", "model.source": "pretrained", "model.name": name,
                      "model_label": f"{name} (test family, size ?, base or unstated, float32)", "n_params": n_params,
                      "seed": s, "probe_layers": layers, "chain_uuas_pp": chain, "chain_uuas_hm": chain - 0.02,
                      "polar_las_pp": p, "structural_las_pp": q,
-                     "polar_minus_structural_las_pp": p - q, "polar_minus_structural_las_hm": p - q})
+                     "polar_minus_structural_las_pp": p - q, "polar_minus_structural_las_hm": p - q}
+                    | ({"wordpair_rel_bacc": wordpair + noise * rng.normal()} if wordpair is not None else {}))
     return rows
 
 
@@ -53,13 +61,16 @@ def test_claim_true_is_supported_per_model_and_the_largest_decides():
     v = run(polar_beats_structural, df)
     d = v.details
     assert v.outcome == "supported" and v.n_trials == 8 and d["deciding_model"] == "big"
-    # the gain net of the untrained twin: (0.35 − 0.20) − (0.10 − 0.08) = 0.13
-    assert v.interval[0] == pytest.approx(0.13, abs=0.02) and v.interval[1] > 0
+    # the gold-edge relation gain net of the untrained twin: (0.5·0.35/0.62 − 0.5·0.20/0.60) − (0.5·0.10/0.50 −
+    # 0.5·0.08/0.48) = 0.1156 − 0.0167 = 0.099 (the fixtures' relation accuracy is half the label accuracy LAS/UUAS)
+    assert v.interval[0] == pytest.approx(0.099, abs=0.01) and v.interval[1] > 0
+    # the LAS gap net of the twin, (0.35 − 0.20) − (0.10 − 0.08) = 0.13, is reported beside, not deciding
+    assert d["pretrained_models"]["big"]["las_gap"]["value"] == pytest.approx(0.13, abs=0.02)
     assert d["pretrained_models"]["small"]["verdict"] == "supported"
     assert d["pretrained_models"]["big"]["n_params"] == 200_000_000 and d["seeds_per_cell"] == 8
-    assert "above margin 0 and the ratio's above 1.1: supported for big (test family" in d["reason"] and "200,000,000 parameters" in d["reason"]
-    assert d["deciding_cells"] == [{"cell": {"model.name": "big"}, "n": 8, "gated": ["ctx_polar_uuas_pp_minus_chain",
-                                                                                     "ctx_structural_uuas_pp_minus_chain"]}]
+    assert "above wordpair_margin 0: supported for big (test family" in d["reason"] and "200,000,000 parameters" in d["reason"]
+    assert d["deciding_cells"] == [{"cell": {"model.name": "big"}, "n": 8, "gated": [
+        "ctx_polar_uuas_pp_minus_chain", "ctx_structural_uuas_pp_minus_chain", "ctx_polar_uuas_pp_minus_untrained"]}]
     # through the engine: the chain gate passes, the verdict stands
     (row,) = compute_verdicts(df, ONE, n_boot=200)
     assert row["verdict"] == "supported", row["details"]["reason"]
@@ -73,17 +84,26 @@ def test_a_model_of_unknown_size_blocks_the_verdict():
     assert "parameter count unknown for big" in row["details"]["reason"]
 
 
-def test_a_win_of_one_percent_is_not_the_sources_claim():
-    """Polar LAS 0.303 against structural 0.300 (ratio 1.01, gap interval above 0): not 'beats' by 10%."""
-    v = run(polar_beats_structural, _df(_model_rows("m", 0.303, 0.300, untrained=(0.10, 0.10), noise=0.0005)))
+def test_the_las_ratio_reports_and_the_relation_accuracy_decides():
+    """The LAS ratio (and its former 1.1 bar) no longer decides. A LAS win of 1% (0.303 against 0.300) with a clear
+    gold-edge relation lead is supported; a LAS ratio of 1.75 whose relation labels are no better than the twin's
+    (the twin's polar − structural relation gap as large) is not."""
+    v = run(polar_beats_structural, _df(_model_rows("m", 0.303, 0.300, untrained=(0.10, 0.10), noise=0.0005,
+                                                    rel=(0.40, 0.25), untrained_rel=(0.20, 0.20))))
+    assert v.outcome == "supported", v.details["reason"]
+    assert v.details["pretrained_models"]["m"]["las_ratio"]["value"] == pytest.approx(1.01, abs=0.005)
+    v = run(polar_beats_structural, _df(_model_rows("m", 0.35, 0.20, rel=(0.40, 0.30), untrained_rel=(0.30, 0.20))))
+    assert v.details["pretrained_models"]["m"]["las_ratio"]["ci_low"] > 1.5
     assert v.outcome != "supported", v.details["reason"]
 
 
-def test_an_undefined_ratio_is_decided_on_the_gap_and_says_so():
-    """Structural LAS near 0 (Fieller's interval unbounded), polar 0.35: the gap decides, the reason says why."""
+def test_an_unbounded_las_ratio_is_reported_and_the_relation_accuracy_decides():
+    """Structural LAS near 0 (Fieller's interval unbounded or the ratio undefined), polar 0.35: the ratio is reported; the
+    relation rule decides."""
     v = run(polar_beats_structural, _df(_model_rows("m", 0.35, 0.0, untrained=(0.10, 0.10), noise=0.004)))
     assert v.outcome == "supported", v.details["reason"]
-    assert "the LAS ratio is undefined or unbounded" in v.details["reason"]
+    m = v.details["pretrained_models"]["m"]
+    assert not math.isfinite(m["las_ratio"]["ci_high"]) and "LAS ratio" in v.details["reason"]
 
 
 def test_claim_false_is_not_supported():
@@ -206,7 +226,7 @@ def test_half_the_units_below_the_chain_decide_nothing_even_when_their_mean_beat
     m = v.details["pretrained_models"]["m"]
     assert m["uuas_minus_chain"]["structural"]["value"] == pytest.approx(0.07, abs=1e-6)  # the mean passes
     assert v.outcome == "inconclusive" and m["units_below_chain"] == {"lost": 5, "of": 10, "polar": 0,
-                                                                      "structural": 5}
+                                                                      "structural": 5, "twin": 0}
     assert "5 of 10 units do not beat the linear chain" in v.details["reason"]
     (row,) = compute_verdicts(df, ONE, n_boot=200)
     assert row["verdict"] == "inconclusive" and math.isnan(row["value"])

@@ -24,11 +24,14 @@ def test_true_and_false_still_decide():
 
 @pytest.mark.parametrize("bound,word", [(0.0, "floor"), (1.0, "ceiling")])
 def test_both_probes_at_the_floor_or_ceiling_is_inconclusive(bound, word):
+    """Both probes' scores at a bound in every seed of the largest model. The claim is decided on the gold-edge
+    relation accuracy (rel_acc / rel_bacc), so that is the score set at the bound here, beside LAS."""
     df = table([.3, .4, .5, .6], [.2, .25, .3, .35])
     big = df["n_params"] == SIZES[-1]
     for col in [c for c in df.columns if c.endswith("_las_pp") and not c.startswith(("embed", "identity"))]:
         df.loc[big, col] = bound
-    df["probe_layers"] = [[dict(r, las_pp=bound) if size == SIZES[-1] and r.get("probe") in ("polar", "structural")
+    df["probe_layers"] = [[dict(r, las_pp=bound, rel_acc=bound, rel_bacc=bound)
+                           if size == SIZES[-1] and r.get("probe") in ("polar", "structural")
                            else r for r in layers] for size, layers in zip(df["n_params"], df["probe_layers"])]
     v = run(polar_beats_structural, df)
     assert v.outcome == "inconclusive" and word in v.details["reason"], v.details["reason"]

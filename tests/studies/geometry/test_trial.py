@@ -51,11 +51,18 @@ def test_a_tiny_trial_records_every_metric_and_table():
                            "uas_hm", "rel_bacc"):
                 v = m[f"{prefix}{kind}_{metric}"]
                 assert np.isnan(v) or 0.0 <= v <= 1.0 or metric == "spearman"
-    # whitened probes (the default) bring the sources' raw fit beside them: structural and polar, every layer
-    assert set(m["probe_layers"]) == {"trained", "untrained", "trained_raw"}
+    # probe.inputs dev (the default): whitened and raw fits for the trained model and for its twin, structural and
+    # polar at every layer, each model's estimator chosen on dev and recorded
+    assert set(m["probe_layers"]) == {"trained", "untrained", "trained_raw", "untrained_raw"}
     assert set(m["probe_layers"]["trained"]["polar"]) == {"0", "1"}
-    assert set(m["probe_layers"]["trained_raw"]) == {"structural", "polar"}
-    assert set(m["probe_layers"]["trained_raw"]["polar"]) == {"0", "1"}
+    for raw in ("trained_raw", "untrained_raw"):
+        assert set(m["probe_layers"][raw]) == {"structural", "polar"}
+        assert set(m["probe_layers"][raw]["polar"]) == {"0", "1"}
+    for prefix in ("", "untrained_"):
+        assert {m[f"{prefix}inputs_{kind}"] for kind in ("structural", "polar")} <= {"whiten", "scale"}
+    # the word-pair labeller on the same test gold edges
+    assert 0.0 <= m["wordpair_rel_bacc"] <= 1.0 and 0.0 <= m["wordpair_rel_acc"] <= 1.0
+    assert 0.0 < m["wordpair_pair_share"] + m["wordpair_dependent_share"] <= 1.0
     assert m["best_layer_polar"] in (0, 1) and m["n_params"] == build_model(TINY).n_params()
     assert m["polar_minus_structural_las_pp"] == pytest.approx(m["polar_las_pp"] - m["structural_las_pp"])
     assert sum(sum(v.values()) for v in m["confusion"].values()) > 0
@@ -77,11 +84,17 @@ def test_a_tiny_trial_records_every_metric_and_table():
 
 @pytest.mark.slow
 def test_the_sources_fit_alone_records_no_raw_table_and_the_same_probes_as_the_raw_beside_whitened():
-    """inputs 'scale' is the sources' fit: no trained_raw table, and its trained table equals the raw fit that a
-    whitened run records beside its own probes (same seed, same fitting code)."""
+    """inputs 'scale' is the sources' fit alone: no *_raw table, and its trained and untrained tables equal the raw
+    fits that a run choosing on dev (inputs 'dev') records beside its whitened probes (same seed, same fitting code);
+    inputs 'whiten' is the whitened fit alone, equal to the dev run's whitened tables."""
     torch.set_num_threads(1)
-    white = run_trial(TINY).metrics["probe_layers"]
+    both = run_trial(TINY).metrics["probe_layers"]
     raw = run_trial(TINY.model_copy(update={"probe": TINY.probe.model_copy(update={"inputs": "scale"})})).metrics
-    assert set(raw["probe_layers"]) == {"trained", "untrained"}
-    for kind in ("structural", "polar"):
-        assert raw["probe_layers"]["trained"][kind] == white["trained_raw"][kind]
+    white = run_trial(TINY.model_copy(update={"probe": TINY.probe.model_copy(update={"inputs": "whiten"})})).metrics
+    assert set(raw["probe_layers"]) == set(white["probe_layers"]) == {"trained", "untrained"}
+    assert {raw[f"inputs_{k}"] for k in ("structural", "polar")} == {"scale"}
+    assert {white[f"untrained_inputs_{k}"] for k in ("structural", "polar")} == {"whiten"}
+    for model in ("trained", "untrained"):
+        for kind in ("structural", "polar"):
+            assert raw["probe_layers"][model][kind] == both[f"{model}_raw"][kind]
+            assert white["probe_layers"][model][kind] == both[model][kind]

@@ -30,53 +30,79 @@ LAYERS = tuple(L for L, _ in SHAPES)
 KINDS = ("structural", "polar", "identity")
 
 
+def rel_of(las: float, uuas: float) -> float:
+    """The fixtures' gold-edge relation accuracy when a test gives none: half the label accuracy LAS / UUAS (LAS ≈
+    UUAS × label accuracy), in [0, 1]; so a table's LAS lead is a relation lead too unless a test says otherwise."""
+    return float(np.clip(0.5 * las / uuas, 0.0, 1.0)) if uuas > 0 else 0.0
+
+
 def _layer_rows(model: str, scores: dict) -> list[dict]:
-    """``probe_layers`` rows (the Parquet form) of one model: ``scores[kind][layer] = (las, uuas)``, dev = test."""
+    """``probe_layers`` rows (the Parquet form) of one model: ``scores[kind][layer] = (las, uuas)`` or ``(las, uuas,
+    rel)`` (the gold-edge relation accuracies ``rel_acc`` and ``rel_bacc``; by default :func:`rel_of`), dev = test."""
     out = []
     for kind, by_layer in scores.items():
-        for layer, (las, uuas) in by_layer.items():
+        for layer, sc in by_layer.items():
+            las, uuas = sc[:2]
+            rel = sc[2] if len(sc) > 2 else rel_of(las, uuas)
             vals = dict.fromkeys(METRICS, 0.3) | {"las_pp": las, "las_hm": las - 0.01, "uuas_pp": uuas,
-                                                  "uuas_hm": uuas - 0.01}
+                                                  "uuas_hm": uuas - 0.01, "rel_acc": rel, "rel_bacc": rel}
             out += [{"model": model, "probe": kind, "layer": layer, "split": split, **vals} for split in ("dev", "test")]
     return out
 
 
 def table(polar_by_size, structural_by_size, seeds=8, noise=0.02, seed=0, untrained=(0.05, 0.05),
-          embed=(0.1, 0.1), uuas=0.6, chain=0.45, seed_effect=0.0, substitute_untrained=False, excess=0.01):
+          embed=(0.1, 0.1), uuas=0.6, chain=0.45, seed_effect=0.0, substitute_untrained=False, excess=0.01,
+          untrained_uuas=0.5, rel=None, untrained_rel=None, wordpair=0.2):
     """One row per (size, seed), with the per-layer table every trial records.
 
     Trained model: layer 1 holds the given polar / structural LAS (layer 2 a little lower), layer 0 (input
-    embeddings) ``embed``; untrained model: ``untrained`` at layers 1 and 2, ``embed`` at 0. ``seed_effect``:
-    the spread of a per-seed offset shared by every size (seeds pair the sizes). ``substitute_untrained``:
-    the trained model's numbers replaced by the untrained model's (the reviewer's check). ``excess``: every
-    LM's next-token loss above the grammar's (the competence gate's fit; a list: one per size).
+    embeddings) ``embed``; untrained model: ``untrained`` at layers 1 and 2, ``embed`` at 0. UUAS at layer 1:
+    ``uuas`` (trained), ``untrained_uuas`` (the twin). Gold-edge relation accuracy at layer 1: ``rel`` (trained,
+    (polar, structural), one pair or one per size) and ``untrained_rel`` (the twin's), by default :func:`rel_of`
+    of LAS and UUAS; ``wordpair``: the word-pair labeller's (one value or one per size; None: no column), each
+    seed's with the noise. ``seed_effect``: the spread of a per-seed offset shared by every size (seeds pair the
+    sizes). ``substitute_untrained``: the trained model's numbers replaced by the untrained model's (the
+    reviewer's check). ``excess``: every LM's next-token loss above the grammar's (the competence gate's fit; a
+    list: one per size).
     """
-    excess_by_size = excess if isinstance(excess, list) else [excess] * len(SIZES)
+    def per_size(v):
+        return v if isinstance(v, list) else [v] * len(SIZES)
+
+    excess_by_size = per_size(excess)
     rng = np.random.default_rng(seed)
-    untrained_by_size = untrained if isinstance(untrained, list) else [untrained] * len(SIZES)
+    untrained_by_size = per_size(untrained)
+    rel_by_size, urel_by_size, wp_by_size = per_size(rel), per_size(untrained_rel), per_size(wordpair)
     offsets = seed_effect * rng.normal(size=seeds)
     rows = []
-    for size, layers_, width, pm, sm, untrained, exc in zip(SIZES, LAYERS, WIDTHS, polar_by_size, structural_by_size,
-                                                            untrained_by_size, excess_by_size):
+    for size, layers_, width, pm, sm, untrained, exc, rl, url, wp in zip(
+            SIZES, LAYERS, WIDTHS, polar_by_size, structural_by_size, untrained_by_size, excess_by_size, rel_by_size,
+            urel_by_size, wp_by_size):
         for s in range(seeds):
             p, q = pm + offsets[s] + noise * rng.normal(), sm + noise * rng.normal()
             up, uq = untrained[0] + noise * rng.normal(), untrained[1] + noise * rng.normal()
-            ctx = {"trained": (p, q), "untrained": (up, uq)}
+            rels = {"trained": rl, "untrained": url}
+            for model, r in rels.items():
+                if r is not None:
+                    rels[model] = (r[0] + noise * rng.normal(), r[1] + noise * rng.normal())
+            ctx = {"trained": (p, q, uuas, rels["trained"]), "untrained": (up, uq, untrained_uuas, rels["untrained"])}
             if substitute_untrained:
                 ctx["trained"] = ctx["untrained"]
             layers, flat = [], {}
-            for model, (a, b) in ctx.items():
-                scores = {"polar": {"0": (embed[0], 0.3), "1": (a, uuas), "2": (a - 0.05, uuas - 0.05)},
-                          "structural": {"0": (embed[1], 0.3), "1": (b, uuas), "2": (b - 0.05, uuas - 0.05)},
+            for model, (a, b, u, r) in ctx.items():
+                ra, rb = r if r is not None else (rel_of(a, u), rel_of(b, u))
+                scores = {"polar": {"0": (embed[0], 0.3), "1": (a, u, ra), "2": (a - 0.05, u - 0.05)},
+                          "structural": {"0": (embed[1], 0.3), "1": (b, u, rb), "2": (b - 0.05, u - 0.05)},
                           "identity": {"0": (0.05, 0.2), "1": (0.06, 0.2), "2": (0.05, 0.2)}}
                 layers += _layer_rows(model, scores)
                 prefix = "" if model == "trained" else "untrained_"
                 for kind, by_layer in scores.items():  # the trial's own scalar columns: best over all layers
                     best = max(by_layer, key=lambda l: by_layer[l][0])
-                    flat[f"{prefix}{kind}_las_pp"], flat[f"{prefix}{kind}_uuas_pp"] = by_layer[best]
+                    flat[f"{prefix}{kind}_las_pp"], flat[f"{prefix}{kind}_uuas_pp"] = by_layer[best][:2]
                     flat[f"{prefix}best_layer_{kind}"] = int(best)
                     if model == "trained":
                         flat[f"embed_{kind}_las_pp"] = by_layer["0"][0]
+            if wp is not None:
+                flat["wordpair_rel_bacc"] = wp + noise * rng.normal()
             rows.append({"status": "ok", "trial_id": f"{size}-{s}", "n_params": size, "seed": s, "steps": 800,
                          "layers": layers_, "d_model": width, "model.mlp_ratio": 4, "rank": 32, **flat,
                          "polar_minus_structural_las_pp": flat["polar_las_pp"] - flat["structural_las_pp"],
@@ -114,7 +140,7 @@ def test_polar_beats_structural_untrained_model_in_place_of_the_trained_one_is_n
     # the same lead in an untrained model with its own noise: net of it, nothing is left
     result = run(polar_beats_structural, table([.3] * 4, [.25] * 4, untrained=(.3, .25)))
     verdict, (v, lo, hi), d = result.outcome, result.interval, result.details
-    assert verdict != "supported" and abs(v) < 0.03 and d["untrained_gap_by_size"][str(SIZES[-1])]["value"] > 0.02
+    assert verdict != "supported" and abs(v) < 0.03 and d["las_untrained_gap_by_size"][str(SIZES[-1])]["value"] > 0.02
 
 
 def test_polar_beats_structural_ignores_the_input_embeddings():
@@ -283,8 +309,10 @@ def test_details_state_the_punctuation_convention_and_hewitt_mannings(rule):
 def _broken(good: pd.DataFrame):
     """Tables every rule must answer inconclusive: missing, NaN, all-zero inputs, too few seeds, no trial."""
     nan_layers = good.assign(probe_layers=[[{**r, "las_pp": np.nan} for r in cell] for cell in good["probe_layers"]])
-    zero_layers = good.assign(probe_layers=[[{**r, "las_pp": 0.0, "uuas_pp": 0.0} for r in cell]
-                                            for cell in good["probe_layers"]], chain_uuas_pp=0.0)
+    # every score zero, the gold-edge relation accuracies (the relation rule's) and the word-pair labeller's included
+    zero_layers = good.assign(probe_layers=[[{**r, "las_pp": 0.0, "uuas_pp": 0.0, "rel_acc": 0.0, "rel_bacc": 0.0}
+                                             for r in cell] for cell in good["probe_layers"]], chain_uuas_pp=0.0,
+                              wordpair_rel_bacc=0.0)
     no_untrained = good.assign(probe_layers=[[r for r in cell if r["model"] == "trained"]
                                              for cell in good["probe_layers"]])
     only_layer0 = good.assign(probe_layers=[[r for r in cell if r["layer"] == "0"] for cell in good["probe_layers"]])

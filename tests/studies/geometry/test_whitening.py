@@ -114,15 +114,31 @@ def test_inputs_setting_is_checked_and_recorded_as_fit():
     assert ProbeConfig(recipe="authors", inputs="scale").settings() == ProbeSettings.authors(max_epochs=20, patience=2)
 
 
-def test_raw_fit_is_reported_only_when_every_unit_has_it():
-    from bindscale.studies.geometry.verdicts import RAW_CHAIN_MARGIN, RAW_PREFIX, _raw_fit
+def test_every_estimator_is_reported_only_when_every_unit_has_both():
+    """The raw and whitened fits' test numbers are reported beside the chosen one (verdicts.estimator_report, which
+    replaced the trained model's raw-fit report when the estimator came to be chosen on dev), for the trained model
+    and its twin, with how often each was chosen; nothing when a unit lacks a number or the rows hold one estimator."""
+    from bindscale.studies.geometry.verdicts import ESTIMATOR_PREFIX, REL, estimator_report
 
-    gap = f"ctx_{RAW_PREFIX}polar_minus_structural_las_pp"
-    units = pd.DataFrame({RAW_CHAIN_MARGIN: [-0.1, -0.12, -0.09, -0.11], gap: [0.04, 0.05, 0.03, 0.06]})
-    out, words = _raw_fit(units)
-    assert out["polar_uuas_pp_minus_chain"]["value"] == pytest.approx(-0.105)
-    assert out["polar_minus_structural_las_pp"]["value"] == pytest.approx(0.045)
-    assert "raw vectors" in words and "−0.105" in words.replace("-", "−")
-    assert _raw_fit(units.assign(**{gap: [0.04, np.nan, 0.03, 0.06]})) == ({}, "")  # a NaN unit: nothing reported
-    assert _raw_fit(units.drop(columns=[gap])) == ({}, "")  # records from before the raw fit
-    assert _raw_fit(units.iloc[:0]) == ({}, "")
+    cols = {}
+    for prefix in ("", "untrained_"):
+        for est, ep in ESTIMATOR_PREFIX.items():
+            c = f"ctx_{prefix}{ep}"
+            lift = 0.1 if est == "whiten" else 0.0
+            cols |= {f"{c}polar_uuas_pp_minus_chain": [-0.1 + lift, -0.12 + lift, -0.09 + lift, -0.11 + lift],
+                     f"{c}polar_minus_structural_las_pp": [0.04, 0.05, 0.03, 0.06],
+                     f"{c}polar_minus_structural_{REL}": [0.02, 0.01, 0.03, 0.02],
+                     f"{c}polar_uuas_pp": [0.4 + lift] * 4, f"{c}polar_{REL}": [0.3] * 4, f"{c}structural_{REL}": [0.28] * 4}
+        cols[f"ctx_{prefix}inputs_polar"] = ["whiten", "whiten", "scale", "whiten"]
+    units = pd.DataFrame(cols)
+    out, words = estimator_report(units)
+    assert out["trained"]["scale"]["polar_uuas_pp_minus_chain"]["value"] == pytest.approx(-0.105)
+    assert out["trained"]["whiten"]["polar_uuas_pp_minus_chain"]["value"] == pytest.approx(-0.005)
+    assert out["untrained twin"]["scale"]["polar_minus_structural_las_pp"]["value"] == pytest.approx(0.045)
+    assert out["trained"]["chosen_on_dev"]["polar"] == {"scale": 1, "whiten": 3}
+    assert "not deciding" in words and "whitened 3/4" in words and "raw 1/4" in words
+    bad = units.assign(**{f"ctx_untrained_raw_polar_{REL}": [0.3, np.nan, 0.3, 0.3]})
+    assert estimator_report(bad) == ({}, "")  # a NaN unit: nothing reported
+    one = units[[c for c in units if "raw_" not in c]]
+    assert estimator_report(one) == ({}, "")  # one estimator (probe.inputs whiten or scale): nothing beside it
+    assert estimator_report(units.iloc[:0]) == ({}, "")

@@ -67,14 +67,16 @@ class ProbeConfig(StrictModel):
                                                       "(Hewitt & Manning) or best dev LAS (the polar probe's authors)")
     centroids: Literal["unit", "raw"] = Field("unit", description="relation centroids: means of unit or of raw "
                                               "edge vectors (the authors': raw)")
-    inputs: Literal["whiten", "scale"] = Field(
-        "whiten", description="how activations enter the fit: whiten (PCA-whitened fitting words; the probe stays a "
-        "linear map of the raw vectors) or scale (one scalar, as the sources' code fits raw vectors)")
+    inputs: Literal["dev", "whiten", "scale"] = Field(
+        "dev", description="how activations enter the fit: dev (both fits below, for the trained model and its "
+        "untrained twin, each probe's estimator chosen with its layer on dev LAS, ties to the raw fit: "
+        ".layers.choose), whiten (PCA-whitened fitting words; the probe stays a linear map of the raw vectors) or "
+        "scale (one scalar, as the sources' code fits raw vectors)")
     recipe: Literal["bindscale", "authors"] = Field(
         "bindscale", description="authors: fit as the polar probe's authors' code does (ProbeSettings.authors: "
         "rank 1024, angular weight 0.01, root weight 0.01, lr 1e-3, batches of 200, epoch by dev LAS, raw "
         "centroids); max_epochs, patience and inputs are then taken from here (the authors' code fits raw vectors: add "
-        "probe.inputs: scale for their fit; the records always say which inputs were used)")
+        "probe.inputs: scale for their fit alone; the records always say which inputs were used and chosen)")
     untrained_control: bool = Field(True, description="also probe the untrained model (same initial weights)")
     n_picture_edges: int = Field(200, ge=0, le=5000, description="test edges kept for the polar picture")
 
@@ -88,12 +90,20 @@ class ProbeConfig(StrictModel):
         return self
 
     def settings(self):
-        """The :class:`.probes.ProbeSettings` these fields describe (the authors' preset for ``recipe: authors``)."""
+        """The :class:`.probes.ProbeSettings` these fields describe (the authors' preset for ``recipe: authors``), with
+        the first of :meth:`estimators` as its inputs (whitened for ``dev``; the trials fit the other beside it)."""
         from .probes import ProbeSettings
 
+        inputs = self.estimators()[0]
         if self.recipe == "authors":
-            return ProbeSettings.authors(max_epochs=self.max_epochs, patience=self.patience, inputs=self.inputs)
-        return ProbeSettings(**{f: getattr(self, f) for f in _FIT_FIELDS})
+            return ProbeSettings.authors(max_epochs=self.max_epochs, patience=self.patience, inputs=inputs)
+        return ProbeSettings(**{f: getattr(self, f) for f in _FIT_FIELDS} | {"inputs": inputs})
+
+    def estimators(self) -> tuple[str, ...]:
+        """The estimators fit (:func:`.layers.estimators`): ``("whiten", "scale")`` for ``dev``, else ``inputs``."""
+        from .layers import estimators
+
+        return estimators(self.inputs)
 
 
 #: ProbeConfig fields that are :class:`.probes.ProbeSettings` fields.

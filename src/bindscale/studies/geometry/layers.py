@@ -3,7 +3,9 @@
 This is the entry point for any model: give it, per layer, the ``(activations (n_words, d), Sentence)``
 pairs of the fit, dev and test sentences; it fits the structural, polar and identity probes
 (:mod:`.probes`), scores them on dev and test (:mod:`.scores`), and reports per probe the layer with
-the best dev score. Layers are names (``"0"`` = input embeddings, ``"1"`` … in the synthetic study).
+the best dev score. Where a probe is fit with both estimators (raw and whitened inputs, ``probe.inputs: dev``),
+:func:`choose` picks the estimator with the layer, on dev scores only. Layers are names (``"0"`` = input
+embeddings, ``"1"`` … in the synthetic study).
 """
 
 from __future__ import annotations
@@ -24,8 +26,13 @@ METRICS = ("uuas_hm", "las_hm", "luas_hm", "uuas_pp", "las_pp", "luas_pp", "spea
 #: trainers (:mod:`.trial`, :mod:`.lmtrial`) take them from below instead of from each other.
 SCALARS = ("uuas_hm", "las_hm", "uuas_pp", "las_pp", "spearman", "rel_acc", "dir_acc", "uas_hm", "uas_pp", "rel_bacc")
 #: The ``probe_layers`` model name of the trained model's probes fit as the sources fit them (raw vectors,
-#: :class:`.probes.ProbeSettings` ``inputs="scale"``), recorded beside bindscale's whitened fit: reported, never deciding.
+#: :class:`.probes.ProbeSettings` ``inputs="scale"``), recorded beside the whitened fit when ``probe.inputs`` is
+#: ``dev`` (:func:`table_name`; the untrained twin's is ``untrained_raw``).
 RAW_MODEL = "trained_raw"
+#: The estimators a probe can be fit with (:data:`.probes.INPUTS`), in the order ties between them go
+#: (:func:`choose`): the sources' raw fit first — whitening changes the sources' estimator, so it must read more on
+#: dev data to be chosen.
+ESTIMATORS = ("scale", "whiten")
 #: Dev metric that chooses a probe's layer (PolarProbe's convention: the anchors' numbers use it).
 SELECT = "las_pp"
 
@@ -80,15 +87,69 @@ def contextual_best_layer(table: Mapping, kind: str, select: str = SELECT) -> st
     return best_layer({kind: {k: v for k, v in table.get(kind, {}).items() if str(k) != INPUT_LAYER}}, kind, select)
 
 
-def las_by_sentence(table: Mapping, probes: Mapping, pairs_at: Callable[[str], tuple], prefix: str = "") -> dict:
-    """Per test sentence, the LAS (PolarProbe's convention) of the polar and structural probes at their best
-    contextual layer: ``{prefix}{kind}_las_pp_by_sentence`` (lists aligned with the chain's
-    ``chain_las_pp_by_sentence``: the test sentences with a gold edge, in order). ``probes`` is keyed by
-    ``(kind, layer)`` with the layer as the table names it or as an int; ``pairs_at(layer)`` → (fit, dev, test)."""
+def estimators(inputs: str) -> tuple[str, ...]:
+    """The estimators a trial fits for ``probe.inputs``: both (whitened first, the table named after the model) for
+    ``dev``, else the one it names."""
+    return ("whiten", "scale") if inputs == "dev" else (inputs,)
+
+
+def table_name(model: str, estimator: str, fitted: Sequence[str]) -> str:
+    """The ``probe_layers`` model name of ``model``'s (``trained`` / ``untrained``) fit with ``estimator`` among the
+    estimators ``fitted`` (:func:`estimators`): the first fitted keeps the model's name, the raw fit beside it is
+    ``{model}_raw``."""
+    return model if estimator == fitted[0] else f"{model}_raw"
+
+
+def estimator_tables(table: Mapping, model: str, inputs: str | None) -> dict[str, Mapping]:
+    """Estimator → ``model``'s per-kind, per-layer table in a trial's ``probe_layers`` (read back from a record):
+    ``model`` is the fit with ``probe.inputs`` (raw for ``scale``, whitened for ``whiten`` and ``dev``), and
+    ``{model}_raw`` the raw fit beside it. Missing tables are left out."""
+    own = "scale" if inputs == "scale" else "whiten"
+    out = {}
+    if table.get(model):
+        out[own] = table[model]
+    if own != "scale" and table.get(f"{model}_raw"):
+        out["scale"] = table[f"{model}_raw"]
+    return out
+
+
+def choose(tables: Mapping[str, Mapping], kind: str, select: str = SELECT, contextual: bool = False,
+           layer: str | None = None) -> tuple[str | None, str | None]:
+    """The estimator and layer of probe ``kind`` with the highest *dev* ``select`` score over every estimator's
+    table (``tables``: estimator → ``table[kind][layer][split]``); a test score is never read. ``contextual``: layer
+    :data:`INPUT_LAYER` left out (the verdicts' choice); ``layer``: that layer only (the estimator alone chosen).
+    Ties go to the estimator first in :data:`ESTIMATORS` (the raw fit), then to the first layer in table order.
+    ``(None, None)`` when no dev score is finite.
+
+    Fixed before any test number is read, the rule is: one model (trained, or its untrained twin), one probe kind,
+    the pair (estimator, layer) with the best dev LAS in PolarProbe's convention — the layer chosen as
+    :func:`best_layer` chooses it, the estimator beside it.
+    """
+    k = METRICS.index(select)
+    best, where = -math.inf, (None, None)
+    order = sorted(tables, key=lambda e: ESTIMATORS.index(e) if e in ESTIMATORS else len(ESTIMATORS))
+    for est in order:
+        for at, splits in (tables[est] or {}).get(kind, {}).items():
+            if (contextual and str(at) == INPUT_LAYER) or (layer is not None and str(at) != str(layer)):
+                continue
+            v = splits["dev"][k]
+            if v is not None and math.isfinite(v) and v > best:
+                best, where = v, (est, at)
+    return where
+
+
+def las_by_sentence(tables: Mapping[str, Mapping], probes: Mapping[str, Mapping], pairs_at: Callable[[str], tuple],
+                    prefix: str = "") -> dict:
+    """Per test sentence, the LAS (PolarProbe's convention) of the polar and structural probes at their chosen
+    estimator and contextual layer (:func:`choose`): ``{prefix}{kind}_las_pp_by_sentence`` (lists aligned with the
+    chain's ``chain_las_pp_by_sentence``: the test sentences with a gold edge, in order). ``tables`` and ``probes``
+    by estimator; ``probes[estimator]`` is keyed by ``(kind, layer)`` with the layer as the table names it or as an
+    int; ``pairs_at(layer)`` → (fit, dev, test)."""
     out = {}
     for kind in ("polar", "structural"):
-        at = contextual_best_layer(table, kind)
-        probe = None if at is None else probes.get((kind, at), probes.get((kind, int(at)) if at.isdigit() else None))
+        est, at = choose(tables, kind, contextual=True)
+        fitted = probes.get(est, {}) if est is not None else {}
+        probe = None if at is None else fitted.get((kind, at), fitted.get((kind, int(at)) if at.isdigit() else None))
         out[f"{prefix}{kind}_las_pp_by_sentence"] = (
             score(probe, pairs_at(at)[2], per_sentence=True)["las_pp_by_sentence"] if probe is not None else [])
     return out

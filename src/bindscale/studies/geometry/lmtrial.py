@@ -19,31 +19,37 @@ Steps (seed streams of :mod:`bindscale.core.seeding`):
    the cache and never loads the model.
 3. Probes (:mod:`.probes`, :mod:`.scores`): structural and polar on every ``model.layer_stride``-th
    hidden state (the first and last always), fit on fit, stopped early on dev, scored on dev and
-   test; each kind's best layer is the one with the best dev LAS (PolarProbe's convention,
-   :data:`.layers.SELECT`). Fitted probes are kept in ``cache_dir/probes`` (:data:`PROBE_CACHE`), keyed
-   by a hash of everything a fit depends on (:func:`.probes.probe_key`: the activations' bytes, the gold
-   trees, the fit/dev split, every probe setting, the seed, the fitting code's version): a re-run with
-   nothing changed reads them back instead of refitting; any change refits.
+   test; with ``probe.inputs: dev`` (the study file's) each is fit on raw and on whitened activations, and
+   each kind's estimator and layer are the pair with the best dev LAS (PolarProbe's convention,
+   :data:`.layers.SELECT`; :func:`.layers.choose`, ties to the raw fit), never chosen on test. Fitted
+   probes are kept in ``cache_dir/probes`` (:data:`PROBE_CACHE`), keyed by a hash of everything a fit
+   depends on (:func:`.probes.probe_key`: the activations' bytes, the gold trees, the fit/dev split, every
+   probe setting, the seed, the fitting code's version): a re-run with nothing changed reads them back
+   instead of refitting; any change refits.
 4. Controls, where they are compared: the identity probe (no learned map) at the polar probe's best
    layer; when ``probe.untrained_control``, the same architecture built from its config with random
    weights (stream ``random_init`` of :data:`UNTRAINED_SEED_ROOT`: one random model for every seed), probed
    with each probe kind at that kind's best layer over all layers and at its best layer >= 1 (the
-   verdict's), and with the identity probe at the polar probe's best layer. Layer 0 of the
+   verdict's), with every estimator fit for the trained model (the twin's estimator is its own choice on
+   dev), and with the identity probe at the polar probe's best layer. Layer 0 of the
    trained model is the input-embedding control. (Only there, to keep a re-run within minutes.)
 
-Scalar metrics (test sentences; ``metric`` in :data:`.layers.SCALARS`): ``{kind}_{metric}`` at the kind's best
-dev layer (identity: at the polar probe's best layer), ``untrained_{kind}_{metric}`` (random model, at
-the trained model's best layer of that kind; identity at the polar one), ``embed_{kind}_{metric}``
+Scalar metrics (test sentences; ``metric`` in :data:`.layers.SCALARS`): ``{kind}_{metric}`` at the kind's
+estimator and layer chosen on dev (identity: at the polar probe's layer), ``inputs_{kind}`` (the estimator
+chosen), ``untrained_{kind}_{metric}`` (random model, at the trained model's best layer of that kind, its own
+estimator chosen on dev there: ``untrained_inputs_{kind}``; identity at the polar one), ``embed_{kind}_{metric}``
 (layer 0), ``best_layer_{kind}``, ``polar_minus_structural_las_pp`` / ``_hm``, ``n_params``, ``model_label``
 (family, size, base/instruct, stored precision: :func:`bindscale.models.pretrained.describe_model`) with ``model_family`` /
 ``model_variant`` / ``model_weights``, ``untrained_init_seed``,
 ``n_layers``, ``n_fit`` / ``n_dev`` / ``n_test`` sentences, the linear-chain baseline
-``chain_{uuas,uas,las}_{hm,pp}`` (:func:`.scores.chain_metrics`), ``{kind}_las_pp_by_sentence`` (polar and
-structural at their best layer >= 1, per test sentence: the units of the LAS ratio's interval), activation seconds, ``probes_fit`` /
+``chain_{uuas,uas,las}_{hm,pp}`` (:func:`.scores.chain_metrics`), the word-pair labeller ``wordpair_rel_acc`` /
+``wordpair_rel_bacc`` (:func:`.scores.word_pair_metrics`: relations from the two words' identities, fit on the
+unit's fit sentences, scored on the test gold edges), ``{kind}_las_pp_by_sentence`` (polar and
+structural at their chosen layer >= 1, per test sentence: the units of the LAS ratio's interval), activation seconds, ``probes_fit`` /
 ``probes_from_cache`` (probes fitted here / read back from the probe cache). Tables as the
-synthetic trial: ``probe_layers`` (``{"trained"|"untrained"|"trained_raw": {kind: {layer: {split: METRICS}}}}``;
-``trained_raw``: the sources' fit on raw vectors beside the whitened one, when ``probe.inputs`` whitens),
-``confusion`` (polar probe at its best layer, test) and ``polar_edges`` (the polar picture).
+synthetic trial: ``probe_layers`` (``{"trained"|"untrained"|"trained_raw"|"untrained_raw": {kind: {layer: {split:
+METRICS}}}}``; ``*_raw``: the sources' fit on raw vectors beside the whitened one, when ``probe.inputs`` is ``dev``),
+``confusion`` (polar probe at its chosen estimator and layer, test) and ``polar_edges`` (the polar picture).
 """
 
 from __future__ import annotations
@@ -229,14 +235,6 @@ def _scores(probe, pairs) -> list[float]:
     return [float(s[m]) for m in METRICS]
 
 
-def _best(table: dict, kind: str) -> int | None:
-    """:func:`.layers.best_layer` (dev LAS, PolarProbe's convention) as an int, None when there is none."""
-    from .layers import best_layer
-
-    layer = best_layer(table, kind)
-    return int(layer) if layer is not None else None
-
-
 class _Source:
     """Activations of one model (trained or untrained) over the trial's sentences, through the cache.
 
@@ -308,7 +306,7 @@ def run_lm_trial(trial: Any, device: str = "cpu", progress: Callable[[int], None
     from bindscale.kit import TrialResult, rng, stream_seed
 
     check_trial(trial)
-    from .layers import RAW_MODEL, contextual_best_layer
+    from .layers import choose, table_name
     from bindscale.models.pretrained import describe_model, resolve_model
 
     t0, c0 = time.perf_counter(), time.process_time()
@@ -324,32 +322,31 @@ def run_lm_trial(trial: Any, device: str = "cpu", progress: Callable[[int], None
     units.frac = max(units.frac, share_fwd)
     t_act = time.perf_counter() - t0
     settings = _settings(trial)
+    fitted = trial.probe.estimators()  # dev: whitened and raw, each model's estimator chosen on dev with the layer
     layers = probed_layers(trained.n_layers, trial.model.layer_stride)
-    raw = settings.inputs != "scale"  # the sources' fit (raw vectors) beside ours, reported, never deciding
-    n_main = (4 if raw else 2) * len(layers)
+    n_main = 2 * len(fitted) * len(layers)
     share_main = 0.4 if control else 0.45
-    table: dict = {}
-    probes: dict = {}
+    tables: dict = {est: {} for est in fitted}
+    probes: dict = {est: {} for est in fitted}
     probe_cache = cache_dir / PROBE_CACHE
     counts = {"cached": 0, "fit": 0}
-    _probe(trained.pairs, {layer: ("structural", "polar") for layer in layers}, settings, trial.seed, table, probes,
-           lambda: units.add(share_main / n_main), probe_cache, counts)
-    rtable: dict = {}
-    if raw:
-        _probe(trained.pairs, {layer: ("structural", "polar") for layer in layers}, replace(settings, inputs="scale"),
-               trial.seed, rtable, {}, lambda: units.add(share_main / n_main), probe_cache, counts)
-    best = {k: _best(table, k) for k in ("structural", "polar")}
-    ctx = {k: contextual_best_layer(table, k) for k in ("structural", "polar")}
-    ctx = {k: int(v) if v is not None else None for k, v in ctx.items()}
+    for est in fitted:
+        _probe(trained.pairs, {layer: ("structural", "polar") for layer in layers}, replace(settings, inputs=est),
+               trial.seed, tables[est], probes[est], lambda: units.add(share_main / n_main), probe_cache, counts)
+    best = {k: choose(tables, k) for k in ("structural", "polar")}
+    ctx = {k: choose(tables, k, contextual=True) for k in ("structural", "polar")}
     # controls where they are compared: each kind's best layer, over all layers and among layers >= 1 (the
-    # verdict's); the identity probe beside the polar one
+    # verdict's), with every estimator (the twin's estimator is its own choice on dev); the identity probe beside
+    # the polar one
     plan: dict[int, list[str]] = {}
     for kind in ("structural", "polar"):
-        for at in dict.fromkeys((best[kind], ctx[kind])):
+        for at in dict.fromkeys((best[kind][1], ctx[kind][1])):
             if at is not None:
-                plan.setdefault(at, []).append(kind)
-    _probe(trained.pairs, {best["polar"]: ("identity",)} if best["polar"] is not None else {}, settings, trial.seed,
-           table, probes, lambda: None, probe_cache, counts)
+                plan.setdefault(int(at), []).append(kind)
+    polar_at = int(best["polar"][1]) if best["polar"][1] is not None else None
+    first = fitted[0]  # the identity probe reads the activations as they are: fit once, in the first table
+    _probe(trained.pairs, {polar_at: ("identity",)} if polar_at is not None else {}, settings, trial.seed,
+           tables[first], probes[first], lambda: None, probe_cache, counts)
     about = describe_model(source)
     metrics: dict = {"n_layers": trained.n_layers, "n_params": trained.caches["test"].meta["n_params"],
                      "model_label": about["label"], "model_family": about["family"], "model_variant": about["variant"],
@@ -357,35 +354,43 @@ def run_lm_trial(trial: Any, device: str = "cpu", progress: Callable[[int], None
                      "n_fit": len(splits["fit"]), "n_dev": len(splits["dev"]), "n_test": len(splits["test"]),
                      "activations_loaded_model": trained.loaded}
     for kind in ("structural", "polar"):
-        metrics |= _at(table, kind, best[kind], "")
-        metrics[f"best_layer_{kind}"] = best[kind] if best[kind] is not None else -1
-        metrics |= _at(table, kind, 0, "embed_")
-    metrics |= _at(table, "identity", best["polar"], "")
+        est, at = best[kind]
+        metrics |= _at(tables.get(est, {}), kind, at, "")
+        metrics[f"best_layer_{kind}"] = int(at) if at is not None else -1
+        metrics[f"inputs_{kind}"] = est or ""
+        metrics |= _at(tables.get(choose(tables, kind, layer="0")[0], {}), kind, 0, "embed_")
+    metrics |= _at(tables[first], "identity", polar_at, "")
     from .layers import las_by_sentence
-    from .scores import chain_metrics
+    from .scores import chain_metrics, word_pair_metrics
 
     metrics |= chain_metrics(splits["fit"], splits["test"])  # the linear-chain baseline beside every UUAS and LAS
-    metrics |= las_by_sentence(table, probes, lambda layer: trained.pairs(int(layer)))
-    layers_table = {"trained": table} | ({RAW_MODEL: rtable} if raw else {})
+    metrics |= word_pair_metrics(splits["fit"], splits["test"])  # relation labels from the two words alone
+    metrics |= las_by_sentence(tables, probes, lambda layer: trained.pairs(int(layer)))
+    layers_table = {table_name("trained", est, fitted): t for est, t in tables.items()}
     t_probe = time.perf_counter() - t0 - t_act
     if control:
         init = stream_seed(UNTRAINED_SEED_ROOT, "random_init") % 2**31
         metrics["untrained_init_seed"] = init
         rand = _Source(source, draw, cache_dir, True, init, trial.model.batch_size, device, units, 0.25)
-        utable: dict = {}
-        _probe(rand.pairs, plan, settings, trial.seed, utable, {}, lambda: None, probe_cache, counts)
-        layers_table["untrained"] = utable
+        utables: dict = {est: {} for est in fitted}
+        for est in fitted:
+            _probe(rand.pairs, plan, replace(settings, inputs=est), trial.seed, utables[est], {}, lambda: None,
+                   probe_cache, counts)
+        layers_table |= {table_name("untrained", est, fitted): t for est, t in utables.items()}
         for kind in ("structural", "polar"):
-            metrics |= _at(utable, kind, best[kind], "untrained_")
-        metrics |= _at(utable, "identity", best["polar"], "untrained_")
+            at = best[kind][1]
+            est = choose(utables, kind, layer=at)[0] if at is not None else None
+            metrics |= _at(utables.get(est, {}), kind, at, "untrained_")
+            metrics[f"untrained_inputs_{kind}"] = est or ""
+        metrics |= _at(utables[first], "identity", polar_at, "untrained_")
     for conv in ("pp", "hm"):
         metrics[f"polar_minus_structural_las_{conv}"] = metrics[f"polar_las_{conv}"] - metrics[f"structural_las_{conv}"]
     metrics["probe_layers"] = layers_table
-    if best["polar"] is not None:
-        fit, _, test = trained.pairs(best["polar"])
+    if polar_at is not None:
+        fit, _, test = trained.pairs(polar_at)
         from .layers import polar_picture, relation_confusion
 
-        probe = probes[("polar", best["polar"])]
+        probe = probes[best["polar"][0]][("polar", polar_at)]
         metrics["confusion"] = relation_confusion(probe, test)
         metrics["polar_edges"] = polar_picture(probe, fit, test, trial.probe.n_picture_edges,
                                                rng(trial.seed, "probe_score"))
@@ -412,9 +417,10 @@ def job_cost(trial: Any) -> float:
     seconds ≈ 6.3e-11·cost + 13.2). A guess from the measured default run (UD EWT, n_fit 500, 20 epochs, 2-core
     Xeon at load ~4, one torch thread): the probe fits take ~21 CPU-s a trial (MiniLM; SmolLM2-135M ~25), scaled
     here by ``n_fit`` and ``max_epochs``; the forward passes (whole dev file and the test draw, trained and
-    untrained: SmolLM2-135M ~210 CPU-s, MiniLM ~27) run once per model and are spread over 8 seeds."""
+    untrained: SmolLM2-135M ~210 CPU-s, MiniLM ~27) run once per model and are spread over 8 seeds. Those ~21 CPU-s
+    were one estimator's fits; ``probe.inputs: dev`` fits two (not measured yet: counted twice)."""
     d, p = trial.data, trial.probe
-    probe_s = 21.0 * (d.n_fit or 2000) / 500 * p.max_epochs / 20
+    probe_s = 21.0 * (d.n_fit or 2000) / 500 * p.max_epochs / 20 * len(p.estimators())
     models = 2 if p.untrained_control else 1
     forward_s = 0.035 * (2000 + (d.n_test or 2000)) * models / 8
     return max(probe_s + forward_s - 13.2, 1.0) / 6.3e-11

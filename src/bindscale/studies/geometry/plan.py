@@ -49,8 +49,10 @@ def job_cost(job: list) -> float:
         m = t.model
         weights = 12 * m.n_layers * m.d_model**2 + 2 * 160 * m.d_model
         train = t.train.steps * t.train.batch_size * _TOKENS_PER_SENTENCE * weights
-        # the untrained control's probes, and the sources' raw fit beside whitened probes (2 of the 3 kinds)
-        models = (2 if t.probe.untrained_control else 1) + (2 / 3 if t.probe.inputs != "scale" else 0)
+        # per model probed (the trained LM, and its untrained twin with the control): the three kinds with the first
+        # estimator, and with probe.inputs dev the structural and polar probes again on raw vectors (2 of 3 kinds)
+        fits = 1 + 2 / 3 * (len(t.probe.estimators()) - 1)
+        models = (2 if t.probe.untrained_control else 1) * fits
         probe = models * (m.n_layers + 1) * (t.data.n_fit * t.probe.max_epochs + t.data.n_dev + t.data.n_test) \
             * min(t.probe.rank, m.d_model) * m.d_model * 4e3
         total += train + probe

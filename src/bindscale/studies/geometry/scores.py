@@ -52,6 +52,10 @@ normalised means of the unit vectors ``B(h_dep − h_head)`` of the fit sentence
 same rule); they decode with networkx's minimum spanning tree (Kruskal), we with Prim's (the trees differ
 only on ties); they drop sentences containing ".com" or "@"; ours keep them.
 
+*Word-pair labeller* (:func:`fit_word_pairs`, :func:`word_pair_metrics`): the baseline a probe's gold-edge relation
+accuracy is set against — each gold edge's relation predicted from the two words' identities alone, fit on the
+fitting sentences' gold edges and scored on the same test gold edges as ``rel_acc`` / ``rel_bacc``.
+
 ``las_pp_by_sentence`` (with ``per_sentence=True``): the per-sentence LAS behind ``las_pp``, so an
 interval can take sentences as its units (one pretrained model has no seeds).
 """
@@ -59,6 +63,7 @@ interval can take sentences as its units (one pretrained model has no seeds).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.stats import rankdata
@@ -67,7 +72,8 @@ from .probe_types import Pair, Probe, gold_edges, tree_distances
 from .treebank import Sentence
 
 __all__ = ["mst_edges", "prim_parents", "label_edge", "score", "row_spearman", "hm_spearman", "sentence_counts", "chain_uuas",
-           "chain_scores", "chain_label", "balanced_accuracy"]
+           "chain_scores", "chain_label", "balanced_accuracy", "WordPairLabeller", "fit_word_pairs", "word_pair_scores",
+           "word_pair_metrics"]
 
 PUNCT = "PUNCT"
 #: The PTB xpos tags Hewitt & Manning's code (structural-probes, ``reporter.py``) leaves out of the trees.
@@ -378,3 +384,77 @@ def chain_metrics(fit: list[Sentence], test: list[Sentence]) -> dict:
     out: dict = {f"chain_{k}": v for k, v in chain.items()}
     out["chain_label"] = label
     return out
+
+
+# ------------------------------------------------------------------------------------ word-pair labeller --
+
+@dataclass(frozen=True)
+class WordPairLabeller:
+    """Relation labels from the two words' identities alone (the baseline of the relation-coding verdicts).
+
+    A gold edge ``(dependent, head)`` gets, by the first level that knows it (word forms lowercased):
+
+    1. ``pairs``: the commonest relation of the fitting gold edges with the same (head form, dependent form);
+    2. ``dependents``: else the commonest relation of the fitting gold edges whose dependent has this form;
+    3. ``default``: else the commonest relation of every fitting gold edge ("" when there is none).
+
+    Ties between relations at a level go to the relation commoner over all fitting gold edges, then to the first
+    in alphabetical order. It reads the edge in its gold direction, as ``rel_acc`` reads a probe's edge vector
+    ``B(h_dep − h_head)``: it knows which word is the head, and nothing else about the sentence (no position, no
+    context), so a probe whose labels do not beat it has shown nothing a lexicon of word pairs would not give.
+    """
+
+    pairs: dict
+    dependents: dict
+    default: str
+
+    def label(self, head: str, dependent: str) -> tuple[str, str]:
+        """(relation, level): level ``"pair"``, ``"dependent"`` or ``"default"``."""
+        h, d = head.lower(), dependent.lower()
+        if (h, d) in self.pairs:
+            return self.pairs[(h, d)], "pair"
+        if d in self.dependents:
+            return self.dependents[d], "dependent"
+        return self.default, "default"
+
+
+def fit_word_pairs(fit: Sequence[Sentence]) -> WordPairLabeller:
+    """The :class:`WordPairLabeller` of the fitting sentences' gold edges (root excluded, punctuation included)."""
+    by_pair: dict[tuple[str, str], dict[str, int]] = {}
+    by_dep: dict[str, dict[str, int]] = {}
+    total: dict[str, int] = {}
+    for s in fit:
+        for d, h, r in gold_edges(s):
+            hw, dw = s.words[h].lower(), s.words[d].lower()
+            for counts in (by_pair.setdefault((hw, dw), {}), by_dep.setdefault(dw, {}), total):
+                counts[r] = counts.get(r, 0) + 1
+
+    def commonest(counts: dict[str, int]) -> str:
+        return min(counts, key=lambda r: (-counts[r], -total.get(r, 0), r)) if counts else ""
+
+    return WordPairLabeller({k: commonest(v) for k, v in by_pair.items()},
+                            {k: commonest(v) for k, v in by_dep.items()}, commonest(total))
+
+
+def word_pair_scores(labeller: WordPairLabeller, test: Sequence[Sentence]) -> dict[str, float]:
+    """The labeller on every gold edge of ``test`` (root excluded, punctuation included: the edges ``rel_acc`` and
+    ``rel_bacc`` of :func:`score` count): ``rel_acc`` (share right), ``rel_bacc`` (:func:`balanced_accuracy`), and
+    the shares of edges labelled at the ``pair`` and ``dependent`` levels (the rest by the default). NaN without
+    an edge."""
+    gold, pred, levels = [], [], []
+    for s in test:
+        for d, h, r in gold_edges(s):
+            rel, level = labeller.label(s.words[h], s.words[d])
+            gold.append(r), pred.append(rel), levels.append(level)
+    n = len(gold)
+    nan = float("nan")
+    if not n:
+        return {"rel_acc": nan, "rel_bacc": nan, "pair_share": nan, "dependent_share": nan}
+    return {"rel_acc": sum(g == p for g, p in zip(gold, pred)) / n, "rel_bacc": balanced_accuracy(gold, pred),
+            "pair_share": levels.count("pair") / n, "dependent_share": levels.count("dependent") / n}
+
+
+def word_pair_metrics(fit: Sequence[Sentence], test: Sequence[Sentence]) -> dict[str, float]:
+    """The word-pair labeller fit on ``fit`` and scored on ``test`` (:func:`word_pair_scores`) as record columns
+    ``wordpair_rel_acc``, ``wordpair_rel_bacc``, ``wordpair_pair_share``, ``wordpair_dependent_share``."""
+    return {f"wordpair_{k}": v for k, v in word_pair_scores(fit_word_pairs(fit), test).items()}

@@ -19,20 +19,28 @@ Steps (independent seed streams, :mod:`bindscale.core.seeding`):
    after block ``l-1``, the last layer the last block's ``hook_resid_post``. The same for the
    untrained model (same initial weights: the random-model control) when ``probe.untrained_control``.
 4. Probes (:func:`.layers.probe_layers`): structural, polar and identity on every layer, fit on the
-   fit sentences, stopped and layer-chosen on dev (:data:`.layers.SELECT`), scored on test.
+   fit sentences, stopped early on dev, scored on dev and test. With ``probe.inputs: dev`` (the default)
+   the structural and polar probes are fit twice, on whitened and on raw activations, for the trained
+   model and for its untrained twin alike; each model's estimator and layer per probe are chosen together
+   on dev LAS (:func:`.layers.choose`: ties to the raw fit, then the lower layer), never on test.
+5. The word-pair labeller (:func:`.scores.word_pair_metrics`): each gold test edge's relation from the two
+   words' identities alone, fit on the fit sentences' gold edges: the baseline of the relation verdicts.
 
-Scalar metrics (test sentences, each probe at its own best dev layer): ``{kind}_{metric}`` for the
-trained model, ``untrained_{kind}_{metric}`` (untrained model, its own best layer),
+Scalar metrics (test sentences, each probe at its own estimator and layer chosen on dev): ``{kind}_{metric}``
+for the trained model, ``untrained_{kind}_{metric}`` (untrained model, its own choice),
 ``embed_{kind}_{metric}`` (layer 0 of the trained model: the input-embedding control), with
-``metric`` in ``uuas_hm las_hm uuas_pp las_pp spearman rel_acc dir_acc``; ``best_layer_{kind}``;
-``polar_minus_structural_las_pp`` (and ``_hm``); ``chain_{uuas,uas,las}_{hm,pp}`` (the linear-chain
-baseline, :func:`.scores.chain_metrics`); ``{kind}_las_pp_by_sentence`` (polar and structural at their best
-layers among layers >= 1, per test sentence, the units of the LAS ratio's interval for one model); ``n_params``, ``train_tokens`` (input positions
+``metric`` in :data:`.layers.SCALARS`; ``best_layer_{kind}`` and ``inputs_{kind}`` (the estimator
+chosen, ``whiten`` or ``scale``; ``untrained_`` the twin's); ``polar_minus_structural_las_pp`` (and ``_hm``);
+``chain_{uuas,uas,las}_{hm,pp}`` (the linear-chain baseline, :func:`.scores.chain_metrics`);
+``wordpair_rel_acc`` / ``wordpair_rel_bacc`` (the word-pair labeller on the test gold edges) with the shares of
+edges it labelled from a seen pair / a seen dependent (``wordpair_pair_share``, ``wordpair_dependent_share``);
+``{kind}_las_pp_by_sentence`` (polar and structural at their chosen layer >= 1, per test sentence, the units of
+the LAS ratio's interval for one model); ``n_params``, ``train_tokens`` (input positions
 trained on), ``lm_test_loss``, ``lm_test_entropy``, ``lm_excess_loss`` (the gate's fit), ``grammar_entropy``
-(:func:`lm_fit_metrics`). Tables: ``probe_layers`` (models ``trained``, ``untrained`` and, when the probes whiten
-their inputs, ``trained_raw``: the trained model's structural and polar probes fit as the sources fit them, on raw
-vectors, :data:`.layers.RAW_MODEL`), ``confusion`` (polar probe at its best
-layer), ``polar_edges`` (:func:`.layers.polar_picture`).
+(:func:`lm_fit_metrics`). Tables: ``probe_layers`` (models ``trained`` and ``untrained``: the fit with
+``probe.inputs``, whitened for ``dev``; with ``dev`` also ``trained_raw`` and ``untrained_raw``: the structural
+and polar probes fit as the sources fit them, on raw vectors, :func:`.layers.table_name`), ``confusion`` (polar
+probe at its chosen estimator and layer), ``polar_edges`` (:func:`.layers.polar_picture`).
 """
 
 from __future__ import annotations
@@ -61,10 +69,11 @@ from bindscale.kit import (
 from .config import GeometryTrial
 from .entropy import corpus_nll, grammar_entropy
 from .grammar import GrammarConfig, make_splits, vocabulary
-from .layers import METRICS, RAW_MODEL, SCALARS, best_layer, las_by_sentence, polar_picture, probe_layers, relation_confusion
+from .layers import (METRICS, SCALARS, choose, las_by_sentence, polar_picture, probe_layers, relation_confusion,
+                     table_name)
 from .lmtrial import is_lm_trial, run_lm_trial
 from .probes import KINDS, ProbeSettings
-from .scores import chain_metrics
+from .scores import chain_metrics, word_pair_metrics
 from .treebank import Sentence
 
 BOS_ID, EOS_ID = 1, 2
@@ -163,18 +172,32 @@ def probe_settings(trial: GeometryTrial) -> ProbeSettings:
     return trial.probe.settings()
 
 
-def summarise(table: dict, prefix: str, layer: str | None = None) -> dict:
-    """Scalar test metrics per probe kind at its best dev layer (or at ``layer``), keys ``{prefix}{kind}_{metric}``."""
+def summarise(tables: dict, prefix: str, layer: str | None = None) -> dict:
+    """Scalar test metrics per probe kind at its estimator and layer chosen on dev (:func:`.layers.choose` over the
+    estimators' ``tables``; at ``layer``, the estimator alone), keys ``{prefix}{kind}_{metric}``; with the layer
+    chosen, ``{prefix}best_layer_{kind}`` and ``{prefix}inputs_{kind}`` (the estimator chosen: ``whiten`` /
+    ``scale``) too."""
     out = {}
     for kind in KINDS:
-        at = layer if layer is not None else best_layer(table, kind)
-        row = table.get(kind, {}).get(at, {}).get("test") if at is not None else None
+        est, at = choose(tables, kind, layer=layer)
+        row = tables[est].get(kind, {}).get(at, {}).get("test") if at is not None else None
         for m in SCALARS:
             i = METRICS.index(m)
             out[f"{prefix}{kind}_{m}"] = float(row[i]) if row and i < len(row) and row[i] is not None else float("nan")
         if layer is None:
             out[f"{prefix}best_layer_{kind}"] = int(at) if at is not None else -1
+            out[f"{prefix}inputs_{kind}"] = est or ""
     return out
+
+
+def probe_all(pairs: dict, estimators: tuple[str, ...], settings, seed: int) -> tuple[dict, dict]:
+    """Every probe kind on every layer with each estimator (:func:`.layers.probe_layers`; the identity probe, which
+    reads the activations as they are, with the first estimator only): (estimator → table, estimator → probes)."""
+    tables, probes = {}, {}
+    for est in estimators:
+        kinds = KINDS if est == estimators[0] else ("structural", "polar")
+        tables[est], probes[est] = probe_layers(pairs, kinds, replace(settings, inputs=est), seed)
+    return tables, probes
 
 
 def run_trial(trial: GeometryTrial, device: str | torch.device = "cpu",
@@ -217,26 +240,25 @@ def _result(trial: GeometryTrial, prepared: Prepared, model: Transformer, fit: d
         metrics["lm_test_loss"] = float(seq_loss(model, tt, tm))
     metrics |= lm_fit_metrics(metrics["lm_test_loss"], splits["test"], grammar_config(trial))
     metrics |= chain_metrics(splits["fit"], splits["test"])
+    metrics |= word_pair_metrics(splits["fit"], splits["test"])
     settings = probe_settings(trial)
+    fitted = trial.probe.estimators()
     trained_pairs = _layer_pairs(model, splits)
-    table, probes = probe_layers(trained_pairs, KINDS, settings, trial.seed)
-    layers_table = {"trained": table}
-    if settings.inputs != "scale":  # the sources' fit (raw vectors) beside ours, reported, never deciding
-        layers_table[RAW_MODEL] = probe_layers(trained_pairs, ("structural", "polar"), replace(settings, inputs="scale"),
-                                               trial.seed)[0]
-    metrics |= summarise(table, "") | summarise(table, "embed_", layer="0")
-    metrics |= las_by_sentence(table, probes, lambda layer: trained_pairs[layer])
+    tables, probes = probe_all(trained_pairs, fitted, settings, trial.seed)
+    layers_table = {table_name("trained", est, fitted): t for est, t in tables.items()}
+    metrics |= summarise(tables, "") | summarise(tables, "embed_", layer="0")
+    metrics |= las_by_sentence(tables, probes, lambda layer: trained_pairs[layer])
     if trial.probe.untrained_control:
-        utable, _ = probe_layers(_layer_pairs(untrained, splits), KINDS, settings, trial.seed)
-        layers_table["untrained"] = utable
-        metrics |= summarise(utable, "untrained_")
+        utables, _ = probe_all(_layer_pairs(untrained, splits), fitted, settings, trial.seed)
+        layers_table |= {table_name("untrained", est, fitted): t for est, t in utables.items()}
+        metrics |= summarise(utables, "untrained_")
     for conv in ("pp", "hm"):
         metrics[f"polar_minus_structural_las_{conv}"] = metrics[f"polar_las_{conv}"] - metrics[f"structural_las_{conv}"]
     metrics["probe_layers"] = layers_table
-    polar_at = best_layer(table, "polar")
+    polar_est, polar_at = choose(tables, "polar")
     if polar_at is not None:
         fit_pairs, _, test_pairs = trained_pairs[polar_at]
-        probe = probes[("polar", polar_at)]
+        probe = probes[polar_est][("polar", polar_at)]
         metrics["confusion"] = relation_confusion(probe, test_pairs)
         metrics["polar_edges"] = polar_picture(probe, fit_pairs, test_pairs, trial.probe.n_picture_edges,
                                                rng(trial.seed, "probe_score"))

@@ -13,6 +13,17 @@ size (``n_params``); its replicates are distinct seeds (repeated records of a se
 Each probe is scored at its own best layer chosen on dev sentences, on test sentences, in
 PolarProbe's convention (``_pp``: per-sentence LAS with punctuation, the convention of the anchors).
 
+*Estimators chosen on dev data*: with ``probe.inputs: dev`` (the default of every study file) each trial fits the
+structural and polar probes twice, on PCA-whitened and on raw activations, for the trained model and for its
+untrained twin alike (``probe_layers`` models ``trained`` / ``untrained`` whitened, ``trained_raw`` /
+``untrained_raw`` raw). Per model and probe the rules take the (estimator, layer) with the best *dev* LAS
+(:func:`.layers.choose`, fixed before any test number is read: the highest dev ``las_pp``, ties to the raw fit —
+the sources' estimator, which whitening must beat to be chosen — then to the first layer), and read its test
+scores; every estimator's test numbers at its own best dev layer are reported beside the chosen one
+(``ctx_[untrained_]{raw_|whiten_}…``, :func:`estimator_report`), and the choice is counted per probe
+(``ctx_[untrained_]inputs_{kind}``). Records of a single estimator (``probe.inputs`` whiten or scale, and those made
+before the choice) are read at that estimator, the raw fit beside it reported only.
+
 *Contextual layers only*: the rules re-choose each probe's best dev layer among layers ≥ 1 from the
 per-layer table every trial records (``probe_layers``), for the trained and for the untrained model.
 Layer 0 is the input embedding (``resid.0``; rotary positions act only inside attention), a
@@ -20,29 +31,51 @@ word-type vector without context: a probe that wins there reads the lexicon, not
 syntax, and in the default run it won there in 31 of 32 trials. The scalar ``{kind}_las_pp``
 columns (best layer over all layers, 0 included) stay in the details for reference.
 
-Competence gates (:data:`bindscale.studies.geometry.LM_GATE` / ``CHAIN_GATE``), checked by
-the engine on every deciding cell the rules name (:func:`bindscale.kit.deciding_cell`): each trained LM's
-next-token loss on held-out test sentences may exceed the grammar's own exact loss on the same sentences by
+Competence gates (:data:`bindscale.studies.geometry.LM_GATE` / ``CHAIN_GATE`` / ``TWIN_GATE``), checked by
+the engine on every deciding cell the rules name (:func:`bindscale.kit.deciding_cell`), per model: each trained
+LM's next-token loss on held-out test sentences may exceed the grammar's own exact loss on the same sentences by
 at most ``max_excess_loss`` nats per token (``lm_excess_loss``, :mod:`.entropy`); the polar probe's UUAS at
 its best contextual layer must beat the linear chain's by ``min_uuas_over_chain``
 (``ctx_polar_uuas_pp_minus_chain``, joined by :func:`prepare_rows`) — a probe that recovers fewer edges than
-"attach each word to the next" reads no tree. The untrained twins are controls, named as
+"attach each word to the next" reads no tree — and the untrained twin's polar UUAS (each model at its chosen
+estimator and layer) by ``min_uuas_over_twin`` (``ctx_polar_uuas_pp_minus_untrained``) — a model that reads no
+more of the tree than random weights read has not shown learned syntax. The untrained twins are controls, named as
 ungated cells (``control: untrained twin``). A cell that misses a gate makes a decided claim inconclusive.
 
-- ``polar_beats_structural``: at the largest model, per seed, (polar − structural LAS of the trained
-  model) minus (polar − structural LAS of the untrained model with the same initial weights), each
-  probe at its best contextual layer (``net_polar_minus_structural_las_pp``); mean over seeds with
-  Student's t interval (:func:`bindscale.verdicts.stats.mean_ci`). A gap the untrained model shows as well is
-  not learned syntax. Beside it, the source's headline: the polar/structural LAS ratio of the trained
-  model (ratio of the seed means, Fieller's interval for paired seeds, :func:`_las_ratio`) next to the
-  authors' 70.1/51.1 = 1.37 and their "nearly double". Supported when the gap's interval lies above
-  ``margin`` and the ratio's above ``min_las_ratio`` (1.1: the polar probe's LAS beats the structural probe's by 10%);
-  not supported when one lies below and neither above; inconclusive otherwise. Every UUAS, UAS and LAS of
-  both probes is shown beside the linear chain's (``beside_linear_chain``). The same difference at every size, the
+- ``polar_beats_structural``: decided on the *gold-edge relation accuracy* (:data:`REL`, ``rel_bacc`` of
+  :mod:`.scores`: every gold edge's vector read in its gold direction, ``B(h_dep − h_head)``, labelled by its
+  nearest relation centroid; balanced over relation types, as PolarProbe's ``evaluate_ang`` scores it). Not LAS:
+  LAS ≈ UUAS × label accuracy, so a trained model that finds more of the tree than its twin, labelling no better,
+  would pass a LAS rule; the gold-edge accuracy does not move with the tree found. Balanced rather than plain
+  ``rel_acc``: it is the authors' own relation metric, and frequent relations a lexicon labels (punctuation,
+  determiners) cannot carry it. The structural probe's labels are derived the same way (its own centroids). At the
+  largest model, per seed, each probe at its chosen estimator and contextual layer, three parts
+  (:func:`_relation_decision`, :data:`PARTS`):
+
+  - ``net`` (:data:`REL_NET`) = (polar − structural of the trained model) − (polar − structural of the
+    untrained model with the same initial weights): a gap the untrained model shows as well is not learned;
+  - ``own`` (:data:`REL_GAP`) = polar − structural of the trained model: the claim is about the trained model, and a
+    twin whose structural probe labels far better than its polar one must not turn a polar deficit into a net gain
+    (the role the LAS ratio had before);
+  - ``wordpair`` (:data:`WORDPAIR_MARGIN`) = the polar probe's minus the word-pair labeller's
+    (:func:`.scores.word_pair_metrics`: each relation from the head and dependent words alone, fit on the same
+    fitting sentences' gold edges, scored on the same test gold edges; ``wordpair_rel_bacc`` in every record): a
+    probe that labels no better than a lexicon of word pairs has shown no relation coded by geometry.
+
+  Mean over seeds with Student's t interval (:func:`bindscale.verdicts.stats.mean_ci`). Supported when the
+  intervals of ``net`` and ``own`` lie above ``margin`` and that of ``wordpair`` above ``wordpair_margin`` (both 0
+  by default); not supported when any of the three lies below (each is necessary); inconclusive otherwise, and
+  whatever the numbers when the word-pair labeller's score (or any deciding value) is missing or NaN. Beside it,
+  reported and not deciding: the (polar − structural LAS) gap net of the twin (``net_polar_minus_structural_las_pp``)
+  and the source's headline, the polar/structural LAS ratio of the trained model (ratio of the seed means,
+  Fieller's interval for paired seeds, :func:`_las_ratio`) next to the authors' 70.1/51.1 = 1.37 and their "nearly
+  double". Every UUAS, UAS and LAS of both probes is shown beside the linear chain's, and the relation accuracies
+  beside the twin's and the word-pair labeller's (``beside_linear_chain``). The same difference at every size, the
   trained and untrained gaps alone, the all-layers gap, the layers chosen and both probes' UUAS/LAS
   with the identity-probe, untrained-model and input-embedding controls are in the details.
 - ``geometry_grows_with_scale``: the polar LAS of the trained model minus that of the untrained model
-  with the same initial weights (``net_polar_las_pp``, each at its best contextual layer), at the
+  with the same initial weights (``net_polar_las_pp``, each at its estimator and best contextual layer chosen on
+  dev; its gates at the largest model: the chain and the twin), at the
   largest model minus at the smallest, paired by seed (a seed draws the same sentences at every size,
   so the sizes are not independent samples): mean of the per-seed differences with Student's t
   interval (:func:`bindscale.verdicts.stats.mean_ci`) over the seeds present at both sizes. Supported when it lies above ``margin`` (LAS points as a
@@ -57,12 +90,14 @@ ungated cells (``control: untrained twin``). A cell that misses a gate makes a d
 Pretrained models (``model.source: pretrained``, the ``geometry-lm`` study file), when the table has no trained
 model: ``polar_beats_structural`` per model over its probe-fit units (seeds: each draws the fit and dev sentences
 and initialises the probes; test sentences and the untrained twin are fixed), :func:`pretrained_model_verdict`:
-per unit (polar − structural LAS) of the model minus the same of its untrained twin, each probe at its best dev
-layer >= 1, mean over units with :func:`bindscale.verdicts.stats.mean_ci`; both probes' UUAS must beat the linear chain's
-by ``min_uuas_over_chain`` in each unit (the claim's ``CHAIN_GATE`` and ``STRUCT_CHAIN_GATE``, per unit: a unit that
-misses is left out, never averaged in); at least :data:`MIN_UNITS` units left. The
-claim's verdict is the largest model's (:func:`pretrained_polar_verdict`); the others are reported beside it. A
-planned model without an ok trial makes a decided verdict inconclusive (:func:`lost_pretrained_model`).
+the same three parts per unit (each probe at its estimator and best dev layer >= 1, the twin's estimators its own
+choice on dev, the word-pair labeller fit on the unit's fit sentences), mean over units with
+:func:`bindscale.verdicts.stats.mean_ci`, the same rule; both probes' UUAS must beat the linear chain's by
+``min_uuas_over_chain`` and the polar probe's the twin's by ``min_uuas_over_twin`` in each unit (the claim's
+``CHAIN_GATE``, ``STRUCT_CHAIN_GATE`` and ``TWIN_GATE``, per unit: a unit that misses is left out, never averaged in);
+at least :data:`MIN_UNITS` units left. The claim's verdict is the largest model's (:func:`pretrained_polar_verdict`);
+the others are reported beside it. A planned model without an ok trial makes a decided verdict inconclusive
+(:func:`lost_pretrained_model`).
 
 Planned sizes (guard :func:`planned_size_guard`, which sees the whole table, failed and diverged
 trials too): a verdict decided at a smaller largest size (or, for growth, a larger smallest size) than
@@ -103,10 +138,10 @@ from bindscale.kit import (
     mean_diff_ci,
 )
 
-from . import CHAIN_GATE, CLAIMS, LM_GATE, STRUCT_CHAIN_GATE
+from . import CHAIN_GATE, CLAIMS, LM_GATE, STRUCT_CHAIN_GATE, TWIN_GATE
 from .config import GeometryTrial
 from .grammar import vocabulary
-from .layers import RAW_MODEL, best_layer
+from .layers import choose, estimator_tables
 from .scores import PUNCT_CONVENTION
 
 DEFAULTS = {c.name: dict(c.defaults) for c in CLAIMS}
@@ -126,61 +161,120 @@ HEADLINE_RATIO = 2.0  # "nearly double"
 NET_GAP = "net_polar_minus_structural_las_pp"
 CHAIN_MARGIN = "ctx_polar_uuas_pp_minus_chain"
 STRUCT_CHAIN_MARGIN = "ctx_structural_uuas_pp_minus_chain"
-#: Column prefix of the sources' fit on raw vectors (:data:`.layers.RAW_MODEL`), and its polar UUAS − chain.
-RAW_PREFIX = "raw_"
+#: The twin gate's fit (:data:`bindscale.studies.geometry.TWIN_GATE`): the trained model's polar UUAS minus its
+#: untrained twin's, each at its own estimator and layer chosen on dev.
+TWIN_MARGIN = "ctx_polar_uuas_pp_minus_untrained"
+#: The gold-edge relation accuracy the relation verdicts decide on (:mod:`.scores`): balanced, as PolarProbe's
+#: ``evaluate_ang`` scores relation types (module docstring: why not ``rel_acc``).
+REL = "rel_bacc"
+#: The trained model's (polar − structural) gold-edge relation accuracy, the twin's, and the first net of the second.
+REL_GAP = f"ctx_polar_minus_structural_{REL}"
+UNTRAINED_REL_GAP = f"ctx_untrained_polar_minus_structural_{REL}"
+REL_NET = f"net_polar_minus_structural_{REL}"
+#: The word-pair labeller's balanced accuracy on the test gold edges (:func:`.scores.word_pair_metrics`), and the
+#: trained model's polar probe's minus it.
+WORDPAIR = f"wordpair_{REL}"
+WORDPAIR_MARGIN = f"ctx_polar_{REL}_minus_wordpair"
+#: The deciding statistic of ``polar_beats_structural`` (synthetic and pretrained models alike).
+STAT = f"polar_minus_structural_{REL}_net_of_untrained_largest_model"
+#: Column prefix of each estimator's own numbers (every estimator reported beside the chosen one): ``ctx_raw_…``
+#: (the sources' fit on raw vectors, :data:`.layers.RAW_MODEL`) and ``ctx_whiten_…``; the twin's ``ctx_untrained_raw_…``.
+ESTIMATOR_PREFIX = {"scale": "raw_", "whiten": "whiten_"}
+RAW_PREFIX = ESTIMATOR_PREFIX["scale"]
 RAW_CHAIN_MARGIN = "ctx_raw_polar_uuas_pp_minus_chain"
 #: Probe-fit units (seeds) a pretrained model needs for a verdict: the project's bar for a deciding cell.
 MIN_UNITS = 8
 #: Columns a pretrained model's verdict reads, per probe-fit unit.
 PRETRAINED_NEED = ("ctx_polar_las_pp", "ctx_structural_las_pp", "ctx_untrained_polar_las_pp",
-                   "ctx_untrained_structural_las_pp", "ctx_polar_uuas_pp", "ctx_structural_uuas_pp", "chain_uuas_pp")
+                   "ctx_untrained_structural_las_pp", "ctx_polar_uuas_pp", "ctx_structural_uuas_pp",
+                   "ctx_untrained_polar_uuas_pp", "chain_uuas_pp", f"ctx_polar_{REL}", f"ctx_structural_{REL}",
+                   f"ctx_untrained_polar_{REL}", f"ctx_untrained_structural_{REL}", WORDPAIR)
+
+
+def _test_scores(tables: Mapping, est: str | None, at: str | None, kind: str, values: tuple[str, ...]) -> dict:
+    """:data:`CTX_METRICS` of probe ``kind`` at (estimator, layer) on test, NaN where there is none."""
+    test = ((tables.get(est) or {}).get(kind, {}).get(at) or {}).get("test") if at is not None else None
+    out = {}
+    for m in CTX_METRICS:
+        i = values.index(m)
+        v = test[i] if test and i < len(test) else None
+        out[m] = float(v) if v is not None else np.nan
+    return out
 
 
 def contextual_scores(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per row, each probe's test scores at its best dev layer among layers ≥ 1, from ``probe_layers``.
+    """Per row, each probe's test scores at its estimator and best dev layer among layers ≥ 1, from ``probe_layers``.
 
     Columns ``ctx_{kind}_{metric}`` (trained model) and ``ctx_untrained_{kind}_{metric}`` (untrained
-    model), ``ctx_[untrained_]best_layer_{kind}``, for ``kind`` polar / structural and ``metric`` in
-    :data:`CTX_METRICS`, plus the differences the rules decide on: ``ctx_polar_minus_structural_las_pp``,
+    model), ``ctx_[untrained_]best_layer_{kind}`` and ``ctx_[untrained_]inputs_{kind}`` (the estimator chosen,
+    ``whiten`` / ``scale``), for ``kind`` polar / structural and ``metric`` in :data:`CTX_METRICS`; each estimator
+    alone beside them, ``ctx_[untrained_]{raw_|whiten_}{kind}_{metric}`` (its own best dev layer); plus the
+    differences the rules decide on: ``ctx_polar_minus_structural_las_pp``,
     ``ctx_untrained_polar_minus_structural_las_pp``, :data:`NET_GAP`, ``net_polar_las_pp`` (trained −
-    untrained polar LAS) and :data:`CHAIN_MARGIN` (polar UUAS − the linear-chain baseline). NaN where a
-    row has no per-layer table, no untrained model or no contextual layer. The layer is chosen as the
-    trial chose it (:func:`.layers.best_layer`: dev LAS, PolarProbe's convention), layer 0 left out.
+    untrained polar LAS), :data:`REL_GAP`, :data:`UNTRAINED_REL_GAP`, :data:`REL_NET`, :data:`WORDPAIR_MARGIN`
+    (polar gold-edge relation accuracy − the word-pair labeller's), :data:`CHAIN_MARGIN` (polar UUAS − the
+    linear-chain baseline) and :data:`TWIN_MARGIN` (polar UUAS − the untrained twin's). NaN where a row has no
+    per-layer table, no untrained model or no contextual layer.
+
+    The choice (:func:`.layers.choose`) reads dev scores only: per model and probe, the (estimator, layer) with the
+    best dev LAS in PolarProbe's convention, layer 0 left out, ties to the raw fit. The estimators are the row's
+    fits (:func:`.layers.estimator_tables`); the choice is among them when ``probe.inputs`` is ``dev`` (or not
+    recorded), else the configured estimator decides and the other is only reported (records from before the
+    choice).
     """
     keys, values = GeometryTrial.NESTED_METRICS["probe_layers"]
     cells = rows["probe_layers"] if "probe_layers" in rows else pd.Series([None] * len(rows), index=rows.index)
-    out = []
-    for cell in cells:
+    inputs = rows["probe.inputs"] if "probe.inputs" in rows else pd.Series([None] * len(rows), index=rows.index)
+    out, picks = [], []
+    for cell, inp in zip(cells, inputs):
+        inp = inp if isinstance(inp, str) else None
         table = metric_table(cell, keys, values) or {}
         rec: dict = {}
-        for model, prefix in (("trained", ""), ("untrained", "untrained_"), (RAW_MODEL, RAW_PREFIX)):
-            by_kind = {kind: {layer: splits for layer, splits in ((table.get(model) or {}).get(kind) or {}).items()
-                              if layer != INPUT_LAYER} for kind in ("polar", "structural")}
-            for kind, layers in by_kind.items():
-                at = best_layer(by_kind, kind)
-                test = (layers.get(at) or {}).get("test") if at is not None else None
-                for m in CTX_METRICS:
-                    i = values.index(m)
-                    v = test[i] if test and i < len(test) else None
-                    rec[f"ctx_{prefix}{kind}_{m}"] = float(v) if v is not None else np.nan
+        pick: dict = {}
+        for model, prefix in (("trained", ""), ("untrained", "untrained_")):
+            tables = estimator_tables(table, model, inp)
+            own = "scale" if inp == "scale" else "whiten"
+            candidates = tables if inp in (None, "dev") else {e: t for e, t in tables.items() if e == own}
+            for kind in ("polar", "structural"):
+                for est, t in tables.items():  # every estimator alone, reported beside the choice
+                    _, at = choose({est: t}, kind, contextual=True)
+                    for m, v in _test_scores(tables, est, at, kind, values).items():
+                        rec[f"ctx_{prefix}{ESTIMATOR_PREFIX[est]}{kind}_{m}"] = v
+                est, at = choose(candidates, kind, contextual=True)
+                for m, v in _test_scores(tables, est, at, kind, values).items():
+                    rec[f"ctx_{prefix}{kind}_{m}"] = v
                 rec[f"ctx_{prefix}best_layer_{kind}"] = float(at) if at is not None and at.isdigit() else np.nan
+                pick[f"ctx_{prefix}inputs_{kind}"] = est or ""
         out.append(rec)
+        picks.append(pick)
     ctx = pd.DataFrame(out, index=rows.index, dtype=float)
     if ctx.empty:
         return ctx
+    for col in [f"ctx_{p}{k}_{m}" for p in ("", "untrained_") for k in ("polar", "structural") for m in CTX_METRICS]:
+        if col not in ctx:
+            ctx[col] = np.nan
     ctx["ctx_polar_minus_structural_las_pp"] = ctx["ctx_polar_las_pp"] - ctx["ctx_structural_las_pp"]
     ctx["ctx_untrained_polar_minus_structural_las_pp"] = (ctx["ctx_untrained_polar_las_pp"]
                                                           - ctx["ctx_untrained_structural_las_pp"])
     ctx[NET_GAP] = ctx["ctx_polar_minus_structural_las_pp"] - ctx["ctx_untrained_polar_minus_structural_las_pp"]
     ctx["net_polar_las_pp"] = ctx["ctx_polar_las_pp"] - ctx["ctx_untrained_polar_las_pp"]
+    ctx[REL_GAP] = ctx[f"ctx_polar_{REL}"] - ctx[f"ctx_structural_{REL}"]
+    ctx[UNTRAINED_REL_GAP] = ctx[f"ctx_untrained_polar_{REL}"] - ctx[f"ctx_untrained_structural_{REL}"]
+    ctx[REL_NET] = ctx[REL_GAP] - ctx[UNTRAINED_REL_GAP]
+    wordpair = pd.to_numeric(rows[WORDPAIR], errors="coerce") if WORDPAIR in rows else np.nan
+    ctx[WORDPAIR_MARGIN] = ctx[f"ctx_polar_{REL}"] - wordpair
     chain = pd.to_numeric(rows["chain_uuas_pp"], errors="coerce") if "chain_uuas_pp" in rows else np.nan
     ctx[CHAIN_MARGIN] = ctx["ctx_polar_uuas_pp"] - chain
     ctx[STRUCT_CHAIN_MARGIN] = ctx["ctx_structural_uuas_pp"] - chain
-    if f"ctx_{RAW_PREFIX}polar_uuas_pp" in ctx:
-        ctx[RAW_CHAIN_MARGIN] = ctx[f"ctx_{RAW_PREFIX}polar_uuas_pp"] - chain
-        ctx[f"ctx_{RAW_PREFIX}polar_minus_structural_las_pp"] = (ctx[f"ctx_{RAW_PREFIX}polar_las_pp"]
-                                                                 - ctx[f"ctx_{RAW_PREFIX}structural_las_pp"])
-    return ctx
+    ctx[TWIN_MARGIN] = ctx["ctx_polar_uuas_pp"] - ctx["ctx_untrained_polar_uuas_pp"]
+    for prefix in ("", "untrained_"):
+        for ep in ESTIMATOR_PREFIX.values():
+            c = f"ctx_{prefix}{ep}"
+            if f"{c}polar_uuas_pp" in ctx:
+                ctx[f"{c}polar_uuas_pp_minus_chain"] = ctx[f"{c}polar_uuas_pp"] - chain
+                ctx[f"{c}polar_minus_structural_las_pp"] = ctx[f"{c}polar_las_pp"] - ctx[f"{c}structural_las_pp"]
+                ctx[f"{c}polar_minus_structural_{REL}"] = ctx[f"{c}polar_{REL}"] - ctx[f"{c}structural_{REL}"]
+    return pd.concat([ctx, pd.DataFrame(picks, index=rows.index)], axis=1)
 
 
 def with_contextual(ok: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
@@ -305,6 +399,9 @@ def _beside_chain(rows: pd.DataFrame) -> dict:
             entry["linear_chain"] = _mean(at, f"chain_{m}")
             cell[m] = entry
         cell["rel_bacc"] = {kind: _mean(at, f"ctx_{kind}_rel_bacc") for kind in ("polar", "structural")}
+        cell["rel_bacc"] |= {f"untrained_{kind}": _mean(at, f"ctx_untrained_{kind}_rel_bacc")
+                             for kind in ("polar", "structural")}
+        cell["rel_bacc"]["word_pair_labeller"] = _mean(at, WORDPAIR)
         out[json_key(size)] = cell
     return out
 
@@ -409,25 +506,106 @@ def _controls(rows: pd.DataFrame, n_boot: int, seed: int) -> dict:
     return out
 
 
+#: The three parts of the relation rule (:func:`_relation_decision`): name, the statistic in words, its column, the
+#: threshold it is held against.
+PARTS = (("net", ("(polar − structural gold-edge relation accuracy) of the trained model minus the same of its "
+                  "untrained twin"), REL_NET, "margin"),
+         ("own", "the trained model's own polar − structural gold-edge relation accuracy", REL_GAP, "margin"),
+         ("wordpair", "the polar probe's gold-edge relation accuracy minus the word-pair labeller's", WORDPAIR_MARGIN,
+          "wordpair_margin"))
+
+
+def _relation_decision(values: Mapping[str, np.ndarray], p: Mapping, n_boot: int = 0,
+                       seed: int = 0) -> tuple[str, dict, str]:
+    """The relation rule on per-unit values of the three :data:`PARTS` (seeds of the largest model, or a
+    pretrained model's probe-fit units): each part's mean with :func:`bindscale.verdicts.stats.mean_ci` held
+    against its threshold by :func:`bindscale.kit.decide`. Supported when every part's interval lies above its
+    threshold; not supported when any part's lies below (each part is necessary to the claim); inconclusive
+    otherwise. Returns (verdict, ``{part: ci entry}``, the parts in words)."""
+    triples = {name: mean_ci(values[name], n_boot, seed=seed) for name, *_ in PARTS}
+    said = {name: _decide(triples[name], float(p[thr])) for name, _, _, thr in PARTS}
+    if "not_supported" in said.values():
+        verdict = "not_supported"
+    elif all(v == "supported" for v in said.values()):
+        verdict = "supported"
+    else:
+        verdict = "inconclusive"
+    where = {"supported": "above", "not_supported": "below"}
+    words = "; ".join(f"{what} {t[0]:+.3f} [{t[1]:+.3f}, {t[2]:+.3f}], {where.get(said[name], 'across')} "
+                      f"{thr} {float(p[thr]):g}" for (name, what, _, thr), t in zip(PARTS, triples.values()))
+    return verdict, {name: ci_entry(t, int(np.size(values[name]))) for name, t in triples.items()}, words
+
+
+def estimator_report(units: pd.DataFrame, n_boot: int = 0, seed: int = 0) -> tuple[dict, str]:
+    """Every estimator's test numbers beside the chosen one, over these units (one row per seed or probe-fit unit):
+    per model (trained, untrained twin) and estimator (raw, whitened), each probe at that estimator's own best dev
+    layer >= 1: the polar UUAS − chain, polar − structural LAS and gold-edge relation accuracy (mean and t
+    interval), the polar UUAS and both relation accuracies (means); and how often each estimator was chosen per
+    probe. With a clause for a reason; ``({}, "")`` when the units carry one estimator only (``probe.inputs``
+    whiten or scale) or any of these numbers is NaN. Reported, never deciding: the choice is made on dev data."""
+    models = {"trained": "", "untrained twin": "untrained_"}
+    out: dict = {}
+    said = []
+    for model, prefix in models.items():
+        entry: dict = {}
+        for est, ep in ESTIMATOR_PREFIX.items():
+            c = f"ctx_{prefix}{ep}"
+            cols = {"polar_uuas_pp_minus_chain": f"{c}polar_uuas_pp_minus_chain",
+                    "polar_minus_structural_las_pp": f"{c}polar_minus_structural_las_pp",
+                    f"polar_minus_structural_{REL}": f"{c}polar_minus_structural_{REL}"}
+            means = {"polar_uuas_pp": f"{c}polar_uuas_pp", f"polar_{REL}": f"{c}polar_{REL}",
+                     f"structural_{REL}": f"{c}structural_{REL}"}
+            if not all(col in units for col in (*cols.values(), *means.values())):
+                continue
+            vals = {k: pd.to_numeric(units[col], errors="coerce").to_numpy(float) for k, col in (cols | means).items()}
+            if not all(v.size and np.isfinite(v).all() for v in vals.values()):
+                continue
+            entry[est] = ({k: ci_entry(mean_ci(vals[k], n_boot, seed=seed), vals[k].size) for k in cols}
+                          | {k: round(float(vals[k].mean()), 6) for k in means})
+        if len(entry) < 2:
+            return {}, ""
+        chosen = {}
+        for kind in ("polar", "structural"):
+            col = f"ctx_{prefix}inputs_{kind}"
+            if col in units:
+                chosen[kind] = {str(k): int(v) for k, v in units[col].astype(str).value_counts().sort_index().items()}
+        entry["chosen_on_dev"] = chosen
+        out[model] = entry
+        n = len(units)
+        picks = ", ".join(f"{'raw' if e == 'scale' else 'whitened'} {k}/{n}" for e, k in chosen.get("polar", {}).items())
+        nums = ", ".join(f"{'raw' if e == 'scale' else 'whitened'}: polar UUAS {entry[e]['polar_uuas_pp']:.3f}, "
+                         f"polar/structural relation accuracy {entry[e][f'polar_{REL}']:.3f} / "
+                         f"{entry[e][f'structural_{REL}']:.3f}" for e in ("scale", "whiten"))
+        said.append(f"{model} (polar probe's estimator chosen on dev: {picks}; on test {nums})")
+    return out, "; every estimator beside the chosen one (reported, not deciding): " + "; ".join(said)
+
+
 def polar_beats_structural(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
-    """Diego-Simón et al. 2024: the polar probe's LAS beats the structural probe's (see the module docstring)."""
+    """Diego-Simón et al. 2024: the polar probe labels relations that the structural probe does not, beyond what the
+    untrained twin and the two words' identities give (see the module docstring)."""
     p = {**DEFAULTS["polar_beats_structural"], **p}
-    stat = "polar_minus_structural_las_pp_net_of_untrained_largest_model"
+    stat = STAT
     ok, why = with_contextual(ok)
     if why:
         return _without_trained(ok, {"seeds_per_cell": 0, "reason": why}, stat, n_boot, seed)
     if _pretrained(ok) is not None and deciding_rows(ok)[0].empty:
         return pretrained_polar_verdict(ok, p, n_boot, seed)
-    rows, details = _screen(ok, (NET_GAP, "ctx_polar_las_pp", "ctx_structural_las_pp", "ctx_untrained_polar_las_pp",
-                                 "ctx_untrained_structural_las_pp", CHAIN_MARGIN))
+    rows, details = _screen(ok, (REL_NET, REL_GAP, WORDPAIR_MARGIN, f"ctx_polar_{REL}", f"ctx_structural_{REL}",
+                                 f"ctx_untrained_polar_{REL}", f"ctx_untrained_structural_{REL}", WORDPAIR,
+                                 NET_GAP, "ctx_polar_las_pp", "ctx_structural_las_pp", CHAIN_MARGIN, TWIN_MARGIN))
     if rows is None:
         return _without_trained(ok, details, stat, n_boot, seed)
-    cells = _cells(rows, NET_GAP)
+    cells = _cells(rows, REL_NET)
     largest = max(cells)
     diff = cells[largest]
+    parts = {name: _cells(rows, col)[largest] for name, _, col, _ in PARTS}
     details["by_size"] = {json_key(s): ci_entry(mean_ci(v, n_boot, seed=seed), v.size) for s, v in cells.items()}
-    details["trained_gap_by_size"] = _by_size(rows, "ctx_polar_minus_structural_las_pp", n_boot, seed)
-    details["untrained_gap_by_size"] = _by_size(rows, "ctx_untrained_polar_minus_structural_las_pp", n_boot, seed)
+    details["rel_trained_gap_by_size"] = _by_size(rows, REL_GAP, n_boot, seed)
+    details["rel_untrained_gap_by_size"] = _by_size(rows, UNTRAINED_REL_GAP, n_boot, seed)
+    details["polar_rel_minus_word_pairs_by_size"] = _by_size(rows, WORDPAIR_MARGIN, n_boot, seed)
+    details["las_gap_net_of_untrained_by_size"] = _by_size(rows, NET_GAP, n_boot, seed)
+    details["las_trained_gap_by_size"] = _by_size(rows, "ctx_polar_minus_structural_las_pp", n_boot, seed)
+    details["las_untrained_gap_by_size"] = _by_size(rows, "ctx_untrained_polar_minus_structural_las_pp", n_boot, seed)
     details["all_layers_gap_by_size"] = _by_size(rows, "polar_minus_structural_las_pp", n_boot, seed)
     details["by_size_hewitt_manning_convention_all_layers"] = _by_size(rows, "polar_minus_structural_las_hm",
                                                                        n_boot, seed)
@@ -443,52 +621,55 @@ def polar_beats_structural(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int)
             (pd.to_numeric(rows["best_layer_polar"], errors="coerce") == 0).mean())
     chain = _cells(rows, CHAIN_MARGIN)[largest]
     chain_ci = mean_ci(chain, n_boot, seed=seed)
+    twin_ci = mean_ci(_cells(rows, TWIN_MARGIN)[largest], n_boot, seed=seed)
+    las_gap = mean_ci(_cells(rows, NET_GAP)[largest], n_boot, seed=seed)
     ratio = _las_ratio(_per_seed(rows, "ctx_polar_las_pp", largest), _per_seed(rows, "ctx_structural_las_pp", largest),
                        n_boot, seed)
     details["headline"] = _headline(ratio, int(diff.size), "seeds (paired: both probes of one model)")
+    details["las_gap_net_of_untrained_largest_model"] = ci_entry(las_gap, int(diff.size))
     details["beside_linear_chain"] = _beside_chain(rows)
     details["polar_uuas_pp_minus_chain_largest_model"] = ci_entry(chain_ci, chain.size)
+    details["polar_uuas_pp_minus_untrained_largest_model"] = ci_entry(twin_ci, chain.size)
     details["polar_uuas_by_size_vs_chain"] = {
         "polar_uuas_pp": _by_size(rows, "ctx_polar_uuas_pp", n_boot, seed),
         "polar_uuas_hm": _by_size(rows, "ctx_polar_uuas_hm", n_boot, seed),
         "chain_uuas_pp": float(pd.to_numeric(rows["chain_uuas_pp"], errors="coerce").mean()),
         "chain_uuas_hm": float(pd.to_numeric(rows["chain_uuas_hm"], errors="coerce").mean())
         if "chain_uuas_hm" in rows else float("nan")}
-    # The trained LMs' cell: the loss gate and the polar probe's chain gate (the structural probe's is the
-    # pretrained models', STRUCT_CHAIN_GATE).
-    details["deciding_cells"] = _size_cells(rows, cells, [largest], gated={largest: [LM_GATE.metric, CHAIN_MARGIN]})
-    # Both probes at LAS 0 (or 1) in every seed of the largest model: the floor (ceiling) decides, not the probes.
-    why = (_las_bound(rows, {"the polar probe's LAS": ("ctx_polar_las_pp", largest),
-                             "the structural probe's LAS": ("ctx_structural_las_pp", largest)})
-           or degenerate([diff]) or degenerate([cells[largest], *(c for c in cells.values())]))
+    wp = {k: _mean(big, f"wordpair_{k}") for k in ("rel_acc", "rel_bacc", "pair_share", "dependent_share")}
+    details["word_pair_labeller_largest_model"] = {f"wordpair_{k}": v for k, v in wp.items()} | {
+        f"polar_{REL}": _mean(big, f"ctx_polar_{REL}"), f"structural_{REL}": _mean(big, f"ctx_structural_{REL}"),
+        "polar_rel_acc": _mean(big, "ctx_polar_rel_acc")}
+    # The trained LMs' cell: the loss gate, the polar probe's chain gate and the twin gate (the structural probe's
+    # chain gate is the pretrained models', STRUCT_CHAIN_GATE).
+    details["deciding_cells"] = _size_cells(rows, cells, [largest],
+                                            gated={largest: [LM_GATE.metric, CHAIN_MARGIN, TWIN_MARGIN]})
+    # Both probes' relation accuracy at 0 (or 1) in every seed of the largest model: the floor (ceiling) decides.
+    why = (_las_bound(rows, {"the polar probe's gold-edge relation accuracy": (f"ctx_polar_{REL}", largest),
+                             "the structural probe's gold-edge relation accuracy": (f"ctx_structural_{REL}", largest)})
+           or degenerate([diff]) or degenerate([parts["wordpair"]])
+           or degenerate([cells[largest], *(c for c in cells.values())]))
     if why:
         details["reason"] = f"degenerate deciding cells: {why}"
         return Verdict(stat, "inconclusive", NAN3, len(diff), details)
-    triple = mean_ci(diff, n_boot, seed=seed)
-    margin, min_ratio = float(p["margin"]), float(p["min_las_ratio"])
-    gap_yes, gap_no = triple[1] > margin, triple[2] < margin
-    ratio_yes, ratio_no = ratio[1] > min_ratio, ratio[2] < min_ratio
-    if gap_yes and ratio_yes:
-        verdict = "supported"
-    elif (gap_no or ratio_no) and not (gap_yes or ratio_yes):
-        verdict = "not_supported"
-    else:
-        verdict = "inconclusive"
+    verdict, entries, words = _relation_decision(parts, p, n_boot, seed)
+    details["parts"] = entries
+    triple = (entries["net"]["value"], entries["net"]["ci_low"], entries["net"]["ci_high"])
     u = {k: {a: (f"{x:.3f}" if x is not None else "n/a") for a, x in v.items()}
          for k, v in details["beside_linear_chain"][json_key(largest)].items()}
     details["reason"] = (
-        f"(polar − structural LAS of the trained model) − (the same of the untrained model), PolarProbe "
-        f"convention, each probe at its best dev layer among layers ≥ 1, at the largest model ({int(largest):,} "
-        f"parameters) over {diff.size} seeds: {triple[0]:+.3f} [{triple[1]:+.3f}, {triple[2]:+.3f}]; polar/structural "
-        f"LAS ratio {ratio[0]:.2f} [{ratio[1]:.2f}, {ratio[2]:.2f}] (source: 'nearly double', its evaluation 70.1/51.1 "
-        f"= {ANCHOR_RATIO:.2f}); UUAS polar {u['uuas_pp']['polar']}, structural {u['uuas_pp']['structural']}, linear "
-        f"chain {u['uuas_pp']['linear_chain']}; polar UUAS − chain {chain_ci[0]:+.3f} [{chain_ci[1]:+.3f}, "
-        f"{chain_ci[2]:+.3f}]; supported when the gap's interval lies above {margin} and the ratio's above "
-        f"{min_ratio}, not supported when one lies below and neither above (the polar probe must beat the chain: "
-        f"the claim's gate)")
-    # The twin beside the net gap: its own UUAS and LAS. When it reads far less of the tree than the trained model
-    # (LAS ~ UUAS x label accuracy), subtracting its gap removes less of what word identity alone labels, so a
-    # reader must see both (review: a table whose relations come from word identity alone passes this rule).
+        f"gold-edge relation accuracy ({REL}: balanced, PolarProbe's evaluate_ang), each probe at its estimator and "
+        f"best dev layer among layers ≥ 1, at the largest model ({int(largest):,} parameters) over {diff.size} seeds "
+        f"— polar {u['rel_bacc']['polar']}, structural {u['rel_bacc']['structural']}; untrained twin polar "
+        f"{u['rel_bacc']['untrained_polar']}, structural {u['rel_bacc']['untrained_structural']}; word-pair labeller "
+        f"{u['rel_bacc']['word_pair_labeller']}: {words}; supported when all three lie above their thresholds, not "
+        f"supported when one lies below. Reported, not deciding: (polar − structural LAS) net of the twin "
+        f"{las_gap[0]:+.3f} [{las_gap[1]:+.3f}, {las_gap[2]:+.3f}], polar/structural LAS ratio {ratio[0]:.2f} "
+        f"[{ratio[1]:.2f}, {ratio[2]:.2f}] (source: 'nearly double', its evaluation 70.1/51.1 = {ANCHOR_RATIO:.2f}); "
+        f"UUAS polar {u['uuas_pp']['polar']}, structural {u['uuas_pp']['structural']}, linear chain "
+        f"{u['uuas_pp']['linear_chain']}; polar UUAS − chain {chain_ci[0]:+.3f} [{chain_ci[1]:+.3f}, "
+        f"{chain_ci[2]:+.3f}], − untrained twin's {twin_ci[0]:+.3f} [{twin_ci[1]:+.3f}, {twin_ci[2]:+.3f}] (the "
+        f"claim's gates)")
     twin = {c: float(pd.to_numeric(big[c], errors="coerce").mean()) for c in
             ("ctx_untrained_polar_uuas_pp", "ctx_untrained_polar_las_pp", "ctx_untrained_structural_las_pp") if c in big}
     if len(twin) == 3:
@@ -497,31 +678,19 @@ def polar_beats_structural(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int)
                               f"{fmt(twin['ctx_untrained_polar_uuas_pp'])}, LAS polar "
                               f"{fmt(twin['ctx_untrained_polar_las_pp'])} / structural "
                               f"{fmt(twin['ctx_untrained_structural_las_pp'])}")
-    raw_cols = [c for c in (RAW_CHAIN_MARGIN, f"ctx_{RAW_PREFIX}polar_minus_structural_las_pp") if c in rows]
-    raw, words = _raw_fit(big.groupby("seed", sort=True)[raw_cols].mean() if raw_cols else big.iloc[:0], n_boot, seed)
-    if raw:
-        details["sources_raw_fit_largest_model"] = raw
+    est, words = estimator_report(_per_unit(big), n_boot, seed)
+    if est:
+        details["estimators_largest_model"] = est
         details["reason"] += words
     return Verdict(stat, verdict, triple, len(diff), details)
 
 
-def _raw_fit(units: pd.DataFrame, n_boot: int = 0, seed: int = 0) -> tuple[dict, str]:
-    """The sources' fit on raw vectors (:data:`.layers.RAW_MODEL`) over these units (one row per seed): its polar
-    UUAS − chain and polar − structural LAS (mean and t interval), and a clause for a reason; ``({}, "")`` when
-    the rows carry no raw fit (probes fit with ``inputs: scale``, or records from before it was recorded).
-    Reported beside bindscale's whitened fit, never deciding (:mod:`.probes` says why the fits differ)."""
-    cols = {"polar_uuas_pp_minus_chain": RAW_CHAIN_MARGIN,
-            "polar_minus_structural_las_pp": f"ctx_{RAW_PREFIX}polar_minus_structural_las_pp"}
-    if not all(c in units for c in cols.values()):
-        return {}, ""
-    vals = {k: pd.to_numeric(units[c], errors="coerce").to_numpy(float) for k, c in cols.items()}
-    if not all(np.isfinite(v).all() and v.size for v in vals.values()):
-        return {}, ""
-    cis = {k: mean_ci(v, n_boot, seed=seed) for k, v in vals.items()}
-    out = {k: ci_entry(c, vals[k].size) for k, c in cis.items()}
-    c, g = cis["polar_uuas_pp_minus_chain"], cis["polar_minus_structural_las_pp"]
-    return out, (f"; the sources' fit on raw vectors (reported, not deciding): polar UUAS − chain {c[0]:+.3f} "
-                 f"[{c[1]:+.3f}, {c[2]:+.3f}], polar − structural LAS {g[0]:+.3f} [{g[1]:+.3f}, {g[2]:+.3f}]")
+def _per_unit(rows: pd.DataFrame) -> pd.DataFrame:
+    """The ``ctx_`` columns per unit (seed): a unit's repeated records averaged, its chosen estimators (strings)
+    taken from its first record."""
+    cols = [c for c in rows.columns if c.startswith("ctx_")]
+    return rows.groupby("seed", sort=True).agg(
+        {c: "mean" if pd.api.types.is_numeric_dtype(rows[c]) else "first" for c in cols})
 
 
 def _pretrained(ok: pd.DataFrame) -> pd.DataFrame | None:
@@ -535,37 +704,46 @@ def _pretrained(ok: pd.DataFrame) -> pd.DataFrame | None:
 def pretrained_model_verdict(rows: pd.DataFrame, p: Mapping, name: str) -> dict:
     """The polar-beats-structural verdict for one pretrained model over its probe-fit units (seeds).
 
-    Unit (one ok trial of one seed; repeated records of a seed averaged): ``NET_GAP`` = (polar − structural LAS
-    of the pretrained model) − (polar − structural LAS of its untrained twin: the same architecture with random
-    weights), each probe at its best dev layer among layers >= 1, PolarProbe's convention (per sentence,
-    punctuation included), on the test sentences (the same for every seed). Diego-Simón et al. 2024 compare
-    against a random model; Hewitt & Manning 2019 against the linear chain.
+    Unit (one ok trial of one seed; repeated records of a seed averaged), each probe at its estimator and best dev
+    layer among layers >= 1 (:func:`.layers.choose`: dev LAS, PolarProbe's convention; raw or whitened inputs,
+    ties to raw), on the test sentences (the same for every seed), gold-edge relation accuracy :data:`REL`:
+
+    - ``net`` (:data:`REL_NET`): (polar − structural of the pretrained model) − (polar − structural of its
+      untrained twin: the same architecture with random weights, its own estimator chosen on dev);
+    - ``own`` (:data:`REL_GAP`): polar − structural of the pretrained model;
+    - ``wordpair`` (:data:`WORDPAIR_MARGIN`): the polar probe's minus the word-pair labeller's
+      (:func:`.scores.word_pair_metrics`, fit on the unit's fit sentences).
+
+    Diego-Simón et al. 2024 compare against a random model; Hewitt & Manning 2019 against the linear chain.
 
     Interval: mean over units with :func:`bindscale.verdicts.stats.mean_ci` (Student's t with Hall's skewness correction).
     Not scipy.stats.bootstrap: at 8 units its BCa and its percentile intervals each covered 0.88 of 95% in a
     simulation of this statistic (normal and Gamma-skewed unit noise, 400 draws each), the t interval 0.95 and 0.94
     (2000 draws; tests/studies/geometry/test_pretrained_verdict.py checks it). Beside
-    it the polar/structural LAS ratio of the unit means with Fieller's interval over paired units (:func:`_las_ratio`).
+    it, reported and not deciding: the (polar − structural LAS) gap net of the twin and the polar/structural LAS
+    ratio of the unit means with Fieller's interval over paired units (:func:`_las_ratio`).
 
-    Gates (Hewitt & Manning's baseline, :data:`bindscale.studies.geometry.CHAIN_GATE` and ``STRUCT_CHAIN_GATE``): in
-    each unit, each probe's UUAS at its layer minus the linear chain's (each word attached to the next) on the same
-    test sentences at least ``p["min_uuas_over_chain"]``, for the polar *and* the structural probe (a probe that
-    recovers no more of the tree than the chain reads no tree, and its LAS against the other's says nothing). Per
-    unit, not over their mean: the units that miss are left out by the engine's own filter
-    (:func:`bindscale.kit.gate_filter`, the claim's gates; for the deciding model the engine applies the same
-    gates again and counts the lost units against ``min_seeds``), and the verdict needs :data:`MIN_UNITS` units left.
+    Gates (:data:`bindscale.studies.geometry.CHAIN_GATE`, ``STRUCT_CHAIN_GATE`` and ``TWIN_GATE``): in each unit,
+    each probe's UUAS at its layer minus the linear chain's (each word attached to the next) on the same test
+    sentences at least ``p["min_uuas_over_chain"]``, for the polar *and* the structural probe (a probe that
+    recovers no more of the tree than the chain reads no tree, and its labels against the other's say nothing),
+    and the polar probe's UUAS minus its untrained twin's at least ``p["min_uuas_over_twin"]``. Per unit, not over
+    their mean: the units that miss are left out by the engine's own filter (:func:`bindscale.kit.gate_filter`, the
+    claim's gates; for the deciding model the engine applies the same gates again and counts the lost units
+    against ``min_seeds``), and the verdict needs :data:`MIN_UNITS` units left.
 
-    Rule: supported when the gap's interval lies above ``p["margin"]`` and the ratio's above ``p["min_las_ratio"]``;
-    not supported when one lies below and neither above; inconclusive otherwise, and whatever the numbers when a
-    column is missing, a unit's value is NaN or infinite, fewer than :data:`MIN_UNITS` units are present, the
-    units are degenerate (no spread, all zero: :func:`bindscale.kit.degenerate`; every LAS 0 or 1:
-    :func:`bindscale.kit.at_bound`) or a probe misses the chain gate.
+    Rule (:func:`_relation_decision`): supported when the intervals of ``net`` and ``own`` lie above ``p["margin"]``
+    and that of ``wordpair`` above ``p["wordpair_margin"]``; not supported when any lies below; inconclusive
+    otherwise, and whatever the numbers when a column is missing, a unit's value is NaN or infinite (the word-pair
+    labeller's included), fewer than :data:`MIN_UNITS` units are present, the units are degenerate (no spread, all
+    zero: :func:`bindscale.kit.degenerate`; every relation accuracy 0 or 1: :func:`bindscale.kit.at_bound`) or a
+    probe misses a gate.
 
     Returns:
-        ``{"verdict", "value" (ci entry of the gap), "n_units", "n_params", "label", "reason", ...numbers}``
+        ``{"verdict", "value" (ci entry of ``net``), "n_units", "n_params", "label", "reason", ...numbers}``
         (plain JSON-able values; ``label`` is the model's description from its files, ``n_params`` its count).
     """
-    margin, min_ratio, level = float(p["margin"]), float(p["min_las_ratio"]), float(p["min_uuas_over_chain"])
+    level, twin_level = float(p["min_uuas_over_chain"]), float(p["min_uuas_over_twin"])
     first = lambda c: (str(rows[c].dropna().iloc[0]) if c in rows and rows[c].notna().any() else None)  # noqa: E731
     label = first("model_label") or name
     size = pd.to_numeric(rows["n_params"], errors="coerce").max() if "n_params" in rows else np.nan
@@ -575,41 +753,52 @@ def pretrained_model_verdict(rows: pd.DataFrame, p: Mapping, name: str) -> dict:
     missing = [c for c in ("seed", *PRETRAINED_NEED) if c not in rows or not rows[c].notna().any()]
     if missing:
         out["reason"] = f"{who}: no {', '.join(missing)} in the table (the rule needs each probe's per-layer scores, " \
-                        "the untrained twin's and the linear chain's): inconclusive"
+                        "the untrained twin's, the linear chain's and the word-pair labeller's): inconclusive"
         return out
-    num = coerce_numeric(rows, ("seed", *PRETRAINED_NEED, NET_GAP, CHAIN_MARGIN, STRUCT_CHAIN_MARGIN))
-    units = num.groupby("seed", sort=True)[[*PRETRAINED_NEED, NET_GAP, CHAIN_MARGIN, STRUCT_CHAIN_MARGIN]].mean()
+    decide_cols = [NET_GAP, REL_NET, REL_GAP, WORDPAIR_MARGIN, CHAIN_MARGIN, STRUCT_CHAIN_MARGIN, TWIN_MARGIN]
+    num = coerce_numeric(rows, ("seed", *PRETRAINED_NEED, *decide_cols))
+    units = num.groupby("seed", sort=True)[[*PRETRAINED_NEED, *decide_cols]].mean()
     out["n_units"] = n = int(len(units))
     out["seeds"] = [json_key(x) for x in units.index]
     bad = int((~np.isfinite(units.to_numpy(float))).any(axis=1).sum())
     if bad:
         out["reason"] = (f"{who}: {bad} of {n} probe-fit units (seeds) have a missing, NaN or infinite score "
-                         "among the probes', the untrained twin's or the chain's: inconclusive")
+                         "among the probes', the untrained twin's, the chain's or the word-pair labeller's: "
+                         "inconclusive")
         return out
-    # The chain gates, per unit and through the engine's own filter (the claim's CHAIN_GATE and STRUCT_CHAIN_GATE,
-    # the same the engine applies to the deciding model's cell): a unit whose polar or structural probe does not
-    # beat the linear chain read no tree, and is left out like a lost seed, never averaged with the units that did.
-    chain_gates = (CHAIN_GATE, STRUCT_CHAIN_GATE)
+    # The gates, per unit and through the engine's own filter (the claim's CHAIN_GATE, STRUCT_CHAIN_GATE and
+    # TWIN_GATE, the same the engine applies to the deciding model's cell): a unit whose polar or structural probe
+    # does not beat the linear chain read no tree, one whose polar probe does not beat the untrained twin's read
+    # none the architecture does not give; it is left out like a lost seed, never averaged with the units that did.
+    gates = (CHAIN_GATE, STRUCT_CHAIN_GATE, TWIN_GATE)
     every = units
     kept, lost = gate_filter(units.reset_index().assign(**{"model.name": name}),
-                             [deciding_cell({"model.name": name}, n, gated=[g.metric for g in chain_gates])],
-                             chain_gates, p)
+                             [deciding_cell({"model.name": name}, n, gated=[g.metric for g in gates])], gates, p)
     units = units[units.index.isin(kept["seed"])]
     over_all = {k: ci_entry(mean_ci(every[c].to_numpy(float)), n)
-                for k, c in (("polar", CHAIN_MARGIN), ("structural", STRUCT_CHAIN_MARGIN))}
-    out["uuas_minus_chain"] = over_all  # over every unit, those that missed included (the report's numbers)
+                for k, c in (("polar", CHAIN_MARGIN), ("structural", STRUCT_CHAIN_MARGIN), ("twin", TWIN_MARGIN))}
+    out["uuas_minus_chain"] = {k: over_all[k] for k in ("polar", "structural")}  # every unit, those that missed too
+    out["polar_uuas_minus_untrained"] = over_all["twin"]
     n_lost = n - int(len(units))
-    out["beats_chain"] = not n_lost
+    out["beats_chain"] = not any(not g.passes(float(v), level) for g in gates[:2] for v in every[g.metric])
+    out["beats_twin"] = not any(not TWIN_GATE.passes(float(v), twin_level) for v in every[TWIN_GATE.metric])
     if n_lost:
         by_probe = {k: int(sum(not g.passes(float(v), level) for v in every[g.metric]))
                     for k, g in (("polar", CHAIN_GATE), ("structural", STRUCT_CHAIN_GATE))}
-        out["units_below_chain"] = {"lost": n_lost, "of": n, **by_probe}
+        by_twin = int(sum(not TWIN_GATE.passes(float(v), twin_level) for v in every[TWIN_GATE.metric]))
+        out["units_below_chain"] = {"lost": n_lost, "of": n, **by_probe, "twin": by_twin}
         out["seeds_below_chain"] = [json_key(x) for x in every.index if x not in units.index]
-        missed_words = " and ".join(f"the {k} probe in {c}" for k, c in by_probe.items() if c)
-        chain_words = (f"{n_lost} of {n} units do not beat the linear chain by {level:g} UUAS "
-                       f"({missed_words}; UUAS − chain over every unit: polar {over_all['polar']['value']:+.3f}, "
-                       f"structural {over_all['structural']['value']:+.3f}): such a probe reads no tree, so those "
-                       "units are left out (the claim's chain gates, per unit)")
+        pieces = []
+        if any(by_probe.values()):
+            missed_words = " and ".join(f"the {k} probe in {c}" for k, c in by_probe.items() if c)
+            pieces.append(f"do not beat the linear chain by {level:g} UUAS ({missed_words}; UUAS − chain over every "
+                          f"unit: polar {over_all['polar']['value']:+.3f}, structural "
+                          f"{over_all['structural']['value']:+.3f})")
+        if by_twin:
+            pieces.append(f"do not beat the untrained twin by {twin_level:g} UUAS (the polar probe in {by_twin}; "
+                          f"its UUAS − the twin's over every unit {over_all['twin']['value']:+.3f})")
+        chain_words = (f"{n_lost} of {n} units " + " and ".join(pieces) + ": such a probe reads no tree (or none "
+                       "that random weights do not give), so those units are left out (the claim's gates, per unit)")
     n_all = n
     out["n_units"] = n = int(len(units))
     out["seeds"] = [json_key(x) for x in units.index]
@@ -618,65 +807,55 @@ def pretrained_model_verdict(rows: pd.DataFrame, p: Mapping, name: str) -> dict:
         out["reason"] = (f"{who}: {n_all} probe-fit unit(s) (seeds); {chain_words}; {n} remain and a verdict needs "
                          f"{MIN_UNITS} (over every unit: UUAS "
                          f"polar {fmt(mean_all['ctx_polar_uuas_pp'])}, structural "
-                         f"{fmt(mean_all['ctx_structural_uuas_pp'])}, linear chain {fmt(mean_all['chain_uuas_pp'])}): "
+                         f"{fmt(mean_all['ctx_structural_uuas_pp'])}, linear chain {fmt(mean_all['chain_uuas_pp'])}, "
+                         f"untrained twin's polar {fmt(mean_all['ctx_untrained_polar_uuas_pp'])}): "
                          "they decide nothing: inconclusive")
         return out
-    gap = units[NET_GAP].to_numpy(float)
     mean = {c: ci_entry(mean_ci(units[c].to_numpy(float)), n) for c in units.columns}
     out["per_unit_means"] = mean
-    raw_cols = [c for c in (RAW_CHAIN_MARGIN, f"ctx_{RAW_PREFIX}polar_minus_structural_las_pp") if c in rows]
-    seeded = coerce_numeric(rows, ("seed", *raw_cols))
-    seeded = seeded[seeded["seed"].isin(units.index)]  # the units the gates kept
-    raw, raw_words = _raw_fit(seeded.groupby("seed", sort=True)[raw_cols].mean() if raw_cols else rows.iloc[:0])
-    if raw:
-        out["sources_raw_fit"] = raw
+    ctx_units = _per_unit(rows[pd.to_numeric(rows["seed"], errors="coerce").isin(units.index)])
+    est, est_words = estimator_report(ctx_units)
+    if est:
+        out["estimators"] = est
     out["trained_gap"] = ci_entry(mean_ci((units["ctx_polar_las_pp"] - units["ctx_structural_las_pp"]).to_numpy()), n)
     out["untrained_gap"] = ci_entry(mean_ci((units["ctx_untrained_polar_las_pp"]
                                              - units["ctx_untrained_structural_las_pp"]).to_numpy()), n)
     numbers = (f"UUAS polar {fmt(mean['ctx_polar_uuas_pp']['value'])}, structural "
-               f"{fmt(mean['ctx_structural_uuas_pp']['value'])}, linear chain {fmt(mean['chain_uuas_pp']['value'])}; "
-               f"LAS polar {fmt(mean['ctx_polar_las_pp']['value'])}, structural "
+               f"{fmt(mean['ctx_structural_uuas_pp']['value'])}, linear chain {fmt(mean['chain_uuas_pp']['value'])}, "
+               f"untrained twin's polar {fmt(mean['ctx_untrained_polar_uuas_pp']['value'])}; gold-edge relation "
+               f"accuracy ({REL}) polar {fmt(mean[f'ctx_polar_{REL}']['value'])}, structural "
+               f"{fmt(mean[f'ctx_structural_{REL}']['value'])}, untrained twin polar "
+               f"{fmt(mean[f'ctx_untrained_polar_{REL}']['value'])} / structural "
+               f"{fmt(mean[f'ctx_untrained_structural_{REL}']['value'])}, word-pair labeller "
+               f"{fmt(mean[WORDPAIR]['value'])}; LAS polar {fmt(mean['ctx_polar_las_pp']['value'])}, structural "
                f"{fmt(mean['ctx_structural_las_pp']['value'])}; untrained twin LAS polar "
                f"{fmt(mean['ctx_untrained_polar_las_pp']['value'])}, structural "
-               f"{fmt(mean['ctx_untrained_structural_las_pp']['value'])}{raw_words}")
+               f"{fmt(mean['ctx_untrained_structural_las_pp']['value'])}{est_words}")
     if n < MIN_UNITS:
         out["reason"] = f"{who}: {n} probe-fit unit(s) (seeds); a verdict needs {MIN_UNITS} ({numbers}): inconclusive"
         return out
-    why = (at_bound({"the polar probe's LAS": units["ctx_polar_las_pp"].to_numpy(float),
-                     "the structural probe's LAS": units["ctx_structural_las_pp"].to_numpy(float)})
-           or degenerate([gap]))
+    parts = {name: units[col].to_numpy(float) for name, _, col, _ in PARTS}
+    why = (at_bound({"the polar probe's gold-edge relation accuracy": units[f"ctx_polar_{REL}"].to_numpy(float),
+                     "the structural probe's gold-edge relation accuracy":
+                         units[f"ctx_structural_{REL}"].to_numpy(float)})
+           or degenerate([parts["net"]]) or degenerate([parts["wordpair"]]))
     if why:
         out["reason"] = f"{who}: degenerate units: {why} ({numbers}): inconclusive"
         return out
-    triple = mean_ci(gap)
+    verdict, entries, words = _relation_decision(parts, p)
+    las_gap = mean_ci(units[NET_GAP].to_numpy(float))
     ratio = _las_ratio(units["ctx_polar_las_pp"].to_numpy(float), units["ctx_structural_las_pp"].to_numpy(float))
-    out["value"] = ci_entry(triple, n)
+    out["value"] = entries["net"]
+    out["parts"] = entries
+    out["las_gap"] = ci_entry(las_gap, n)
     out["las_ratio"] = ci_entry(ratio, n)
-    stat_words = (f"polar−structural LAS gain {triple[0]:+.3f} [{triple[1]:+.3f}, {triple[2]:+.3f}] beyond the "
-                  f"untrained twin over {n} probe-fit units, LAS ratio {ratio[0]:.2f} [{ratio[1]:.2f}, {ratio[2]:.2f}]")
     if n_lost:
         numbers = f"{numbers}; {chain_words}, {n} remain"
-    gap_yes, gap_no = triple[1] > margin, triple[2] < margin
-    ratio_yes, ratio_no = ratio[1] > min_ratio, ratio[2] < min_ratio
-    if not all(np.isfinite(ratio)):
-        # Fieller's interval is unbounded (or the ratio undefined) when the structural LAS is near 0: the ratio
-        # then says nothing either way, and the gap alone decides, as the reason says.
-        s_las = mean["ctx_structural_las_pp"]["value"]
-        verdict = "supported" if gap_yes else "not_supported" if gap_no else "inconclusive"
-        out["verdict"] = verdict
-        out["reason"] = (f"{stat_words}; the LAS ratio is undefined or unbounded (structural LAS {fmt(s_las)}, near "
-                         f"0), so the gap alone decides: {'above' if gap_yes else 'below' if gap_no else 'across'} "
-                         f"margin {margin:g}: {verdict.replace('_', ' ')} for {who} ({numbers})")
-        return out
-    if gap_yes and ratio_yes:
-        verdict, where = "supported", f"above margin {margin:g} and the ratio's above {min_ratio:g}"
-    elif (gap_no or ratio_no) and not (gap_yes or ratio_yes):
-        verdict, where = "not_supported", (f"below margin {margin:g}" if gap_no else
-                                           f"not above margin {margin:g}, the ratio's below {min_ratio:g}")
-    else:
-        verdict, where = "inconclusive", f"not wholly on one side of margin {margin:g} / ratio {min_ratio:g}"
     out["verdict"] = verdict
-    out["reason"] = f"{stat_words}, {where}: {verdict.replace('_', ' ')} for {who} ({numbers})"
+    out["reason"] = (f"over {n} probe-fit units: {words}: {verdict.replace('_', ' ')} for {who} (reported, not "
+                     f"deciding: polar−structural LAS gain {las_gap[0]:+.3f} [{las_gap[1]:+.3f}, {las_gap[2]:+.3f}] "
+                     f"beyond the untrained twin, LAS ratio {ratio[0]:.2f} [{ratio[1]:.2f}, {ratio[2]:.2f}]; "
+                     f"{numbers})")
     return out
 
 
@@ -685,11 +864,11 @@ def pretrained_polar_verdict(ok: pd.DataFrame, p: Mapping, n_boot: int = 0, seed
     per model; the claim's verdict and deciding number are the largest model's (most parameters; ties by name),
     the others are reported beside it and do not change it (the source's claim is about large models, and a
     majority over a few unrelated models would be no better defined). Its deciding cell is that model's trials,
-    gated by both probes' chain gates (:data:`bindscale.studies.geometry.CHAIN_GATE` and ``STRUCT_CHAIN_GATE``, per
-    unit, checked again by the engine)."""
+    gated by both probes' chain gates and the twin gate (:data:`bindscale.studies.geometry.CHAIN_GATE`,
+    ``STRUCT_CHAIN_GATE`` and ``TWIN_GATE``, per unit, checked again by the engine)."""
     p = {**DEFAULTS["polar_beats_structural"], **p}
-    stat = "polar_minus_structural_las_pp_net_of_untrained_largest_model"
-    if NET_GAP not in ok and "probe_layers" in ok:
+    stat = STAT
+    if REL_NET not in ok and "probe_layers" in ok:
         ok = with_contextual(ok)[0]
     pre = _pretrained(ok)
     details: dict = {"seeds_per_cell": 0, "punctuation_convention": PUNCT_CONVENTION,
@@ -714,10 +893,10 @@ def pretrained_polar_verdict(ok: pd.DataFrame, p: Mapping, n_boot: int = 0, seed
     details["deciding_model"] = largest
     details["largest_model_params"] = e["n_params"]
     details["seeds_per_cell"] = e["n_units"]
-    # Gated on both probes' chain gates, per unit: the engine leaves out the units that missed (as the rule did) and
-    # counts them against the claim's min_seeds.
+    # Gated on both probes' chain gates and the twin gate, per unit: the engine leaves out the units that missed (as
+    # the rule did) and counts them against the claim's min_seeds.
     details["deciding_cells"] = [deciding_cell({"model.name": largest}, e["n_units"],
-                                               gated=[CHAIN_MARGIN, STRUCT_CHAIN_MARGIN])]
+                                               gated=[CHAIN_MARGIN, STRUCT_CHAIN_MARGIN, TWIN_MARGIN])]
     details["caveat"] = ("the interval covers the probes' fitting (fit and dev sentences drawn, probe "
                          "initialisation) on one fixed set of test sentences and one random draw of the untrained "
                          "twin's weights, not the sampling of test sentences nor of random weights")
@@ -807,7 +986,8 @@ def geometry_grows_with_scale(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: i
         details["reason"] = (f"{gain.size} seed(s) present at both {int(small):,} and {int(large):,} parameters; the "
                              f"paired difference needs {MIN_REPLICATES}")
         return Verdict(stat, "inconclusive", NAN3, int(gain.size), details)
-    # the smallest model must have learned the grammar; the polar probe need beat the chain only at the largest
+    # the smallest model must have learned the grammar; the polar probe need beat the chain and the untrained twin
+    # only at the largest (every gate of the claim there)
     details["deciding_cells"] = _size_cells(rows, cells, [small, large], gated={small: ["lm_excess_loss"]})
     details["beside_linear_chain"] = _beside_chain(rows)
     why = (_las_bound(rows, {"the polar LAS of the smallest model": ("ctx_polar_las_pp", small),
