@@ -203,7 +203,7 @@ def _print_answer(answer: dict, out_dir: str) -> None:
     if any(c.get("anchor") or c.get("relation") for c in answer.get("claims", [])):
         con.print("every claim, bindscale's number beside its source's:", highlight=False)
         for c in answer["claims"]:
-            con.print(f"  {c['study']} › {c['claim']}: {verdict_words(c['verdict'], not c.get('firm'), bool(c.get('stale')))}, "
+            con.print(f"  {c.get('variant') or c['study']} › {c['claim']}: {verdict_words(c['verdict'], not c.get('firm'), bool(c.get('stale')))}, "
                       f"{fmt_ci(c.get('value'), c.get('ci_low'), c.get('ci_high'))}", highlight=False)
             for line in _anchor_lines(c):
                 con.print(f"    {line}", highlight=False)
@@ -319,7 +319,10 @@ def publish_cmd(
     p = result["provenance"]
     what = "re-decided" if rebuild else "published"
     print(f"{what} {', '.join(result['published'])}{'' if rebuild else f' of {run_dir}'} in {to}; it holds "
-          f"{len(p['studies'])} studies (answer.html, answer.json, provenance.json)"
+          f"{len(p['studies'])} studies"
+          + (f" and {len(p['variants'])} real-model variant{'s' if len(p['variants']) != 1 else ''} "
+             f"({', '.join(p['variants'])})" if p.get("variants") else "")
+          + " (answer.html, answer.json, provenance.json)"
           + (f"; not run: {', '.join(p['studies_not_run'])}" if p["studies_not_run"] else ""), flush=True)
     _print_answer(result["answer"], to)
 

@@ -40,7 +40,7 @@ def test_smoke_tests_and_inconclusive_are_not_counted():
     out = synthesis(rows)
     assert out["sides"]["scale_suffices"] == {"for": [], "against": [], "open": [], "smoke": ["a"], "state": "open",
                                               "own_for": [], "own_against": [], "largest": {}, "single": False,
-                                              "missed_level": []}
+                                              "missed_level": [], "split": {}}
     assert out["sides"]["binding_needed"]["open"] == ["b"]
     assert out["answer"] == ["No firm evidence yet on whether scale suffices.",
                              "No firm evidence yet on where scale stops.", "No firm evidence yet on explicit binding."]
@@ -95,6 +95,60 @@ def test_stale_verdicts_are_not_counted():
     """A stale study's rows reach the synthesis as not firm: the side they would decide stays open."""
     out = synthesis([dict(_row("scaling", "scale_suffices", "supported", firm=False), stale=True)])
     assert out["sides"]["scale_suffices"]["state"] == "open" and out["sides"]["scale_suffices"]["smoke"] == ["scaling"]
+
+
+def _scaled(verdict, params, firm=True, variant=None, **kw):
+    """A row of claim "polar" (where scale stops) at a model size: the study's own (from scratch) or its
+    real-model variant's."""
+    return dict(_row("polar", "where_scale_stops", verdict, firm), study="geometry", params=params,
+                variant=variant, arm="real models" if variant else None, **kw)
+
+
+def test_a_claim_decided_both_ways_at_two_scales_is_split_and_counted_nowhere():
+    """Supported at 0.5M from scratch, not supported at 135M pretrained: counted on neither side, and the
+    sentence names the split, smaller model first."""
+    out = synthesis([_scaled("supported", 5e5), _scaled("not_supported", 135e6, variant="geometry-lm")])
+    side = out["sides"]["where_scale_stops"]
+    assert side["for"] == side["against"] == side["open"] == side["smoke"] == [] and side["state"] == "open"
+    assert all("polar" not in t["for"] + t["against"] for t in out["sides"].values())
+    assert side["split"] == {"polar": "supported at 500k parameters, not supported at 135M parameters "
+                                      "(real models: geometry-lm)"}
+    assert ("polar is counted on neither side, split between scales: supported at 500k parameters, not supported "
+            "at 135M parameters (real models: geometry-lm).") in out["answer"][1]
+    # the same split with the larger model not supporting the claim from scratch: still split, still nowhere
+    out = synthesis([_scaled("supported", 135e6, variant="geometry-lm"), _scaled("not_supported", 5e5)])
+    assert "split between scales: not supported at 500k parameters, supported at 135M" in out["answer"][1]
+
+
+@pytest.mark.parametrize("main,variant,counted", [
+    ("inconclusive", "supported", "for"),  # a decided variant beside an inconclusive main tier
+    ("supported", "inconclusive", "for"),  # an inconclusive larger model never overrides a decided smaller one
+    ("not_supported", "not_supported", "against"),  # agreeing: once, at the larger model
+])
+def test_a_claim_with_a_decided_row_counts_once_at_the_larger_decided_model(main, variant, counted):
+    out = synthesis([_scaled(main, 5e5), _scaled(variant, 135e6, variant="geometry-lm")])
+    side = out["sides"]["where_scale_stops"]
+    assert side[counted] == ["polar"] and side["open"] == [] and side["split"] == {} and side["single"]
+    decided = 5e5 if variant == "inconclusive" else 135e6
+    assert side["largest"] == {"polar": decided}
+    assert f"polar ({'500k' if decided == 5e5 else '135M'} parameters)" in out["answer"][1]
+
+
+def test_a_stale_variant_is_not_counted():
+    """A stale variant's supported verdict beside the main tier's inconclusive one: the claim stays open; a stale
+    variant never makes a split either."""
+    stale = _scaled("supported", 135e6, firm=False, variant="geometry-lm", stale=True)
+    out = synthesis([_scaled("inconclusive", 5e5), stale])
+    side = out["sides"]["where_scale_stops"]
+    assert side["for"] == [] and side["open"] == ["polar"] and side["state"] == "open"
+    out = synthesis([_scaled("not_supported", 5e5), stale])
+    assert out["sides"]["where_scale_stops"]["against"] == ["polar"] and out["sides"]["where_scale_stops"]["split"] == {}
+    out = synthesis([stale])
+    assert out["sides"]["where_scale_stops"]["smoke"] == ["polar"] and not out["sides"]["where_scale_stops"]["for"]
+
+
+def test_the_rules_state_the_count_once_rule():
+    assert any("counts once" in r and "split between scales" in r and "never overrides" in r for r in RULES)
 
 
 def test_no_claims_at_all():

@@ -242,9 +242,10 @@ def test_a_smoke_test_or_foreign_study_is_refused_before_anything_is_written(tmp
 
 
 def test_rebuild_re_decides_every_published_study_from_its_table(tmp_path, monkeypatch):
-    """`publish --rebuild`: each published study's report, summary, verdicts and figures are derived again from
-    its results.parquet with the current rules (here a stand-in report builder); its run provenance is kept, the
-    rebuild is recorded, the manifest follows, and a foreign file still stops it before anything is written."""
+    """`publish --rebuild`: each published study's report, summary, verdicts and figures (a real-model variant's
+    too) are derived again from its results.parquet with the current rules (here a stand-in report builder); its
+    run provenance is kept, the rebuild is recorded, the manifest follows, and a foreign file still stops it before
+    anything is written."""
     import types
 
     import pandas as pd
@@ -257,6 +258,7 @@ def test_rebuild_re_decides_every_published_study_from_its_table(tmp_path, monke
         pd.DataFrame({"trial_id": ["t1"], "status": ["ok"]}).to_parquet(run / name / "results.parquet")
     to = tmp_path / "pub"
     publish(run, to, commit="a")
+    publish(_variant_run(run, tmp_path / "lm"), to, commit="a")
     calls = []
 
     def fake_build_report(out, df, study, run_info=None, unrecorded=None, n_boot=2000):
@@ -275,7 +277,10 @@ def test_rebuild_re_decides_every_published_study_from_its_table(tmp_path, monke
     monkeypatch.setattr("bindscale.report.answer._as_shipped", lambda sub, name: True)
     out = P.rebuild(to)
     first = registry.run_order()[0]
-    assert calls == [1] * len(registry.run_order()) and out["published"] == registry.run_order()
+    order = [f for n in registry.run_order() for f in ([n, VARIANT] if n == STUDY else [n])]
+    assert calls == [2 if f == VARIANT else 1 for f in order] and out["published"] == order
+    assert (to / VARIANT / "report.html").read_text() == "<html>rebuilt</html>"
+    assert json.loads((to / VARIANT / "provenance.json").read_text())["tier"] == VARIANT
     assert (to / first / "report.html").read_text() == "<html>rebuilt</html>"
     assert sorted(p.name for p in (to / first / "figures").glob("*.png")) == ["new.png"]
     prov = json.loads((to / first / "provenance.json").read_text())
@@ -325,3 +330,154 @@ def test_a_tier_run_is_published_as_its_study(tmp_path):
     out = publish(run / first, tmp_path / "pub", commit="a")
     assert out["published"] == [first]
     assert json.loads((tmp_path / "pub" / first / "provenance.json").read_text())["tier"] == tier
+
+
+#: The real-model variant the tests below publish (the study and its shipped `-lm` file).
+STUDY, VARIANT = "geometry", "geometry-lm"
+
+
+def _variant_run(run, out, variant=VARIANT, *, verdict="supported", params=135e6, result_version=None, quick=False):
+    """A real-model variant's run, made from the fake `run all`'s folder of its study: its summary and study.yaml
+    name the variant file, its verdicts are that file's claims, its results table holds a small from-scratch model
+    and the pretrained one (``params``), two seeds, and the result version its records were made at."""
+    import shutil
+
+    import pandas as pd
+
+    from bindscale.core.studyfile import resolve_study
+
+    shutil.copytree(run / variant[: -len("-lm")], out)
+    s = json.loads((out / "summary.json").read_text())
+    claims = list(resolve_study(variant).verdicts)
+    verdicts = [dict(v, verdict=verdict) for v in s["verdicts"] if v["claim"] in claims]
+    assert verdicts
+    (out / "summary.json").write_text(json.dumps({**s, "study": variant, "verdicts": verdicts, "quick": quick,
+                                                  "generated": "2026-12-05T10:00:00+00:00"}))
+    (out / "study.yaml").write_text(f"name: {variant}\n")
+    (out / "report.html").write_text("<html>real models</html>")
+    table = {"trial_id": ["t1", "t2"], "status": ["ok", "ok"], "seed": [0, 1], "n_params": [5e5, params]}
+    if result_version is not None:
+        table["prov_result_version"] = [result_version] * 2
+    pd.DataFrame(table).to_parquet(out / "results.parquet")
+    return out
+
+
+def _snapshot(folder):
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_the_variant_rule_names_the_three_shipped_real_model_files():
+    from bindscale.report.answer import is_variant, variant_study, variants_of
+
+    assert sorted(f for f in registry.builtin_files() if is_variant(f)) == ["ceiling-lm", "geometry-lm",
+                                                                            "length_transfer-lm"]
+    assert variant_study("length_transfer-lm") == "length_transfer" and variants_of("geometry") == ["geometry-lm"]
+    assert not any(is_variant(t) for t in ("geometry", "geometry-full", "scaling-full", "nothing-lm", None))
+    assert variants_of("scaling") == []
+
+
+def test_a_variant_run_gets_its_own_folder_and_never_touches_its_studys(tmp_path):
+    """geometry-lm published beside geometry (which stays byte for byte as it was, tier and all) in geometry-lm/,
+    with its own provenance; then the study's main tier published again leaves geometry-lm/ as it was."""
+    run = _with_extras(_run_dir(tmp_path / "run"))
+    to = tmp_path / "pub"
+    publish(run, to, commit="a")
+    main = _snapshot(to / STUDY)
+    out = publish(_variant_run(run, tmp_path / "lm"), to, commit="b")
+    assert out["published"] == [VARIANT]
+    assert _snapshot(to / STUDY) == main
+    assert (to / VARIANT / "report.html").read_text() == "<html>real models</html>"
+    prov = json.loads((to / VARIANT / "provenance.json").read_text())
+    assert {k: prov[k] for k in ("study", "tier", "variant", "commit", "date", "seeds_per_deciding_cell")} == \
+        {"study": STUDY, "tier": VARIANT, "variant": VARIANT, "commit": "b", "date": "2026-12-05",
+         "seeds_per_deciding_cell": 2}
+    assert prov["cpu"] and prov["arm"] == "real models"
+    top = json.loads((to / "provenance.json").read_text())
+    assert list(top["variants"]) == [VARIANT] and set(top["studies"]) == set(registry.run_order())
+    assert top["studies"][STUDY]["commit"] == "a" and top["studies_not_run"] == []
+    manifest = json.loads((to / "MANIFEST.json").read_text())["files"]
+    assert f"{VARIANT}/report.html" in manifest and f"{VARIANT}/provenance.json" in manifest
+    assert f"{VARIANT}: tier `{VARIANT}`" in (to / "README.md").read_text()
+    # the main tier again (and a whole run all): the variant's folder is left as it was
+    variant = _snapshot(to / VARIANT)
+    publish(run / STUDY, to, commit="c")
+    publish(run, to, commit="d")
+    assert _snapshot(to / VARIANT) == variant
+    assert json.loads((to / STUDY / "provenance.json").read_text())["commit"] == "d"
+
+
+@pytest.mark.parametrize("what", ["quick", "edited", "foreign"])
+def test_a_variants_refusals_are_the_studys(tmp_path, what):
+    """A quick variant run is refused; an edited or foreign file in the variant's folder stops any publish; the
+    folder is left as it was."""
+    run = _with_extras(_run_dir(tmp_path / "run"))
+    to = tmp_path / "pub"
+    publish(run, to, commit="a")
+    publish(_variant_run(run, tmp_path / "lm"), to, commit="b")
+    again = _variant_run(run, tmp_path / "lm2", quick=what == "quick")
+    if what == "edited":
+        (to / VARIANT / "report.html").write_text("edited")
+    elif what == "foreign":
+        (to / VARIANT / "notes.txt").write_text("mine")
+    before = _snapshot(to)
+    with pytest.raises(ConfigError, match="ran with --quick" if what == "quick" else "would not touch"):
+        publish(again, to, commit="c")
+    assert _snapshot(to) == before
+
+
+def test_the_variants_rows_follow_the_studys_own_marked_on_the_page_and_in_the_readme(tmp_path):
+    run = _with_extras(_run_dir(tmp_path / "run"))
+    to = tmp_path / "pub"
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{BEGIN}\n{END}\n")
+    publish(run, to, commit="a")
+    data = publish(_variant_run(run, tmp_path / "lm"), to, commit="b", readme=readme)["answer"]
+    rows = [c for c in data["claims"] if c.get("variant") == VARIANT]
+    own = [c for c in data["claims"] if c["study"] == STUDY and not c.get("variant")]
+    assert rows and own and all(c["study"] == STUDY for c in rows)
+    for c in rows:
+        assert c["arm"] == "real models" and c["tier"] == VARIANT and c["params"] == 135e6
+        assert c["report"] == f"{VARIANT}/report.html#claim-{c['claim']}" and c["row_id"] == f"{VARIANT}-{c['claim']}"
+        assert c["distance"]["ours_params"] == 135e6 and c["relation"]["word"]
+        # after the study's own rows of its side
+        same_side = [i for i, x in enumerate(data["claims"]) if x["study"] == STUDY and x["side"] == c["side"]]
+        assert data["claims"].index(c) == max(same_side)
+    assert all(c["variant"] is None and c["arm"] is None and c["tier"] != VARIANT for c in own)
+    assert data["studies"][VARIANT]["variant_of"] == STUDY and data["studies"][STUDY]["report"] == f"{STUDY}/report.html"
+    html = (to / "answer.html").read_text().replace("<wbr>", "")
+    for c in rows:
+        assert f'id="{c["row_id"]}"' in html and f'href="{c["report"]}"' in html
+    assert '<span class="arm">real models</span>: <code>geometry-lm</code>' in html
+    block = readme.read_text()
+    assert block.count(f"| {STUDY}, real models (`{VARIANT}`) | ") == len(rows)
+    assert block.count("\n| ") == len(data["claims"]) + 1
+
+
+def test_a_stale_variant_is_marked_and_not_counted(tmp_path, monkeypatch):
+    """The variant's records made at an older result version than its study's code: stale (as the main tier
+    would be), its rows shown and not counted; at the current version the same verdict counts."""
+    import pandas as pd
+
+    monkeypatch.setattr("bindscale.report.answer._as_shipped", lambda sub, name: True)
+    current = registry.builtin()[STUDY].result_version
+    run = _with_extras(_run_dir(tmp_path / "run"))
+    s = json.loads((run / STUDY / "summary.json").read_text())
+    s["verdicts"] = [dict(v, verdict="inconclusive") for v in s["verdicts"]]  # the main tier decides nothing
+    (run / STUDY / "summary.json").write_text(json.dumps(s))
+    pd.DataFrame({"trial_id": ["t"], "status": ["ok"], "seed": [0], "n_params": [5e5],
+                  "prov_result_version": [current]}).to_parquet(run / STUDY / "results.parquet")
+    to = tmp_path / "pub"
+    publish(run / STUDY, to, commit="a")
+
+    def counted(data):
+        return {x for side in data["synthesis"]["sides"].values() for x in side["for"] + side["against"]}
+
+    data = publish(_variant_run(run, tmp_path / "old", result_version=current - 1), to, commit="b")["answer"]
+    rows = [c for c in data["claims"] if c.get("variant") == VARIANT]
+    assert rows and all(c["stale"] and not c["firm"] and c["run_status"].startswith("stale") for c in rows)
+    assert data["studies"][VARIANT]["stale"] and VARIANT in data["missing"]["stale"]
+    assert STUDY not in data["missing"]["stale"]
+    assert not counted(data) & {c["claim"] for c in rows}
+    assert {c["claim"] for c in rows} <= {x for side in data["synthesis"]["sides"].values() for x in side["open"]}
+    data = publish(_variant_run(run, tmp_path / "new", result_version=current), to, commit="c")["answer"]
+    assert {c["claim"] for c in data["claims"] if c.get("variant")} <= counted(data)

@@ -10,6 +10,11 @@ on the page) to the tally of verdicts per side.
 Tallies count only firm verdicts: a run that is a quick variant or has trials
 missing gives smoke-test results, which are listed but never counted.
 
+A study that ships a real-model variant (a study file named ``<study>-lm``: pretrained or large language
+models beside the trained ones, :func:`is_variant`) is read from its own folder ``run_dir/<study>-lm/`` too:
+its claim rows follow the study's own, each marked with its ``variant`` and ``arm``, and the synthesis
+counts each claim once over its rows (:func:`counted_rows`).
+
 Layer: beside the report, under the runner and the CLI, which call :func:`build_answer` once the
 studies are run or re-reported; it reads only what the runs stored (summaries, study files,
 figures) and imports nothing that runs a study.
@@ -41,6 +46,11 @@ RULES = (
     "study's shipped files (the default or a tier) with every planned trial recorded, made by the study's current "
     "code (a stale study, whose code has moved its numbers since, is not counted; quick or unfinished runs are smoke "
     "tests and are not counted either).",
+    "A claim counts once, however many runs decide it (its study's tier and, where the study ships one, its "
+    "real-model variant <study>-lm: pretrained or large language models): among its firm rows, a decided verdict "
+    "(supported or not supported) at the larger model decides, and an inconclusive row never overrides a decided "
+    "one; when two firm decided rows disagree, the claim counts on neither side and the synthesis names it as split "
+    "between scales, each verdict at its model size.",
     "Only published claims carry a side: the project's own hypotheses (marked 'own hypothesis') are reported beside "
     "their side, never counted for or against it.",
     "A supported claim is evidence for the side of the question it bears on; a not-supported claim is evidence "
@@ -53,6 +63,36 @@ RULES = (
     "The answer is read off the sides: scale suffices where 'scale suffices' holds and 'where scale stops' does "
     "not hold; binding is needed where 'binding needed' holds; every other combination is stated as it stands.",
 )
+
+
+#: The end of a shipped study file's name that makes it a study's real-model variant (``<study>-lm``): its run
+#: is published in a folder of its own, ``<study>-lm/``, beside the study's tier, never in its place.
+VARIANT_SUFFIX = "-lm"
+#: What a variant's claim rows are, beside the study's own (their ``arm`` in answer.json and on the page).
+VARIANT_ARM = "real models"
+
+
+def variant_study(tier: Any) -> str | None:
+    """The built-in study whose real-model variant ``tier`` is (``<study>-lm`` -> ``<study>``), or None.
+
+    The rule, in this one place: ``tier`` is a real-model variant when it is a shipped study file
+    (:func:`bindscale.core.registry.builtin_files`) named ``<study>`` + :data:`VARIANT_SUFFIX` for a built-in
+    ``<study>``. Its runs are published and read in the folder named ``tier``."""
+    if not isinstance(tier, str) or not tier.endswith(VARIANT_SUFFIX):
+        return None
+    study = tier[: -len(VARIANT_SUFFIX)]
+    return study if study in registry.builtin() and tier in registry.builtin_files() else None
+
+
+def is_variant(tier: Any) -> bool:
+    """Whether ``tier`` (a study file's name) is a built-in study's real-model variant (:func:`variant_study`)."""
+    return variant_study(tier) is not None
+
+
+def variants_of(study: str) -> list[str]:
+    """The real-model variants a built-in study ships (``[f"{study}-lm"]`` or none): their folder names."""
+    name = f"{study}{VARIANT_SUFFIX}"
+    return [name] if variant_study(name) == study else []
 
 
 def _status_of(summary: dict, sub: RunStore, name: str, stale: str | None = None) -> str:
@@ -162,20 +202,75 @@ def _size(params: Any) -> str:
     return f"{params:.3g} parameters"
 
 
+DECIDED = ("supported", "not_supported")
+
+
+def _model_size(row: dict) -> float:
+    p = row.get("params")
+    return float(p) if isinstance(p, (int, float)) and p == p and p > 0 else -1.0
+
+
+def _at_scale(row: dict) -> str:
+    """``not supported at 135M parameters (real models: <study>-lm)``: a row's verdict at its model size."""
+    arm = f" ({row.get('arm') or VARIANT_ARM}: {row['variant']})" if row.get("variant") else ""
+    return f"{str(row['verdict']).replace('_', ' ')} at {_size(row.get('params'))}{arm}"
+
+
+def counted_rows(claims: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Each claim once (the second of :data:`RULES`), over its rows (its study's tier, its real-model variant):
+
+    * among the claim's firm rows, a decided verdict (supported / not supported) decides, the one at the larger
+      model (``params``; an unrecorded size counts as the smallest) speaking for the claim;
+    * an inconclusive firm row never overrides a decided one: it speaks for the claim only when no firm row is
+      decided (the claim is then open);
+    * when two firm decided rows disagree, the claim counts on neither side: it is returned as split, with
+      ``text`` ``supported at 500k parameters, not supported at 135M parameters (real models: <study>-lm)``,
+      smaller model first;
+    * a claim without a firm row is represented by its first row (a smoke test or stale: never counted).
+
+    Rows are grouped by ``(study, claim)``; a variant's rows carry their study's name. Returns ``(rows, split)``:
+    one row per claim that is not split, in the order first seen, and ``[{"claim", "study", "side", "text",
+    "rows"}]`` for the split ones."""
+    groups: dict[tuple, list[dict]] = {}
+    for c in claims:
+        groups.setdefault((c.get("study"), c["claim"]), []).append(c)
+    once, split = [], []
+    for (study, claim), rows in groups.items():
+        firm = [c for c in rows if c["firm"]]
+        decided = [c for c in firm if c["verdict"] in DECIDED]
+        if len({c["verdict"] for c in decided}) > 1:
+            ordered = sorted(decided, key=_model_size)
+            split.append({"claim": claim, "study": study, "side": rows[0]["side"], "rows": ordered,
+                          "text": ", ".join(_at_scale(c) for c in ordered)})
+            continue
+        pool = decided or firm or rows[:1]
+        once.append(max(pool, key=_model_size))  # the first of equal sizes
+    return once, split
+
+
 def synthesis(claims: list[dict]) -> dict[str, Any]:
     """Apply :data:`RULES` to the claim rows: per-side tallies and states, and the answer's sentences.
 
     Input: claim rows with ``claim``, ``side``, ``verdict``, ``firm`` (bool; False for a smoke test or a stale
-    study), optionally ``own_hypothesis`` (bool) and ``params`` (the largest model of the claim's run).
+    study), optionally ``study``, ``variant`` (a real-model variant's row), ``own_hypothesis`` (bool) and
+    ``params`` (the largest model of the claim's run).
+
+    Each claim counts once (:func:`counted_rows`): among its firm rows, a firm decided verdict at the larger model
+    decides; an inconclusive row never overrides a decided one; a claim whose firm decided rows disagree (supported
+    from scratch at 500k parameters, not supported at 135M pretrained) counts on neither side and is named in its
+    side's sentence as "split between scales: supported at 500k parameters, not supported at 135M parameters …".
+
     Output: ``{"sides": {side: {"for", "against", "missed_level", "open", "smoke", "own_for", "own_against",
-    "largest", "single", "state"}}, "answer": [sentences]}``; ``against`` holds the not-supported claims whose
-    finding points the other way (``not_supported_means`` "opposite"), ``missed_level`` those that only missed a
-    level or band; ``largest`` maps each claim to its run's largest model, and ``single`` is true when the side's
-    state rests on one claim.
+    "largest", "single", "split", "state"}}, "answer": [sentences]}``; ``against`` holds the not-supported claims
+    whose finding points the other way (``not_supported_means`` "opposite"), ``missed_level`` those that only
+    missed a level or band; ``largest`` maps each claim to the largest model of the row that decided it,
+    ``single`` is true when the side's state rests on one claim, and ``split`` maps each claim split between
+    scales to its verdicts at their sizes.
     """
+    once, split = counted_rows(claims)
     sides: dict[str, dict[str, Any]] = {}
     for side in SIDES:
-        rows = [c for c in claims if c["side"] == side]
+        rows = [c for c in once if c["side"] == side]
         firm = [c for c in rows if c["firm"]]
         published = [c for c in firm if not c.get("own_hypothesis")]
         own = [c for c in firm if c.get("own_hypothesis")]
@@ -191,6 +286,7 @@ def synthesis(claims: list[dict]) -> dict[str, Any]:
             "own_against": [c["claim"] for c in own if c["verdict"] == "not_supported"],
             "largest": {c["claim"]: c.get("params") for c in published if c["verdict"] in ("supported", "not_supported")},
         }
+        tally["split"] = {x["claim"]: x["text"] for x in split if x["side"] == side}
         tally["state"] = side_state(len(tally["for"]), len(tally["against"]))
         tally["single"] = len(tally["for"]) + len(tally["against"]) == 1
         sides[side] = tally
@@ -209,6 +305,8 @@ def synthesis(claims: list[dict]) -> dict[str, Any]:
     def weight(side: str) -> str:
         t = sides[side]
         out = " It rests on a single published claim." if t["single"] else ""
+        for claim, text in t["split"].items():
+            out += f" {claim} is counted on neither side, split between scales: {text}."
         if t["missed_level"]:
             out += (f" Not supported only as a missed level or band (not evidence for the other side, not counted): "
                     f"{names(t['missed_level'], side)}.")
@@ -267,7 +365,10 @@ def _clock(seconds: Any) -> str:
 
 
 def next_tier(study: str, tier: str, files: Any) -> str | None:
-    """The shipped study file one step up from ``tier``: the default's ``-full``, ``-full``'s ``-paper``."""
+    """The shipped study file one step up from ``tier``: the default's ``-full``, ``-full``'s ``-paper``; none for a
+    real-model variant (:func:`is_variant`), whose next step is a larger model, not a tier."""
+    if is_variant(tier):
+        return None
     for step in ((f"{study}-full", f"{study}-paper") if not tier.endswith(("-full", "-paper")) else
                  (f"{study}-paper",) if tier.endswith("-full") else ()):
         if step in files:
@@ -307,7 +408,9 @@ def what_would_decide(row: dict, details: dict, estimates: dict | None) -> dict[
     tier = next_tier(row["study"], str(row.get("tier") or row["study"]), files)
     est = (estimates or {}).get(tier) if tier else None
     cpu, gpu = (est or {}).get("cpu_wall_s"), (est or {}).get("gpu_wall_s")
-    if tier is None:
+    if tier is None and is_variant(row.get("tier")):
+        where = f"no larger shipped tier of `{row.get('tier')}`: larger real models (its file takes a list of models)"
+    elif tier is None:
         where = "no larger shipped tier: a new recipe or a larger machine"
     elif est:
         gpu_text = f"{_clock(gpu[0])}–{_clock(gpu[1])} on one GPU" if gpu else "no GPU estimate"
@@ -368,6 +471,65 @@ def _finding(v: dict, details: dict) -> str:
     return f"no reason recorded and no number: {v.get('verdict')}"
 
 
+def _study_rows(store: RunStore, name: str, folder: str, estimates: dict | None) -> tuple[dict, list[dict]]:
+    """One run folder's entry (for answer.json's ``studies``) and its claim rows: the study ``name``'s own
+    (``folder == name``) or its real-model variant's (``folder`` is the variant, ``<study>-lm``), each judged
+    by the study's code alike (stale when the study's result version is ahead of what the folder's records carry)."""
+    plugin = registry.builtin()[name]
+    variant = folder if folder != name else None
+    sub = RunStore.of(store.where(folder))
+    summary = json.loads(sub.read_text("summary.json"))
+    recorded = recorded_result_version(sub)
+    stale = stale_reason(plugin, recorded)
+    status = _status_of(summary, sub, name, stale)
+    prov = json.loads(sub.read_text("provenance.json")) if sub.exists("provenance.json") else {}
+    entry = {"run": True, "status": status, "report": f"{folder}/report.html",
+             "tier": prov.get("tier") or run_tier(sub, folder), "stale": stale is not None,
+             "result_version": recorded,
+             "code_result_version": int(getattr(plugin, "result_version", 1) or 1),
+             "provenance": prov or None,
+             "n_trials": summary.get("n_trials"), "n_ok": summary.get("n_ok"),
+             "n_failed": summary.get("n_failed"), "n_diverged": summary.get("n_diverged"),
+             "quick": bool(summary.get("quick")), "generated": summary.get("generated")}
+    if variant:
+        entry.update(variant_of=name, arm=VARIANT_ARM)
+    by_name = {c.name: c for c in plugin.claims}
+    params = run_params(sub, summary.get("verdicts"))
+    entry["largest_model_params"] = params
+    rows = []
+    for v in summary.get("verdicts", []):
+        c = by_name.get(v["claim"])
+        details = v.get("details") or {}
+        figure = next((f for f in (c.figures if c else ()) if sub.exists(f"figures/{f}.png")), None)
+        rule = v.get("statistic_text") or (c.statistic if c else "")
+        anchor = c.anchor if c else None
+        row = {
+            "study": name, "claim": v["claim"], "title": v.get("title") or (c.title if c else v["claim"]),
+            "variant": variant, "arm": VARIANT_ARM if variant else None,
+            "row_id": f"{variant}-{v['claim']}" if variant else v["claim"],
+            "source": v.get("source") or (c.source if c else ""), "statement": v.get("statement"),
+            "side": v.get("side") or (c.side if c else ""), "verdict": v["verdict"],
+            "statistic": v.get("statistic"), "statistic_text": v.get("statistic_text") or (c.statistic if c else ""),
+            "value": v.get("value"), "ci_low": v.get("ci_low"),
+            "ci_high": v.get("ci_high"), "n_trials": v.get("n_trials"), "seeds_per_cell": _seeds(details),
+            "reason": _finding(v, details), "rule": rule, "caveat": details.get("caveat"),
+            "gates": gate_lines(details),
+            "firm": status == "firm", "run_status": status, "stale": stale is not None,
+            "tier": entry["tier"],
+            "figure": f"{folder}/figures/{figure}.png" if figure else None,
+            "report": f"{folder}/report.html#claim-{v['claim']}",
+            "anchor": anchor.as_dict() if anchor is not None else None, "params": params,
+            "own_hypothesis": bool(getattr(c, "own_hypothesis", False)) if c else False,
+            "not_supported_means": (details.get("not_supported_means")
+                                    or (getattr(c, "not_supported_means", "opposite") if c else "opposite")),
+        }
+        row["decide"] = what_would_decide(row, details, estimates)
+        row["relation"] = relation(row, anchor, params)
+        row["distance"] = distance(row, anchor, params)
+        rows.append(row)
+    return entry, rows
+
+
 def collect(run_dir: "str | Path") -> dict[str, Any]:
     """The answer's data from the study runs in ``run_dir``: one entry per built-in study (run or not),
     one row per claim of each run study (see ``answer.json``).
@@ -376,7 +538,13 @@ def collect(run_dir: "str | Path") -> dict[str, Any]:
     ``rule`` (the definition of the deciding statistic, the claim's ``statistic`` text: for a details
     element, never the table cell), ``anchor`` (the source's headline, :meth:`bindscale.core.study.Anchor.as_dict`,
     or None for a claim without one), ``params`` (the largest model the run trained, :func:`run_params`)
-    and ``relation`` (``{"word", "why"}``, :func:`bindscale.verdicts.anchors.relation`)."""
+    and ``relation`` (``{"word", "why"}``, :func:`bindscale.verdicts.anchors.relation`).
+
+    A study's real-model variant run (``run_dir/<study>-lm/``, :func:`variants_of`) adds an entry of its own to
+    ``studies`` (keyed by the variant, right after its study, with ``variant_of``) and its claim rows right after
+    the study's own, each with ``variant`` (``<study>-lm``; None on the study's own rows), ``arm`` ("real models"),
+    its own tier, params, relation, distance, stale mark and report link (``<study>-lm/report.html#claim-…``).
+    ``row_id`` is each row's anchor on the page (the claim's name; ``<variant>-<claim>`` for a variant's row)."""
     store = RunStore.of(run_dir)
     studies: dict[str, dict] = {}
     claims: list[dict] = []
@@ -388,61 +556,22 @@ def collect(run_dir: "str | Path") -> dict[str, Any]:
     names = registry.run_order()  # as `run all` runs them
     for name in names:
         plugin = registry.builtin()[name]
-        sub = RunStore.of(store.where(name))
-        if not sub.exists("summary.json"):
+        if store.exists(f"{name}/summary.json"):
+            studies[name], rows = _study_rows(store, name, name, estimates)
+            claims.extend(rows)
+        else:
             studies[name] = {"run": False, "claims": [c.name for c in plugin.claims]}
-            continue
-        summary = json.loads(sub.read_text("summary.json"))
-        recorded = recorded_result_version(sub)
-        stale = stale_reason(plugin, recorded)
-        status = _status_of(summary, sub, name, stale)
-        prov = json.loads(sub.read_text("provenance.json")) if sub.exists("provenance.json") else {}
-        studies[name] = {"run": True, "status": status, "report": f"{name}/report.html",
-                         "tier": prov.get("tier") or run_tier(sub, name), "stale": stale is not None,
-                         "result_version": recorded,
-                         "code_result_version": int(getattr(plugin, "result_version", 1) or 1),
-                         "provenance": prov or None,
-                         "n_trials": summary.get("n_trials"), "n_ok": summary.get("n_ok"),
-                         "n_failed": summary.get("n_failed"), "n_diverged": summary.get("n_diverged"),
-                         "quick": bool(summary.get("quick")), "generated": summary.get("generated")}
-        by_name = {c.name: c for c in plugin.claims}
-        params = run_params(sub, summary.get("verdicts"))
-        studies[name]["largest_model_params"] = params
-        for v in summary.get("verdicts", []):
-            c = by_name.get(v["claim"])
-            details = v.get("details") or {}
-            figure = next((f for f in (c.figures if c else ()) if sub.exists(f"figures/{f}.png")), None)
-            rule = v.get("statistic_text") or (c.statistic if c else "")
-            anchor = c.anchor if c else None
-            row = {
-                "study": name, "claim": v["claim"], "title": v.get("title") or (c.title if c else v["claim"]),
-                "source": v.get("source") or (c.source if c else ""), "statement": v.get("statement"),
-                "side": v.get("side") or (c.side if c else ""), "verdict": v["verdict"],
-                "statistic": v.get("statistic"), "statistic_text": v.get("statistic_text") or (c.statistic if c else ""),
-                "value": v.get("value"), "ci_low": v.get("ci_low"),
-                "ci_high": v.get("ci_high"), "n_trials": v.get("n_trials"), "seeds_per_cell": _seeds(details),
-                "reason": _finding(v, details), "rule": rule, "caveat": details.get("caveat"),
-                "gates": gate_lines(details),
-                "firm": status == "firm", "run_status": status, "stale": stale is not None,
-                "tier": studies[name]["tier"],
-                "figure": f"{name}/figures/{figure}.png" if figure else None,
-                "report": f"{name}/report.html#claim-{v['claim']}",
-                "anchor": anchor.as_dict() if anchor is not None else None, "params": params,
-                "own_hypothesis": bool(getattr(c, "own_hypothesis", False)) if c else False,
-                "not_supported_means": (details.get("not_supported_means")
-                                        or (getattr(c, "not_supported_means", "opposite") if c else "opposite")),
-            }
-            row["decide"] = what_would_decide(row, details, estimates)
-            row["relation"] = relation(row, anchor, params)
-            row["distance"] = distance(row, anchor, params)
-            claims.append(row)
+        for variant in variants_of(name):
+            if store.exists(f"{variant}/summary.json"):
+                studies[variant], rows = _study_rows(store, name, variant, estimates)
+                claims.extend(rows)
     order = list(SIDES)
     claims.sort(key=lambda c: order.index(c["side"]) if c["side"] in order else len(order))  # stable: study order
     syn = synthesis(claims)
     missing = {
         "studies_not_run": [n for n, s in studies.items() if not s["run"]],
-        "inconclusive": [{"claim": c["claim"], "study": c["study"], "reason": c["reason"],
-                          "decide": (c.get("decide") or {}).get("text")}
+        "inconclusive": [{"claim": c["claim"], "study": c["study"], "variant": c["variant"], "row_id": c["row_id"],
+                          "reason": c["reason"], "decide": (c.get("decide") or {}).get("text")}
                          for c in claims if c["verdict"] == "inconclusive"],
         "smoke_tests": [n for n, s in studies.items() if s["run"] and s["status"] != "firm" and not s["stale"]],
         "stale": [n for n, s in studies.items() if s["run"] and s["stale"]],
@@ -460,13 +589,14 @@ def _beside_the_number(data: dict, store: RunStore) -> None:
     for c in data["claims"]:
         if "unparsable" in c:
             continue
-        if c["study"] not in verdicts:
+        folder = c.get("variant") or c["study"]  # a variant's row: its own run's summary
+        if folder not in verdicts:
             try:
-                summary = json.loads(RunStore.of(store.where(c["study"])).read_text("summary.json"))
+                summary = json.loads(RunStore.of(store.where(folder)).read_text("summary.json"))
             except (OSError, ValueError):
                 summary = {}
-            verdicts[c["study"]] = {v.get("claim"): v for v in summary.get("verdicts") or [] if isinstance(v, dict)}
-        c["unparsable"] = (verdicts[c["study"]].get(c["claim"]) or {}).get("unparsable")
+            verdicts[folder] = {v.get("claim"): v for v in summary.get("verdicts") or [] if isinstance(v, dict)}
+        c["unparsable"] = (verdicts[folder].get(c["claim"]) or {}).get("unparsable")
 
 
 def build_answer(run_dir: "str | Path") -> dict[str, Any]:
@@ -486,7 +616,7 @@ def build_answer(run_dir: "str | Path") -> dict[str, Any]:
     images = {}
     for c in data["claims"]:
         if c["figure"]:
-            images[c["claim"]] = base64.b64encode(store.read_bytes(c["figure"])).decode("ascii")
+            images[c.get("row_id") or c["claim"]] = base64.b64encode(store.read_bytes(c["figure"])).decode("ascii")
     # A published folder (bindscale publish) carries its provenance: shown on the page, not in answer.json.
     provenance = json.loads(store.read_text("provenance.json")) if store.exists("provenance.json") else None
     html = _environment().get_template("answer.html.j2").render(

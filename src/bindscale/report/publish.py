@@ -5,7 +5,9 @@
 nothing per trial beyond one small table: the study's resolved file (``study.yaml``), ``summary.json``, its
 verdicts as ``verdicts.csv``, ``report.html``, ``figures/*.png``, ``results.parquet`` (one row per trial) and
 the study's own ``provenance.json`` (tier, commit, result version, CPU, date, wall time, seeds). Studies
-already in ``to`` and not in this run are kept. It then rebuilds ``answer.html`` / ``answer.json`` from every
+already in ``to`` and not in this run are kept. A run of a study's real-model variant (a shipped study file named
+``<study>-lm``, :func:`bindscale.report.answer.is_variant`) is published in its own folder, ``to/<study>-lm/``,
+beside the study's tier and never in its place: publishing either never touches the other's folder. It then rebuilds ``answer.html`` / ``answer.json`` from every
 study in ``to`` (:func:`bindscale.report.answer.build_answer`), the top ``provenance.json``, ``README.md`` and
 ``MANIFEST.json`` (every file publish wrote, with its hash), and, when asked, rewrites the block of a README
 between :data:`BEGIN` and :data:`END` with the same synthesis.
@@ -28,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from bindscale.core import registry
-from bindscale.report.answer import build_answer
+from bindscale.report.answer import VARIANT_ARM, build_answer, is_variant, variant_study, variants_of
 from bindscale.core.errors import ConfigError
 from bindscale.core.fmt import fmt_ci, verdict_words
 from bindscale.core.machine import describe as machine
@@ -95,7 +97,8 @@ def verdicts_csv(summary: dict) -> str:
 def synthesis_markdown(answer: dict, link: str | None = None) -> str:
     """The answer in Markdown: the synthesis sentences, then one line per claim (tier, verdict, number with its
     interval, distance to the source: measure and scale, and the one-word relation where its rule applies), as
-    README opens with it."""
+    README opens with it. A real-model variant's rows are listed too, named by their arm and variant
+    (``<study>, real models (`<study>-lm`)``)."""
     lines = []
     for s in answer["synthesis"]["answer"]:
         lines.append(f"- {s}")
@@ -107,7 +110,8 @@ def synthesis_markdown(answer: dict, link: str | None = None) -> str:
         dist = (c.get("distance") or {}).get("text") or ""
         word = f"**{rel}**; " if rel in ("reproduced", "contradicted") else ""
         own = " (own hypothesis)" if c.get("own_hypothesis") else ""
-        lines.append(f"| {c['study']} (`{c.get('tier') or c['study']}`) | {c['claim']}{own} | "
+        arm = f", {c.get('arm') or VARIANT_ARM}" if c.get("variant") else ""
+        lines.append(f"| {c['study']}{arm} (`{c.get('tier') or c.get('variant') or c['study']}`) | {c['claim']}{own} | "
                      f"{verdict_words(c['verdict'], not c.get('firm'), bool(c.get('stale')))} | "
                      f"{fmt_ci(c.get('value'), c.get('ci_low'), c.get('ci_high'))} | {word}{dist} |")
     not_run = answer["missing"]["studies_not_run"]
@@ -159,11 +163,12 @@ def _sha256(path: Path) -> str:
 
 def _legacy_owned(rel: str) -> bool:
     """Whether a file of a folder published before the manifest existed has a name publish writes: the top
-    files, and per built-in study its copied files, ``verdicts.csv``, ``provenance.json`` and figures."""
+    files, and per built-in study (or real-model variant) its copied files, ``verdicts.csv``, ``provenance.json``
+    and figures."""
     parts = rel.split("/")
     if len(parts) == 1:
         return rel in TOP_FILES
-    if parts[0] not in registry.builtin():
+    if parts[0] not in registry.builtin() and not is_variant(parts[0]):
         return False
     if len(parts) == 2:
         return parts[1] in (*FILES, "verdicts.csv", STUDY_PROVENANCE)
@@ -212,9 +217,11 @@ def check_foreign(to: "str | Path") -> dict[str, str | None]:
 
 
 def _sources(run_dir: "str | Path") -> tuple[RunStore, dict[str, RunStore]]:
-    """The studies a run directory holds: one study's run (its ``summary.json`` at the top, named by the study
-    it ran) or a ``run all`` directory (one subfolder per finished study). Quick runs and unknown studies are
-    refused.
+    """The studies a run directory holds, by the folder each is published in: one study's run (its
+    ``summary.json`` at the top, named by the study file it ran) or a ``run all`` directory (one subfolder per
+    finished study, and a real-model variant's run in a ``<study>-lm`` subfolder). A tier's run goes to its
+    study's folder (``scaling-full`` -> ``scaling``), a real-model variant's to its own (``<study>-lm``). Quick
+    runs and unknown studies are refused.
 
     Raises:
         ConfigError: nothing finished to publish, a quick (smoke-test) run, or a study not built in.
@@ -222,21 +229,27 @@ def _sources(run_dir: "str | Path") -> tuple[RunStore, dict[str, RunStore]]:
     src = RunStore.of(run_dir)
     if src.exists("summary.json"):
         name = json.loads(src.read_text("summary.json")).get("study")
-        if name not in registry.builtin() and name in registry.builtin_files():
+        if not is_variant(name) and name not in registry.builtin() and name in registry.builtin_files():
             # a tier's run names its shipped study file (scaling-full): published as the study that ships it
             name = max((s for s in registry.builtin() if name.startswith(f"{s}-")), key=len, default=name)
-        if name not in registry.builtin():
+        if name not in registry.builtin() and not is_variant(name):
             raise ConfigError(f"{run_dir}: a run of study {name!r}, which is not a built-in study; the published answer "
                               f"covers the built-in ones ({', '.join(registry.run_order())})")
         found = {name: src}
     else:
-        found = {n: RunStore.of(src.where(n)) for n in registry.run_order() if src.exists(f"{n}/summary.json")}
+        found = {}
+        for n in registry.run_order():
+            if src.exists(f"{n}/summary.json"):
+                found[n] = RunStore.of(src.where(n))
+            for v in variants_of(n):  # a variant's run beside the study's, in a folder named by it
+                if src.exists(f"{v}/summary.json") and json.loads(src.read_text(f"{v}/summary.json")).get("study") == v:
+                    found[v] = RunStore.of(src.where(v))
     if not found:
         started = [n for n in registry.run_order() if src.exists(f"{n}/{STUDY_FILE}")]
         raise ConfigError(f"{run_dir}: no finished study to publish (one study's run directory, or a `bindscale run all` "
                           f"directory with at least one study's summary.json){'; started: ' + ', '.join(started) if started else ''}")
     template = [n for n in found if any(str(getattr(c, "source", "")).startswith("TEMPLATE")
-                                        for c in registry.builtin()[n].claims)]
+                                        for c in registry.builtin()[_study_of(n)].claims)]
     if template:
         raise ConfigError(f"{run_dir}: {', '.join(template)} still carries the new-study template's placeholders "
                           "(a claim whose source reads TEMPLATE): give it its source, anchor and gate before publishing")
@@ -247,21 +260,27 @@ def _sources(run_dir: "str | Path") -> tuple[RunStore, dict[str, RunStore]]:
     return src, found
 
 
+def _study_of(folder: str) -> str:
+    """The built-in study a published folder belongs to: itself, or the study whose real-model variant it is."""
+    return variant_study(folder) or folder
+
+
 def _mode(values: list) -> Any:
     vals = [v for v in values if v is not None and v == v]
     return max(set(vals), key=vals.count) if vals else None
 
 
-def study_provenance(sub: RunStore, name: str, commit: str | None) -> dict[str, Any]:
+def study_provenance(sub: RunStore, name: str, commit: str | None, variant: str | None = None) -> dict[str, Any]:
     """One study's provenance, read from its run: the tier (the study file it ran: ``scaling``,
-    ``scaling-full``), the commit and result version its records were made at, the CPU, the date, the wall time,
-    trials, seeds per deciding cell and the largest model. Records carry no CPU before December 2026: the
-    publishing machine's is given then, and said to be so."""
+    ``scaling-full``, a real-model variant's ``<study>-lm``, which ``variant`` names too), the commit and result
+    version its records were made at, the CPU, the date, the wall time, trials, seeds per deciding cell and the
+    largest model. Records carry no CPU before December 2026: the publishing machine's is given then, and said
+    to be so."""
     summary = json.loads(sub.read_text("summary.json"))
     try:
         tier = load_run_study(sub).name
     except ConfigError:
-        tier = name
+        tier = variant or name
     prov: dict[str, Any] = {}
     if sub.exists("results.parquet"):
         try:
@@ -280,7 +299,7 @@ def study_provenance(sub: RunStore, name: str, commit: str | None) -> dict[str, 
     wall = study_wall_seconds(sub)
     here = machine()
     return {
-        "study": name, "tier": tier,
+        "study": name, "tier": tier, **({"variant": variant, "arm": VARIANT_ARM} if variant else {}),
         "commit": prov.get("git_hash") or commit or git_commit(),
         "result_version": prov.get("result_version", 1),
         "cpu": prov.get("cpu") or here.get("cpu"), "cpu_recorded": bool(prov.get("cpu")),
@@ -316,7 +335,9 @@ def publish(run_dir: "str | Path", to: "str | Path" = "docs/answer", *, commit: 
 
     Each study published replaces that study's own earlier copy (the files publish wrote for it, listed in
     ``to``'s :data:`MANIFEST`); every other study in ``to`` is kept as it was, with its own provenance
-    (``<study>/provenance.json``: tier, commit, result version, CPU, date, wall time, seeds). A file in ``to``
+    (``<study>/provenance.json``: tier, commit, result version, CPU, date, wall time, seeds). A run of a study's
+    real-model variant (``<study>-lm``, :func:`bindscale.report.answer.is_variant`) is a study of its own here:
+    it replaces ``<study>-lm/`` only, and a run of the study's tier never touches ``<study>-lm/``. A file in ``to``
     that publish did not write, or one it wrote that was edited since, is never deleted or overwritten: the
     whole publish is refused before anything is written.
 
@@ -331,7 +352,8 @@ def publish(run_dir: "str | Path", to: "str | Path" = "docs/answer", *, commit: 
             which the CLI passes), kept in ``provenance.json``: the page's "what would decide it" quotes them.
             None keeps the ones the folder has.
 
-    Returns: ``{"answer": answer.json's data, "provenance": provenance.json's data, "published": [studies]}``.
+    Returns: ``{"answer": answer.json's data, "provenance": provenance.json's data, "published": [folders]}``
+    (a study's name, or its variant's: ``<study>-lm``).
 
     Raises:
         ConfigError: ``to`` is a URL or a file, or holds foreign or edited files; nothing finished to publish,
@@ -354,13 +376,13 @@ def publish(run_dir: "str | Path", to: "str | Path" = "docs/answer", *, commit: 
     dst.makedirs()
     files = dict(owned)
     for name, sub in found.items():
-        # The study's old copy goes first (a figure its new report no longer draws): one run per study, never a mix.
+        # The study's (or the variant's) old copy goes first (a figure its new report no longer draws): one run per study, never a mix.
         for rel in [r for r in files if r.startswith(f"{name}/")]:
             (root / rel).unlink(missing_ok=True)
             del files[rel]
         out = RunStore.of(dst.where(name))
         written = _copy_study(sub, out)
-        prov = study_provenance(sub, name, commit)
+        prov = study_provenance(sub, _study_of(name), commit, variant=name if is_variant(name) else None)
         out.write_text(STUDY_PROVENANCE, json.dumps(prov, indent=2) + "\n")
         for rel in [*written, STUDY_PROVENANCE]:
             files[f"{name}/{rel}"] = None
@@ -374,7 +396,8 @@ def rebuild(to: "str | Path" = "docs/answer", *, readme: "str | Path | None" = N
 
     A published study keeps its trials (``results.parquet``, one row per trial) and its resolved study file:
     its verdicts, report and figures are derived from them, so a change to a verdict rule (not to training)
-    reaches the published answer without re-running anything. The per-study provenance keeps the run's tier,
+    reaches the published answer without re-running anything. Real-model variants' folders (``<study>-lm/``) are
+    re-decided alike, each from its own table. The per-study provenance keeps the run's tier,
     commit and result version (a stale study stays stale: its numbers are not re-made) and records when and at
     which commit the verdicts were rebuilt.
 
@@ -392,7 +415,8 @@ def rebuild(to: "str | Path" = "docs/answer", *, readme: "str | Path | None" = N
     check_target(to)
     owned = check_foreign(to)
     root = Path(to)
-    names = [n for n in registry.run_order() if (root / n / "results.parquet").is_file() and (root / n / STUDY_FILE).is_file()]
+    names = [f for n in registry.run_order() for f in (n, *variants_of(n))
+             if (root / f / "results.parquet").is_file() and (root / f / STUDY_FILE).is_file()]
     if not names:
         raise ConfigError(f"--to {to}: no published study with its results.parquet and {STUDY_FILE} to rebuild")
     files = dict(owned)
@@ -445,13 +469,16 @@ def _finish(root: Path, files: dict[str, str | None], readme: "str | Path | None
         if BEGIN not in readme_text or END not in readme_text:
             raise ConfigError(f"--readme {readme}: no block to rewrite; put the two lines\n{BEGIN}\n{END}\nwhere the "
                               "answer should go")
-    studies = {}
+    studies, variants = {}, {}
     for name in registry.run_order():
         if (root / name / STUDY_PROVENANCE).is_file():
             studies[name] = json.loads((root / name / STUDY_PROVENANCE).read_text(encoding="utf-8"))
         elif (root / name / "summary.json").is_file():  # published before per-study provenance
             studies[name] = _legacy_study_provenance(root, name)
-    walls = [s["wall_seconds"] for s in studies.values() if s.get("wall_seconds") is not None]
+        for v in variants_of(name):
+            if (root / v / STUDY_PROVENANCE).is_file():
+                variants[v] = json.loads((root / v / STUDY_PROVENANCE).read_text(encoding="utf-8"))
+    walls = [s["wall_seconds"] for s in (*studies.values(), *variants.values()) if s.get("wall_seconds") is not None]
     if tier_estimates is None and (root / "provenance.json").is_file():
         try:
             tier_estimates = json.loads((root / "provenance.json").read_text(encoding="utf-8")).get("tier_estimates")
@@ -459,7 +486,7 @@ def _finish(root: Path, files: dict[str, str | None], readme: "str | Path | None
             tier_estimates = None
     provenance = {
         "published": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "machine": machine(), "studies": studies,
+        "machine": machine(), "studies": studies, "variants": variants,
         "wall_seconds_total": round(sum(walls), 1) if walls else None,
         "studies_not_run": [n for n in registry.run_order() if n not in studies],
         "regenerate": REGENERATE,
@@ -523,22 +550,26 @@ def study_line(name: str, s: dict) -> str:
 def _provenance_line(p: dict) -> str:
     tiers = sorted({s.get("tier") or n for n, s in p["studies"].items()})
     full = [n for n, s in p["studies"].items() if str(s.get("tier") or "").endswith("-full")]
-    return (f"\nTiers published: {', '.join(tiers)} ({len(full)} of {len(p['studies'])} studies at their `-full` tier); "
-            f"{_minutes(p['wall_seconds_total'])} of wall time in all; published {p['published'][:10]}. Per study: "
-            + "; ".join(study_line(n, s) for n, s in p["studies"].items()) + ".\n")
+    variants = p.get("variants") or {}
+    beside = (f"; real-model variants beside them: {', '.join(variants)}" if variants else "")
+    return (f"\nTiers published: {', '.join(tiers)} ({len(full)} of {len(p['studies'])} studies at their `-full` tier"
+            f"{beside}); {_minutes(p['wall_seconds_total'])} of wall time in all; published {p['published'][:10]}. "
+            "Per study: " + "; ".join(study_line(n, s) for n, s in {**p["studies"], **variants}.items()) + ".\n")
 
 
 def _folder_readme(answer: dict, p: dict) -> str:
     rows = "\n".join(f"| {n} | {s.get('tier') or n} | {(s.get('commit') or '?')[:12]} | {s.get('date') or '?'} | "
                      f"{_minutes(s.get('wall_seconds'))} | {s.get('n_ok')} of {s.get('n_trials')} | "
-                     f"{s.get('seeds_per_deciding_cell') or '?'} |" for n, s in p["studies"].items())
+                     f"{s.get('seeds_per_deciding_cell') or '?'} |"
+                     for n, s in {**p["studies"], **(p.get("variants") or {})}.items())
     return ("# The answer, published\n\n"
             f"{answer['question']}\n\n"
             f"{synthesis_markdown(answer, link='answer.html')}{_provenance_line(p)}\n"
             "| study | tier | commit | date | wall time | trials ok | seeds per deciding cell |\n"
             "|---|---|---|---|---|---|---|\n" + rows + "\n\n"
             "Each study's folder holds its report (`report.html`), verdicts (`verdicts.csv`, `summary.json`), "
-            "figures, one row per trial (`results.parquet`) and its own `provenance.json`; `MANIFEST.json` lists "
+            "figures, one row per trial (`results.parquet`) and its own `provenance.json`; a study's real-model "
+            "variant (`<study>-lm/`) has a folder of its own beside the study's; `MANIFEST.json` lists "
             "every file `bindscale publish` wrote here (it refuses to touch any other).\n\n"
             f"Publish one study's run into this folder (the others are kept): `bindscale publish RUN_DIR --to docs/answer`; "
             f"every default study at once: `{p['regenerate']}`\n")
