@@ -507,6 +507,10 @@ class StudyPlugin:
     #: records carry the version they were made at; a published study made at an older version is
     #: stale, and ``tests/integration/test_result_versions.py`` fails until the bump is made).
     result_version: int = 1
+    #: metric column -> (lowest, highest) value it can take (R² at most 1, a share in [0, 1]): a results table
+    #: with a value outside makes every claim of the study inconclusive before its rule runs (percent units,
+    #: a broken metric; :func:`bindscale.verdicts.engine.outside_range`). Empty: no check beyond the rules' own.
+    metric_ranges: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     #: CPU-seconds per unit of ``job_cost`` and per trial, for ``--dry-run``'s estimate (None: no estimate),
     #: and whether the factor was measured on whole jobs of the study (else a rough fit).
     seconds_per_cost: tuple[float, float] | None = None

@@ -593,7 +593,9 @@ def compute_verdicts(
         merged = {**claim.defaults, **given}
         min_seeds = float(merged.pop("min_seeds", MIN_SEEDS))
         try:
-            decided = resolve(claim.rule)(ok, merged, n_boot, seed)
+            out_of_range = outside_range(ok, getattr(plugin, "metric_ranges", None) or {})
+            decided = (Verdict("out_of_range", INCONCLUSIVE, NAN3, len(ok), {"reason": out_of_range, "seeds_per_cell": 0})
+                       if out_of_range else resolve(claim.rule)(ok, merged, n_boot, seed))
             if not isinstance(decided, Verdict):
                 raise TypeError(f"the rule returned {type(decided).__name__}, not a bindscale.kit.Verdict")
             stat, verdict, triple, n, details = (decided.statistic, decided.outcome, decided.interval,

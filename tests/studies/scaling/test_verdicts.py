@@ -94,7 +94,7 @@ def make_results(effect: bool = True, n_seeds: int = 8, seed: int = 0,
                 r2 = base + rng.normal(0, 0.01)
                 if effect:
                     decod = 0.3 + 0.65 * r2 + rng.normal(0, 0.003)  # predicts R² within cells too
-                    inh, outh = r2 + 0.05, 0.1 + rng.normal(0, 0.01)  # scale fails outside the hull
+                    inh, outh = r2 + min(0.05, (1 - r2) / 2), 0.1 + rng.normal(0, 0.01)  # fails outside the hull (R² ≤ 1)
                 else:
                     decod = rng.uniform(0.2, 0.9)
                     inh, outh = r2 + rng.normal(0, 0.02), r2 + rng.normal(0, 0.02)
@@ -871,3 +871,18 @@ def test_binding_reads_only_its_own_binding_student():
     assert a["details"]["reason"] == b[0]["details"]["reason"] and a["verdict"] == "supported"
     assert b[1]["claim"] == "binding_tpr" and b[1]["verdict"] == "not_supported"
     assert "hypernet" not in b[1]["details"]["reason"] and "TPR" in b[1]["details"]["reason"]
+
+
+def test_a_table_in_percent_units_decides_no_claim():
+    """Range check (review): R² entered in percent (95 for 0.95) is refused before any rule runs, every claim
+    inconclusive with the column named; the same table in its own units decides."""
+    df = make_results(effect=True)
+    decided = by_claim(compute_verdicts(df, STUDY, n_boot=200))
+    assert decided["scaling"]["verdict"] == "supported"
+    pct = df.copy()
+    for c in ("r2_id", "r2_heldout", "r2_inhull", "r2_outhull"):
+        if c in pct:
+            pct[c] = pct[c] * 100
+    out = by_claim(compute_verdicts(pct, STUDY, n_boot=200))
+    assert all(v["verdict"] == "inconclusive" for v in out.values())
+    assert all("outside [-inf, 1]" in v["details"]["reason"] for v in out.values())
