@@ -53,6 +53,52 @@ def keep_own_kind_fields(data: Any, kinds: Mapping[str, type[BaseModel]]) -> Any
     return {**data, "model": m}
 
 
+#: Key of a field's ``json_schema_extra`` that marks it id-neutral at its default (:func:`id_neutral_field`).
+ID_NEUTRAL = "id_neutral_default"
+
+
+def id_neutral_field(default: Any, **kwargs: Any) -> Any:
+    """A pydantic ``Field(default, **kwargs)`` that is *id-neutral at its default*: while a trial holds the
+    default, the field is left out of the dump its id hashes (:attr:`TrialBase.trial_id`), so adding it to
+    a section changes no existing trial's id. Use it for a field added to a section that recorded trials
+    already have, whose default is what those trials did (e.g. a training precision whose default, fp32, is
+    what every trial trained in before). The default must be a JSON-comparable value (not a factory).
+
+    Raises:
+        TypeError: ``kwargs`` holds a ``default_factory`` or a non-dict ``json_schema_extra``.
+    """
+    if "default_factory" in kwargs:
+        raise TypeError("an id-neutral field needs a plain default, not a default_factory")
+    extra = kwargs.pop("json_schema_extra", None) or {}
+    if not isinstance(extra, dict):
+        raise TypeError("json_schema_extra of an id-neutral field must be a dict")
+    return Field(default, json_schema_extra={**extra, ID_NEUTRAL: True}, **kwargs)
+
+
+def _is_id_neutral(info: Any) -> bool:
+    extra = info.json_schema_extra
+    return isinstance(extra, dict) and bool(extra.get(ID_NEUTRAL))
+
+
+def _without_id_neutral_defaults(obj: Any, dumped: Any) -> Any:
+    """``dumped`` (``obj``'s JSON dump) without the id-neutral fields that hold their defaults, at any depth:
+    in nested config sections and in configs held in lists, tuples and dicts."""
+    if isinstance(obj, BaseModel) and isinstance(dumped, dict):
+        out = {}
+        for name, value in dumped.items():
+            info = type(obj).model_fields.get(name)
+            own = getattr(obj, name, None)
+            if info is not None and _is_id_neutral(info) and own == info.default:
+                continue
+            out[name] = _without_id_neutral_defaults(own, value)
+        return out
+    if isinstance(obj, (list, tuple)) and isinstance(dumped, list) and len(obj) == len(dumped):
+        return [_without_id_neutral_defaults(o, d) for o, d in zip(obj, dumped)]
+    if isinstance(obj, dict) and isinstance(dumped, dict):
+        return {k: _without_id_neutral_defaults(obj.get(k), v) for k, v in dumped.items()}
+    return dumped
+
+
 class TrialBase(StrictModel):
     """Base of every study's trial config: hashed id and flat record columns.
 
@@ -76,9 +122,21 @@ class TrialBase(StrictModel):
 
     @property
     def trial_id(self) -> str:
-        """First 16 hex digits of the SHA-256 of the canonical JSON config."""
-        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        """First 16 hex digits of the SHA-256 of the canonical JSON config (:meth:`id_dump`).
+
+        Every field enters the hash, so adding a field to a section would change the id of every trial that
+        has the section, and orphan every recorded run of them. A field declared *id-neutral at its default*
+        (:func:`id_neutral_field`) does not: :meth:`id_dump` leaves it out (in any nested section, and in
+        sections inside lists and dicts) while its value equals its default, so trials that keep the default
+        have the ids they had before the field existed; a trial that sets another value gets an id of its own.
+        """
+        blob = json.dumps(self.id_dump(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def id_dump(self) -> dict[str, Any]:
+        """The JSON dump :attr:`trial_id` hashes: :meth:`model_dump` (``mode="json"``) without the id-neutral
+        fields (:func:`id_neutral_field`) that hold their defaults."""
+        return _without_id_neutral_defaults(self, self.model_dump(mode="json"))
 
     @property
     def family(self) -> str:
@@ -110,12 +168,17 @@ class TrialBase(StrictModel):
 
         Records written before the table had one column per field hold each aliased field twice
         (``width`` and ``model.width``, equal values); the short name is kept. Keys that are
-        neither an alias nor an aliased path pass through unchanged.
+        neither an alias nor an aliased path pass through unchanged. A record written before an
+        id-neutral field (:func:`id_neutral_field`) was added gets that field's default: what it ran with.
         """
         alias = {path: name for name, path in cls.AXES.items()}
         out: dict[str, Any] = {}
         for key, value in flat.items():
             out.setdefault(alias.get(key, key), value)
+        # A record written before an id-neutral field existed (:func:`id_neutral_field`) trained with its default.
+        for path, default in _id_neutral_defaults(cls).items():
+            if path not in flat and alias.get(path, path) not in flat:
+                out.setdefault(alias.get(path, path), default)
         return out
 
 
@@ -157,6 +220,31 @@ def _trial_paths(cls: type[TrialBase]) -> set[str]:
         for member in _config_members(cls.model_fields[section].annotation):
             paths |= {f"{section}.{k}" for k in member.model_fields}
     return paths
+
+
+_ID_NEUTRAL_DEFAULTS: dict[type, dict[str, Any]] = {}
+
+
+def _id_neutral_defaults(cls: type[TrialBase]) -> dict[str, Any]:
+    """Dotted path → default of every id-neutral section field (:func:`id_neutral_field`) of trial class
+    ``cls``, in JSON form; of a section typed as a union, only those every member has, with one default.
+    Computed once per class."""
+    if cls in _ID_NEUTRAL_DEFAULTS:
+        return _ID_NEUTRAL_DEFAULTS[cls]
+    out: dict[str, Any] = {}
+    for section in cls.SECTIONS:
+        info = cls.model_fields.get(section)
+        members = _config_members(info.annotation) if info is not None else []
+        if not members:
+            continue
+        names = set.intersection(*(set(m.model_fields) for m in members))
+        for name in sorted(names):
+            infos = [m.model_fields[name] for m in members]
+            defaults = {json.dumps(f.default, sort_keys=True, default=str) for f in infos}
+            if all(_is_id_neutral(f) for f in infos) and len(defaults) == 1:
+                out[f"{section}.{name}"] = json.loads(defaults.pop())
+    _ID_NEUTRAL_DEFAULTS[cls] = out
+    return out
 
 
 def _config_members(ann: Any) -> list[type[BaseModel]]:

@@ -26,8 +26,18 @@ learning rate and weight decay (:class:`PerTrialAdamW`, the project's one per-tr
 and its train-then-evaluate loop over members are :mod:`bindscale.train.stack`'s.
 
 The loops (:func:`fit_minibatches`, :func:`fit_stacked_minibatches`) hold the optimisation only; every speed
-setting (CPU process settings, threads, fused kernels, host syncs) is :mod:`bindscale.train.speed`'s, entered
-once per loop as ``with speed.training_settings(device) as s``.
+setting (CPU process settings, threads, precision, fused kernels, host syncs) is :mod:`bindscale.train.speed`'s,
+entered once per loop as ``with speed.training_settings(device, precision=...) as s``.
+
+Precision (a training section's ``precision``, :class:`bindscale.train.sections.SeqTrainConfig`): ``fp32`` by
+default; ``bf16`` runs each step's forward pass and loss under bf16 autocast (:meth:`speed.TrainingSettings.autocast`)
+while the parameters, their gradients and the AdamW state stay fp32 (master weights: autocast casts a weight to
+bf16 for each matrix product, and the backward pass returns fp32 gradients to the fp32 leaves). The loss stays
+fp32: ``F.cross_entropy`` is on autocast's fp32 list (it reads the bf16 logits and computes the log-softmax and
+the per-token losses in fp32), and the sums and means after it are of fp32 tensors. ``tf32`` (CUDA only) keeps
+fp32 tensors with TF32 matmuls; on CUDA an fp32 trial trains with TF32 off. ``auto``: bf16 where the device has
+bf16 matrix units (:func:`speed.fast_bf16`) and bf16 pays for the model (:func:`bf16_pays_for`), else fp32. Greedy
+evaluation (:func:`greedy_predictions`) runs outside the loop, in fp32, whatever the training precision.
 """
 
 from __future__ import annotations
@@ -52,6 +62,18 @@ MIN_LR_RATIO = 0.1
 N_CURVE_POINTS = 20
 #: AdamW betas of GPT-3 (Brown et al. 2020), steadier than (0.9, 0.999) for transformers.
 BETAS = (0.9, 0.95)
+#: Narrowest transformer (``d_model``) for which ``precision: auto`` trains in bf16 on bf16 matrix units
+#: (benchmarks/seq_precision.py; see :func:`bf16_pays_for`).
+BF16_MIN_D_MODEL = 128
+
+
+def bf16_pays_for(model: torch.nn.Module) -> bool:
+    """Whether bf16 autocast is measured to pay for training ``model`` (``precision: auto``): a
+    :class:`~bindscale.models.transformer.Transformer` or stacked one of ``d_model`` at least
+    :data:`BF16_MIN_D_MODEL`. Any other module (a pretrained model, a study's own network): False, since not
+    measured; ``auto`` then trains it in fp32."""
+    d = getattr(model, "d_model", None)
+    return isinstance(d, int) and d >= BF16_MIN_D_MODEL
 
 
 def pack_sequences(seqs: list[tuple[list[int], list[int]]]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -151,6 +173,7 @@ def train_seq_model(
     generator: torch.Generator,
     device: str | torch.device = "cpu",
     on_step: Callable[[int, float], None] | None = None,
+    precision: str = "fp32",
 ) -> dict:
     """Train ``model`` in place on a fixed set of token sequences.
 
@@ -169,6 +192,8 @@ def train_seq_model(
         on_step: called as ``on_step(step, loss)`` for each step (on an
             accelerator in bursts every :data:`bindscale.train.speed.SYNC_EVERY` steps, to avoid a
             host sync per step).
+        precision: ``fp32``, ``bf16``, ``tf32`` (CUDA) or ``auto`` (module doc; ``auto`` asks
+            :func:`bf16_pays_for` of ``model``).
 
     Returns:
         ``status`` ("ok" or "diverged"), ``final_loss`` (mean batch loss over
@@ -176,14 +201,17 @@ def train_seq_model(
         ``loss_curve`` (a list of :data:`N_CURVE_POINTS` ``(step, mean loss of
         the window ending there)``), ``steps_per_s``, ``tokens_per_s`` (input
         positions after trimming), ``steps_done``, ``diverged_step`` (first
-        non-finite step or None) and ``train_seconds``.
+        non-finite step or None), ``train_seconds`` and ``precision`` (the one
+        trained in: ``auto`` resolved).
 
     Raises:
         ValueError: mismatched or empty inputs, a masked last column, no
-            masked position at all, or non-positive steps / batch size.
+            masked position at all, or non-positive steps / batch size;
+            ``tf32`` off CUDA.
     """
     _check_training_set(tokens, loss_mask, steps, batch_size, warmup_steps)
     device = torch.device(device)
+    speed.training_precision(precision, device, False)  # ValueError: tf32 off CUDA, before any work
     model.to(device).train()
     N = tokens.shape[0]
     # Batch order and trimmed lengths are fixed up front, on the host: the loop never waits for them.
@@ -196,7 +224,8 @@ def train_seq_model(
         return seq_loss(model, tokens[b, :L], loss_mask[b, :L])
 
     out = fit_minibatches(list(model.parameters()), batch_loss, idx, lr=lr, weight_decay=weight_decay,
-                          warmup_steps=warmup_steps, grad_clip=grad_clip, device=device, on_step=on_step)
+                          warmup_steps=warmup_steps, grad_clip=grad_clip, device=device, on_step=on_step,
+                          precision=precision, bf16_pays=bf16_pays_for(model))
     n_tokens = batch_size * sum(L - 1 for L in lengths[:out["steps_done"]])
     out["tokens_per_s"] = n_tokens / out["train_seconds"]
     return out
@@ -233,8 +262,8 @@ def train_from_config(
 
     Args:
         train: anything with ``steps``, ``batch_size``, ``lr``, ``weight_decay``, ``warmup_steps`` and
-            ``grad_clip`` (e.g. :class:`bindscale.train.sections.SeqTrainConfig`); warm-up is capped at half the
-            steps so that a short (quick) run still decays.
+            ``grad_clip`` (e.g. :class:`bindscale.train.sections.SeqTrainConfig`), and optionally ``precision``
+            (fp32 where it has none); warm-up is capped at half the steps so that a short (quick) run still decays.
         seed: the trial's root seed; the mini-batch order is its ``"train"`` stream.
         progress: called as ``progress(1)`` once per step.
 
@@ -244,7 +273,7 @@ def train_from_config(
         model, tokens, loss_mask, steps=train.steps, batch_size=train.batch_size, lr=train.lr,
         weight_decay=train.weight_decay, warmup_steps=min(train.warmup_steps, train.steps // 2),
         grad_clip=train.grad_clip, generator=seeding.generator(seed, "train"), device=device,
-        on_step=(lambda step, loss: progress(1)) if progress else None,
+        on_step=(lambda step, loss: progress(1)) if progress else None, precision=getattr(train, "precision", "fp32"),
     )
 
 
@@ -259,34 +288,45 @@ def fit_minibatches(
     grad_clip: float | None,
     device: str | torch.device = "cpu",
     on_step: Callable[[int, float], None] | None = None,
+    precision: str = "fp32",
+    bf16_pays: bool = False,
 ) -> dict:
     """The optimisation loop of :func:`train_seq_model`, for any loss on index batches.
 
     AdamW (decay on parameters of 2+ dimensions only), warm-up then cosine decay,
     optional gradient clipping; a non-finite loss stops the loop (status "diverged").
+    ``batch_loss`` runs under the precision's autocast (bf16: the parameters, gradients and AdamW state stay
+    fp32; a loss computed in bf16 is cast to fp32 before it is read, but its reduction is the caller's: use
+    losses that autocast runs in fp32, such as ``F.cross_entropy``).
 
     Args:
         params: the parameters to train (those without ``requires_grad`` are skipped).
         batch_loss: ``batch_loss(step, rows) -> scalar loss``; ``step`` is 0-based,
             ``rows`` a LongTensor of example indices on ``device``.
         idx: ``(steps, B)`` example indices of every step (e.g. :func:`batch_indices`).
-        lr, weight_decay, warmup_steps, grad_clip, device, on_step: as in :func:`train_seq_model`.
+        lr, weight_decay, warmup_steps, grad_clip, device, on_step, precision: as in :func:`train_seq_model`.
+        bf16_pays: whether ``auto`` takes bf16 on bf16 matrix units (the caller's rule, e.g. :func:`bf16_pays_for`).
 
     Returns:
         ``status``, ``final_loss``, ``loss_curve``, ``steps_per_s``, ``steps_done``,
-        ``diverged_step`` and ``train_seconds`` (see :func:`train_seq_model`).
+        ``diverged_step``, ``train_seconds`` and ``precision`` (see :func:`train_seq_model`).
+
+    Raises:
+        ValueError: ``tf32`` off CUDA.
     """
     device = torch.device(device)
     steps = idx.shape[0]
     idx = idx.to(device)
     params = [p for p in params if p.requires_grad]
-    with speed.training_settings(device) as s:
+    precision = speed.training_precision(precision, device, bf16_pays)
+    with speed.training_settings(device, precision=precision) as s:
         opt = torch.optim.AdamW(_decay_groups(params, weight_decay), lr=lr, betas=BETAS, fused=s.fused)
         losses = torch.empty(steps, device=device)
         diverged_step, done = None, 0
         t0 = time.perf_counter()
         for step in range(1, steps + 1):
-            loss = batch_loss(step - 1, idx[step - 1])  # batch, forward, loss
+            with s.autocast():
+                loss = batch_loss(step - 1, idx[step - 1]).float()  # batch, forward, loss
             opt.zero_grad(set_to_none=True)
             loss.backward()
             if grad_clip is not None:
@@ -301,7 +341,8 @@ def fit_minibatches(
                 if diverged_step is not None:
                     break
         seconds = time.perf_counter() - t0
-    return _fit_summary(losses[:diverged_step or done].tolist(), diverged_step, done, seconds)
+    return _fit_summary(losses[:diverged_step or done].tolist(), diverged_step, done, seconds) | {
+        "precision": precision}
 
 
 def _decay_groups(params: list[torch.nn.Parameter], weight_decay: float) -> list[dict]:
@@ -461,6 +502,8 @@ def fit_stacked_minibatches(
     grad_clip,
     device: str | torch.device = "cpu",
     on_step: Callable[[int, int, float], None] | None = None,
+    precision: str = "fp32",
+    bf16_pays: bool = False,
 ) -> list[dict]:
     """:func:`fit_minibatches` for ``T`` stacked trials: one summary per trial, each as its own loop's.
 
@@ -477,6 +520,7 @@ def fit_stacked_minibatches(
         idx: ``(T, steps, B)`` example indices (each trial's own :func:`batch_indices`).
         lr, weight_decay, warmup_steps, grad_clip: one value per trial, or one shared value.
         on_step: called as ``on_step(trial, step, loss)`` for each trial's finite losses.
+        precision, bf16_pays: the stack's, as :func:`fit_minibatches`' (one precision for every trial).
 
     Returns:
         Per trial, :func:`fit_minibatches`' summary. ``train_seconds`` is the stack's time until the
@@ -489,7 +533,8 @@ def fit_stacked_minibatches(
     params = [p for p in params if p.requires_grad]
     lrs, wds = _per_trial(lr, T, "lr"), _per_trial(weight_decay, T, "weight_decay")
     warm, clips = _per_trial(warmup_steps, T, "warmup_steps"), _per_trial(grad_clip, T, "grad_clip")
-    with speed.training_settings(device) as s:
+    precision = speed.training_precision(precision, device, bf16_pays)
+    with speed.training_settings(device, precision=precision) as s:
         opt = PerTrialAdamW(params, wds, fused=s.fused)
         losses: list[list[float]] = [[] for _ in range(T)]
         active = list(range(T))
@@ -497,7 +542,8 @@ def fit_stacked_minibatches(
         done, seconds = [0] * T, [0.0] * T
         t0 = time.perf_counter()
         for step in range(1, steps + 1):
-            loss = batch_loss(step - 1, idx[:, step - 1])  # (T,): batch, forward, loss
+            with s.autocast():
+                loss = batch_loss(step - 1, idx[:, step - 1]).float()  # (T,): batch, forward, loss
             opt.zero_grad()
             loss.sum().backward()  # a sum: each trial gets its own loss's gradient
             # Divergence check (before the update: a trial non-finite at this step is frozen here), progress.
@@ -518,7 +564,8 @@ def fit_stacked_minibatches(
             # The schedule (each trial's own) and the step, of the trials still active.
             opt.step([lr_at(step, lr=lrs[t], warmup_steps=warm[t], steps=steps) for t in range(T)], active)
         end = time.perf_counter() - t0
-    return [_fit_summary(losses[t], diverged[t], done[t], seconds[t] if diverged[t] else end) for t in range(T)]
+    return [_fit_summary(losses[t], diverged[t], done[t], seconds[t] if diverged[t] else end) | {"precision": precision}
+            for t in range(T)]
 
 
 def train_stacked_seq_model(
@@ -534,6 +581,7 @@ def train_stacked_seq_model(
     generators: list[torch.Generator],
     device: str | torch.device = "cpu",
     on_step: Callable[[int, int, float], None] | None = None,
+    precision: str = "fp32",
 ) -> list[dict]:
     """:func:`train_seq_model` for the ``T`` trials of a :class:`~bindscale.models.stacked_transformer.StackedTransformer`.
 
@@ -542,7 +590,9 @@ def train_stacked_seq_model(
     rate, weight decay, warm-up and clipping (one value per trial, or one shared); ``steps`` and
     ``batch_size`` are the stack's. Each step's batch is trimmed to the longest sequence any trial
     draws; a trial's shorter sequences are padded, which changes none of its losses or gradients
-    (attention is causal and padded positions are not targets) beyond float rounding.
+    (attention is causal and padded positions are not targets) beyond float rounding. ``precision`` is the
+    stack's (as :func:`train_seq_model`'s; ``auto`` asks :func:`bf16_pays_for` of the stack, whose ``d_model`` is
+    its members').
 
     Returns:
         Per trial, :func:`train_seq_model`'s summary (see :func:`fit_stacked_minibatches` for the
@@ -562,6 +612,7 @@ def train_stacked_seq_model(
         if w < 0:
             raise ValueError(f"warmup_steps must be >= 0, got {w}")
     device = torch.device(device)
+    speed.training_precision(precision, device, False)  # ValueError: tf32 off CUDA, before any work
     model.to(device).train()
     N, L = max(tok.shape[0] for tok, _ in data), max(tok.shape[1] for tok, _ in data)
     tokens = torch.full((T, N, L), PAD_ID, dtype=torch.long)
@@ -582,7 +633,8 @@ def train_stacked_seq_model(
         return stacked_seq_loss(model, tokens[trial, rows, :L], mask[trial, rows, :L])
 
     out = fit_stacked_minibatches(list(model.parameters()), batch_loss, idx, lr=lr, weight_decay=weight_decay,
-                                  warmup_steps=warmup_steps, grad_clip=grad_clip, device=device, on_step=on_step)
+                                  warmup_steps=warmup_steps, grad_clip=grad_clip, device=device, on_step=on_step,
+                                  precision=precision, bf16_pays=bf16_pays_for(model))
     for t, o in enumerate(out):
         o["tokens_per_s"] = batch_size * int((own[t, :o["steps_done"]] - 1).sum()) / o["train_seconds"]
     return out
@@ -600,8 +652,8 @@ def train_stacked_from_config(
     """:func:`train_from_config` for a stack: trial ``t`` with training section ``trains[t]`` and root
     seed ``seeds[t]`` (its batch order is its own ``"train"`` stream), on ``data[t]``.
 
-    Every trial must share ``steps`` and ``batch_size``; ``lr``, ``weight_decay``, ``warmup_steps``
-    (capped at half the steps, as alone) and ``grad_clip`` are per trial.
+    Every trial must share ``steps``, ``batch_size`` and ``precision`` (fp32 where a section has none);
+    ``lr``, ``weight_decay``, ``warmup_steps`` (capped at half the steps, as alone) and ``grad_clip`` are per trial.
     ``progress``: called as ``progress(1)`` for each trial's step.
 
     Returns:
@@ -609,16 +661,17 @@ def train_stacked_from_config(
         and timings).
 
     Raises:
-        ValueError: trials with different ``steps`` or ``batch_size``; as :func:`train_stacked_seq_model`.
+        ValueError: trials with different ``steps``, ``batch_size`` or ``precision``; as
+            :func:`train_stacked_seq_model`.
     """
-    shared = {(tr.steps, tr.batch_size) for tr in trains}
+    shared = {(tr.steps, tr.batch_size, getattr(tr, "precision", "fp32")) for tr in trains}
     if len(shared) != 1:
-        raise ValueError(f"a stack's trials share steps and batch_size; got {sorted(shared)}")
-    steps, batch_size = shared.pop()
+        raise ValueError(f"a stack's trials share steps, batch_size and precision; got {sorted(shared)}")
+    steps, batch_size, precision = shared.pop()
     return train_stacked_seq_model(
         model, data, steps=steps, batch_size=batch_size, lr=[tr.lr for tr in trains],
         weight_decay=[tr.weight_decay for tr in trains],
         warmup_steps=[min(tr.warmup_steps, steps // 2) for tr in trains], grad_clip=[tr.grad_clip for tr in trains],
         generators=[seeding.generator(s, "train") for s in seeds], device=device,
-        on_step=(lambda t, step, loss: progress(1)) if progress else None,
+        on_step=(lambda t, step, loss: progress(1)) if progress else None, precision=precision,
     )

@@ -2,7 +2,9 @@
 and the sequence trainer's settings (:mod:`bindscale.train.loop`).
 
 Studies build on these (a study's own trial config lives in its package); their
-field defaults are part of every trial id, so changing one re-runs every study using it.
+field defaults are part of every trial id, so changing one re-runs every study using it. A field added
+later is id-neutral at its default (:func:`bindscale.core.config.id_neutral_field`: ``train.precision``),
+so the trials that keep it have the ids they had before it existed.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from bindscale.core.config import StrictModel
+from bindscale.core.config import StrictModel, id_neutral_field
 
 class TransformerConfig(StrictModel):
     """A character-level decoder-only transformer (bindscale.models.transformer)."""
@@ -55,3 +57,12 @@ class SeqTrainConfig(StrictModel):
     weight_decay: float = Field(0.1, ge=0.0, le=10.0)
     warmup_steps: int = Field(100, ge=0, le=1_000_000)
     grad_clip: float | None = Field(1.0, gt=0.0)
+    precision: Literal["fp32", "bf16", "tf32", "auto"] = id_neutral_field(
+        "fp32",
+        description="training matmul precision (bindscale.train.loop): fp32; bf16 = the forward pass under bf16 "
+        "autocast, with fp32 master weights, gradients and AdamW state and the loss reduced in fp32; tf32 = fp32 "
+        "with TF32 tensor-core matmuls (CUDA only; fp32 on CUDA never uses TF32 unless asked); auto = bf16 where "
+        "the device has bf16 matrix units (a CPU with AMX-BF16 or a bf16 CUDA GPU) and bf16 is measured to pay "
+        "for the model (the loop's Transformer: d_model >= bindscale.train.loop.BF16_MIN_D_MODEL), else fp32. "
+        "Evaluation (greedy decoding) stays fp32. Left out of the trial id at its default, fp32",
+    )

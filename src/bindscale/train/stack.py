@@ -148,8 +148,11 @@ def stack_step_seconds(trials: Sequence[Any], build: Callable[[Any, int], Any], 
     Forward, backward, per-trial clipping and AdamW of the stacked transformer on random tokens of
     ``length`` positions (a rough training length of the trials' data; no data generation or evaluation:
     those cost the same per trial in any stack); the best of ``rounds`` timings of as many steps as fill
-    ``window`` seconds (at least one, at most 50), after one warm-up step. The planner compares stack sizes
-    with it (:func:`bindscale.run.planner.measured_stack_cap`); no trial's numbers depend on it.
+    ``window`` seconds (at least one, at most 50), after one warm-up step, in the trials' training precision
+    (``train.precision``: the forward pass under bf16 autocast where they train in bf16, as
+    :func:`bindscale.train.loop.fit_stacked_minibatches` runs it on the CPU; ``tf32`` is timed as fp32). The
+    planner compares stack sizes with it (:func:`bindscale.run.planner.measured_stack_cap`); no trial's
+    numbers depend on it.
 
     Args:
         trials: trials of one stack key (the batch size is the first's; weight decay and clipping each one's).
@@ -157,10 +160,13 @@ def stack_step_seconds(trials: Sequence[Any], build: Callable[[Any, int], Any], 
             so the global one does not move).
         length: positions of a training sequence (``max_len`` is ``length + 1``).
     """
+    from contextlib import nullcontext
+
     import torch
 
     from bindscale.models.stacked_transformer import StackedTransformer
-    from bindscale.train.loop import PerTrialAdamW, clip_per_trial_, stacked_seq_loss
+    from bindscale.train import speed
+    from bindscale.train.loop import PerTrialAdamW, bf16_pays_for, clip_per_trial_, stacked_seq_loss
 
     with torch.random.fork_rng(devices=[]):
         model = StackedTransformer.from_members([build(t, length + 1) for t in trials])
@@ -170,10 +176,16 @@ def stack_step_seconds(trials: Sequence[Any], build: Callable[[Any, int], Any], 
     params = list(model.parameters())
     opt = PerTrialAdamW(params, [t.train.weight_decay for t in trials])
     lrs, active, clips = [1e-6] * len(trials), list(range(len(trials))), [t.train.grad_clip for t in trials]
+    precision = getattr(trials[0].train, "precision", "fp32")
+    if precision == "tf32":  # a CUDA setting: the CPU times it as fp32
+        precision = "fp32"
+    bf16 = speed.training_precision(precision, "cpu", bf16_pays_for(model)) == "bf16"
 
     def step() -> None:
         opt.zero_grad()
-        stacked_seq_loss(model, tokens, mask).sum().backward()
+        with torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else nullcontext():
+            loss = stacked_seq_loss(model, tokens, mask).sum()
+        loss.backward()
         clip_per_trial_(params, clips)
         opt.step(lrs, active)
 

@@ -170,10 +170,19 @@ def test_builtin_studies_train_in_the_same_precision_on_any_cpu(monkeypatch, nam
     from bindscale.train import speed
 
     trials = [t for t in resolve_study(name, quick=quick).trials() if hasattr(t.train, "precision")]
+    cpu = torch.device("cpu")
+
+    def resolved(t):
+        if name == "scaling":
+            return train_mod.resolve_precision(t.train.precision, cpu, t.model)
+        # The sequence trainer's rule (bf16 only where it pays, d_model >= 128): read as if it always paid,
+        # so that any "auto" in a study file would show here.
+        return speed.training_precision(t.train.precision, cpu, bf16_pays=True)
+
     used = {}
     for amx in (False, True):
         monkeypatch.setattr(speed, "fast_bf16", lambda device, amx=amx: amx)
-        used[amx] = [train_mod.resolve_precision(t.train.precision, torch.device("cpu"), t.model) for t in trials]
+        used[amx] = [resolved(t) for t in trials]
     assert used[False] == used[True]
 
 

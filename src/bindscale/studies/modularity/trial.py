@@ -181,11 +181,13 @@ def make_data(trial: ModularityTrial) -> dict[str, CompoundDataset]:
 
 def _fit(params: list[nn.Parameter], loss_of: Callable[[torch.Tensor], torch.Tensor], n: int, steps: int,
          trial: ModularityTrial, generator: torch.Generator, device, on_step=None) -> dict:
+    # ``train.precision`` applies here (pretraining and compound training; the mask search stays fp32); ``auto``
+    # is fp32 for these networks: bf16 was not measured for them.
     tr = trial.train
     idx = batch_indices(n, steps, tr.batch_size, generator)
     return fit_minibatches(params, lambda step, rows: loss_of(rows), idx, lr=tr.lr, weight_decay=tr.weight_decay,
                            warmup_steps=min(tr.warmup_steps, steps // 2), grad_clip=tr.grad_clip, device=device,
-                           on_step=on_step)
+                           on_step=on_step, precision=tr.precision)
 
 
 def pretrain(net: CompoundNet, data: dict[str, CompoundDataset], trial: ModularityTrial, device="cpu") -> dict:
