@@ -96,6 +96,35 @@ class StackedModel(nn.Module):
         """Hook name → shape of every hook point for a batch of ``B`` tasks × ``S`` inputs (leading ``T``)."""
         raise NotImplementedError
 
+    def _tower(self, h: torch.Tensor, shape: tuple[int, int, int], hidden_points) -> torch.Tensor:
+        """The stack's dense tower (``self.weights`` / ``self.biases``, ``self.activation``) over ``h``
+        ``(T, B·S, in)``: the activation after every layer but the last, hidden layer ``i``'s hook point
+        (``hidden_points[i]``) seeing a ``(T, B, S, ·)`` view; returns the last layer's output ``(T, B·S, out)``.
+        ``shape``: ``(T, B, S)``."""
+        T, B, S = shape
+        last = len(self.weights) - 1
+        for i, (W, b) in enumerate(zip(self.weights, self.biases)):
+            h = torch.baddbmm(b, h, W)
+            if i < last:
+                # In place for ReLU: baddbmm's backward does not need its output, so no extra tensor per layer.
+                h = h.relu_() if self.activation == "relu" else self.act(h)
+                hp = hidden_points[i]
+                if hp.has_hooks:
+                    h = hp(h.view(T, B, S, -1)).reshape(T, B * S, -1)
+        return h
+
+    def _member_layers(self, i: int) -> list[Dense]:
+        """Trial ``i``'s tower as :class:`Dense` layers (copies), the last without activation.
+
+        Raises:
+            IndexError: ``i`` outside the stack.
+        """
+        if not -self.n_trials <= i < self.n_trials:
+            raise IndexError(f"trial {i} of a stack of {self.n_trials}")
+        last = len(self.weights) - 1
+        return [Dense(W[i], b[i], None if j == last else self.activation)
+                for j, (W, b) in enumerate(zip(self.weights, self.biases))]
+
     def member(self, i: int) -> nn.Module:  # pragma: no cover - abstract
         """Trial ``i`` of the stack as a plain single-trial module (a copy of its weights, same device).
 

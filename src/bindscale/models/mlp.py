@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from bindscale.models.base import ACTIVATIONS, Dense, StackedModel, resolve_init, stacked_init
+from bindscale.models.base import ACTIVATIONS, StackedModel, resolve_init, stacked_init
 from bindscale.models.hooks import HookPoint
 
 
@@ -71,24 +71,12 @@ class StackedMLP(StackedModel):
         # Points see (T, B, S, ·) views; a hook that replaces one is reshaped back to (T, B·S, ·).
         if hp_input.has_hooks:
             h = hp_input(h.view(T, B, S, -1)).reshape(T, B * S, -1)
-        last = len(self.weights) - 1
-        for i, (W, b) in enumerate(zip(self.weights, self.biases)):
-            h = torch.baddbmm(b, h, W)
-            if i < last:
-                # In place for ReLU: baddbmm's backward does not need its output, so no extra tensor per layer.
-                h = h.relu_() if self.activation == "relu" else self.act(h)
-                hp = hp_hidden[i]
-                if hp.has_hooks:
-                    h = hp(h.view(T, B, S, -1)).reshape(T, B * S, -1)
+        h = self._tower(h, (T, B, S), hp_hidden)
         return hp_output(h.view(T, B, S, -1))
 
     def member(self, i: int) -> "MLP":
         """Trial ``i`` as a plain :class:`MLP` (a copy of its weights)."""
-        if not -self.n_trials <= i < self.n_trials:
-            raise IndexError(f"trial {i} of a stack of {self.n_trials}")
-        last = len(self.weights) - 1
-        layers = [Dense(W[i], b[i], None if j == last else self.activation)
-                  for j, (W, b) in enumerate(zip(self.weights, self.biases))]
+        layers = self._member_layers(i)
         return MLP(layers[:-1], layers[-1])
 
 

@@ -118,23 +118,12 @@ class StackedTPR(StackedModel):
         f = hp_filler(torch.baddbmm(self.filler_b, code, self.filler_W))  # (T, B, w)
         r = hp_role(torch.baddbmm(self.role_b, x.reshape(T, B * S, -1), self.role_W).view(T, B, S, -1))
         h = hp_bound(r * f.unsqueeze(2)).reshape(T, B * S, -1)  # the compressed tensor product
-        last = len(self.weights) - 1
-        for i, (W, b) in enumerate(zip(self.weights, self.biases)):
-            h = torch.baddbmm(b, h, W)
-            if i < last:
-                h = h.relu_() if self.activation == "relu" else self.act(h)
-                hp = hp_hidden[i]
-                if hp.has_hooks:
-                    h = hp(h.view(T, B, S, -1)).reshape(T, B * S, -1)
+        h = self._tower(h, (T, B, S), hp_hidden)
         return hp_output(h.view(T, B, S, -1))
 
     def member(self, i: int) -> TPR:
         """Trial ``i`` as a plain :class:`TPR` (a copy of its weights)."""
-        if not -self.n_trials <= i < self.n_trials:
-            raise IndexError(f"trial {i} of a stack of {self.n_trials}")
-        last = len(self.weights) - 1
-        layers = [Dense(W[i], b[i], None if j == last else self.activation)
-                  for j, (W, b) in enumerate(zip(self.weights, self.biases))]
+        layers = self._member_layers(i)
         return TPR(Dense(self.filler_W[i], self.filler_b[i]), Dense(self.role_W[i], self.role_b[i]),
                    layers[:-1], layers[-1])
 
