@@ -100,6 +100,10 @@ def ambiguous_units(df: pd.DataFrame, config: tuple[str, ...] = (),
     return int(keys.duplicated().sum()), missing
 
 
+#: Non-integer measured values a record must hold before :func:`copies_under_other_seeds` may call it a copy.
+MIN_FRACTIONAL = 3
+
+
 def copies_under_other_seeds(df: pd.DataFrame, config: tuple[str, ...] = ()) -> tuple[pd.DataFrame, int]:
     """The table without records that repeat another record's every value under another seed number, and how
     many were dropped.
@@ -107,9 +111,10 @@ def copies_under_other_seeds(df: pd.DataFrame, config: tuple[str, ...] = ()) -> 
     Two training runs of different seeds never agree to the last bit on every measured value; a record that
     does (equal on every column but ``trial_id`` and ``seed``) is a copy filed as a new seed (or a trial whose
     seed changes nothing, e.g. a deterministic evaluation): one measurement, which counted twice would narrow
-    every interval. Only ``ok`` records are merged, and only those holding at least one finite non-integer
-    number outside the config columns (``config``; a loss, a share of a test set): records made of exact
-    0s, 1s and counts can agree by chance. Of a group the record with the lowest seed is kept.
+    every interval. Only ``ok`` records are merged, and only those holding at least :data:`MIN_FRACTIONAL` finite
+    non-integer numbers in columns outside the config columns (``config``) that vary over the table (losses,
+    shares of a test set, timings: a trained model's record holds dozens): records made of exact 0s, 1s and counts, or a hand-built table of one or two
+    metrics, can agree by chance. Of a group the record with the lowest seed is kept.
     """
     import numpy as np
     import pandas as pd
@@ -118,8 +123,9 @@ def copies_under_other_seeds(df: pd.DataFrame, config: tuple[str, ...] = ()) -> 
         return df, 0
     ok = (df["status"].astype(str) == "ok").to_numpy() if "status" in df.columns else np.ones(len(df), bool)
     measured = df.drop(columns=[c for c in (*config, "seed", "trial_id") if c in df.columns]).select_dtypes("number")
+    measured = measured.loc[:, measured.nunique(dropna=True) > 1]  # a column equal in every record tells nothing
     vals = measured.to_numpy(float) if measured.shape[1] else np.zeros((len(df), 0))
-    fractional = (np.isfinite(vals) & (vals != np.round(vals))).any(axis=1)
+    fractional = (np.isfinite(vals) & (vals != np.round(vals))).sum(axis=1) >= MIN_FRACTIONAL
     candidate = ok & fractional & pd.to_numeric(df["seed"], errors="coerce").notna().to_numpy()
     if candidate.sum() < 2:
         return df, 0

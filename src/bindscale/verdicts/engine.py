@@ -408,21 +408,32 @@ def at_bound(arms: Mapping[str, Any], low: float | None = 0.0, high: float | Non
 def outside_range(rows: pd.DataFrame, ranges: Mapping[str, tuple[float, float]]) -> str | None:
     """Why ``rows`` cannot decide because a metric lies outside the values it can take, or None.
 
-    ``ranges``: column → (lowest, highest) value the metric can take (an accuracy or a share (0, 1), a
-    difference of two shares (−1, 1)); columns absent from ``rows`` are skipped, NaN is left to the rule's own
-    checks. A share entered in percent (13.8 for 0.138) would otherwise decide with intervals a hundred times too
-    wide or a margin a hundred times too small.
+    ``ranges``: column, or a shell-style pattern of columns (``r2_*``, :func:`fnmatch.fnmatchcase`) → (lowest,
+    highest) value the metric can take (an accuracy or a share (0, 1), a difference of two shares (−1, 1));
+    columns absent from ``rows`` are skipped, NaN is left to the rule's own checks. A share entered in percent
+    (13.8 for 0.138) would otherwise decide with intervals a hundred times too wide or a margin a hundred times
+    too small.
     """
-    for col, (lo, hi) in ranges.items():
-        if col not in rows:
-            continue
-        v = pd.to_numeric(rows[col], errors="coerce").to_numpy(float)
-        bad = v[np.isfinite(v) & ((v < lo) | (v > hi))]
-        if bad.size:
-            what = "a share, not a percentage" if (lo, hi) == (0.0, 1.0) else "bounded"
-            return (f"column {col} has values outside [{lo:g}, {hi:g}] in the deciding rows (e.g. {bad[0]:g}, "
-                    f"{bad.size} of {v.size}): it is {what}; the table's units are wrong")
+    from fnmatch import fnmatchcase
+
+    cols = [str(c) for c in rows.columns]
+    for pattern, (lo, hi) in ranges.items():
+        for col in [c for c in cols if fnmatchcase(c, pattern)]:
+            why = _outside(rows, col, lo, hi)
+            if why:
+                return why
     return None
+
+
+def _outside(rows: pd.DataFrame, col: str, lo: float, hi: float) -> str | None:
+    """:func:`outside_range` for one column."""
+    v = pd.to_numeric(rows[col], errors="coerce").to_numpy(float)
+    bad = v[np.isfinite(v) & ((v < lo) | (v > hi))]
+    if not bad.size:
+        return None
+    what = "a share, not a percentage" if (lo, hi) == (0.0, 1.0) else "bounded"
+    return (f"column {col} has values outside [{lo:g}, {hi:g}] in the deciding rows (e.g. {bad[0]:g}, "
+            f"{bad.size} of {v.size}): it is {what}; the table's units are wrong")
 
 
 def no_room(baseline: Any, margin: float, high: float = 1.0, name: str = "the baseline") -> str | None:
@@ -528,9 +539,10 @@ def study_as_dict(study: Any) -> dict[str, Any]:
 
 
 def _prepare(plugin: Any, df: pd.DataFrame, unrecorded: pd.DataFrame | None
-             ) -> tuple[pd.DataFrame, pd.DataFrame, int, tuple[int, list[str]]]:
-    """(the study's ok rows, the whole table its guards see, records dropped as repeats of a unit, and
-    :func:`bindscale.core.rows.ambiguous_units` of the table).
+             ) -> tuple[pd.DataFrame, pd.DataFrame, int, tuple[int, list[str]], int]:
+    """(the study's ok rows, the whole table its guards see, records dropped as repeats of a unit,
+    :func:`bindscale.core.rows.ambiguous_units` of the table, and records that repeat another's every measured
+    value under another seed number).
 
     Every table is first reduced to one record per configuration and seed (:func:`bindscale.core.rows.one_per_unit`).
     """
@@ -543,12 +555,11 @@ def _prepare(plugin: Any, df: pd.DataFrame, unrecorded: pd.DataFrame | None
         config, axes = (), ("\x00",)
     df, duplicates = one_per_unit(df, config, axes)
     df, copies = copies_under_other_seeds(df, config)
-    duplicates += copies
     ambiguity = ambiguous_units(df, config, axes) if config else (0, [])
     whole = df
     if unrecorded is not None and len(unrecorded):  # empty columns dropped: nothing to add, no dtype warning
         whole = pd.concat([df, unrecorded.dropna(axis=1, how="all")], ignore_index=True)
-    return plugin.prepare_rows(df), whole, duplicates, ambiguity
+    return plugin.prepare_rows(df), whole, duplicates, ambiguity, copies
 
 
 def compute_verdicts(
@@ -588,7 +599,7 @@ def compute_verdicts(
             continue
         if plugin.name not in prepared:
             prepared[plugin.name] = _prepare(plugin, df, unrecorded)
-        ok, whole, duplicates, (ambiguous, missing_axes) = prepared[plugin.name]
+        ok, whole, duplicates, (ambiguous, missing_axes), copies = prepared[plugin.name]
         given = {k: v for k, v in dict(params or {}).items() if v is not None}
         merged = {**claim.defaults, **given}
         min_seeds = float(merged.pop("min_seeds", MIN_SEEDS))
@@ -697,8 +708,19 @@ def compute_verdicts(
         if duplicates:
             details["duplicate_records"] = duplicates
             details["reason"] = (f"{details.get('reason', '')}; {duplicates} record(s) repeat the configuration and "
-                                 "seed of another record (copied or rerun under another trial id) or every measured "
-                                 "value of another under another seed number: each counted once").lstrip("; ")
+                                 "seed of another record (copied or rerun under another trial id): each "
+                                 "configuration and seed counted once").lstrip("; ")
+        if copies:
+            # Copies filed as new seeds also shrink the planned seeds a cell is held to (min_seeds), so dropping
+            # them is not enough: a table that holds them decides nothing until they are removed.
+            details["copied_records"] = copies
+            details["reason"] = (f"{copies} record(s) repeat every measured value of another record under another "
+                                 "seed number (copies filed as new seeds, or a seed that changes nothing): no claim of "
+                                 "this table is decided until they are removed (its own result without them: "
+                                 f"{_said(verdict)}); {details.get('reason', '')}").rstrip("; ")
+            if verdict != INCONCLUSIVE:
+                details["value_without_copies"] = ci_entry(triple, n)
+            verdict, triple = INCONCLUSIVE, NAN3
         spc = details.get("seeds_per_cell")
         if ambiguous:
             details["caveat"] = ambiguity

@@ -268,3 +268,13 @@ def test_both_rules_ignore_the_in_distribution_split_and_need_their_columns():
     assert set(scale(both).details["by_split"]) == {"addprim_jump"}
     assert beats(df.drop(columns=["model"])).outcome == "inconclusive"
     assert scale(pd.DataFrame()).outcome == "inconclusive"
+
+
+def test_a_table_in_percent_units_decides_neither_claim():
+    """Review: the rise-and-gap claim, 'closed' (not supported) in shares, read supported in percent; the study's
+    metric ranges now refuse the table before either rule runs."""
+    df = _table(_design())
+    pct = df.assign(acc_test=df["acc_test"] * 100, acc_id=df["acc_id"] * 100)
+    for claim in ("binding_beats_plain_on_scan", "scale_partially_overcomes_binding"):
+        v = _engine(pct, claim)
+        assert v["verdict"] == "inconclusive" and "outside [0, 1]" in v["details"]["reason"]

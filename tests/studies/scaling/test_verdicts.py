@@ -539,8 +539,8 @@ def test_binding_bounds_and_degenerate_cells_do_not_decide():
     v = verdict(table([(944, 0.5), (6800, 0.95), (76304, 0.97)], [(1600, 0.6), (12800, 0.85), (102400, 0.89)], seeds=1))
     assert v["verdict"] == "inconclusive"
     v = verdict(table([(944, 0.5), (6800, 0.8), (76304, 0.95)], [(800, 0.5), (1600, 0.95)], sd=0.0))
-    # (identical seeds: every measured value repeats under another seed number, so each counts once)
-    assert v["verdict"] == "inconclusive" and "every measured value of another" in v["details"]["reason"]
+    # (identical seeds: every measured value repeats under another seed number: copies, no verdict)
+    assert v["verdict"] == "inconclusive" and "copies filed as new seeds" in v["details"]["reason"]
 
 
 def test_review_cases_for_decodability_and_hull_are_inconclusive():

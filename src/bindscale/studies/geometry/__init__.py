@@ -200,4 +200,10 @@ STUDY = StudyPlugin(
     # ~22 CPU-min for seeds 0-2 of today's default (0.12M-2.7M), which measured 1,320 CPU-s.
     seconds_per_cost=(6.3e-11, 13.2),
     checker=".lmtrial:check_trials",
+    # The probes' scores at their chosen layers and the baselines' are shares of words or edges (the rules'
+    # differences of them are not listed): a table in percent decides nothing.
+    metric_ranges={c: (0.0, 1.0) for c in (
+        *(f"ctx_{model}{kind}_{m}" for model in ("", "untrained_", "raw_", "untrained_raw_")
+          for kind in ("polar", "structural") for m in ("las_pp", "uuas_pp", "rel_bacc", "rel_acc")),
+        "chain_uuas_pp", "wordpair_rel_bacc", "wordpair_rel_acc")},
 )
