@@ -167,7 +167,9 @@ CLAIMS = (
                    "large pretrained models and do not study its growth with size): the syntax geometry a polar "
                    "probe reads is learned and grows with model size without being built in — the polar probe's "
                    "labelled attachment score, net of the untrained model's, rises from the smallest to the "
-                   "largest model by more than the margin. 'Supported' means bindscale's working hypothesis holds here."),
+                   "largest model by more than the margin, and at the largest model it is itself above the margin "
+                   "(a model that never beats its twin learned nothing that could grow). 'Supported' means "
+                   "bindscale's working hypothesis holds here."),
         statistic=("Polar-probe LAS of the trained model "
                    "minus that of the untrained model with the same initial weights (PolarProbe's convention, "
                    "each at its best dev layer among layers >= 1, test sentences), at the largest model minus at "
@@ -176,7 +178,10 @@ CLAIMS = (
                    "narrower model gets a lower rank, and part of a gain can then be probe capacity (the details "
                    "list the rank per size). Each probe at its estimator (raw or whitened inputs) chosen with its "
                    "layer on dev. Gates: every trained LM's excess loss over the grammar; the polar probe above the "
-                   "linear chain and above the untrained twin's UUAS at the largest model."),
+                   "linear chain and above the untrained twin's UUAS at the largest model. Beside the gain, the net LAS "
+                   "at the largest model must lie above the margin (below 0: not supported, the trained model reads "
+                   "less than its twin); a twin at the floor (every seed exactly 0, or NaN) is no control "
+                   "(inconclusive)."),
         thresholds={"margin": (-1.0, 1.0), **_GATE_LEVELS}, defaults={"margin": 0.02, **_GATE_DEFAULTS},
         gates=(LM_GATE, CHAIN_GATE, TWIN_GATE),
         guards=(".verdicts:planned_size_guard",),

@@ -65,7 +65,13 @@ ungated cells (``control: untrained twin``). A cell that misses a gate makes a d
   Mean over seeds with Student's t interval (:func:`bindscale.verdicts.stats.mean_ci`). Supported when the
   intervals of ``net`` and ``own`` lie above ``margin`` and that of ``wordpair`` above ``wordpair_margin`` (both 0
   by default); not supported when any of the three lies below (each is necessary); inconclusive otherwise, and
-  whatever the numbers when the word-pair labeller's score (or any deciding value) is missing or NaN. Beside it,
+  whatever the numbers when the word-pair labeller's score (or any deciding value) is missing or NaN. Inconclusive
+  too when a control is none (:func:`_no_control`, :func:`_no_baseline`): the untrained twin's polar or structural
+  relation accuracy or its polar UUAS (the twin gate's) exactly 0 in every seed of the largest model (a twin never
+  evaluated: "net of the twin" would be the raw number and the twin gate would pass by default); the word-pair
+  labeller exactly 0 in every seed (never fitted: beating it beats no baseline), or exactly 1 in every seed or too
+  near 1 for any probe to clear ``wordpair_margin`` (:func:`bindscale.kit.no_room`: no room to beat it, so a probe
+  below it refutes nothing). Beside it,
   reported and not deciding: the (polar − structural LAS) gap net of the twin (``net_polar_minus_structural_las_pp``)
   and the source's headline, the polar/structural LAS ratio of the trained model (ratio of the seed means,
   Fieller's interval for paired seeds, :func:`_las_ratio`) next to the authors' 70.1/51.1 = 1.37 and their "nearly
@@ -78,8 +84,15 @@ ungated cells (``control: untrained twin``). A cell that misses a gate makes a d
   dev; its gates at the largest model: the chain and the twin), at the
   largest model minus at the smallest, paired by seed (a seed draws the same sentences at every size,
   so the sizes are not independent samples): mean of the per-seed differences with Student's t
-  interval (:func:`bindscale.verdicts.stats.mean_ci`) over the seeds present at both sizes. Supported when it lies above ``margin`` (LAS points as a
-  share); not supported when below; inconclusive otherwise. Growth the untrained model shows as well
+  interval (:func:`bindscale.verdicts.stats.mean_ci`) over the seeds present at both sizes, and the net itself at
+  the largest model (``net_polar_las_pp_largest_model``, mean and t interval over its seeds;
+  :func:`_growth_decision`). Supported when both intervals lie above ``margin`` (LAS points as a share): a net that
+  rises to within the margin of the twin (from −0.19 to −0.01, say) is growth of a reading random weights give as
+  well, not learned syntax. Not supported when the gain's interval lies below ``margin``, or when the net's at the
+  largest model lies below 0 (the trained model below its twin, past every gate: the geometry the claim calls
+  learned is measurably absent at the size it is about — evidence against the claim, not a lack of it);
+  inconclusive otherwise, and when the twin is no control (its polar LAS exactly 0 in every seed at the smallest or
+  the largest model, or its polar UUAS at the largest: :func:`_no_control`). Growth the untrained model shows as well
   (a wider random network already separates word types better) is not learned syntax; the trained
   model's gain alone, the untrained model's, the input embeddings' and the identity probe's are in the
   details. The probe's rank is ``min(rank, d_model)``: with the default rank 32 every default size
@@ -136,6 +149,7 @@ from bindscale.kit import (
     metric_table,
     mean_ci,
     mean_diff_ci,
+    no_room,
 )
 
 from . import CHAIN_GATE, CLAIMS, LM_GATE, STRUCT_CHAIN_GATE, TWIN_GATE
@@ -456,6 +470,67 @@ def _las_bound(rows: pd.DataFrame, arms: Mapping[str, tuple[str, float]]) -> str
     return at_bound({name: _cells(rows, col)[size] for name, (col, size) in arms.items()})
 
 
+def _no_control(arms: Mapping[str, np.ndarray]) -> str | None:
+    """Why the untrained twin is no control for these of its scores (name → seed values), or None.
+
+    A twin's score missing (NaN or infinite) in a seed, or exactly 0 in every seed (:func:`bindscale.kit.at_bound`
+    at the metric's floor), is not a reading of random weights — they find some of the tree and label some edges
+    (PolarProbe's random model: UUAS 36.1, LAS 5.7), and no real fit scores exactly 0 on every test sentence of
+    every seed — but a twin never evaluated or a broken measurement. Subtracted or gated on, it would make "net of
+    the twin" the trained model's raw number and pass the twin gate by default."""
+    for name, v in arms.items():
+        v = np.asarray(v, float)
+        bad = int((~np.isfinite(v)).sum())
+        if bad:
+            return (f"{name} is missing, NaN or infinite in {bad} of {v.size} seeds: the twin was not measured, and "
+                    "a control that was not measured is no control")
+        if at_bound({name: v}, low=0.0, high=None):
+            return (f"every seed of {name} is exactly 0 ({v.size} seeds): a control at the floor (never evaluated, "
+                    "or a broken measurement: random weights read some of the tree and label some edges) is no "
+                    "control, and net of it the trained model's raw number would decide")
+    return None
+
+
+def _twin_floor(cols: Mapping[str, tuple[np.ndarray, str]]) -> str | None:
+    """:func:`_no_control` on the twin's columns a rule reads: words → (seed values, column)."""
+    why = _no_control({f"the untrained twin's {what} ({col})": v for what, (v, col) in cols.items()})
+    return f"the untrained twin is no control: {why}" if why else None
+
+
+#: What the word-pair labeller's score is called in a reason.
+WORDPAIR_WORDS = f"the word-pair labeller's gold-edge relation accuracy ({WORDPAIR})"
+
+
+def _no_baseline(wordpair: np.ndarray, margin: float) -> str | None:
+    """Why the word-pair labeller (its seed values) cannot be the baseline the ``wordpair`` part is held against, or
+    None.
+
+    At the floor, exactly 0 in every seed (:func:`bindscale.kit.at_bound`): a labeller that was never fitted (or
+    whose score was never recorded); a fitted one labels some edges right (the commonest relation alone scores one
+    over the number of relation types, balanced), so beating 0 beats no baseline. At the ceiling, exactly 1 in every
+    seed, or too near it for any probe to exceed it by ``margin`` (:func:`bindscale.kit.no_room`, which leaves the
+    exact ceiling at a margin of 0 to :func:`~bindscale.kit.at_bound`: its room is the ceiling minus the mean, 0
+    here, and the rule needs the difference *above* the margin): the two words already fix every relation, no probe
+    can label better, and a polar probe below such a labeller refutes nothing — inconclusive, not "not supported".
+    """
+    v = np.asarray(wordpair, float)
+    if at_bound({WORDPAIR_WORDS: v}, low=0.0, high=None):
+        return (f"every seed of {WORDPAIR_WORDS} is exactly 0 ({v.size} seeds): a labeller that was never fitted or "
+                "recorded (a fitted one labels some edges right; balanced, the commonest relation alone scores one "
+                "over the number of relation types), so a probe above it beats no baseline")
+    if at_bound({WORDPAIR_WORDS: v}, low=None, high=1.0):
+        return (f"every seed of {WORDPAIR_WORDS} is exactly 1 ({v.size} seeds): the two words' identities already "
+                "fix every relation and no probe can label the gold edges better: the word-pair part cannot be "
+                "measured, and a probe below such a labeller refutes nothing")
+    return no_room(v, margin, name=WORDPAIR_WORDS)
+
+
+def _word_pair_bound(wordpair: np.ndarray, margin: float) -> str | None:
+    """:func:`_no_baseline` in a reason's words."""
+    why = _no_baseline(wordpair, margin)
+    return f"the word-pair labeller is no baseline: {why}" if why else None
+
+
 def _screen(ok: pd.DataFrame, cols: tuple[str, ...], min_sizes: int = 1) -> tuple[pd.DataFrame | None, dict]:
     """The deciding rows, or None with a reason in the details (missing, NaN, fewer than ``min_sizes``
     model sizes or too few seeds)."""
@@ -652,6 +727,18 @@ def polar_beats_structural(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int)
     if why:
         details["reason"] = f"degenerate deciding cells: {why}"
         return Verdict(stat, "inconclusive", NAN3, len(diff), details)
+    # The controls the parts are net of: a twin at the floor (or unmeasured) and a word-pair labeller at the floor
+    # or the ceiling are no controls; the claim is decided against neither.
+    ctrl = {c: _cells(rows, c)[largest] for c in (f"ctx_untrained_polar_{REL}", f"ctx_untrained_structural_{REL}",
+                                                   "ctx_untrained_polar_uuas_pp", WORDPAIR)}
+    why = (_twin_floor({what: (ctrl[col], col) for what, col in (
+               ("polar probe's gold-edge relation accuracy", f"ctx_untrained_polar_{REL}"),
+               ("structural probe's gold-edge relation accuracy", f"ctx_untrained_structural_{REL}"),
+               ("polar UUAS (the twin gate's)", "ctx_untrained_polar_uuas_pp"))})
+           or _word_pair_bound(ctrl[WORDPAIR], float(p["wordpair_margin"])))
+    if why:
+        details["reason"] = f"at the largest model ({int(largest):,} parameters, {diff.size} seeds) {why}: inconclusive"
+        return Verdict(stat, "inconclusive", NAN3, len(diff), details)
     verdict, entries, words = _relation_decision(parts, p, n_boot, seed)
     details["parts"] = entries
     triple = (entries["net"]["value"], entries["net"]["ci_low"], entries["net"]["ci_high"])
@@ -736,8 +823,10 @@ def pretrained_model_verdict(rows: pd.DataFrame, p: Mapping, name: str) -> dict:
     and that of ``wordpair`` above ``p["wordpair_margin"]``; not supported when any lies below; inconclusive
     otherwise, and whatever the numbers when a column is missing, a unit's value is NaN or infinite (the word-pair
     labeller's included), fewer than :data:`MIN_UNITS` units are present, the units are degenerate (no spread, all
-    zero: :func:`bindscale.kit.degenerate`; every relation accuracy 0 or 1: :func:`bindscale.kit.at_bound`) or a
-    probe misses a gate.
+    zero: :func:`bindscale.kit.degenerate`; every relation accuracy 0 or 1: :func:`bindscale.kit.at_bound`), a
+    control is none (the twin's relation accuracies or polar UUAS exactly 0 in every unit, :func:`_no_control`; the
+    word-pair labeller exactly 0 or 1 in every unit or without room below 1, :func:`_no_baseline`) or a probe misses
+    a gate.
 
     Returns:
         ``{"verdict", "value" (ci entry of ``net``), "n_units", "n_params", "label", "reason", ...numbers}``
@@ -841,6 +930,14 @@ def pretrained_model_verdict(rows: pd.DataFrame, p: Mapping, name: str) -> dict:
            or degenerate([parts["net"]]) or degenerate([parts["wordpair"]]))
     if why:
         out["reason"] = f"{who}: degenerate units: {why} ({numbers}): inconclusive"
+        return out
+    control = (_twin_floor({what: (units[col].to_numpy(float), col) for what, col in (
+                   ("polar probe's gold-edge relation accuracy", f"ctx_untrained_polar_{REL}"),
+                   ("structural probe's gold-edge relation accuracy", f"ctx_untrained_structural_{REL}"),
+                   ("polar UUAS (the twin gate's)", "ctx_untrained_polar_uuas_pp"))})
+               or _word_pair_bound(units[WORDPAIR].to_numpy(float), float(p["wordpair_margin"])))
+    if control:
+        out["reason"] = f"{who}: {control} ({numbers}): inconclusive"
         return out
     verdict, entries, words = _relation_decision(parts, p)
     las_gap = mean_ci(units[NET_GAP].to_numpy(float))
@@ -996,17 +1093,63 @@ def geometry_grows_with_scale(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: i
     if why:
         details["reason"] = f"degenerate deciding cells: {why}"
         return Verdict(stat, "inconclusive", NAN3, int(gain.size), details)
+    # The twin is subtracted at both sizes (a twin at the floor at the smallest would sink the gain, at the largest
+    # lift it) and gated on at the largest.
+    twin = _twin_floor({f"polar LAS at {int(s):,} parameters": (_cells(rows, "ctx_untrained_polar_las_pp")[s],
+                                                                "ctx_untrained_polar_las_pp") for s in (small, large)}
+                       | ({f"polar UUAS at {int(large):,} parameters (the twin gate's)": (
+                           _cells(rows, "ctx_untrained_polar_uuas_pp")[large], "ctx_untrained_polar_uuas_pp")}
+                          if "ctx_untrained_polar_uuas_pp" in rows else {}))
+    if twin:
+        details["reason"] = f"{twin}: inconclusive"
+        return Verdict(stat, "inconclusive", NAN3, int(gain.size), details)
+    margin = float(p["margin"])
     triple = mean_ci(gain, n_boot, seed=seed)
-    verdict = _decide(triple, float(p["margin"]))
+    level = mean_ci(cells[large], n_boot, seed=seed)
+    details["net_polar_las_pp_largest_model"] = ci_entry(level, cells[large].size)
+    verdict, said = _growth_decision(triple, level, margin)
     details["welch_interval_unpaired_for_reference"] = ci_entry(mean_diff_ci(cells[large], cells[small], n_boot, seed=seed),
                                                            cells[large].size + cells[small].size)
-    where = {"supported": "above", "not_supported": "below"}.get(verdict, "on both sides of")
+    where = {"supported": "above", "not_supported": "below"}.get(_decide(triple, margin), "on both sides of")
     details["reason"] = (f"the polar probe's LAS net of the same model untrained (PolarProbe convention, best dev layer >= 1) "
                          f"grows by {triple[0]:+.3f} [{triple[1]:+.3f}, {triple[2]:+.3f}] from {int(small):,} to "
                          f"{int(large):,} parameters (mean {cells[small].mean():.3f} to {cells[large].mean():.3f}, "
-                         f"paired by seed over {gain.size} seeds): its interval lies {where} the margin {p['margin']}"
-                         + (f"; note: {rank_note}" if rank_note else ""))
+                         f"paired by seed over {gain.size} seeds): its interval lies {where} the margin {p['margin']}; "
+                         f"at the largest model the net itself is {level[0]:+.3f} [{level[1]:+.3f}, {level[2]:+.3f}]: "
+                         f"{said}" + (f"; note: {rank_note}" if rank_note else ""))
     return Verdict(stat, verdict, triple, int(gain.size), details)
+
+
+def _growth_decision(gain: tuple[float, float, float], level: tuple[float, float, float],
+                     margin: float) -> tuple[str, str]:
+    """``geometry_grows_with_scale`` from the gain of the net polar LAS (largest − smallest model, paired by seed)
+    and its level at the largest model (trained − untrained twin), each a (mean, low, high) interval: (verdict, the
+    level's part in words).
+
+    Supported when both intervals lie above ``margin``: a net that rises but stays within the margin of the twin at
+    the largest model is growth of a reading random weights give as well, not learned syntax (inconclusive). Not
+    supported when the gain's interval lies below ``margin``, or when the level's lies below the twin (below 0, and
+    below the margin when the margin is negative): the trained model's polar probe then reads measurably *less* than
+    the same architecture with random weights at the size the claim is about, past the gates (its LM learned the
+    grammar, its polar UUAS beats the chain's and the twin's), so the geometry the claim calls learned is not there
+    to grow — evidence against the claim, not its absence. Inconclusive otherwise."""
+    grows, learned = _decide(gain, margin), _decide(level, margin)
+    below_twin = _decide(level, min(0.0, margin)) == "not_supported"
+    if grows == "not_supported" or below_twin:
+        verdict = "not_supported"
+    elif grows == "supported" and learned == "supported":
+        verdict = "supported"
+    else:
+        verdict = "inconclusive"
+    if learned == "supported":
+        said = f"above the margin {margin:g} (the polar LAS the trained model adds to its twin's is learned)"
+    elif below_twin:
+        said = ("below its untrained twin: training left the polar probe reading less than random weights give at the "
+                "largest model, so no learned geometry is there to grow")
+    else:
+        said = (f"not above the margin {margin:g}: the trained model's polar LAS does not clear its untrained "
+                "twin's, so a rise of the net is not shown to be learned syntax")
+    return verdict, said
 
 
 def transformer_params(n_layers: int, d_model: int, mlp_ratio: int = 4) -> int:
