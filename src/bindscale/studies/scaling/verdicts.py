@@ -34,12 +34,14 @@ over one value has zero width and says nothing about seed variability.
 So is a claim about the largest scale (scaling, hull, binding, binding_tpr) when every
 trial of the widest planned model its verdict rests on diverged or failed:
 the rule would otherwise answer at a smaller width than the study asked
-about (:func:`lost_largest_widths`).
+about (:func:`lost_largest_widths`); and a binding claim when its planned hold-out, or a planned
+cell of a ladder up to the target, has no usable trial (:func:`ladder_guard`).
 
 Every claim has a competence gate (``min_r2_id``: the in-distribution
 R² of the deciding students; the narrowest-width baselines of the width
-comparisons and the binding claims' below-target interpolation cells are not gated, and
-of decodability's pooled grid only the largest width is); a table without a
+comparisons and the binding claims' ladder cells below the target are not gated, and
+of decodability's pooled grid only the largest width is; a binding ladder whose held-out R²
+falls with width is inconclusive instead); a table without a
 seed column, or with trials lacking their seed, decides nothing
 (:func:`_seedless`); scaling's width gain must exceed ``min_gain``; decodability without a spread of held-out R² is inconclusive; and
 every reason states the deciding numbers with their intervals.
@@ -492,6 +494,37 @@ def params_to_target(means: np.ndarray, params: np.ndarray, target: float) -> tu
     return float(np.exp(np.log(p[i - 1]) + t * (np.log(p[i]) - np.log(p[i - 1])))), "interpolated"
 
 
+def _ladder(params: np.ndarray, top: int) -> list[int]:
+    """Indices of a model's cells in order of parameter count, up to and including cell ``top``."""
+    order = [int(i) for i in np.argsort(params, kind="stable")]
+    return order[:order.index(int(top)) + 1]
+
+
+def _falls_with_width(label: str, keys: list[tuple], vals: list[np.ndarray], ladder: list[int], n_boot: int,
+                      seed: int) -> list[dict]:
+    """Where a model's held-out R² falls with width along its ladder: each cell of ``ladder`` (indices into
+    ``keys`` / ``vals``) whose mean is below that of the next narrower cell of its depth, the difference's whole
+    95% (Welch) interval below 0 (a step within the seeds' noise is not a fall). A wider student that does worse
+    than a narrower one (on its own training tasks too, as a rule) did not learn: that is an optimisation failure,
+    not the capacity limit the parameters-to-target measure. Output: one entry per such step, with the numbers
+    and a sentence."""
+    out = []
+    for b in ladder:
+        narrower = [a for a in ladder if keys[a][1] == keys[b][1] and keys[a][0] < keys[b][0]]
+        if narrower:
+            a = max(narrower, key=lambda i: keys[i][0])
+            diff = mean_diff_ci(vals[b], vals[a], n_boot, seed=seed)
+            if np.isfinite(diff[2]) and diff[2] < 0:
+                (wa, d), wb = keys[a], keys[b][0]
+                out.append({"model": label, "depth": d, "narrower_width": wa, "wider_width": wb,
+                            "narrower": ci_entry(mean_ci(vals[a]), vals[a].size),
+                            "wider": ci_entry(mean_ci(vals[b]), vals[b].size),
+                            "difference": ci_entry(diff, vals[a].size + vals[b].size),
+                            "words": (f"{label} width {wb} (depth {d}) has held-out R² {_num(mean_ci(vals[b]))}, "
+                                      f"below width {wa}'s {_num(mean_ci(vals[a]))} by {_num(diff)}")})
+    return out
+
+
 def _param_ratio(m_means: np.ndarray, m_params: np.ndarray, h_means: np.ndarray, h_params: np.ndarray,
                  target: float) -> float:
     """params_mlp / params_binding at ``target`` (the binding student: a hypernet or a TPR student). When
@@ -532,7 +565,25 @@ def binding_ratio(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int, kind: st
     Parameters-to-target are interpolated in log-parameters between grid points
     (:func:`params_to_target`), and the ratio's interval is an expanded-percentile bootstrap over the seeds
     of every cell (each cell resampled independently; simulated coverage 0.955–0.972 at 8 seeds per cell).
-    Every deciding cell is gated per model (``deciding_cell`` names its model).
+
+    Where a model first reaches the target depends on every cell of its ladder (its cells in order of
+    parameters) up to there, so all of them decide, at the planned hold-out:
+
+    - the hold-out is the smallest one the table plans for both models (failed and unrecorded trials count as
+      planned); when the rule's own (the smallest with usable trials of both) is another, the claim's guard
+      makes it inconclusive (:func:`ladder_guard`);
+    - every cell of each model's ladder up to and including its upper bracket (the cell that reaches the
+      target, or the largest when none does) is a deciding cell, so its lost seeds count against ``min_seeds``,
+      and a planned cell there with no usable trial at all makes the claim inconclusive (the guard again): the
+      interpolation would bracket the target across the gap;
+    - along each ladder up to the bracket, held-out R² must not fall with width beyond the seeds' noise: a
+      cell below the next narrower cell of its depth with the difference's whole 95% interval below 0 is a
+      student that failed to train, not one short of capacity, and the claim is inconclusive, with no number
+      (:func:`_falls_with_width`).
+
+    Gated per model (``deciding_cell`` names its model): the upper bracket only. The cells below it are not
+    gated: a small model misses R² 0.9 in distribution for want of capacity, which is what the count
+    measures; one that did not learn shows as a ladder that falls with width.
     """
     short, long_ = BINDING_KINDS[kind]
     name = f"param_ratio_mlp_over_{kind}"
@@ -618,16 +669,32 @@ def binding_ratio(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int, kind: st
     # A model that never reaches the target is decided by its largest cell.
     m_br = m_br or [int(np.argmax(m_par))]
     h_br = h_br or [int(np.argmax(h_par))]
-    deciding = [m_vals[i] for i in m_br] + [h_vals[i] for i in h_br]
+    # Each model's ladder up to its upper bracket (the cell that reaches the target, or the largest): every cell
+    # of it decides where the target is first reached, so every one is a deciding cell whose lost seeds count
+    # against min_seeds (a cell lost whole is the guard's: :func:`ladder_guard`).
+    m_lad, h_lad = _ladder(m_par, m_br[-1]), _ladder(h_par, h_br[-1])
+    deciding = [m_vals[i] for i in m_lad] + [h_vals[i] for i in h_lad]
     fixed = {"holdout": h, **{k.removesuffix("_used"): v for k, v in restriction.items() if k.endswith("_used")}}
     # Gated: the cell that reaches the target, and a model's largest cell when none does (its "not reached"
-    # must not be an undertrained model's). Not gated: the cell below the target that the interpolation
-    # starts from (falling short there is what the parameter count measures).
+    # must not be an undertrained model's). Not gated: the cells below the target, the one the interpolation
+    # starts from and those below it (falling short there is what the parameter count measures; a small model
+    # misses R² 0.9 in distribution for want of capacity). A model that did not learn there shows instead as a
+    # ladder whose held-out R² falls with width (:func:`_falls_with_width`).
     details["deciding_cells"] = (
         [deciding_cell({"model": "mlp", **fixed, "width": m_keys[i][0], "depth": m_keys[i][1]}, m_vals[i].size,
-                       gated=bool(i == m_br[-1])) for i in m_br]
+                       gated=bool(i == m_br[-1])) for i in m_lad]
         + [deciding_cell({"model": kind, **fixed, "width": h_keys[i][0], "depth": h_keys[i][1]},
-                         h_vals[i].size, gated=bool(i == h_br[-1])) for i in h_br])
+                         h_vals[i].size, gated=bool(i == h_br[-1])) for i in h_lad])
+    # What the guard needs to find the planned cells of these ladders in the whole table (failed trials too).
+    details["compared_config"] = {"holdout": to_python(h), **{
+        c: to_python(at_h[c].dropna().iloc[0]) for c in ("encoding", "split") + TRAINING_LIKE
+        if c in at_h and at_h[c].nunique(dropna=True) == 1}}
+    details["ladders_to_target"] = {"mlp": [describe(m_keys, m_vals, m_par, i) for i in m_lad],
+                                    kind: [describe(h_keys, h_vals, h_par, i) for i in h_lad]}
+    falls = (_falls_with_width("MLP", m_keys, m_vals, m_lad, n_boot, seed)
+             + _falls_with_width(short, h_keys, h_vals, h_lad, n_boot, seed))
+    if falls:
+        details["ladder_falls_with_width"] = falls
     details.update({
         "mlp_params_to_target": pm, "mlp_params_to_target_kind": m_kind,
         f"{kind}_params_to_target": ph, f"{kind}_params_to_target_kind": h_kind,
@@ -657,6 +724,11 @@ def binding_ratio(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int, kind: st
         verdict, reason = INCONCLUSIVE, f"fewer than {MIN_REPLICATES} seeds in a deciding cell"
     elif broken:
         verdict, reason = INCONCLUSIVE, broken
+    elif falls:
+        verdict, reason = INCONCLUSIVE, (
+            "a ladder falls with width below the target: " + "; ".join(f["words"] for f in falls)
+            + ": a wider student doing worse than a narrower one failed to train, it is not short of capacity, "
+            f"so the parameters-to-target read off that ladder measure the failure ({needs})")
     elif h_kind == "not_reached" and m_kind != "not_reached":
         # The binding student needs more than its largest config: the ratio is below this bound.
         bound = float(pm / h_par.max())
@@ -693,6 +765,9 @@ def binding_ratio(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int, kind: st
                                                     if k_kind == "at_most")
                    + " already reaches the target, so its parameters-to-target is an upper bound")
     details["reason"] = reason
+    if falls and verdict == INCONCLUSIVE:  # no number read off a ladder whose students failed to train
+        details["value_off_the_falling_ladder"] = ci_entry(ratio, len(rows_used))
+        ratio = NAN3
     return Verdict(name, verdict, ratio, len(rows_used), details)
 
 
@@ -921,6 +996,152 @@ def lost_width_guard(claim: str):
     return guard
 
 
+def _in_config(rows: pd.DataFrame, config: Mapping[str, Any]) -> pd.DataFrame:
+    """Rows of ``rows`` with every column of ``config`` at its value (numbers compared as numbers)."""
+    mask = pd.Series(True, index=rows.index)
+    for col, want in config.items():
+        if col not in rows:
+            continue
+        if isinstance(want, (int, float)) and not isinstance(want, bool):
+            num = pd.to_numeric(rows[col], errors="coerce").to_numpy(float)
+            mask &= np.isfinite(num) & np.isclose(num, float(want), rtol=1e-9, atol=0)
+        else:
+            mask &= rows[col].astype(str) == str(want)
+    return rows[mask]
+
+
+def _statuses(rows: pd.DataFrame) -> str:
+    """The statuses of a cell's trials in words ("failed 8", "ok without a held-out R² 2, diverged 6")."""
+    st = rows["status"].astype(str) if "status" in rows else pd.Series("ok", index=rows.index)
+    if "r2_heldout" in rows:
+        nan = ~np.isfinite(pd.to_numeric(rows["r2_heldout"], errors="coerce").to_numpy(float))
+        st = st.where(~((st == "ok").to_numpy() & nan), "ok without a held-out R²")
+    return ", ".join(f"{k} {int(v)}" for k, v in st.value_counts().items()) or "no trials"
+
+
+def _usable(ok: pd.DataFrame, model: str, config: Mapping[str, Any]) -> pd.DataFrame:
+    """The ok trials of ``model`` in ``config`` that have a held-out R² (what the binding rule can read)."""
+    rows = _in_config(ok[ok["model"] == model], config)
+    return rows[np.isfinite(pd.to_numeric(rows["r2_heldout"], errors="coerce").to_numpy(float))]
+
+
+def _lost_holdout(df: pd.DataFrame, ok: pd.DataFrame, details: dict, kind: str) -> tuple[str, dict] | None:
+    """Why a binding rule answered at another hold-out than the smallest one its grid planned for both the MLP and
+    ``kind`` (failed and unrecorded trials count as planned), with the statuses there; None when it did not."""
+    used = details.get("holdout")
+    if used is None or "holdout" not in df:
+        return None
+    grid = design_rows(df[df["model"].astype(str).isin(["mlp", kind])], withheld=False)
+    hold = pd.to_numeric(grid["holdout"], errors="coerce")
+    common = set(hold[grid["model"].astype(str) == "mlp"].dropna()) & set(hold[grid["model"].astype(str) == kind].dropna())
+    if not common or math.isclose(float(used), min(common), rel_tol=1e-9):
+        return None
+    planned = to_python(min(common))
+    at = grid[np.isclose(hold, float(planned), rtol=1e-9, atol=0)]
+    lost = {"planned_holdout": planned, "holdout_used": to_python(used),
+            "statuses": {m: _statuses(at[at["model"].astype(str) == m]) for m in ("mlp", kind)}}
+    short = BINDING_KINDS[kind][0]
+    names = {"mlp": "MLP", kind: short}
+    none = [names[m] for m in ("mlp", kind) if _usable(ok, m, {"holdout": planned}).empty]
+    who = (f"the {none[0]} has no usable trial there" if len(none) == 1 else
+           f"neither the MLP nor the {short} has a usable trial there" if none else
+           "the two share no usable configuration there")
+    words = "; ".join(f"{names[m]}: {v}" for m, v in lost["statuses"].items())
+    return (f"the smallest hold-out planned for both the MLP and the {short} is {planned:g}, and {who} ({words}): "
+            f"the rule answered at hold-out {float(used):g}, a coverage the claim was not planned to be decided at"
+            ), lost
+
+
+def _size_key(width: Any, depth: Any) -> tuple[float, float | None]:
+    """A (width, depth) cell as a hashable key (an unrecorded depth is None, not a NaN unequal to itself)."""
+    d = pd.to_numeric(depth, errors="coerce")
+    return float(width), (None if pd.isna(d) else float(d))
+
+
+def _lost_ladder_cells(df: pd.DataFrame, ok: pd.DataFrame, details: dict, kind: str) -> dict[str, list[dict]]:
+    """Planned cells of each model's ladder, at or below its upper bracket, that have no usable trial.
+
+    The ladder is every planned (width, depth) of the model in the whole table (failed and unrecorded trials
+    too) at the rule's hold-out and compared configuration (``details["compared_config"]``); its upper
+    bracket is the last cell of ``details["ladders_to_target"]`` (the cell that reaches the target, or the
+    largest when none does). A lost cell's size is its recorded parameter count; a trial that failed before
+    counting has none, and then the cell is placed by width among the model's usable cells of its depth
+    (parameters grow with width at a fixed depth), or counted as lost when it cannot be placed. Output:
+    model → ``[{"width", "depth", "n_params", "statuses"}]``; empty when every cell is there.
+    """
+    config, ladders = details.get("compared_config"), details.get("ladders_to_target")
+    if not config or not ladders or "model" not in df or "width" not in df:
+        return {}
+    grid = design_rows(df[df["model"].astype(str).isin(["mlp", kind])], withheld=False)
+    out: dict[str, list[dict]] = {}
+    for model, ladder in ladders.items():
+        if not ladder:
+            continue
+        top = float(ladder[-1]["n_params"])
+        planned = _in_config(grid[grid["model"].astype(str) == model], config)
+        usable = _usable(ok, model, config)
+        have = {_size_key(w, d) for w, d in zip(usable["width"], usable["depth"])}
+        sizes = usable.groupby(["width", "depth"], dropna=False)["n_params"].median()
+        widths = pd.to_numeric(planned["width"], errors="coerce")
+        depths = pd.to_numeric(planned["depth"], errors="coerce") if "depth" in planned else pd.Series(
+            np.nan, index=planned.index)
+        for (w, d), g in planned.groupby([widths, depths], dropna=False):
+            if pd.isna(w) or _size_key(w, d) in have:  # (a trial without a width is the rule's to refuse)
+                continue
+            p = pd.to_numeric(g["n_params"], errors="coerce") if "n_params" in g else pd.Series(dtype=float)
+            p = p[np.isfinite(p)]
+            if len(p):
+                below = float(p.median()) <= top
+            else:  # placed by width among the usable cells of its depth, or counted when it cannot be
+                same = [(float(w2), float(p2)) for (w2, d2), p2 in sizes.items()
+                        if _size_key(w2, d2)[1] == _size_key(w, d)[1]]
+                above = any(w2 < w and p2 >= top for w2, p2 in same)
+                below = not above
+            if below:
+                out.setdefault(model, []).append({
+                    "width": to_python(w), "depth": to_python(d),
+                    "n_params": to_python(float(p.median())) if len(p) else None, "statuses": _statuses(g)})
+    return out
+
+
+def ladder_guard(kind: str):
+    """A guard for a binding claim (:func:`binding_ratio` with binding student ``kind``): inconclusive when the
+    rule answered at another hold-out than the smallest one planned for both models, or when a planned cell of
+    either model's ladder, at or below the cell that reaches the target (the largest when none does), has no
+    usable trial: the interpolation would bracket the target across the gap. Lost seeds of cells with a usable
+    trial count against ``min_seeds`` (each such cell is a deciding cell of the rule)."""
+
+    def guard(df: pd.DataFrame, ok: pd.DataFrame, details: dict, verdict: str) -> tuple[str, str] | None:
+        if hit := _lost_holdout(df, ok, details, kind):
+            reason, details["lost_planned_holdout"] = hit
+            return reason, "value_at_another_holdout"
+        lost = _lost_ladder_cells(df, ok, details, kind)
+        if not lost:
+            return None
+        details["lost_ladder_cells"] = lost
+        short = BINDING_KINDS[kind][0]
+        cells = "; ".join(f"{'MLP' if m == 'mlp' else short} width {c['width']} (depth {c['depth']}): {c['statuses']}"
+                          for m, cs in lost.items() for c in cs)
+        reason = (f"a planned cell of the ladder up to the target has no usable trial ({cells}) at hold-out "
+                  f"{details['compared_config']['holdout']:g}: the parameters-to-target would be interpolated "
+                  "across the lost cell")
+        return reason, "value_without_the_lost_cells"
+
+    return guard
+
+
+def _first_hit(*guards):
+    """A guard that answers with the first of ``guards`` that hits."""
+
+    def guard(df: pd.DataFrame, ok: pd.DataFrame, details: dict, verdict: str) -> tuple[str, str] | None:
+        for g in guards:
+            if hit := g(df, ok, details, verdict):
+                return hit
+        return None
+
+    return guard
+
+
 def planned_width_guard(claim: str):
     """A guard for a claim whose rule decided (not inconclusive) below the widest planned MLP."""
 
@@ -941,11 +1162,14 @@ RULES = {"scaling": scaling, "decodability": decodability, "binding": binding, "
 class _Guards:
     """The guards of one claim, as attributes a :class:`~bindscale.core.study.Claim` can reference."""
 
-    def __init__(self, claim: str, planned: bool = True) -> None:
-        self.lost = lost_width_guard(claim)
+    def __init__(self, claim: str, planned: bool = True, binding_kind: str | None = None) -> None:
+        # A binding claim's ``lost`` guard also sees its lost hold-out and lost ladder cells (:func:`ladder_guard`).
+        self.lost = (_first_hit(lost_width_guard(claim), ladder_guard(binding_kind)) if binding_kind
+                     else lost_width_guard(claim))
         if planned:
             self.planned = planned_width_guard(claim)
 
 
-SCALING_GUARDS, HULL_GUARDS, BINDING_GUARDS = _Guards("scaling"), _Guards("hull"), _Guards("binding", planned=False)
-BINDING_TPR_GUARDS = _Guards("binding_tpr", planned=False)
+SCALING_GUARDS, HULL_GUARDS = _Guards("scaling"), _Guards("hull")
+BINDING_GUARDS = _Guards("binding", planned=False, binding_kind="hypernet")
+BINDING_TPR_GUARDS = _Guards("binding_tpr", planned=False, binding_kind="tpr")

@@ -1,0 +1,191 @@
+"""Hostile review of the binding claims' ladders (``binding``: hypernetwork vs MLP; ``binding_tpr``: TPR student vs
+MLP; both :func:`bindscale.studies.scaling.verdicts.binding_ratio`): parameters-to-target are interpolated between
+the first cell of a model's width ladder that reaches the target and the cell before it, so every planned cell of
+the ladder up to there, at the planned hold-out, decides the number, and a ladder whose held-out R² falls with
+width was not trained, not short of capacity.
+
+The tables are the review's: an MLP ladder 16 / 64 / 256 (held-out R² 0.45 / 0.85 / 0.97) against a binding
+student 32 / 64 / 128 (0.6 / 0.8 / 0.92, which needs more parameters than the MLP: not supported), 8 seeds, noise
+0.01.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bindscale.studies.scaling.tpr import tpr_params
+from bindscale.verdicts.engine import compute_verdicts
+from tests.studies.scaling.test_verdicts import _row, make_results, mlp_params
+
+MLP_MEANS, MLP_WIDTHS = (0.45, 0.85, 0.97), (16, 64, 256)
+SECOND_MEANS, SECOND_WIDTHS = (0.6, 0.8, 0.92), (32, 64, 128)
+#: The claim whose rule reads each binding student.
+CLAIM = {"tpr": "binding_tpr", "hypernet": "binding"}
+SHORT = {"tpr": "TPR", "hypernet": "hypernet"}
+
+
+def _table(kind: str = "tpr", mlp_means=MLP_MEANS, second_means=SECOND_MEANS, mlp_widths=MLP_WIDTHS,
+           second_widths=SECOND_WIDTHS, holdouts=(0.25,), mlp_r2_id=None, n_seeds: int = 8, seed: int = 0,
+           sd: float = 0.01) -> pd.DataFrame:
+    """The review's table: per model, a cell per width and hold-out, ``n_seeds`` seeds around its mean."""
+    rng = np.random.default_rng(seed)
+    rows: list[dict] = []
+    for h in holdouts:
+        for model, widths, means in (("mlp", mlp_widths, mlp_means), (kind, second_widths, second_means)):
+            for j, (w, m) in enumerate(zip(widths, means)):
+                p = mlp_params(w, 2) if model == "mlp" else tpr_params(8, 16, 16, w, 2)
+                fit = mlp_r2_id[j] if model == "mlp" and mlp_r2_id else 0.97
+                for s in range(n_seeds):
+                    rows.append(_row(len(rows), model=model, width=w, depth=2, holdout=h, seed=s,
+                                     r2_heldout=m + rng.normal(0, sd), r2_id=fit, n_params=p))
+    return pd.DataFrame(rows)
+
+
+def _verdict(df: pd.DataFrame, kind: str = "tpr", unrecorded: pd.DataFrame | None = None) -> dict:
+    return compute_verdicts(df, {"verdicts": {CLAIM[kind]: {}}}, n_boot=400, unrecorded=unrecorded)[0]
+
+
+def _fail(df: pd.DataFrame, mask: pd.Series, status: str = "failed") -> pd.DataFrame:
+    """The trials of ``mask`` as the runner records a failure: no metrics (held-out R², fit, parameters)."""
+    df = df.copy()
+    df.loc[mask, "status"] = status
+    df.loc[mask, ["r2_heldout", "r2_id", "n_params"]] = math.nan
+    return df
+
+
+# ---------------------------------------------- a lost cell of the ladder is bracketed across, silently --
+
+@pytest.mark.parametrize("kind", ["tpr", "hypernet"])
+@pytest.mark.parametrize("keep_n_params", [True, False])
+def test_a_failed_cell_below_the_target_is_not_bracketed_across(kind, keep_n_params):
+    """Review: every MLP trial at width 64 failed; the rule interpolated from width 16 instead, doubling the MLP's
+    parameters-to-target, and not supported became supported. A failed record carries no parameter count
+    (``keep_n_params`` False): the lost cell is then placed by its width."""
+    df = _table(kind)
+    honest = _verdict(df, kind)
+    assert honest["verdict"] == "not_supported" and honest["value"] < 1
+    lost = (df["model"] == "mlp") & (df["width"] == 64)
+    failed = _fail(df, lost)
+    if keep_n_params:
+        failed.loc[lost, "n_params"] = mlp_params(64, 2)
+    v = _verdict(failed, kind)
+    assert v["verdict"] == "inconclusive" and math.isnan(v["value"]), v["details"]["reason"]
+    reason = v["details"]["reason"]
+    assert reason.startswith("a planned cell of the ladder up to the target has no usable trial (MLP width 64 "
+                             "(depth 2): failed 8) at hold-out 0.25"), reason
+    assert "its own result there: supported" in reason  # what the hole said
+    assert v["details"]["lost_ladder_cells"] == {"mlp": [{"width": 64, "depth": 2, "statuses": "failed 8", "n_params": (
+        mlp_params(64, 2) if keep_n_params else None)}]}
+    assert v["details"]["value_without_the_lost_cells"]["value"] > 1
+
+
+def test_a_failed_cell_of_the_binding_students_ladder_is_not_bracketed_across():
+    """Review (the TPR side, moving the ratio the other way): the TPR cell that first reaches the target failed,
+    and the next one up was read as the first to reach it."""
+    df = _table(second_means=(0.6, 0.95, 0.97), second_widths=(8, 16, 32))
+    assert _verdict(df)["verdict"] == "supported"
+    v = _verdict(_fail(df, (df["model"] == "tpr") & (df["width"] == 16)))
+    assert v["verdict"] == "inconclusive" and math.isnan(v["value"])
+    assert "(TPR width 16 (depth 2): failed 8)" in v["details"]["reason"]
+
+
+def test_a_planned_cell_without_any_record_is_lost_too():
+    """A cell the plan has and the table has not (its trials never wrote a record): the runner hands it to the
+    engine as unrecorded rows, which the guard reads as planned."""
+    df = _table()
+    lost = (df["model"] == "mlp") & (df["width"] == 64)
+    plan = df.loc[lost, ["trial_id", "model", "width", "depth", "holdout", "seed", "encoding", "split", "M", "K",
+                         "steps", "lr", "weight_decay"]].assign(status="missing")
+    v = _verdict(df[~lost], unrecorded=plan)
+    assert v["verdict"] == "inconclusive" and "(MLP width 64 (depth 2): missing 8)" in v["details"]["reason"]
+
+
+def test_seeds_lost_in_a_cell_below_the_bracket_count_against_min_seeds():
+    """Every cell of the ladder up to the bracket is a deciding cell: 3 of 8 seeds failed at MLP width 16 (below the
+    interpolation's start) leave 5, fewer than the 6 of 8 min_seeds asks for."""
+    df = _table()
+    v = _verdict(df)
+    cells = [(c["cell"]["model"], c["cell"]["width"], c.get("gated", True)) for c in v["details"]["deciding_cells"]]
+    assert cells == [("mlp", 16, []), ("mlp", 64, []), ("mlp", 256, True),
+                     ("tpr", 32, []), ("tpr", 64, []), ("tpr", 128, True)]
+    lost = (df["model"] == "mlp") & (df["width"] == 16) & (df["seed"] < 3)
+    v = _verdict(_fail(df, lost))
+    assert v["verdict"] == "inconclusive" and math.isnan(v["value"])
+    label = "model mlp, hold-out 0.25, width 16, depth 2"
+    assert v["details"]["lost_seeds_by_cell"][label]["statuses"] == {"failed": 3}
+    assert f"3 of 8 seeds of the deciding cell ({label})" in v["details"]["reason"]
+
+
+def test_a_lost_cell_above_the_bracket_changes_nothing():
+    """The ladder ends at the cell that reaches the target: a failed wider cell (not the widest) does not decide."""
+    df = _table(mlp_means=(0.45, 0.85, 0.97, 0.975, 0.98), mlp_widths=(16, 64, 256, 512, 1024))
+    before = _verdict(df)
+    v = _verdict(_fail(df, (df["model"] == "mlp") & (df["width"] == 512)))
+    assert before["verdict"] == v["verdict"] == "not_supported"
+    assert v["value"] == pytest.approx(before["value"]) and "lost_ladder_cells" not in v["details"]
+
+
+# ---------------------------------------------- the planned hold-out, not the smallest one that survived --
+
+def _two_holdouts(kind: str = "tpr") -> pd.DataFrame:
+    a = _table(kind, holdouts=(0.25,))
+    b = _table(kind, mlp_means=(0.30, 0.60, 0.93), holdouts=(0.5,), seed=1)
+    b["trial_id"] = b["trial_id"] + "h5"
+    return pd.concat([a, b], ignore_index=True)
+
+
+@pytest.mark.parametrize("lost_model", ["mlp", "tpr"])
+def test_a_lost_planned_holdout_is_not_replaced_by_the_next_one(lost_model):
+    """Review: every MLP trial at hold-out 0.25 failed and the rule answered at hold-out 0.5 (a coverage where the MLP
+    is worse), supported where hold-out 0.25 said not supported."""
+    df = _two_holdouts()
+    honest = _verdict(df)
+    assert honest["verdict"] == "not_supported" and honest["details"]["holdout"] == 0.25
+    v = _verdict(_fail(df, (df["model"] == lost_model) & (df["holdout"] == 0.25)))
+    assert v["verdict"] == "inconclusive" and math.isnan(v["value"]), v["details"]["reason"]
+    who = "MLP" if lost_model == "mlp" else "TPR"
+    assert v["details"]["reason"].startswith(
+        f"the smallest hold-out planned for both the MLP and the TPR is 0.25, and the {who} has no usable trial "
+        f"there (MLP: {'failed' if lost_model == 'mlp' else 'ok'} 24; TPR: {'failed' if lost_model == 'tpr' else 'ok'}"
+        " 24): the rule answered at hold-out 0.5")
+    assert v["details"]["lost_planned_holdout"]["planned_holdout"] == 0.25
+    assert v["details"]["value_at_another_holdout"]["value"] > 0
+
+
+# ---------------------------------------------- a ladder that falls with width was not trained --
+
+def test_a_wider_cell_below_a_narrower_one_is_a_broken_ladder():
+    """Review: the width-64 MLP did not learn (in-distribution R² 0.30, held-out 0.30, below the width-16 MLP's 0.45),
+    and as the interpolation's ungated start it set the MLP's count: supported where the trained ladder says not
+    supported."""
+    df = _table(mlp_means=(0.45, 0.30, 0.97), mlp_r2_id=[0.6, 0.30, 0.97])
+    v = _verdict(df)
+    assert v["verdict"] == "inconclusive" and math.isnan(v["value"]), v["details"]["reason"]
+    reason = v["details"]["reason"]
+    assert reason.startswith("a ladder falls with width below the target: MLP width 64 (depth 2) has held-out R² 0.29")
+    assert "below width 16's 0.45" in reason
+    (fall,) = v["details"]["ladder_falls_with_width"]
+    assert (fall["model"], fall["narrower_width"], fall["wider_width"]) == ("MLP", 16, 64)
+    assert fall["difference"]["ci_high"] < 0 and v["details"]["value_off_the_falling_ladder"]["value"] > 1
+
+
+def test_small_students_below_the_fit_level_and_a_flat_step_still_decide():
+    """Capacity is what the ladder measures: small students that miss R² 0.9 in distribution decide (they are not
+    gated), and a step that stays level within the seeds' noise is not a fall."""
+    df = _table(mlp_means=(0.45, 0.85, 0.97), mlp_r2_id=[0.5, 0.86, 0.97])
+    assert _verdict(df)["verdict"] == "not_supported"
+    # (a level step is flagged by chance in about 1 table in 40, the one-sided 2.5% of the interval: this draw is not)
+    flat = _table(mlp_means=(0.80, 0.80, 0.97), mlp_r2_id=[0.85, 0.85, 0.97], seed=1)
+    v = _verdict(flat)
+    assert v["verdict"] == "not_supported" and "ladder_falls_with_width" not in v["details"], v["details"]["reason"]
+
+
+def test_the_planted_table_still_decides_binding():
+    """The engine's planted table (make_results) is unchanged by the ladder checks: supported, nothing lost."""
+    v = compute_verdicts(make_results(effect=True), {"verdicts": {"binding": {}}}, n_boot=400)[0]
+    assert v["verdict"] == "supported", v["details"]["reason"]
+    assert not {"lost_ladder_cells", "lost_planned_holdout", "ladder_falls_with_width"} & set(v["details"])
