@@ -16,7 +16,10 @@ def _rows(ood_small, ood_large, seen_c, seen_w, acc_id=(0.97, 0.99), gap=None, s
     rows = []
     for i, (a, b) in enumerate(zip(ood_small, ood_large)):
         for n_params, ood, id_acc in ((sizes[0], a, acc_id[0]), (sizes[1], b, acc_id[1])):
+            # final_loss: every real record carries one (distinct per trained model), so equal metrics at two seeds
+            # (EIGHT and JIT repeat values) are not read as a record copied under another seed number
             rows.append({"status": "ok", "n_params": n_params, "n_train": 4000, "scratchpad": True, "acc_id": id_acc,
+                         "final_loss": 0.1 + 0.001 * i + 1e-9 * n_params,
                          "acc_ood": ood, "seen_correct": seen_c[i], "seen_wrong": seen_w[i],
                          "seen_gap_depth": seen_c[i] - seen_w[i] - 0.1 if gap is None else gap[i], "seed": i}
                         | ({"task": task} if task else {}))
