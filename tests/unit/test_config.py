@@ -182,3 +182,9 @@ def test_a_threshold_that_is_not_a_number_is_refused(tmp_path, value):
         resolve_study(str(f))
     f.write_text(_SMALL + "verdicts:\n  scale_does_not_lift_ood: {margin: 0}\n")
     assert resolve_study(str(f)).verdicts["scale_does_not_lift_ood"]["margin"] == 0.0
+
+
+def test_a_misspelt_claim_under_anchors_is_refused_like_one_under_verdicts():
+    """A new user's typo (``hul:`` under anchors) ran without a word; under verdicts it was refused."""
+    with pytest.raises(ConfigError, match="anchors: unknown claim 'hul'"):
+        resolve_study("scaling", overrides=["anchors.hul=a note"])

@@ -343,6 +343,10 @@ class StudyConfig(StrictModel):
                 lo, hi = allowed[key]
                 if not lo <= value <= hi:
                     raise ValueError(f"verdicts.{name}.{key}={value} is out of range [{lo}, {hi}]")
+        for name in self.anchors:  # a misspelt claim under anchors: would be dropped without a word
+            if name not in claims:
+                raise ValueError(f"anchors: unknown claim {name!r} for the {study.name} study; allowed: "
+                                 f"{', '.join(claims) or 'none'}")
         return self
 
     @property
