@@ -296,7 +296,7 @@ def _resume_how(run_dir: str) -> str:
 
 @app.command("publish")
 def publish_cmd(
-    run_dir: Annotated[str, typer.Argument(help="one study's run directory or a `bindscale run all` directory")] = "runs/all",
+    run_dir: Annotated[Optional[str], typer.Argument(help="one study's run directory or a `bindscale run all` directory (default: runs/all)")] = None,
     to: Annotated[str, typer.Option("--to", help="the published folder (kept in the repository)")] = "docs/answer",
     readme: Annotated[Optional[str], typer.Option("--readme", help="a Markdown file whose answer block (between its answer markers) is rewritten")] = None,
     commit: Annotated[Optional[str], typer.Option("--commit", help="the commit the studies ran at, where their records do not say (default: git HEAD here)")] = None,
@@ -308,6 +308,10 @@ def publish_cmd(
     from bindscale.report.publish import rebuild as rebuild_published
     from bindscale.run.dryrun import tier_estimates
 
+    if rebuild and run_dir is not None:  # it would be ignored: --rebuild reads the published folder only
+        _fail(f"--rebuild re-decides the studies published in {to} from their own tables; it takes no RUN_DIR "
+              f"({run_dir}): publish the run first (bindscale publish {run_dir}), then --rebuild")
+    run_dir = run_dir if run_dir is not None else "runs/all"
     try:
         check_target(to)
         if rebuild:

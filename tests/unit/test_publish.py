@@ -481,3 +481,10 @@ def test_a_stale_variant_is_marked_and_not_counted(tmp_path, monkeypatch):
     assert {c["claim"] for c in rows} <= {x for side in data["synthesis"]["sides"].values() for x in side["open"]}
     data = publish(_variant_run(run, tmp_path / "new", result_version=current), to, commit="c")["answer"]
     assert {c["claim"] for c in data["claims"] if c.get("variant")} <= counted(data)
+
+
+def test_rebuild_with_a_run_dir_is_refused_instead_of_ignoring_it(tmp_path):
+    """A new user ran `publish runs/scaling --rebuild`: the run was ignored and a 9-minute rebuild ran instead."""
+    r = CliRunner().invoke(app, ["publish", str(tmp_path / "run"), "--rebuild", "--to", str(tmp_path / "answer")])
+    assert r.exit_code != 0 and "takes no RUN_DIR" in r.output
+    assert not (tmp_path / "answer").exists()
