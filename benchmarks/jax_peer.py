@@ -654,7 +654,7 @@ def bindscale_sweep(trials, tmp: Path, tag: str) -> tuple[float, dict]:
     (driver start-up and planning, worker start-up, the report, idle workers) with the workers' share
     taken out, assuming they ran in parallel on ``min(cores, jobs)`` workers."""
     from bindscale.core.config import StudyConfig
-    from bindscale.run.dryrun import study_yaml
+    from bindscale.store.rundir import study_yaml
 
     axes = {"width": sorted({t.model.width for t in trials}), "holdout": sorted({t.task.holdout for t in trials}),
             "seed": sorted({t.seed for t in trials})}
