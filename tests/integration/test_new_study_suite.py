@@ -120,3 +120,50 @@ def test_the_printed_commands_test_the_file_where_they_put_it(tmp_path, monkeypa
         (move,) = [shlex.split(c) for c in commands if c.startswith(f"mv new/{NAME} ")]
         assert (tmp_path / move[-1]).resolve().parent == Path(bindscale.studies.__path__[0]).resolve()
     assert "pip install -e new" in commands and (tmp_path / pytests[-1]).exists()
+
+
+def test_two_studies_made_in_one_dir_are_both_registered_by_its_metadata(tmp_path, monkeypatch):
+    """Two studies made by ``new-study`` into one folder are both plugins of it: the entry points its
+    ``pyproject.toml`` declares (each as the fixture above registers one) load both studies, with their packages
+    and study files listed beside them, and each template's own tests pass against its study."""
+    import tomllib
+
+    names = ("curvefit_one", "curvefit_two")
+    made = [new_study(name, tmp_path / "new") for name in names]
+    data = tomllib.loads((tmp_path / "new" / "pyproject.toml").read_text())
+    declared = data["project"]["entry-points"][registry.ENTRY_POINT_GROUP]
+    assert declared == {n: f"{n}:STUDY" for n in names}
+    assert data["tool"]["setuptools"]["packages"] == list(names)
+    assert set(data["tool"]["setuptools"]["package-data"]) == set(names)
+
+    monkeypatch.syspath_prepend(str(tmp_path / "new"))
+    ours = [metadata.EntryPoint(name=n, value=v, group=registry.ENTRY_POINT_GROUP) for n, v in declared.items()]
+    real = metadata.entry_points
+
+    def entry_points(**select):
+        found = list(real(**select))
+        return found + ours if select.get("group") == registry.ENTRY_POINT_GROUP else found
+
+    monkeypatch.setattr(registry, "metadata", SimpleNamespace(entry_points=entry_points))
+
+    def forget() -> None:
+        registry._load.cache_clear()
+        for name in names:
+            registry._origin.pop(name, None)
+            for mod in [m for m in sys.modules if m.split(".")[0] == name]:
+                del sys.modules[mod]
+
+    forget()
+    try:
+        for name, (package, test_file) in zip(names, made):
+            study = registry.get(name)
+            assert study.name == name and study.claims[0].name == f"{name}_wider_fits"
+            assert Path(sys.modules[study.package].__file__).parent == package
+            spec = importlib.util.spec_from_file_location(f"test_{name}", test_file)
+            own = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(own)
+            for test in [getattr(own, n) for n in dir(own) if n.startswith("test_")]:
+                test()
+        assert set(names) <= set(registry.studies())
+    finally:
+        forget()

@@ -414,3 +414,79 @@ def test_a_smallest_model_at_the_ood_ceiling_leaves_no_room_for_a_gain():
     high = [0.97, 0.98, 0.96, 0.97, 0.97, 0.98, 0.96, 0.97]
     v = scale_does_not_lift_ood(_rows(high, high[::-1], SEEN_C, SEEN_W, acc_id=(0.99, 0.99)), OOD, 500, 0)
     assert v.outcome == "inconclusive" and "no model could exceed it by the margin" in v.details["reason"]
+
+
+# ------------------------------------- what a "not supported" of correct_steps_seen_in_training says, and how
+
+STEPS_CLAIM = "correct_steps_seen_in_training"
+#: A depth-matched gap of about zero (seed-to-seed spread, mean 0): at equal depth wrong steps are seen as often
+#: as correct ones, while correct steps are still mostly seen ones (0.6) and the raw gap is large (0.4).
+NO_GAP = [0.5 * j for j in JIT]
+
+
+def _answer_sides(tmp_path, verdicts):
+    """The answer page's synthesis of ``verdicts`` (from :func:`compute_verdicts`) as a firm run of the shipped
+    subgraphs study: its sides' tallies."""
+    import json
+
+    import yaml
+
+    from bindscale.core.studyfile import resolve_study
+    from bindscale.report.answer import build_answer
+
+    run = tmp_path / "subgraphs"
+    run.mkdir()
+    (run / "study.yaml").write_text(yaml.safe_dump(resolve_study("subgraphs").model_dump(mode="json"),
+                                                   sort_keys=False))
+    (run / "summary.json").write_text(json.dumps({
+        "study": "subgraphs", "verdicts": verdicts, "n_trials": 32, "n_ok": 32, "n_failed": 0, "n_diverged": 0,
+        "quick": False, "n_planned": 32, "n_missing": 0}, default=float))
+    data = build_answer(tmp_path)
+    (row,) = [c for c in data["claims"] if c["claim"] == STEPS_CLAIM]
+    assert row["firm"], row["run_status"]
+    return data["synthesis"]["sides"]["where_scale_stops"]
+
+
+@pytest.mark.parametrize("case", ["no_gap_at_equal_depth", "mostly_unseen"])
+def test_a_false_steps_claim_reads_not_supported_and_counts_as_a_missed_level(tmp_path, case):
+    """Two tables where the source's claim is false: at equal depth correct steps are no more often seen than wrong
+    ones (while most correct steps are seen ones: that part is met), or most correct steps are unseen (while the
+    gap at equal depth is met). The verdict is "not supported"; the met part is never worded as holding; the
+    answer's synthesis does not count it against "where scale stops" (the rule compares no sizes: the source's
+    mechanism is missing, which is no evidence that scale goes further)."""
+    if case == "no_gap_at_equal_depth":
+        df = _rows(EIGHT, EIGHT[::-1], SEEN_C, SEEN_W, gap=NO_GAP)
+        met, contradicted = "against 0.5 (met on its own, but the claim needs both parts)", "margin 0.05 (contradicted)"
+        says = "not supported: at equal depth correct steps are not seen in training more often than wrong steps"
+    else:
+        df = _rows(EIGHT, EIGHT[::-1], _plus(SEEN_C, -0.3), _plus(SEEN_W, -0.15))  # gap 0.3 + 2j, share 0.3
+        met, contradicted = "margin 0.05 (met on its own, but the claim needs both parts)", "against 0.5 (contradicted)"
+        says = "not supported: most correct steps are not ones seen in training"
+    (v,) = compute_verdicts(df, {"verdicts": {STEPS_CLAIM: {}}})
+    reason = v["details"]["reason"]
+    assert v["verdict"] == "not_supported", reason
+    assert met in reason and contradicted in reason and says in reason
+    assert "(holds)" not in reason
+    sides = _answer_sides(tmp_path, [v])
+    assert sides["missed_level"] == [STEPS_CLAIM] and sides["against"] == [] and sides["for"] == []
+    assert sides["state"] == "open"
+
+
+def test_a_supported_steps_claim_reads_holds_and_counts_for_where_scale_stops(tmp_path):
+    """The source's claim holds (correct steps mostly seen ones, and more often than wrong ones at equal depth):
+    both parts hold, the reason says so and no more, and the synthesis counts it for "where scale stops"."""
+    (v,) = compute_verdicts(_rows(EIGHT, EIGHT[::-1], SEEN_C, SEEN_W), {"verdicts": {STEPS_CLAIM: {}}})
+    reason = v["details"]["reason"]
+    assert v["verdict"] == "supported", reason
+    assert "against 0.5 (holds)" in reason and "margin 0.05 (holds)" in reason
+    assert "not supported" not in reason and "met on its own" not in reason
+    sides = _answer_sides(tmp_path, [v])
+    assert sides["for"] == [STEPS_CLAIM] and sides["against"] == [] and sides["missed_level"] == []
+
+
+def test_a_met_part_of_the_scale_claim_is_not_worded_as_holding_when_the_claim_fails():
+    """scale_does_not_lift_ood: where a larger model lifts OOD accuracy the claim is not supported; its other part
+    (OOD stays low) is met, and the reason says it is met on its own, not that it holds."""
+    reason = scale_does_not_lift_ood(_rows(EIGHT, _plus(EIGHT, 0.3), SEEN_C, SEEN_W), OOD, 500, 0).details["reason"]
+    assert "(contradicted)" in reason and "0.2 (met on its own, but the claim needs both parts)" in reason
+    assert "(holds)" not in reason

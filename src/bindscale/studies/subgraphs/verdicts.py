@@ -63,8 +63,19 @@ its trial is left out.
      mostly seen ones.
 
   Supported when both hold; not supported when either is contradicted;
-  inconclusive otherwise. A trial without a gap (NaN: no depth has both
-  correct and wrong nodes) is left out and counted in
+  inconclusive otherwise. A part that is met while the other is
+  contradicted is reported as met on its own, never as holding: the claim
+  needs both. What "not supported" shows (the claim's
+  ``not_supported_means``, "missed_level"): the source's mechanism is not
+  found at the levels the rule names (correct steps not more often seen
+  than wrong ones by ``margin`` at equal depth, or not mostly seen ones).
+  It is no evidence for the other side of "where scale stops": the rule
+  compares no model sizes and reads no out-of-distribution accuracy, so it
+  cannot show scale going further (``scale_does_not_lift_ood`` decides
+  that); a depth-matched gap near zero beside a large raw gap says that
+  depth, not seen-ness, separates correct from wrong steps. A trial
+  without a gap (NaN: no depth has both correct and wrong nodes) is left
+  out and counted in
   ``trials_without_a_gap``. Inconclusive, whatever the numbers, when there
   are no scratchpad trials, when a column (``seen_gap_depth``,
   ``seen_correct``, ``seen_wrong``, ``n_params``, ``seed``) is missing, when
@@ -196,6 +207,17 @@ def _combine(parts: list[tuple[str, str, tuple[float, float, float]]]) -> tuple[
     return "inconclusive", verdicts.index("inconclusive")
 
 
+def _part_word(part: str, verdict: str) -> str:
+    """A part's own outcome ``part`` in words, beside the claim's ``verdict`` (both claims need every part): a part
+    that is met reads "holds" only when the claim is supported; otherwise it is met on its own, so that a reason
+    never reads as if the claim held when it does not."""
+    if part == "not_supported":
+        return "contradicted"
+    if part == "inconclusive":
+        return "undecided"
+    return "holds" if verdict == "supported" else "met on its own, but the claim needs both parts"
+
+
 def _cell_of(rows: pd.DataFrame, where: Mapping) -> dict:
     """A deciding cell named by config columns where the table has them (a failed trial has no ``n_params``),
     else by ``where`` itself (``n_params``, ``n_train``)."""
@@ -282,7 +304,7 @@ def _scale_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Ver
     verdict, k = _combine(parts)
     details["parts"] = {"no_size_lifts_ood": parts[0][1], "ood_stays_low": parts[1][1]}
     g, ids = gains[at], details["id_by_params"]
-    words = {"supported": "holds", "not_supported": "contradicted", "inconclusive": "undecided"}
+    words = {part: _part_word(part, verdict) for part in ("supported", "not_supported", "inconclusive")}
     details["reason"] = (f"OOD exact match by size {', '.join(f'{int(s):,}: {ood[s].mean():.3f}' for s in sizes)} "
                          f"(in distribution {', '.join(f'{ids[json_key(s)]:.3f}' for s in sizes)}); the largest gain "
                          f"over the smallest, at {int(at):,} parameters, {g[0]:+.3f} [{g[1]:+.3f}, {g[2]:+.3f}] against "
@@ -351,13 +373,18 @@ def _steps_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Ver
               _decide(share_ci, MOSTLY), share_ci)]
     verdict, k = _combine(parts)
     details["parts"] = {"correct_more_often_seen_at_equal_depth": parts[0][1], "correct_mostly_seen": parts[1][1]}
-    words = {"supported": "holds", "not_supported": "contradicted", "inconclusive": "undecided"}
+    words = {part: _part_word(part, verdict) for part in ("supported", "not_supported", "inconclusive")}
     wrong = details["seen_share_wrong"]
     details["reason"] = (f"over {len(groups)} cells ({n} seeds): correct steps' whole computation seen in training "
                          f"{share_ci[0]:.3f} [{share_ci[1]:.3f}, {share_ci[2]:.3f}] (wrong steps {wrong['value']:.3f}) "
                          f"against {MOSTLY} ({words[parts[1][1]]}); at equal depth correct minus wrong "
                          f"{gap_ci[0]:+.3f} [{gap_ci[1]:+.3f}, {gap_ci[2]:+.3f}] against the margin {p['margin']:g} "
                          f"({words[parts[0][1]]})")
+    if verdict == "not_supported":
+        missing = ("at equal depth correct steps are not seen in training more often than wrong steps by the margin"
+                   if k == 0 else "most correct steps are not ones seen in training")
+        details["reason"] += (f"; not supported: {missing} (the source's subgraph matching is not found here; no "
+                              "model sizes are compared, so this is no evidence that scale goes further)")
     return Verdict(parts[k][0], verdict, parts[k][2], n, details)
 
 
