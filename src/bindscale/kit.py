@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 from bindscale.core.config import (
     StrictModel,
     TrialBase,
+    data_location_field,
     keep_own_kind_fields,
     model_kind,
 )
@@ -79,18 +80,18 @@ __all__ = [
     # errors a user can fix (the CLI prints them as one line)
     "BindscaleError", "ConfigError", "SplitError",
     # trial configs and results
-    "StrictModel", "TrialBase", "TrialResult", "keep_own_kind_fields", "model_kind",
+    "StrictModel", "TrialBase", "TrialResult", "keep_own_kind_fields", "model_kind", "data_location_field",
     "SeqTrainConfig", "TransformerConfig", "PositionalTransformerConfig",
     # independent random streams per trial
     "stream_seed", "rng", "generator",
     # verdicts
     "Verdict", "SUPPORTED", "NOT_SUPPORTED", "INCONCLUSIVE", "MISSING", "NAN3", "MIN_REPLICATES",
     "CONCLUSIVE_SEEDS", "MIN_SEEDS", "deciding_cell", "gate_check", "gate_filter", "needed_seeds", "at_bound",
-    "EXACT_MATCH_BAND", "no_room", "outside_range", "one_per_unit",
+    "EXACT_MATCH_BAND", "no_room", "outside_range", "param_count_mismatch", "one_per_unit",
     "ok_rows", "coerce_numeric", "restrict_to_mode", "degenerate", "ci_entry", "json_key", "to_python", "decide",
     "decide_below", "finite_values", "pooled_columns",
     # intervals
-    "mean_ci", "mean_diff_ci", "strata_mean_ci", "bootstrap_ci", "correlation_ci", "partial_spearman_within",
+    "mean_ci", "mean_diff_ci", "strata_mean_ci", "bounded_strata_mean_ci", "bootstrap_ci", "correlation_ci", "partial_spearman_within",
     "within_bounds",
     # the results table's keyed-table and list cells
     "metric_table", "metric_items",
@@ -141,6 +142,7 @@ _LAZY: dict[str, str] = {
     "EXACT_MATCH_BAND": "bindscale.verdicts.engine",
     "no_room": "bindscale.verdicts.engine",
     "outside_range": "bindscale.verdicts.engine",
+    "param_count_mismatch": "bindscale.verdicts.engine",
     "coerce_numeric": "bindscale.verdicts.engine",
     "restrict_to_mode": "bindscale.verdicts.engine",
     "degenerate": "bindscale.verdicts.engine",
@@ -154,6 +156,7 @@ _LAZY: dict[str, str] = {
     "mean_ci": "bindscale.verdicts.stats",
     "mean_diff_ci": "bindscale.verdicts.stats",
     "strata_mean_ci": "bindscale.verdicts.stats",
+    "bounded_strata_mean_ci": "bindscale.verdicts.stats",
     "bootstrap_ci": "bindscale.verdicts.stats",
     "correlation_ci": "bindscale.verdicts.stats",
     "partial_spearman_within": "bindscale.verdicts.stats",
@@ -317,6 +320,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: exactly the objects __geta
         needed_seeds,
         no_room,
         outside_range,
+        param_count_mismatch,
         pooled_columns,
         restrict_to_mode,
         to_python,
@@ -324,6 +328,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: exactly the objects __geta
     from bindscale.verdicts.results_table import metric_items, metric_table
     from bindscale.verdicts.stats import (
         bootstrap_ci,
+        bounded_strata_mean_ci,
         correlation_ci,
         mean_ci,
         mean_diff_ci,

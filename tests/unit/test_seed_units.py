@@ -153,7 +153,7 @@ def test_a_depth_table_of_four_seeds_filed_twice_as_eight_decides_nothing():
         return compute_verdicts(df, {"verdicts": {"deeper_composes_better_at_equal_params": {}}})[0]
 
     rng = np.random.default_rng(0)
-    four = _rows(_families(0.3, 0.2), seeds=4, id_acc=0.999, noise=0.01)
+    four = _rows(_families(0.85, 0.85, base=0.1), seeds=4, id_acc=0.999, noise=0.01)
     four = four.assign(final_loss=rng.uniform(0.1, 0.2, len(four)), train_seconds=rng.uniform(10, 20, len(four)))
     copied = pd.concat([four, four.assign(seed=four["seed"] + 4, trial_id=four["trial_id"] + "-copy")],
                        ignore_index=True)

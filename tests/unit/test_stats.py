@@ -253,3 +253,52 @@ def test_clipping_to_the_bounds_keeps_coverage():
         clipped += c[1] <= truth <= c[2]
         assert 0.0 <= c[1] <= c[2] <= 1.0
     assert raw == clipped
+
+
+# --- bounded_strata_mean_ci: the Agresti–Caffo-adjusted Welch interval of bounded metrics ---------------------------
+
+from bindscale.verdicts.stats import bounded_strata_mean_ci  # noqa: E402
+
+
+def test_bounded_interval_is_welch_on_the_adjusted_samples():
+    """Independent computation: scipy's Welch interval on each group with one pseudo-value at each bound."""
+    deep, shallow = np.array([0.2, 0.5, 0.4, 0.9, 0.3, 0.6]), np.array([0.1, 0.0, 0.3, 0.2, 0.05])
+    point, lo, hi = bounded_strata_mean_ci([deep, shallow], [1.0, -1.0])
+    ref = stats.ttest_ind(np.r_[deep, 0, 1], np.r_[shallow, 0, 1], equal_var=False).confidence_interval(0.95)
+    assert point == pytest.approx(deep.mean() - shallow.mean())
+    assert (lo, hi) == pytest.approx((ref.low, ref.high), rel=1e-12)
+
+
+def test_bounded_interval_hand_worked_all_succeed_against_all_fail():
+    """8 of 8 seeds at 1 against 8 of 8 at 0. Adjusted: 9/10 and 1/10, sample variances 0.1 each, standard
+    error sqrt(0.1/10 + 0.1/10) = 0.1414, Welch df = 18, centre 0.8: [0.8 − t_18·0.1414, 1.097] clipped to 1.
+    The bound is wider than Agresti & Caffo's own z interval (0.8 − 1.96·sqrt(2·0.09/10) = 0.537)."""
+    point, lo, hi = bounded_strata_mean_ci([np.ones(8), np.zeros(8)], [1, -1])
+    assert point == 1.0 and hi == 1.0
+    assert lo == pytest.approx(0.8 - stats.t.ppf(0.975, 18) * math.sqrt(0.02), rel=1e-12)
+    assert lo < 0.8 - 1.959964 * math.sqrt(2 * 0.09 / 10)
+
+
+def test_bounded_interval_does_not_read_a_shallow_cell_without_successes_as_certain_failure():
+    """Plain Welch: deep 0.14 ± 0.09 against shallow 0 in every seed excludes 0; the bounded interval does not."""
+    deep = np.array([0.05, 0.1, 0.2, 0.3, 0.08, 0.12, 0.16, 0.1])
+    shallow = np.zeros(8)
+    assert strata_mean_ci([deep, -shallow], [1, 1])[1] > 0
+    assert bounded_strata_mean_ci([deep, shallow], [1, -1])[1] < 0
+
+
+def test_bounded_interval_bounds_point_and_errors():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        groups = [rng.beta(0.3, 2, rng.integers(2, 10)) for _ in range(4)]
+        weights = [0.5, -0.5, 0.5, -0.5]
+        p, lo, hi = bounded_strata_mean_ci(groups, weights)
+        assert -1.0 <= lo <= p <= hi <= 1.0
+    assert all(math.isnan(v) for v in bounded_strata_mean_ci([np.array([]), np.ones(3)], [1, -1]))
+    assert bounded_strata_mean_ci([np.array([np.nan, 0.5, 0.7]), np.ones(3)], [1, -1])[0] == pytest.approx(-0.4)
+    with pytest.raises(ValueError, match="outside the bounds"):
+        bounded_strata_mean_ci([np.array([0.5, 1.2]), np.ones(3)], [1, -1])
+    with pytest.raises(ValueError, match="weights"):
+        bounded_strata_mean_ci([np.ones(3), np.ones(3)], [1])
+    with pytest.raises(ValueError, match="increasing"):
+        bounded_strata_mean_ci([np.ones(3)], [1], bounds=(1.0, 0.0))

@@ -17,26 +17,26 @@ def through_engine(df: pd.DataFrame) -> dict:
 
 
 def test_true_and_false_still_decide():
-    assert through_engine(_rows(_families(0.3, 0.2)))["verdict"] == "supported"
-    assert through_engine(_rows(_families(0.3, -0.2)))["verdict"] == "not_supported"
+    assert through_engine(_rows(_families(0.6, 0.5, base=0.2)))["verdict"] == "supported"
+    assert through_engine(_rows(_families(0.2, -0.6, base=0.7)))["verdict"] == "not_supported"
 
 
 @pytest.mark.parametrize("bound,word", [(0.0, "floor"), (1.0, "ceiling")])
 def test_deep_and_shallow_all_at_the_floor_or_ceiling_is_inconclusive_and_says_so(bound, word):
-    df = _rows(_families(0.3, 0.2))
+    df = _rows(_families(0.6, 0.5, base=0.2))
     df.loc[df["split"] == "addprim_jump", "acc_test"] = bound
     v = depth(df)
     assert v.outcome == "inconclusive" and word in v.details["reason"], v.details["reason"]
 
 
 def test_one_member_at_zero_still_decides():
-    df = _rows(_families(0.3, 0.2))
+    df = _rows(_families(0.6, 0.5, base=0.2))
     df.loc[(df["split"] == "addprim_jump") & (df["layers"] == 1), "acc_test"] = 0.0
     assert depth(df).outcome == "supported"
 
 
 def test_five_of_eight_failed_seeds_of_the_deepest_member_are_inconclusive():
-    df = _rows(_families(0.3, 0.2))
+    df = _rows(_families(0.6, 0.5, base=0.2))
     lost = (df["split"] == "addprim_jump") & (df["layers"] == 8) & (df["seed"] < 5)
     df.loc[lost, "status"] = "failed"
     v = through_engine(df)

@@ -48,23 +48,25 @@ def scale(df, th=SCALE):
 
 
 def test_depth_supported_when_deeper_wins_on_every_split():
-    result = depth(_rows(_families(0.3, 0.2)))
+    result = depth(_rows(_families(0.6, 0.5, base=0.2)))
     stat, verdict, (v, lo, hi), n, d = result.statistic, result.outcome, result.interval, result.n_trials, result.details
     assert verdict == "supported" and lo > 0
-    assert d["split_used"] == "addprim_jump" and v == pytest.approx(0.2, abs=0.05)  # the weaker split decides
+    assert d["split_used"] == "addprim_jump" and v == pytest.approx(0.5, abs=0.05)  # the weaker split decides
     assert set(d["by_split"]) == {"length", "addprim_jump"}  # simple is not a generalization split
     assert d["seeds_per_cell"] == 8
 
 
 def test_depth_not_supported_when_shallower_wins_on_one_split():
-    result = depth(_rows(_families(0.3, -0.2)))
+    result = depth(_rows(_families(0.2, -0.6, base=0.7)))
     verdict, (v, lo, hi), d = result.outcome, result.interval, result.details
     assert verdict == "not_supported" and d["split_used"] == "addprim_jump" and hi < 0
 
 
 def test_depth_flat_is_not_supported_with_a_positive_margin_and_inconclusive_at_zero():
     df = _rows(_families(0.0, 0.0))
-    assert depth(df, {"margin": 0.1, "min_id_acc": 0.5}).outcome == "not_supported"
+    # The bounded interval allows for unseen successful seeds: +-0.2 around a flat 0 at 8 seeds.
+    assert depth(df, {"margin": 0.3, "min_id_acc": 0.5}).outcome == "not_supported"
+    assert depth(df, {"margin": 0.1, "min_id_acc": 0.5}).outcome == "inconclusive"
     assert depth(df).outcome == "inconclusive"
 
 
@@ -78,7 +80,7 @@ def _engine(df, claim, **th):
 def test_depth_inconclusive_when_models_did_not_learn_the_training_distribution(id_acc):
     """The gate is 0.95 (Lake & Baroni), checked by the engine on every deciding cell; a
     depth claim read off models at 0.6 in distribution (which passed the old 0.5 gate) is inconclusive."""
-    df = _rows(_families(0.3, 0.2), id_acc=id_acc)
+    df = _rows(_families(0.6, 0.5, base=0.2), id_acc=id_acc)
     assert depth(df).outcome == "supported"  # the rule answers; the engine's gate decides whether it stands
     out = _engine(df, "deeper_composes_better_at_equal_params")
     assert out["verdict"] == "inconclusive" and math.isnan(out["value"])
@@ -99,7 +101,7 @@ def test_depth_inconclusive_when_models_did_not_learn_the_training_distribution(
 def test_depth_gate_names_the_one_family_member_that_did_not_learn():
     """Every deciding cell is gated, not a pool: depth 1 at 100k on the length split at 0.33 (the default
     budget's measured fit) makes the claim inconclusive, and only that cell is named."""
-    df = _rows(_families(0.3, 0.2))
+    df = _rows(_families(0.6, 0.5, base=0.2))
     m = (df["split"] == "length") & (df["budget"] == 100_000) & (df["layers"] == 1)
     df.loc[m, "acc_id"] = 0.33
     out = _engine(df, "deeper_composes_better_at_equal_params")
@@ -113,17 +115,17 @@ def test_depth_gate_names_the_one_family_member_that_did_not_learn():
     assert reason.index("no seed passed") < reason.index("compared depth 8 with 2, planned 8 with 1")
     assert out["details"]["lost_seeds_by_cell"]["split length, budget 100000, layers 1, pos rope"]["statuses"] == \
         {"missed a competence gate": 8}
-    assert _engine(_rows(_families(0.3, 0.2)), "deeper_composes_better_at_equal_params")["verdict"] == "supported"
+    assert _engine(_rows(_families(0.6, 0.5, base=0.2)), "deeper_composes_better_at_equal_params")["verdict"] == "supported"
 
 
 def test_depth_reasons_state_the_findings_in_numbers():
     """The reason gives each split's difference and each family's two members."""
-    sup = depth(_rows(_families(0.3, 0.2), noise=0.001))
+    sup = depth(_rows(_families(0.6, 0.5, base=0.2), noise=0.001))
     assert sup.outcome == "supported", sup.details
-    assert "split addprim_jump: deepest − shallowest test exact match +0.200" in sup.details["reason"]
-    assert "(budget 100000: depth 8 0.499 vs depth 1 0.300)" in sup.details["reason"]  # add-jump: 0.3 + 0.2
-    assert "budget 25000: depth 8 0.600 vs depth 1 0.300" in sup.details["reason"]  # length
-    con = depth(_rows(_families(0.3, -0.2)))
+    assert "split addprim_jump: deepest − shallowest test exact match +0.500" in sup.details["reason"]
+    assert "(budget 100000: depth 8 0.699 vs depth 1 0.200)" in sup.details["reason"]  # add-jump: 0.2 + 0.5
+    assert "budget 25000: depth 8 0.800 vs depth 1 0.200" in sup.details["reason"]  # length
+    con = depth(_rows(_families(0.2, -0.6, base=0.7)))
     assert con.outcome == "not_supported" and "split addprim_jump: deepest − shallowest" in con.details["reason"]
     assert "other splits: split length" in con.details["reason"]
     sc = scale(_sweep(0.15, 0.02, noise=0.0001))
@@ -136,7 +138,7 @@ def test_depth_reasons_state_the_findings_in_numbers():
 
 @pytest.mark.parametrize("breakage", ["all_zero", "nan", "missing_column", "empty", "few_seeds", "copied"])
 def test_depth_inconclusive_on_broken_tables(breakage):
-    df = _rows(_families(0.3, 0.2))
+    df = _rows(_families(0.6, 0.5, base=0.2))
     if breakage == "all_zero":
         df["acc_test"] = 0.0
     elif breakage == "nan":
@@ -153,8 +155,8 @@ def test_depth_inconclusive_on_broken_tables(breakage):
 
 
 def test_depth_uses_rotary_rows_and_failed_trials_do_not_count():
-    good = _rows(_families(0.3, 0.2))
-    learned = _rows(_families(-0.3, -0.3), pos="learned")
+    good = _rows(_families(0.6, 0.5, base=0.2))
+    learned = _rows(_families(-0.6, -0.6, base=0.7), pos="learned")
     assert depth(pd.concat([good, learned])).outcome == "supported"
     failed = good.copy()
     failed["status"] = "failed"
@@ -215,7 +217,7 @@ def test_scale_claim_inconclusive_when_the_interval_straddles_the_threshold():
 def test_claims_resolve_and_run_through_the_engine():
     from bindscale.verdicts.engine import compute_verdicts
 
-    df = pd.concat([_rows(_families(0.3, 0.2)), _sweep(0.15, 0.02).assign(trial_id=lambda d: "s" + d["trial_id"])])
+    df = pd.concat([_rows(_families(0.6, 0.5, base=0.2)), _sweep(0.15, 0.02).assign(trial_id=lambda d: "s" + d["trial_id"])])
     out = compute_verdicts(df, {"verdicts": {"deeper_composes_better_at_equal_params": {},
                                              "seq2seq_fails_scan_splits": {}}})
     assert [v["claim"] for v in out] == ["deeper_composes_better_at_equal_params", "seq2seq_fails_scan_splits"]
@@ -236,7 +238,9 @@ def test_scale_claim_inconclusive_when_the_largest_planned_model_failed():
 @pytest.mark.parametrize("deep_zero, expected", [(False, "supported"), (True, "not_supported")])
 def test_depth_one_all_zero_cell_is_a_measurement_not_degenerate(deep_zero, expected):
     """Review item 2: a family member scoring 0.0 in every seed (SCAN's usual outcome) still decides."""
-    df = _rows(_families(0.3, 0.2))
+    # The member that does not score 0 stands well clear of it: the deep one at 0.8 (shallow zero), the shallow
+    # one at 0.8 (deep zero; the length split then reads deeper worse as well).
+    df = _rows(_families(-0.6, -0.6, base=0.8) if deep_zero else _families(0.6, 0.6, base=0.2))
     m = (df["split"] == "addprim_jump") & (df["layers"] == (8 if deep_zero else 1))
     df.loc[m, "acc_test"] = 0.0
     assert depth(df).outcome == expected
@@ -277,7 +281,7 @@ def test_depth_claim_inconclusive_when_a_planned_family_member_failed(fail):
     """Review item 5: no silent substitution of the surviving depths, budgets or splits."""
     from bindscale.verdicts.engine import compute_verdicts
 
-    df = _rows(_families(0.3, 0.2))
+    df = _rows(_families(0.6, 0.5, base=0.2))
     m = {"depth8_everywhere": df["layers"] == 8,
          "depth8_at_25k": (df["layers"] == 8) & (df["budget"] == 25_000),
          "split_jump": df["split"] == "addprim_jump",
@@ -286,7 +290,7 @@ def test_depth_claim_inconclusive_when_a_planned_family_member_failed(fail):
     assert depth(df).outcome == "supported"  # the rule alone answers on what survived
     out = compute_verdicts(df, {"verdicts": {"deeper_composes_better_at_equal_params": {}}})[0]
     assert out["verdict"] == "inconclusive" and "planned family member" in out["details"]["reason"], fail
-    full = compute_verdicts(_rows(_families(0.3, 0.2)), {"verdicts": {"deeper_composes_better_at_equal_params": {}}})
+    full = compute_verdicts(_rows(_families(0.6, 0.5, base=0.2)), {"verdicts": {"deeper_composes_better_at_equal_params": {}}})
     assert full[0]["verdict"] == "supported"
 
 
@@ -330,7 +334,7 @@ def test_citations_and_parameter_counts():
     assert "context" in petty.statement
     lake = claims["seq2seq_fails_scan_splits"].statement
     assert "1.2% exact match for the best model on that split" in lake and "13.8% for the overall-best" in lake
-    df = _rows(_families(0.3, 0.2))
+    df = _rows(_families(0.6, 0.5, base=0.2))
     df["n_params_nonembed"] = df["budget"]
     df["n_params"] = df["budget"] + 1000 * df["layers"]
     d = depth(df).details["by_split"]["length"]["budget_25000"]
@@ -351,7 +355,7 @@ SHALLOW_100K = "split length, budget 100000, layers 1, pos rope"
 
 def _learned_families():
     """The supported depth table with every model's in-distribution fit recorded above the gate (0.97-0.984)."""
-    df = _rows(_families(0.3, 0.2))
+    df = _rows(_families(0.6, 0.5, base=0.2))
     df["acc_id"] = 0.97 + 0.002 * df["seed"]
     return df
 
@@ -388,7 +392,7 @@ def test_one_model_of_a_family_member_below_the_gate_is_left_out_and_the_claim_s
 def _near_floor(deep_per_seed, shallow_per_seed):
     """Every family: the deepest member at ``deep_per_seed`` (one value per seed, 8 seeds), the shallowest at
     ``shallow_per_seed``, on both generalization splits; models learned their training distribution."""
-    df = _rows(_families(0.3, 0.2))
+    df = _rows(_families(0.6, 0.5, base=0.2))
     for split in ("length", "addprim_jump"):
         for layers, values in ((8, deep_per_seed), (1, shallow_per_seed)):
             m = (df["split"] == split) & (df["layers"] == layers)
@@ -415,7 +419,7 @@ def test_depth_a_member_off_the_floor_still_decides_against_a_member_on_it():
 @pytest.mark.parametrize("deep_params, expected", [(100_000 * 1.3, "inconclusive"), (100_000 * 1.01, "supported")])
 def test_depth_a_family_whose_members_differ_in_parameters_is_no_equal_parameter_comparison(deep_params, expected):
     """Review: the deepest member 30% larger than the shallowest compares size as well as depth; 1% apart is equal."""
-    df = _rows(_families(0.3, 0.2))
+    df = _rows(_families(0.6, 0.5, base=0.2))
     df.loc[(df["budget"] == 100_000) & (df["layers"] == 8), "n_params_nonembed"] = deep_params
     out = depth(df)
     assert out.outcome == expected
@@ -424,5 +428,5 @@ def test_depth_a_family_whose_members_differ_in_parameters_is_no_equal_parameter
 
 
 def test_depth_a_family_without_parameter_counts_decides_nothing():
-    df = _rows(_families(0.3, 0.2)).drop(columns=["n_params_nonembed"])
+    df = _rows(_families(0.6, 0.5, base=0.2)).drop(columns=["n_params_nonembed"])
     assert depth(df).outcome == "inconclusive"
