@@ -149,10 +149,13 @@ def _run_all(quick, out, set_, device, workers, executor, address, retries, dry_
     if publish_to is not None and quick:
         _fail("--publish with --quick: a quick run is a smoke test, not an answer to publish")
     if publish_to is not None:
-        from bindscale.report.publish import check_target
+        from bindscale.report.publish import check_target, check_tiers
 
         try:
             check_target(publish_to)
+            # before any study trains: `run all` makes every study's default tier, which must not replace a
+            # higher tier already published there (found only after the first study's hours otherwise)
+            check_tiers({name: name for name in registry.run_order()}, publish_to)
         except BindscaleError as err:
             _fail(str(err))
 
@@ -224,6 +227,7 @@ def report(run_dir: Annotated[str, typer.Argument(help="a run directory (path or
 
     from bindscale.run.runner import is_multi_run, rebuild_all
 
+    _refuse_published(run_dir)
     try:
         multi = is_multi_run(run_dir)
     except BindscaleError as err:  # e.g. an empty path or an unreadable URL
@@ -255,6 +259,19 @@ def report(run_dir: Annotated[str, typer.Argument(help="a run directory (path or
     except BindscaleError as err:
         _fail(str(err))
     _print_summary(summary, run_dir)
+
+
+def _refuse_published(run_dir: str) -> None:
+    """Refuse `bindscale report` of a folder `bindscale publish` wrote (or a study's folder in it), before any lock
+    is taken or file written: it keeps no per-trial records to rebuild from, and a report there would leave run
+    locks and rewrite answer files that publish owns, so that the next publish is refused."""
+    from bindscale.report.publish import MANIFEST, published_root
+
+    root = published_root(run_dir)
+    if root is not None:
+        _fail(f"{run_dir} is a published folder ({root / MANIFEST} is bindscale publish's), not a run directory: it "
+              f"keeps no records to rebuild a report from; re-decide its studies with `bindscale publish --rebuild "
+              f"--to {root}`, or report the run directory it was published from")
 
 
 def _say_if_held(out: str) -> None:
@@ -301,9 +318,14 @@ def publish_cmd(
     readme: Annotated[Optional[str], typer.Option("--readme", help="a Markdown file whose answer block (between its answer markers) is rewritten")] = None,
     commit: Annotated[Optional[str], typer.Option("--commit", help="the commit the studies ran at, where their records do not say (default: git HEAD here)")] = None,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="decide every published study again from its published results table with the current rules (no RUN_DIR)")] = False,
+    replace_tier: Annotated[bool, typer.Option("--replace-tier", help="publish a study's run even where the folder holds a higher tier of it (the default `depth` over a published `depth-full`), which is refused without it")] = False,
 ) -> None:
     """Merge a study's run (or a `run all` directory) into the published answer: its report, verdicts, figures
-    and provenance beside every other published study; or, with --rebuild, re-decide the published studies."""
+    and provenance beside every other published study; or, with --rebuild, re-decide the published studies.
+
+    A published row is a shipped tier as it ships: a run made with --set (other than where data lives, such as
+    data.treebank) is refused. A lower tier over a published higher one (`depth` over `depth-full`) is refused
+    unless --replace-tier is given."""
     from bindscale.report.publish import check_target, publish
     from bindscale.report.publish import rebuild as rebuild_published
     from bindscale.run.dryrun import tier_estimates
@@ -317,7 +339,8 @@ def publish_cmd(
         if rebuild:
             result = rebuild_published(to, readme=readme, tier_estimates=tier_estimates())
         else:
-            result = publish(run_dir, to, commit=commit, readme=readme, tier_estimates=tier_estimates())
+            result = publish(run_dir, to, commit=commit, readme=readme, tier_estimates=tier_estimates(),
+                             replace_tier=replace_tier)
     except BindscaleError as err:
         _fail(str(err))
     p = result["provenance"]

@@ -10,17 +10,25 @@ from typer.testing import CliRunner
 from bindscale.core import registry
 from bindscale.cli import app
 from bindscale.core.errors import ConfigError
+from bindscale.core.studyfile import resolve_study
 from bindscale.report.publish import BEGIN, END, publish, study_wall_seconds, verdicts_csv
+from bindscale.store.rundir import study_yaml
 from bindscale.store.storage import RunStore
 
 from .test_answer_layout import _run_dir
 
 
+def _shipped_yaml(tier, overrides=None):
+    """The study.yaml a run of the shipped study file ``tier`` writes (with ``--set overrides`` when given)."""
+    return study_yaml(resolve_study(tier, overrides=overrides))
+
+
 def _with_extras(root, names=None):
-    """The fake run of test_answer_layout plus what a real study folder also holds."""
+    """The fake run of test_answer_layout plus what a real study folder also holds (its study.yaml is the
+    shipped default tier's, as `bindscale run all` writes it)."""
     for name in names or registry.run_order():
         d = root / name
-        (d / "study.yaml").write_text("name: x\n")
+        (d / "study.yaml").write_text(_shipped_yaml(name))
         (d / "report.html").write_text("<html>report</html>")
         (d / "records").mkdir(exist_ok=True)
         (d / "records" / "t1.json").write_text("{}")  # per-trial records: never published
@@ -41,7 +49,7 @@ def test_publish_copies_the_answer_and_reports_but_no_records(tmp_path):
         assert not (to / name / "records").exists()
         assert list((to / name / "figures").glob("*.png"))
         own = json.loads((to / name / "provenance.json").read_text())
-        assert own["commit"] == "abc123" and own["tier"] == "x" and own["result_version"] == 1
+        assert own["commit"] == "abc123" and own["tier"] == name and own["result_version"] == 1
         # planned seeds are read from the run's results table, which these fake runs lack
         assert own["seeds_per_deciding_cell"] is None and own["wall_seconds"] == 61.0
     prov = json.loads((to / "provenance.json").read_text())
@@ -326,7 +334,7 @@ def test_a_tier_run_is_published_as_its_study(tmp_path):
     tier = next(f for f in registry.builtin_files() if f.startswith(f"{first}-"))
     s = json.loads((run / first / "summary.json").read_text())
     (run / first / "summary.json").write_text(json.dumps({**s, "study": tier}))
-    (run / first / "study.yaml").write_text(f"name: {tier}\n")
+    (run / first / "study.yaml").write_text(_shipped_yaml(tier))
     out = publish(run / first, tmp_path / "pub", commit="a")
     assert out["published"] == [first]
     assert json.loads((tmp_path / "pub" / first / "provenance.json").read_text())["tier"] == tier
@@ -353,7 +361,7 @@ def _variant_run(run, out, variant=VARIANT, *, verdict="supported", params=135e6
     assert verdicts
     (out / "summary.json").write_text(json.dumps({**s, "study": variant, "verdicts": verdicts, "quick": quick,
                                                   "generated": "2026-12-05T10:00:00+00:00"}))
-    (out / "study.yaml").write_text(f"name: {variant}\n")
+    (out / "study.yaml").write_text(_shipped_yaml(variant))
     (out / "report.html").write_text("<html>real models</html>")
     table = {"trial_id": ["t1", "t2"], "status": ["ok", "ok"], "seed": [0, 1], "n_params": [5e5, params]}
     if result_version is not None:
@@ -488,3 +496,146 @@ def test_rebuild_with_a_run_dir_is_refused_instead_of_ignoring_it(tmp_path):
     r = CliRunner().invoke(app, ["publish", str(tmp_path / "run"), "--rebuild", "--to", str(tmp_path / "answer")])
     assert r.exit_code != 0 and "takes no RUN_DIR" in r.output
     assert not (tmp_path / "answer").exists()
+
+
+def _as_tier(run, study, tier):
+    """The fake `run all`'s folder of ``study`` made a run of its shipped file ``tier`` (``depth-full``)."""
+    s = json.loads((run / study / "summary.json").read_text())
+    (run / study / "summary.json").write_text(json.dumps({**s, "study": tier}))
+    (run / study / "study.yaml").write_text(_shipped_yaml(tier))
+    return run / study
+
+
+@pytest.mark.parametrize("where", ["study_run", "run_all"])
+def test_a_run_made_with_set_overrides_is_refused_naming_the_fields(tmp_path, where):
+    """`bindscale run scaling --set train.steps=10` (a smoke test) then `publish`: the run's study.yaml is not the
+    shipped `scaling` file, so it would replace the published row with numbers no shipped tier makes. Refused in
+    one line naming the differing field with both values, before anything is written."""
+    run = _with_extras(_run_dir(tmp_path / "run"))
+    to = tmp_path / "pub"
+    publish(run, to, commit="a")
+    before = _snapshot(to)
+    (run / "scaling" / "study.yaml").write_text(_shipped_yaml("scaling", ["train.steps=10"]))
+    with pytest.raises(ConfigError, match=r"base\.train\.steps \(ran 10, ships 2000\)") as err:
+        publish(run / "scaling" if where == "study_run" else run, to, commit="b")
+    assert "\n" not in str(err.value) and "a published row is a shipped tier" in str(err.value)
+    assert "bindscale run scaling" in str(err.value) and "--replace" not in str(err.value)
+    assert _snapshot(to) == before
+
+
+def test_a_run_whose_study_file_is_not_shipped_is_refused(tmp_path):
+    """A study.yaml naming no shipped study file of the study (a user's own copy renamed), or none at all."""
+    run = _with_extras(_run_dir(tmp_path / "run"))
+    study = resolve_study("scaling", overrides=["train.steps=10"]).model_copy(update={"name": "my-scaling"})
+    (run / "scaling" / "study.yaml").write_text(study_yaml(study))
+    with pytest.raises(ConfigError, match="names 'my-scaling', which is no shipped study file of scaling"):
+        publish(run / "scaling", tmp_path / "pub")
+    (run / "scaling" / "study.yaml").unlink()
+    with pytest.raises(ConfigError, match="cannot tell which shipped study file it ran"):
+        publish(run / "scaling", tmp_path / "pub")
+    assert not (tmp_path / "pub").exists()
+
+
+def test_only_fields_that_say_where_data_lives_may_differ_from_the_shipped_file(tmp_path):
+    """geometry-lm needs `--set data.treebank=PATH` (and may move its cache): published as the shipped tier.
+    Any other field set (data.n_fit) is refused. The exemption is declared on the fields, not by study name."""
+    from bindscale.core.config import data_location_paths
+    from bindscale.report.publish import shipped_differences
+
+    assert {"data.treebank", "data.cache_dir"} <= data_location_paths(type(resolve_study(VARIANT).base))
+    assert data_location_paths(type(resolve_study("scaling").base)) == frozenset()
+    at_home = resolve_study(VARIANT, overrides=["data.treebank=/data/ud-english-ewt", "data.cache_dir=/tmp/acts"])
+    assert shipped_differences(at_home, resolve_study(VARIANT)) == {}
+    run = _with_extras(_run_dir(tmp_path / "run"))
+    to = tmp_path / "pub"
+    lm = _variant_run(run, tmp_path / "lm")
+    (lm / "study.yaml").write_text(_shipped_yaml(VARIANT, ["data.treebank=/data/ud-english-ewt"]))
+    assert publish(lm, to, commit="a")["published"] == [VARIANT]
+    before = _snapshot(to)
+    (lm / "study.yaml").write_text(_shipped_yaml(VARIANT, ["data.treebank=/data/ud-english-ewt", "data.n_fit=100"]))
+    with pytest.raises(ConfigError, match=r"base\.data\.n_fit \(ran 100, ships 500\)") as err:
+        publish(lm, to, commit="b")
+    assert "data.treebank" in str(err.value).split("only where data lives may differ")[1]
+    assert _snapshot(to) == before
+
+
+def test_a_lower_tier_over_a_published_higher_one_is_refused_unless_asked(tmp_path):
+    """The default `depth` over a published `depth-full` used to replace it silently: refused, naming both tiers,
+    until --replace-tier. A higher tier over a lower one is published as before."""
+    run = _with_extras(_run_dir(tmp_path / "run"))
+    to = tmp_path / "pub"
+    publish(run, to, commit="a")  # every default tier
+    full_run = _with_extras(_run_dir(tmp_path / "full"), ["depth"])
+    publish(_as_tier(full_run, "depth", "depth-full"), to, commit="b")  # up a tier: no question asked
+    assert json.loads((to / "depth" / "provenance.json").read_text())["tier"] == "depth-full"
+    before = _snapshot(to)
+    for src in (run / "depth", run):  # the study's run, and a `run all` holding it
+        with pytest.raises(ConfigError, match="--replace-tier") as err:
+            publish(src, to, commit="c")
+        said = str(err.value)
+        assert "depth is published at its higher tier depth-full and this run is depth" in said and "\n" not in said
+        assert _snapshot(to) == before
+    out = publish(run / "depth", to, commit="c", replace_tier=True)
+    assert out["published"] == ["depth"]
+    assert json.loads((to / "depth" / "provenance.json").read_text())["tier"] == "depth"
+
+
+def test_cli_publish_documents_and_takes_replace_tier_and_run_all_checks_it_first(tmp_path, monkeypatch):
+    """`publish --help` names --replace-tier; the CLI refuses the lower tier in one line and takes the flag;
+    `run all --publish` into a folder holding a higher tier is refused before any study trains."""
+    import bindscale.run.runner as runner
+
+    run = _with_extras(_run_dir(tmp_path / "run"))
+    to = tmp_path / "pub"
+    full_run = _with_extras(_run_dir(tmp_path / "full"), ["depth"])
+    publish(_as_tier(full_run, "depth", "depth-full"), to, commit="a")
+    r = CliRunner().invoke(app, ["publish", "--help"])
+    assert r.exit_code == 0 and "--replace-tier" in r.output
+    r = CliRunner().invoke(app, ["publish", str(run / "depth"), "--to", str(to), "--commit", "b"])
+    assert r.exit_code == 2 and "higher tier depth-full" in r.output and "--replace-tier" in r.output
+    r = CliRunner().invoke(app, ["publish", str(run / "depth"), "--to", str(to), "--commit", "b", "--replace-tier"])
+    assert r.exit_code == 0, r.output
+    publish(_as_tier(full_run, "depth", "depth-full"), to, commit="a")
+    trained = []
+    monkeypatch.setattr(runner, "run_all", lambda *a, **k: trained.append(1) or {"answer": {}})
+    r = CliRunner().invoke(app, ["run", "all", "--out", str(tmp_path / "all"), "--publish", str(to)])
+    assert r.exit_code == 2 and "higher tier depth-full" in r.output and not trained
+
+
+def test_report_of_a_published_folder_is_refused_and_leaves_nothing_behind(tmp_path):
+    """`bindscale report docs/answer` (or of a study's folder there) took run locks, left `.lock` files and
+    rewrote the answer page, so that the next publish was refused: it is refused before touching anything, and
+    publish goes on working."""
+    run = _with_extras(_run_dir(tmp_path / "run"))
+    to = tmp_path / "pub"
+    publish(run, to, commit="a")
+    before = _snapshot(to)
+    for target in (to, to / "scaling"):
+        r = CliRunner().invoke(app, ["report", str(target)])
+        assert r.exit_code == 2 and "published folder" in r.output and "publish --rebuild" in r.output
+        assert _snapshot(to) == before and not list(to.rglob(".lock"))
+    publish(run / "scaling", to, commit="b")
+
+
+def test_a_stale_run_lock_does_not_block_publish_and_a_live_one_does(tmp_path):
+    """Lock files whose holder is gone (what `report` of the folder left, or a killed run's) are removed by
+    publish and rebuild instead of refusing them as foreign files; a lock a live process holds refuses publish."""
+    from bindscale.report.publish import rebuild
+    from bindscale.store.lock import FileLock
+
+    run = _with_extras(_run_dir(tmp_path / "run"))
+    to = tmp_path / "pub"
+    publish(run, to, commit="a")
+    for folder in (to, to / "scaling"):
+        with FileLock(folder):  # taken and released: the file stays, empty, as a finished report leaves it
+            pass
+    (to / "depth" / ".lock").write_text(json.dumps({"pid": 999999, "host": "gone", "since": "2026-01-01"}))
+    publish(run / "scaling", to, commit="b")
+    assert not list(to.rglob(".lock")) and ".lock" not in json.loads((to / "MANIFEST.json").read_text())["files"]
+    with FileLock(to / "scaling"):
+        before = _snapshot(to)
+        with pytest.raises(ConfigError, match=r"scaling/\.lock is held by a live bindscale process \(pid "):
+            publish(run / "scaling", to, commit="c")
+        with pytest.raises(ConfigError, match="held by a live bindscale process"):
+            rebuild(to)
+        assert _snapshot(to) == before

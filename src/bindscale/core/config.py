@@ -80,6 +80,42 @@ def _is_id_neutral(info: Any) -> bool:
     return isinstance(extra, dict) and bool(extra.get(ID_NEUTRAL))
 
 
+#: Key of a field's ``json_schema_extra`` that marks it a data location (:func:`data_location_field`).
+DATA_LOCATION = "data_location"
+
+
+def data_location_field(default: Any = None, **kwargs: Any) -> Any:
+    """A pydantic ``Field(default, **kwargs)`` that only names *where* data lives on this machine (a treebank
+    folder, a cache folder), not what the data is or how a trial uses it: its value differs from one machine
+    to the next and moves no number. ``bindscale publish`` compares a run's study with its shipped file without
+    these fields (a run that needs ``--set data.treebank=PATH`` is still the shipped tier); every other field
+    must be as shipped. A field that picks the model or the data itself (a model path) is not one of these.
+
+    Raises:
+        TypeError: ``kwargs`` holds a non-dict ``json_schema_extra``.
+    """
+    extra = kwargs.pop("json_schema_extra", None) or {}
+    if not isinstance(extra, dict):
+        raise TypeError("json_schema_extra of a data-location field must be a dict")
+    return Field(default, json_schema_extra={**extra, DATA_LOCATION: True}, **kwargs)
+
+
+def _is_data_location(info: Any) -> bool:
+    extra = info.json_schema_extra
+    return isinstance(extra, dict) and bool(extra.get(DATA_LOCATION))
+
+
+def data_location_paths(cls: "type[TrialBase]") -> frozenset[str]:
+    """Dotted paths (``data.treebank``) of the data-location fields (:func:`data_location_field`) of trial class
+    ``cls``'s sections, in any member of a section typed as a union of configs."""
+    paths: set[str] = set()
+    for section in cls.SECTIONS:
+        info = cls.model_fields.get(section)
+        for member in _config_members(info.annotation) if info is not None else []:
+            paths |= {f"{section}.{name}" for name, f in member.model_fields.items() if _is_data_location(f)}
+    return frozenset(paths)
+
+
 def _without_id_neutral_defaults(obj: Any, dumped: Any) -> Any:
     """``dumped`` (``obj``'s JSON dump) without the id-neutral fields that hold their defaults, at any depth:
     in nested config sections and in configs held in lists, tuples and dicts."""

@@ -13,8 +13,14 @@ study in ``to`` (:func:`bindscale.report.answer.build_answer`), the top ``proven
 between :data:`BEGIN` and :data:`END` with the same synthesis.
 
 Publish never deletes or overwrites a file it did not write: a target holding one (or a file it wrote and
-someone edited since) is refused before anything is written. Reading the run directory never writes to it:
-publishing a live ``run all`` (``run all --publish`` does it after every study) is safe.
+someone edited since) is refused before anything is written; the one exception is a run lock (``.lock``) whose
+holder is gone, which is removed. Reading the run directory never writes to it: publishing a live ``run all``
+(``run all --publish`` does it after every study) is safe.
+
+A published row is a shipped tier as it ships: a run whose ``study.yaml`` differs from the shipped study file it
+names (a ``--set`` smoke test) is refused, except in the fields that only say where data lives
+(:func:`bindscale.core.config.data_location_field`). A study published at a higher tier (``depth-full``) is not
+replaced by a lower one (``depth``) unless asked (``replace_tier``, ``--replace-tier``).
 """
 
 from __future__ import annotations
@@ -31,9 +37,12 @@ from typing import Any
 
 from bindscale.core import registry
 from bindscale.report.answer import VARIANT_ARM, build_answer, is_variant, variant_study, variants_of
+from bindscale.core.config import StudyConfig, data_location_paths
 from bindscale.core.errors import ConfigError
 from bindscale.core.fmt import fmt_ci, verdict_words
 from bindscale.core.machine import describe as machine
+from bindscale.core.studyfile import resolve_study
+from bindscale.store.lock import LOCK_FILE, live_holder
 from bindscale.store.rundir import STUDY_FILE, load_run_study
 from bindscale.store.storage import RunStore, is_url
 
@@ -157,6 +166,27 @@ def check_target(to: "str | Path") -> None:
         raise ConfigError(f"--to {to}: a file, not a folder")
 
 
+def _remove_stale_locks(root: Path) -> None:
+    """Remove the run locks :func:`stale_locks` finds in ``root`` (none is held: it refuses a held one)."""
+    for rel in stale_locks(root):
+        (root / rel).unlink(missing_ok=True)
+
+
+def published_root(path: "str | Path") -> Path | None:
+    """The published folder ``path`` is, or is a study's folder of: the one holding the :data:`MANIFEST` that
+    publish writes. None for anything else (a run directory, a URL, a folder published before the manifest)."""
+    if is_url(path):
+        return None
+    here = Path(path)
+    for root in (here, here.parent):
+        try:
+            if json.loads((root / MANIFEST).read_text(encoding="utf-8")).get("written_by") == "bindscale publish":
+                return root
+        except (OSError, ValueError, AttributeError):
+            continue
+    return None
+
+
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -195,9 +225,30 @@ def _files_under(root: Path) -> list[str]:
     return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() or p.is_symlink())
 
 
+def stale_locks(to: "str | Path") -> list[str]:
+    """The run-lock files (``.lock``, :mod:`bindscale.store.lock`) at the top of ``to`` and in its study folders,
+    relative to ``to``, when no live process holds them: left by a killed process, or by a ``bindscale report``
+    of the folder made before such a report was refused. Such a lock guards nothing: publish removes it.
+
+    Raises:
+        ConfigError: a live bindscale process holds one (publish would change a folder it is writing), naming it.
+    """
+    root = Path(to)
+    if not root.is_dir():
+        return []
+    locks = [rel for rel in _files_under(root) if rel.split("/")[-1] == LOCK_FILE and rel.count("/") <= 1]
+    for rel in locks:
+        holder = live_holder((root / rel).parent)
+        if holder:
+            raise ConfigError(f"--to {to}: {rel} is held by a live bindscale process ({holder}); publish after it "
+                              "ends")
+    return locks
+
+
 def check_foreign(to: "str | Path") -> dict[str, str | None]:
     """Refuse, before anything is written, a target holding a file publish did not write, or a file it wrote
-    that has since been edited (publish never deletes or overwrites either). Returns :func:`owned_files`.
+    that has since been edited (publish never deletes or overwrites either); a run lock whose holder is gone
+    (:func:`stale_locks`) is not counted, one held by a live process is refused. Returns :func:`owned_files`.
 
     Raises:
         ConfigError: naming up to five such files, in one line.
@@ -206,7 +257,8 @@ def check_foreign(to: "str | Path") -> dict[str, str | None]:
     owned = owned_files(to)
     if not root.is_dir():
         return owned
-    foreign = [rel for rel in _files_under(root) if rel != MANIFEST and rel not in owned]
+    locks = set(stale_locks(to))
+    foreign = [rel for rel in _files_under(root) if rel != MANIFEST and rel not in owned and rel not in locks]
     edited = [rel for rel, sha in owned.items() if sha and (root / rel).is_file() and _sha256(root / rel) != sha]
     if foreign or edited:
         what = [*(f"{r} (not written by publish)" for r in foreign), *(f"{r} (edited since publish wrote it)" for r in edited)]
@@ -263,6 +315,149 @@ def _sources(run_dir: "str | Path") -> tuple[RunStore, dict[str, RunStore]]:
 def _study_of(folder: str) -> str:
     """The built-in study a published folder belongs to: itself, or the study whose real-model variant it is."""
     return variant_study(folder) or folder
+
+
+#: Study-file fields a published run may hold otherwise than its shipped file: the tier's name (what is compared
+#: against), the prose description, the ``--quick`` section (a published run is never quick) and whether trained
+#: models were also written to disk. Every other field decides which trials run and how they are judged.
+NOT_COMPARED = ("name", "description", "quick", "save_models")
+_ABSENT = "(absent)"
+
+
+def _flatten(value: Any, prefix: str) -> dict[str, Any]:
+    """A JSON value as ``dotted.key -> leaf`` (lists are leaves; an empty mapping sets nothing, so has none)."""
+    if not isinstance(value, dict):
+        return {prefix: value}
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        out.update(_flatten(item, f"{prefix}.{key}"))
+    return out
+
+
+def _comparable(study: StudyConfig, exempt: frozenset[str]) -> dict[str, Any]:
+    """The study's fields that make a tier what it is, flat (``base.train.steps``, ``grids[0].width``,
+    ``verdicts.scaling.margin``): every field but :data:`NOT_COMPARED` and, in the base trial, the data-location
+    fields in ``exempt`` (dotted trial paths). A grid over a data location is compared: it adds trials."""
+    flat: dict[str, Any] = {}
+    for key, value in study.model_dump(mode="json").items():
+        if key in NOT_COMPARED:
+            continue
+        if key != "grids":
+            flat.update(_flatten(value, key))
+            continue
+        for i, grid in enumerate(value):
+            flat.update({f"grids[{i}].{axis}": values for axis, values in grid.items()} if grid
+                        else {f"grids[{i}]": {}})
+    return {k: v for k, v in flat.items() if not (k.startswith("base.") and k[len("base."):] in exempt)}
+
+
+def shipped_differences(run: StudyConfig, shipped: StudyConfig) -> dict[str, tuple[Any, Any]]:
+    """Where a run's resolved study differs from a shipped study file: dotted field -> (the run's value, the
+    shipped value; :data:`_ABSENT` where one side has no such field). Fields of :data:`NOT_COMPARED` and the
+    data-location fields of either's trial class (:func:`bindscale.core.config.data_location_paths`: a treebank
+    folder, a cache folder) are left out; an empty result means the run is the shipped file."""
+    exempt = data_location_paths(type(run.base)) | data_location_paths(type(shipped.base))
+    ours, theirs = _comparable(run, exempt), _comparable(shipped, exempt)
+    return {k: (ours.get(k, _ABSENT), theirs.get(k, _ABSENT)) for k in sorted(ours.keys() | theirs.keys())
+            if ours.get(k, _ABSENT) != theirs.get(k, _ABSENT)}
+
+
+def _short(value: Any, width: int = 40) -> str:
+    text = value if value == _ABSENT else json.dumps(value, sort_keys=True)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _names_tier(folder: str, tier: str) -> bool:
+    """Whether ``tier`` is a study file of the published folder ``folder``: the study's default or one of its
+    tiers (``scaling``, ``scaling-full``), or the real-model variant that is the folder itself."""
+    if is_variant(folder) or is_variant(tier):
+        return tier == folder
+    return tier == folder or tier.startswith(f"{folder}-")
+
+
+def shipped_tier(folder: str, sub: RunStore) -> str:
+    """The shipped study file (tier) a finished study's run was made from, when the run is that file as it ships.
+
+    Refused: a run without a readable ``study.yaml`` (which tier it ran cannot be told), one naming a study file
+    that is not shipped for ``folder``, and one whose resolved study differs from its shipped file
+    (:func:`shipped_differences`), such as a smoke test made with ``--set train.steps=10``: its numbers would
+    replace the published row although no shipped file makes them. Only the fields that say where data lives
+    (``--set data.treebank=PATH``, which ``geometry-lm`` needs) may differ. No flag publishes such a run: a
+    published row is a shipped tier.
+
+    Raises:
+        ConfigError: naming the run, its tier and up to five differing fields with both values, in one line.
+    """
+    where = sub.where()
+    try:
+        run = load_run_study(sub)
+    except ConfigError as err:
+        raise ConfigError(f"{where}: cannot tell which shipped study file it ran ({err}); a published row is a "
+                          "shipped tier") from None
+    tier = run.name
+    if tier not in registry.builtin_files() or not _names_tier(folder, tier):
+        shipped = sorted(f for f in registry.builtin_files() if _names_tier(folder, f))
+        raise ConfigError(f"{where}: its {STUDY_FILE} names {tier!r}, which is no shipped study file of {folder} "
+                          f"({', '.join(shipped)}); a published row is a shipped tier: run one of those")
+    diffs = shipped_differences(run, resolve_study(tier))
+    if diffs:
+        said = [f"{k} (ran {_short(ours)}, ships {_short(theirs)})" for k, (ours, theirs) in diffs.items()]
+        more = f" and {len(said) - 5} more" if len(said) > 5 else ""
+        paths = sorted(data_location_paths(type(run.base)))
+        free = f" (only where data lives may differ: {', '.join(paths)})" if paths else ""
+        raise ConfigError(f"{where}: it ran {tier} with settings the shipped {tier} file does not have: "
+                          f"{', '.join(said[:5])}{more} (a run made with --set, or a study file changed since it "
+                          f"ran); a published row is a shipped tier as it ships: run `bindscale run {tier}` without "
+                          f"--set and publish that{free}")
+    return tier
+
+
+#: A tier's rank by what its study file's name adds to its study's: the default, ``-full``, ``-paper``. Any other
+#: tier (``ceiling-ladder``, kept for comparison) ranks with the default.
+TIER_RANKS = {"": 0, "-full": 1, "-paper": 2}
+
+
+def tier_rank(folder: str, tier: str) -> int:
+    """How high ``tier`` stands among the study ``folder``'s tiers (:data:`TIER_RANKS`); 0 for a real-model
+    variant, which is a folder of its own and never competes with the study's tiers."""
+    if is_variant(folder) or not (tier == folder or tier.startswith(f"{folder}-")):
+        return 0
+    return TIER_RANKS.get(tier[len(folder):], 0)
+
+
+def published_tier(to: "str | Path", folder: str) -> str | None:
+    """The tier the published folder ``to`` holds for a study (``folder``): its ``provenance.json``'s (which
+    publish writes), else what the top provenance said of it (a folder published before per-study provenance);
+    None when the study is not published there."""
+    root = Path(to)
+    if (root / folder / STUDY_PROVENANCE).is_file():
+        try:
+            return json.loads((root / folder / STUDY_PROVENANCE).read_text(encoding="utf-8")).get("tier") or folder
+        except (ValueError, AttributeError):
+            return folder
+    if (root / folder / "summary.json").is_file():
+        return _legacy_study_provenance(root, folder).get("tier") or folder
+    return None
+
+
+def check_tiers(tiers: dict[str, str], to: "str | Path", *, replace_tier: bool = False) -> None:
+    """Refuse to publish a study's run over a higher tier of it already published in ``to`` (``tiers``: folder ->
+    the tier the run made): the default ``depth`` over a published ``depth-full`` would silently drop the
+    published row to a smaller experiment. ``replace_tier`` (``--replace-tier``) says the user means it.
+
+    Raises:
+        ConfigError: naming each such study with both tiers and the flag, in one line.
+    """
+    if replace_tier:
+        return
+    lower = []
+    for folder, tier in tiers.items():
+        held = published_tier(to, folder)
+        if held is not None and tier_rank(folder, held) > tier_rank(folder, tier):
+            lower.append(f"{folder} is published at its higher tier {held} and this run is {tier}")
+    if lower:
+        raise ConfigError(f"--to {to}: {'; '.join(lower)}: publishing would replace the higher tier with the lower "
+                          "one; pass --replace-tier to replace it anyway, or publish into another folder")
 
 
 def _mode(values: list) -> Any:
@@ -329,7 +524,8 @@ def planned_seeds(sub: "RunStore | Path") -> int | None:
 
 
 def publish(run_dir: "str | Path", to: "str | Path" = "docs/answer", *, commit: str | None = None,
-            readme: "str | Path | None" = None, tier_estimates: dict | None = None) -> dict[str, Any]:
+            readme: "str | Path | None" = None, tier_estimates: dict | None = None,
+            replace_tier: bool = False) -> dict[str, Any]:
     """Merge one study's run, or every finished study of a ``run all`` directory, into the published folder
     ``to`` and rebuild the answer there from every study it holds.
 
@@ -339,7 +535,9 @@ def publish(run_dir: "str | Path", to: "str | Path" = "docs/answer", *, commit: 
     real-model variant (``<study>-lm``, :func:`bindscale.report.answer.is_variant`) is a study of its own here:
     it replaces ``<study>-lm/`` only, and a run of the study's tier never touches ``<study>-lm/``. A file in ``to``
     that publish did not write, or one it wrote that was edited since, is never deleted or overwritten: the
-    whole publish is refused before anything is written.
+    whole publish is refused before anything is written (a run lock whose holder is gone is removed). Each run
+    must be the shipped study file it names, as it ships (:func:`shipped_tier`: no ``--set`` smoke test), and
+    must not replace a higher tier of its study already published (:func:`check_tiers`) unless ``replace_tier``.
 
     Args:
         run_dir: one study's run directory (``bindscale run scaling-full --out DIR``) or a ``run all``
@@ -351,17 +549,21 @@ def publish(run_dir: "str | Path", to: "str | Path" = "docs/answer", *, commit: 
         tier_estimates: every shipped study file's dry-run times (:func:`bindscale.run.dryrun.tier_estimates`,
             which the CLI passes), kept in ``provenance.json``: the page's "what would decide it" quotes them.
             None keeps the ones the folder has.
+        replace_tier: publish a study's run even where ``to`` holds a higher tier of it (``--replace-tier``).
 
     Returns: ``{"answer": answer.json's data, "provenance": provenance.json's data, "published": [folders]}``
     (a study's name, or its variant's: ``<study>-lm``).
 
     Raises:
         ConfigError: ``to`` is a URL or a file, or holds foreign or edited files; nothing finished to publish,
-            a quick run, a study not built in; ``readme`` lacks the markers. Nothing is written then.
+            a quick run, a study not built in, a run that is not its shipped study file as it ships, a lower
+            tier over a published higher one; ``readme`` lacks the markers. Nothing is written then.
     """
     check_target(to)
     _, found = _sources(run_dir)
+    tiers = {name: shipped_tier(name, sub) for name, sub in found.items()}
     owned = check_foreign(to)
+    check_tiers(tiers, to, replace_tier=replace_tier)
     readme_text = None
     if readme is not None:
         try:
@@ -372,6 +574,7 @@ def publish(run_dir: "str | Path", to: "str | Path" = "docs/answer", *, commit: 
             raise ConfigError(f"--readme {readme}: no block to rewrite; put the two lines\n{BEGIN}\n{END}\nwhere the "
                               "answer should go")
     root = Path(to)
+    _remove_stale_locks(root)
     dst = RunStore.of(to)
     dst.makedirs()
     files = dict(owned)
@@ -419,6 +622,7 @@ def rebuild(to: "str | Path" = "docs/answer", *, readme: "str | Path | None" = N
              if (root / f / "results.parquet").is_file() and (root / f / STUDY_FILE).is_file()]
     if not names:
         raise ConfigError(f"--to {to}: no published study with its results.parquet and {STUDY_FILE} to rebuild")
+    _remove_stale_locks(root)
     files = dict(owned)
     commit = git_commit()
     for name in names:

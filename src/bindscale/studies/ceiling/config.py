@@ -20,7 +20,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
-from bindscale.kit import StrictModel, TrialBase, keep_own_kind_fields, model_kind, SeqTrainConfig
+from bindscale.kit import StrictModel, TrialBase, data_location_field, keep_own_kind_fields, model_kind, SeqTrainConfig
 from .problems import FAMILIES, MAX_DIFFICULTY
 
 
@@ -102,8 +102,9 @@ class CeilingLMConfig(StrictModel):
     max_retries: int = Field(4, ge=0, le=20)
     backoff_s: float = Field(1.0, ge=0.0, le=600.0, description="first retry's wait; doubles each retry")
     max_new_tokens: int = Field(64, ge=1, le=8192)
-    cache_dir: str | None = Field(None, description="response cache (default $BINDSCALE_CACHE/ceiling-lm, "
-                                                    "else ~/.cache/bindscale/ceiling-lm)")
+    cache_dir: str | None = data_location_field(None, description="response cache (default "
+                                                                  "$BINDSCALE_CACHE/ceiling-lm, else "
+                                                                  "~/.cache/bindscale/ceiling-lm)")
 
     @field_validator("endpoint")
     @classmethod

