@@ -40,10 +40,20 @@ def test_smoke_tests_and_inconclusive_are_not_counted():
     out = synthesis(rows)
     assert out["sides"]["scale_suffices"] == {"for": [], "against": [], "open": [], "smoke": ["a"], "state": "open",
                                               "own_for": [], "own_against": [], "largest": {}, "single": False,
-                                              "missed_level": [], "split": {}}
+                                              "missed_level": [], "split": {}, "open_published": []}
     assert out["sides"]["binding_needed"]["open"] == ["b"]
+    # The undecided published claim is named in its side's sentence as tested and undecided, never counted.
     assert out["answer"] == ["No firm evidence yet on whether scale suffices.",
-                             "No firm evidence yet on where scale stops.", "No firm evidence yet on explicit binding."]
+                             "No firm evidence yet on where scale stops.",
+                             "No firm evidence yet on explicit binding. Tested and undecided (inconclusive, evidence "
+                             "for neither side; each claim's row says what would decide it): b."]
+
+
+def test_an_own_hypothesis_left_undecided_is_not_named_as_a_tested_published_claim():
+    rows = [_row("a", "binding_needed", "supported"), dict(_row("t", "binding_needed", "inconclusive"),
+                                                           own_hypothesis=True)]
+    out = synthesis(rows)
+    assert out["sides"]["binding_needed"]["open_published"] == [] and "undecided" not in out["answer"][2]
 
 
 _STATE_ROWS = {  # a side's state → the firm verdicts that give it

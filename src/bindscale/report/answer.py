@@ -260,8 +260,9 @@ def synthesis(claims: list[dict]) -> dict[str, Any]:
     from scratch at 500k parameters, not supported at 135M pretrained) counts on neither side and is named in its
     side's sentence as "split between scales: supported at 500k parameters, not supported at 135M parameters …".
 
-    Output: ``{"sides": {side: {"for", "against", "missed_level", "open", "smoke", "own_for", "own_against",
-    "largest", "single", "split", "state"}}, "answer": [sentences]}``; ``against`` holds the not-supported claims
+    Output: ``{"sides": {side: {"for", "against", "missed_level", "open", "open_published", "smoke", "own_for",
+    "own_against", "largest", "single", "split", "state"}}, "answer": [sentences]}``; ``open_published`` holds the
+    firm published claims that are inconclusive, named in their side's sentence as tested and undecided; ``against`` holds the not-supported claims
     whose finding points the other way (``not_supported_means`` "opposite"), ``missed_level`` those that only
     missed a level or band; ``largest`` maps each claim to the largest model of the row that decided it,
     ``single`` is true when the side's state rests on one claim, and ``split`` maps each claim split between
@@ -281,6 +282,7 @@ def synthesis(claims: list[dict]) -> dict[str, Any]:
             "missed_level": [c["claim"] for c in published if c["verdict"] == "not_supported"
                              and c.get("not_supported_means", "opposite") != "opposite"],
             "open": [c["claim"] for c in firm if c["verdict"] == "inconclusive"],
+            "open_published": [c["claim"] for c in published if c["verdict"] == "inconclusive"],
             "smoke": [c["claim"] for c in rows if not c["firm"]],
             "own_for": [c["claim"] for c in own if c["verdict"] == "supported"],
             "own_against": [c["claim"] for c in own if c["verdict"] == "not_supported"],
@@ -313,6 +315,10 @@ def synthesis(claims: list[dict]) -> dict[str, Any]:
         if t["own_for"] or t["own_against"]:
             out += (f" Own hypotheses beside it, not counted: supported — {names(t['own_for'])}; "
                     f"not supported — {names(t['own_against'])}.")
+        if t["open_published"]:
+            # An undecided published claim is part of what the side's sentence rests on: say it was tested.
+            out += (f" Tested and undecided (inconclusive, evidence for neither side; each claim's row says what "
+                    f"would decide it): {names(t['open_published'])}.")
         return out
 
     SCALE = "scale_suffices"
