@@ -7,7 +7,8 @@ rule, defaults, guards and statement each claim declares in its study plugin
 a rule returns a :class:`bindscale.core.study.Verdict`. The helpers below are
 shared by every study's rules (studies import them from :mod:`bindscale.kit`,
 which re-exports them under the names they have here): restricting a comparison to the most
-common configuration, degenerate-input checks and the verdict dict itself.
+common configuration, degenerate-input checks, the check of recorded parameter counts against the
+counts the records' configurations give (:func:`param_count_mismatch`) and the verdict dict itself.
 Intervals come from :mod:`bindscale.verdicts.stats`.
 
 A verdict whose deciding cell has fewer than ``MIN_REPLICATES`` values is
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -49,6 +50,7 @@ __all__ = [
     "gate_check",
     "at_bound",
     "no_room",
+    "param_count_mismatch",
     "study_as_dict",
     "coerce_numeric",
     "to_python",
@@ -184,7 +186,7 @@ def _cell_label(cell: Mapping[str, Any]) -> str:
     return ", ".join(f"{_WORDS.get(k, k)} {v}" for k, v in cell.items())
 
 
-_WORDS = {"holdout": "hold-out"}  # column → the word a reader sees
+_WORDS = {"holdout": "hold-out", "train.batch_size": "batch size"}  # column → the word a reader sees
 
 
 def _matching(whole: pd.DataFrame, cell: Mapping[str, Any]) -> pd.DataFrame:
@@ -452,6 +454,76 @@ def no_room(baseline: Any, margin: float, high: float = 1.0, name: str = "the ba
     return (f"{name} already averages {v.mean():.3f} over {v.size} seeds, {high - v.mean():.3f} below the "
             f"metric's ceiling {high:g}: no model could exceed it by the margin {margin:g}, so the comparison "
             "says nothing about the claim")
+
+
+#: How many wrongly counted records :func:`param_count_mismatch` names in its reason (all are in its list).
+SHOWN_MISCOUNTS = 5
+
+
+def param_count_mismatch(rows: pd.DataFrame, expected: Callable[[Mapping[str, Any]], int], column: str = "n_params",
+                         describe: Sequence[str] = ()) -> tuple[str | None, list[dict[str, Any]]]:
+    """Whether the parameter counts recorded in ``rows`` are the counts their configurations give.
+
+    A rule that compares parameter counts (a parameter ratio, an equal-parameter check) reads them from the
+    table; a record whose count is wrong (a student recorded at a third of its size, a count copied from another
+    model) moves the comparison, and nothing else in the table would show it. So each deciding row's count is
+    recomputed from its own config columns by the study's counter and must match exactly.
+
+    ``rows``: the rule's deciding rows (each row a record); ``expected``: the study's counter, ``row -> int``,
+    given the row as a dict without its missing (NaN / None) entries, so that a counter reads an absent config
+    column at the trial config's default (``row.get("heads", 2)``); it may raise ``ValueError``, ``KeyError`` or
+    ``TypeError`` for a config it cannot size. ``column``: the recorded count the rule compares; ``describe``:
+    config columns that name a row in the reason beside its ``trial_id``.
+
+    Output: (reason or None, one entry per mismatched row: ``{"trial_id", "recorded", "expected", <describe>}``,
+    ``expected`` None where the counter could not size the row). Recorded and expected must be the same integer;
+    a recorded NaN is a mismatch (the count was not recorded, so it cannot be checked).
+    """
+    wrong: list[dict[str, Any]] = []
+    for idx, row in rows.iterrows():
+        cfg = {str(k): v for k, v in row.items() if not _empty_cell(v)}
+        try:
+            want: int | None = int(expected(cfg))
+            why = None
+        except (ValueError, KeyError, TypeError) as err:
+            want, why = None, f"{type(err).__name__}: {err}"
+        got = pd.to_numeric(pd.Series([row.get(column)]), errors="coerce").iloc[0]
+        if want is not None and np.isfinite(got) and float(got) == float(want):
+            continue
+        entry = {"trial_id": str(row["trial_id"]) if "trial_id" in row and not _empty_cell(row["trial_id"])
+                 else f"row {idx}", "recorded": to_python(got) if np.isfinite(got) else None, "expected": want}
+        entry |= {c: to_python(cfg[c]) for c in describe if c in cfg}
+        if why:
+            entry["error"] = why
+        wrong.append(entry)
+    if not wrong:
+        return None, []
+
+    def said(e: Mapping[str, Any]) -> str:
+        config = ", ".join(f"{_WORDS.get(c, c)} {e[c]}" for c in describe if c in e)
+        recorded = "no count" if e["recorded"] is None else f"{e['recorded']}"
+        want = (f"the config cannot be sized ({e['error']})" if e["expected"] is None
+                else f"its config gives {e['expected']}")
+        return f"{e['trial_id']}{f' ({config})' if config else ''} recorded {recorded}, {want}"
+
+    named = "; ".join(said(e) for e in wrong[:SHOWN_MISCOUNTS])
+    more = f"; and {len(wrong) - SHOWN_MISCOUNTS} more" if len(wrong) > SHOWN_MISCOUNTS else ""
+    return (f"{len(wrong)} of {len(rows)} deciding records carry a recorded {column} that is not the count their "
+            f"configuration gives (recomputed from each record's config, exact match): {named}{more}; a comparison "
+            "of parameter counts read from them is not a measurement, so nothing is decided until the records are "
+            "corrected"), wrong
+
+
+def _empty_cell(v: Any) -> bool:
+    """Whether a table cell holds nothing (None or NaN; a list or other object holds something)."""
+    if v is None:
+        return True
+    if isinstance(v, (list, tuple, dict, set, np.ndarray)):
+        return False
+    try:
+        return bool(pd.isna(v))
+    except (TypeError, ValueError):
+        return False
 
 
 def pooled_columns(rows: pd.DataFrame, cols: tuple[str, ...]) -> dict[str, list]:

@@ -129,12 +129,39 @@ def test_beats_a_plain_model_at_zero_in_every_seed_is_a_measurement():
     assert beats(_table(_design(plain_large=0.0))).outcome == "supported"
 
 
-def test_beats_refuses_a_binding_model_with_more_parameters():
+def test_beats_refuses_a_binding_model_with_more_parameters(monkeypatch):
     df = _table(_design())
-    df["n_params_nonembed"] = df["n_params_nonembed"].astype(float)
-    df.loc[df["model"] == "tp_transformer", "n_params_nonembed"] *= 1.2
+    tp = df["model"] == "tp_transformer"
+    df.loc[tp, "n_params_nonembed"] = (df.loc[tp, "n_params_nonembed"] * 1.2).round().astype(int)
+    r = beats(df)
+    # 20% more than its config gives: a miscounted record first (no shape of the study is 5% off its budget) …
+    assert r.outcome == "inconclusive" and "is not the count their configuration gives" in r.details["reason"]
+    # … and, were the counts what the configs give (a shape rule that made the kind 20% larger), the tolerance.
+    monkeypatch.setattr(V, "expected_nonembed_params", lambda row: int(row["n_params_nonembed"]))
     r = beats(df)
     assert r.outcome == "inconclusive" and "more than the largest plain model" in r.details["reason"]
+
+
+def test_beats_refuses_records_whose_parameter_counts_are_not_their_configs():
+    """Review: ``n_params_nonembed`` was trusted as recorded. A TP-Transformer recorded at a third of its size passes
+    the equal-parameter check whatever its real size; each deciding record's count is recomputed from its config
+    (kind, budget, depth, heads), and a record that differs makes the claim inconclusive, named."""
+    df = _table(_design())
+    honest = beats(df)
+    assert honest.outcome == "supported" and "param_count_mismatch" not in honest.details
+    shrunk = df.copy()
+    tp = (shrunk["model"] == "tp_transformer") & (shrunk["split"] == "around_right")
+    shrunk.loc[tp, "n_params_nonembed"] = shrunk.loc[tp, "n_params_nonembed"] // 3
+    r = beats(shrunk)
+    assert r.outcome == "inconclusive" and math.isnan(r.interval[0])
+    assert {e["trial_id"] for e in r.details["param_count_mismatch"]} == set(shrunk.loc[tp, "trial_id"])
+    first = shrunk[tp].iloc[0]
+    assert (f"{first['trial_id']} (split around_right, model tp_transformer, budget 100000, layers 2) recorded "
+            f"{first['n_params_nonembed']}, its config gives {df.loc[first.name, 'n_params_nonembed']}") in \
+        r.details["reason"]
+    out = _engine(shrunk, "binding_beats_plain_on_scan")
+    assert out["verdict"] == "inconclusive" and "deciding records carry a recorded n_params_nonembed" in \
+        out["details"]["reason"]
 
 
 def test_beats_compares_against_the_largest_plain_model_only():

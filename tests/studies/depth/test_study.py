@@ -37,8 +37,8 @@ def test_quick_depth_study_gives_its_verdicts_and_figures(tmp_path):
 
 @pytest.mark.parametrize("name", ["depth", "depth-full", "depth-paper"])
 def test_every_tier_trains_one_step_count_and_gives_deciding_cells_five_seeds(name):
-    """The rules compare only rotary cells of the most common step count (verdicts.py), so a tier whose
-    trials trained different step counts would silently drop cells; and three seeds decide nothing
+    """The rules compare only cells of one training recipe (verdicts.mixed_recipes: the whole ``train`` section), so a
+    tier whose trials trained different recipes would decide nothing; and three seeds decide nothing
     (their t interval is too wide): each family's deepest and shallowest member and the largest depth-2 model on the length
     and add-jump splits (the largest budget's most common depth on those splits) have at least 5 seeds."""
     from collections import defaultdict
@@ -46,7 +46,7 @@ def test_every_tier_trains_one_step_count_and_gives_deciding_cells_five_seeds(na
     from bindscale.core.studyfile import resolve_study
 
     trials = resolve_study(name).trials()
-    assert len({t.train.steps for t in trials}) == 1
+    assert len({t.train.model_dump_json() for t in trials}) == 1
     seeds = defaultdict(set)
     for t in trials:
         if t.model.pos == "rope":

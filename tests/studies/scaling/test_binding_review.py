@@ -5,8 +5,9 @@ the ladder up to there, at the planned hold-out, decides the number, and a ladde
 width was not trained, not short of capacity.
 
 The tables are the review's: an MLP ladder 16 / 64 / 256 (held-out R² 0.45 / 0.85 / 0.97) against a binding
-student 32 / 64 / 128 (0.6 / 0.8 / 0.92, which needs more parameters than the MLP: not supported), 8 seeds, noise
-0.01.
+student at 0.6 / 0.8 / 0.92 (which needs more parameters than the MLP: not supported), the TPR student at widths
+32 / 64 / 128 and the hypernetwork at 8 / 24 / 48 (about the TPR's parameter counts: 3240 / 12744 / 35640), 8
+seeds, noise 0.01. Every record carries the parameter count its config gives.
 """
 
 from __future__ import annotations
@@ -19,25 +20,29 @@ import pytest
 
 from bindscale.studies.scaling.tpr import tpr_params
 from bindscale.verdicts.engine import compute_verdicts
-from tests.studies.scaling.test_verdicts import _row, make_results, mlp_params
+from tests.studies.scaling.test_verdicts import _row, make_results, mlp_params, student_params
 
 MLP_MEANS, MLP_WIDTHS = (0.45, 0.85, 0.97), (16, 64, 256)
-SECOND_MEANS, SECOND_WIDTHS = (0.6, 0.8, 0.92), (32, 64, 128)
+SECOND_MEANS = (0.6, 0.8, 0.92)
+#: The binding student's widths, by kind: the hypernetwork's hold about the TPR student's parameter counts.
+SECOND_WIDTHS = {"tpr": (32, 64, 128), "hypernet": (8, 24, 48)}
 #: The claim whose rule reads each binding student.
 CLAIM = {"tpr": "binding_tpr", "hypernet": "binding"}
 SHORT = {"tpr": "TPR", "hypernet": "hypernet"}
 
 
 def _table(kind: str = "tpr", mlp_means=MLP_MEANS, second_means=SECOND_MEANS, mlp_widths=MLP_WIDTHS,
-           second_widths=SECOND_WIDTHS, holdouts=(0.25,), mlp_r2_id=None, n_seeds: int = 8, seed: int = 0,
+           second_widths=None, holdouts=(0.25,), mlp_r2_id=None, n_seeds: int = 8, seed: int = 0,
            sd: float = 0.01) -> pd.DataFrame:
-    """The review's table: per model, a cell per width and hold-out, ``n_seeds`` seeds around its mean."""
+    """The review's table: per model, a cell per width and hold-out, ``n_seeds`` seeds around its mean; the binding
+    student at ``second_widths`` (default: its kind's :data:`SECOND_WIDTHS`)."""
     rng = np.random.default_rng(seed)
     rows: list[dict] = []
+    second_widths = SECOND_WIDTHS[kind] if second_widths is None else second_widths
     for h in holdouts:
         for model, widths, means in (("mlp", mlp_widths, mlp_means), (kind, second_widths, second_means)):
             for j, (w, m) in enumerate(zip(widths, means)):
-                p = mlp_params(w, 2) if model == "mlp" else tpr_params(8, 16, 16, w, 2)
+                p = tpr_params(8, 16, 16, w, 2) if model == "tpr" else student_params(model, w)
                 fit = mlp_r2_id[j] if model == "mlp" and mlp_r2_id else 0.97
                 for s in range(n_seeds):
                     rows.append(_row(len(rows), model=model, width=w, depth=2, holdout=h, seed=s,

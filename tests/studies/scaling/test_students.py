@@ -164,3 +164,18 @@ def test_tpr_learns_a_tiny_hyperteacher_task_with_the_study_optimizer():
     with torch.no_grad():
         after = float(loss_on(test))
     assert after < before / 5, (before, after)
+
+
+@pytest.mark.parametrize("kind", ["mlp", "hypernet", "tpr"])
+@pytest.mark.parametrize("encoding,n_banks", [("identity", None), ("tokens", 3), ("fewshot", None)])
+def test_the_verdicts_parameter_counter_is_the_built_students_count(kind, encoding, n_banks):
+    """The binding claims check each record's n_params against its config (expected_n_params, torch-free): the
+    count must be the one the trial's untrained student has, for every kind and task-input width."""
+    from bindscale.studies.scaling.config import TrialConfig
+    from bindscale.studies.scaling.trial import untrained_model
+    from bindscale.studies.scaling.verdicts import expected_n_params
+
+    trial = TrialConfig(model={"kind": kind, "width": 9, "depth": 2, "n_banks": n_banks},
+                        task={"encoding": encoding, "M": 5, "K": 2, "input_dim": 6, "output_dim": 4, "n_shots": 3})
+    row = {k: v for k, v in trial.flat().items() if v is not None}
+    assert expected_n_params(row) == untrained_model(trial).n_params()

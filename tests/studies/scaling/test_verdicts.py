@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from bindscale.studies.scaling.params import tpr_params
 from bindscale.verdicts.engine import compute_verdicts
 
 M, K = 8, 3
@@ -37,6 +38,19 @@ STUDY = {
 def mlp_params(width: int, depth: int) -> int:
     """Parameter count of an MLP: (8 + 16) inputs -> depth hidden layers -> 16."""
     return 24 * width + width + (depth - 1) * (width * width + width) + 16 * width + 16
+
+
+def hypernet_params(width: int, depth: int) -> int:
+    """Parameter count of a hypernetwork over M = 8 banks (identity code, 8 features): the mixing layer
+    (8 + 1) · 8, and each layer of its target net 16 -> width (depth times) -> 16 as a base plus 8 banks."""
+    target = (16 + 1) * width + (depth - 1) * (width + 1) * width + (width + 1) * 16
+    return (8 + 1) * 8 + (1 + 8) * target
+
+
+def student_params(model: str, width: int, depth: int = 2) -> int:
+    """The parameter count a record of ``model`` at this width and depth carries (the fixtures' task: M = 8,
+    identity code, 16 inputs and outputs)."""
+    return mlp_params(width, depth) if model == "mlp" else hypernet_params(width, depth)
 
 
 def _row(i: int, **kw) -> dict:
@@ -77,7 +91,7 @@ def make_results(effect: bool = True, n_seeds: int = 8, seed: int = 0,
 
     effect=True plants every claim: held-out R² grows with width and coverage
     (0.97 at width 256, holdout 0.25), decodability tracks held-out R²,
-    the hypernet reaches R² 0.95 with 3 200 parameters (the MLP needs
+    the hypernet reaches R² 0.95 with 7 416 parameters (width 16; the MLP needs
     width 256, 76 304), and in-hull beats out-of-hull by 0.35.
     effect=False: flat R² 0.5, random decodability, a hypernet stuck at 0.3,
     in-hull = out-of-hull. ``problems`` adds one diverged row (with absurd
@@ -111,7 +125,7 @@ def make_results(effect: bool = True, n_seeds: int = 8, seed: int = 0,
                 for s in range(n_seeds):
                     r2 = (planted - (h - 0.25) if effect else 0.3) + rng.normal(0, 0.01)
                     rows.append(_row(i, model="hypernet", width=w, depth=2, holdout=h, seed=s,
-                                     r2_heldout=r2, n_params=200 * w))
+                                     r2_heldout=r2, n_params=hypernet_params(w, 2)))
                     i += 1
     if problems:
         rows.append(_row(i, status="diverged", width=256, holdout=0.25, r2_heldout=-50.0,
@@ -170,7 +184,8 @@ def test_planted_numbers(planted):
     means = lambda m: ok[ok["model"] == m].groupby("width")["r2_heldout"].mean()  # noqa: E731
     mm, hm = means("mlp"), means("hypernet")
     t_m, t_h = (0.9 - mm[64]) / (mm[256] - mm[64]), (0.9 - hm[8]) / (hm[16] - hm[8])
-    expected = (mlp_params(64, 2) * (mlp_params(256, 2) / mlp_params(64, 2)) ** t_m) / (1600 * 2 ** t_h)
+    h8, h16 = hypernet_params(8, 2), hypernet_params(16, 2)
+    expected = (mlp_params(64, 2) * (mlp_params(256, 2) / mlp_params(64, 2)) ** t_m) / (h8 * (h16 / h8) ** t_h)
     assert planted["binding"]["value"] == pytest.approx(expected)
     assert b["hypernet_reaching"]["width"] == 16 and b["mlp_reaching"]["width"] == 256
     assert planted["hull"]["value"] == pytest.approx(0.0, abs=0.03)
@@ -275,31 +290,37 @@ def test_single_seed_is_inconclusive():
 
 def test_binding_hand_computed():
     rows: list[dict] = []
-    for w, p, r2 in ((16, 1000, 0.5), (64, 4000, 0.8), (256, 16000, 0.92)):
-        _cell(rows, "mlp", w, 0.25, [r2 - 1e-3, r2, r2 + 1e-3], n_params=p)  # seeds differ; the mean is r2
-    for w, p, r2 in ((8, 500, 0.7), (16, 2000, 0.95)):
-        _cell(rows, "hypernet", w, 0.25, [r2 - 1e-3, r2, r2 + 1e-3], n_params=p)
+    for w, r2 in ((16, 0.5), (64, 0.8), (256, 0.92)):
+        _cell(rows, "mlp", w, 0.25, [r2 - 1e-3, r2, r2 + 1e-3], n_params=mlp_params(w, 2))  # the mean is r2
+    for w, r2 in ((8, 0.7), (16, 0.95)):
+        _cell(rows, "hypernet", w, 0.25, [r2 - 1e-3, r2, r2 + 1e-3], n_params=hypernet_params(w, 2))
     df = pd.DataFrame(rows)
-    # Fixed target 0.9, interpolated in log-parameters: the MLP crosses between 4000 (0.8) and 16000 (0.92)
-    # at t = 0.1 / 0.12, the hypernet between 500 (0.7) and 2000 (0.95) at t = 0.2 / 0.25.
-    mlp = 4000 * 4 ** (0.1 / 0.12)
-    hyp = 500 * 4 ** (0.2 / 0.25)
+    m16, m64, m256 = (mlp_params(w, 2) for w in (16, 64, 256))  # 944, 6800, 76304
+    h8, h16 = hypernet_params(8, 2), hypernet_params(16, 2)  # 3240, 7416
+    # Fixed target 0.9, interpolated in log-parameters: the MLP crosses between width 64 (0.8) and 256 (0.92)
+    # at t = 0.1 / 0.12, the hypernet between width 8 (0.7) and 16 (0.95) at t = 0.2 / 0.25.
+    mlp = m64 * (m256 / m64) ** (0.1 / 0.12)
+    hyp = h8 * (h16 / h8) ** (0.2 / 0.25)
     v = compute_verdicts(df, {"verdicts": {"binding": {}}})[0]
     assert v["value"] == pytest.approx(mlp / hyp) and v["ci_low"] < v["value"] < v["ci_high"]
     assert v["details"]["mlp_params_to_target"] == pytest.approx(mlp) and v["verdict"] == "supported"
     assert v["n_trials"] == 15 and v["details"]["seeds_per_cell"] == 3
     # The target is the study's, not the best MLP's mean minus a tolerance (which rose with noise).
     v = compute_verdicts(df, {"verdicts": {"binding": {"target_r2": 0.6}}})[0]
-    assert v["value"] == pytest.approx(1000 * 4 ** (1 / 3) / 500)
+    assert v["value"] == pytest.approx(m16 * (m64 / m16) ** (1 / 3) / h8)
     assert v["details"]["hypernet_params_to_target_kind"] == "at_most" and "upper bound" in v["details"]["reason"]
-    # Matched parameters: hypernet with 500 vs the MLP nearest in log params (1000).
+    # Matched parameters: the width-8 hypernet (3240) vs the MLP nearest in log params (width 64, 6800).
     m = v["details"]["matched_params"][0]
-    assert m["hypernet"]["n_params"] == 500 and m["mlp"]["n_params"] == 1000
-    assert m["r2_diff_hypernet_minus_mlp"]["value"] == pytest.approx(0.7 - 0.5)
-    # The hypernet as large as the MLP needs and still short of the target: not supported.
+    assert m["hypernet"]["n_params"] == h8 and m["mlp"]["n_params"] == m64
+    assert m["r2_diff_hypernet_minus_mlp"]["value"] == pytest.approx(0.7 - 0.8)
+    # The hypernet as large as the MLP needs (widths 32 and 64, up to 56664 parameters) and still short of the
+    # target: not supported.
     df2 = df.copy()
-    df2.loc[df2["model"] == "hypernet", "r2_heldout"] -= 0.45
-    df2.loc[df2["model"] == "hypernet", "n_params"] = 20000
+    hyper = df2["model"] == "hypernet"
+    df2.loc[hyper, "r2_heldout"] -= 0.45
+    df2.loc[hyper, "width"] = df2.loc[hyper, "width"] * 4
+    df2.loc[hyper, "n_params"] = [hypernet_params(int(w), 2) for w in df2.loc[hyper, "width"]]
+    assert hypernet_params(64, 2) >= mlp
     v = compute_verdicts(df2, {"verdicts": {"binding": {}}})[0]
     assert v["verdict"] == "not_supported" and v["details"]["ratio_upper_bound"] <= 1
 
@@ -307,10 +328,10 @@ def test_binding_hand_computed():
 def test_binding_interval_comes_from_seed_noise_not_the_grid():
     rng = np.random.default_rng(0)
     rows: list[dict] = []
-    for w, p, r2 in ((16, 1000, 0.5), (64, 4000, 0.8), (256, 16000, 0.95)):
-        _cell(rows, "mlp", w, 0.25, list(r2 + rng.normal(0, 0.02, 8)), n_params=p)
-    for w, p, r2 in ((8, 500, 0.7), (16, 2000, 0.95)):
-        _cell(rows, "hypernet", w, 0.25, list(r2 + rng.normal(0, 0.02, 8)), n_params=p)
+    for w, r2 in ((16, 0.5), (64, 0.8), (256, 0.95)):
+        _cell(rows, "mlp", w, 0.25, list(r2 + rng.normal(0, 0.02, 8)), n_params=mlp_params(w, 2))
+    for w, r2 in ((8, 0.7), (16, 0.95)):
+        _cell(rows, "hypernet", w, 0.25, list(r2 + rng.normal(0, 0.02, 8)), n_params=hypernet_params(w, 2))
     v = compute_verdicts(pd.DataFrame(rows), {"verdicts": {"binding": {}}})[0]
     assert v["ci_low"] < v["value"] < v["ci_high"] and v["ci_low"] > 1 and v["verdict"] == "supported"
 
@@ -453,7 +474,10 @@ def test_a_claim_about_the_largest_scale_is_inconclusive_when_its_widest_model_l
 
 
 def test_the_widest_hypernet_matters_to_binding_only_when_no_hypernet_reached_the_target():
-    widest = lambda df: (df["model"] == "hypernet") & (df["width"] == max(HYPER_WIDTHS))  # noqa: E731
+    def widest(df):
+        hyper = df["model"] == "hypernet"
+        return hyper & (df["width"] == df.loc[hyper, "width"].max())
+
     # A narrower hypernet reaches the target: the ratio does not involve the widest one.
     df = make_results(effect=True, problems=False)
     df.loc[widest(df), "status"] = "diverged"
@@ -461,9 +485,12 @@ def test_the_widest_hypernet_matters_to_binding_only_when_no_hypernet_reached_th
     assert v["details"]["hypernet_reaching"]["width"] < max(HYPER_WIDTHS)
     assert v["verdict"] == "supported" and "lost_largest_width" not in v["details"]
     # No hypernet reaches it: the verdict rests on the largest hypernet, which was lost.
+    # (hypernets 8 times as wide, 57k to 668k parameters: the largest has what the MLP needs, about 49k)
     df = make_results(effect=True, problems=False)
-    df.loc[df["model"] == "hypernet", "r2_heldout"] -= 0.6
-    df.loc[df["model"] == "hypernet", "n_params"] = 200000
+    hyper = df["model"] == "hypernet"
+    df.loc[hyper, "r2_heldout"] -= 0.6
+    df.loc[hyper, "width"] = df.loc[hyper, "width"] * 8
+    df.loc[hyper, "n_params"] = [hypernet_params(int(w), 2) for w in df.loc[hyper, "width"]]
     before = {v["claim"]: v for v in compute_verdicts(df, STUDY)}["binding"]
     assert before["details"]["hypernet_reaching"] is None and before["verdict"] == "not_supported"
     df.loc[widest(df), "status"] = "diverged"
@@ -516,29 +543,31 @@ def test_binding_bounds_and_degenerate_cells_do_not_decide():
     rng = np.random.default_rng(7)
 
     def table(mlp, hyp, seeds=8, sd=0.01):
+        """Cells (width, mean held-out R²) of each model, each record with its model's parameter count."""
         rows: list[dict] = []
-        for p, r2 in mlp:
-            _cell(rows, "mlp", p, 0.25, list(r2 + rng.normal(0, sd, seeds)), n_params=p)
-        for p, r2 in hyp:
-            _cell(rows, "hypernet", p, 0.25, list(r2 + rng.normal(0, sd, seeds)), n_params=p)
+        for model, cells in (("mlp", mlp), ("hypernet", hyp)):
+            for w, r2 in cells:
+                _cell(rows, model, w, 0.25, list(r2 + rng.normal(0, sd, seeds)), n_params=student_params(model, w))
         return pd.DataFrame(rows)
 
     def verdict(df):
         return compute_verdicts(df, {"verdicts": {"binding": {}}})[0]
 
-    # The MLP never reaches 0.9 on its grid and the hypernet needs 20x the largest MLP: not "supported".
-    v = verdict(table([(944, 0.5), (6800, 0.7), (76304, 0.85)], [(200_000, 0.6), (1_000_000, 0.8), (2_000_000, 0.95)]))
+    # The MLP never reaches 0.9 on its grid (widths 16 / 64 / 256: 944 / 6800 / 76304 parameters) and the
+    # hypernet needs over 13x the largest MLP (widths 144 / 320 / 480: 0.23M / 1.02M / 2.22M): not "supported".
+    v = verdict(table([(16, 0.5), (64, 0.7), (256, 0.85)], [(144, 0.6), (320, 0.8), (480, 0.95)]))
     assert v["verdict"] != "supported" and v["details"]["ratio_lower_bound"] < 1
     # The smallest MLP already reaches it: the ratio is only an upper bound, so it cannot support.
-    v = verdict(table([(944, 0.95), (6800, 0.97), (76304, 0.98)], [(200, 0.5), (400, 0.95), (800, 0.97)]))
+    v = verdict(table([(16, 0.95), (64, 0.97), (256, 0.98)], [(1, 0.5), (2, 0.95), (4, 0.97)]))
     assert v["verdict"] == "inconclusive" and v["details"]["ratio_is"] == "an upper bound"
-    # The smallest hypernet already reaches it: a lower bound below 1 cannot refute.
-    v = verdict(table([(100, 0.5), (300, 0.85), (1000, 0.95), (5000, 0.97)], [(800, 0.95), (1600, 0.96)]))
+    # The smallest hypernet already reaches it (width 2: 864 parameters; the MLP needs about 450): a lower bound
+    # below 1 cannot refute.
+    v = verdict(table([(2, 0.5), (5, 0.85), (14, 0.95), (56, 0.97)], [(2, 0.95), (4, 0.96)]))
     assert v["verdict"] == "inconclusive" and v["details"]["ratio_is"] == "a lower bound"
     # One seed per cell, or identical seeds: no verdict.
-    v = verdict(table([(944, 0.5), (6800, 0.95), (76304, 0.97)], [(1600, 0.6), (12800, 0.85), (102400, 0.89)], seeds=1))
+    v = verdict(table([(16, 0.5), (64, 0.95), (256, 0.97)], [(4, 0.6), (24, 0.85), (96, 0.89)], seeds=1))
     assert v["verdict"] == "inconclusive"
-    v = verdict(table([(944, 0.5), (6800, 0.8), (76304, 0.95)], [(800, 0.5), (1600, 0.95)], sd=0.0))
+    v = verdict(table([(16, 0.5), (64, 0.8), (256, 0.95)], [(2, 0.5), (4, 0.95)], sd=0.0))
     # (identical seeds: every measured value repeats under another seed number: copies, no verdict)
     assert v["verdict"] == "inconclusive" and "copies filed as new seeds" in v["details"]["reason"]
 
@@ -763,18 +792,19 @@ def test_one_widest_student_below_the_gate_is_left_out_and_the_claim_still_decid
 
 # ------------------------------------------------- binding_tpr: binding's rule with the TPR student --
 
-MLP_LADDER = ((16, 1000, 0.5), (64, 4000, 0.8), (256, 16000, 0.92))
+MLP_LADDER = ((16, 0.5), (64, 0.8), (256, 0.92))
 
 
 def _binding_table(second: tuple, kind: str = "tpr", mlp: tuple = MLP_LADDER, sd: float = 0.0,
                    n: int = 8) -> list[dict]:
-    """MLP cells and ``kind`` cells (width, parameters, mean held-out R²), ``n`` seeds each spread ±1e-3 around the
-    mean (or normal with ``sd``)."""
+    """MLP cells and ``kind`` cells (width, mean held-out R²) at depth 2, each record with its model's parameter
+    count, ``n`` seeds each spread ±1e-3 around the mean (or normal with ``sd``)."""
     rng = np.random.default_rng(3)
     rows: list[dict] = []
     for model, cells in (("mlp", mlp), (kind, second)):
-        for w, p, r2 in cells:
+        for w, r2 in cells:
             vals = (r2 + rng.normal(0, sd, n)) if sd else r2 + np.linspace(-1e-3, 1e-3, n)
+            p = tpr_params(8, 16, 16, w, 2) if model == "tpr" else student_params(model, w)
             _cell(rows, model, w, 0.25, list(vals), n_params=p)
     return rows
 
@@ -784,9 +814,10 @@ def _tpr_verdict(df: pd.DataFrame, **thresholds) -> dict:
 
 
 def test_binding_tpr_is_supported_when_the_tpr_student_needs_fewer_parameters():
-    df = pd.DataFrame(_binding_table(((8, 500, 0.7), (16, 2000, 0.95))))
+    df = pd.DataFrame(_binding_table(((8, 0.7), (16, 0.95))))
     v = _tpr_verdict(df)
-    mlp, tpr = 4000 * 4 ** (0.1 / 0.12), 500 * 4 ** (0.2 / 0.25)  # as binding's hand-computed case
+    m64, m256, t8, t16 = mlp_params(64, 2), mlp_params(256, 2), tpr_params(8, 16, 16, 8, 2), tpr_params(8, 16, 16, 16, 2)
+    mlp, tpr = m64 * (m256 / m64) ** (0.1 / 0.12), t8 * (t16 / t8) ** (0.2 / 0.25)  # as binding's hand-computed case
     assert v["claim"] == "binding_tpr" and v["statistic"] == "param_ratio_mlp_over_tpr"
     assert v["verdict"] == "supported", v["details"]["reason"]
     assert v["value"] == pytest.approx(mlp / tpr) and 1 < v["ci_low"] < v["value"] < v["ci_high"]
@@ -799,24 +830,29 @@ def test_binding_tpr_is_supported_when_the_tpr_student_needs_fewer_parameters():
 
 
 def test_binding_tpr_is_not_supported_when_the_tpr_student_needs_as_many_parameters_as_the_mlp():
-    # The TPR curve is the MLP's at twice the parameters: ratio 0.5, its whole interval below 1.
-    df = pd.DataFrame(_binding_table(tuple((w, 2 * p, r2) for w, p, r2 in MLP_LADDER), sd=0.005))
+    # The TPR curve is the MLP's at about twice the parameters (widths 32 / 96 / 256: 3472 / 22672 / 142352
+    # against the MLP's 944 / 6800 / 76304): ratio about 0.49, its whole interval below 1.
+    df = pd.DataFrame(_binding_table(((32, 0.5), (96, 0.8), (256, 0.92)), sd=0.005))
     v = _tpr_verdict(df)
     assert v["verdict"] == "not_supported", v["details"]["reason"]
-    assert v["value"] == pytest.approx(0.5, rel=0.05) and v["ci_high"] <= 1
-    # The TPR student never reaches the target, and its largest already has the parameters the MLP needs.
-    df = pd.DataFrame(_binding_table(((64, 4000, 0.6), (256, 60000, 0.8))))
+    m64, m256, t96, t256 = mlp_params(64, 2), mlp_params(256, 2), tpr_params(8, 16, 16, 96, 2), tpr_params(8, 16, 16, 256, 2)
+    t = 0.1 / 0.12
+    assert v["value"] == pytest.approx(m64 * (m256 / m64) ** t / (t96 * (t256 / t96) ** t), rel=0.05)
+    assert v["value"] < 0.55 and v["ci_high"] <= 1
+    # The TPR student never reaches the target, and its largest (width 256, 142352) already has the parameters the
+    # MLP needs.
+    df = pd.DataFrame(_binding_table(((64, 0.6), (256, 0.8))))
     v = _tpr_verdict(df)
     assert v["verdict"] == "not_supported" and v["details"]["ratio_upper_bound"] <= 1
     assert v["details"]["reason"].startswith("no TPR config reaches held-out R² 0.9")
-    # Equal curves: a ratio of 1 decides nothing either way.
-    df = pd.DataFrame(_binding_table(MLP_LADDER, sd=0.01))
+    # Equal curves (TPR widths 14 / 48 / 184: 1024 / 6736 / 75824 parameters): a ratio of 1 decides nothing.
+    df = pd.DataFrame(_binding_table(((14, 0.5), (48, 0.8), (184, 0.92)), sd=0.01))
     assert _tpr_verdict(df)["verdict"] == "inconclusive"
 
 
 @pytest.mark.parametrize("damage", ["no_tpr", "tpr_nan", "no_mlp", "mlp_nan"])
 def test_binding_tpr_with_a_missing_or_nan_arm_is_inconclusive(damage):
-    df = pd.DataFrame(_binding_table(((8, 500, 0.7), (16, 2000, 0.95))))
+    df = pd.DataFrame(_binding_table(((8, 0.7), (16, 0.95))))
     model = "tpr" if "tpr" in damage else "mlp"
     if damage.startswith("no_"):
         df = df[df["model"] != model]
@@ -830,38 +866,39 @@ def test_binding_tpr_with_a_missing_or_nan_arm_is_inconclusive(damage):
 
 
 def test_binding_tpr_on_all_zero_results_is_inconclusive():
-    df = pd.DataFrame(_binding_table(((8, 500, 0.0), (16, 2000, 0.0)), mlp=((16, 1000, 0.0), (64, 4000, 0.0))))
+    df = pd.DataFrame(_binding_table(((8, 0.0), (16, 0.0)), mlp=((16, 0.0), (64, 0.0))))
     df["r2_heldout"] = 0.0
     v = _tpr_verdict(df)
     assert v["verdict"] == "inconclusive" and math.isnan(v["value"]), v["details"]["reason"]
     # all zero on the TPR side only, the MLP reaching the target: the ratio is unknown, never "not supported"
-    df = pd.DataFrame(_binding_table(((8, 500, 0.0), (16, 2000, 0.0))))
+    df = pd.DataFrame(_binding_table(((8, 0.0), (16, 0.0))))
     df.loc[df["model"] == "tpr", "r2_heldout"] = 0.0
     v = _tpr_verdict(df)
     assert v["verdict"] == "inconclusive", v["details"]["reason"]
 
 
 def test_binding_tpr_gates_its_deciding_tpr_cell_and_its_widest_lost_student_decides_nothing():
-    df = pd.DataFrame(_binding_table(((8, 500, 0.7), (16, 2000, 0.95))))
+    df = pd.DataFrame(_binding_table(((8, 0.7), (16, 0.95))))
     # below the target, the interpolation's start: not gated
     below = df.assign(r2_id=np.where((df["model"] == "tpr") & (df["width"] == 8), 0.3, df["r2_id"]))
     assert _tpr_verdict(below)["verdict"] == "supported"
     reach = df.assign(r2_id=np.where((df["model"] == "tpr") & (df["width"] == 16), 0.3, df["r2_id"]))
     v = _tpr_verdict(reach)
     assert v["verdict"] == "inconclusive" and "model tpr" in v["details"]["reason"]
-    # No TPR student reaches the target: the verdict rests on the widest, which was lost.
-    short = pd.DataFrame(_binding_table(((8, 20000, 0.5), (16, 60000, 0.8))))
+    # No TPR student reaches the target: the verdict rests on the widest (width 192, 82192 parameters: what the
+    # MLP needs), which was lost.
+    short = pd.DataFrame(_binding_table(((96, 0.5), (192, 0.8))))
     assert _tpr_verdict(short)["verdict"] == "not_supported"
-    short.loc[(short["model"] == "tpr") & (short["width"] == 16), "status"] = "diverged"
+    short.loc[(short["model"] == "tpr") & (short["width"] == 192), "status"] = "diverged"
     v = _tpr_verdict(short)
     assert v["verdict"] == "inconclusive" and set(v["details"]["lost_largest_width"]) == {"tpr"}
 
 
 def test_binding_reads_only_its_own_binding_student():
     """The hypernet's claim is the same with or without TPR rows in the table, and the other way round."""
-    hyp = ((8, 500, 0.7), (16, 2000, 0.95))
+    hyp = ((8, 0.7), (16, 0.95))
     only_hyp = pd.DataFrame(_binding_table(hyp, kind="hypernet", sd=0.01))
-    tpr_rows = [r for r in _binding_table(((8, 30000, 0.3), (16, 90000, 0.5)), sd=0.01) if r["model"] == "tpr"]
+    tpr_rows = [r for r in _binding_table(((128, 0.3), (192, 0.5)), sd=0.01) if r["model"] == "tpr"]
     both = pd.concat([only_hyp, pd.DataFrame(tpr_rows)], ignore_index=True)
     both["trial_id"] = [f"t{i:04d}" for i in range(len(both))]
     a = compute_verdicts(only_hyp, {"verdicts": {"binding": {}}}, n_boot=400)[0]
@@ -886,3 +923,53 @@ def test_a_table_in_percent_units_decides_no_claim():
     out = by_claim(compute_verdicts(pct, STUDY, n_boot=200))
     assert all(v["verdict"] == "inconclusive" for v in out.values())
     assert all("outside [-inf, 1]" in v["details"]["reason"] for v in out.values())
+
+
+#: A binding student's ladder at about twice the MLP's parameters (the TPR's widths 32 / 96 / 256, the hypernet's
+#: 5 / 25 / 114), the same held-out R² at each step: each binding claim's ratio is about 0.5, not supported.
+TWICE_THE_MLP = {"tpr": ((32, 0.5), (96, 0.8), (256, 0.92)), "hypernet": ((5, 0.5), (25, 0.8), (114, 0.92))}
+
+
+@pytest.mark.parametrize("kind", ["tpr", "hypernet"])
+def test_a_binding_student_recorded_at_a_third_of_its_size_decides_nothing(kind):
+    """Review: ``n_params`` was trusted as recorded. A binding student whose records say a third of its size
+    flips the ratio (about 0.5, not supported, becomes about 1.5); each deciding record's count is recomputed from
+    its config (model, width, depth, task widths), and a record that differs makes the claim inconclusive, named."""
+    claim = {"tpr": "binding_tpr", "hypernet": "binding"}[kind]
+    df = pd.DataFrame(_binding_table(TWICE_THE_MLP[kind], kind=kind, sd=0.005))
+    honest = compute_verdicts(df, {"verdicts": {claim: {}}}, n_boot=400)[0]
+    assert honest["verdict"] == "not_supported" and honest["value"] < 0.6, honest["details"]["reason"]
+    assert "param_count_mismatch" not in honest["details"]
+    shrunk = df.copy()
+    students = shrunk["model"] == kind
+    shrunk.loc[students, "n_params"] = shrunk.loc[students, "n_params"] // 3
+    v = compute_verdicts(shrunk, {"verdicts": {claim: {}}}, n_boot=400)[0]
+    assert v["verdict"] == "inconclusive" and math.isnan(v["value"]), v["details"]["reason"]
+    wrong = v["details"]["param_count_mismatch"]
+    assert {e["trial_id"] for e in wrong} == set(shrunk.loc[students, "trial_id"])
+    first = shrunk[students].iloc[0]
+    assert {"recorded": int(first["n_params"]), "expected": int(df.loc[first.name, "n_params"])}.items() <= \
+        next(e for e in wrong if e["trial_id"] == first["trial_id"]).items()
+    reason = v["details"]["reason"]
+    assert reason.startswith(f"{students.sum()} of {len(df)} deciding records carry a recorded n_params that is not the count")
+    assert (f"{first['trial_id']} (model {kind}, width {first['width']}, depth 2) recorded {int(first['n_params'])}, "
+            f"its config gives {int(df.loc[first.name, 'n_params'])}") in reason
+
+
+def test_one_miscounted_mlp_record_is_named_and_the_counter_reads_the_records_config():
+    """One MLP record off by one parameter is enough (exact match); the count follows the record's own config
+    columns (a wider task input, another number of banks), not the fixtures' defaults."""
+    df = pd.DataFrame(_binding_table(((8, 0.7), (16, 0.95)), kind="hypernet"))
+    assert compute_verdicts(df, {"verdicts": {"binding": {}}}, n_boot=200)[0]["verdict"] == "supported"
+    off = df.copy()
+    off.loc[0, "n_params"] += 1
+    v = compute_verdicts(off, {"verdicts": {"binding": {}}}, n_boot=200)[0]
+    assert v["verdict"] == "inconclusive" and [e["trial_id"] for e in v["details"]["param_count_mismatch"]] == \
+        [df.loc[0, "trial_id"]]
+    # Records of another task (24 inputs: the MLP reads 8 + 24) and 4 banks: their counts are those of that config.
+    other = df.assign(**{"task.input_dim": 24, "model.n_banks": 4})
+    other["n_params"] = [(8 + 24 + 1) * w + (w + 1) * w + (w + 1) * 16 if m == "mlp" else
+                         (8 + 1) * 4 + (1 + 4) * ((24 + 1) * w + (w + 1) * w + (w + 1) * 16)
+                         for m, w in zip(other["model"], other["width"])]
+    v = compute_verdicts(other, {"verdicts": {"binding": {}}}, n_boot=200)[0]
+    assert "param_count_mismatch" not in v["details"] and v["verdict"] != "inconclusive", v["details"]["reason"]

@@ -35,7 +35,10 @@ the claims' :data:`~bindscale.studies.binding_scan.SCAN_GATE` on ``acc_id`` ≥ 
 the engine checks per model on every cell named in ``details["deciding_cells"]`` (a seed below it is
 dropped and counts against ``min_seeds``). The guards make the claim inconclusive when a planned deciding
 model (the largest plain model, a binding kind, the smallest or largest size of the sweep) has no usable
-trial, so that no surviving model stands in for it silently.
+trial, so that no surviving model stands in for it silently. ``binding_beats_plain_on_scan`` compares the
+recorded non-embedding parameter counts: a deciding record whose ``n_params_nonembed`` is not the count its config
+gives (:func:`expected_nonembed_params`, exact match; :func:`bindscale.kit.param_count_mismatch`) makes it
+inconclusive, naming the records.
 """
 
 from __future__ import annotations
@@ -59,11 +62,13 @@ from bindscale.kit import (
     mean_diff_ci,
     no_room,
     ok_rows,
+    param_count_mismatch,
     restrict_to_mode,
 )
-from bindscale.models.binding_shapes import BINDING_KINDS
+from bindscale.models.binding_shapes import BINDING_KINDS, shape_for_budget
 
 from . import CLAIMS
+from .config import BindingModelConfig
 
 #: Each claim in words (supported = the sources' claim holds).
 STATEMENTS = {c.name: c.statement for c in CLAIMS}
@@ -133,6 +138,20 @@ def _copied(cells: list[np.ndarray]) -> str | None:
             "inside (0, 1)): not a measurement of seed variation")
 
 
+def expected_nonembed_params(row: Mapping) -> int:
+    """The ``n_params_nonembed`` a record's config gives its model: the shape of its kind, budget, depth and heads
+    (:func:`bindscale.models.binding_shapes.shape_for_budget`; a column the table lacks at the trial config's
+    default). ``row``: a results-table row as a dict without its missing entries.
+
+    Raises:
+        ValueError / KeyError / TypeError: a config that cannot be sized (no budget, an unknown kind).
+    """
+    model = BindingModelConfig.model_fields
+    return shape_for_budget(str(row.get("model", model["kind"].default)), int(row["budget"]),
+                            int(row.get("layers", model["n_layers"].default)),
+                            int(row.get("heads", model["n_heads"].default))).n_params
+
+
 def _cell(split: str, kind: str, budget: float, layers: float, rows: pd.DataFrame) -> dict:
     cell = {"split": split, "model": kind, "budget": budget, "layers": layers}
     if "pos" in rows and rows["pos"].notna().any():
@@ -158,6 +177,7 @@ def binding_beats_plain_on_scan(ok: pd.DataFrame, thresholds: Mapping[str, float
     by_split: dict = {}
     results = []  # (split, best triple, contradicting triple or None, problem or None)
     cells: list[dict] = []
+    compared: list[pd.DataFrame] = []  # the deciding rows, whose parameter counts are compared
     spc: list[int] = []
     for split in sorted(s for s in rows["split"].dropna().unique() if s != IN_DISTRIBUTION):
         srows = rows[rows["split"] == split]
@@ -173,6 +193,7 @@ def binding_beats_plain_on_scan(ok: pd.DataFrame, thresholds: Mapping[str, float
         top = top[top["layers"] == layers]
         entry: dict = {"plain": {"budget": budget, "layers": layers}, "binding": {}}
         problem = _nan_in(top, ("acc_test", "acc_id", "n_params_nonembed"))
+        compared.append(top)
         p_acc = _seed_means(top, "acc_test")
         plain_params = float(top["n_params_nonembed"].mean())
         entry["plain"] |= {"acc": ci_entry(mean_ci(p_acc), p_acc.size), "acc_id": float(top["acc_id"].mean()),
@@ -193,6 +214,7 @@ def binding_beats_plain_on_scan(ok: pd.DataFrame, thresholds: Mapping[str, float
             k_layers = _mode(k_rows["layers"])
             k_rows = k_rows[k_rows["layers"] == k_layers]
             problem = problem or _nan_in(k_rows, ("acc_test", "acc_id", "n_params_nonembed"))
+            compared.append(k_rows)
             b_acc = _seed_means(k_rows, "acc_test")
             params = float(k_rows["n_params_nonembed"].mean())
             triple = mean_diff_ci(b_acc, p_acc, confidence=confidence)
@@ -233,6 +255,12 @@ def binding_beats_plain_on_scan(ok: pd.DataFrame, thresholds: Mapping[str, float
     details |= {"by_split": by_split, "deciding_cells": cells, "seeds_per_cell": int(min(spc)) if spc else 0}
     if not results:
         return _inconclusive(stat, len(rows), details, "no generalization split with a plain model")
+    # "Equal or fewer parameters" is read off the recorded counts: each must be the one its record's config gives.
+    miscount, wrong = (param_count_mismatch(pd.concat(compared), expected_nonembed_params, "n_params_nonembed",
+                                            describe=("split", "model", "budget", "layers")) if compared else (None, []))
+    if miscount:
+        details["param_count_mismatch"] = wrong
+        return _inconclusive(stat, len(rows), details, miscount)
     n = len(rows)
     found = "; ".join(_split_text(s, by_split[s]) for s, *_ in results)
     contradicting = [r for r in results if r[3] is None and r[2] is not None]

@@ -1,10 +1,22 @@
 """Verdict rules of the ``depth`` study; each claim is named after what its source asserts, so
 "supported" means the source is right (:data:`STATEMENTS`).
 
-Rows (:func:`prepare_rows`): ok trials, numeric columns coerced. A *cell* is (split, budget, layers)
-with rotary positions (the most common ``pos``, heads and step count where they vary); its
-replicates are distinct seeds (rows repeating a cell and seed are averaged). Generalization splits
-are every ``split`` label but ``simple`` (SCAN's random split, in distribution by construction).
+Rows (:func:`prepare_rows`): ok trials, numeric columns coerced. A *cell* is (split, budget, layers,
+training budget: ``steps`` and ``train.batch_size`` where recorded) with rotary positions (the most common
+``pos`` and heads where they vary); its replicates are distinct seeds (rows repeating a cell and seed are
+averaged). Generalization splits are every ``split`` label but ``simple`` (SCAN's random split, in
+distribution by construction).
+
+One training recipe (:func:`mixed_recipes`): the rows a rule compares must share one value of every column of
+the trial's ``train`` section (:data:`RECIPE`), else the claim is inconclusive and the reason names the recipes.
+Every tier trains every model with one recipe (700 steps of 32 in ``depth.yaml``, 5,000 of 32 in
+``depth-full.yaml``, 20,000 of 128 in ``depth-paper.yaml``: equal steps and sequences across depths is the fair
+comparison), so a table of two recipes is two tiers' records merged, or cells retrained longer after missing the
+competence gate. Deciding such a table on its most common recipe was the rule before, and a reviewer would not
+accept it: the engine's gate leaves out the models that missed it and runs the rule again, which moved the most
+common recipe, so a family whose deepest members missed the gate at 2,000 steps was decided by their 4,000-step
+records under the same cell names. Deciding each recipe and combining the answers would need a rule for recipes
+that disagree that no source gives; a recipe's own table (``bindscale report`` on its records) decides it.
 
 - ``deeper_composes_better_at_equal_params`` (Petty et al. 2024). A
   *family* is one (split, budget) with at least two depths; its deepest and shallowest members are
@@ -21,6 +33,9 @@ are every ``split`` label but ``simple`` (SCAN's random split, in distribution b
   member, or a whole planned split or family, has no usable trial (no silent substitution of the
   surviving depths). A family whose deepest and shallowest members' non-embedding parameter counts differ by more
   than ``param_tolerance`` (:data:`PARAM_TOLERANCE`, 5%) is no equal-parameter comparison: the split is inconclusive.
+  Those counts are read from the records, so each deciding record's ``n_params_nonembed`` must be the count its
+  config gives (:func:`expected_nonembed_params`, exact match; :func:`bindscale.kit.param_count_mismatch`), else the
+  claim is inconclusive and the reason names the records.
 - ``seq2seq_fails_scan_splits`` (Lake & Baroni 2018). The *largest model*: the largest budget
   among the rows, at its most common depth. Per decided split (``length`` and ``addprim_jump``): mean test exact match over seeds with a t interval
   (:func:`bindscale.verdicts.stats.mean_ci`). A split is *failed* when the interval lies below ``threshold``
@@ -80,6 +95,8 @@ import pandas as pd
 
 from bindscale.kit import (
     outside_range,
+    param_count_mismatch,
+    to_python,
     EXACT_MATCH_BAND,
     MIN_REPLICATES,
     NAN3,
@@ -94,8 +111,10 @@ from bindscale.kit import (
     mean_ci,
     bounded_strata_mean_ci,
 )
+from bindscale.models.shapes import shape_for_budget
 
 from . import CLAIMS
+from .config import DepthModelConfig
 
 #: Each claim in words (supported = the source's claim holds).
 STATEMENTS = {c.name: c.statement for c in CLAIMS}
@@ -105,7 +124,14 @@ NUMERIC = ("budget", "layers", "seed", "acc_test", "acc_id", "tok_acc_test", "to
 IN_DISTRIBUTION = "simple"
 #: Splits the scale claim is decided on (Lake & Baroni's two failures).
 FAILED_SPLITS = ("length", "addprim_jump")
-_FIXED = ("pos", "heads", "steps")
+_FIXED = ("pos", "heads")
+#: The record columns of a trial's ``train`` section (:class:`bindscale.kit.SeqTrainConfig`): one value of each is
+#: one training recipe, and the rows a rule compares share one (:func:`mixed_recipes`).
+RECIPE = ("steps", "train.batch_size", "lr", "train.weight_decay", "train.warmup_steps", "train.grad_clip",
+          "train.precision")
+#: The recipe columns in every deciding cell's key: the training budget, ``steps`` of ``batch_size`` sequences, so
+#: that the engine's gates and seed counts read the cell's own recipe in the whole table (failed trials too).
+BUDGET_KEYS = ("steps", "train.batch_size")
 
 
 #: How far apart (relative, non-embedding parameters) a family's deepest and shallowest members may be and still
@@ -139,6 +165,53 @@ def _inconclusive(stat: str, n: int, details: dict, reason: str) -> Verdict:
     return Verdict(stat, "inconclusive", NAN3, n, details)
 
 
+def expected_nonembed_params(row: Mapping) -> int:
+    """The ``n_params_nonembed`` a record's config gives its transformer: the shape of its budget, depth and heads
+    (:func:`bindscale.models.shapes.shape_for_budget`; heads at the trial config's default where the table lacks
+    the column). ``row``: a results-table row as a dict without its missing entries.
+
+    Raises:
+        ValueError / KeyError / TypeError: a config that cannot be sized (no budget, a budget too small).
+    """
+    heads = row.get("heads", DepthModelConfig.model_fields["n_heads"].default)
+    return shape_for_budget(int(row["budget"]), int(row["layers"]), int(heads)).n_params
+
+
+def _said_value(v) -> str:
+    return "not recorded" if v is None else f"{v:g}" if isinstance(v, (int, float)) else str(v)
+
+
+def mixed_recipes(rows: pd.DataFrame) -> tuple[str, list[dict]] | None:
+    """Why ``rows`` (the rows a rule compares) cannot be decided because they hold more than one training recipe
+    (:data:`RECIPE`; a column the table lacks is not compared, a missing value is a value), with the recipes (the
+    columns that differ → their values), or None. See the module docstring for why not the most common one."""
+    cols = [c for c in RECIPE if c in rows]
+    if not cols or rows.empty:
+        return None
+    keys = rows[cols].astype(object).where(rows[cols].notna(), None)
+    distinct = keys.drop_duplicates()
+    if len(distinct) <= 1:
+        return None
+    varying = [c for c in cols if len({to_python(v) for v in distinct[c]}) > 1]
+    counts: dict[tuple, int] = {}
+    for values in keys[varying].itertuples(index=False):
+        key = tuple(to_python(v) for v in values)
+        counts[key] = counts.get(key, 0) + 1
+    order = sorted(counts, key=lambda k: [(v is None, v if isinstance(v, (int, float)) else 0, str(v)) for v in k])
+    recipes = [dict(zip(varying, k)) for k in order]
+    said = "; ".join(", ".join(f"{c} {_said_value(v)}" for c, v in r.items()) + f" ({counts[k]} trials)"
+                     for r, k in zip(recipes, order))
+    return (f"the compared trials hold {len(recipes)} training recipes ({said}): the study trains every model of a "
+            "tier with one recipe and compares cells of one recipe, so neither the comparison across recipes nor a "
+            "choice of one of them is the study's (a model that missed the competence gate under one would be "
+            "replaced by another's records); decide each recipe's records on their own"), recipes
+
+
+def _recipe_key(rows: pd.DataFrame) -> dict:
+    """The training budget of a deciding cell's rows (:data:`BUDGET_KEYS` the table records), for its key."""
+    return {c: rows[c].dropna().iloc[0] for c in BUDGET_KEYS if c in rows and rows[c].notna().any()}
+
+
 def _rope_rows(ok: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     rows = ok
     if "pos" in rows and (rows["pos"] == "rope").any():
@@ -156,10 +229,15 @@ def deeper_composes_better_at_equal_params(ok: pd.DataFrame, thresholds: Mapping
         return _inconclusive(stat, 0, {}, "no trials with split, budget, layers and seed")
     rows, note = _rope_rows(ok)
     details: dict = dict(note)
+    mixed = mixed_recipes(rows[rows["split"] != IN_DISTRIBUTION])
+    if mixed:
+        details["recipes"] = mixed[1]
+        return _inconclusive(stat, len(rows), details, mixed[0])
     by_split: dict = {}
     results = []  # (split, triple, n)
     seeds_per_cell = []
     decide_cells: list[dict] = []
+    compared: list[pd.DataFrame] = []  # the deciding rows, whose parameter counts are compared
     for split in sorted(s for s in rows["split"].dropna().unique() if s != IN_DISTRIBUTION):
         srows = rows[rows["split"] == split]
         groups, weights, cells, entry = [], [], [], {}
@@ -177,8 +255,10 @@ def deeper_composes_better_at_equal_params(ok: pd.DataFrame, thresholds: Mapping
             cells += [d, s]
             pair = [(d, deep), (s, shallow)]
             decide_cells += [deciding_cell({"split": split, "budget": b, "layers": int(x["layers"].iloc[0]),
-                                            **({"pos": x["pos"].iloc[0]} if "pos" in x else {})}, v.size)
+                                            **({"pos": x["pos"].iloc[0]} if "pos" in x else {}), **_recipe_key(x)},
+                                           v.size)
                              for v, x in pair]
+            compared += [deep, shallow]
             entry[f"budget_{b:g}"] = {"deepest": int(deep["layers"].max()), "shallowest": int(shallow["layers"].min()),
                                       "acc_deepest": float(d.mean()), "acc_shallowest": float(s.mean()),
                                       "acc_id_deepest": float(deep["acc_id"].mean()),
@@ -217,6 +297,11 @@ def deeper_composes_better_at_equal_params(ok: pd.DataFrame, thresholds: Mapping
         entry["diff"] = ci_entry(triple, sum(len(c) for c in cells))
         by_split[split] = entry
         results.append((split, triple, sum(len(c) for c in cells), entry.get("problem")))
+    miscount, wrong = (param_count_mismatch(pd.concat(compared), expected_nonembed_params, "n_params_nonembed",
+                                            describe=("split", "budget", "layers")) if compared else (None, []))
+    if miscount:
+        details["param_count_mismatch"] = wrong
+        return _inconclusive(stat, len(rows), details, miscount)
     details["by_split"] = by_split
     details["deciding_cells"] = decide_cells
     details["seeds_per_cell"] = int(min(seeds_per_cell)) if seeds_per_cell else 0
@@ -333,6 +418,10 @@ def seq2seq_fails_scan_splits(ok: pd.DataFrame, thresholds: Mapping[str, float],
     rows = rows[rows["split"].isin(FAILED_SPLITS)]
     if rows.empty:
         return _inconclusive(stat, 0, details, f"no trials on the {' or '.join(FAILED_SPLITS)} split")
+    mixed = mixed_recipes(rows)
+    if mixed:
+        details["recipes"] = mixed[1]
+        return _inconclusive(stat, len(rows), details, mixed[0])
     budget = float(rows["budget"].max())
     top = rows[rows["budget"] == budget]
     layers = float(top["layers"].value_counts().sort_index().idxmax())
@@ -351,8 +440,8 @@ def seq2seq_fails_scan_splits(ok: pd.DataFrame, thresholds: Mapping[str, float],
         acc, acc_id = _seed_means(g, "acc_test"), _seed_means(g, "acc_id")
         spc.append(acc.size)
         details.setdefault("deciding_cells", []).append(deciding_cell(
-            {"split": split, "budget": budget, "layers": layers, **({"pos": g["pos"].iloc[0]} if "pos" in g else {})},
-            acc.size))
+            {"split": split, "budget": budget, "layers": layers, **({"pos": g["pos"].iloc[0]} if "pos" in g else {}),
+             **_recipe_key(g)}, acc.size))
         triple = mean_ci(acc)
         entry = {"acc": ci_entry(triple, acc.size), "acc_id": float(acc_id.mean())}
         # Whether the largest model learned its training distribution is the engine's competence gate (the

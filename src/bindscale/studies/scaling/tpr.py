@@ -74,12 +74,7 @@ from bindscale.models.base import (
 from bindscale.models.hooks import HookPoint
 
 from .config import ModelConfig
-
-
-def tpr_params(code_dim: int, x_dim: int, out_dim: int, width: int, depth: int) -> int:
-    """Trainable parameters of one trial's TPR student (the module docstring's formula)."""
-    w = width
-    return (code_dim + 1) * w + (x_dim + 1) * w + depth * (w * w + w) + (w + 1) * out_dim
+from .params import tpr_params  # noqa: F401 - the formula, torch-free (the verdicts check records with it)
 
 
 class StackedTPR(StackedModel):

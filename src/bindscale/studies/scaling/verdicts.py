@@ -31,6 +31,10 @@ Other config columns that vary are listed under ``details["pooled_over"]``.
 A verdict whose deciding
 cell has fewer than ``MIN_REPLICATES`` values is "inconclusive": a bootstrap
 over one value has zero width and says nothing about seed variability.
+The binding claims read their parameter axis from the records' ``n_params``: a deciding record whose count is
+not the one its config gives (:func:`expected_n_params`, exact match; :func:`bindscale.kit.param_count_mismatch`)
+makes the claim inconclusive, naming the records, since a student recorded at a third of its size would move
+the ratio threefold.
 So is a claim about the largest scale (scaling, hull, binding, binding_tpr) when every
 trial of the widest planned model its verdict rests on diverged or failed:
 the rule would otherwise answer at a smaller width than the study asked
@@ -77,6 +81,7 @@ from bindscale.kit import (
     NOT_SUPPORTED,
     SUPPORTED,
     ok_rows,
+    param_count_mismatch,
     bootstrap_ci,
     correlation_ci,
     mean_ci,
@@ -84,7 +89,8 @@ from bindscale.kit import (
     partial_spearman_within,
     strata_mean_ci,
 )
-from bindscale.studies.scaling.config import TrialConfig
+from bindscale.studies.scaling.config import ModelConfig, TaskConfig, TrialConfig
+from bindscale.studies.scaling.params import encoding_dim, student_params
 
 from . import CLAIMS  # noqa: E402  (the plugin object: claims, their statements and defaults)
 
@@ -538,6 +544,29 @@ def _param_ratio(m_means: np.ndarray, m_params: np.ndarray, h_means: np.ndarray,
     return float(np.max(m_params)) / ph if math.isnan(pm) else pm / ph
 
 
+def expected_n_params(row: Mapping[str, Any]) -> int:
+    """The ``n_params`` a record's config gives its student (:func:`bindscale.studies.scaling.params.student_params`).
+
+    ``row``: a results-table row as a dict without its missing entries; a config column the table lacks is read at
+    the trial config's default (the record columns are :meth:`TrialConfig.flat`'s: ``model``, ``width``,
+    ``depth``, ``M``, ``K``, ``encoding``, ``task.input_dim``, ``task.output_dim``, ``task.n_shots``,
+    ``model.n_banks``).
+
+    Raises:
+        ValueError / KeyError / TypeError: a config that cannot be sized (an unknown kind, no width).
+    """
+    task, model = TaskConfig.model_fields, ModelConfig.model_fields
+    M, K = int(row.get("M", task["M"].default)), int(row.get("K", task["K"].default))
+    x_dim = int(row.get("task.input_dim", task["input_dim"].default))
+    out_dim = int(row.get("task.output_dim", task["output_dim"].default))
+    code_dim = encoding_dim(str(row.get("encoding", task["encoding"].default)), M, K, (x_dim, out_dim),
+                            int(row.get("task.n_shots", task["n_shots"].default)))
+    banks = row.get("model.n_banks", model["n_banks"].default)
+    return student_params(str(row.get("model", model["kind"].default)), code_dim, x_dim, out_dim, M,
+                          int(row["width"]), int(row.get("depth", model["depth"].default)),
+                          None if banks is None else int(banks))
+
+
 #: Binding student kind → (short name, long name) as the binding rules' reasons say them.
 BINDING_KINDS: dict[str, tuple[str, str]] = {"hypernet": ("hypernet", "hypernetwork"),
                                              "tpr": ("TPR", "TPR student")}
@@ -581,6 +610,9 @@ def binding_ratio(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int, kind: st
       student that failed to train, not one short of capacity, and the claim is inconclusive, with no number
       (:func:`_falls_with_width`).
 
+    Every record of both ladders at the compared configuration must carry the parameter count its config gives
+    (:func:`expected_n_params`), else the claim is inconclusive and the reason names the records.
+
     Gated per model (``deciding_cell`` names its model): the upper bracket only. The cells below it are not
     gated: a small model misses R² 0.9 in distribution for want of capacity, which is what the count
     measures; one that did not learn shows as a ladder that falls with width.
@@ -621,6 +653,12 @@ def binding_ratio(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int, kind: st
             details.update(missing_axis="width", reason=f"only one {label} size (width {to_python(rows_m['width'].iloc[0])}) "
                            f"has ok trials at hold-out {to_python(h)}: parameters-to-target needs a grid of sizes")
             return Verdict(name, INCONCLUSIVE, NAN3, len(at_h), details)
+    # The ratio is read off the recorded counts: each must be the one its record's config gives.
+    miscount, wrong = param_count_mismatch(pd.concat([mlp, hyp]), expected_n_params, "n_params",
+                                           describe=("model", "width", "depth"))
+    if miscount:
+        details.update(param_count_mismatch=wrong, reason=miscount)
+        return Verdict(name, INCONCLUSIVE, NAN3, len(at_h), details)
 
     def cells(rows: pd.DataFrame) -> tuple[list[tuple], list[np.ndarray], np.ndarray]:
         keys, vals, params = [], [], []

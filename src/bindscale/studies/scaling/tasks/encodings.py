@@ -27,15 +27,12 @@ from __future__ import annotations
 
 import torch
 
+from ..params import encoding_dim  # torch-free, beside the students' parameter counts
+
 N_INTERVALS = 5
 W_LOW, W_HIGH = 0.5, 1.0
 #: Module weights of the reference hyperteacher (Redhardt, Schug, Akram 2025, task distribution "discrete").
 WEIGHT_LEVELS = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
-
-
-def encoding_dim(name: str, M: int, K: int, io_dims: tuple[int, int], n_shots: int) -> int:
-    """Width of the task input that encoding ``name`` produces (arguments as for :class:`Encoder`)."""
-    return {"tokens": K * M, "fewshot": n_shots * (io_dims[0] + io_dims[1])}.get(name, M)
 
 
 class Encoder:
