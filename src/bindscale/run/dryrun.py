@@ -12,7 +12,10 @@ Two more estimates are derived from the same plan. On a GPU (``--device cuda``, 
 without one: the plan is then made for an assumed GPU, :data:`GPU_MEMORY_BYTES`), each job takes a
 range (:func:`gpu_job_seconds`): a per-step cost whatever the model's size (kernel launches) times its
 optimizer steps, plus its FLOPs at an assumed sustained GPU throughput, the FLOPs bounded from above by
-the job's CPU-seconds times the CPU's one-thread matmul peak; nothing of it is measured on a GPU yet.
+the job's CPU-seconds times the CPU's one-thread matmul peak; nothing of it is measured on a GPU. Beside
+it the dry run prints a calibrated range (:mod:`bindscale.run.gpucal`): the same plan fitted to the jobs
+timed on a lent H200 (each transformer study's largest ``-paper`` trial, part of ``depth-full``), with the
+measurements' source, or a line saying the study is uncalibrated where none of its jobs was measured.
 On a Ray cluster (``--executor ray --address ADDR``), ``--workers N`` counts the cluster's worker
 CPUs (one torch thread each) and the jobs are scheduled on N such CPUs, each assumed as fast as a core
 of the CPU machine.
@@ -33,6 +36,7 @@ import yaml
 from bindscale.core import registry
 from bindscale.core.config import StudyConfig
 from bindscale.core.errors import ConfigError
+from bindscale.run.gpucal import Calibration, job_steps as _job_steps
 from bindscale.run.options import NO_RAY, RETRIES, available_cores, check_out, check_run, check_run_options
 from bindscale.store.records import load_records
 from bindscale.store.rundir import STUDY_FILE, replaced_study_note
@@ -46,8 +50,8 @@ MACHINE = "a 2-core Intel Xeon (the project's CPU machine), one torch thread per
 #: included) and exited at 144 s, so ~11 s for the report.
 OVERHEAD_S = 30.0
 
-# --- The GPU estimate's assumptions (no bindscale job has been timed on a GPU when these were written;
-# `python benchmarks/gpu_paper.py` measures steps/s of the paper-tier jobs on a lent GPU).
+# --- The derived GPU estimate's assumptions (none measured; `python benchmarks/gpu_paper.py` measures steps/s
+# of the paper-tier jobs on a lent GPU, and bindscale.run.gpucal calibrates the estimate on what it measured).
 #: The GPU the estimate assumes where none is here: its fp32 peak without tensor cores is what bindscale's
 #: fp32 training can use (TF32 only with ``train.precision: tf32``); the H200 has the H100's compute.
 GPU_ASSUMED = "an NVIDIA H100/H200-class GPU (fp32 peak 67 TFLOP/s without tensor cores)"
@@ -78,13 +82,12 @@ def job_seconds(job: list) -> float:
     return per_cost * job_cost(job) + per_trial * len(job)
 
 
-def _job_steps(job: list) -> int:
-    """Optimizer steps of a job: a stack steps once for all its trials (the most steps of any of them).
-    A study may count steps beyond its progress unit (``steps``: e.g. pretraining and mask searches) with
-    its ``step_counter`` hook (:meth:`bindscale.core.study.StudyPlugin.optimizer_steps`); else its ``steps``."""
-    plugin = registry.for_trial(job[0])
-    count = getattr(plugin, "optimizer_steps", None) or plugin.steps
-    return max(int(count(t)) for t in job)
+def gpu_calibration() -> Calibration:
+    """The calibration of the GPU estimate (:func:`bindscale.run.gpucal.calibration`) under this module's derived
+    model: its FLOP bound (:data:`CPU_FP32_FLOPS`) and start-up allowance (:data:`OVERHEAD_S`)."""
+    from bindscale.run.gpucal import calibration
+
+    return calibration(CPU_FP32_FLOPS, OVERHEAD_S)
 
 
 def gpu_job_seconds(job: list) -> tuple[float, float]:
@@ -146,6 +149,33 @@ def _gpu_estimate(jobs: list, cpu_seconds: list[float], gpus: int, how: str) -> 
         f"{CPU_FP32_FLOPS / 1e9:.0f} GFLOP/s (the CPU's one-thread fp32 matmul peak), at "
         f"{GPU_PEAK_SHARE[0]:.0%}-{GPU_PEAK_SHARE[1]:.0%} of {GPU_ASSUMED}; evaluation and analysis at "
         f"their CPU time; the CPU factor is {how}; benchmarks/gpu_paper.py measures real steps/s)",
+    ] + _calibrated_lines(jobs, gpus, where)
+
+
+def _calibrated_lines(jobs: list, gpus: int, where: str) -> list[str]:
+    """The dry run's calibrated GPU lines (:mod:`bindscale.run.gpucal`): the jobs' calibrated ranges scheduled as
+    the derived ones are, with the measurements' source; or why the plan is uncalibrated."""
+    from bindscale.run.gpucal import calibrated_job_seconds, uncalibrated_why
+    from bindscale.run.planner import schedule
+
+    cal = gpu_calibration()
+    why = uncalibrated_why(jobs, cal)
+    if why is None and not cal.points:
+        why = "no usable GPU measurement (" + "; ".join(cal.notes) + ")"
+    if why is not None:
+        return [f"calibrated on measured GPU jobs: none, uncalibrated for this study: {why}; only the derived "
+                f"range above (measurements: {cal.source_line()})"]
+    fast, slow = zip(*(calibrated_job_seconds(j, cal) for j in jobs))
+    lo = schedule(list(fast), gpus) + OVERHEAD_S
+    hi = schedule(list(slow), gpus) + OVERHEAD_S
+    point = cal.points[registry.for_trial(jobs[0][0]).name]
+    c_lo, c_hi = cal.per_layer_step_s
+    return [
+        f"calibrated on measured GPU jobs: ~{_clock(lo)} to ~{_clock(hi)} wall on {where}",
+        f"  (measured: {cal.source_line()}; per optimizer step {c_lo * 1e3:.1f}-{c_hi * 1e3:.1f} ms of overhead per "
+        f"layer plus the derived FLOP bound at the rate measured for {point.study} ({point.variant}'s measured trial: "
+        f"{point.steps_per_s:.1f} steps/s, {point.layers} layers); evaluation and analysis at their CPU time; the fit "
+        "and its range: bindscale.run.gpucal)",
     ]
 
 
@@ -362,3 +392,45 @@ def tier_estimates(workers: int = 2) -> dict[str, dict[str, Any]]:
         except (ConfigError, ValueError, ImportError):
             continue
     return out
+
+
+def gpu_estimate(study: StudyConfig, out: str | None = None) -> dict[str, Any]:
+    """``--dry-run --device cuda``'s two estimates as numbers, for scripts (``benchmarks/gpu_full.sh`` orders a lent
+    GPU's tiers by them): the trials still to run (those without a record in ``out``, when given) planned for
+    one GPU (this machine's, else the assumed one, :data:`GPU_MEMORY_BYTES`), their derived (fast, slow) wall
+    seconds (:func:`gpu_job_seconds`) and their calibrated ones (:mod:`bindscale.run.gpucal`), each with
+    :data:`OVERHEAD_S` of start-up and report.
+
+    Returns: ``{"tier", "trials", "recorded", "derived_s": [fast, slow] | None, "calibrated_s": [fast, slow] | None,
+    "uncalibrated": why | None}``; None times where nothing is left to run (or the study has no cost factor).
+    """
+    import torch
+
+    from bindscale.run.gpucal import calibrated_job_seconds, uncalibrated_why
+    from bindscale.run.planner import plan_jobs, schedule
+
+    trials = study.trials()
+    recorded: set[str] = set()
+    if out is not None:
+        try:
+            have = load_records(out, {t.trial_id for t in trials})
+        except (StorageError, OSError):
+            have = {}
+        recorded = {tid for tid, rec in have.items() if rec.get("status") != "failed"}
+    todo = [t for t in trials if t.trial_id not in recorded]
+    res: dict[str, Any] = {"tier": study.name, "trials": len(trials), "recorded": len(trials) - len(todo),
+                           "derived_s": None, "calibrated_s": None, "uncalibrated": None}
+    if not todo:
+        return res
+    memory = None if torch.cuda.is_available() else GPU_MEMORY_BYTES
+    jobs = plan_jobs(todo, n_workers=1, device="cuda", memory=memory)
+    derived = [gpu_job_seconds(j) for j in jobs]
+    if any(x != x for pair in derived for x in pair):
+        return res
+    res["derived_s"] = [round(schedule([d[i] for d in derived], 1) + OVERHEAD_S, 1) for i in (0, 1)]
+    cal = gpu_calibration()
+    res["uncalibrated"] = uncalibrated_why(jobs, cal) or (None if cal.points else "no usable GPU measurement")
+    if res["uncalibrated"] is None:
+        calibrated = [calibrated_job_seconds(j, cal) for j in jobs]
+        res["calibrated_s"] = [round(schedule([c[i] for c in calibrated], 1) + OVERHEAD_S, 1) for i in (0, 1)]
+    return res
