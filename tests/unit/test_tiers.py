@@ -38,11 +38,19 @@ def test_scaling_and_modularity_have_their_tiers():
 @pytest.mark.parametrize("name", FULL)
 def test_a_full_variant_fits_two_hours_on_two_cores_by_its_estimate(name):
     """The bound for -full: two cores finish it in 2 hours (by the dry run's own estimate, planned as a
-    run on two workers plans it); a grid grown past it fails here."""
-    trials = resolve_study(name).trials()
-    jobs = plan_jobs(trials, n_workers=2, device="cpu")
+    run on two workers plans it); a grid grown past it fails here. The one exception: 8 seeds in every
+    deciding cell (what a published verdict needs) may take a tier past 2 hours, never past 3, and its
+    description then states the dry run's figure and the 8 seeds."""
+    study = resolve_study(name)
+    jobs = plan_jobs(study.trials(), n_workers=2, device="cpu")
     wall = schedule([job_seconds(j) for j in jobs], 2) + OVERHEAD_S
-    assert wall <= 2 * 3600, wall / 60
+    if wall > 2 * 3600:
+        assert wall <= 3 * 3600, wall / 60
+        minutes = round(wall / 60)
+        stated = f"{minutes // 60} h {minutes % 60:02d} min"
+        text = " ".join(study.description.split())
+        assert "8 seeds" in text and any(f"{minutes // 60} h {(minutes + d) % 60:02d} min" in text
+                                         for d in (-1, 0, 1)), (name, stated)
     if name in ("scaling-full", "modularity-full"):  # and not a default-sized study under another name
         assert wall > 30 * 60, wall / 60
 
