@@ -3,7 +3,8 @@ trial dimension ``T`` so that same-shape trials train as one model (:mod:`.base`
 (:mod:`.mlp`), the decoder-only transformer (:mod:`.transformer`) and its stack over trials
 (:mod:`.stacked_transformer`). Pretrained models from local files (a package's weights, a Hugging Face
 folder, a ``.gguf`` file) load through one loader, :mod:`.pretrained`, for every study that reads a real
-model. Iso-parameter transformer shapes (the width of each depth at a fixed budget) are :mod:`.shapes`.
+model. Iso-parameter transformer shapes (the width of each depth at a fixed budget) are :mod:`.shapes`;
+a transformer trial's training memory from its shapes (what the planner stacks by) is :mod:`.memory`.
 A study that picks among models by name keeps its own registry. The names below are imported on first
 use, so that importing :mod:`.shapes` (a trial config does, at planning time) does not import torch."""
 
@@ -13,10 +14,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 __all__ = ["StackedModel", "StackedMLP", "MLP", "Dense", "HookPoint", "ActivationCache", "UnknownHookPoint",
-           "hook_names", "run_with_cache", "run_with_hooks", "Shape", "shape_for_budget", "nonembedding_params"]
+           "hook_names", "run_with_cache", "run_with_hooks", "Shape", "shape_for_budget", "nonembedding_params",
+           "TrainingMemory", "transformer_training_memory", "transformer_memory_bytes"]
 
-#: Public name -> its module here, imported on first access: every module but :mod:`.shapes` imports torch,
-#: and a study's trial config sizes its model with :func:`~.shapes.shape_for_budget` at planning time.
+#: Public name -> its module here, imported on first access: every module but :mod:`.shapes` and :mod:`.memory`
+#: imports torch, and a study's trial config sizes its model with :func:`~.shapes.shape_for_budget` (its plan, its
+#: memory with :func:`~.memory.transformer_memory_bytes`) at planning time.
 #: (``hooks``, the context manager, is :func:`bindscale.models.hooks.hooks`: its module's name is taken.)
 _LAZY: dict[str, str] = {
     "StackedModel": "bindscale.models.base",
@@ -32,6 +35,9 @@ _LAZY: dict[str, str] = {
     "Shape": "bindscale.models.shapes",
     "shape_for_budget": "bindscale.models.shapes",
     "nonembedding_params": "bindscale.models.shapes",
+    "TrainingMemory": "bindscale.models.memory",
+    "transformer_training_memory": "bindscale.models.memory",
+    "transformer_memory_bytes": "bindscale.models.memory",
 }
 
 if TYPE_CHECKING:  # what type checkers see: exactly the objects __getattr__ hands out (_LAZY)
@@ -43,6 +49,11 @@ if TYPE_CHECKING:  # what type checkers see: exactly the objects __getattr__ han
         hook_names,
         run_with_cache,
         run_with_hooks,
+    )
+    from bindscale.models.memory import (
+        TrainingMemory,
+        transformer_memory_bytes,
+        transformer_training_memory,
     )
     from bindscale.models.mlp import MLP, StackedMLP
     from bindscale.models.shapes import Shape, nonembedding_params, shape_for_budget

@@ -293,7 +293,9 @@ def describe_plan(study: StudyConfig, workers: int | None = None, device: str = 
             lines.append(f"note: --workers {workers} would run as {n_workers} ({why})")
     else:
         n_workers = 1 if dev == "cuda" or executor == "inline" else min(cores, len(todo))
-    jobs = plan_jobs(todo, n_workers=n_workers, device=dev, memory=GPU_MEMORY_BYTES if assumed_gpu else None)
+    memory = GPU_MEMORY_BYTES if assumed_gpu else None
+    jobs = plan_jobs(todo, n_workers=n_workers, device=dev, memory=memory)
+    planned_workers = n_workers
     if workers is not None and len(jobs) < n_workers:  # said, as the cores' cap is: one job per worker at most
         lines.append(f"note: --workers {workers}: the plan has {len(jobs)} stacked job(s), so {max(1, len(jobs))} "
                      "worker(s) have work (a job is one worker's)")
@@ -304,6 +306,8 @@ def describe_plan(study: StudyConfig, workers: int | None = None, device: str = 
     lines.append(f"{len(jobs)} stacked jobs on {n_workers} worker(s) ({executor}), device {dev}; "
                  f"trials per stack: {shown}")
     if note := measured_cut_note(jobs, dev):
+        lines.append(note)
+    if dev == "cuda" and (note := oversized_note(jobs, planned_workers, memory)):
         lines.append(note)
 
     seconds = [job_seconds(j) for j in jobs]
@@ -353,6 +357,24 @@ def measured_cut_note(jobs: list[list[Any]], device: str) -> str | None:
     return (f"  (the run times a few steps of each shape first and may cut {len(timed)} of these stacks smaller "
             f"where a bigger stack would not make a trial cheaper here: {len(jobs)} to {most} jobs, by this "
             "machine's speed and load; the time estimate counts each trial's own cost and holds either way)")
+
+
+def oversized_note(jobs: list[list[Any]], n_workers: int = 1, memory: int | None = None) -> str | None:
+    """The dry run's warning where a trial's own memory estimate exceeds what a stack may take on the GPU
+    (:func:`bindscale.run.planner.memory_budget`: its free memory, or ``memory`` for an assumed GPU, less a safety
+    margin): such a trial is planned alone and may not fit. None when every trial fits."""
+    from bindscale.run.planner import GPU_MEMORY_MARGIN, available_memory_bytes, memory_budget, oversized_trials
+
+    big = oversized_trials(jobs, "cuda", n_workers, memory)
+    if not big:
+        return None
+    free = available_memory_bytes("cuda") if memory is None else memory
+    trial, need = max(big, key=lambda x: x[1])
+    share = "" if n_workers == 1 else f", shared by {n_workers} workers"
+    return (f"note: {len(big)} trial(s) estimated to need more GPU memory than a stack may take "
+            f"({memory_budget('cuda', n_workers, memory) / 2**30:.1f} GiB: {free / 2**30:.0f} GiB free less a "
+            f"{GPU_MEMORY_MARGIN:.0%} margin{share}), up to {need / 2**30:.1f} GiB (trial {trial.trial_id}): each is "
+            "planned alone and may not fit (the estimate: its study's trial_memory_bytes)")
 
 
 def tier_estimate(study: StudyConfig, workers: int = 2) -> dict[str, Any]:

@@ -38,7 +38,8 @@ def job_cost(job: list) -> float:
 
 
 def trial_memory_bytes(trial: Any) -> int:
-    """Upper estimate of one trial's memory inside a job, in bytes (its study's estimate)."""
+    """Upper estimate of one trial's memory inside a job, in bytes (its study's estimate; a transformer study's
+    from the trial's shapes, :func:`bindscale.models.memory.transformer_memory_bytes`)."""
     return registry.for_trial(trial).trial_memory_bytes(trial)
 
 
@@ -56,11 +57,36 @@ def available_memory_bytes(device: str = "cpu") -> int:
     return 8 << 30
 
 
+#: Share of a GPU's free memory the planner leaves unplanned. The trials' estimates (the transformer studies':
+#: bindscale.models.memory) are within -3% to +7% of the peaks measured on an H200 (allocated bytes, one trial
+#: alone); the margin covers what they leave out: the caching allocator's fragmentation (reserved beyond allocated),
+#: a worker's own CUDA context and evaluation after training.
+GPU_MEMORY_MARGIN = 0.25
+
+
+def memory_budget(device: str = "cpu", n_workers: int = 1, memory: int | None = None) -> int:
+    """Bytes one worker's stack may take on ``device``: on a GPU, its free memory (``memory`` when given, e.g. an
+    assumed GPU's) less :data:`GPU_MEMORY_MARGIN`; on the CPU, half the available memory. Shared by ``n_workers``."""
+    free = available_memory_bytes(device) if memory is None else memory
+    usable = int(free * (1 - GPU_MEMORY_MARGIN)) if device == "cuda" else free // 2
+    return usable // max(1, n_workers)
+
+
 def max_stack(trial: Any, n_workers: int, device: str = "cpu", cap: int = MAX_STACK,
               memory: int | None = None) -> int:
-    """Largest stack of ``trial``-shaped trials that fits half of the free memory shared by ``n_workers``."""
-    budget = (available_memory_bytes(device) if memory is None else memory) // 2 // max(1, n_workers)
-    return max(1, min(cap, budget // trial_memory_bytes(trial)))
+    """Largest stack of ``trial``-shaped trials whose estimates (:func:`trial_memory_bytes`) add up to at most a
+    worker's :func:`memory_budget`; 1 where one trial alone exceeds it (it is planned alone and may not fit:
+    :func:`oversized_trials`)."""
+    return max(1, min(cap, memory_budget(device, n_workers, memory) // trial_memory_bytes(trial)))
+
+
+def oversized_trials(jobs: list[list[Any]], device: str = "cpu", n_workers: int = 1,
+                     memory: int | None = None) -> list[tuple[Any, int]]:
+    """The trials of ``jobs`` whose own estimate exceeds a worker's :func:`memory_budget`, each with its estimate
+    in bytes, in the jobs' order. The planner leaves each alone (:func:`max_stack`); it may still not fit."""
+    budget = memory_budget(device, n_workers, memory)
+    needs = ((t, trial_memory_bytes(t)) for job in jobs for t in job)
+    return [(t, need) for t, need in needs if need > budget]
 
 
 #: A stack stops growing (doubling) when a trial's share of a measured step rises by more than this

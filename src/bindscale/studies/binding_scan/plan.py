@@ -65,9 +65,36 @@ def job_cost(job: list) -> float:
     return float(sum(trial_cost(t) for t in job))
 
 
+#: Training pairs of a split, at most, for the memory estimate (add-primitive turn left's 21,890, the largest of
+#: SCAN's five splits; bindscale.kit.scan.make_split).
+TRAIN_PAIRS_MAX = 22_000
+#: Least memory a trial is planned with, in bytes: what the estimate leaves out at small sizes (evaluation,
+#: the allocator's rounding), the flat 512 MiB the study planned every trial with before the estimate.
+MEMORY_FLOOR = 512 << 20
+
+
 def trial_memory_bytes(trial) -> int:
-    """A small model, SCAN as tensors and its evaluation: 512 MiB, a generous upper bound."""
-    return 512 << 20
+    """One trial's training memory, in bytes: :func:`bindscale.models.transformer_memory_bytes` at its shape
+    (:func:`bindscale.models.binding_shapes.shape_for_budget`), batch, the split's batch positions (:data:`POSITIONS`),
+    a SCAN-sized vocabulary and at most :data:`TRAIN_PAIRS_MAX` pairs on the device, in the stacked form (as the
+    depth study's: the same model and trainer); at least :data:`MEMORY_FLOOR`. A binding
+    model (never stacked) is counted as the plain model of its shape with its own parameter count (a third
+    embedding table for syntactic attention) and, for syntactic attention, its one explicit ``L × L`` attention
+    map: an approximation, not measured (the stacked form's two extra saved widths per layer stand in for the
+    TP-Transformer's role and bound tensors)."""
+    from bindscale.models import transformer_memory_bytes
+    from bindscale.models.binding_shapes import shape_for_budget
+
+    m, positions = trial.model, POSITIONS.get(trial.task.split, POSITIONS_OTHER)
+    s = shape_for_budget(m.kind, m.budget, m.n_layers, m.n_heads)
+    tables = (3 if m.kind == "syntactic_attention" else 2) * TIMER_VOCAB
+    tables += POSITIONS_OTHER + 1 if m.pos == "learned" else 0
+    need = transformer_memory_bytes(
+        n_layers=s.n_layers, d_model=s.d_model, d_ff=s.d_ff, vocab_size=TIMER_VOCAB, batch_size=trial.train.batch_size,
+        positions=positions, n_examples=TRAIN_PAIRS_MAX, example_len=positions + 1, steps=trial.train.steps,
+        precision=trial.train.precision, n_params=s.n_params + tables * s.d_model,
+        explicit_attention_maps=1 if m.kind == "syntactic_attention" else 0)
+    return max(MEMORY_FLOOR, need)
 
 
 def check_trials(trials: list) -> None:

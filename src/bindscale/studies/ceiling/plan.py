@@ -51,9 +51,36 @@ def job_cost(job: list) -> float:
     return float(sum(trial_cost(t) for t in job))
 
 
+#: Tokens of the longest training sequence by ``task.max_difficulty`` (the default three families), rounded up:
+#: measured over 200 training instances per family, 55, 81, 116, 154 and 210 at difficulties 1-5 (600 per family at
+#: difficulty 3, the ceiling-paper trial measured on the H200: 118). The planner does not build the instance sets
+#: (a solver runs per instance) to learn the exact length.
+TRAIN_TOKENS = {1: 60, 2: 90, 3: 120, 4: 160, 5: 220}
+#: At least the study's vocabulary (115 tokens; trial.VOCAB, which this light module does not import).
+VOCAB_SIZE_MAX = 128
+#: Least memory a trained transformer's trial is planned with, in bytes: what the estimate leaves out at small
+#: sizes (evaluation, the allocator's rounding), the flat 1 GiB the study planned every such trial with before.
+MEMORY_FLOOR = 1 << 30
+
+
 def trial_memory_bytes(trial) -> int:
-    """A transformer of up to ~10M parameters with its optimizer state and a batch: 1 GiB; a local LM: 2 GiB."""
-    return (2 << 30) if trial.model.kind == "lm" else (1 << 30)
+    """A trained transformer: its training memory in a stack, in bytes
+    (:func:`bindscale.models.transformer_memory_bytes` at its shape, batch and :data:`TRAIN_TOKENS` positions, its
+    training instances on the device), at least :data:`MEMORY_FLOOR`; ceiling-paper's largest trial (2 × 728,
+    12.8M, batch 32) measured 0.63 GiB alone on an H200 (benchmarks/results/gpu_paper_h200_2026-12-04.json),
+    under the floor. A local LM: 2 GiB."""
+    if trial.model.kind == "lm":
+        return 2 << 30
+    from bindscale.models import shape_for_budget, transformer_memory_bytes
+
+    m, k = trial.model, trial.task
+    s = shape_for_budget(m.budget, m.n_layers, m.n_heads)
+    length = TRAIN_TOKENS[k.max_difficulty]
+    need = transformer_memory_bytes(
+        n_layers=s.n_layers, d_model=s.d_model, d_ff=s.d_ff, vocab_size=VOCAB_SIZE_MAX,
+        batch_size=trial.train.batch_size, positions=length, n_examples=k.n_train * len(k.family_list),
+        example_len=length, steps=trial.train.steps, precision=trial.train.precision)
+    return max(MEMORY_FLOOR, need)
 
 
 def check_trials(trials: list) -> None:

@@ -40,6 +40,11 @@ def stack_step_seconds(trials: list, window: float = 0.05, rounds: int = 3) -> f
     return timed(trials, hook_model(vocab_size=TIMER_VOCAB), positions, window, rounds)
 
 
+def _positions(t) -> int:
+    """Positions of the trial's training batches (:data:`POSITIONS` by split; data files: :data:`POSITIONS_OTHER`)."""
+    return POSITIONS.get(t.task.split, POSITIONS_OTHER) if t.data.train is None else POSITIONS_OTHER
+
+
 def trial_cost(t) -> float:
     """Relative cost of one trial: steps × batch × positions × (layers + 4 + budget / 50,000).
 
@@ -47,8 +52,7 @@ def trial_cost(t) -> float:
     a fixed part (embedding, head, optimizer, data) and a part that grows with the weights (measured at
     300 steps: depth 1 → 8 costs 2.7x at 25k parameters; 25k → 100k costs 1.1-1.8x at equal depth).
     """
-    positions = POSITIONS.get(t.task.split, POSITIONS_OTHER) if t.data.train is None else POSITIONS_OTHER
-    return t.train.steps * t.train.batch_size * positions * (t.model.n_layers + 4 + t.model.budget / 50_000)
+    return t.train.steps * t.train.batch_size * _positions(t) * (t.model.n_layers + 4 + t.model.budget / 50_000)
 
 
 def job_cost(job: list) -> float:
@@ -56,9 +60,30 @@ def job_cost(job: list) -> float:
     return float(sum(trial_cost(t) for t in job))
 
 
+#: Training pairs of a split, at most, for the memory estimate: add-primitive turn left's 21,890, the largest
+#: of SCAN's five splits (simple 16,728, length 16,990, add-primitive jump 14,670, around-right 15,225;
+#: bindscale.kit.scan.make_split); a data file's own size is not read at planning time.
+TRAIN_PAIRS_MAX = 22_000
+#: Least memory a trial is planned with, in bytes: what the estimate leaves out at small sizes (evaluation,
+#: the allocator's rounding), the flat 512 MiB the study planned every trial with before the estimate.
+MEMORY_FLOOR = 512 << 20
+
+
 def trial_memory_bytes(trial) -> int:
-    """A small transformer, SCAN as tensors and its evaluation: 512 MiB, a generous upper bound."""
-    return 512 << 20
+    """One trial's training memory in a stack, in bytes: :func:`bindscale.models.transformer_memory_bytes` at
+    its shape (:func:`bindscale.models.shape_for_budget`), batch, the split's batch positions (:data:`POSITIONS`),
+    a SCAN-sized vocabulary (:data:`TIMER_VOCAB`) and at most :data:`TRAIN_PAIRS_MAX` training pairs on the
+    device; at least :data:`MEMORY_FLOOR`. depth-paper's largest trial (16 × 464, batch 128) measured 4.24 GiB
+    alone on an H200 (benchmarks/results/gpu_paper_h200_2026-12-04.json); this gives 4.98 GiB (stacked form)."""
+    from bindscale.models import shape_for_budget, transformer_memory_bytes
+
+    m, positions = trial.model, _positions(trial)
+    s = shape_for_budget(m.budget, m.n_layers, m.n_heads)
+    need = transformer_memory_bytes(
+        n_layers=s.n_layers, d_model=s.d_model, d_ff=s.d_ff, vocab_size=TIMER_VOCAB, batch_size=trial.train.batch_size,
+        positions=positions, n_examples=TRAIN_PAIRS_MAX, example_len=positions + 1, steps=trial.train.steps,
+        position_table=POSITIONS_OTHER + 1 if m.pos == "learned" else 0, precision=trial.train.precision)
+    return max(MEMORY_FLOOR, need)
 
 
 def check_trials(trials: list) -> None:

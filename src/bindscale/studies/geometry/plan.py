@@ -59,8 +59,29 @@ def job_cost(job: list) -> float:
     return total
 
 
+#: Least memory a trained LM's trial is planned with, in bytes: its activations for the probe sentences at every
+#: layer and the probe batches, which the training estimate leaves out; the flat 512 MiB the study planned every
+#: such trial with before.
+MEMORY_FLOOR = 512 << 20
+
+
 def trial_memory_bytes(trial) -> int:
-    """A small LM, its activations for the probe sentences at every layer and the probe batches: 512 MiB."""
+    """A trained LM: its training memory in a stack, in bytes (:func:`bindscale.models.transformer_memory_bytes` at its
+    shape, batch and longest sentence, ``max_words`` + 2 tokens, its ``n_lm`` sentences on the device), at least
+    :data:`MEMORY_FLOOR`; a 12 × 512 LM (batch 64, geometry-paper's largest) measured 1.55 GiB alone on an H200
+    (benchmarks/results/gpu_paper_h200_2026-12-04.json); this gives 1.6 GiB (stacked form). A pretrained model:
+    :func:`.lmtrial.trial_memory_bytes`."""
     from . import lmtrial
 
-    return lmtrial.trial_memory_bytes(trial) if lmtrial.is_lm_trial(trial) else 512 << 20
+    if lmtrial.is_lm_trial(trial):
+        return lmtrial.trial_memory_bytes(trial)
+    from bindscale.models import transformer_memory_bytes
+
+    from .grammar import vocabulary
+
+    m, length = trial.model, trial.data.max_words + 2
+    need = transformer_memory_bytes(
+        n_layers=m.n_layers, d_model=m.d_model, d_ff=m.mlp_ratio * m.d_model, vocab_size=len(vocabulary()) + 3,
+        batch_size=trial.train.batch_size, positions=length, n_examples=trial.data.n_lm, example_len=length,
+        steps=trial.train.steps, precision=trial.train.precision)
+    return max(MEMORY_FLOOR, need)

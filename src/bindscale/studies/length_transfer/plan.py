@@ -55,12 +55,31 @@ def job_cost(job: list) -> float:
     return float(sum(trial_cost(t) for t in job))
 
 
+#: Least memory a from-scratch trial is planned with, in bytes: what the estimate leaves out at small sizes
+#: (evaluation, the allocator's rounding), the flat 512 MiB the study planned every such trial with before.
+MEMORY_FLOOR = 512 << 20
+
+
 def trial_memory_bytes(trial) -> int:
-    """A small transformer, its batch and its evaluation: 512 MiB, a generous upper bound; a pretrained model's
-    fine-tuning: :func:`.lmtrial.memory_bytes`."""
+    """One from-scratch trial's training memory in a stack, in bytes: :func:`bindscale.models.transformer_memory_bytes`
+    at its shape, batch and longest training sequence (:func:`longest_train_sequence`, ``n_train`` of them on the
+    device); at least :data:`MEMORY_FLOOR`. length_transfer-paper's largest trial (6 × 384, batch 256 of 100
+    tokens, 400,000 sequences) measured 4.74 GiB alone on an H200 (benchmarks/results/gpu_paper_h200_2026-12-04.json);
+    this gives 5.3 GiB (stacked form). A pretrained model's fine-tuning: :func:`.lmtrial.memory_bytes`."""
+    from bindscale.models import transformer_memory_bytes
+
+    from .data import T
     from .lmtrial import is_lm_trial, memory_bytes
 
-    return memory_bytes(trial) if is_lm_trial(trial) else 512 << 20
+    if is_lm_trial(trial):
+        return memory_bytes(trial)
+    m, k, length = trial.model, trial.task, longest_train_sequence(trial)
+    table = max(T.sequence_length(task, k.test_max) for task in [k.main, *k.aux_tasks]) + 8  # as make_data's
+    need = transformer_memory_bytes(
+        n_layers=m.n_layers, d_model=m.d_model, d_ff=m.mlp_ratio * m.d_model, vocab_size=T.VOCAB_SIZE,
+        batch_size=trial.train.batch_size, positions=length, n_examples=trial.task.n_train, example_len=length,
+        steps=trial.train.steps, position_table=table if m.pos == "learned" else 0, precision=trial.train.precision)
+    return max(MEMORY_FLOOR, need)
 
 
 def check_trials(trials: list) -> None:

@@ -3,6 +3,8 @@ trial; trials of one shape train as one stacked transformer, :func:`bindscale.st
 
 from __future__ import annotations
 
+from functools import cache
+
 from bindscale.kit import stack_key
 
 
@@ -26,9 +28,55 @@ def _length(trial) -> int:
     return (30 if trial.task.family == "maxsubseq" else 90) if trial.task.scratchpad else 16
 
 
+#: Largest absolute value of a max-sum subsequence element (the task draws them from -5..5).
+_MAXSUBSEQ_HIGH = 5
+#: Least memory a trial is planned with, in bytes: what the estimate leaves out at small sizes (evaluation,
+#: the allocator's rounding), the flat 512 MiB the study planned every trial with before the estimate.
+MEMORY_FLOOR = 512 << 20
+
+
+def longest_train_sequence(trial) -> int:
+    """Tokens of the trial's longest training sequence (prompt, scratchpad when on, answer, stop), without building
+    its data.
+
+    Multiplication: the example of the largest in-distribution operands, ``10**id_max - 1`` squared (every partial
+    product and running sum at its most digits), written by the task itself; equal to the longest of 3,000 sampled
+    pairs at every ``id_max`` from 1 to 5, with and without the scratchpad (160 tokens at 4 digits with it).
+    Max-sum subsequence: an upper bound, three characters per element (``-5,``), then the answer (with the
+    scratchpad each of the ``id_max`` DP values too) at the most digits a sum of every other element can have,
+    each with its separator (33 at length 5 with the scratchpad, against 29 the longest of 3,000 sampled).
+    """
+    t = trial.task
+    return _longest(t.family, t.id_max, t.scratchpad, t.reverse)
+
+
+@cache
+def _longest(family: str, n: int, scratchpad: bool, reverse: bool) -> int:
+    if family == "multiplication":
+        from .tasks.multiplication import make_example
+
+        ex = make_example(10**n - 1, 10**n - 1, scratchpad, reverse)
+        return len(ex.prompt) + len(ex.target)
+    digits = len(str(_MAXSUBSEQ_HIGH * -(-n // 2)))
+    return 3 * n + ((n + 1) if scratchpad else 1) * (digits + 1)
+
+
 def trial_memory_bytes(trial) -> int:
-    """A small transformer, its batch and its evaluation: 512 MiB, a generous upper bound."""
-    return 512 << 20
+    """One trial's training memory in a stack, in bytes: :func:`bindscale.models.transformer_memory_bytes` at its
+    shape, batch and longest training sequence (:func:`longest_train_sequence`, ``n_train`` of them on the device);
+    at least :data:`MEMORY_FLOOR`. subgraphs-paper's largest trial (24 × 1024, 302M parameters, batch 256 of 160
+    tokens) measured 72.5 GiB alone on an H200 (benchmarks/results/gpu_paper_h200_2026-12-04.json); this gives
+    84.0 GiB (stacked form), so it is planned alone on an 80 or a 141 GB GPU."""
+    from bindscale.models import transformer_memory_bytes
+
+    from .tasks.charvocab import VOCAB_SIZE
+
+    m, length = trial.model, longest_train_sequence(trial)
+    need = transformer_memory_bytes(
+        n_layers=m.n_layers, d_model=m.d_model, d_ff=m.mlp_ratio * m.d_model, vocab_size=VOCAB_SIZE,
+        batch_size=trial.train.batch_size, positions=length, n_examples=trial.task.n_train, example_len=length,
+        steps=trial.train.steps, precision=trial.train.precision)
+    return max(MEMORY_FLOOR, need)
 
 
 def stack_step_seconds(trials: list, window: float = 0.05, rounds: int = 3) -> float:
