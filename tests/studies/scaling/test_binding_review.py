@@ -8,6 +8,9 @@ The tables are the review's: an MLP ladder 16 / 64 / 256 (held-out R² 0.45 / 0.
 student at 0.6 / 0.8 / 0.92 (which needs more parameters than the MLP: not supported), the TPR student at widths
 32 / 64 / 128 and the hypernetwork at 8 / 24 / 48 (about the TPR's parameter counts: 3240 / 12744 / 35640), 8
 seeds, noise 0.01. Every record carries the parameter count its config gives.
+
+A second review: students below the target that did not learn their training tasks (gated per model), students
+trained on another task or with another recipe (not compared), and reruns of a seed (one seed, not two).
 """
 
 from __future__ import annotations
@@ -115,8 +118,9 @@ def test_seeds_lost_in_a_cell_below_the_bracket_count_against_min_seeds():
     df = _table()
     v = _verdict(df)
     cells = [(c["cell"]["model"], c["cell"]["width"], c.get("gated", True)) for c in v["details"]["deciding_cells"]]
-    assert cells == [("mlp", 16, []), ("mlp", 64, []), ("mlp", 256, True),
-                     ("tpr", 32, []), ("tpr", 64, []), ("tpr", 128, True)]
+    below, reach = ["id_minus_heldout_r2"], ["r2_id"]  # the gate below the target, the claim's level at it
+    assert cells == [("mlp", 16, below), ("mlp", 64, below), ("mlp", 256, reach),
+                     ("tpr", 32, below), ("tpr", 64, below), ("tpr", 128, reach)]
     lost = (df["model"] == "mlp") & (df["width"] == 16) & (df["seed"] < 3)
     v = _verdict(_fail(df, lost))
     assert v["verdict"] == "inconclusive" and math.isnan(v["value"])
@@ -194,3 +198,180 @@ def test_the_planted_table_still_decides_binding():
     v = compute_verdicts(make_results(effect=True), {"verdicts": {"binding": {}}}, n_boot=400)[0]
     assert v["verdict"] == "supported", v["details"]["reason"]
     assert not {"lost_ladder_cells", "lost_planned_holdout", "ladder_falls_with_width"} & set(v["details"])
+
+
+# ---------------------------------------------- every ladder cell the interpolation reads is gated per model --
+
+def _unlearned(df: pd.DataFrame, model: str, width: int, seeds, fit: float = 0.30,
+               heldout: float = 0.78) -> pd.DataFrame:
+    """``seeds`` of the cell (model, width) as students that did not learn their training tasks: in-distribution R²
+    ``fit``, held-out R² ``heldout`` (above their fit)."""
+    df = df.copy()
+    m = (df["model"] == model) & (df["width"] == width) & df["seed"].isin(list(seeds))
+    df.loc[m, "r2_id"] = fit + 0.01 * np.arange(m.sum()) / max(int(m.sum()), 1)
+    df.loc[m, "r2_heldout"] = heldout + 0.01 * np.arange(m.sum()) / max(int(m.sum()), 1)
+    return df
+
+
+@pytest.mark.parametrize("kind", ["tpr", "hypernet"])
+def test_unlearned_students_at_the_interpolations_start_are_gated(kind):
+    """Review: 4 of 8 MLPs of width 64, the interpolation's start, fit their training tasks to R² 0.30 and held-out
+    combinations to 0.78. The cell was not gated (only the cell reaching the target was), its mean fell, the MLP
+    seemed to need more parameters, and the claim was decided on them. Every cell the interpolation reads is gated
+    per model: below the target, a student's in-distribution R² must be at least its held-out R², so these four are
+    left out and 4 of 8 seeds remain where 6 are needed. The binding student here needs what the MLP needs (ratio
+    about 1: inconclusive); with the four unlearned MLPs the old rule said supported."""
+    df = _table(kind, second_means=(0.6, 0.85, 0.95))
+    honest = _verdict(df, kind)
+    assert honest["verdict"] == "inconclusive" and honest["ci_low"] < 1 < honest["ci_high"], honest["details"]["reason"]
+    v = _verdict(_unlearned(df, "mlp", 64, range(4)), kind)
+    assert v["verdict"] == "inconclusive", v["details"]["reason"]
+    assert v["details"]["value_with_every_model"]["ci_low"] > 1  # what the unlearned students said: supported
+    assert v["ci_low"] < 1 < v["ci_high"]  # the four that learned say what the honest table says
+    label = "model mlp, hold-out 0.25, width 64, depth 2"
+    assert v["details"]["lost_to_gates_by_cell"][label] == {"lost": 4, "planned_ok": 8,
+                                                            "by_gate": {"id_minus_heldout_r2": 4}}
+    assert v["details"]["lost_seeds_by_cell"][label]["statuses"] == {"missed a competence gate": 4}
+    assert f"4 of 8 seeds of the deciding cell ({label})" in v["details"]["reason"]
+    gate = next(g for g in v["details"]["gates"] if g["metric"] == "id_minus_heldout_r2")
+    assert gate["level"] == 0 and label in gate["cells"]
+
+
+@pytest.mark.parametrize("kind", ["tpr", "hypernet"])
+def test_one_unlearned_student_below_the_target_is_left_out_and_the_rest_decide(kind):
+    """One unlearned MLP under the interpolation's start (width 16) and one at it: each is left out, counted
+    against min_seeds (7 of 8 remain), and the ratio is read from the students that learned."""
+    df = _table(kind)
+    bad = _unlearned(_unlearned(df, "mlp", 64, [0]), "mlp", 16, [3], fit=0.2, heldout=0.3)
+    v = _verdict(bad, kind)
+    assert v["verdict"] == "not_supported", v["details"]["reason"]
+    for w in (16, 64):
+        label = f"model mlp, hold-out 0.25, width {w}, depth 2"
+        assert v["details"]["lost_seeds_by_cell"][label]["statuses"] == {"missed a competence gate": 1}
+    clean = _verdict(df[~(((df["model"] == "mlp") & (df["width"] == 64) & (df["seed"] == 0))
+                          | ((df["model"] == "mlp") & (df["width"] == 16) & (df["seed"] == 3)))], kind)
+    assert v["value"] == pytest.approx(clean["value"]) and v["ci_low"] == pytest.approx(clean["ci_low"])
+
+
+def test_the_binding_students_ladder_below_the_target_is_gated_too():
+    """The other side: unlearned TPR students at the TPR's interpolation start (held-out 0.55 over a fit of 0.3)
+    would make the TPR seem to need more parameters, against the claim; they are left out as well."""
+    df = _table(second_means=(0.6, 0.95, 0.97), second_widths=(8, 16, 32))
+    assert _verdict(df)["verdict"] == "supported"
+    v = _verdict(_unlearned(df, "tpr", 8, range(3), fit=0.3, heldout=0.55))
+    assert v["verdict"] == "inconclusive", v["details"]["reason"]
+    assert v["details"]["lost_to_gates_by_cell"]["model tpr, hold-out 0.25, width 8, depth 2"]["lost"] == 3
+
+
+# ---------------------------------------------- the two students share every task and training field --
+
+@pytest.mark.parametrize("kind", ["tpr", "hypernet"])
+@pytest.mark.parametrize("column, mlp_value, other_value", [
+    ("task.teacher", "reference", "per_task_scale"),
+    ("task.samples_per_task", 16, 64),
+    ("train.grad_clip", 1.0, 0.1),
+    ("train.grad_clip", 1.0, None),  # clipping off against on
+    ("train.eval_tasks", 256, 64),
+])
+def test_students_of_another_task_or_recipe_are_not_compared(kind, column, mlp_value, other_value):
+    """Review: the binding student's rows came from another teacher, another number of samples per task or another
+    gradient clip than the MLP's, and the ratio was decided as if they were one experiment. Every task and training
+    field of the trial config must be shared, else inconclusive, naming the field."""
+    df = _table(kind).assign(**{column: mlp_value})
+    assert _verdict(df, kind)["verdict"] == "not_supported"
+    df[column] = df[column].astype(object)
+    df.loc[df["model"] == kind, column] = other_value
+    v = _verdict(df, kind)
+    assert v["verdict"] == "inconclusive" and math.isnan(v["value"]), v["details"]["reason"]
+    def words(x):
+        return "null" if x is None else f"{x:g}" if isinstance(x, float) else str(x)
+
+    assert (f"the MLP and {SHORT[kind]} trials at hold-out 0.25 do not share one value of {column} ({column}: MLP "
+            f"{words(mlp_value)}, {SHORT[kind]} {words(other_value)})") in v["details"]["reason"]
+    assert set(v["details"]["differing_fields"]) == {column}
+
+
+def test_every_field_that_differs_is_named():
+    df = _table().assign(**{"task.teacher": "reference", "train.grad_clip": 1.0, "task.samples_per_task": 16})
+    tpr = df["model"] == "tpr"
+    df.loc[tpr, "task.teacher"] = "per_task_scale"
+    df.loc[tpr, "train.grad_clip"] = 0.1
+    v = _verdict(df)
+    assert v["verdict"] == "inconclusive"
+    assert set(v["details"]["differing_fields"]) == {"task.teacher", "train.grad_clip"}
+    assert "do not share one value of task.teacher, train.grad_clip" in v["details"]["reason"]
+
+
+def test_the_compared_fields_are_read_off_the_trial_config():
+    """Every field of the trial config's task and train sections is compared, by its column name: the sweep axes
+    held at a value both students have, every other field at one value."""
+    from bindscale.studies.scaling.config import TaskConfig, TrainConfig, TrialConfig
+    from bindscale.studies.scaling.verdicts import BINDING_FIXED, BINDING_LIKE
+
+    alias = {path: name for name, path in TrialConfig.AXES.items()}
+    want = {alias.get(f"{sec}.{f}", f"{sec}.{f}") for sec, cls in (("task", TaskConfig), ("train", TrainConfig))
+            for f in cls.model_fields}
+    assert want - {"holdout", "withheld_pairs"} <= set(BINDING_LIKE) | set(BINDING_FIXED)
+    assert {"task.teacher", "task.samples_per_task", "train.grad_clip"} <= set(BINDING_FIXED)
+
+
+def test_a_field_no_grid_sweeps_must_hold_one_value_even_where_both_students_have_it():
+    """The MLP's ladder also ran with another gradient clip (a second tier's records merged in): not a value to pick
+    by count (the gate's second pass can move the count), but two recipes in one table."""
+    df = _table().assign(**{"train.grad_clip": 1.0})
+    extra = df[df["model"] == "mlp"].assign(**{"train.grad_clip": 0.1, "r2_heldout": lambda d: d["r2_heldout"] - 0.2})
+    v = _verdict(pd.concat([df, extra.assign(trial_id=extra["trial_id"] + "c")], ignore_index=True))
+    assert v["verdict"] == "inconclusive", v["details"]["reason"]
+    assert v["details"]["differing_fields"] == {"train.grad_clip": {"mlp": [0.1, 1], "tpr": [1]}}
+    assert "(train.grad_clip: MLP 0.1, 1, TPR 1)" in v["details"]["reason"]
+
+
+def test_a_sweep_axis_is_held_at_a_value_both_students_have():
+    """The MLP also ran a longer grid (steps is a sweep axis), with more records than the shared one: the rule
+    compares at the length both students ran, not at the most common length (which only the MLP has), and says so."""
+    df = _table()
+    runs = [_table(seed=k + 1) for k in range(3)]  # 24 seeds of the longer MLP grid
+    longer = pd.concat([t[t["model"] == "mlp"].assign(steps=4000, trial_id=t["trial_id"] + f"L{k}",
+                                                      seed=t["seed"] + 8 * k, r2_heldout=t["r2_heldout"] - 0.05)
+                        for k, t in enumerate(runs)], ignore_index=True)
+    v, alone = _verdict(pd.concat([df, longer], ignore_index=True)), _verdict(df)
+    assert v["verdict"] == alone["verdict"] == "not_supported", v["details"]["reason"]
+    assert v["value"] == pytest.approx(alone["value"])
+    assert v["details"]["steps_used"] == 1000 and v["details"]["steps_present"] == [1000, 4000]
+
+
+# ---------------------------------------------- reruns of a configuration and seed are one seed --
+
+def _rerun(df: pd.DataFrame, shift: float = 0.0, seed: int = 5) -> pd.DataFrame:
+    """Each record again, as a rerun of its configuration and seed under another trial id, with another held-out R²
+    (the table lacks axis columns, so the engine cannot tell a rerun from another setting of a missing axis)."""
+    rng = np.random.default_rng(seed)
+    again = df.assign(trial_id=df["trial_id"] + "r", r2_heldout=df["r2_heldout"] + shift + rng.normal(0, 0.01, len(df)))
+    return pd.concat([df, again], ignore_index=True)
+
+
+def test_reruns_of_a_seed_are_not_counted_as_seeds():
+    """Review: a table without every axis column, each of its 2 seeds run twice: 4 records per cell were read as 4
+    seeds (enough for an interval); they are 2 seeds, fewer than a verdict needs."""
+    df = _rerun(_table(n_seeds=2))
+    assert {"activation", "batch_tasks", "withheld_pairs"} - set(df.columns)  # the table lacks axis columns
+    v = _verdict(df)
+    assert v["verdict"] == "inconclusive" and v["details"]["reason"].startswith("fewer than 3 seeds in a deciding cell")
+    assert v["details"]["seeds_per_cell"] == 2
+    assert all(c["n_seeds"] == 2 for lad in v["details"]["ladders_to_target"].values() for c in lad)
+
+
+def test_reruns_of_a_seed_are_averaged_within_it():
+    """3 seeds, each run twice: one value per seed, the mean of its runs, and 3 seeds per cell; the ratio is the
+    one of the table holding each seed's mean once."""
+    df = _rerun(_table(n_seeds=3))
+    v = _verdict(df)
+    assert v["details"]["seeds_per_cell"] == 3
+    assert all(c["n"] == 3 for c in v["details"]["deciding_cells"])
+    cols = ["model", "width", "depth", "holdout", "seed"]
+    means = df.groupby(cols, as_index=False).agg({"r2_heldout": "mean", "r2_id": "mean", "n_params": "first"})
+    once = pd.DataFrame([_row(i, **{k: r[k] for k in cols}, r2_heldout=r["r2_heldout"], r2_id=r["r2_id"],
+                              n_params=r["n_params"]) for i, r in means.iterrows()])
+    alone = _verdict(once)
+    assert v["verdict"] == alone["verdict"]
+    assert (v["value"], v["ci_low"], v["ci_high"]) == pytest.approx((alone["value"], alone["ci_low"], alone["ci_high"]))

@@ -25,7 +25,9 @@ expanded-percentile bootstraps for ratios and correlations):
 Only ``status == "ok"`` rows enter the statistics. Width and parameter
 comparisons (scaling, binding, binding_tpr, hull) hold encoding, split and (except for
 the binding claims, where depth is part of a config) depth at their most common value,
-and say so in ``details``; decodability pools all MLP trials on purpose, as
+and say so in ``details``; the binding claims compare two students, which must share every task and training
+field of the trial config: the sweep axes among them at a value both have, every other field at one value, else
+the claim is inconclusive and names the fields (:func:`shared_config`); decodability pools all MLP trials on purpose, as
 the claim is that decodability predicts success across configurations.
 Other config columns that vary are listed under ``details["pooled_over"]``.
 A verdict whose deciding
@@ -43,9 +45,11 @@ cell of a ladder up to the target, has no usable trial (:func:`ladder_guard`).
 
 Every claim has a competence gate (``min_r2_id``: the in-distribution
 R² of the deciding students; the narrowest-width baselines of the width
-comparisons and the binding claims' ladder cells below the target are not gated, and
-of decodability's pooled grid only the largest width is; a binding ladder whose held-out R²
-falls with width is inconclusive instead); a table without a
+comparisons are not gated, and of decodability's pooled grid only the largest width is). The binding claims
+gate every cell of both ladders that the interpolation reads, per student: the cell that reaches the target at
+``min_r2_id``, the cells below it (which miss that level for want of capacity) by
+``min_id_minus_heldout``: a student's in-distribution R² must be at least the held-out R² it is read at; and a
+ladder whose held-out R² falls with width is inconclusive. A table without a
 seed column, or with trials lacking their seed, decides nothing
 (:func:`_seedless`); scaling's width gain must exceed ``min_gain``; decodability without a spread of held-out R² is inconclusive; and
 every reason states the deciding numbers with their intervals.
@@ -113,12 +117,16 @@ ARITY_COLUMN = re.compile(r"^(r2|n)_(inhull|outhull)_k(\d+)$")
 
 def prepare_rows(df: pd.DataFrame) -> pd.DataFrame:
     """The ok rows as this study's rules read them (:func:`bindscale.kit.ok_rows`): its numeric columns (and
-    per-arity hull columns) as floats, ``model`` as text (a table without it counts no row as any model)."""
+    per-arity hull columns) as floats, ``model`` as text (a table without it counts no row as any model), and
+    :data:`ID_MINUS_HELDOUT` (``r2_id − r2_heldout``, NaN where either is missing) for the binding claims' gate."""
     out = ok_rows(df, NUMERIC_COLUMNS)
     for col in out.columns:
         if ARITY_COLUMN.match(str(col)):
             out[col] = pd.to_numeric(out[col], errors="coerce")
     out["model"] = out["model"].astype(str) if "model" in out else ""
+    # The binding claims' gate below the target reads each student's in-distribution R² over its held-out R².
+    out[ID_MINUS_HELDOUT] = (out["r2_id"] - out["r2_heldout"] if "r2_id" in out and "r2_heldout" in out
+                             else np.nan)
     return out
 
 
@@ -142,6 +150,21 @@ def design_rows(rows: pd.DataFrame, withheld: bool) -> pd.DataFrame:
 # of different lengths or learning rates as seeds of one cell.
 TRAINING_LIKE = ("M", "K", "steps", "lr", "weight_decay", "batch_tasks", "activation")
 COMPARE_LIKE = ("encoding", "split", "depth") + TRAINING_LIKE
+#: Every task and training field of the trial config (:class:`TrialConfig`'s ``task`` and ``train`` sections), by
+#: the column a results table holds it under (the short axis name where there is one, ``task.teacher`` otherwise),
+#: read off the config so that a field added to it is compared too.
+TASK_AND_TRAINING = tuple(c for c in TrialConfig.column_names()
+                          if TrialConfig.AXES.get(c, c).split(".")[0] in ("task", "train"))
+#: The binding claims' sweep axes among them, held at one value both students have (a table may hold extra grids
+#: over them, such as decodability's other encodings): the width comparisons' columns less depth. The hold-out is
+#: the rule's own choice and the withheld pairs :func:`design_rows`'.
+BINDING_LIKE = ("encoding", "split") + TRAINING_LIKE
+#: Every other task and training field: no study grid sweeps it (a tier fixes it for all its trials), so the compared
+#: trials must hold one value of it; two are two tiers, or a recipe changed between runs, merged into one table.
+BINDING_FIXED = tuple(c for c in TASK_AND_TRAINING if c not in BINDING_LIKE + ("holdout", "withheld_pairs"))
+#: The prepared rows' column of each student's in-distribution R² minus its held-out R² (:func:`prepare_rows`), the
+#: metric of the binding claims' gate on the ladder cells below the target.
+ID_MINUS_HELDOUT = "id_minus_heldout_r2"
 
 
 # ------------------------------------------------------------------ claims --
@@ -567,6 +590,70 @@ def expected_n_params(row: Mapping[str, Any]) -> int:
                           None if banks is None else int(banks))
 
 
+#: A null config value (a field at None, or not recorded) as :func:`shared_config` counts it.
+NULL = "null"
+
+
+def _value_key(v: Any) -> Any:
+    """A config value as one comparable key: NaN and None are one value, :data:`NULL`; numbers as Python numbers."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return NULL
+    return to_python(v)
+
+
+def _order(v: Any) -> tuple:
+    """Sort key of :func:`_value_key` values of one column: numbers by value, then text."""
+    return (0, float(v), "") if isinstance(v, (int, float)) and not isinstance(v, bool) else (1, 0.0, str(v))
+
+
+def shared_config(rows: pd.DataFrame, kind: str, cols: tuple[str, ...]
+                  ) -> tuple[pd.DataFrame, dict[str, Any], dict[str, dict[str, list]]]:
+    """The rows of the MLP and ``kind`` at one configuration both trained with, column by column of ``cols``.
+
+    For each column of ``cols`` the table has that varies among ``rows`` (NaN and None are one value,
+    :data:`NULL`), the rows keep the value with the most rows among the values both models have (ties to the
+    smallest), as :func:`bindscale.kit.restrict_to_mode` keeps the most common one; a column none of whose values
+    both models have is left as it is and named. Output: (the rows; the note for details as ``restrict_to_mode``
+    writes it: ``<col>_used``, ``<col>_present``, ``restriction``; the columns the two models share no value of →
+    ``{"mlp": [values], kind: [values]}``, empty when they share every one).
+    """
+    note: dict[str, Any] = {}
+    differ: dict[str, dict[str, list]] = {}
+    for col in cols:
+        if col not in rows:
+            continue
+        keys = rows[col].map(_value_key)
+        if keys.nunique() <= 1:
+            continue
+        per = {m: set(keys[(rows["model"] == m).to_numpy()]) for m in ("mlp", kind)}
+        both = per["mlp"] & per[kind]
+        if not both:
+            differ[col] = {m: [to_python(v) for v in sorted(vals, key=_order)] for m, vals in per.items()}
+            continue
+        counts = keys[keys.isin(list(both))].value_counts()
+        best = min((v for v, c in counts.items() if c == counts.max()), key=_order)
+        note[f"{col}_used"] = to_python(best)
+        note[f"{col}_present"] = [to_python(v) for v in sorted(set(keys), key=_order)]
+        rows = rows[(keys == best).to_numpy()]
+    if note:
+        fixed = ", ".join(k.removesuffix("_used") for k in note if k.endswith("_used"))
+        note["restriction"] = f"{fixed} vary; this comparison uses the most common value of each that both models have"
+    return rows, note, differ
+
+
+def _not_one_value(rows: pd.DataFrame, kind: str, cols: tuple[str, ...]) -> dict[str, dict[str, list]]:
+    """The columns of ``cols`` that hold more than one value among ``rows`` (NaN and None are one value,
+    :data:`NULL`; a column the table lacks is not compared), each → ``{"mlp": [values], kind: [values]}``."""
+    out = {}
+    for col in cols:
+        if col in rows:
+            keys = rows[col].map(_value_key)
+            if keys.nunique() > 1:
+                out[col] = {m: [to_python(v) for v in sorted(set(keys[(rows["model"] == m).to_numpy()]), key=_order)]
+                            for m in ("mlp", kind)}
+    return out
+
+
 #: Binding student kind → (short name, long name) as the binding rules' reasons say them.
 BINDING_KINDS: dict[str, tuple[str, str]] = {"hypernet": ("hypernet", "hypernetwork"),
                                              "tpr": ("TPR", "TPR student")}
@@ -610,12 +697,32 @@ def binding_ratio(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int, kind: st
       student that failed to train, not one short of capacity, and the claim is inconclusive, with no number
       (:func:`_falls_with_width`).
 
+    The two students must have been trained on one task with one recipe: every task and training field of the
+    trial config (:data:`TASK_AND_TRAINING`, read off :class:`TrialConfig`). The sweep axes among them
+    (:data:`BINDING_LIKE`: encoding, split, M, K, steps, lr, weight decay, batch size, activation) are held at the
+    most common value both students have (:func:`shared_config`; a table may hold extra grids over them); every
+    other field (:data:`BINDING_FIXED`: the teacher, samples per task, gradient clip, precision, evaluation and
+    probe sizes...) must hold one value over the compared trials. Otherwise the claim is inconclusive and the
+    reason names each field with its values per student (``details["differing_fields"]``): a ratio across
+    teachers or recipes measures their difference, not binding.
+
+    A cell's values are one held-out R² per distinct seed: records repeating a configuration and seed (reruns that a
+    table without every axis column cannot tell from other settings) are averaged into their seed, never counted
+    as more seeds, and a cell's seed count is its number of distinct seeds.
+
     Every record of both ladders at the compared configuration must carry the parameter count its config gives
     (:func:`expected_n_params`), else the claim is inconclusive and the reason names the records.
 
-    Gated per model (``deciding_cell`` names its model): the upper bracket only. The cells below it are not
-    gated: a small model misses R² 0.9 in distribution for want of capacity, which is what the count
-    measures; one that did not learn shows as a ladder that falls with width.
+    Gated per model (``deciding_cell`` names its model; the engine leaves out each student that misses, decides
+    again without it and counts it against ``min_seeds``), every cell the interpolation reads:
+
+    - the upper bracket (the cell that reaches the target, or a model's largest when none does) at the claim's
+      level, in-distribution R² ≥ ``min_r2_id`` (0.9);
+    - every cell below it, the interpolation's start and the cells under it, by ``min_id_minus_heldout`` (0):
+      in-distribution R² at least the student's own held-out R² (:data:`ID_MINUS_HELDOUT`). A small student
+      misses 0.9 in distribution for want of capacity, which is what the count measures, so it is not held to the
+      target; one that fits its own training tasks worse than held-out ones (R² 0.30 against 0.78) did not learn
+      them, and would set the count with its failure.
     """
     short, long_ = BINDING_KINDS[kind]
     name = f"param_ratio_mlp_over_{kind}"
@@ -635,12 +742,21 @@ def binding_ratio(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int, kind: st
         return Verdict(name, INCONCLUSIVE, NAN3, 0, details)
     h = min(common)
     details["holdout"] = to_python(h)
-    # Same encoding / split for both models (depth is part of a config here).
-    at_h, restriction = restrict_to_mode(base[base["holdout"] == h], ("encoding", "split") + TRAINING_LIKE)
+    # One task and one training recipe for both models, every field of them (depth is part of a config here).
+    at_h, restriction, differ = shared_config(base[base["holdout"] == h], kind, BINDING_LIKE)
     details.update(restriction)
+    differ.update(_not_one_value(at_h, kind, BINDING_FIXED))
+    if differ:
+        details["differing_fields"] = differ
+        fields = "; ".join(f"{c}: MLP {', '.join(map(str, v['mlp']))}, {short} {', '.join(map(str, v[kind]))}"
+                           for c, v in differ.items())
+        details["reason"] = (f"the MLP and {short} trials at hold-out {json_key(h)} do not share one value of "
+                             f"{', '.join(differ)} ({fields}): they were not all trained on one task with one recipe, "
+                             "so a parameter ratio between them would measure that difference, not binding")
+        return Verdict(name, INCONCLUSIVE, NAN3, len(at_h), details)
     mlp, hyp = at_h[at_h["model"] == "mlp"], at_h[at_h["model"] == kind]
     if hyp.empty or mlp.empty:
-        details["reason"] = f"MLP and {short} share no encoding / split at this holdout"
+        details["reason"] = f"MLP and {short} share no task and training configuration at this holdout"
         return Verdict(name, INCONCLUSIVE, NAN3, 0, details)
     # The claim speaks of a parameter axis: each model needs its sizes (width) recorded, and two of them.
     for label, rows_m in (("MLP", mlp), (short, hyp)):
@@ -661,10 +777,13 @@ def binding_ratio(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int, kind: st
         return Verdict(name, INCONCLUSIVE, NAN3, len(at_h), details)
 
     def cells(rows: pd.DataFrame) -> tuple[list[tuple], list[np.ndarray], np.ndarray]:
+        """Per (width, depth) cell: its key, one held-out R² per distinct seed (records repeating a seed, reruns
+        a table without every axis column cannot tell apart, averaged: they are not more seeds) and its
+        parameter count."""
         keys, vals, params = [], [], []
         for (w, d), g in rows.groupby(["width", "depth"], dropna=False):
             keys.append((to_python(w), to_python(d)))
-            vals.append(g["r2_heldout"].to_numpy(float))
+            vals.append(g.groupby("seed")["r2_heldout"].mean().to_numpy(float))
             params.append(float(np.nanmedian(g["n_params"])))
         return keys, vals, np.asarray(params)
 
@@ -712,21 +831,20 @@ def binding_ratio(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int, kind: st
     # against min_seeds (a cell lost whole is the guard's: :func:`ladder_guard`).
     m_lad, h_lad = _ladder(m_par, m_br[-1]), _ladder(h_par, h_br[-1])
     deciding = [m_vals[i] for i in m_lad] + [h_vals[i] for i in h_lad]
-    fixed = {"holdout": h, **{k.removesuffix("_used"): v for k, v in restriction.items() if k.endswith("_used")}}
-    # Gated: the cell that reaches the target, and a model's largest cell when none does (its "not reached"
-    # must not be an undertrained model's). Not gated: the cells below the target, the one the interpolation
-    # starts from and those below it (falling short there is what the parameter count measures; a small model
-    # misses R² 0.9 in distribution for want of capacity). A model that did not learn there shows instead as a
-    # ladder whose held-out R² falls with width (:func:`_falls_with_width`).
+    fixed = {"holdout": h, **{k.removesuffix("_used"): v for k, v in restriction.items()
+                              if k.endswith("_used") and v != NULL}}
+    # Every cell of both ladders is gated per model (see the docstring): the upper bracket (a model's largest when
+    # none reaches the target: its "not reached" must not be an undertrained model's) at the claim's level, the
+    # cells below it by in-distribution R² at least their held-out R².
     details["deciding_cells"] = (
         [deciding_cell({"model": "mlp", **fixed, "width": m_keys[i][0], "depth": m_keys[i][1]}, m_vals[i].size,
-                       gated=bool(i == m_br[-1])) for i in m_lad]
+                       gated=["r2_id"] if i == m_br[-1] else [ID_MINUS_HELDOUT]) for i in m_lad]
         + [deciding_cell({"model": kind, **fixed, "width": h_keys[i][0], "depth": h_keys[i][1]},
-                         h_vals[i].size, gated=bool(i == h_br[-1])) for i in h_lad])
+                         h_vals[i].size, gated=["r2_id"] if i == h_br[-1] else [ID_MINUS_HELDOUT]) for i in h_lad])
     # What the guard needs to find the planned cells of these ladders in the whole table (failed trials too).
     details["compared_config"] = {"holdout": to_python(h), **{
-        c: to_python(at_h[c].dropna().iloc[0]) for c in ("encoding", "split") + TRAINING_LIKE
-        if c in at_h and at_h[c].nunique(dropna=True) == 1}}
+        c: to_python(at_h[c].dropna().iloc[0]) for c in BINDING_LIKE + BINDING_FIXED
+        if c in at_h and at_h[c].nunique(dropna=True) == 1 and at_h[c].notna().all()}}
     details["ladders_to_target"] = {"mlp": [describe(m_keys, m_vals, m_par, i) for i in m_lad],
                                     kind: [describe(h_keys, h_vals, h_par, i) for i in h_lad]}
     falls = (_falls_with_width("MLP", m_keys, m_vals, m_lad, n_boot, seed)
