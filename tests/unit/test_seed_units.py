@@ -154,6 +154,8 @@ def test_a_depth_table_of_four_seeds_filed_twice_as_eight_decides_nothing():
 
     rng = np.random.default_rng(0)
     four = _rows(_families(0.85, 0.85, base=0.1), seeds=4, id_acc=0.999, noise=0.01)
+    # One family per split (100k): at 4 seeds a family decides at 95%, not at the 97.5% of a split's two families.
+    four = four[four["budget"] == 100_000]
     four = four.assign(final_loss=rng.uniform(0.1, 0.2, len(four)), train_seconds=rng.uniform(10, 20, len(four)))
     copied = pd.concat([four, four.assign(seed=four["seed"] + 4, trial_id=four["trial_id"] + "-copy")],
                        ignore_index=True)

@@ -302,3 +302,32 @@ def test_bounded_interval_bounds_point_and_errors():
         bounded_strata_mean_ci([np.ones(3), np.ones(3)], [1])
     with pytest.raises(ValueError, match="increasing"):
         bounded_strata_mean_ci([np.ones(3)], [1], bounds=(1.0, 0.0))
+
+
+# --- bounded_mean_ci: the one-sample form ----------------------------------------------------------------------------
+
+from bindscale.verdicts.stats import bounded_mean_ci  # noqa: E402
+
+
+def test_bounded_mean_hand_worked_eight_failures():
+    """8 seeds at 0. Adjusted: nine 0s and one 1, mean 0.1, sample variance (9·0.01 + 0.81)/9 = 0.1, standard error
+    sqrt(0.1/10) = 0.1, t with 9 degrees of freedom: [0.1 − 0.226, 0.1 + 0.226] clipped below at 0, point 0."""
+    point, lo, hi = bounded_mean_ci(np.zeros(8))
+    assert point == 0.0 and lo == 0.0
+    assert hi == pytest.approx(0.1 + stats.t.ppf(0.975, 9) * 0.1, rel=1e-12)
+    assert hi == pytest.approx(0.32622, abs=1e-5)
+
+
+def test_bounded_mean_is_student_t_on_the_adjusted_sample_and_the_one_group_strata_form():
+    x = np.array([0.2, 0.5, 0.9, 0.35, 0.6])
+    point, lo, hi = bounded_mean_ci(x)
+    ref = stats.ttest_1samp(np.r_[x, 0, 1], 0).confidence_interval(0.95)
+    assert point == pytest.approx(x.mean())
+    assert (lo, hi) == pytest.approx((ref.low, ref.high), rel=1e-12)
+    assert bounded_mean_ci(x, confidence=0.975) == bounded_strata_mean_ci([x], [1.0], confidence=0.975)
+    wide = bounded_mean_ci(x, confidence=0.975)
+    assert wide[1] < lo and wide[2] > hi
+    assert all(math.isnan(v) for v in bounded_mean_ci(np.array([np.nan])))
+    assert bounded_mean_ci(np.ones(8))[1:] == pytest.approx((0.9 - stats.t.ppf(0.975, 9) * 0.1, 1.0))  # the mirror
+    with pytest.raises(ValueError, match="outside the bounds"):
+        bounded_mean_ci(np.array([0.5, 1.2]))

@@ -400,6 +400,30 @@ def bounded_strata_mean_ci(
     return point, max(min(low, point), floor), min(max(high, point), ceil)
 
 
+def bounded_mean_ci(
+    values: Any, bounds: tuple[float, float] = (0.0, 1.0), confidence: float = 0.95,
+) -> tuple[float, float, float]:
+    """Mean of one sample bounded in ``bounds``, with the Agresti–Caffo-adjusted t interval.
+
+    The one-sample form of :func:`bounded_strata_mean_ci` (one group, weight 1): the sample gets one
+    pseudo-value at each bound and the interval is Student's t on the ``n + 2`` adjusted values
+    (``n + 1`` degrees of freedom), with no skewness correction; the point is the unadjusted mean, and
+    the bounds are clipped to ``bounds`` and widened to contain the point. Eight seeds that all score 0
+    give ``[0, 0.326]``: a cell that happens to hold none of a bimodal metric's rare successes is not
+    read as certain failure (Hall's t of :func:`mean_ci` gives ``[0, 0]`` there).
+
+    Args:
+        values: the sample, within ``bounds``; non-finite entries are dropped.
+        bounds: the metric's range ``(lo, hi)``.
+        confidence: the interval's two-sided level.
+    Returns:
+        ``(mean, low, high)``; a NaN triple without a finite value.
+    Raises:
+        ValueError: a value outside ``bounds`` or bounds that are not increasing.
+    """
+    return bounded_strata_mean_ci([values], [1.0], bounds=bounds, confidence=confidence)
+
+
 def _rowwise_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Pearson r of each row pair of two (B, n) arrays; NaN for constant rows."""
     xc = x - x.mean(axis=1, keepdims=True)

@@ -39,8 +39,8 @@ def test_quick_depth_study_gives_its_verdicts_and_figures(tmp_path):
 def test_every_tier_trains_one_step_count_and_gives_deciding_cells_five_seeds(name):
     """The rules compare only cells of one training recipe (verdicts.mixed_recipes: the whole ``train`` section), so a
     tier whose trials trained different recipes would decide nothing; and three seeds decide nothing
-    (their t interval is too wide): each family's deepest and shallowest member and the largest depth-2 model on the length
-    and add-jump splits (the largest budget's most common depth on those splits) have at least 5 seeds."""
+    (their interval is too wide): each family's deepest and shallowest member and every depth at the largest budget on
+    the length and add-jump splits (each must fail for Lake & Baroni's claim) have at least 5 seeds."""
     from collections import defaultdict
 
     from bindscale.core.studyfile import resolve_study
@@ -58,8 +58,6 @@ def test_every_tier_trains_one_step_count_and_gives_deciding_cells_five_seeds(na
     deciding |= {(s, b, max(ls)) for (s, b), ls in families.items() if len(ls) > 1}
     decided = ("length", "addprim_jump")
     top = max(b for (s, b, _) in seeds if s in decided)
-    counts = {L: sum(len(v) for (s, b, L2), v in seeds.items() if s in decided and b == top and L2 == L)
-              for (s, b, L) in seeds if s in decided and b == top}
-    deciding |= {(s, top, max(counts, key=lambda L: (counts[L], -L))) for s in decided}
+    deciding |= {(s, b, L) for (s, b, L) in seeds if s in decided and b == top}
     assert deciding and all(len(seeds[c]) >= 5 for c in deciding), {c: len(seeds[c]) for c in deciding}
     assert {"length", "addprim_jump"} <= {s for (s, _, _) in deciding}

@@ -13,9 +13,9 @@ source's claim holds):
   "deeper composes better".
 - ``seq2seq_fails_scan_splits`` (Lake & Baroni 2018) — side *where_scale_stops*. The seed's question
   is "does scale solve the split?"; the claim is named after what its source asserts (sequence
-  models fail the add-jump and length splits), so "supported" means the largest model of the size
-  sweep still fails both (scale did not solve them within the sweep), and "not supported" means
-  scale solved at least one.
+  models fail the add-jump and length splits), so "supported" means every model at the largest budget
+  of the size sweep, whatever its depth, still fails both (scale did not solve them within the sweep),
+  and "not supported" means scale solved at least one.
 
 Modules: :mod:`.config` (trial config; SCAN from its grammar, its splits and the SCAN / COGS file loaders
 are the kit's ``scan``, :mod:`bindscale.train.scan`, shared with ``binding_scan``), :mod:`.trial` (train and score one trial), :mod:`.verdicts`, :mod:`.figures`, :mod:`.table`,
@@ -74,10 +74,11 @@ CLAIMS = (
                    "split the deepest model of an iso-parameter family beats the shallowest. (MobileLLM, Liu "
                    "et al. 2024, found deep-and-thin better on zero-shot commonsense and QA: context, not a "
                    "compositional-generalization source.)"),
-        statistic=("Per generalization split (every split but 'simple'): the deepest minus the shallowest family "
-                   "member's test exact match, mean over seeds, averaged over the budgets (families) with a "
-                   "Welch–Satterthwaite interval; the split whose interval is lowest decides (the weakest "
-                   "support, or the clearest contradiction)."),
+        statistic=("Per iso-parameter family (a generalization split, every split but 'simple', at one budget): the "
+                   "deepest minus the shallowest member's test exact match, mean over seeds, with a bounded "
+                   "(Agresti–Caffo-adjusted) Welch–Satterthwaite interval at 1 − 0.05/F for the F families of "
+                   "its split (Bonferroni); every family must hold, and the family that decides gives the number "
+                   "(the clearest contradiction, else the weakest support)."),
         thresholds={"margin": (-1.0, 1.0), "min_id_acc": (0.0, 1.0), "param_tolerance": (0.0, 1.0)},
         defaults={"margin": 0.0, "min_id_acc": 0.95, "param_tolerance": 0.05},
         gates=(SCAN_GATE,),
@@ -92,12 +93,14 @@ CLAIMS = (
         statement=("Lake & Baroni 2018: sequence-to-sequence models that learn SCAN's training distribution "
                    "(training accuracy above 99.5% for their overall-best network) fail its add-primitive-jump "
                    "and length splits (add-jump: 1.2% exact match for the best model on that split, the "
-                   "overall-best model far lower; length: 13.8% for the overall-best model); here: the "
-                   "largest model of the size sweep stays below the study's 'solved' threshold on both."),
-        statistic=("Test exact match of the largest model of the size sweep (largest budget, its most common "
-                   "depth, rotary positions), mean over seeds with a t interval, on the length and add-jump "
-                   "splits; the split nearest to being solved (highest upper bound) decides, or the split "
-                   "solved most clearly."),
+                   "overall-best model far lower; length: 13.8% for the overall-best model); here: every "
+                   "model at the largest budget of the size sweep, whatever its depth, stays below the study's "
+                   "'solved' threshold on both."),
+        statistic=("Test exact match of every depth at the largest budget of the size sweep (rotary positions), "
+                   "mean over seeds with a bounded (Agresti–Caffo-adjusted) t interval at 1 − 0.05/K for the K "
+                   "depths there (Bonferroni), on the length and add-jump splits; every one must fail. The cell "
+                   "nearest to being solved (highest upper bound) decides, or the cell solving a split most "
+                   "clearly."),
         thresholds={"threshold": (0.0, 1.0), "min_id_acc": (0.0, 1.0)},
         defaults={"threshold": 0.5, "min_id_acc": 0.95},
         gates=(SCAN_GATE,),

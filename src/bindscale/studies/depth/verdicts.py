@@ -1,11 +1,22 @@
 """Verdict rules of the ``depth`` study; each claim is named after what its source asserts, so
 "supported" means the source is right (:data:`STATEMENTS`).
 
-Rows (:func:`prepare_rows`): ok trials, numeric columns coerced. A *cell* is (split, budget, layers,
-training budget: ``steps`` and ``train.batch_size`` where recorded) with rotary positions (the most common
-``pos`` and heads where they vary); its replicates are distinct seeds (rows repeating a cell and seed are
-averaged). Generalization splits are every ``split`` label but ``simple`` (SCAN's random split, in
-distribution by construction).
+Rows (:func:`prepare_rows`): ok trials, numeric columns coerced. A *cell* is (split, budget, layers) in one model
+configuration (positions and heads, :data:`MODEL_FIXED`) and one training budget (``steps`` and
+``train.batch_size`` where recorded); its replicates are distinct seeds (rows repeating a cell and seed are
+averaged). Every deciding cell is keyed by all of these, so the engine's per-model competence gate and seed counts
+read that cell's own rows in the whole table. Generalization splits are every ``split`` label but ``simple``
+(SCAN's random split, in distribution by construction).
+
+One model configuration (:func:`mixed_models`): the deciding cells of every tier are rotary
+(:data:`PLANNED_POS`; learned absolute positions are the study's side comparison on the length split), so the rules
+read the rotary rows wherever the table has any; the rows they compare must then share one number of heads (and
+one ``pos`` where none is rotary), else the claim is inconclusive and the reason names the configurations.
+Taking the most common configuration was the rule before, and a reviewer showed why it cannot stand: the engine's
+gate leaves out the models that missed it and runs the rule again, and on a table of a heads=2 family (three
+of its eight deep seeds below the gate) beside a heads=4 family the second pass found heads=4 the most common and
+decided on it, a configuration the first pass had not chosen. No tier plans two head counts, so such a table is
+records of several designs merged; each configuration's own records decide it.
 
 One training recipe (:func:`mixed_recipes`): the rows a rule compares must share one value of every column of
 the trial's ``train`` section (:data:`RECIPE`), else the claim is inconclusive and the reason names the recipes.
@@ -13,58 +24,97 @@ Every tier trains every model with one recipe (700 steps of 32 in ``depth.yaml``
 ``depth-full.yaml``, 20,000 of 128 in ``depth-paper.yaml``: equal steps and sequences across depths is the fair
 comparison), so a table of two recipes is two tiers' records merged, or cells retrained longer after missing the
 competence gate. Deciding such a table on its most common recipe was the rule before, and a reviewer would not
-accept it: the engine's gate leaves out the models that missed it and runs the rule again, which moved the most
-common recipe, so a family whose deepest members missed the gate at 2,000 steps was decided by their 4,000-step
-records under the same cell names. Deciding each recipe and combining the answers would need a rule for recipes
-that disagree that no source gives; a recipe's own table (``bindscale report`` on its records) decides it.
+accept it, for the reason above: a family whose deepest members missed the gate at 2,000 steps was decided by their
+4,000-step records under the same cell names. Deciding each recipe and combining the answers would need a rule for
+recipes that disagree that no source gives; a recipe's own table (``bindscale report`` on its records) decides it.
 
-- ``deeper_composes_better_at_equal_params`` (Petty et al. 2024). A
-  *family* is one (split, budget) with at least two depths; its deepest and shallowest members are
-  compared. Per generalization split ``s`` with families at budgets ``b_1..b_B``:
-  ``D_s = (1/B) Σ_b [mean(acc_test | deepest, b) − mean(acc_test | shallowest, b)]`` with a
-  Welch–Satterthwaite interval on groups adjusted after Agresti & Caffo 2000 (one pseudo-seed at 0 and one at
-  1 in every cell, :func:`bindscale.verdicts.stats.bounded_strata_mean_ci`, groups weighted ±1/B): an
-  exact-match cell of few seeds that happens to hold no successful seed is not read as certain failure.
-  A split *holds* when its interval lies above ``margin``, *contradicts* when below. Supported when
-  every generalization split holds; not supported when any contradicts (the contradicting split
-  with the lowest upper bound decides); inconclusive otherwise. The deciding number is otherwise
-  the split with the lowest lower bound (the weakest support). Guard
-  (:func:`planned_family_missing`): inconclusive when a planned family's deepest or shallowest
-  member, or a whole planned split or family, has no usable trial (no silent substitution of the
-  surviving depths). A family whose deepest and shallowest members' non-embedding parameter counts differ by more
-  than ``param_tolerance`` (:data:`PARAM_TOLERANCE`, 5%) is no equal-parameter comparison: the split is inconclusive.
-  Those counts are read from the records, so each deciding record's ``n_params_nonembed`` must be the count its
-  config gives (:func:`expected_nonembed_params`, exact match; :func:`bindscale.kit.param_count_mismatch`), else the
-  claim is inconclusive and the reason names the records.
-- ``seq2seq_fails_scan_splits`` (Lake & Baroni 2018). The *largest model*: the largest budget
-  among the rows, at its most common depth. Per decided split (``length`` and ``addprim_jump``): mean test exact match over seeds with a t interval
-  (:func:`bindscale.verdicts.stats.mean_ci`). A split is *failed* when the interval lies below ``threshold``
-  and *solved* when above. Both splits must have usable trials at the largest model (budget and
-  depth), else inconclusive. Supported when both are failed; not supported when either is solved
-  (the most clearly solved decides); inconclusive otherwise. The deciding number is otherwise the split with the highest upper bound.
+- ``deeper_composes_better_at_equal_params`` (Petty et al. 2024). A *family* is one (split, budget) with at
+  least two depths: an iso-parameter family, whose deepest and shallowest members are compared. The claim is
+  about every family ("the deepest member of an iso-parameter family beats the shallowest"), so each family is
+  decided on its own: ``D_{s,b} = mean(acc_test | deepest, b) − mean(acc_test | shallowest, b)`` with a
+  Welch–Satterthwaite interval on groups adjusted after Agresti & Caffo 2000 (one pseudo-seed at 0 and one at 1
+  in each member, :func:`bindscale.verdicts.stats.bounded_strata_mean_ci`): an exact-match cell of few seeds
+  that happens to hold no successful seed is not read as certain failure. With ``F`` families on a split each
+  interval is at confidence ``1 − 0.05/F`` (Bonferroni, :data:`ALPHA`: 97.5% for ``depth.yaml``'s two
+  length families, 95% for a split of one family, as every split of ``depth-full`` and ``depth-paper``), so that
+  a split of more families is not more likely to be read as contradicting the claim by chance. A family
+  *holds* when its interval lies above ``margin`` and *contradicts* when below; a split holds when every family
+  holds and contradicts when any family contradicts. Averaging over the budgets, the rule before, hid a
+  contradicting family: deep 0.95 against shallow 0.05 at 25k beside deep 0.30 against shallow 0.60 at 100k read
+  "supported" in 100 of 100 tables (the 100k family alone: "not supported" in 85); decided per family it is
+  supported in none (not supported in 4, the rest inconclusive: a gap of 0.3 at 8 seeds seldom clears the 97.5%
+  interval). Supported when every family of every generalization split holds; not supported when any family
+  contradicts (the one with the lowest upper bound decides); inconclusive otherwise. *The reported number* is
+  one family's difference with its interval (at its Bonferroni level, ``details["confidence"]``), the one that
+  decides: the contradicting family, else the weakest family (lowest lower bound), so the number and the
+  verdict never disagree, as the mean over budgets (+0.30 above) did; ``details["family_used"]`` names it and
+  every family's difference is in ``by_split`` (a split's ``diff`` is its own deciding family's). Each family is
+  checked on its own: members whose non-embedding parameter counts differ by more than ``param_tolerance``
+  (:data:`PARAM_TOLERANCE`, 5%) are no equal-parameter comparison; a member with fewer than ``MIN_REPLICATES``
+  seeds decides nothing; both members within :data:`bindscale.kit.EXACT_MATCH_BAND` of the floor (or ceiling)
+  in every seed measure the bound, not depth. Such a family cannot hold or contradict, and the claim is then
+  inconclusive unless another family contradicts. The parameter counts are read from the records, so each
+  deciding record's ``n_params_nonembed`` must be the count its config gives (:func:`expected_nonembed_params`,
+  exact match; :func:`bindscale.kit.param_count_mismatch`), else the claim is inconclusive and the reason names
+  the records. Guard (:func:`planned_family_missing`): inconclusive when a planned family's deepest or shallowest
+  member, or a whole planned split or family, has no usable trial (no silent substitution of the surviving
+  depths).
+- ``seq2seq_fails_scan_splits`` (Lake & Baroni 2018). Plain sequence models fail the ``length`` and
+  ``addprim_jump`` splits, so at the largest budget among the rows *every* depth run there must fail: each
+  (split, depth) cell at that budget is decided, mean test exact match over seeds with the one-sample bounded
+  interval (:func:`bindscale.verdicts.stats.bounded_mean_ci`: one pseudo-seed at 0 and one at 1, Student's t
+  on the adjusted seeds), at confidence ``1 − 0.05/K`` with ``K`` depths on the split at that budget
+  (Bonferroni, as for families). A cell *fails* when its interval lies below ``threshold`` and *solves* the
+  split when above. Both splits must have usable trials at the largest budget, else inconclusive. Supported
+  when every cell fails; not supported when any cell solves (the most clearly solved decides); inconclusive
+  otherwise, the cell with the highest upper bound giving the number. The rule before read only the largest
+  budget's most common depth, ties going to the shallowest, so a depth-8 model solving the length split (0.9)
+  beside a depth-1 model was never read and the claim was "supported"; a model of any depth is a plain
+  sequence model, so one that solves the split at the largest budget refutes the claim. Guard (:func:`largest_planned_model_missing`): inconclusive
+  when the largest planned budget, or a depth planned at it on a decided split, has no usable trial. The tiers
+  plan one depth at their largest size sweep budget except ``depth-paper``, whose families sit at its largest
+  budget, so there every family depth (1 to 16) is a deciding cell of this claim too.
 
 Test accuracies are read on a fixed, seeded subsample of each test set (``task.n_test``, 300 in the
 default study), the same examples for every trial, so the intervals are over training seeds and do
 not include the sampling error of that subsample (a binomial standard error of at most 2.9
 percentage points per trial at 300 examples).
 
-Coverage at 8 seeds (simulated in ``tests/studies/depth/test_coverage.py``, run with ``-m slow``;
-4000 draws, nominal 95%): exact match is bounded and, on SCAN, skewed or bimodal across seeds. Student's
-t interval of a single cell undercovered there (0.84 on Beta(0.3, 3) draws, 0.77 on Beta(0.2, 5)); the
-intervals are now Hall's skewness-corrected t (:mod:`bindscale.verdicts.stats`), which covers
-0.91 on Beta(0.3, 3), 0.88 on Beta(0.2, 5), 0.95 on the symmetric Beta(5, 5) and still only 0.72 when
-15% of seeds succeed (bimodal: not fixable from 8 values). The plain Welch–Satterthwaite difference
-covered 0.89 for two skewed groups of different shape (add-jump, one budget), 0.94 for four skewed groups
-without effect (length, two budgets), 0.976 for two bimodal groups without effect, 0.72 for a bimodal
-deep member against a failing shallow one, and 0.737 when a unimodal deep member has the mean of a
-bimodal shallow one, where it read "deeper is better" in 26% of tables without any effect (a shallow
-cell whose 8 seeds hold none of its 15% successes). The rule's interval adds one pseudo-seed at 0 and
-one at 1 to every cell (Agresti & Caffo 2000; :func:`bindscale.verdicts.stats.bounded_strata_mean_ci`):
-it covers 0.998-1.00 on all six draws at 5 and 8 seeds and reads "deeper is better" without an effect in
-at most 0.3% of tables. It is conservative: against a failing shallow member (Beta(1, 50)), a deep
-member at mean exact match 0.4 is found in 0.74 of tables at 8 seeds (0.01 at 5, 1.00 at 12), at 0.3 in
-0.09 (0.90 at 12); so the deciding cells of ``depth-full`` hold 8 seeds. A seed bootstrap
+Coverage (simulated in ``tests/studies/depth/test_coverage.py``, run with ``-m slow``; 4000 draws, nominal 95%):
+exact match is bounded and, on SCAN, skewed or bimodal across seeds. At 8 seeds Student's t interval of a single
+cell undercovered there (0.84 on Beta(0.3, 3) draws, 0.77 on Beta(0.2, 5)); Hall's skewness-corrected t
+(:func:`bindscale.verdicts.stats.mean_ci`) covers 0.91 on Beta(0.3, 3), 0.88 on Beta(0.2, 5), 0.95 on the
+symmetric Beta(5, 5) and still only 0.72 when 15% of seeds succeed (bimodal: not fixable from 8 values). The
+plain Welch–Satterthwaite difference covered 0.89 for two skewed groups of different shape (add-jump, one budget),
+0.94 for four skewed groups without effect (length, two budgets), 0.976 for two bimodal groups without effect,
+0.72 for a bimodal deep member against a failing shallow one, and 0.737 when a unimodal deep member has the mean
+of a bimodal shallow one, where it read "deeper is better" in 26% of tables without any effect (a shallow cell
+whose 8 seeds hold none of its 15% successes).
+
+The bounded difference the first rule uses covers 0.998-1.00 on those six draws at 5 and 8 seeds, and reads
+"deeper is better" in at most 0.03% of the tables without an effect. It is not that conservative everywhere: where
+the seeds already sit at the bounds (U-shaped Beta(0.5, 0.5) and Beta(0.1, 0.1), Bernoulli(0.5): a seed solves
+the split or it does not) the pseudo-seeds add little, and without an effect it covers 0.974-0.987 at 8 seeds
+(0.979-0.997 at 5) and reads "deeper is better" in 0.6-1.4% of tables at 8 seeds; with more seeds it tends to its
+nominal level, covering 0.9455-0.973 at 16 to 48 seeds and reading "deeper is better" in 1.35-2.8% at 16 to 48
+(the one-sided nominal is 2.5%). Over a split's families, the Bonferroni level keeps a split without any effect
+from reading "not supported" more often with more families: 2.05% of splits of two Bernoulli(0.5) families (the
+same as at 95% each: discrete draws move little between the levels) and at most 1% of splits of four, where
+every family at 95% would say it in up to 4.5%; 0.35-0.55% for U-shaped families (1.5-2.25% at 95% each). Power is
+what the conservative interval costs: against a failing shallow member (Beta(1, 50)), a deep member at mean exact
+match 0.4 is found in 0.76 of tables at 8 seeds (0.004 at 5, 1.00 at 12) and at 0.3 in 0.11 (0.89 at 12) for a
+split of one family; each of two families (97.5%) finds 0.4 in 0.36 at 8 seeds (0.94 at 0.5, 1.00 at 12 seeds), so
+the deciding cells of ``depth-full`` hold 8 seeds and its splits one family each. A seed bootstrap
 (``scipy.stats.bootstrap``, BCa or percentile, 999 resamples) covers no better than t on these draws.
+
+The second rule's single cell (8 seeds): Hall's t, the interval before, read a bimodal cell (seeds at 0.05 or
+0.95) whose true mean equals a threshold of 0.2 as failing it in 22.8% of cells (16.5% of tables through the whole
+rule in the review), and one at a true mean of 0.32 in 5.8% (6.25% of tables), a cell that holds none of its
+successful seeds being read as certain failure. The bounded interval covers 0.987-1.00 on every draw above
+(Bernoulli(0.5): 0.995) and reads a cell at or above the threshold as failing it in at most 0.4% of cells (0% at
+0.2 and at 0.32; 0.4% at 0.5, as Hall's). Its price: eight seeds that all score 0 give ``[0, 0.326]``, so a
+threshold of 0.2 needs about 16 seeds in a cell before the claim can be supported; the default 0.5 is decided
+at 8.
 
 Both rules are inconclusive, whatever the numbers, when a deciding cell has fewer than
 ``MIN_REPLICATES`` seeds, when a deciding value is missing, NaN or infinite, when the deciding
@@ -74,15 +124,16 @@ seed whose in-distribution exact match ``acc_id`` is below ``min_id_acc``, 0.95 
 left out and counted against ``min_seeds``, and the rule decides again on the seeds left; failing out of
 distribution says nothing about a model that did not learn), and when the deciding values are
 degenerate (:func:`bindscale.verdicts.engine.degenerate`). For the first rule that is zero spread
-in *every* deciding cell, or one value everywhere (all zero included): one cell whose seeds all score
-0.0 is the usual SCAN measurement (the shallow member failing in every seed) and still lets the split
+in *every* deciding cell of a split, or one value everywhere (all zero included): one cell whose seeds all score
+0.0 is the usual SCAN measurement (the shallow member failing in every seed) and still lets the family
 hold or contradict. For the second rule it is :func:`_flat_pair`:
 both columns flat across seeds and equal, or both flat with one strictly inside (0, 1); test 0.0
 with in-distribution 1.0 in every seed (the failure Lake & Baroni describe) is a verdict, and so
 is test 0.0 in every seed with a varying in-distribution accuracy. An all-zero table stays
-inconclusive (one value everywhere; its in-distribution accuracy also misses the gate). Details carry every split's
-number (``by_split``) and ``seeds_per_cell``; ``reason`` states the finding in numbers (each split's
-difference with its interval and each family's two members, or the largest model's exact match per split).
+inconclusive (one value everywhere; its in-distribution accuracy also misses the gate). Details carry every
+family's or cell's number (``by_split``) and ``seeds_per_cell``; ``reason`` states the finding in numbers (each
+family's difference with its interval and its two members, or each depth's exact match per split at the largest
+budget).
 """
 
 from __future__ import annotations
@@ -106,12 +157,11 @@ from bindscale.kit import (
     coerce_numeric,
     deciding_cell,
     degenerate,
-    restrict_to_mode,
     ok_rows,
-    mean_ci,
     bounded_strata_mean_ci,
 )
 from bindscale.models.shapes import shape_for_budget
+from bindscale.verdicts.stats import bounded_mean_ci
 
 from . import CLAIMS
 from .config import DepthModelConfig
@@ -124,7 +174,13 @@ NUMERIC = ("budget", "layers", "seed", "acc_test", "acc_id", "tok_acc_test", "to
 IN_DISTRIBUTION = "simple"
 #: Splits the scale claim is decided on (Lake & Baroni's two failures).
 FAILED_SPLITS = ("length", "addprim_jump")
-_FIXED = ("pos", "heads")
+#: The positions of every tier's deciding cells (:class:`.config.DepthModelConfig`'s default); learned absolute
+#: positions are the side comparison on the length split.
+PLANNED_POS = "rope"
+#: The model-config fields every deciding cell holds fixed beside its split, budget and depth: one value each among
+#: the rows a rule compares (:func:`mixed_models`; ``pos`` after keeping :data:`PLANNED_POS`), and every deciding
+#: cell is keyed by them, so the engine's per-model gate filters inside the configuration the rule decided on.
+MODEL_FIXED = ("pos", "heads")
 #: The record columns of a trial's ``train`` section (:class:`bindscale.kit.SeqTrainConfig`): one value of each is
 #: one training recipe, and the rows a rule compares share one (:func:`mixed_recipes`).
 RECIPE = ("steps", "train.batch_size", "lr", "train.weight_decay", "train.warmup_steps", "train.grad_clip",
@@ -132,6 +188,9 @@ RECIPE = ("steps", "train.batch_size", "lr", "train.weight_decay", "train.warmup
 #: The recipe columns in every deciding cell's key: the training budget, ``steps`` of ``batch_size`` sequences, so
 #: that the engine's gates and seed counts read the cell's own recipe in the whole table (failed trials too).
 BUDGET_KEYS = ("steps", "train.batch_size")
+#: The family-wise error of the intervals a verdict reads: with ``F`` families on a split (or ``F`` depths at the
+#: largest budget), each interval is at confidence ``1 − ALPHA / F`` (Bonferroni).
+ALPHA = 0.05
 
 
 #: How far apart (relative, non-embedding parameters) a family's deepest and shallowest members may be and still
@@ -181,11 +240,11 @@ def _said_value(v) -> str:
     return "not recorded" if v is None else f"{v:g}" if isinstance(v, (int, float)) else str(v)
 
 
-def mixed_recipes(rows: pd.DataFrame) -> tuple[str, list[dict]] | None:
-    """Why ``rows`` (the rows a rule compares) cannot be decided because they hold more than one training recipe
-    (:data:`RECIPE`; a column the table lacks is not compared, a missing value is a value), with the recipes (the
-    columns that differ → their values), or None. See the module docstring for why not the most common one."""
-    cols = [c for c in RECIPE if c in rows]
+def _distinct(rows: pd.DataFrame, columns: tuple[str, ...]) -> tuple[list[dict], str] | None:
+    """The distinct values ``rows`` hold of ``columns`` (a column the table lacks is not compared, a missing value
+    is a value) when there are several: (each combination as {varying column: value}, in order, and the list said
+    with its trial counts), else None."""
+    cols = [c for c in columns if c in rows]
     if not cols or rows.empty:
         return None
     keys = rows[cols].astype(object).where(rows[cols].notna(), None)
@@ -198,50 +257,94 @@ def mixed_recipes(rows: pd.DataFrame) -> tuple[str, list[dict]] | None:
         key = tuple(to_python(v) for v in values)
         counts[key] = counts.get(key, 0) + 1
     order = sorted(counts, key=lambda k: [(v is None, v if isinstance(v, (int, float)) else 0, str(v)) for v in k])
-    recipes = [dict(zip(varying, k)) for k in order]
+    combos = [dict(zip(varying, k)) for k in order]
     said = "; ".join(", ".join(f"{c} {_said_value(v)}" for c, v in r.items()) + f" ({counts[k]} trials)"
-                     for r, k in zip(recipes, order))
+                     for r, k in zip(combos, order))
+    return combos, said
+
+
+def mixed_recipes(rows: pd.DataFrame) -> tuple[str, list[dict]] | None:
+    """Why ``rows`` (the rows a rule compares) cannot be decided because they hold more than one training recipe
+    (:data:`RECIPE`; a column the table lacks is not compared, a missing value is a value), with the recipes (the
+    columns that differ → their values), or None. See the module docstring for why not the most common one."""
+    found = _distinct(rows, RECIPE)
+    if found is None:
+        return None
+    recipes, said = found
     return (f"the compared trials hold {len(recipes)} training recipes ({said}): the study trains every model of a "
             "tier with one recipe and compares cells of one recipe, so neither the comparison across recipes nor a "
             "choice of one of them is the study's (a model that missed the competence gate under one would be "
             "replaced by another's records); decide each recipe's records on their own"), recipes
 
 
-def _recipe_key(rows: pd.DataFrame) -> dict:
-    """The training budget of a deciding cell's rows (:data:`BUDGET_KEYS` the table records), for its key."""
-    return {c: rows[c].dropna().iloc[0] for c in BUDGET_KEYS if c in rows and rows[c].notna().any()}
+def mixed_models(rows: pd.DataFrame) -> tuple[str, list[dict]] | None:
+    """Why ``rows`` (the rows a rule compares, at the planned positions) cannot be decided because they hold more
+    than one model configuration beside split, budget and depth (:data:`MODEL_FIXED`: the number of heads, or
+    the positions where no row has the planned ones), with the configurations, or None. See the module docstring
+    for why not the most common one."""
+    found = _distinct(rows, MODEL_FIXED)
+    if found is None:
+        return None
+    configs, said = found
+    return (f"the compared trials hold {len(configs)} model configurations ({said}): every tier plans its "
+            "deciding cells in one configuration, and the most common one is no choice a rule can keep (the "
+            "engine's competence gate leaves out models and decides again, which could move it to another); "
+            "decide each configuration's records on their own"), configs
 
 
-def _rope_rows(ok: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
-    rows = ok
-    if "pos" in rows and (rows["pos"] == "rope").any():
-        rows = rows[rows["pos"] == "rope"]
-    return restrict_to_mode(rows, _FIXED)
+def _planned_positions(rows: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+    """The rows at the planned positions (:data:`PLANNED_POS`) where any row has them, with the note for the
+    details (``pos_used``, ``pos_present`` and a ``restriction`` sentence) when the table holds others too."""
+    if "pos" not in rows or not (rows["pos"] == PLANNED_POS).any() or rows["pos"].nunique(dropna=False) <= 1:
+        return rows, {}
+    present = sorted({_said_value(to_python(v)) for v in rows["pos"].astype(object).where(rows["pos"].notna(), None)})
+    return rows[rows["pos"] == PLANNED_POS], {
+        "pos_used": PLANNED_POS, "pos_present": present,
+        "restriction": f"positions vary; the deciding cells are the planned {PLANNED_POS} ones (the others are the "
+                       "study's side comparison)"}
+
+
+def _cell_key(rows: pd.DataFrame) -> dict:
+    """The model-config fields held fixed (:data:`MODEL_FIXED`) and the training budget (:data:`BUDGET_KEYS`) of
+    a deciding cell's rows, as the table records them, for its key."""
+    return {c: rows[c].dropna().iloc[0] for c in (*MODEL_FIXED, *BUDGET_KEYS) if c in rows and rows[c].notna().any()}
+
+
+def _family_confidence(n_families: int) -> float:
+    """Each family's interval level: ``1 − ALPHA / F`` (Bonferroni over the ``F`` families of a split)."""
+    return 1.0 - ALPHA / max(n_families, 1)
 
 
 def deeper_composes_better_at_equal_params(ok: pd.DataFrame, thresholds: Mapping[str, float], n_boot: int = 2000,
                                            seed: int = 0) -> Verdict:
-    """Deepest minus shallowest family member per generalization split (see the module docstring)."""
+    """Deepest minus shallowest member of every iso-parameter family, per generalization split (see the module
+    docstring)."""
     stat = "deep_minus_shallow_acc"
     margin = float(thresholds["margin"])
     tol = float(thresholds.get("param_tolerance", PARAM_TOLERANCE))
     if ok.empty or "split" not in ok or _bad(ok, ("budget", "layers", "seed")):
         return _inconclusive(stat, 0, {}, "no trials with split, budget, layers and seed")
-    rows, note = _rope_rows(ok)
+    rows, note = _planned_positions(ok)
     details: dict = dict(note)
-    mixed = mixed_recipes(rows[rows["split"] != IN_DISTRIBUTION])
-    if mixed:
-        details["recipes"] = mixed[1]
-        return _inconclusive(stat, len(rows), details, mixed[0])
+    compared = rows[rows["split"] != IN_DISTRIBUTION]
+    for check, key in ((mixed_recipes, "recipes"), (mixed_models, "model_configurations")):
+        mixed = check(compared)
+        if mixed:
+            details[key] = mixed[1]
+            return _inconclusive(stat, len(rows), details, mixed[0])
     by_split: dict = {}
-    results = []  # (split, triple, n)
+    families = []  # (split, budget, triple, problem)
     seeds_per_cell = []
     decide_cells: list[dict] = []
-    compared: list[pd.DataFrame] = []  # the deciding rows, whose parameter counts are compared
-    for split in sorted(s for s in rows["split"].dropna().unique() if s != IN_DISTRIBUTION):
-        srows = rows[rows["split"] == split]
-        groups, weights, cells, entry = [], [], [], {}
+    members: list[pd.DataFrame] = []  # the deciding rows, whose parameter counts are compared
+    for split in sorted(s for s in compared["split"].dropna().unique()):
+        srows = compared[compared["split"] == split]
         budgets = [b for b, g in srows.groupby("budget") if g["layers"].nunique() >= 2]
+        if not budgets:
+            continue
+        confidence = _family_confidence(len(budgets))
+        entry: dict = {"confidence": confidence, "families": len(budgets)}
+        cells, mine = [], []
         for b in budgets:
             g = srows[srows["budget"] == b]
             deep, shallow = g[g["layers"] == g["layers"].max()], g[g["layers"] == g["layers"].min()]
@@ -250,55 +353,60 @@ def deeper_composes_better_at_equal_params(ok: pd.DataFrame, thresholds: Mapping
                 return _inconclusive(stat, len(rows), details, f"split {split}, budget {b:g}: {bad}")
             d, s = _seed_means(deep, "acc_test"), _seed_means(shallow, "acc_test")
             seeds_per_cell += [d.size, s.size]
-            groups += [d, s]
-            weights += [1.0 / len(budgets), -1.0 / len(budgets)]
             cells += [d, s]
-            pair = [(d, deep), (s, shallow)]
             decide_cells += [deciding_cell({"split": split, "budget": b, "layers": int(x["layers"].iloc[0]),
-                                            **({"pos": x["pos"].iloc[0]} if "pos" in x else {}), **_recipe_key(x)},
-                                           v.size)
-                             for v, x in pair]
-            compared += [deep, shallow]
-            entry[f"budget_{b:g}"] = {"deepest": int(deep["layers"].max()), "shallowest": int(shallow["layers"].min()),
-                                      "acc_deepest": float(d.mean()), "acc_shallowest": float(s.mean()),
-                                      "acc_id_deepest": float(deep["acc_id"].mean()),
-                                      "acc_id_shallowest": float(shallow["acc_id"].mean()),
-                                      # Petty et al. hold total parameters fixed; the families hold the
-                                      # non-embedding count, so both are reported (review item 8).
-                                      "params_nonembed_deepest": float(deep["n_params_nonembed"].mean()),
-                                      "params_nonembed_shallowest": float(shallow["n_params_nonembed"].mean()),
-                                      "params_total_deepest": float(deep["n_params"].mean()),
-                                      "params_total_shallowest": float(shallow["n_params"].mean())}
-        if not budgets:
-            continue
-        # Equal parameters is the claim's premise (Petty et al. hold the budget fixed): members whose non-embedding
-        # counts differ by more than the tolerance compare sizes as well as depths.
-        for key, member in [(k, m) for k, m in entry.items() if k.startswith("budget_")]:
-            deep_p, shallow_p = member["params_nonembed_deepest"], member["params_nonembed_shallowest"]
+                                            **_cell_key(x)}, v.size)
+                             for v, x in ((d, deep), (s, shallow))]
+            members += [deep, shallow]
+            triple = bounded_strata_mean_ci([d, s], [1.0, -1.0], bounds=(0.0, 1.0), confidence=confidence)
+            fam = {"deepest": int(deep["layers"].max()), "shallowest": int(shallow["layers"].min()),
+                   "acc_deepest": float(d.mean()), "acc_shallowest": float(s.mean()),
+                   "acc_id_deepest": float(deep["acc_id"].mean()), "acc_id_shallowest": float(shallow["acc_id"].mean()),
+                   # Petty et al. hold total parameters fixed; the families hold the non-embedding count, so both
+                   # are reported.
+                   "params_nonembed_deepest": float(deep["n_params_nonembed"].mean()),
+                   "params_nonembed_shallowest": float(shallow["n_params_nonembed"].mean()),
+                   "params_total_deepest": float(deep["n_params"].mean()),
+                   "params_total_shallowest": float(shallow["n_params"].mean()),
+                   "diff": ci_entry(triple, d.size + s.size)}
+            # Equal parameters is the claim's premise (Petty et al. hold the budget fixed): members whose
+            # non-embedding counts differ by more than the tolerance compare sizes as well as depths.
+            deep_p, shallow_p = fam["params_nonembed_deepest"], fam["params_nonembed_shallowest"]
             gap = abs(deep_p - shallow_p) / max(min(deep_p, shallow_p), 1.0)
             if not gap <= tol:
-                entry.setdefault("problem", f"{key.replace('_', ' ')}: the deepest member has {deep_p:.0f} non-embedding "
-                                 f"parameters and the shallowest {shallow_p:.0f}, {gap:.1%} apart, beyond the "
-                                 f"tolerance {tol:.0%} of an equal-parameter comparison")
-        # Whether the deciding members learned their training distribution is the engine's competence gate
-        # (the claim's Gate on acc_id, every deciding cell); acc_id_deepest / _shallowest stay for the report.
-        if min(len(c) for c in cells) < MIN_REPLICATES:
-            entry.setdefault("problem", f"a deciding cell has fewer than {MIN_REPLICATES} seeds")
-        # discrete=True: a cell whose seeds all score 0.0 is SCAN's usual outcome (shallow models fail
-        # every seed), so only every cell flat, or one value everywhere, is degenerate.
-        # Every deep and shallow seed exactly 0 (or 1) on this split: the floor (ceiling), not a depth effect.
-        # Within EXACT_MATCH_BAND of the floor (or ceiling) in every seed of both: 0/300 against 1/300 decides nothing.
-        why = at_bound({"the deepest members": np.concatenate(cells[0::2]),
-                        "the shallowest members": np.concatenate(cells[1::2])}, band=EXACT_MATCH_BAND) \
-            or degenerate(cells, discrete=True)
-        if why:
-            entry.setdefault("problem", why)
-        triple = bounded_strata_mean_ci(groups, weights, bounds=(0.0, 1.0))
-        entry["diff"] = ci_entry(triple, sum(len(c) for c in cells))
+                fam["problem"] = (f"budget {b:g}: the deepest member has {deep_p:.0f} non-embedding parameters and "
+                                  f"the shallowest {shallow_p:.0f}, {gap:.1%} apart, beyond the tolerance {tol:.0%} "
+                                  "of an equal-parameter comparison")
+            elif min(d.size, s.size) < MIN_REPLICATES:
+                fam["problem"] = f"budget {b:g}: a deciding cell has fewer than {MIN_REPLICATES} seeds"
+            else:
+                # Every deep and shallow seed within EXACT_MATCH_BAND of the floor (or ceiling): 0/300 against
+                # 1/300 measures the bound, not depth.
+                why = at_bound({"the deepest member": d, "the shallowest member": s}, band=EXACT_MATCH_BAND)
+                if why:
+                    fam["problem"] = f"budget {b:g}: {why}"
+            entry[f"budget_{b:g}"] = fam
+            mine.append([split, b, triple, fam.get("problem")])
+        # discrete=True: a cell whose seeds all score 0.0 is SCAN's usual outcome (shallow models fail every seed),
+        # so only every cell of the split flat, or one value everywhere, is degenerate; it takes every family.
+        why = degenerate(cells, discrete=True)
+        for fam_row in mine:
+            if why and fam_row[3] is None:
+                fam_row[3] = why
+                entry[f"budget_{fam_row[1]:g}"]["problem"] = why
+        problems = [r[3] for r in mine if r[3] is not None]
+        if problems:
+            entry["problem"] = problems[0]
+        # The split's number: its most clearly contradicting family, else its weakest (lowest lower bound).
+        contra = [r for r in mine if r[3] is None and r[2][2] < margin]
+        pick = (min(contra, key=lambda r: r[2][2]) if contra else
+                min(mine, key=lambda r: r[2][1] if math.isfinite(r[2][1]) else -math.inf))
+        entry["decided_by"] = f"budget_{pick[1]:g}"
+        entry["diff"] = entry[f"budget_{pick[1]:g}"]["diff"]
         by_split[split] = entry
-        results.append((split, triple, sum(len(c) for c in cells), entry.get("problem")))
-    miscount, wrong = (param_count_mismatch(pd.concat(compared), expected_nonembed_params, "n_params_nonembed",
-                                            describe=("split", "budget", "layers")) if compared else (None, []))
+        families += [tuple(r) for r in mine]
+    miscount, wrong = (param_count_mismatch(pd.concat(members), expected_nonembed_params, "n_params_nonembed",
+                                            describe=("split", "budget", "layers")) if members else (None, []))
     if miscount:
         details["param_count_mismatch"] = wrong
         return _inconclusive(stat, len(rows), details, miscount)
@@ -306,40 +414,52 @@ def deeper_composes_better_at_equal_params(ok: pd.DataFrame, thresholds: Mapping
     details["deciding_cells"] = decide_cells
     details["seeds_per_cell"] = int(min(seeds_per_cell)) if seeds_per_cell else 0
     details["margin"] = margin
-    if not results:
+    if not families:
         return _inconclusive(stat, len(rows), details, "no generalization split has a family of two or more depths")
     n = len(rows)
-    found = {r[0]: _split_text(r[0], by_split[r[0]], r[1]) for r in results}
-    contradicting = [r for r in results if r[3] is None and r[1][2] < margin]
-    if contradicting:
-        split, triple, _, _ = min(contradicting, key=lambda r: r[1][2])
+    found = {s: _split_text(s, e) for s, e in by_split.items()}
+
+    def use(fam) -> tuple[float, float, float]:
+        split, b, triple, _ = fam
         details["split_used"] = split
-        details["reason"] = (f"{found[split]}: the deepest member does not beat the shallowest (interval below the "
-                             f"margin {margin:g}); " + _others(found, split))
+        details["family_used"] = {"split": split, "budget": to_python(b)}
+        details["confidence"] = by_split[split]["confidence"]
+        return triple
+
+    contradicting = [f for f in families if f[3] is None and f[2][2] < margin]
+    if contradicting:
+        fam = min(contradicting, key=lambda f: f[2][2])
+        triple = use(fam)
+        details["reason"] = (f"{found[fam[0]]}: at budget {fam[1]:g} the deepest member does not beat the shallowest "
+                             f"(interval below the margin {margin:g}); " + _others(found, fam[0]))
         return Verdict(stat, "not_supported", triple, n, details)
-    problems = [r for r in results if r[3] is not None]
+    problems = [f for f in families if f[3] is not None]
     if problems:
-        split, _, _, why = problems[0]
+        split, b, _, why = problems[0]
         details["split_used"] = split
         return _inconclusive(stat, n, details, f"split {split}: {why}; " + "; ".join(found.values()))
-    split, triple, _, _ = min(results, key=lambda r: r[1][1] if math.isfinite(r[1][1]) else -math.inf)
-    details["split_used"] = split
-    verdict = "supported" if all(r[1][1] > margin for r in results) else "inconclusive"
-    if verdict == "inconclusive":
-        details["reason"] = f"{found[split]}: the interval includes the margin {margin:g}; " + _others(found, split)
-    else:
-        details["reason"] = (f"the deepest member beats the shallowest by more than {margin:g} on every "
-                             f"generalization split: " + "; ".join(found.values()))
-    return Verdict(stat, verdict, triple, n, details)
+    fam = min(families, key=lambda f: f[2][1] if math.isfinite(f[2][1]) else -math.inf)
+    triple = use(fam)
+    if all(f[2][1] > margin for f in families):
+        details["reason"] = (f"the deepest member beats the shallowest by more than {margin:g} in every family of "
+                             "every generalization split: " + "; ".join(found.values()))
+        return Verdict(stat, "supported", triple, n, details)
+    details["reason"] = (f"{found[fam[0]]}: at budget {fam[1]:g} the interval includes the margin {margin:g}; "
+                         + _others(found, fam[0]))
+    return Verdict(stat, "inconclusive", triple, n, details)
 
 
-def _split_text(split: str, entry: Mapping, triple: tuple[float, float, float]) -> str:
-    """One split's finding in numbers: "split length: deepest − shallowest exact match +0.120 [+0.050, +0.190]
-    (budget 25000: depth 8 0.410 vs depth 1 0.290; ...)"."""
-    fams = "; ".join(f"budget {k.removeprefix('budget_')}: depth {f['deepest']} {f['acc_deepest']:.3f} vs depth "
-                     f"{f['shallowest']} {f['acc_shallowest']:.3f}" for k, f in entry.items() if k.startswith("budget_"))
-    return (f"split {split}: deepest − shallowest test exact match {triple[0]:+.3f} [{triple[1]:+.3f}, "
-            f"{triple[2]:+.3f}] ({fams})")
+def _split_text(split: str, entry: Mapping) -> str:
+    """One split's finding in numbers, family by family: "split length, deepest − shallowest test exact match:
+    budget 25000 +0.120 [+0.050, +0.190] (depth 8 0.410 vs depth 1 0.290); budget 100000 ... (97.5% intervals,
+    Bonferroni over 2 families)"."""
+    fams = "; ".join(f"budget {k.removeprefix('budget_')} {f['diff']['value']:+.3f} [{f['diff']['ci_low']:+.3f}, "
+                     f"{f['diff']['ci_high']:+.3f}] (depth {f['deepest']} {f['acc_deepest']:.3f} vs depth "
+                     f"{f['shallowest']} {f['acc_shallowest']:.3f})"
+                     for k, f in entry.items() if k.startswith("budget_"))
+    level = (f" ({entry['confidence']:.1%} intervals, Bonferroni over {entry['families']} families)"
+             if entry["families"] > 1 else "")
+    return f"split {split}, deepest − shallowest test exact match: {fams}{level}"
 
 
 def _others(found: Mapping[str, str], split: str) -> str:
@@ -376,8 +496,8 @@ def planned_family_missing(df: pd.DataFrame, ok: pd.DataFrame, details: Mapping,
         return None
     rows = df.assign(budget=pd.to_numeric(df["budget"], errors="coerce"),
                      layers=pd.to_numeric(df["layers"], errors="coerce"))
-    if "pos" in rows and (rows["pos"] == "rope").any():
-        rows = rows[rows["pos"] == "rope"]
+    if "pos" in rows and (rows["pos"] == PLANNED_POS).any():
+        rows = rows[rows["pos"] == PLANNED_POS]
     missing = []
     for (split, b), g in rows[rows["split"] != IN_DISTRIBUTION].groupby(["split", "budget"]):
         if g["layers"].nunique() < 2:
@@ -396,83 +516,121 @@ def planned_family_missing(df: pd.DataFrame, ok: pd.DataFrame, details: Mapping,
 
 def largest_planned_model_missing(df: pd.DataFrame, ok: pd.DataFrame, details: Mapping, verdict: str):
     """Guard of ``seq2seq_fails_scan_splits``: the rule answered at a smaller budget than the largest one the
-    study planned on the decided splits (its trials failed or diverged), so it did not test scale."""
+    study planned on the decided splits (its trials failed or diverged), so it did not test scale; or a depth
+    planned at that budget on a decided split (rotary positions) has no usable trial there, so "every model of the
+    largest budget fails" was read without it."""
     if "budget" not in df or "split" not in df or "budget_used" not in details:
         return None
-    planned = pd.to_numeric(df.loc[df["split"].isin(FAILED_SPLITS), "budget"], errors="coerce").max()
+    rows = df[df["split"].isin(FAILED_SPLITS)]
+    planned = pd.to_numeric(rows["budget"], errors="coerce").max()
     if np.isfinite(planned) and details["budget_used"] < planned:
         return (f"the largest planned budget ({planned:g}) has no usable trial; the rule answered at "
                 f"{details['budget_used']:g}", "value_at_smaller_budget")
+    if "layers" not in rows or "cells_used" not in details or not np.isfinite(planned):
+        return None
+    if "pos" in rows and (rows["pos"] == PLANNED_POS).any():
+        rows = rows[rows["pos"] == PLANNED_POS]
+    top = rows[np.isclose(pd.to_numeric(rows["budget"], errors="coerce"), planned)]
+    used = {(s, float(L)) for s, L in details["cells_used"]}
+    missing = sorted({(str(s), float(L)) for s, L in zip(top["split"], pd.to_numeric(top["layers"], errors="coerce"))
+                      if np.isfinite(L)} - used)
+    if missing:
+        return (f"a depth planned at the largest budget ({planned:g}) has no usable trial ("
+                + "; ".join(f"split {s}, depth {L:g}" for s, L in missing)
+                + "): every depth there must fail for the claim to hold", "value_without_planned_depth")
     return None
 
 
 def seq2seq_fails_scan_splits(ok: pd.DataFrame, thresholds: Mapping[str, float], n_boot: int = 2000,
                               seed: int = 0) -> Verdict:
-    """The largest model's test exact match on the length and add-jump splits (see the module docstring)."""
+    """Every depth at the largest budget, on the length and add-jump splits (see the module docstring)."""
     stat = "largest_model_acc"
     thr = float(thresholds["threshold"])
     if ok.empty or "split" not in ok or _bad(ok, ("budget", "layers", "seed")):
         return _inconclusive(stat, 0, {}, "no trials with split, budget, layers and seed")
-    rows, note = _rope_rows(ok)
+    rows, note = _planned_positions(ok[ok["split"].isin(FAILED_SPLITS)])
     details: dict = dict(note)
-    rows = rows[rows["split"].isin(FAILED_SPLITS)]
     if rows.empty:
         return _inconclusive(stat, 0, details, f"no trials on the {' or '.join(FAILED_SPLITS)} split")
-    mixed = mixed_recipes(rows)
-    if mixed:
-        details["recipes"] = mixed[1]
-        return _inconclusive(stat, len(rows), details, mixed[0])
+    for check, key in ((mixed_recipes, "recipes"), (mixed_models, "model_configurations")):
+        mixed = check(rows)
+        if mixed:
+            details[key] = mixed[1]
+            return _inconclusive(stat, len(rows), details, mixed[0])
     budget = float(rows["budget"].max())
     top = rows[rows["budget"] == budget]
-    layers = float(top["layers"].value_counts().sort_index().idxmax())
-    top = top[top["layers"] == layers]
-    details |= {"budget_used": budget, "layers_used": layers, "threshold": thr}
+    details |= {"budget_used": budget, "threshold": thr,
+                "layers_at_largest": sorted(int(L) for L in top["layers"].unique())}
     absent = [s for s in FAILED_SPLITS if s not in set(top["split"])]
     if absent:
         # "Fails both" needs both: one split alone (the other failed, diverged or was not run) decides nothing.
         return _inconclusive(stat, len(top), details, f"no usable trial on the {' and '.join(absent)} split at the "
-                             f"largest model (budget {budget:g}, depth {layers:g}): the claim is about both splits")
-    by_split, results, spc = {}, [], []
-    for split, g in top.groupby("split"):
-        bad = _bad(g, ("acc_test", "acc_id"))
-        if bad:
-            return _inconclusive(stat, len(top), details, f"split {split}: {bad}")
-        acc, acc_id = _seed_means(g, "acc_test"), _seed_means(g, "acc_id")
-        spc.append(acc.size)
-        details.setdefault("deciding_cells", []).append(deciding_cell(
-            {"split": split, "budget": budget, "layers": layers, **({"pos": g["pos"].iloc[0]} if "pos" in g else {}),
-             **_recipe_key(g)}, acc.size))
-        triple = mean_ci(acc)
-        entry = {"acc": ci_entry(triple, acc.size), "acc_id": float(acc_id.mean())}
-        # Whether the largest model learned its training distribution is the engine's competence gate (the
-        # claim's Gate on acc_id); acc_id stays in the details for the report.
-        if acc.size < MIN_REPLICATES:
-            entry["problem"] = f"{acc.size} seeds, fewer than {MIN_REPLICATES}"
-        elif _flat_pair(acc, acc_id):
-            entry["problem"] = _flat_pair(acc, acc_id)
-        by_split[split] = entry
-        results.append((split, triple, entry.get("problem")))
+                             f"largest budget ({budget:g}): the claim is about both splits")
+    by_split: dict = {}
+    results, spc = [], []  # (split, layers, triple, problem)
+    for split, s_rows in top.groupby("split"):
+        depths = sorted(s_rows["layers"].unique())
+        confidence = _family_confidence(len(depths))
+        by_split[split] = {"confidence": confidence, "depths": len(depths)}
+        for layers in depths:
+            g = s_rows[s_rows["layers"] == layers]
+            bad = _bad(g, ("acc_test", "acc_id"))
+            if bad:
+                return _inconclusive(stat, len(top), details, f"split {split}, depth {layers:g}: {bad}")
+            acc, acc_id = _seed_means(g, "acc_test"), _seed_means(g, "acc_id")
+            spc.append(acc.size)
+            details.setdefault("deciding_cells", []).append(deciding_cell(
+                {"split": split, "budget": budget, "layers": layers, **_cell_key(g)}, acc.size))
+            triple = bounded_mean_ci(acc, bounds=(0.0, 1.0), confidence=confidence)
+            entry = {"acc": ci_entry(triple, acc.size), "acc_id": float(acc_id.mean())}
+            # Whether the models learned their training distribution is the engine's competence gate (the
+            # claim's Gate on acc_id); acc_id stays in the details for the report.
+            if acc.size < MIN_REPLICATES:
+                entry["problem"] = f"depth {layers:g}: {acc.size} seeds, fewer than {MIN_REPLICATES}"
+            elif _flat_pair(acc, acc_id):
+                entry["problem"] = f"depth {layers:g}: {_flat_pair(acc, acc_id)}"
+            by_split[split][f"depth_{layers:g}"] = entry
+            results.append((split, float(layers), triple, entry.get("problem")))
     details["by_split"] = by_split
+    details["cells_used"] = [[s, to_python(L)] for s, L, _, _ in results]
     details["seeds_per_cell"] = int(min(spc))
     n = len(top)
-    model = f"the largest model (budget {budget:g}, depth {layers:g})"
-    found = "; ".join(f"{s} {t[0]:.3f} [{t[1]:.3f}, {t[2]:.3f}] over {by_split[s]['acc']['n']} seeds "
-                      f"(in-distribution {by_split[s]['acc_id']:.3f})" for s, t, _ in results)
-    solved = [r for r in results if r[2] is None and r[1][1] > thr]
+    found = "; ".join(_sweep_text(s, e) for s, e in by_split.items())
+    where = f"at the largest budget ({budget:g})"
+
+    def use(r) -> tuple[float, float, float]:
+        details.update(split_used=r[0], layers_used=to_python(r[1]), confidence=by_split[r[0]]["confidence"])
+        return r[2]
+
+    solved = [r for r in results if r[3] is None and r[2][1] > thr]
     if solved:
-        split, triple, _ = max(solved, key=lambda r: r[1][1])
-        details["split_used"] = split
-        details["reason"] = f"{model} solves the {split} split (interval above {thr:g}): test exact match {found}"
+        r = max(solved, key=lambda r: r[2][1])
+        triple = use(r)
+        details["reason"] = (f"{where} the depth-{r[1]:g} model solves the {r[0]} split (interval above {thr:g}): "
+                             f"test exact match {found}")
         return Verdict(stat, "not_supported", triple, n, details)
-    problems = [r for r in results if r[2] is not None]
+    problems = [r for r in results if r[3] is not None]
     if problems:
         details["split_used"] = problems[0][0]
-        return _inconclusive(stat, n, details, f"split {problems[0][0]}: {problems[0][2]}; {model}: test exact "
+        return _inconclusive(stat, n, details, f"split {problems[0][0]}: {problems[0][3]}; {where}: test exact "
                              f"match {found}")
-    split, triple, _ = max(results, key=lambda r: r[1][2] if math.isfinite(r[1][2]) else math.inf)
-    details["split_used"] = split
-    if all(r[1][2] < thr for r in results):
-        details["reason"] = f"{model} fails both splits (every interval below {thr:g}): test exact match {found}"
+    r = max(results, key=lambda r: r[2][2] if math.isfinite(r[2][2]) else math.inf)
+    triple = use(r)
+    if all(x[2][2] < thr for x in results):
+        details["reason"] = (f"{where} every depth fails both splits (every interval below {thr:g}): test exact "
+                             f"match {found}")
         return Verdict(stat, "supported", triple, n, details)
-    details["reason"] = f"{model}: the {split} interval includes the threshold {thr:g}: test exact match {found}"
+    details["reason"] = (f"{where}: the depth-{r[1]:g} interval on the {r[0]} split includes the threshold {thr:g}: "
+                         f"test exact match {found}")
     return Verdict(stat, "inconclusive", triple, n, details)
+
+
+def _sweep_text(split: str, entry: Mapping) -> str:
+    """One split at the largest budget, depth by depth: "length: depth 2 0.150 [0.000, 0.420] over 8 seeds
+    (in-distribution 0.990)" (with the Bonferroni level when several depths share the budget)."""
+    cells = "; ".join(f"depth {k.removeprefix('depth_')} {e['acc']['value']:.3f} [{e['acc']['ci_low']:.3f}, "
+                      f"{e['acc']['ci_high']:.3f}] over {e['acc']['n']} seeds (in-distribution {e['acc_id']:.3f})"
+                      for k, e in entry.items() if k.startswith("depth_"))
+    level = (f" ({entry['confidence']:.1%} intervals, Bonferroni over {entry['depths']} depths)"
+             if entry["depths"] > 1 else "")
+    return f"{split}: {cells}{level}"
