@@ -87,7 +87,7 @@ __all__ = [
     # verdicts
     "Verdict", "SUPPORTED", "NOT_SUPPORTED", "INCONCLUSIVE", "MISSING", "NAN3", "MIN_REPLICATES",
     "CONCLUSIVE_SEEDS", "MIN_SEEDS", "deciding_cell", "gate_check", "gate_filter", "needed_seeds", "at_bound",
-    "EXACT_MATCH_BAND", "no_room", "outside_range", "param_count_mismatch", "one_per_unit",
+    "EXACT_MATCH_BAND", "no_room", "mixed_recipes", "outside_range", "param_count_mismatch", "one_per_unit",
     "ok_rows", "coerce_numeric", "restrict_to_mode", "degenerate", "ci_entry", "json_key", "to_python", "decide",
     "decide_below", "finite_values", "pooled_columns",
     # intervals
@@ -141,6 +141,7 @@ _LAZY: dict[str, str] = {
     "at_bound": "bindscale.verdicts.engine",
     "EXACT_MATCH_BAND": "bindscale.verdicts.engine",
     "no_room": "bindscale.verdicts.engine",
+    "mixed_recipes": "bindscale.verdicts.engine",
     "outside_range": "bindscale.verdicts.engine",
     "param_count_mismatch": "bindscale.verdicts.engine",
     "coerce_numeric": "bindscale.verdicts.engine",
@@ -317,6 +318,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: exactly the objects __geta
         gate_check,
         gate_filter,
         json_key,
+        mixed_recipes,
         needed_seeds,
         no_room,
         outside_range,

@@ -50,6 +50,7 @@ __all__ = [
     "gate_check",
     "at_bound",
     "no_room",
+    "mixed_recipes",
     "param_count_mismatch",
     "study_as_dict",
     "coerce_numeric",
@@ -454,6 +455,45 @@ def no_room(baseline: Any, margin: float, high: float = 1.0, name: str = "the ba
     return (f"{name} already averages {v.mean():.3f} over {v.size} seeds, {high - v.mean():.3f} below the "
             f"metric's ceiling {high:g}: no model could exceed it by the margin {margin:g}, so the comparison "
             "says nothing about the claim")
+
+
+def _said_value(v: Any) -> str:
+    return "not recorded" if v is None else f"{v:g}" if isinstance(v, (int, float)) else str(v)
+
+
+def mixed_recipes(rows: pd.DataFrame, columns: Sequence[str]) -> tuple[str, list[dict[str, Any]]] | None:
+    """Why ``rows`` (the rows a rule compares) cannot be decided because they hold more than one *recipe*, with
+    the recipes, or None.
+
+    ``columns``: the record columns a study's tier holds fixed for every trial it compares (the trial's ``train``
+    section, and where a study says so its task fields or a model field such as the head count); a column the
+    table lacks is not compared, a missing value is a value. Every tier trains the models it compares with one
+    recipe, so a table of two is two tiers' records merged, or cells retrained after missing the competence gate
+    under the same cell names; the most common recipe is no answer either, since the engine's gate leaves out
+    the models that missed it and runs the rule again, which can move the most common recipe. Output: (the
+    reason, naming each recipe by the columns that differ and its number of trials; the recipes as a list of
+    ``{column: value}``).
+    """
+    cols = [c for c in columns if c in rows]
+    if not cols or rows.empty:
+        return None
+    keys = rows[cols].astype(object).where(rows[cols].notna(), None)
+    distinct = keys.drop_duplicates()
+    if len(distinct) <= 1:
+        return None
+    varying = [c for c in cols if len({to_python(v) for v in distinct[c]}) > 1]
+    counts: dict[tuple, int] = {}
+    for values in keys[varying].itertuples(index=False):
+        key = tuple(to_python(v) for v in values)
+        counts[key] = counts.get(key, 0) + 1
+    order = sorted(counts, key=lambda k: [(v is None, v if isinstance(v, (int, float)) else 0, str(v)) for v in k])
+    recipes = [dict(zip(varying, k)) for k in order]
+    said = "; ".join(", ".join(f"{c} {_said_value(v)}" for c, v in r.items()) + f" ({counts[k]} trials)"
+                     for r, k in zip(recipes, order))
+    return (f"the compared trials hold {len(recipes)} training recipes ({said}): the study trains every model of a "
+            "tier with one recipe and compares cells of one recipe, so neither the comparison across recipes nor a "
+            "choice of one of them is the study's (a model that missed the competence gate under one would be "
+            "replaced by another's records); decide each recipe's records on their own"), recipes
 
 
 #: How many wrongly counted records :func:`param_count_mismatch` names in its reason (all are in its list).

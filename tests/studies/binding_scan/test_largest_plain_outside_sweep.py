@@ -19,7 +19,7 @@ def _sweep():
     for sp in SPL:
         cells[(sp, "transformer", 25_000)] = 0.05
         cells[(sp, "transformer", 50_000)] = 0.15
-        cells[(sp, "transformer", 100_000)] = (0.3, 0.98)
+        cells[(sp, "transformer", 100_000)] = (0.6, 0.98)
     return _table(cells)
 
 

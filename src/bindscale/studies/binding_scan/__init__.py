@@ -82,10 +82,12 @@ CLAIMS = (
                    "generalization split run (add-jump, around-right, length as a tier has them), a binding model "
                    "(syntactic attention or TP-Transformer) with at most the largest plain model's non-embedding "
                    "parameters beats that plain model's test exact match by more than the margin."),
-        statistic=("Per generalization split: the binding model's minus the largest plain model's test exact match "
-                   "(means over seeds, Welch interval at 1 - 0.05/K for K binding kinds, Bonferroni), for the "
-                   "binding kind with the highest mean on that split; the split with the lowest lower bound decides "
-                   "(the weakest support), or the clearest contradiction."),
+        statistic=("Per generalization split: a binding model's minus a largest plain model's test exact match "
+                   "(means over seeds; Welch interval on cells given one pseudo-seed at 0 and one at 1, Agresti & "
+                   "Caffo, at 1 - 0.05/(K*P) for K binding candidates and P plain depths at the largest plain "
+                   "budget, Bonferroni), for the binding candidate whose weakest comparison is strongest, against "
+                   "the plain depth of that weakest comparison; the split with the lowest lower bound decides (the "
+                   "weakest support), or the clearest contradiction."),
         thresholds={"margin": (0.0, 1.0), "param_tolerance": (0.0, 0.5), "min_id_acc": (0.0, 1.0)},
         defaults={"margin": 0.1, "param_tolerance": 0.05, "min_id_acc": 0.95},
         gates=(SCAN_GATE,),
@@ -106,8 +108,9 @@ CLAIMS = (
                    "when the largest model's test accuracy reaches its in-distribution accuracy (scale closed the "
                    "gap); not supported without that reading when the test accuracy does not rise."),
         statistic=("Per generalization split: the rise, largest minus smallest plain model's test exact match "
-                   "(Welch interval), and the gap, the largest model's in-distribution minus test exact match "
-                   "(paired over seeds, t interval); a split holds when the rise's interval lies above rise_margin "
+                   "(Welch interval on cells given one pseudo-seed at 0 and one at 1, Agresti & Caffo), and the gap, "
+                   "the largest model's in-distribution minus test exact match (paired over seeds, the test cell "
+                   "given the same two pseudo-seeds); a split holds when the rise's interval lies above rise_margin "
                    "and the gap's above gap_margin; the deciding number is the weaker of the two on the weakest "
                    "split (or the one that contradicts)."),
         thresholds={"rise_margin": (0.0, 1.0), "gap_margin": (0.0, 1.0), "min_id_acc": (0.0, 1.0)},
