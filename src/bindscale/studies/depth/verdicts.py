@@ -144,6 +144,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from bindscale.kit import mixed_recipes as engine_mixed_recipes
 from bindscale.kit import (
     outside_range,
     param_count_mismatch,
@@ -265,16 +266,9 @@ def _distinct(rows: pd.DataFrame, columns: tuple[str, ...]) -> tuple[list[dict],
 
 def mixed_recipes(rows: pd.DataFrame) -> tuple[str, list[dict]] | None:
     """Why ``rows`` (the rows a rule compares) cannot be decided because they hold more than one training recipe
-    (:data:`RECIPE`; a column the table lacks is not compared, a missing value is a value), with the recipes (the
-    columns that differ → their values), or None. See the module docstring for why not the most common one."""
-    found = _distinct(rows, RECIPE)
-    if found is None:
-        return None
-    recipes, said = found
-    return (f"the compared trials hold {len(recipes)} training recipes ({said}): the study trains every model of a "
-            "tier with one recipe and compares cells of one recipe, so neither the comparison across recipes nor a "
-            "choice of one of them is the study's (a model that missed the competence gate under one would be "
-            "replaced by another's records); decide each recipe's records on their own"), recipes
+    (:data:`RECIPE`), with the recipes, or None: the engine's check (:func:`bindscale.verdicts.engine.mixed_recipes`)
+    on depth's recipe columns. See the module docstring for why not the most common one."""
+    return engine_mixed_recipes(rows, RECIPE)
 
 
 def mixed_models(rows: pd.DataFrame) -> tuple[str, list[dict]] | None:
