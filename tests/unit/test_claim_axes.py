@@ -45,7 +45,7 @@ def _cases():
         ("pretraining_reliability", modular().drop(columns="pretraining"), "pretraining"),
         ("deeper_composes_better_at_equal_params", d[d["layers"] == 8], "depths"),
         ("deeper_composes_better_at_equal_params", d.drop(columns="layers"), "layers"),
-        ("scale_does_not_lift_ood", sg[sg["n_params"] == 1e6], "model sizes"),
+        ("scale_does_not_lift_ood", sg[sg["n_params"] == sg["n_params"].max()], "model sizes"),
         ("scale_does_not_lift_ood", sg.drop(columns="n_params"), "n_params"),
         ("constraint_satisfaction_plateaus", c[c["budget"] == 1.6e6], "sizes"),
         ("constraint_satisfaction_plateaus", c.drop(columns="budget"), "budget"),

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from bindscale.verdicts.engine import compute_verdicts
-from tests.studies.subgraphs.test_verdicts import EIGHT, SEEN_C, SEEN_W, _plus, _rows
+from tests.studies.subgraphs.test_verdicts import BIG, EIGHT, HUGE, SEEN_C, SEEN_W, SHAPE, SMALL, _plus, _rows
 
 METRICS = ("acc_ood", "acc_id", "seen_correct", "seen_wrong", "seen_gap_depth")
 
@@ -19,9 +19,9 @@ def _run(df, unrecorded=None):
 
 
 def _tables():
-    df = _rows(EIGHT, _plus(EIGHT[::-1], 0.01), SEEN_C, SEEN_W, sizes=(1e5, 1e6))
-    big = df[df.n_params == 1e6].copy()
-    big["n_params"] = 1e7
+    df = _rows(EIGHT, _plus(EIGHT[::-1], 0.01), SEEN_C, SEEN_W, sizes=(SMALL, BIG))
+    big = df[df.n_params == BIG].copy()
+    big["n_params"], big["layers"], big["d_model"] = HUGE, *SHAPE[HUGE]
     big["acc_ood"] += 0.5  # where OOD lifts: the source's claim is contradicted at the largest size
     return df, big
 
@@ -42,27 +42,24 @@ def test_largest_planned_size_without_a_deciding_trial_is_inconclusive(how):
         table = pd.concat([df, lost])
     elif how == "unrecorded":
         table = df
-        unrec = big[["n_params", "n_train", "scratchpad", "seed"]].assign(
+        unrec = big[["n_params", "layers", "d_model", "heads", "n_train", "scratchpad", "seed"]].assign(
             status="missing", trial_id=[f"u{i}" for i in range(len(big))])
     else:
         table = pd.concat([df, big.assign(n_train=1000)])
     v = _run(table, unrec)
-    assert v["verdict"] == "inconclusive"  # was "supported", answered at 1e6 parameters
-    assert "largest planned model size (10,000,000 parameters)" in v["details"]["reason"]
+    assert v["verdict"] == "inconclusive"  # was "supported", answered at the smaller sizes
+    assert "largest planned model size (4 layers × d_model 192, heads 2)" in v["details"]["reason"]
     assert "value_without_largest_planned_size" in v["details"]
 
 
 def test_sizes_named_by_config_columns_when_the_failed_trials_have_no_n_params():
     df, big = _tables()
-    shape = {1e5: (2, 32), 1e6: (4, 64), 1e7: (8, 128)}
     lost = big.assign(status="failed")
     for c in (*METRICS, "n_params"):
         lost[c] = math.nan
-    lost["layers"], lost["d_model"], lost["heads"] = 8, 128, 4
-    df["layers"] = df["n_params"].map(lambda s: shape[s][0])
-    df["d_model"] = df["n_params"].map(lambda s: shape[s][1])
-    df["heads"] = 4
     v = _run(pd.concat([df, lost]))
     assert v["verdict"] == "inconclusive"
-    assert "8 layers × d_model 128" in v["details"]["reason"] and "8 failed" in v["details"]["reason"]
-    assert _run(df)["verdict"] == "supported"  # nothing planned beyond the decided sizes: the guard is silent
+    assert "4 layers × d_model 192" in v["details"]["reason"] and "8 failed" in v["details"]["reason"]
+    alone = _run(df)  # nothing planned beyond the decided sizes: the guard is silent
+    assert "largest planned" not in alone["details"]["reason"]
+    assert "value_without_largest_planned_size" not in alone["details"]

@@ -37,6 +37,14 @@ ANCHORS = {
         metric="how often correct steps' computation subgraphs were seen in training (figures, no single number)"),
 }
 
+#: The value each accuracy and share column the rules read can take (:attr:`bindscale.kit.StudyPlugin.metric_ranges`):
+#: exact match in and out of distribution, the seen shares of correct and wrong steps and the per-step error rate
+#: of the compounding fit lie in [0, 1]; the depth-matched gap, a difference of two shares, in [-1, 1]. A table
+#: outside them (accuracies entered in percent) makes both claims inconclusive before a rule runs: a share of 45
+#: against the level 0.5, or a gain of 2.5 against a margin of 0.05, would decide on the wrong units.
+METRIC_RANGES = {"acc_id": (0.0, 1.0), "acc_ood": (0.0, 1.0), "seen_correct": (0.0, 1.0), "seen_wrong": (0.0, 1.0),
+                 "compound_eps": (0.0, 1.0), "seen_gap_depth": (-1.0, 1.0)}
+
 CLAIMS = (
     Claim(
         name="scale_does_not_lift_ood", bounds=(-1.0, 1.0), title="Out of distribution: does scale help? (Faith and Fate)",
@@ -48,8 +56,10 @@ CLAIMS = (
                    "is clearly below its in-distribution accuracy)."),
         statistic=("The out-of-distribution exact-match gain over the smallest model of the model size that gains "
                    "most (by its interval's low end among sizes whose gain clears the margin, else by its high end): "
-                   "a difference of means over seeds with Welch's interval, within one task, scratchpad trials, "
-                   "the largest training set. Where the other part decides (out-of-distribution accuracy stays "
+                   "a difference of means over seeds with Welch's interval on cells given one pseudo-seed at 0 and "
+                   "one at 1 (Agresti-Caffo: a cell may hold none of a bimodal exact match's rare successes), at "
+                   "confidence 1 - 0.05/K for the K sizes compared with the smallest (Bonferroni), within one task, "
+                   "scratchpad trials, the largest training set. Where the other part decides (out-of-distribution accuracy stays "
                    "low) the rule returns id_minus_ood_acc_largest_model instead: the largest model's "
                    "in-distribution minus out-of-distribution exact match, paired by seed (t interval). With "
                    "several tasks each is decided within its task; the details name the deciding one (task_used)."),
@@ -69,10 +79,10 @@ CLAIMS = (
                    "one half), and at equal depth correct steps are more often seen ones than wrong steps are."),
         statistic=("The share of correct scratchpad steps whose whole computation subgraph occurs in training "
                    "minus that share among wrong steps, at equal depth (per trial, depths weighted by the pairs "
-                   "they can form), mean of (model size, training set) cell means over seeds with a "
-                   "Welch–Satterthwaite interval. Where the other part decides (most correct steps are seen ones) "
+                   "they can form), mean of (model size, training set) cell means over seeds with Hall's "
+                   "skewness-corrected Welch–Satterthwaite interval. Where the other part decides (most correct steps are seen ones) "
                    "the rule returns seen_share_correct instead: the seen share of correct steps over all depths, "
-                   "same cells. Decided within each task; the details name the deciding one (task_used)."),
+                   "same cells, same interval. Decided within each task; the details name the deciding one (task_used)."),
         thresholds={"margin": (0.0, 1.0), "min_id_acc": (0.0, 1.0)}, defaults={"margin": 0.05, "min_id_acc": 0.95},
         gates=(ID_GATE,),
         figures=("sg_coverage_by_depth", "sg_error_types", "sg_acc_by_depth"), aliases=("seen_subgraphs",),
@@ -95,4 +105,5 @@ STUDY = StudyPlugin(
     # 83 s at 1000 steps (it was 9.2e-11, fitted to 29 s and 129 s per trial at 1000 steps: 55% above
     # the 3x128 time measured here).
     seconds_per_cost=(5.5e-11, 24.0),
+    metric_ranges=METRIC_RANGES,
 )

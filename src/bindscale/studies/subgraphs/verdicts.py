@@ -16,18 +16,57 @@ inconclusive. The ``scratchpad`` column is read as a flag (booleans, 0/1 and
 the strings true/false/yes/no); a value that is none of these is unknown and
 its trial is left out.
 
+What both rules refuse before reading a number (inconclusive, the reason
+names what was found):
+
+- *Parameter counts that are not the model's.* The scale rule orders and
+  names its cells by the recorded ``n_params``, so a record whose count is
+  wrong (the smallest and largest sizes' counts swapped turned a clear
+  "scale lifts OOD", +0.29, into "supported", −0.20) moves the verdict and
+  nothing else in the table shows it. Each deciding record's count is
+  recomputed from its config (:func:`expected_params`: layers, ``d_model``,
+  MLP ratio and the character vocabulary, as :func:`.trial.build_model`
+  builds the transformer) and must match exactly
+  (:func:`bindscale.kit.param_count_mismatch`, the engine function the
+  depth, binding_scan and scaling studies use); a record without the shape
+  columns cannot be checked and is refused too.
+- *Values outside their range* (:data:`.METRIC_RANGES`, the study plugin's
+  ``metric_ranges``, also checked by the engine before a rule runs):
+  accuracies and shares in percent decided before ("supported", +25.7, with
+  an interval [1, 1] that did not contain its point).
+- *More than one training recipe* among the compared rows
+  (:func:`bindscale.kit.mixed_recipes` over :data:`RECIPE`, every field of
+  the trial's train and task sections but the task, the format and the
+  training-set size, which the rules split, slice or compare by). A tier
+  trains every model with one recipe, so two recipes are two tiers' records
+  merged or cells retrained after missing the gate; before, a smallest size
+  trained 8,000 steps against 500 for the others decided "supported" (a
+  recipe, not scale, set the gain), and two recipes of one size and seed
+  were averaged into one seed. The deciding cells carry their training
+  budget (``steps``, ``train.batch_size``) in their keys, so the engine's
+  gates and seed counts read the cell's own recipe in the whole table.
+
 - ``scale_does_not_lift_ood``: out-of-distribution exact match does not rise
   with model size *and stays low*. Slice: scratchpad format where present,
-  the largest training set. Two parts, both with 95% intervals over seeds:
+  the largest training set. Two parts, with intervals over seeds:
 
   1. *No size lifts OOD accuracy*: for every model size above the smallest,
-     the gain in mean OOD exact match over the smallest size (Welch interval,
-     :func:`bindscale.verdicts.stats.mean_diff_ci`). Holds when every gain's interval
-     lies below ``margin``; contradicted when any gain's interval lies above
-     it (so a middle size that generalizes counts, not only the two ends).
-     Its deciding number is the gain with the highest lower bound when one
-     lies above ``margin``, else the gain with the highest upper bound (the
-     one nearest to contradicting the source).
+     the gain in mean OOD exact match over the smallest size. Exact match is
+     bounded in [0, 1] and bimodal across seeds (a few seeds reach the OOD
+     sizes, most do not), so the interval is Welch–Satterthwaite's on cells
+     given one pseudo-seed at 0 and one at 1 (Agresti & Caffo 2000,
+     :func:`bindscale.verdicts.stats.bounded_strata_mean_ci`, as the depth
+     study reads its exact-match differences): a largest cell of 8 seeds
+     that happens to hold none of its rare successes is not read as "no
+     gain". Every size is tested against the smallest and any one gain
+     contradicts the claim, so the intervals are at confidence
+     ``1 − 0.05 / K`` for K sizes compared (Bonferroni, as binding_scan does
+     over its kinds; ``details["gain_confidence"]``). Holds when every gain's
+     interval lies below ``margin``; contradicted when any gain's interval
+     lies above it (so a middle size that generalizes counts, not only the
+     two ends). Its deciding number is the gain with the highest lower bound
+     when one lies above ``margin``, else the gain with the highest upper
+     bound (the one nearest to contradicting the source).
   2. *OOD stays low*: at the largest model, in-distribution minus OOD exact
      match, paired by seed (:func:`bindscale.verdicts.stats.mean_ci`). Holds when its
      interval lies above ``min_ood_drop``; contradicted when it lies below
@@ -39,15 +78,43 @@ its trial is left out.
   size or seed is missing, NaN or infinite, when a model size has fewer than
   ``MIN_REPLICATES`` distinct seeds, when the deciding cells are degenerate
   (:func:`bindscale.verdicts.engine.degenerate`: a cell constant across its
-  seeds, or one value everywhere), and when no model size reaches a mean OOD accuracy above
-  ``ood_floor`` (at the floor everywhere a zero gain cannot tell "scale does
-  not help" from "these OOD sizes are out of reach of every model in the
-  grid").
+  seeds, or one value everywhere), and when no model size is off the floor
+  (at the floor everywhere a zero gain cannot tell "scale does not help"
+  from "these OOD sizes are out of reach of every model in the grid"). A
+  size is off the floor when its *median* seed's OOD exact match is above
+  ``ood_floor`` (at least half its seeds reach it), not its mean: one seed
+  of 8 at 0.45 beside seeds at 0.002 lifted a mean to 0.058, over the floor
+  0.05, and the rule decided. The median is what a typical seed of the size
+  reaches, and a minority of seeds cannot move it; an interval's lower bound
+  was not chosen because the bounded interval clears 0.05 only from a mean of
+  about 0.2 at 8 seeds, so a size steady at 0.15 would read as at the floor.
+
+  Simulated (400 tables each, 8 seeds per size, in-distribution 0.985;
+  ``tests/studies/subgraphs/test_verdicts.py`` reruns the first two with 200
+  tables, ``-m slow``), Welch's 95% interval before → the rule now: five sizes
+  whose gains all sit at the margin (OOD 0.20 → 0.25, sd 0.04) read "not
+  supported" in 6.25% of tables before, in none now; the largest size bimodal
+  (15% of its seeds at 0.8, the rest at 0.1 like every smaller size: a true
+  gain of 0.105, twice the margin) read "supported" in 26.75% before (25.5% in
+  the review's draws), in none now. The price is power, stated so that an
+  inconclusive verdict is read for what it is: at 8 seeds per size the gain's
+  interval is at least about ±0.23 wide whatever the seeds' spread (the
+  pseudo-seeds set it), so a flat curve holds only from about 42 seeds per
+  size (two sizes; 50 for three, 54 for five), and a gain over a smallest size
+  at 0.1 contradicts the claim only from about 0.38 (two sizes), 0.43 (three)
+  or 0.48 (five) at 8 seeds (0.50 to 0.66 at 6). Simulated: a flat curve
+  (three sizes at 0.30, sd 0.04) read "supported" in 44% of tables before and
+  in none now; gains of 0.1 and 0.3 (0.1 → 0.2 → 0.4, sd 0.02) read "not
+  supported" in every table before and in none now (inconclusive); a gain of
+  0.5 (0.1 → 0.6, sd 0.05) in every table before and in 99.75% now. Ruling out
+  a gain of 0.05 that a minority of seeds might carry needs that many seeds:
+  no interval valid for a bimodal cell does it from 8.
 - ``correct_steps_seen_in_training``: a scratchpad step comes out right mostly
   when its whole ancestor computation occurred in training. Two parts, over
   the cells (model size × training-set size) of the scratchpad trials, each
-  the mean of the cell means with a Welch–Satterthwaite interval
-  (:func:`bindscale.verdicts.stats.strata_mean_ci`):
+  the mean of the cell means (every cell weighted equally) with Hall's
+  skewness-corrected Welch–Satterthwaite interval
+  (:func:`bindscale.verdicts.stats.strata_mean_ci`).
 
   1. *Correct steps are seen more often than wrong ones, at equal depth*: the
      depth-matched gap ``seen_gap_depth`` (share of correct nodes whose whole
@@ -85,6 +152,18 @@ its trial is left out.
   zero included), or when seen-ness does not vary (every node seen in every
   trial, or none: the gap is 0 by construction).
 
+  Hall's skewness-corrected t errs one way at the margin under strong skew
+  (4 cells of 8 seeds, 400 tables): a gap at the margin with a long lower
+  tail (0.05 + 0.05 (1 − Gamma(1))) read "supported" in 4.75%, one with a
+  long upper tail "not supported" in 5.5% and a normal gap "not supported"
+  in 4.25%, against 2.5% nominal; a share at 0.5 (Beta(2, 2)) 2.25% and
+  2.75%. The bounded (Agresti–Caffo) interval the scale rule uses would bring
+  these to 0% but leaves the gap undecidable near zero at the seeds a tier
+  affords (it holds only from about 0.26 and is contradicted only below
+  about −0.13 at 4 cells of 8 seeds): the shares are averages over a
+  model's many steps, not a success a seed reaches or misses, so the rule
+  keeps Hall's t and states this rate.
+
 Competence gate (:data:`.ID_GATE`, both claims): every
 deciding cell the rules name (every model size of the scale rule; every
 (size, training set) cell of the steps rule; every task's cells when there
@@ -109,24 +188,29 @@ import pandas as pd
 from bindscale.kit import (
     MIN_REPLICATES,
     NAN3,
+    TransformerConfig,
+    bounded_strata_mean_ci,
+    strata_mean_ci,
     ci_entry,
     deciding_cell,
     decide as _decide,
     decide_below,
+    mixed_recipes,
     no_room,
     json_key,
+    outside_range,
+    param_count_mismatch,
     pooled_columns,
     coerce_numeric,
     degenerate,
     restrict_to_mode,
     Verdict,
     mean_ci,
-    mean_diff_ci,
-    strata_mean_ci,
 )
+from bindscale.models.shapes import nonembedding_params
 
-
-from . import CLAIMS  # noqa: E402  (the plugin object: claims, their statements and defaults)
+from . import CLAIMS, METRIC_RANGES  # noqa: E402  (the plugin object: claims, their statements and defaults)
+from .config import SubgraphsTrial
 
 #: Each claim in words (supported = the source's claim holds), and its default thresholds.
 STATEMENTS = {c.name: c.statement for c in CLAIMS}
@@ -136,6 +220,78 @@ NUMERIC = ("n_params", "n_train", "acc_id", "acc_ood", "seen_correct", "seen_wro
 #: "Correct steps are mostly seen ones": the seen share of correct steps must exceed one half.
 MOSTLY = 0.5
 _TRUE, _FALSE = {"true", "1", "1.0", "yes", "y", "t"}, {"false", "0", "0.0", "no", "n", "f"}
+#: Nominal level of every interval before the Bonferroni division over the sizes compared.
+ALPHA = 0.05
+#: The record columns of the trial's ``train`` and ``task`` sections that the rows a rule compares must share
+#: (:func:`bindscale.kit.mixed_recipes`): every one but the task (each task is decided on its own), the scratchpad
+#: flag (the rules pick one format) and ``n_train`` (the scale rule takes the largest training set; it is a cell
+#: axis of the steps rule).
+RECIPE = tuple(c for c in SubgraphsTrial.column_names()
+               if SubgraphsTrial.AXES.get(c, c).startswith(("train.", "task.")) and c not in ("task", "scratchpad",
+                                                                                               "n_train"))
+#: The recipe columns in every deciding cell's key (the training budget: ``steps`` of ``batch_size`` sequences),
+#: so that the engine's gates and seed counts read the cell's own recipe in the whole table, failed trials too.
+BUDGET_KEYS = ("steps", "train.batch_size")
+#: Config columns that name a record whose parameter count is wrong (:func:`bindscale.kit.param_count_mismatch`).
+_DESCRIBE = ("task", "layers", "d_model", "heads", "model.mlp_ratio")
+
+
+def _whole(v, name: str) -> int:
+    """``v`` as an integer; a fractional or non-numeric config value cannot size a model."""
+    f = float(v)
+    if not f.is_integer():
+        raise ValueError(f"{name} {v!r} is not a whole number")
+    return int(f)
+
+
+def expected_params(row: Mapping) -> int:
+    """The ``n_params`` a record's config gives its transformer, as :func:`.trial.build_model` builds it.
+
+    :class:`bindscale.models.transformer.Transformer` over the character vocabulary
+    (:data:`.tasks.charvocab.VOCAB_SIZE`, one for every task), rotary positions: the blocks and the final
+    LayerNorm (:func:`bindscale.models.shapes.nonembedding_params`, MLP hidden width ``mlp_ratio · d_model``)
+    plus the token embedding and the untied vocabulary head, ``2 · vocab · d_model``. The head count and
+    ``max_len`` (the rotary table's length, a buffer) hold no weights. ``row``: a results-table row as a dict
+    without its missing entries; ``model.mlp_ratio`` at the trial config's default where the table lacks it.
+
+    Raises:
+        KeyError: no ``layers`` or ``d_model``.
+        ValueError / TypeError: a model kind other than the transformer, a fractional or non-positive size, or
+            ``d_model`` that does not split into the heads (no such model can be built).
+    """
+    from .tasks.charvocab import VOCAB_SIZE  # imports torch: only when a table is checked
+
+    kind = row.get("model.kind", "transformer")
+    if kind != "transformer":
+        raise ValueError(f"model kind {kind!r}: the study builds transformers only")
+    layers, d = _whole(row["layers"], "layers"), _whole(row["d_model"], "d_model")
+    ratio = _whole(row.get("model.mlp_ratio", TransformerConfig.model_fields["mlp_ratio"].default), "mlp_ratio")
+    if min(layers, d, ratio) < 1:
+        raise ValueError(f"layers {layers}, d_model {d}, mlp_ratio {ratio}: sizes must be positive")
+    if "heads" in row:
+        heads = _whole(row["heads"], "heads")
+        if heads < 1 or d % heads:
+            raise ValueError(f"d_model {d} does not split into {heads} heads")
+    return nonembedding_params(layers, d, ratio * d) + 2 * VOCAB_SIZE * d
+
+
+def _unfit_rows(rows: pd.DataFrame, details: dict) -> str | None:
+    """Why the rows a rule compares cannot decide, or None: a value outside its range (:data:`.METRIC_RANGES`),
+    more than one training recipe (:data:`RECIPE`; the recipes go to ``details["recipes"]``), or a recorded
+    parameter count that is not the count the record's config gives (:func:`expected_params`; the records go to
+    ``details["param_count_mismatch"]``)."""
+    out = outside_range(rows, METRIC_RANGES)
+    if out:
+        return out
+    mixed = mixed_recipes(rows, RECIPE)
+    if mixed:
+        details["recipes"] = mixed[1]
+        return mixed[0]
+    miscount, wrong = param_count_mismatch(rows, expected_params, describe=_DESCRIBE)
+    if miscount:
+        details["param_count_mismatch"] = wrong
+        return miscount
+    return None
 
 
 def _prepare(ok: pd.DataFrame, numeric: tuple[str, ...] = NUMERIC) -> pd.DataFrame:
@@ -229,7 +385,14 @@ def _cell_of(rows: pd.DataFrame, where: Mapping) -> dict:
     if "scratchpad" in at and len(at) and at["scratchpad"].astype(str).nunique() == 1:
         # the answer-only control shares a shape with a scratchpad cell: the format picks the cell's trials
         shape["scratchpad"] = at["scratchpad"].iloc[0]
+    shape |= {c: at[c].iloc[0] for c in BUDGET_KEYS if c in at and len(at) and at[c].notna().all()
+              and at[c].nunique() == 1}
     return shape if {"layers", "d_model"} & set(shape) else {**shape, **where}
+
+
+def _level(confidence: float, k: int) -> str:
+    """An interval's level in words: "95% interval", or with its Bonferroni division over ``k`` comparisons."""
+    return f"{100 * confidence:.3g}% interval" + (f", Bonferroni over {k} sizes" if k > 1 else "")
 
 
 def _scale_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
@@ -244,14 +407,18 @@ def _scale_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Ver
     rows = focus_rows(ok)
     details: dict = {"ood_floor": float(p["ood_floor"]), "min_ood_drop": float(p["min_ood_drop"]),
                      "seeds_per_cell": 0}
-    if pooled_columns(rows, ("steps", "lr", "heads")):
-        details["pooled_over"] = pooled_columns(rows, ("steps", "lr", "heads"))
+    if pooled_columns(rows, ("heads",)):
+        details["pooled_over"] = pooled_columns(rows, ("heads",))
     if rows.empty:
         details["reason"] = "no trial of a known format (scratchpad or answer only) in the deciding slice"
         return Verdict(stat, "inconclusive", NAN3, 0, details)
     bad = _nonfinite(rows, need)
     if bad:
         details["reason"] = f"{bad} missing, NaN or infinite accuracies, sizes or seeds among the deciding trials"
+        return Verdict(stat, "inconclusive", NAN3, len(rows), details)
+    unfit = _unfit_rows(rows, details)
+    if unfit:
+        details["reason"] = unfit
         return Verdict(stat, "inconclusive", NAN3, len(rows), details)
     cells = _per_seed(rows, ["n_params"], ["acc_id", "acc_ood"])
     sizes = sorted(cells["n_params"].unique())
@@ -269,13 +436,20 @@ def _scale_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Ver
     # the engine checks the claim's gate (in-distribution exact match) on each.
     details["deciding_cells"] = [deciding_cell(_cell_of(rows, {"n_params": size}), ood[size].size) for size in sizes]
     drop = (big["acc_id"] - big["acc_ood"]).to_numpy(float)
-    gains = {s: mean_diff_ci(ood[s], ood[small], n_boot, seed=seed) for s in sizes[1:]}
+    # Every size above the smallest is tested against it and the rule contradicts the claim when any one gains:
+    # Bonferroni over the sizes compared. Exact match is bounded and bimodal across seeds: Agresti–Caffo's interval.
+    confidence = 1.0 - ALPHA / (len(sizes) - 1)
+    details["gain_confidence"] = confidence
+    gains = {s: bounded_strata_mean_ci([ood[s], ood[small]], [1.0, -1.0], bounds=METRIC_RANGES["acc_ood"],
+                                       confidence=confidence) for s in sizes[1:]}
     details["ood_gain_over_smallest"] = {json_key(s): ci_entry(g, ood[s].size + ood[small].size) for s, g in gains.items()}
     details["largest_model_acc_id"] = ci_entry(mean_ci(big["acc_id"], n_boot, seed=seed), len(big))
     details["largest_model_acc_ood"] = ci_entry(mean_ci(big["acc_ood"], n_boot, seed=seed), len(big))
     drop_ci = mean_ci(drop, n_boot, seed=seed)
     details["largest_model_id_minus_ood"] = ci_entry(drop_ci, drop.size)
     details["best_ood_cell"] = float(max(v.mean() for v in ood.values()))
+    medians = {s: float(np.median(v)) for s, v in ood.items()}
+    details["ood_median_by_params"] = {json_key(s): m for s, m in medians.items()}
     if details["seeds_per_cell"] < MIN_REPLICATES:
         details["reason"] = f"fewer than {MIN_REPLICATES} distinct seeds at some model size"
         return Verdict(stat, "inconclusive", NAN3, n, details)
@@ -283,11 +457,16 @@ def _scale_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Ver
     if why:
         details["reason"] = f"degenerate deciding cells: {why}"
         return Verdict(stat, "inconclusive", NAN3, n, details)
-    # Whether the models learned the task in distribution is the engine's competence gate on every size.
-    if not details["best_ood_cell"] > p["ood_floor"]:
-        details["reason"] = (f"OOD exact match is at most {details['best_ood_cell']:.3f} at every model size, not "
-                             f"above the floor {p['ood_floor']}: at the floor a zero gain cannot tell 'scale does "
-                             f"not help' from 'no model here can reach these sizes'")
+    # Whether the models learned the task in distribution is the engine's competence gate on every size. Off the
+    # floor is a size's median seed, not its mean: one seed that reaches the OOD sizes does not lift a cell.
+    if not max(medians.values()) > p["ood_floor"]:
+        above = {s: int((v > p["ood_floor"]).sum()) for s, v in ood.items()}
+        most = max(sizes, key=lambda s: above[s])
+        details["reason"] = (f"OOD exact match of the median seed is at most {max(medians.values()):.3f} at every "
+                             f"model size, not above the floor {p['ood_floor']} (at most {above[most]} of "
+                             f"{ood[most].size} seeds of a size above it; the best size's mean "
+                             f"{details['best_ood_cell']:.3f}): at the floor a zero gain cannot tell 'scale does not "
+                             f"help' from 'no model here can reach these sizes'")
         return Verdict(stat, "inconclusive", NAN3, n, details)
     # Room: when the smallest model is already within the margin of the ceiling out of distribution, no size can
     # gain the margin over it, and "no size lifts OOD" would be the ceiling's finding, not the claim's.
@@ -307,11 +486,21 @@ def _scale_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Ver
     words = {part: _part_word(part, verdict) for part in ("supported", "not_supported", "inconclusive")}
     details["reason"] = (f"OOD exact match by size {', '.join(f'{int(s):,}: {ood[s].mean():.3f}' for s in sizes)} "
                          f"(in distribution {', '.join(f'{ids[json_key(s)]:.3f}' for s in sizes)}); the largest gain "
-                         f"over the smallest, at {int(at):,} parameters, {g[0]:+.3f} [{g[1]:+.3f}, {g[2]:+.3f}] against "
-                         f"the margin {p['margin']:g} ({words[parts[0][1]]}); the largest model's ID − OOD "
+                         f"over the smallest, at {int(at):,} parameters, {g[0]:+.3f} [{g[1]:+.3f}, {g[2]:+.3f}] "
+                         f"({_level(confidence, len(sizes) - 1)}) against the margin {p['margin']:g} "
+                         f"({words[parts[0][1]]}); the largest model's ID − OOD "
                          f"{drop_ci[0]:.3f} [{drop_ci[1]:.3f}, {drop_ci[2]:.3f}] against {p['min_ood_drop']:g} "
                          f"({words[parts[1][1]]})")
     return Verdict(parts[k][0], verdict, parts[k][2], n, details)
+
+
+def _cells_mean_ci(values: list[np.ndarray], bounds: tuple[float, float]) -> tuple[float, float, float]:
+    """The mean of the cell means (every cell weighted equally) with Hall's skewness-corrected Welch–Satterthwaite
+    interval (:func:`bindscale.kit.strata_mean_ci`); NaN without cells. ``bounds`` (the metric's range) is kept
+    for the range check's callers: the shares are averages over a model's many scratchpad steps, not one outcome
+    a seed either reaches or misses, so the bounded interval's pseudo-seeds (built for bimodal exact match)
+    would only hide a gap the seeds measure well (see the module docstring for the rate at strong skew)."""
+    return strata_mean_ci(values, [1.0 / len(values)] * len(values)) if values else NAN3
 
 
 def _steps_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
@@ -336,6 +525,10 @@ def _steps_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Ver
         details["reason"] = (f"{bad} infinite values, or NaN shares, sizes or seeds in trials with a gap: "
                              "bad data, not a measurement")
         return Verdict(stat, "inconclusive", NAN3, len(rows), details)
+    unfit = _unfit_rows(rows, details)
+    if unfit:
+        details["reason"] = unfit
+        return Verdict(stat, "inconclusive", NAN3, len(rows), details)
     cell = [c for c in ("n_params", "n_train") if c in rows and rows[c].notna().all()]
     per = _per_seed(rows[gap_ok], cell, ["seen_gap_depth", "seen_correct", "seen_wrong"])
     groups = [g for _, g in per.groupby(cell)] if len(per) else []
@@ -347,12 +540,11 @@ def _steps_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Ver
     details["deciding_cells"] = [deciding_cell(_cell_of(rows, dict(zip(cell, k if isinstance(k, tuple) else (k,)))),
                                                g["seed"].nunique())
                                  for k, g in per.groupby(cell)] if cell and len(per) else []
-    def cells_mean(values: list[np.ndarray]) -> dict:
-        return ci_entry(strata_mean_ci(values) if values else NAN3, n)
-
-    details["raw_gap_all_depths"] = cells_mean([(g["seen_correct"] - g["seen_wrong"]).to_numpy(float) for g in groups])
-    details["seen_share_correct"] = cells_mean(correct)
-    details["seen_share_wrong"] = cells_mean([g["seen_wrong"].to_numpy(float) for g in groups])
+    details["raw_gap_all_depths"] = ci_entry(_cells_mean_ci(
+        [(g["seen_correct"] - g["seen_wrong"]).to_numpy(float) for g in groups], METRIC_RANGES["seen_gap_depth"]), n)
+    details["seen_share_correct"] = ci_entry(_cells_mean_ci(correct, METRIC_RANGES["seen_correct"]), n)
+    details["seen_share_wrong"] = ci_entry(_cells_mean_ci([g["seen_wrong"].to_numpy(float) for g in groups],
+                                                          METRIC_RANGES["seen_wrong"]), n)
     if "compound_eps" in rows:
         details["compounding_eps_median"] = float(np.nanmedian(rows["compound_eps"])) if len(rows) else math.nan
     if not groups or details["seeds_per_cell"] < MIN_REPLICATES:
@@ -367,7 +559,8 @@ def _steps_one_task(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Ver
     if why:
         details["reason"] = f"degenerate deciding cells: {why}"
         return Verdict(stat, "inconclusive", NAN3, n, details)
-    gap_ci, share_ci = strata_mean_ci(gaps), strata_mean_ci(correct)
+    gap_ci = _cells_mean_ci(gaps, METRIC_RANGES["seen_gap_depth"])
+    share_ci = _cells_mean_ci(correct, METRIC_RANGES["seen_correct"])
     parts = [(stat, _decide(gap_ci, p["margin"]), gap_ci),
              ("seen_share_correct",
               _decide(share_ci, MOSTLY), share_ci)]
