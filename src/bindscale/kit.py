@@ -87,7 +87,7 @@ __all__ = [
     # verdicts
     "Verdict", "SUPPORTED", "NOT_SUPPORTED", "INCONCLUSIVE", "MISSING", "NAN3", "MIN_REPLICATES",
     "CONCLUSIVE_SEEDS", "MIN_SEEDS", "deciding_cell", "gate_check", "gate_filter", "needed_seeds", "at_bound",
-    "EXACT_MATCH_BAND", "no_room", "mixed_recipes", "outside_range", "param_count_mismatch", "one_per_unit",
+    "EXACT_MATCH_BAND", "no_room", "mixed_recipes", "distinct_settings", "outside_range", "param_count_mismatch", "one_per_unit",
     "ok_rows", "coerce_numeric", "restrict_to_mode", "degenerate", "ci_entry", "json_key", "to_python", "decide",
     "decide_below", "finite_values", "pooled_columns",
     # intervals
@@ -142,6 +142,7 @@ _LAZY: dict[str, str] = {
     "EXACT_MATCH_BAND": "bindscale.verdicts.engine",
     "no_room": "bindscale.verdicts.engine",
     "mixed_recipes": "bindscale.verdicts.engine",
+    "distinct_settings": "bindscale.verdicts.engine",
     "outside_range": "bindscale.verdicts.engine",
     "param_count_mismatch": "bindscale.verdicts.engine",
     "coerce_numeric": "bindscale.verdicts.engine",
@@ -313,6 +314,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: exactly the objects __geta
         decide,
         decide_below,
         deciding_cell,
+        distinct_settings,
         degenerate,
         finite_values,
         gate_check,

@@ -461,19 +461,10 @@ def _said_value(v: Any) -> str:
     return "not recorded" if v is None else f"{v:g}" if isinstance(v, (int, float)) else str(v)
 
 
-def mixed_recipes(rows: pd.DataFrame, columns: Sequence[str]) -> tuple[str, list[dict[str, Any]]] | None:
-    """Why ``rows`` (the rows a rule compares) cannot be decided because they hold more than one *recipe*, with
-    the recipes, or None.
-
-    ``columns``: the record columns a study's tier holds fixed for every trial it compares (the trial's ``train``
-    section, and where a study says so its task fields or a model field such as the head count); a column the
-    table lacks is not compared, a missing value is a value. Every tier trains the models it compares with one
-    recipe, so a table of two is two tiers' records merged, or cells retrained after missing the competence gate
-    under the same cell names; the most common recipe is no answer either, since the engine's gate leaves out
-    the models that missed it and runs the rule again, which can move the most common recipe. Output: (the
-    reason, naming each recipe by the columns that differ and its number of trials; the recipes as a list of
-    ``{column: value}``).
-    """
+def distinct_settings(rows: pd.DataFrame, columns: Sequence[str]) -> tuple[list[dict[str, Any]], str] | None:
+    """The distinct values ``rows`` hold of ``columns`` when there are several, else None: (each combination as
+    ``{varying column: value}``, in order, and the list said with its trial counts, e.g. "heads 2 (16 trials);
+    heads 4 (14 trials)"). A column the table lacks is not compared; a missing value is a value."""
     cols = [c for c in columns if c in rows]
     if not cols or rows.empty:
         return None
@@ -487,9 +478,29 @@ def mixed_recipes(rows: pd.DataFrame, columns: Sequence[str]) -> tuple[str, list
         key = tuple(to_python(v) for v in values)
         counts[key] = counts.get(key, 0) + 1
     order = sorted(counts, key=lambda k: [(v is None, v if isinstance(v, (int, float)) else 0, str(v)) for v in k])
-    recipes = [dict(zip(varying, k)) for k in order]
+    combos = [dict(zip(varying, k)) for k in order]
     said = "; ".join(", ".join(f"{c} {_said_value(v)}" for c, v in r.items()) + f" ({counts[k]} trials)"
-                     for r, k in zip(recipes, order))
+                     for r, k in zip(combos, order))
+    return combos, said
+
+
+def mixed_recipes(rows: pd.DataFrame, columns: Sequence[str]) -> tuple[str, list[dict[str, Any]]] | None:
+    """Why ``rows`` (the rows a rule compares) cannot be decided because they hold more than one *recipe*, with
+    the recipes, or None.
+
+    ``columns``: the record columns a study's tier holds fixed for every trial it compares (the trial's ``train``
+    section, and where a study says so its task fields or a model field such as the head count); a column the
+    table lacks is not compared, a missing value is a value. Every tier trains the models it compares with one
+    recipe, so a table of two is two tiers' records merged, or cells retrained after missing the competence gate
+    under the same cell names; the most common recipe is no answer either, since the engine's gate leaves out
+    the models that missed it and runs the rule again, which can move the most common recipe. Output: (the
+    reason, naming each recipe by the columns that differ and its number of trials; the recipes as a list of
+    ``{column: value}``).
+    """
+    found = distinct_settings(rows, columns)
+    if found is None:
+        return None
+    recipes, said = found
     return (f"the compared trials hold {len(recipes)} training recipes ({said}): the study trains every model of a "
             "tier with one recipe and compares cells of one recipe, so neither the comparison across recipes nor a "
             "choice of one of them is the study's (a model that missed the competence gate under one would be "

@@ -144,6 +144,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from bindscale.kit import distinct_settings
 from bindscale.kit import mixed_recipes as engine_mixed_recipes
 from bindscale.kit import (
     outside_range,
@@ -241,29 +242,6 @@ def _said_value(v) -> str:
     return "not recorded" if v is None else f"{v:g}" if isinstance(v, (int, float)) else str(v)
 
 
-def _distinct(rows: pd.DataFrame, columns: tuple[str, ...]) -> tuple[list[dict], str] | None:
-    """The distinct values ``rows`` hold of ``columns`` (a column the table lacks is not compared, a missing value
-    is a value) when there are several: (each combination as {varying column: value}, in order, and the list said
-    with its trial counts), else None."""
-    cols = [c for c in columns if c in rows]
-    if not cols or rows.empty:
-        return None
-    keys = rows[cols].astype(object).where(rows[cols].notna(), None)
-    distinct = keys.drop_duplicates()
-    if len(distinct) <= 1:
-        return None
-    varying = [c for c in cols if len({to_python(v) for v in distinct[c]}) > 1]
-    counts: dict[tuple, int] = {}
-    for values in keys[varying].itertuples(index=False):
-        key = tuple(to_python(v) for v in values)
-        counts[key] = counts.get(key, 0) + 1
-    order = sorted(counts, key=lambda k: [(v is None, v if isinstance(v, (int, float)) else 0, str(v)) for v in k])
-    combos = [dict(zip(varying, k)) for k in order]
-    said = "; ".join(", ".join(f"{c} {_said_value(v)}" for c, v in r.items()) + f" ({counts[k]} trials)"
-                     for r, k in zip(combos, order))
-    return combos, said
-
-
 def mixed_recipes(rows: pd.DataFrame) -> tuple[str, list[dict]] | None:
     """Why ``rows`` (the rows a rule compares) cannot be decided because they hold more than one training recipe
     (:data:`RECIPE`), with the recipes, or None: the engine's check (:func:`bindscale.verdicts.engine.mixed_recipes`)
@@ -276,7 +254,7 @@ def mixed_models(rows: pd.DataFrame) -> tuple[str, list[dict]] | None:
     than one model configuration beside split, budget and depth (:data:`MODEL_FIXED`: the number of heads, or
     the positions where no row has the planned ones), with the configurations, or None. See the module docstring
     for why not the most common one."""
-    found = _distinct(rows, MODEL_FIXED)
+    found = distinct_settings(rows, MODEL_FIXED)
     if found is None:
         return None
     configs, said = found
