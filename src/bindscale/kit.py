@@ -91,7 +91,7 @@ __all__ = [
     "ok_rows", "coerce_numeric", "restrict_to_mode", "degenerate", "ci_entry", "json_key", "to_python", "decide",
     "decide_below", "finite_values", "pooled_columns",
     # intervals
-    "mean_ci", "mean_diff_ci", "strata_mean_ci", "bounded_strata_mean_ci", "bootstrap_ci", "correlation_ci", "partial_spearman_within",
+    "mean_ci", "mean_diff_ci", "strata_mean_ci", "bounded_strata_mean_ci", "bounded_mean_ci", "bootstrap_ci", "correlation_ci", "partial_spearman_within",
     "within_bounds",
     # the results table's keyed-table and list cells
     "metric_table", "metric_items",
@@ -159,6 +159,7 @@ _LAZY: dict[str, str] = {
     "mean_diff_ci": "bindscale.verdicts.stats",
     "strata_mean_ci": "bindscale.verdicts.stats",
     "bounded_strata_mean_ci": "bindscale.verdicts.stats",
+    "bounded_mean_ci": "bindscale.verdicts.stats",
     "bootstrap_ci": "bindscale.verdicts.stats",
     "correlation_ci": "bindscale.verdicts.stats",
     "partial_spearman_within": "bindscale.verdicts.stats",
@@ -332,6 +333,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: exactly the objects __geta
     from bindscale.verdicts.results_table import metric_items, metric_table
     from bindscale.verdicts.stats import (
         bootstrap_ci,
+        bounded_mean_ci,
         bounded_strata_mean_ci,
         correlation_ci,
         mean_ci,

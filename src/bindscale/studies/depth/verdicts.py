@@ -163,7 +163,7 @@ from bindscale.kit import (
     bounded_strata_mean_ci,
 )
 from bindscale.models.shapes import shape_for_budget
-from bindscale.verdicts.stats import bounded_mean_ci
+from bindscale.kit import bounded_mean_ci
 
 from . import CLAIMS
 from .config import DepthModelConfig
