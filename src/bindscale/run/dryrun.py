@@ -70,6 +70,16 @@ GPU_MEMORY_BYTES = 80 << 30
 CPU_FP32_FLOPS = 150e9
 
 
+def recorded_ids(out: Any, trials: list) -> set[str]:
+    """The ids of ``trials`` already recorded in the run directory ``out`` and not failed (a failed trial runs
+    again); empty when ``out`` cannot be read (a dry run writes nothing and never fails on a missing folder)."""
+    try:
+        have = load_records(out, {t.trial_id for t in trials})
+    except (StorageError, OSError):
+        have = {}
+    return {tid for tid, rec in have.items() if rec.get("status") != "failed"}
+
+
 def job_seconds(job: list) -> float:
     """Estimated CPU-seconds of one stacked job from its study's ``seconds_per_cost``; NaN when the
     study has no such factor."""
@@ -269,11 +279,7 @@ def describe_plan(study: StudyConfig, workers: int | None = None, device: str = 
 
     done = 0
     if out is not None:
-        try:
-            have = load_records(out, {t.trial_id for t in trials})
-        except (StorageError, OSError):
-            have = {}
-        recorded = {tid for tid, rec in have.items() if rec.get("status") != "failed"}
+        recorded = recorded_ids(out, trials)
         todo = [t for t in trials if t.trial_id not in recorded]
         done = len(trials) - len(todo)
     else:
@@ -432,13 +438,7 @@ def gpu_estimate(study: StudyConfig, out: str | None = None) -> dict[str, Any]:
     from bindscale.run.planner import plan_jobs, schedule
 
     trials = study.trials()
-    recorded: set[str] = set()
-    if out is not None:
-        try:
-            have = load_records(out, {t.trial_id for t in trials})
-        except (StorageError, OSError):
-            have = {}
-        recorded = {tid for tid, rec in have.items() if rec.get("status") != "failed"}
+    recorded = recorded_ids(out, trials) if out is not None else set()
     todo = [t for t in trials if t.trial_id not in recorded]
     res: dict[str, Any] = {"tier": study.name, "trials": len(trials), "recorded": len(trials) - len(todo),
                            "derived_s": None, "calibrated_s": None, "uncalibrated": None}
