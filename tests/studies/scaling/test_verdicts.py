@@ -342,11 +342,12 @@ def test_binding_without_hypernet_is_inconclusive():
 
 
 def _hull_rows(cells: dict) -> pd.DataFrame:
-    """width -> (in-hull R², out-of-hull R²) per seed, the same at both numbers of active modules."""
+    """width -> (in-hull R², out-of-hull R²) per seed (the i-th value of a width is seed i), the same at both
+    numbers of active modules."""
     rows: list[dict] = []
     for w, (ins, outs) in cells.items():
-        for a, b in zip(ins, outs):
-            rows.append(_row(len(rows), width=w, r2_heldout=0.5, r2_inhull=a, r2_outhull=b))
+        for s, (a, b) in enumerate(zip(ins, outs)):
+            rows.append(_row(len(rows), width=w, seed=s, r2_heldout=0.5, r2_inhull=a, r2_outhull=b))
     return pd.DataFrame(rows)
 
 
@@ -764,7 +765,7 @@ def test_hull_names_the_first_failing_half_of_the_claim_first_with_numbers():
     assert reason.startswith("scale does not help inside the hull: in-hull R² gains -0.1")
     assert "out-of-hull R² gains 0.399 [" in reason and "at width 256 in-hull exceeds out-of-hull by 0.1" in reason
     # thin cells are named before anything is read from their values
-    thin = _hull_rows({16: ((0.5, 0.5), (0.3, 0.3)), 64: ((0.8, 0.8), (0.3, 0.3))})
+    thin = _hull_rows({16: ((0.5, 0.52), (0.3, 0.31)), 64: ((0.8, 0.81), (0.3, 0.32))})
     v = compute_verdicts(thin, {"verdicts": {"hull": {}}})[0]
     assert v["verdict"] == "inconclusive" and v["details"]["reason"].startswith("fewer than 3 seeds")
 

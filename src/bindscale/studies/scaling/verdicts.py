@@ -174,6 +174,32 @@ def _num(t: tuple) -> str:
     return f"{t[0]:.3f} [{t[1]:.3f}, {t[2]:.3f}]"
 
 
+def one_record_per_seed(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` with the records that repeat a configuration and seed averaged into one record.
+
+    The engine drops exact duplicates where a table holds every axis column, but a table lacking some of them
+    cannot tell a rerun of a seed from another setting of a missing axis (it says so, ``ambiguous_records``):
+    counted as they stand, two runs of one seed would be two seeds, and an interval would be narrower than the
+    seeds allow. Records equal in every configuration column the table holds (:meth:`TrialConfig.column_names`,
+    ``model`` and ``seed`` included; NaN equal to NaN) are one seed here: numeric columns averaged, others
+    taken from the first. Rows with a distinct configuration pass unchanged, in their order.
+    """
+    keys = [c for c in ("model", *TrialConfig.column_names()) if c in rows.columns]
+    if rows.empty or "seed" not in keys:
+        return rows
+    key_frame = rows[keys].astype(object).where(rows[keys].notna(), "<NA>").astype(str)
+    group = key_frame.apply(tuple, axis=1)
+    if not group.duplicated().any():
+        return rows
+    numeric = [c for c in rows.columns if c not in keys and pd.api.types.is_numeric_dtype(rows[c])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column within a seed stays NaN
+        means = rows[numeric].groupby(group.to_numpy(), sort=False).mean()
+    first = rows.loc[~group.duplicated()].copy()
+    first[numeric] = means.loc[group[~group.duplicated()].to_numpy()].to_numpy()
+    return first
+
+
 def _seedless(rows: pd.DataFrame, what: str) -> str | None:
     """Why ``rows`` cannot be counted seed by seed (no seed column, or trials without a seed), or None.
 
@@ -216,6 +242,7 @@ def scaling(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     thr, m = float(p["r2_threshold"]), float(p.get("min_gain", 0.05))
     rows = design_rows(ok[(ok["model"] == "mlp") & np.isfinite(ok["r2_heldout"])], withheld=False)
     rows, restriction = restrict_to_mode(rows, COMPARE_LIKE)
+    rows = one_record_per_seed(rows)  # reruns of a seed are one seed
     if rows.empty:
         return Verdict(name, INCONCLUSIVE, NAN3, 0, {"reason": "no ok MLP trials with held-out R²"})
     if why := _seedless(rows, "MLP"):
@@ -993,6 +1020,7 @@ def hull(ok: pd.DataFrame, p: Mapping, n_boot: int, seed: int) -> Verdict:
     rows = pd.concat([mlp, arity_matched_hull(mlp)], axis=1)
     rows = rows[np.isfinite(rows["in_matched"]) & np.isfinite(rows["out_matched"])]
     rows, restriction = restrict_to_mode(rows, COMPARE_LIKE)
+    rows = one_record_per_seed(rows)  # reruns of a seed are one seed
     details.update(restriction)
     if rows.empty:
         details["reason"] = "no ok MLP trial has in-hull and out-of-hull combinations with the same number of modules"
