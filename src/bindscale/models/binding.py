@@ -264,9 +264,12 @@ class TPAttention(nn.Module):
         self.hook_bound = HookPoint()  # (B, H, L, d_head)
         self.proj = nn.Linear(d_model, d_model)
 
-    def forward(self, x: torch.Tensor, cos, sin, cache=None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cos, sin, cache=None, mask=None) -> torch.Tensor:
+        """``mask``: the plain Block's packed-rows argument; TP-attention takes no packed rows (None only)."""
         if cache is not None:
             raise ValueError("TP-attention decodes without a KV cache")
+        if mask is not None:
+            raise ValueError("TP-attention takes no packed rows (train.pack needs the plain Transformer)")
         B, L, d = x.shape
         H, dh = self.n_heads, self.d_head
         q, k, v = self.qkv(x).view(B, L, 3, H, dh).permute(2, 0, 3, 1, 4)  # each (B, H, L, dh)

@@ -21,6 +21,10 @@ along a new dimension 0 (``blocks.0.attn.qkv.weight`` is ``(T, 3d, d)``). Hence:
   probes, head ablations and ``load_model``.
 
 No hook points and no KV cache: analyses and decoding run on members.
+
+Packed rows (``forward(tokens, positions=...)``, the sequence trainer's opt-in ``train.pack``) work as in
+:class:`Transformer`: per-token positions ``(T, B, L)``, restarting at 0 for each example, and block-diagonal
+causal attention (:func:`~bindscale.models.transformer.packed_attention_mask`), per trial.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bindscale.models.transformer import Rotary, Transformer
+from bindscale.models.transformer import Rotary, Transformer, packed_attention_mask
 
 
 class StackedLinear(nn.Module):
@@ -84,14 +88,19 @@ class StackedAttention(nn.Module):
         self.qkv = StackedLinear(T, d_model, 3 * d_model)
         self.proj = StackedLinear(T, d_model, d_model)
 
-    def forward(self, x: torch.Tensor, B: int, L: int, cos, sin) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, B: int, L: int, cos, sin, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``cos``/``sin``: ``(L, d_head/2)``, or ``(T·B, 1, L, d_head/2)`` per token; ``mask``: None (causal) or
+        packed rows' bool ``(T·B, 1, L, L)``."""
         T, _, d = x.shape
         H, dh = self.n_heads, self.d_head
         # Trials fold into the batch: (T·B, H, L, dh) each.
         q, k, v = self.qkv(x).view(T * B, L, 3, H, dh).permute(2, 0, 3, 1, 4)
         if cos is not None:
             q, k = Rotary.rotate(q, cos, sin), Rotary.rotate(k, cos, sin)
-        z = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (T·B, H, L, dh)
+        if mask is None:
+            z = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (T·B, H, L, dh)
+        else:  # packed rows: block-diagonal causal
+            z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         return self.proj(z.transpose(1, 2).reshape(T, B * L, d))
 
 
@@ -117,8 +126,8 @@ class StackedBlock(nn.Module):
         self.ln2 = StackedLayerNorm(T, d_model)
         self.mlp = StackedMLP(T, d_model, d_ff)
 
-    def forward(self, x: torch.Tensor, B: int, L: int, cos, sin) -> torch.Tensor:
-        x = x + self.attn(self.ln1(x), B, L, cos, sin)
+    def forward(self, x: torch.Tensor, B: int, L: int, cos, sin, mask: torch.Tensor | None = None) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x), B, L, cos, sin, mask)
         return x + self.mlp(self.ln2(x))
 
 
@@ -222,29 +231,43 @@ class StackedTransformer(nn.Module):
         """Trainable parameters of ONE trial's model (the stack's divided by ``T``)."""
         return sum(p[0].numel() for p in self.parameters() if p.requires_grad)
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+    #: ``forward`` takes ``positions=`` (packed rows; the sequence trainer's ``train.pack``).
+    supports_packing = True
+
+    def forward(self, tokens: torch.Tensor, positions: torch.Tensor | None = None) -> torch.Tensor:
         """Next-token logits of every trial.
 
         Args:
             tokens: LongTensor ``(T, B, L)``; row ``tokens[t]`` goes through trial ``t``.
+            positions: None, or packed rows' per-token positions ``(T, B, L)`` (as
+                :meth:`Transformer.forward`'s: each example's count up from 0; attention stays inside it).
 
         Returns:
             Logits ``(T, B, L, V)``; position ``l`` predicts token ``l + 1``.
 
         Raises:
-            ValueError: a wrong number of trials, or a sequence past ``max_len``.
+            ValueError: a wrong number of trials, a sequence past ``max_len``, or ``positions`` of another
+                shape than ``tokens``.
         """
         T, B, L = tokens.shape
         if T != self.n_trials:
             raise ValueError(f"tokens carry {T} trials; the stack has {self.n_trials}")
         if L > self.max_len:
             raise ValueError(f"sequence reaches position {L} but the model was built with max_len={self.max_len}")
-        cos = sin = None
+        if positions is not None and positions.shape != tokens.shape:
+            raise ValueError(f"positions must be {(T, B, L)} like tokens; got {tuple(positions.shape)}")
+        cos = sin = mask = None
+        flat = None if positions is None else positions.reshape(T * B, L)  # trials folded into the batch
         if self.rope is not None:
-            cos, sin = self.rope.angles(0, L)  # each (L, d_head/2)
+            # each (L, d_head/2); per token (T·B, 1, L, d_head/2) with positions
+            cos, sin = self.rope.angles(0, L) if flat is None else self.rope.at(flat)
         x = self.embed(tokens.reshape(T, B * L))  # (T, B·L, d)
-        if self.pos_embed is not None:
+        if self.pos_embed is not None and positions is None:
             x = (x.view(T, B, L, -1) + self.pos_embed.weight[:, None, :L]).view(T, B * L, -1)
+        elif self.pos_embed is not None:
+            x = x + self.pos_embed(positions.reshape(T, B * L))  # (T, B·L, d)
+        if flat is not None:
+            mask = packed_attention_mask(flat)  # (T·B, 1, L, L)
         for block in self.blocks:
-            x = block(x, B, L, cos, sin)
+            x = block(x, B, L, cos, sin, mask)
         return self.head(self.ln_f(x)).view(T, B, L, -1)

@@ -30,7 +30,8 @@ Hook points (:mod:`bindscale.models.hooks`; batch of B sequences of length L;
 ``i = 0..n_layers-1``), in forward order::
 
     hook_embed                  (B, L, d)           token embeddings
-    hook_pos_embed              (L, d)              learned position embeddings (``pos="learned"`` only)
+    hook_pos_embed              (L, d)              learned position embeddings (``pos="learned"`` only;
+                                                    ``(B, L, d)`` for packed rows' ``positions``)
     blocks.{i}.hook_resid_pre   (B, L, d)           residual stream entering block i
     blocks.{i}.attn.hook_pattern (B, H, L, K)       attention probabilities (row = query, column = key)
     blocks.{i}.attn.hook_z      (B, H, L, d_head)   per-head output before the output projection
@@ -45,6 +46,14 @@ Hook points (:mod:`bindscale.models.hooks`; batch of B sequences of length L;
 every position so far. Attention runs the fused kernel (which returns no weights)
 except in a layer whose ``hook_pattern`` has a hook attached: it is then computed
 explicitly (the same result to float rounding).
+
+Packed rows (the sequence trainer's opt-in ``train.pack``): ``forward(tokens, positions=...)`` takes several
+examples side by side in one row, with per-token positions that restart at 0 for each example; rotary angles
+and learned position embeddings are read at those positions, and attention is block-diagonal causal
+(:func:`packed_attention_mask`, through SDPA's boolean ``attn_mask``), so each example's logits are those it
+has alone in a row of its own, up to float rounding (the "packing with cross-example masking" of Krell et al.
+2021, "Efficient Sequence Packing without Cross-contamination: Accelerating Large Language Models
+without Impacting Performance").
 
 Head ablation needs no model surgery: a hook on ``blocks.{i}.attn.hook_z`` that
 replaces head ``h``'s slice. :meth:`Transformer.ablation_hooks` builds them, and
@@ -78,6 +87,24 @@ def causal_mask(L: int, start: int, device: torch.device | str = "cpu") -> torch
     q_pos = torch.arange(start, start + L, device=device)
     k_pos = torch.arange(start + L, device=device)
     return k_pos[None, :] <= q_pos[:, None]
+
+
+def packed_attention_mask(positions: torch.Tensor) -> torch.Tensor:
+    """Block-diagonal causal mask of packed rows: several examples side by side in one row, each unseen by the others.
+
+    Args:
+        positions: LongTensor ``(B, L)``, each token's position in its own example; every example's positions
+            count up from 0, so a 0 starts a new example (a row's unused tail holds zeros: one-token examples
+            of their own, which no real token sees).
+
+    Returns:
+        Bool ``(B, 1, L, L)`` (broadcast over heads); ``[b, 0, i, j]`` is True iff key ``j`` is at or before
+        query ``i`` and in the same example. Every query sees at least itself, so no row of attention is empty.
+    """
+    example = (positions == 0).cumsum(dim=-1)  # (B, L): which example of its row each token belongs to
+    L = positions.shape[-1]
+    causal = torch.ones(L, L, dtype=torch.bool, device=positions.device).tril()  # (L, L)
+    return ((example[:, :, None] == example[:, None, :]) & causal)[:, None]
 
 
 class Rotary(nn.Module):
@@ -114,9 +141,15 @@ class Rotary(nn.Module):
             raise ValueError(f"sequence reaches position {start + L} but the model was built with max_len={self.max_len}")
         return self.cos[start:start + L], self.sin[start:start + L]
 
+    def at(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(cos, sin)``, each ``(B, 1, L, d_head/2)`` (broadcast over heads), for per-token positions
+        ``(B, L)`` (packed rows: :func:`packed_attention_mask`). Positions must be below ``max_len``."""
+        return self.cos[positions][:, None], self.sin[positions][:, None]
+
     @staticmethod
     def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-        """Rotate ``x`` ``(..., L, d_head)`` by the angles ``cos``/``sin`` ``(L, d_head/2)``."""
+        """Rotate ``x`` ``(..., L, d_head)`` by the angles ``cos``/``sin`` ``(L, d_head/2)`` (or any shape that
+        broadcasts against ``x``'s halves, e.g. ``(B, 1, L, d_head/2)`` for per-token positions)."""
         x1, x2 = x.chunk(2, dim=-1)
         return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
 
@@ -147,7 +180,10 @@ class CausalSelfAttention(nn.Module):
         self.hook_z = HookPoint()  # (B, H, L, d_head)
         self.proj = nn.Linear(d_model, d_model)  # writes into the residual stream
 
-    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: KVCache | None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, cache: KVCache | None,
+                mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``mask``: None (plain causal attention) or a packed rows' bool ``(B, 1, L, L)``
+        (:func:`packed_attention_mask`; no cache then)."""
         B, L, d = x.shape
         H, dh = self.n_heads, self.d_head
         q, k, v = self.qkv(x).view(B, L, 3, H, dh).permute(2, 0, 3, 1, 4)  # each (B, H, L, dh)
@@ -163,9 +199,12 @@ class CausalSelfAttention(nn.Module):
         if self.hook_pattern.has_hooks:
             # SDPA does not return its weights: compute them explicitly when a hook reads or patches them.
             scores = (q @ k.transpose(-2, -1)) / math.sqrt(dh)  # (B, H, L, start+L)
-            scores = scores.masked_fill(~causal_mask(L, start, x.device), float("-inf"))
+            allowed = causal_mask(L, start, x.device) if mask is None else mask
+            scores = scores.masked_fill(~allowed, float("-inf"))
             pattern = self.hook_pattern(scores.softmax(dim=-1))
             z = pattern @ v  # (B, H, L, dh)
+        elif mask is not None:  # packed rows: block-diagonal causal
+            z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         elif start == 0:
             z = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         elif L == 1:
@@ -208,9 +247,9 @@ class Block(nn.Module):
         self.hook_mlp_out = HookPoint()
         self.hook_resid_post = HookPoint()
 
-    def forward(self, x, cos, sin, cache):
+    def forward(self, x, cos, sin, cache, mask=None):
         x = self.hook_resid_pre(x)
-        a = self.hook_attn_out(self.attn(self.ln1(x), cos, sin, cache))  # (B, L, d)
+        a = self.hook_attn_out(self.attn(self.ln1(x), cos, sin, cache, mask))  # (B, L, d)
         x = self.hook_resid_mid(x + a)
         m = self.hook_mlp_out(self.mlp(self.ln2(x)))  # (B, L, d)
         return self.hook_resid_post(x + m)
@@ -236,6 +275,8 @@ class Transformer(nn.Module):
 
     #: Position schemes: rotary, absolute learned, none.
     POSITIONS = ("rope", "learned", "none")
+    #: ``forward`` takes ``positions=`` (packed rows; the sequence trainer's ``train.pack``).
+    supports_packing = True
 
     def __init__(self, vocab_size: int, n_layers: int, d_model: int, n_heads: int, mlp_ratio: int = 4,
                  max_len: int = 1024, generator: torch.Generator | None = None, pos: str = "rope", *,
@@ -359,11 +400,16 @@ class Transformer(nn.Module):
     def forward(self, tokens: torch.Tensor, *,
                 ablate: dict[int, list[int]] | None = None,
                 ablate_with: dict[int, torch.Tensor] | None = None,
-                cache: KVCache | None = None) -> torch.Tensor:
+                cache: KVCache | None = None,
+                positions: torch.Tensor | None = None) -> torch.Tensor:
         """Next-token logits.
 
         Args:
             tokens: LongTensor ``(B, L)`` of token ids.
+            positions: None, or packed rows' per-token positions, LongTensor ``(B, L)``: each row holds several
+                examples side by side, each's positions counting up from 0 (so each below ``L``); rotary angles
+                or learned position embeddings are taken at these positions and attention is block-diagonal
+                causal (:func:`packed_attention_mask`): no token sees another example's. No cache then.
             ablate, ablate_with: head ablation for this call, as in :meth:`ablation_hooks`
                 (its hooks run before any other hook on ``hook_z``, so a cache reads the
                 ablated heads).
@@ -375,9 +421,13 @@ class Transformer(nn.Module):
 
         Raises:
             ValueError: sequence past ``max_len`` or the cache's capacity;
-                ablation of a layer or head that does not exist.
+                ablation of a layer or head that does not exist; ``positions`` of another shape than
+                ``tokens``, or with a cache.
         """
         B, L = tokens.shape
+        if positions is not None and (cache is not None or positions.shape != tokens.shape):
+            raise ValueError(f"positions must be ({B}, {L}) like tokens, without a cache; got "
+                             f"{tuple(positions.shape)}{' and a cache' if cache is not None else ''}")
         start = 0 if cache is None else cache.length
         if cache is not None and start + L > cache.capacity:
             raise ValueError(f"KV cache holds {cache.capacity} positions; {start + L} needed")
@@ -385,20 +435,24 @@ class Transformer(nn.Module):
             raise ValueError(f"sequence reaches position {start + L} but the model was built with max_len={self.max_len}")
         cos = sin = None
         if self.rope is not None:
-            cos, sin = self.rope.angles(start, L)  # each (L, d_head/2)
+            # each (L, d_head/2); per token (B, 1, L, d_head/2) with positions
+            cos, sin = self.rope.angles(start, L) if positions is None else self.rope.at(positions)
         if ablate is not None:
             with hooks(self, self.ablation_hooks(ablate, ablate_with), prepend=True):
-                return self._forward(tokens, cos, sin, cache)
-        return self._forward(tokens, cos, sin, cache)
+                return self._forward(tokens, cos, sin, cache, positions)
+        return self._forward(tokens, cos, sin, cache, positions)
 
-    def _forward(self, tokens: torch.Tensor, cos, sin, cache: KVCache | None) -> torch.Tensor:
+    def _forward(self, tokens: torch.Tensor, cos, sin, cache: KVCache | None,
+                 positions: torch.Tensor | None = None) -> torch.Tensor:
         B, L = tokens.shape
         start = 0 if cache is None else cache.length
         x = self.hook_embed(self.embed(tokens))  # (B, L, d)
         if self.pos_embed is not None:
-            x = x + self.hook_pos_embed(self.pos_embed(torch.arange(start, start + L, device=tokens.device)))  # (L, d)
+            at = torch.arange(start, start + L, device=tokens.device) if positions is None else positions
+            x = x + self.hook_pos_embed(self.pos_embed(at))  # (L, d); (B, L, d) with positions
+        mask = None if positions is None else packed_attention_mask(positions)  # (B, 1, L, L)
         for block in self.blocks:
-            x = block(x, cos, sin, cache)
+            x = block(x, cos, sin, cache, mask)
         if cache is not None:
             cache.length += L
         return self.head(self.hook_ln_final(self.ln_f(x)))

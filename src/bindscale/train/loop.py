@@ -38,6 +38,20 @@ the per-token losses in fp32), and the sums and means after it are of fp32 tenso
 fp32 tensors with TF32 matmuls; on CUDA an fp32 trial trains with TF32 off. ``auto``: bf16 where the device has
 bf16 matrix units (:func:`speed.fast_bf16`) and bf16 pays for the model (:func:`bf16_pays_for`), else fp32. Greedy
 evaluation (:func:`greedy_predictions`) runs outside the loop, in fp32, whatever the training precision.
+
+Packing (a training section's ``pack``, opt-in, off by default): a right-padded mini-batch computes every
+example at the batch's longest length, so about half of its positions are padding at the studies' shapes
+(benchmarks/flops.py). With ``pack`` on, each step's batch (the same examples, drawn by the same
+:func:`batch_indices`) is laid into as few rows as first-fit-decreasing bin packing finds
+(:func:`first_fit_decreasing`; at most 11/9 of the fewest possible plus one, Dósa 2007, "The Tight Bound of
+First Fit Decreasing Bin-Packing Algorithm Is FFD(I) ≤ 11/9 OPT(I) + 6/9"), each row no longer than the padded
+batch's (:func:`packed_batch`). The model gets per-token positions that restart at 0 for each example and
+attends block-diagonally causally (:meth:`bindscale.models.transformer.Transformer.forward`'s ``positions``;
+Krell et al. 2021, "Efficient Sequence Packing without Cross-contamination: Accelerating Large Language
+Models without Impacting Performance"), so each example's logits are those it has alone; the loss is the same
+sum over the same target tokens divided by the same count (:func:`packed_seq_loss`). Losses and gradients equal
+the padded step's up to float rounding (the sums run in another order), not bit for bit; with ``pack`` off
+nothing changes.
 """
 
 from __future__ import annotations
@@ -131,6 +145,115 @@ def seq_loss(model: torch.nn.Module, tokens: torch.Tensor, loss_mask: torch.Tens
     return total / loss_mask[:, :-1].sum().clamp(min=1)
 
 
+def first_fit_decreasing(sizes: list[int], capacity: int) -> list[list[int]]:
+    """Bin packing, first fit decreasing: items longest first (ties in input order), each into the first bin
+    (in order of opening) with room for it, a new bin where none has.
+
+    Args:
+        sizes: each item's size, positive and at most ``capacity``.
+        capacity: every bin's size.
+
+    Returns:
+        Per bin, the indices of its items in the order placed: every item in exactly one bin, no bin's sizes
+        summing past ``capacity``.
+
+    Raises:
+        ValueError: an item larger than ``capacity`` or not positive.
+    """
+    bad = [n for n in sizes if not 0 < n <= capacity]
+    if bad:
+        raise ValueError(f"items must have sizes in 1..{capacity}; got {bad}")
+    bins: list[list[int]] = []
+    room: list[int] = []
+    for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):  # sorted() is stable: ties keep input order
+        j = next((j for j, r in enumerate(room) if r >= sizes[i]), len(bins))
+        if j == len(bins):
+            bins.append([])
+            room.append(capacity)
+        bins[j].append(i)
+        room[j] -= sizes[i]
+    return bins
+
+
+def pack_plan(sizes: list[int], width: int) -> tuple[list[int], list[int], int]:
+    """Where each example of a batch goes in packed rows of ``width`` positions (:func:`first_fit_decreasing`).
+
+    Args:
+        sizes: per example, the input positions it needs (:func:`sequence_lengths` less 1), each at most ``width``.
+
+    Returns:
+        Per example its row and first column, and the number of rows; a row's examples sit side by side,
+        in the order packed.
+    """
+    row, col = [0] * len(sizes), [0] * len(sizes)
+    bins = first_fit_decreasing(sizes, width)
+    for r, items in enumerate(bins):
+        c = 0
+        for i in items:
+            row[i], col[i] = r, c
+            c += sizes[i]
+    return row, col, len(bins)
+
+
+def packed_batch(tokens: torch.Tensor, loss_mask: torch.Tensor, rows: torch.Tensor, sizes: torch.Tensor,
+                 row_of: torch.Tensor, col_of: torch.Tensor, n_rows: int,
+                 width: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One step's examples of ``T`` trials laid into packed rows (a single trial: ``T`` = 1).
+
+    Example ``e`` (of ``n = sizes`` input positions) fills columns ``c .. c+n-1`` of its row: its tokens
+    ``0 .. n-1`` as inputs, its tokens ``1 .. n`` as targets where ``loss_mask`` scores them, and positions
+    ``0 .. n-1``. A slot no example fills holds :data:`PAD_ID`, target -100 (not scored) and position 0.
+
+    Args:
+        tokens: ``(T, N, L)`` token ids, right-padded; ``L`` greater than every ``sizes`` entry.
+        loss_mask: ``(T, N, L)`` bool, ``[t, n, l]`` True scores the prediction of token ``l + 1``.
+        rows: ``(T, B)`` example indices of the step (every trial's own).
+        sizes: ``(T, B)`` input positions each example needs (:func:`sequence_lengths` less 1), each at most ``width``.
+        row_of, col_of: ``(T, B)`` each example's row and first column (:func:`pack_plan`).
+        n_rows, width: rows ``R`` per trial and positions ``W`` per row.
+
+    Returns:
+        ``inputs`` ``(T, R, W)`` token ids, ``targets`` ``(T, R, W)`` next-token ids (-100 where not scored:
+        ``F.cross_entropy``'s ignore_index) and ``positions`` ``(T, R, W)`` (each example's count from 0).
+        No host sync: every index is computed on ``tokens``' device.
+    """
+    T = rows.shape[0]
+    device = tokens.device
+    k = torch.arange(width, device=device)  # (W,) position in the example
+    t = torch.arange(T, device=device)[:, None, None]  # (T, 1, 1)
+    e = rows[:, :, None]  # (T, B, 1)
+    inp = tokens[t, e, k]  # (T, B, W): each example's tokens from position 0, right-padded
+    tgt = torch.where(loss_mask[t, e, k], tokens[t, e, k + 1], -100)  # (T, B, W)
+    size = T * n_rows * width
+    # Flat slot of each (example, position) in the (T, R, W) rows; positions past an example's end go to a
+    # spare slot at index `size`, dropped after (no boolean indexing, hence no host sync).
+    slot = (t * n_rows + row_of[:, :, None].long()) * width + col_of[:, :, None].long() + k  # (T, B, W)
+    slot = torch.where(k < sizes[:, :, None], slot, size)
+    out = []
+    for src, fill in ((inp, PAD_ID), (tgt, -100), (k.expand_as(inp), 0)):
+        flat = torch.full((size + 1,), fill, dtype=torch.long, device=device)
+        flat[slot] = src
+        out.append(flat[:size].view(T, n_rows, width))
+    inputs, targets, positions = out
+    return inputs, targets, positions
+
+
+def packed_seq_loss(model: torch.nn.Module, inputs: torch.Tensor, targets: torch.Tensor,
+                    positions: torch.Tensor) -> torch.Tensor:
+    """:func:`seq_loss` on packed rows (:func:`packed_batch`, one trial): mean cross-entropy over the scored targets.
+
+    Args:
+        model: maps ``(R, W)`` token ids and ``positions=`` ``(R, W)`` to ``(R, W, V)`` logits.
+        inputs, targets, positions: ``(R, W)`` each (targets -100 where not scored).
+
+    Returns:
+        A scalar: the sum over scored targets divided by their number (0, not NaN, when there is none).
+    """
+    logits = model(inputs, positions=positions)  # (R, W, V)
+    total = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100, reduction="sum")
+    return total / (targets != -100).sum().clamp(min=1)
+
+
 def batch_indices(N: int, steps: int, batch_size: int, g: torch.Generator) -> torch.Tensor:
     """Example indices of every training step: shuffled epochs over ``0..N-1``, concatenated and cut.
 
@@ -174,6 +297,7 @@ def train_seq_model(
     device: str | torch.device = "cpu",
     on_step: Callable[[int, float], None] | None = None,
     precision: str = "fp32",
+    pack: bool = False,
 ) -> dict:
     """Train ``model`` in place on a fixed set of token sequences.
 
@@ -194,22 +318,26 @@ def train_seq_model(
             host sync per step).
         precision: ``fp32``, ``bf16``, ``tf32`` (CUDA) or ``auto`` (module doc; ``auto`` asks
             :func:`bf16_pays_for` of ``model``).
+        pack: lay each step's batch into packed rows (module doc; ``model`` must take ``positions=``,
+            ``supports_packing``); the same losses and gradients up to float rounding.
 
     Returns:
         ``status`` ("ok" or "diverged"), ``final_loss`` (mean batch loss over
         the last curve window; the non-finite value if diverged),
         ``loss_curve`` (a list of :data:`N_CURVE_POINTS` ``(step, mean loss of
         the window ending there)``), ``steps_per_s``, ``tokens_per_s`` (input
-        positions after trimming), ``steps_done``, ``diverged_step`` (first
+        positions after trimming; packed: the rows' positions), ``steps_done``, ``diverged_step`` (first
         non-finite step or None), ``train_seconds`` and ``precision`` (the one
         trained in: ``auto`` resolved).
 
     Raises:
         ValueError: mismatched or empty inputs, a masked last column, no
             masked position at all, or non-positive steps / batch size;
-            ``tf32`` off CUDA.
+            ``tf32`` off CUDA; ``pack`` with a model that takes no positions.
     """
     _check_training_set(tokens, loss_mask, steps, batch_size, warmup_steps)
+    if pack:
+        _check_packable(model)
     device = torch.device(device)
     speed.training_precision(precision, device, False)  # ValueError: tf32 off CUDA, before any work
     model.to(device).train()
@@ -223,12 +351,59 @@ def train_seq_model(
         L = lengths[step]
         return seq_loss(model, tokens[b, :L], loss_mask[b, :L])
 
+    if pack:
+        sizes = sequence_lengths(tokens, loss_mask) - 1  # (N,) input positions per example, on device
+        row_of, col_of, n_rows = _plan_packing(sizes.cpu()[idx][None], [L - 1 for L in lengths])
+        row_of, col_of = row_of[0].to(device), col_of[0].to(device)  # (steps, B) each
+
+        def batch_loss(step: int, b: torch.Tensor) -> torch.Tensor:  # the packed step
+            inputs, targets, positions = packed_batch(tokens[None], loss_mask[None], b[None], sizes[b][None],
+                                                      row_of[step][None], col_of[step][None], n_rows[step],
+                                                      lengths[step] - 1)
+            return packed_seq_loss(model, inputs[0], targets[0], positions[0])
+
     out = fit_minibatches(list(model.parameters()), batch_loss, idx, lr=lr, weight_decay=weight_decay,
                           warmup_steps=warmup_steps, grad_clip=grad_clip, device=device, on_step=on_step,
                           precision=precision, bf16_pays=bf16_pays_for(model))
-    n_tokens = batch_size * sum(L - 1 for L in lengths[:out["steps_done"]])
+    if pack:
+        n_tokens = sum(R * (L - 1) for R, L in zip(n_rows[:out["steps_done"]], lengths))
+    else:
+        n_tokens = batch_size * sum(L - 1 for L in lengths[:out["steps_done"]])
     out["tokens_per_s"] = n_tokens / out["train_seconds"]
     return out
+
+
+def _check_packable(model: torch.nn.Module) -> None:
+    """Refuse ``pack`` for a model whose ``forward`` takes no ``positions=`` (its class sets no
+    ``supports_packing``: e.g. a pretrained language model, or a study's own network)."""
+    if not getattr(model, "supports_packing", False):
+        raise ValueError(f"train.pack needs a model that takes packed rows (positions=); {type(model).__name__} "
+                         "does not: train it with pack off")
+
+
+def _plan_packing(sizes: torch.Tensor, widths: list[int]) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
+    """Every step's packed layout (:func:`pack_plan`) for ``T`` trials, on the host, before the loop.
+
+    Args:
+        sizes: ``(T, steps, B)`` input positions of each example drawn (:func:`sequence_lengths` less 1).
+        widths: per step, the row width (the step's longest example: no row is longer than the padded batch's).
+
+    Returns:
+        ``row_of`` and ``col_of``, ``(T, steps, B)`` int32 (each example's row and first column), and per step
+        the number of rows (the most any trial's batch packs into; a trial needing fewer has empty rows).
+    """
+    T = sizes.shape[0]
+    per = sizes.tolist()
+    rows, cols, n_rows = [[] for _ in range(T)], [[] for _ in range(T)], []
+    for step, w in enumerate(widths):
+        R = 1
+        for t in range(T):
+            r, c, n = pack_plan(per[t][step], w)
+            rows[t].append(r)
+            cols[t].append(c)
+            R = max(R, n)
+        n_rows.append(R)
+    return torch.tensor(rows, dtype=torch.int32), torch.tensor(cols, dtype=torch.int32), n_rows
 
 
 def _check_training_set(tokens: torch.Tensor, loss_mask: torch.Tensor, steps: int, batch_size: int,
@@ -263,7 +438,8 @@ def train_from_config(
     Args:
         train: anything with ``steps``, ``batch_size``, ``lr``, ``weight_decay``, ``warmup_steps`` and
             ``grad_clip`` (e.g. :class:`bindscale.train.sections.SeqTrainConfig`), and optionally ``precision``
-            (fp32 where it has none); warm-up is capped at half the steps so that a short (quick) run still decays.
+            (fp32 where it has none) and ``pack`` (off where it has none); warm-up is capped at half the steps
+            so that a short (quick) run still decays.
         seed: the trial's root seed; the mini-batch order is its ``"train"`` stream.
         progress: called as ``progress(1)`` once per step.
 
@@ -274,6 +450,7 @@ def train_from_config(
         weight_decay=train.weight_decay, warmup_steps=min(train.warmup_steps, train.steps // 2),
         grad_clip=train.grad_clip, generator=seeding.generator(seed, "train"), device=device,
         on_step=(lambda step, loss: progress(1)) if progress else None, precision=getattr(train, "precision", "fp32"),
+        pack=getattr(train, "pack", False),
     )
 
 
@@ -290,11 +467,16 @@ def fit_minibatches(
     on_step: Callable[[int, float], None] | None = None,
     precision: str = "fp32",
     bf16_pays: bool = False,
+    betas: tuple[float, float] = BETAS,
+    schedule: str = "warmup_cosine",
 ) -> dict:
     """The optimisation loop of :func:`train_seq_model`, for any loss on index batches.
 
     AdamW (decay on parameters of 2+ dimensions only), warm-up then cosine decay,
     optional gradient clipping; a non-finite loss stops the loop (status "diverged").
+    With ``weight_decay=0``, ``betas=(0.9, 0.999)`` and ``schedule="constant"`` it is Adam at a fixed learning
+    rate (Kingma & Ba 2015's defaults; AdamW without decay is Adam), as recurrent seq2seq training on SCAN
+    (Lake & Baroni 2018) used.
     ``batch_loss`` runs under the precision's autocast (bf16: the parameters, gradients and AdamW state stay
     fp32; a loss computed in bf16 is cast to fp32 before it is read, but its reduction is the caller's: use
     losses that autocast runs in fp32, such as ``F.cross_entropy``).
@@ -306,21 +488,25 @@ def fit_minibatches(
         idx: ``(steps, B)`` example indices of every step (e.g. :func:`batch_indices`).
         lr, weight_decay, warmup_steps, grad_clip, device, on_step, precision: as in :func:`train_seq_model`.
         bf16_pays: whether ``auto`` takes bf16 on bf16 matrix units (the caller's rule, e.g. :func:`bf16_pays_for`).
+        betas: AdamW's (β1, β2); :data:`BETAS` by default.
+        schedule: ``"warmup_cosine"`` (:func:`lr_at`) or ``"constant"`` (``lr`` at every step; no warm-up).
 
     Returns:
         ``status``, ``final_loss``, ``loss_curve``, ``steps_per_s``, ``steps_done``,
         ``diverged_step``, ``train_seconds`` and ``precision`` (see :func:`train_seq_model`).
 
     Raises:
-        ValueError: ``tf32`` off CUDA.
+        ValueError: ``tf32`` off CUDA; an unknown schedule.
     """
+    if schedule not in ("warmup_cosine", "constant"):
+        raise ValueError(f"schedule must be warmup_cosine or constant, got {schedule!r}")
     device = torch.device(device)
     steps = idx.shape[0]
     idx = idx.to(device)
     params = [p for p in params if p.requires_grad]
     precision = speed.training_precision(precision, device, bf16_pays)
     with speed.training_settings(device, precision=precision) as s:
-        opt = torch.optim.AdamW(_decay_groups(params, weight_decay), lr=lr, betas=BETAS, fused=s.fused)
+        opt = torch.optim.AdamW(_decay_groups(params, weight_decay), lr=lr, betas=betas, fused=s.fused)
         losses = torch.empty(steps, device=device)
         diverged_step, done = None, 0
         t0 = time.perf_counter()
@@ -332,7 +518,8 @@ def fit_minibatches(
             if grad_clip is not None:
                 torch.nn.utils.clip_grad_norm_(params, grad_clip)
             for group in opt.param_groups:  # the schedule
-                group["lr"] = lr_at(step, lr=lr, warmup_steps=warmup_steps, steps=steps)
+                group["lr"] = lr if schedule == "constant" else lr_at(step, lr=lr, warmup_steps=warmup_steps,
+                                                                      steps=steps)
             opt.step()
             losses[step - 1] = loss.detach()
             if step % s.sync_every == 0 or step == steps:  # on the host: divergence check, progress
@@ -432,6 +619,24 @@ def stacked_seq_loss(model: torch.nn.Module, tokens: torch.Tensor, loss_mask: to
     targets = torch.where(loss_mask[:, :, :-1], tokens[:, :, 1:], -100)
     ce = F.cross_entropy(logits.flatten(0, 2), targets.flatten(), ignore_index=-100, reduction="none")
     return ce.view(T, -1).sum(dim=1) / loss_mask[:, :, :-1].flatten(1).sum(dim=1).clamp(min=1)
+
+
+def stacked_packed_seq_loss(model: torch.nn.Module, inputs: torch.Tensor, targets: torch.Tensor,
+                            positions: torch.Tensor) -> torch.Tensor:
+    """:func:`stacked_seq_loss` on packed rows (:func:`packed_batch`): per trial, the mean cross-entropy over its
+    scored targets.
+
+    Args:
+        model: maps ``(T, R, W)`` token ids and ``positions=`` ``(T, R, W)`` to ``(T, R, W, V)`` logits.
+        inputs, targets, positions: ``(T, R, W)`` each (targets -100 where not scored).
+
+    Returns:
+        ``(T,)`` losses; 0 (not NaN) for a trial with no scored target.
+    """
+    T = inputs.shape[0]
+    logits = model(inputs, positions=positions)  # (T, R, W, V)
+    ce = F.cross_entropy(logits.flatten(0, 2), targets.flatten(), ignore_index=-100, reduction="none")
+    return ce.view(T, -1).sum(dim=1) / (targets != -100).flatten(1).sum(dim=1).clamp(min=1)
 
 
 def _per_trial(v, T: int, name: str) -> list:
@@ -582,6 +787,7 @@ def train_stacked_seq_model(
     device: str | torch.device = "cpu",
     on_step: Callable[[int, int, float], None] | None = None,
     precision: str = "fp32",
+    pack: bool = False,
 ) -> list[dict]:
     """:func:`train_seq_model` for the ``T`` trials of a :class:`~bindscale.models.stacked_transformer.StackedTransformer`.
 
@@ -592,11 +798,12 @@ def train_stacked_seq_model(
     draws; a trial's shorter sequences are padded, which changes none of its losses or gradients
     (attention is causal and padded positions are not targets) beyond float rounding. ``precision`` is the
     stack's (as :func:`train_seq_model`'s; ``auto`` asks :func:`bf16_pays_for` of the stack, whose ``d_model`` is
-    its members').
+    its members'). ``pack``: each trial's batch is packed alone (:func:`pack_plan`) into rows of the stack's
+    width, and every trial gets the rows the most packed one needs (the others' extra rows are empty).
 
     Returns:
         Per trial, :func:`train_seq_model`'s summary (see :func:`fit_stacked_minibatches` for the
-        timings; ``tokens_per_s`` counts the trial's own trimmed positions).
+        timings; ``tokens_per_s`` counts the trial's own trimmed positions; packed: the stack's rows' positions).
 
     Raises:
         ValueError: as :func:`train_seq_model`, for any trial; a number of data sets or per-trial
@@ -611,6 +818,8 @@ def train_stacked_seq_model(
     for w in _per_trial(warmup_steps, T, "warmup_steps"):
         if w < 0:
             raise ValueError(f"warmup_steps must be >= 0, got {w}")
+    if pack:
+        _check_packable(model)
     device = torch.device(device)
     speed.training_precision(precision, device, False)  # ValueError: tf32 off CUDA, before any work
     model.to(device).train()
@@ -632,11 +841,27 @@ def train_stacked_seq_model(
         L = lengths[step]
         return stacked_seq_loss(model, tokens[trial, rows, :L], mask[trial, rows, :L])
 
+    if pack:
+        sizes = sequence_lengths(tokens.flatten(0, 1), mask.flatten(0, 1)).view(T, N) - 1  # (T, N), on device
+        sizes_cpu = sizes.cpu()
+        drawn = torch.stack([sizes_cpu[t][idx[t]] for t in range(T)])  # (T, steps, B)
+        row_of, col_of, n_rows = _plan_packing(drawn, [L - 1 for L in lengths])
+        row_of, col_of = row_of.to(device), col_of.to(device)  # (T, steps, B) each
+
+        def batch_loss(step: int, rows: torch.Tensor) -> torch.Tensor:  # the packed step
+            inputs, targets, positions = packed_batch(tokens, mask, rows, sizes[trial, rows], row_of[:, step],
+                                                      col_of[:, step], n_rows[step], lengths[step] - 1)
+            return stacked_packed_seq_loss(model, inputs, targets, positions)
+
     out = fit_stacked_minibatches(list(model.parameters()), batch_loss, idx, lr=lr, weight_decay=weight_decay,
                                   warmup_steps=warmup_steps, grad_clip=grad_clip, device=device, on_step=on_step,
                                   precision=precision, bf16_pays=bf16_pays_for(model))
     for t, o in enumerate(out):
-        o["tokens_per_s"] = batch_size * int((own[t, :o["steps_done"]] - 1).sum()) / o["train_seconds"]
+        if pack:
+            positions = sum(R * (L - 1) for R, L in zip(n_rows[:o["steps_done"]], lengths))
+        else:
+            positions = batch_size * int((own[t, :o["steps_done"]] - 1).sum())
+        o["tokens_per_s"] = positions / o["train_seconds"]
     return out
 
 
@@ -652,7 +877,8 @@ def train_stacked_from_config(
     """:func:`train_from_config` for a stack: trial ``t`` with training section ``trains[t]`` and root
     seed ``seeds[t]`` (its batch order is its own ``"train"`` stream), on ``data[t]``.
 
-    Every trial must share ``steps``, ``batch_size`` and ``precision`` (fp32 where a section has none);
+    Every trial must share ``steps``, ``batch_size``, ``precision`` (fp32 where a section has none) and ``pack``
+    (off where a section has none);
     ``lr``, ``weight_decay``, ``warmup_steps`` (capped at half the steps, as alone) and ``grad_clip`` are per trial.
     ``progress``: called as ``progress(1)`` for each trial's step.
 
@@ -661,17 +887,20 @@ def train_stacked_from_config(
         and timings).
 
     Raises:
-        ValueError: trials with different ``steps``, ``batch_size`` or ``precision``; as
+        ValueError: trials with different ``steps``, ``batch_size``, ``precision`` or ``pack``; as
             :func:`train_stacked_seq_model`.
     """
     shared = {(tr.steps, tr.batch_size, getattr(tr, "precision", "fp32")) for tr in trains}
     if len(shared) != 1:
         raise ValueError(f"a stack's trials share steps, batch_size and precision; got {sorted(shared)}")
+    packs = {getattr(tr, "pack", False) for tr in trains}
+    if len(packs) != 1:
+        raise ValueError("a stack's trials share train.pack; got trials with it on and off")
     steps, batch_size, precision = shared.pop()
     return train_stacked_seq_model(
         model, data, steps=steps, batch_size=batch_size, lr=[tr.lr for tr in trains],
         weight_decay=[tr.weight_decay for tr in trains],
         warmup_steps=[min(tr.warmup_steps, steps // 2) for tr in trains], grad_clip=[tr.grad_clip for tr in trains],
         generators=[seeding.generator(s, "train") for s in seeds], device=device,
-        on_step=(lambda t, step, loss: progress(1)) if progress else None, precision=precision,
+        on_step=(lambda t, step, loss: progress(1)) if progress else None, precision=precision, pack=packs.pop(),
     )

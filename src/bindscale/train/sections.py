@@ -3,7 +3,8 @@ and the sequence trainer's settings (:mod:`bindscale.train.loop`).
 
 Studies build on these (a study's own trial config lives in its package); their
 field defaults are part of every trial id, so changing one re-runs every study using it. A field added
-later is id-neutral at its default (:func:`bindscale.core.config.id_neutral_field`: ``train.precision``),
+later is id-neutral at its default (:func:`bindscale.core.config.id_neutral_field`: ``train.precision``,
+``train.pack``),
 so the trials that keep it have the ids they had before it existed.
 """
 
@@ -65,4 +66,12 @@ class SeqTrainConfig(StrictModel):
         "the device has bf16 matrix units (a CPU with AMX-BF16 or a bf16 CUDA GPU) and bf16 is measured to pay "
         "for the model (the loop's Transformer: d_model >= bindscale.train.loop.BF16_MIN_D_MODEL), else fp32. "
         "Evaluation (greedy decoding) stays fp32. Left out of the trial id at its default, fp32",
+    )
+    pack: bool = id_neutral_field(
+        False,
+        description="pack each step's mini-batch (bindscale.train.loop): the same examples, laid side by side into "
+        "as few rows as first-fit-decreasing finds, each row no longer than the batch's longest example, with "
+        "positions restarting per example and block-diagonal causal attention; the same losses and gradients up to "
+        "float rounding, fewer padded positions computed. Needs a model that takes packed rows (the Transformer and "
+        "its stacked form). Left out of the trial id at its default, off",
     )

@@ -125,6 +125,15 @@ class ModularityTrial(TrialBase):
     mask: MaskConfig = MaskConfig()
     seed: int = Field(0, ge=0, le=2**31 - 1)
 
+    @model_validator(mode="after")
+    def _no_packing(self) -> ModularityTrial:
+        # Its MLPs and transformers take fixed-width scenes through fit_minibatches: nothing to pack, and a
+        # field that would be silently ignored is refused instead.
+        if self.train.pack:
+            raise ValueError("train.pack: modularity trains its networks on fixed-width rows (fit_minibatches), which have "
+                             "no padding to pack; leave it false")
+        return self
+
 
 #: The name the study plugin finds its trial config by (bindscale.core.study.CONVENTION).
 TrialConfig = ModularityTrial
