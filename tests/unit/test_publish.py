@@ -639,3 +639,19 @@ def test_a_stale_run_lock_does_not_block_publish_and_a_live_one_does(tmp_path):
         with pytest.raises(ConfigError, match="held by a live bindscale process"):
             rebuild(to)
         assert _snapshot(to) == before
+
+
+def test_a_run_that_decides_no_claim_is_refused_before_anything_is_written(tmp_path):
+    """binding_scan-lake2018 (a reproduction of the source's own setting, no verdicts) ranks with the default tier
+    by its name: published, it would replace the study's row with one that decides nothing. Refused in one line."""
+    run = _with_extras(_run_dir(tmp_path / "run"))
+    to = tmp_path / "pub"
+    publish(run, to, commit="a")
+    before = _snapshot(to)
+    src = _as_tier(run, "binding_scan", "binding_scan-lake2018")
+    s = json.loads((src / "summary.json").read_text())
+    (src / "summary.json").write_text(json.dumps({**s, "verdicts": []}))
+    for where in (src, run):
+        with pytest.raises(ConfigError, match="binding_scan decided no claim"):
+            publish(where, to, commit="b")
+    assert _snapshot(to) == before

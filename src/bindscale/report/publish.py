@@ -309,6 +309,13 @@ def _sources(run_dir: "str | Path") -> tuple[RunStore, dict[str, RunStore]]:
     if quick:
         raise ConfigError(f"{run_dir}: {', '.join(quick)} ran with --quick, a smoke test, not an answer to publish; "
                           "publish a default or -full run")
+    # A study file that decides no claim (a reproduction of a source's own setting, binding_scan-lake2018) is not
+    # a tier of the answer: published, it would take the study's row and show no verdict.
+    silent = [n for n, sub in found.items() if not json.loads(sub.read_text("summary.json")).get("verdicts")]
+    if silent:
+        raise ConfigError(f"{run_dir}: {', '.join(silent)} decided no claim (a study file without verdicts, such as a "
+                          "reproduction of a source's setting): nothing for the answer page; its numbers belong in the "
+                          "study's README")
     return src, found
 
 

@@ -25,7 +25,12 @@ read one run per study (a study's folder), so claims added to ``depth`` would be
 scoring from the kit (``scan``, :mod:`bindscale.train.scan`; :mod:`bindscale.train.seqdata`) and train through
 the same kit trainer.
 
-Modules: :mod:`.config`, :mod:`.trial`, :mod:`.plan`, :mod:`.verdicts`, :mod:`.figures`,
+Beside them, ``binding_scan-lake2018.yaml`` reproduces the published recurrent baseline once in its own setting
+(Lake & Baroni 2018, Experiment 3: an LSTM encoder-decoder with attention, 1.2% on add-jump;
+:mod:`bindscale.models.seq2seq_rnn`, :mod:`.rnn_trial`), so that our number stands beside theirs; its records
+decide no claim (:func:`.verdicts.prepare_rows` leaves recurrent models out).
+
+Modules: :mod:`.config`, :mod:`.trial`, :mod:`.rnn_trial`, :mod:`.plan`, :mod:`.verdicts`, :mod:`.figures`,
 :mod:`.table`.
 """
 

@@ -2,7 +2,8 @@
 
 Plain transformers of one split and shape train as one stacked transformer (as the depth study's do); a
 binding model (syntactic attention, TP-Transformer) has no stacked form, so each of its trials is a group
-of its own and trains alone.
+of its own and trains alone, as does a recurrent encoder-decoder (``lstm_seq2seq``, :mod:`.rnn_trial`), whose
+cost is its own measured model (:func:`recurrent_seconds`).
 """
 
 from __future__ import annotations
@@ -29,10 +30,48 @@ SECONDS_PER_COST = 3.2e-6
 TIMER_VOCAB = 22
 
 
+#: CPU-seconds of one training trial of the recurrent encoder-decoder: ``RNN_STEP_S[0] + RNN_STEP_S[1] × its
+#: parameters``, on an add-jump line of the mean target length (:data:`RNN_MEAN_TARGET`). Measured (``time.
+#: process_time``, one thread, the project's 2-core Xeon at load 4.8, 500 trials after 20, teacher forcing 0.5 and
+#: 1.0 alike): Lake & Baroni's best add-jump model (1 layer of 100, attention, 225,508 parameters) 12.2 ms; their
+#: overall-best (2 layers of 200, no attention, 1,292,408) 27.9 ms. A line through both: a rough guide elsewhere
+#: (the step is mostly Python per decoder position at these sizes).
+RNN_STEP_S = (8.9e-3, 14.7e-9)
+#: Mean target positions (actions and ``<eos>``) of a training line by split: a trial's cost is about linear in it.
+RNN_MEAN_TARGET = {"simple": 15.3, "length": 11.8, "addprim_jump": 13.7, "addprim_turn_left": 14.3,
+                   "around_right": 12.8}
+#: Greedy evaluation of the recurrent model, CPU-seconds per scored command at the paper's add-jump shape (the
+#: whole test set, 7,706, and the 13,204 distinct training commands: 2.6 + 4.4 s measured as above, untrained, so
+#: at the longest outputs), scaled as the training step.
+RNN_EVAL_S = 3.4e-4
+#: Test commands and distinct training commands of each generated split (bindscale.kit.scan.make_split): what a
+#: recurrent trial scores with ``n_test: 0`` and as its training accuracy.
+SPLIT_TEST = {"simple": 4182, "length": 3920, "addprim_jump": 7706, "addprim_turn_left": 1208, "around_right": 5685}
+SPLIT_TRAIN_DISTINCT = {"simple": 16728, "length": 16990, "addprim_jump": 13204, "addprim_turn_left": 19702,
+                        "around_right": 15225}
+#: Source and target vocabularies of the recurrent model on SCAN (13 words and the end symbol; 6 actions, start
+#: and end symbols).
+SCAN_SRC_VOCAB, SCAN_TGT_VOCAB = 14, 8
+
+
+def recurrent_seconds(t) -> float:
+    """CPU-seconds of one recurrent trial: ``steps`` trials at :data:`RNN_STEP_S` scaled by the split's mean target
+    length, and its greedy scoring (test set, in-distribution check set, distinct training commands) at
+    :data:`RNN_EVAL_S` scaled as a step."""
+    from bindscale.models.seq2seq_rnn import seq2seq_params
+
+    m, split = t.model, t.task.split
+    n = seq2seq_params(SCAN_SRC_VOCAB, SCAN_TGT_VOCAB, m.hidden, m.n_layers, m.attention)["total"]
+    step = (RNN_STEP_S[0] + RNN_STEP_S[1] * n) * RNN_MEAN_TARGET[split] / RNN_MEAN_TARGET["addprim_jump"]
+    paper_step = RNN_STEP_S[0] + RNN_STEP_S[1] * 225_508
+    n_eval = min(t.task.n_test or SPLIT_TEST[split], SPLIT_TEST[split]) + t.task.n_id + SPLIT_TRAIN_DISTINCT[split]
+    return t.train.steps * step + RNN_EVAL_S * n_eval * step / paper_step
+
+
 def group_key(trial) -> tuple:
     """Plain transformers with equal keys share a stack (same split, model and steps / batch size; seed and
-    the per-trial training fields may differ: :func:`bindscale.kit.stack_key`); every binding trial is a
-    group of its own (its trial id is in the key)."""
+    the per-trial training fields may differ: :func:`bindscale.kit.stack_key`); every binding or recurrent
+    trial is a group of its own (its trial id is in the key)."""
     key = stack_key(trial, ("task", "model"))
     return key if trial.model.kind == "transformer" else (*key, trial.trial_id)
 
@@ -52,7 +91,10 @@ def stack_step_seconds(trials: list, window: float = 0.05, rounds: int = 3) -> f
 def trial_cost(t) -> float:
     """Relative cost of one trial: steps × batch × positions × (layers + 4 + budget / 50,000) × the kind's
     step factor, plus its cache-free evaluation (:data:`EVAL_SECONDS_PER_EXAMPLE`, in cost units). The
-    first part is the depth study's cost model of the same trainer."""
+    first part is the depth study's cost model of the same trainer. A recurrent trial: :func:`recurrent_seconds`
+    in cost units."""
+    if t.recurrent():
+        return recurrent_seconds(t) / SECONDS_PER_COST
     m = t.model
     positions = POSITIONS.get(t.task.split, POSITIONS_OTHER)
     train = t.train.steps * t.train.batch_size * positions * (m.n_layers + 4 + m.budget / 50_000) * KIND_FACTOR[m.kind]
@@ -82,6 +124,8 @@ def trial_memory_bytes(trial) -> int:
     embedding table for syntactic attention) and, for syntactic attention, its one explicit ``L × L`` attention
     map: an approximation, not measured (the stacked form's two extra saved widths per layer stand in for the
     TP-Transformer's role and bound tensors)."""
+    if trial.recurrent():
+        return _recurrent_memory(trial)
     from bindscale.models import transformer_memory_bytes
     from bindscale.models.binding_shapes import shape_for_budget
 
@@ -95,6 +139,17 @@ def trial_memory_bytes(trial) -> int:
         precision=trial.train.precision, n_params=s.n_params + tables * s.d_model,
         explicit_attention_maps=1 if m.kind == "syntactic_attention" else 0)
     return max(MEMORY_FLOOR, need)
+
+
+def _recurrent_memory(trial) -> int:
+    """A recurrent trial's memory: :data:`MEMORY_FLOOR` (its parameters, Adam state and one sequence's activations
+    are a few MiB at the paper's sizes; evaluation decodes a length group of the test set at once), and 64 bytes a
+    parameter above it (weights, gradients, Adam's two moments, with room)."""
+    from bindscale.models.seq2seq_rnn import seq2seq_params
+
+    m = trial.model
+    n = seq2seq_params(SCAN_SRC_VOCAB, SCAN_TGT_VOCAB, m.hidden, m.n_layers, m.attention)["total"]
+    return MEMORY_FLOOR + 64 * n
 
 
 def check_trials(trials: list) -> None:

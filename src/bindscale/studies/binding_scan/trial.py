@@ -21,6 +21,9 @@ kit's SCAN helpers, :mod:`bindscale.train.seqdata`, the same code as the ``depth
 
 Trials of the plain model with equal stack keys (:func:`.plan.group_key`) train as one stacked transformer
 (:func:`bindscale.kit.run_group`); the binding models have no stacked form and train alone.
+
+A recurrent trial (``model.kind: lstm_seq2seq``, Lake & Baroni 2018's encoder-decoder) trains and is scored by
+:mod:`.rnn_trial` on the same data, with the same record.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from bindscale.models.binding import MODELS
 from bindscale.models.binding_shapes import shape_for_budget
 from bindscale.models.transformer import Transformer
 
+from . import rnn_trial
 from .config import BindingTrial
 
 
@@ -54,8 +58,14 @@ def make_data(trial: BindingTrial) -> ScanData:
 
 
 def build_model(trial: BindingTrial, vocab_size: int, max_len: int) -> torch.nn.Module:
-    """The trial's untrained model ("init" stream): kind, depth and budget → width and MLP width."""
+    """The trial's untrained model ("init" stream): kind, depth and budget → width and MLP width (a recurrent
+    trial's: :func:`.rnn_trial.build_model`, on its data's vocabulary)."""
     m = trial.model
+    if trial.recurrent():
+        data = make_data(trial)
+        if len(data.vocab) != vocab_size:
+            raise ValueError(f"vocab_size {vocab_size} is not the trial's data's {len(data.vocab)}")
+        return rnn_trial.build_model(trial, data)
     s = shape_for_budget(m.kind, m.budget, m.n_layers, m.n_heads)
     g = generator(trial.seed, "init")
     if m.kind == "transformer":
@@ -92,14 +102,25 @@ _result = scan_result
 def run_trial(trial: BindingTrial, device: str | torch.device = "cpu", progress: Callable[[int], None] | None = None,
               return_models: bool = False) -> TrialResult:
     """Train and score one trial alone; a non-finite loss gives status ``diverged`` (never raises for it)."""
+    if trial.recurrent():
+        return rnn_trial.run_alone(trial, make_data(trial), device, progress, return_models)
     return run_alone(trial, device, progress, return_models, prepare=_prepare, finish=_result)
 
 
 def run_group(trials: list[BindingTrial], device: str | torch.device = "cpu",
               progress: Callable[[int], None] | None = None, return_models: bool = False) -> list[TrialResult]:
     """A job's trials, in order: plain ones of one stack key as one stacked transformer, the others alone
-    (:func:`.plan.group_key` gives every binding trial a key of its own)."""
+    (:func:`.plan.group_key` gives every binding and recurrent trial a key of its own)."""
     from .plan import group_key
 
-    return run_stack_group(trials, device, progress, return_models, key=group_key, prepare=_prepare,
-                           finish=_result)
+    out: list = [None] * len(trials)
+    decoders = [i for i, t in enumerate(trials) if not t.recurrent()]
+    for i, t in enumerate(trials):
+        if t.recurrent():
+            out[i] = run_trial(t, device, progress, return_models)
+    if decoders:
+        results = run_stack_group([trials[i] for i in decoders], device, progress, return_models, key=group_key,
+                                  prepare=_prepare, finish=_result)
+        for i, r in zip(decoders, results):
+            out[i] = r
+    return out

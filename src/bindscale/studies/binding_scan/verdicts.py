@@ -1,8 +1,10 @@
 """Verdict rules of the ``binding_scan`` study; "supported" means the cited sources' claim holds.
 
-Rows (:func:`prepare_rows`): ok trials, numeric columns coerced; rotary positions are kept when present (every
-tier trains rotary models; learned positions are an ablation). Generalization splits are every ``split`` but
-``simple``. A *cell* is (split, model kind, budget, layers) within one recipe; its replicates are distinct seeds
+Rows (:func:`prepare_rows`): ok trials of the decoder-only models, numeric columns coerced (the recurrent
+encoder-decoder of ``binding_scan-lake2018.yaml``, a published baseline reproduced in its own setting, is left
+out: no rule, gate or recipe check reads it, and the guards and seed counts look up the decoders' cells only);
+rotary positions are kept when present (every tier trains rotary models; learned positions are an ablation).
+Generalization splits are every ``split`` but ``simple``. A *cell* is (split, model kind, budget, layers) within one recipe; its replicates are distinct seeds
 (rows repeating a seed are averaged). Each deciding cell is named to the engine (``details["deciding_cells"]``)
 by those columns, ``pos`` and every :data:`RECIPE` column the table records, so that the competence gate and the
 seed count read that cell's own trials in the whole table, failed ones included, and no other recipe's.
@@ -116,6 +118,7 @@ from bindscale.kit import (
     EXACT_MATCH_BAND,
     MIN_REPLICATES,
     NAN3,
+    SeqTrainConfig,
     Verdict,
     at_bound,
     bounded_strata_mean_ci,
@@ -134,7 +137,7 @@ from bindscale.kit import (
 from bindscale.models.binding_shapes import BINDING_KINDS, shape_for_budget
 
 from . import CLAIMS
-from .config import BindingModelConfig, BindingTrial
+from .config import RNN_KINDS, BindingModelConfig, BindingTaskConfig, BindingTrial
 
 #: Each claim in words (supported = the sources' claim holds).
 STATEMENTS = {c.name: c.statement for c in CLAIMS}
@@ -149,10 +152,11 @@ BOUNDS = (0.0, 1.0)
 
 
 def _recipe_columns() -> tuple[str, ...]:
-    """The record columns every compared trial must share: the head count and every field of the trial's ``task``
-    and ``train`` sections (:class:`~.config.BindingTrial`) but ``split``, which the rules compare per split."""
-    paths = [f"{section}.{name}" for section in ("task", "train")
-             for name in BindingTrial.model_fields[section].annotation.model_fields]
+    """The record columns every compared trial must share: the head count and every field of the decoders' ``task``
+    and ``train`` sections (:class:`~.config.BindingTaskConfig`, :class:`bindscale.kit.SeqTrainConfig`) but
+    ``split``, which the rules compare per split. (The recurrent recipe's are left out: its rows never reach a rule.)"""
+    paths = [f"{section}.{name}" for section, config in (("task", BindingTaskConfig), ("train", SeqTrainConfig))
+             for name in config.model_fields]
     return ("heads", *(c for c in BindingTrial.config_columns({p: None for p in paths}) if c != "split"))
 
 
@@ -164,8 +168,14 @@ RECIPE = _recipe_columns()
 
 
 def prepare_rows(df: pd.DataFrame) -> pd.DataFrame:
-    """Ok rows with the numeric columns coerced (missing ones added as NaN)."""
-    return coerce_numeric(ok_rows(df, NUMERIC), NUMERIC)
+    """Ok rows of the decoder-only models with the numeric columns coerced (missing ones added as NaN). The
+    recurrent encoder-decoder's rows (:data:`~.config.RNN_KINDS`, the published baseline of
+    ``binding_scan-lake2018.yaml``) are left out: no claim is decided by them, and a table that holds them beside
+    the decoders' is decided as one without them."""
+    ok = coerce_numeric(ok_rows(df, NUMERIC), NUMERIC)
+    if "model" in ok:
+        ok = ok[~ok["model"].isin(RNN_KINDS)]
+    return ok
 
 
 def _inconclusive(stat: str, n: int, details: dict, reason: str) -> Verdict:

@@ -1,0 +1,198 @@
+"""One recurrent trial of the ``binding_scan`` study: Lake & Baroni 2018's encoder-decoder
+(:class:`bindscale.models.seq2seq_rnn.Seq2SeqRNN`) trained as their §3 trains it, then scored by the record the
+decoders' trials write (:func:`bindscale.kit.scan_result`).
+
+The setting, read in Lake & Baroni 2018, "Generalization without systematicity: On the compositional skills of
+sequence-to-sequence recurrent networks" (ICML; arXiv 1711.00350v3), and what this module does:
+
+- "Training consisted of 100,000 trials, each presenting an input/output sequence and then updating the
+  networks weights" (§3); footnote 5: the distinct training commands are fewer than 100k, so "we randomly
+  sampled them with replacement to reach the target size". Here: ``train.steps`` updates, each on one training
+  line drawn uniformly with replacement (the ``"train"`` stream), so the add-primitive split's repeated "jump"
+  line (1,467 of 14,670, as in the official file) makes about 10% of the presentations (§4, Experiment 3: "roughly
+  10% of all training presentations").
+- "The ADAM optimization algorithm was used with default parameters, including a learning rate of 0.001"
+  (§3): Adam, β = (0.9, 0.999), ε = 1e-8, no weight decay, the learning rate constant
+  (:func:`bindscale.kit.fit_minibatches` with ``schedule="constant"``; AdamW without decay is Adam).
+- "Gradients with a norm larger than 5.0 were clipped" (§3): the global norm, ``train.grad_clip``.
+- "During training, for half the time, the network's self-produced outputs were passed back to the next step,
+  and for the other half of the time, the ground-truth outputs" (§3): the decision is drawn once per trial with
+  probability ``train.teacher_forcing`` (a sub-stream of ``"train"``), as the PyTorch seq2seq translation
+  tutorial the paper names as its base implementation (§3, footnote 6) draws it per training pair. Also as
+  that tutorial: the loss is the sum over the target's positions of the cross-entropy (nats per sequence, the
+  ``final_loss`` and loss curve of a recurrent record), and a self-fed trial stops at the first ``<EOS>`` it
+  emits (its later positions count no loss).
+- Dropout masks are drawn from the global generator seeded from another sub-stream of ``"train"`` inside
+  :func:`torch.random.fork_rng` (the process's generator is left as it was), so a seed's run is reproducible.
+- Scoring: greedy decoding and exact match of the whole action sequence on the whole test set with
+  ``task.n_test: 0`` (7,706 commands on add-jump), as :func:`bindscale.kit.scan_result` scores every trial of the
+  study. Lake & Baroni report training accuracy (§3: "above 99.5% for the overall-best network ... at least 95%
+  for the top-performers in each experiment"): ``acc_train`` / ``tok_acc_train`` here, greedy exact match and
+  token accuracy on every distinct training command.
+
+Vocabularies: the decoders' shared :class:`bindscale.kit.Vocab` is kept at the interface (the trial's data,
+prompts ``command <sep>`` and outputs ``actions <eos>``); the network has its own (:class:`Seq2SeqIds`): the
+source ids are the command words and ``<sep>`` (the end-of-command symbol of the paper's Fig. 2), the target ids
+``<sep>`` (the decoder's start symbol), ``<eos>`` and the actions. :class:`SharedVocabSeq2Seq` translates, so that
+the kit's scoring reads the network as it reads a decoder.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import NamedTuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from bindscale.kit import (
+    Prepared,
+    ScanData,
+    TrialResult,
+    fit_minibatches,
+    generator,
+    scan,
+    scan_result,
+    score_pairs,
+    stream_seed,
+)
+from bindscale.models.seq2seq_rnn import Seq2SeqRNN
+
+from .config import BindingTrial
+
+#: Adam's default (β1, β2) (Kingma & Ba 2015), the paper's optimizer "with default parameters".
+ADAM_BETAS = (0.9, 0.999)
+
+
+class Seq2SeqIds(NamedTuple):
+    """The network's vocabularies as shared-:class:`bindscale.kit.Vocab` ids: ``src[i]`` is the shared id of source
+    id ``i`` (``src[0]`` the end-of-command ``<sep>``, then the command words, sorted), ``tgt[i]`` that of target id
+    ``i`` (``tgt[0]`` the start symbol ``<sep>``, ``tgt[1]`` ``<eos>``, then the actions, sorted)."""
+
+    src: list[int]
+    tgt: list[int]
+
+    @classmethod
+    def of(cls, data: ScanData) -> Seq2SeqIds:
+        """The ids of a trial's data (every word and action of its three sets)."""
+        pairs = [*data.train, *data.id_check, *data.test]
+        v = data.vocab
+        sep, eos = v.prompt(scan.Pair((), ()))[-1], v.target(scan.Pair((), ()))[-1]
+        words = sorted({t for p in pairs for t in p.src})
+        actions = sorted({t for p in pairs for t in p.tgt})
+        return cls([sep, *v.ids(words)], [sep, eos, *v.ids(actions)])
+
+    def source(self, shared: list[int]) -> list[int]:
+        """Source ids of a shared-id prompt (``command <sep>``)."""
+        index = {s: i for i, s in enumerate(self.src)}
+        return [index[t] for t in shared]
+
+    def target(self, shared: list[int]) -> list[int]:
+        """Target ids of a shared-id output (``actions <eos>``)."""
+        index = {s: i for i, s in enumerate(self.tgt)}
+        return [index[t] for t in shared]
+
+
+class SharedVocabSeq2Seq(nn.Module):
+    """A :class:`Seq2SeqRNN` read through the trial's shared vocabulary, as the kit reads a decoder-only model:
+    ``generate(prompts, max_new_tokens, stop_id)`` takes prompts ``command <sep>`` and returns outputs ending
+    with ``stop_id`` (``<eos>``), in shared ids; sizes as the project's models report them."""
+
+    def __init__(self, net: Seq2SeqRNN, ids: Seq2SeqIds):
+        super().__init__()
+        self.net, self.ids = net, ids
+        self.register_buffer("src_ids", torch.tensor(ids.src), persistent=False)
+        self.register_buffer("tgt_ids", torch.tensor(ids.tgt), persistent=False)
+
+    @property
+    def d_model(self) -> int:
+        return self.net.d_model
+
+    @property
+    def d_ff(self) -> None:
+        return self.net.d_ff
+
+    def n_params(self) -> int:
+        return self.net.n_params()
+
+    def n_params_nonembedding(self) -> int:
+        return self.net.n_params_nonembedding()
+
+    def generate(self, prompts: list[list[int]], max_new_tokens: int, stop_id: int, **_) -> list[list[int]]:
+        """Greedy outputs of shared-id prompts (:meth:`Seq2SeqRNN.generate`), in shared ids."""
+        if stop_id != self.ids.tgt[self.net.eos_id]:
+            raise ValueError(f"stop_id {stop_id} is not the network's end symbol {self.ids.tgt[self.net.eos_id]}")
+        preds = self.net.generate([self.ids.source(p) for p in prompts], max_new_tokens)
+        return [[self.ids.tgt[i] for i in pred] for pred in preds]
+
+
+def build_model(trial: BindingTrial, data: ScanData) -> SharedVocabSeq2Seq:
+    """The trial's untrained network (its ``"init"`` stream) behind the shared vocabulary of ``data``."""
+    m, ids = trial.model, Seq2SeqIds.of(data)
+    net = Seq2SeqRNN(len(ids.src), len(ids.tgt), m.hidden, m.n_layers, m.dropout, m.attention, sos_id=0, eos_id=1,
+                     generator=generator(trial.seed, "init"))
+    return SharedVocabSeq2Seq(net, ids)
+
+
+def examples(data: ScanData, ids: Seq2SeqIds) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Each training line (repeats kept) as ``(source (1, S), target (1, T))`` network ids: ``command <sep>`` and
+    ``actions <eos>``."""
+    v = data.vocab
+    return [(torch.tensor([ids.source(v.prompt(p))]), torch.tensor([ids.target(v.target(p))])) for p in data.train]
+
+
+def trial_loss(net: Seq2SeqRNN, src: torch.Tensor, tgt: torch.Tensor, forced: bool) -> torch.Tensor:
+    """One trial's loss: the summed cross-entropy (nats) over the target positions, and for a self-fed trial only
+    up to the first end symbol the network emits (module docstring)."""
+    logits = net(src, tgt, forced)  # (1, T, V)
+    nll = F.cross_entropy(logits[0], tgt[0], reduction="none")  # (T,)
+    if not forced:
+        ended = (logits[0].argmax(dim=-1) == net.eos_id).nonzero()
+        if len(ended):
+            nll = nll[: int(ended[0, 0]) + 1]
+    return nll.sum()
+
+
+def fit(net: Seq2SeqRNN, train: list[tuple[torch.Tensor, torch.Tensor]], trial: BindingTrial,
+        device: str | torch.device = "cpu", progress: Callable[[int], None] | None = None) -> dict:
+    """Train ``net`` in place with the trial's recipe (:class:`~.config.RNNTrainConfig`, module docstring); the
+    summary of :func:`bindscale.kit.fit_minibatches` (status, loss curve in nats per sequence, steps per second)."""
+    t, seed = trial.train, trial.seed
+    device = torch.device(device)
+    order = torch.randint(len(train), (t.steps, 1), generator=generator(seed, "train"))  # with replacement
+    forced = (torch.rand(t.steps, generator=generator(seed, "train", key=(1,))) < t.teacher_forcing).tolist()
+    pairs = [(s.to(device), g.to(device)) for s, g in train]
+
+    def batch_loss(step: int, rows: torch.Tensor) -> torch.Tensor:
+        src, tgt = pairs[int(rows[0])]
+        return trial_loss(net, src, tgt, forced[step])
+
+    net.to(device).train()
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        torch.manual_seed(stream_seed(seed, "train", 2))  # the dropout masks
+        return fit_minibatches(list(net.parameters()), batch_loss, order, lr=t.lr, weight_decay=0.0,
+                               warmup_steps=0, grad_clip=t.grad_clip, device=device,
+                               on_step=(lambda step, loss: progress(1)) if progress else None,
+                               betas=ADAM_BETAS, schedule="constant")
+
+
+def run_alone(trial: BindingTrial, data: ScanData, device: str | torch.device = "cpu",
+              progress: Callable[[int], None] | None = None, return_models: bool = False) -> TrialResult:
+    """Train and score one recurrent trial: :func:`bindscale.kit.scan_result`'s record, plus ``acc_train`` /
+    ``tok_acc_train`` (greedy exact match and token accuracy on the distinct training commands, the paper's
+    training accuracy) and ``n_train_distinct``; a non-finite loss gives status ``diverged`` (never raises)."""
+    t0 = time.perf_counter()
+    model = build_model(trial, data)
+    fitted = fit(model.net, examples(data, model.ids), trial, device, progress)
+    model.to(device)
+    result = scan_result(trial, Prepared(model, None, None, data), model, fitted, time.perf_counter() - t0, device,
+                         return_models)
+    if result.status == "ok":
+        t1 = time.perf_counter()
+        seen = sorted(set(data.train))
+        exact, tok, _ = score_pairs(model, seen, data.vocab)
+        result.metrics |= {"acc_train": float(exact.mean()), "tok_acc_train": tok, "n_train_distinct": len(seen)}
+        result.metrics["timings"]["train_eval_s"] = time.perf_counter() - t1
+    return result
