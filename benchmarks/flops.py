@@ -790,13 +790,21 @@ def main(argv: list[str] | None = None) -> dict:
                                                offset=s["loop"].i if "loop" in s else 0, peak=best_cpu)
             print(f"  profiled {target} {name}: {steps} steps", flush=True)
         result["profile"] = prof
+    return finish_result(result, t_start, c_start, report, args.json, "flops" if not q else None, cpu)
+
+
+def finish_result(result: dict, t_start: float, c_start: float, report: Callable[[dict], None], json_path: str | None,
+                  results_prefix: str | None, cpu: dict) -> dict:
+    """Close a benchmark's result (load and uptime at the end, wall and CPU seconds since ``t_start`` /
+    ``c_start``), print its tables with ``report`` and write it as JSON to ``json_path`` and, with
+    ``results_prefix``, to ``benchmarks/results/<prefix>_<cpu>_<date>.json``. Returns ``result``."""
     result["load_end"], result["uptime_end"] = load(), uptime()
     result["total_wall_s"] = round(time.perf_counter() - t_start, 1)
     result["total_cpu_s"] = round(time.process_time() - c_start, 1)
     report(result)
-    paths = [Path(args.json)] if args.json else []
-    if not q:
-        paths.append(RESULTS / f"flops_{cpu_slug(cpu)}_{time.strftime('%Y-%m-%d', time.gmtime())}.json")
+    paths = [Path(json_path)] if json_path else []
+    if results_prefix:
+        paths.append(RESULTS / f"{results_prefix}_{cpu_slug(cpu)}_{time.strftime('%Y-%m-%d', time.gmtime())}.json")
     for p in paths:
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(json.dumps(result, indent=1, default=str))

@@ -36,7 +36,6 @@ A run over all six shapes writes ``benchmarks/results/packing_<cpu>_<date>.json`
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
 import sys
@@ -46,13 +45,16 @@ from pathlib import Path
 import torch
 
 from bindscale.core import seeding
-from bindscale.train.loop import batch_indices, pack_plan, sequence_lengths, train_seq_model
+from bindscale.train.loop import (
+    batch_indices,
+    pack_plan,
+    sequence_lengths,
+    train_seq_model,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import WindowDone, load, lscpu, machine, print_table
-from flops import SHAPES, Bench, build, cpu_slug, uptime
-
-RESULTS = Path(__file__).resolve().parent / "results"
+from flops import SHAPES, Bench, build, finish_result, uptime
 
 
 def schedule(b: Bench) -> tuple[list[int], list[list[int]]]:
@@ -246,18 +248,8 @@ def main(argv: list[str] | None = None) -> dict:
                                                                                   args.warmup)}
     if not args.no_curve:
         result["curve"] = curve(args.curve, args.curve_steps)
-    result["load_end"], result["uptime_end"] = load(), uptime()
-    result["total_wall_s"] = round(time.perf_counter() - t_start, 1)
-    result["total_cpu_s"] = round(time.process_time() - c_start, 1)
-    report(result)
-    paths = [Path(args.json)] if args.json else []
-    if set(studies) == set(SHAPES):
-        paths.append(RESULTS / f"packing_{cpu_slug(cpu)}_{time.strftime('%Y-%m-%d', time.gmtime())}.json")
-    for p in paths:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(json.dumps(result, indent=1, default=str))
-        print("wrote", p)
-    return result
+    return finish_result(result, t_start, c_start, report, args.json,
+                         "packing" if set(studies) == set(SHAPES) else None, cpu)
 
 
 def report(result: dict) -> None:
