@@ -30,7 +30,10 @@ the Supplementary) and what this module does with it:
   here on the source and target word embeddings and on each recurrent layer's output where a non-recurrent
   connection reads it (the next layer, the attention's annotations ``h_t``, the output layer), never on the
   recurrent connections nor on the handed-over state ``g_0 = h_T``: bindscale's reading of the sentence,
-  the placement of Zaremba, Sutskever & Vinyals 2014, "Recurrent neural network regularization".
+  the placement of Zaremba, Sutskever & Vinyals 2014, "Recurrent neural network regularization". So ours drops
+  out the embeddings and each recurrent layer's outputs; an implementation built on the PyTorch tutorial may have
+  dropped out the embeddings only (the LSTM's own ``dropout`` acts between stacked layers, so does nothing for
+  one layer), a reading whose effect at p = 0.1 is not measured here.
 - Decoding at test time is greedy (§4, Experiment 2: "we examined the greedy decoder for search-related
   errors"): :meth:`Seq2SeqRNN.generate`.
 - Initialisation: the paper's networks were PyTorch modules with their defaults (§3: "implemented in

@@ -1,7 +1,9 @@
 """The recurrent encoder-decoder (bindscale.models.seq2seq_rnn) and its trial (binding_scan's rnn_trial):
-shapes, parameter counts against the formula and a hand count, the attention on a hand-worked input, the
-teacher-forced and self-fed paths, greedy decoding, the recipe's optimizer, a tiny trial's record, seeding, the
-study file of the reproduction (Lake & Baroni 2018, Experiment 3) and its planned cost."""
+shapes, parameter counts against the formula and a hand count, the attention on a hand-worked input, the whole
+decoder recomputed from its equations with torch.nn.LSTMCell, the teacher-forced (no future-token leak) and self-fed
+paths, greedy decoding (without dropout), the recipe's optimizer, its draws, teacher forcing and clipping (recorded),
+a tiny trial's record, seeding (the CUDA generators untouched by a CPU trial), the study file of the reproduction
+(Lake & Baroni 2018, Experiment 3) and its planned cost."""
 
 import math
 
@@ -122,6 +124,88 @@ def test_greedy_decoding_stops_at_the_end_symbol_per_row_and_keeps_the_input_ord
     assert net.training  # the training flag is restored
 
 
+def _lstm_cell(n_in, H, weight_ih, weight_hh, bias_ih, bias_hh):
+    """A fresh torch.nn.LSTMCell carrying the given weights (the model's code is not used to run them)."""
+    cell = torch.nn.LSTMCell(n_in, H)
+    cell.load_state_dict({"weight_ih": weight_ih, "weight_hh": weight_hh, "bias_ih": bias_ih, "bias_hh": bias_hh})
+    return cell
+
+
+@pytest.mark.parametrize("forced", [True, False])
+def test_the_attention_decoder_by_hand_from_its_equations(forced):
+    """The whole forward pass recomputed with torch.nn.LSTMCell and the model's weights, from the module's
+    equations: h_t from the encoder (g_0 = h_T, its cell state too); at step i, e_it = v·tanh(W g_{i-1} + U h_t)
+    with g_{i-1} the decoder's hidden state (not its cell state), α = softmax_t, c_i = Σ α h_t, the LSTM reading
+    [emb(a_{i-1}); c_i] and the logits W_o [g_i; c_i] + b_o; a_{i-1} is <SOS>, then the gold tgt[i-1] under teacher
+    forcing (never a later one), else the previous step's argmax. Dropout 0.3, off in eval mode."""
+    H, S, T = 5, 4, 6
+    net = _net(hidden=H, dropout=0.3, seed=7).eval()
+    src, tgt = torch.tensor([[2, 5, 3, 0]]), torch.tensor([[2, 4, 3, 3, 2, 1]])
+    with torch.no_grad():
+        logits, alphas = net(src, tgt, forced, return_attention=True)
+        e_ = net.encoder
+        enc = _lstm_cell(H, H, e_.weight_ih_l0, e_.weight_hh_l0, e_.bias_ih_l0, e_.bias_hh_l0)
+        d_ = net.cells[0]
+        dec = _lstm_cell(2 * H, H, d_.weight_ih, d_.weight_hh, d_.bias_ih, d_.bias_hh)
+        W, U, v = net.W_a.weight, net.U_a.weight, net.v_a.weight[0]
+        W_o, b_o = net.out.weight, net.out.bias
+        h, c = torch.zeros(1, H), torch.zeros(1, H)
+        hs = []
+        for w in src[0]:
+            h, c = enc(net.src_embed.weight[w][None], (h, c))
+            hs.append(h[0])
+        g, cell = h, c  # g_0 = h_T
+        assert not torch.allclose(g, cell)  # so that a query read from the cell state would differ
+        prev, want_logits, want_alphas = SOS, [], []
+        for i in range(T):
+            e = torch.stack([v @ torch.tanh(W @ g[0] + U @ hs[t]) for t in range(S)])
+            alpha = torch.exp(e) / torch.exp(e).sum()
+            ctx = sum(alpha[t] * hs[t] for t in range(S))
+            g, cell = dec(torch.cat([net.tgt_embed.weight[prev], ctx])[None], (g, cell))
+            out = W_o @ torch.cat([g[0], ctx]) + b_o
+            want_logits.append(out)
+            want_alphas.append(alpha)
+            prev = int(tgt[0, i]) if forced else int(out.argmax())
+    assert logits.shape == (1, T, 5) and alphas.shape == (1, T, S)
+    assert torch.allclose(alphas[0], torch.stack(want_alphas), atol=1e-6)
+    assert torch.allclose(logits[0], torch.stack(want_logits), atol=1e-5)
+
+
+def test_teacher_forced_logits_at_a_position_never_read_its_gold_token_or_a_later_one():
+    """Changing gold token k leaves the teacher-forced logits of positions 0..k as they were (no future-token
+    leak) and changes those of position k + 1 (which reads it)."""
+    net = _net(hidden=8).eval()
+    src, tgt = torch.tensor([[2, 3, 4, 0]]), torch.tensor([[2, 3, 4, 2, 3, 1]])
+    T = tgt.shape[1]
+    with torch.no_grad():
+        base = net(src, tgt, True)
+        for k in range(T):
+            changed = tgt.clone()
+            changed[0, k] = 4 if int(tgt[0, k]) != 4 else 2
+            out = net(src, changed, True)
+            assert torch.equal(out[:, :k + 1], base[:, :k + 1]), k
+            if k + 1 < T:
+                assert not torch.allclose(out[:, k + 1], base[:, k + 1]), k
+
+
+def test_greedy_decoding_runs_without_dropout_and_restores_the_training_flag():
+    """A model with dropout 0.5 left in training mode decodes as in eval mode (the same outputs every call, those
+    of .eval()), and is left in training mode; its training-mode forward pass does draw dropout masks."""
+    srcs = [[2, 3, 0], [4, 5, 2, 0], [3, 0], [5, 4, 3, 2, 0], [2, 2, 5, 0], [4, 0]]
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        net = _net(hidden=16, dropout=0.5, seed=3)
+        assert net.training
+        first, second = net.generate(srcs, 8), net.generate(srcs, 8)
+        assert net.training
+        with torch.no_grad():
+            src, tgt = torch.tensor([[2, 3, 4, 0]]), torch.tensor([[2, 3, 4, 1]])
+            assert not torch.equal(net(src, tgt), net(src, tgt))  # dropout is on in training mode
+            evaluated = net.eval().generate(srcs, 8)
+    assert first == second == evaluated
+    assert not net.training
+
+
 def test_initialisation_is_seeded_and_follows_pytorchs_default_distributions():
     a, b, c = _net(hidden=50, seed=1), _net(hidden=50, seed=1), _net(hidden=50, seed=2)
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
@@ -188,6 +272,74 @@ def test_a_seed_reproduces_its_run_and_leaves_the_global_generator_alone():
         runs.append((fit["loss_curve"], [p.detach().clone() for p in model.parameters()]))
     assert runs[0][0] == runs[1][0] and all(torch.equal(p, q) for p, q in zip(runs[0][1], runs[1][1]))
     assert runs[0][0] != runs[2][0]
+    assert torch.equal(torch.random.get_rng_state(), state)
+
+
+def _recorded_fit(monkeypatch, net, train, trial):
+    """rnn_trial.fit with its per-trial loss and torch's gradient clipping recorded: ``(draws, clips)``, the
+    ``(row, forced)`` of every trial_loss call and the ``(parameters, max_norm, norm after)`` of every
+    clip_grad_norm_ call. The loss is a cheap stand-in with a gradient of 100 on every weight (the real clipping
+    runs on it); ``train`` rows carry their index as the source id."""
+    draws, clips = [], []
+    real_clip = torch.nn.utils.clip_grad_norm_
+
+    def loss(net_, src, tgt, forced):
+        assert net_ is net
+        draws.append((int(src[0, 0]), forced))
+        return 100.0 * sum(p.sum() for p in net.parameters())
+
+    def clip(params, max_norm, *args, **kwargs):
+        params = list(params)
+        norm = real_clip(params, max_norm, *args, **kwargs)
+        after = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(p.grad) for p in params]))
+        clips.append((params, max_norm, float(after)))
+        return norm
+
+    monkeypatch.setattr(rnn_trial, "trial_loss", loss)
+    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", clip)
+    rnn_trial.fit(net, train, trial)
+    return draws, clips
+
+
+def test_the_recipe_draws_lines_with_replacement_forces_half_the_trials_and_clips_the_global_norm(monkeypatch):
+    """§3 and footnote 5 on the add-jump split: 400 trials, each on one training line drawn uniformly with
+    replacement (rows repeat, spread over the whole file; the lone "jump" line, 1,467 of 14,670 and last in the file,
+    about 10% of the presentations), teacher forcing one Python bool per trial, on in about half (none at 0, all at
+    1), and one clip_grad_norm_ per trial at 5.0 over every parameter of both networks (the global norm)."""
+    trial = _trial(steps=400)
+    lines = make_data(trial).train
+    jump = {n for n, p in enumerate(lines) if p.src == ("jump",)}
+    index = list(torch.arange(len(lines)).view(-1, 1, 1))  # (1, 1) source and target: the row's index
+    train = list(zip(index, index))
+    net = _net(hidden=4)
+    draws, clips = _recorded_fit(monkeypatch, net, train, trial)
+    rows, forced = [r for r, _ in draws], [f for _, f in draws]
+    assert len(draws) == 400 and all(type(f) is bool for f in forced)
+    assert 0.4 <= sum(forced) / 400 <= 0.6
+    assert len(set(rows)) < 400  # with replacement: lines come back
+    assert max(rows) >= len(lines) // 2 and rows != sorted(rows)  # not the file's first lines in turn
+    assert 0.05 <= sum(r in jump for r in rows) / 400 <= 0.15
+    everything = {id(p) for p in net.parameters()}
+    assert len(clips) == 400
+    for params, max_norm, after in clips:
+        assert max_norm == 5.0 and len(params) == len(everything) and {id(p) for p in params} == everything
+        assert after == pytest.approx(5.0, rel=1e-4)  # each gradient's norm was 100·√n_params before
+    for p, want in ((0.0, False), (1.0, True)):
+        draws, _ = _recorded_fit(monkeypatch, _net(hidden=4), train[:50], _trial(steps=40, teacher_forcing=p))
+        assert [f for _, f in draws] == [want] * 40
+
+
+def test_a_cpu_trial_never_seeds_the_cuda_generators(monkeypatch):
+    """The dropout stream is seeded on the CPU generator only: the CUDA ones (seeded lazily by torch.manual_seed
+    where CUDA is not yet initialised) are left alone, and the CPU one is restored."""
+    seeded = []
+    monkeypatch.setattr(torch.cuda, "manual_seed_all", lambda seed: seeded.append(("all", seed)))
+    monkeypatch.setattr(torch.cuda, "manual_seed", lambda seed: seeded.append(("current", seed)))
+    state = torch.random.get_rng_state()
+    net = _net(hidden=4, dropout=0.1)
+    train = [(torch.tensor([[2, 3, 0]]), torch.tensor([[2, 3, EOS]]))]
+    fit = rnn_trial.fit(net, train, _trial(steps=2))
+    assert fit["status"] == "ok" and seeded == []
     assert torch.equal(torch.random.get_rng_state(), state)
 
 

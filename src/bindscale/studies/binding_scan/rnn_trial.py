@@ -14,7 +14,10 @@ sequence-to-sequence recurrent networks" (ICML; arXiv 1711.00350v3), and what th
 - "The ADAM optimization algorithm was used with default parameters, including a learning rate of 0.001"
   (§3): Adam, β = (0.9, 0.999), ε = 1e-8, no weight decay, the learning rate constant
   (:func:`bindscale.kit.fit_minibatches` with ``schedule="constant"``; AdamW without decay is Adam).
-- "Gradients with a norm larger than 5.0 were clipped" (§3): the global norm, ``train.grad_clip``.
+- "Gradients with a norm larger than 5.0 were clipped" (§3): ``train.grad_clip`` on the global gradient norm over
+  the encoder and the decoder together (one :func:`torch.nn.utils.clip_grad_norm_` over every parameter). The
+  paper says no more; the PyTorch tutorial it builds on keeps separate encoder and decoder optimizers, so clipping
+  each network's norm on its own is the other reading.
 - "During training, for half the time, the network's self-produced outputs were passed back to the next step,
   and for the other half of the time, the ground-truth outputs" (§3): the decision is drawn once per trial with
   probability ``train.teacher_forcing`` (a sub-stream of ``"train"``), as the PyTorch seq2seq translation
@@ -23,7 +26,8 @@ sequence-to-sequence recurrent networks" (ICML; arXiv 1711.00350v3), and what th
   ``final_loss`` and loss curve of a recurrent record), and a self-fed trial stops at the first ``<EOS>`` it
   emits (its later positions count no loss).
 - Dropout masks are drawn from the global generator seeded from another sub-stream of ``"train"`` inside
-  :func:`torch.random.fork_rng` (the process's generator is left as it was), so a seed's run is reproducible.
+  :func:`torch.random.fork_rng` (the process's generators are left as they were: on a CPU trial the CUDA ones
+  are never touched), so a seed's run is reproducible.
 - Scoring: greedy decoding and exact match of the whole action sequence on the whole test set with
   ``task.n_test: 0`` (7,706 commands on add-jump), as :func:`bindscale.kit.scan_result` scores every trial of the
   study. Lake & Baroni report training accuracy (§3: "above 99.5% for the overall-best network ... at least 95%
@@ -170,8 +174,15 @@ def fit(net: Seq2SeqRNN, train: list[tuple[torch.Tensor, torch.Tensor]], trial: 
         return trial_loss(net, src, tgt, forced[step])
 
     net.to(device).train()
-    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-        torch.manual_seed(stream_seed(seed, "train", 2))  # the dropout masks
+    # The dropout masks, from the generators the trial draws from only (the CPU one; on CUDA, also its device's),
+    # seeded as torch.manual_seed seeds them: a CPU trial never touches the CUDA generators (torch.manual_seed
+    # seeds every device, lazily where CUDA is not initialised yet, which fork_rng(devices=[]) does not undo).
+    cuda = [device] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=cuda):
+        torch.default_generator.manual_seed(stream_seed(seed, "train", 2))
+        for d in cuda:
+            with torch.cuda.device(d):
+                torch.cuda.manual_seed(stream_seed(seed, "train", 2))
         return fit_minibatches(list(net.parameters()), batch_loss, order, lr=t.lr, weight_decay=0.0,
                                warmup_steps=0, grad_clip=t.grad_clip, device=device,
                                on_step=(lambda step, loss: progress(1)) if progress else None,
