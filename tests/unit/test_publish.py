@@ -540,7 +540,7 @@ def test_only_fields_that_say_where_data_lives_may_differ_from_the_shipped_file(
     """geometry-lm needs `--set data.treebank=PATH` (and may move its cache): published as the shipped tier.
     Any other field set (data.n_fit) is refused. The exemption is declared on the fields, not by study name."""
     from bindscale.core.config import data_location_paths
-    from bindscale.report.publish import shipped_differences
+    from bindscale.core.studyfile import shipped_differences
 
     assert {"data.treebank", "data.cache_dir"} <= data_location_paths(type(resolve_study(VARIANT).base))
     assert data_location_paths(type(resolve_study("scaling").base)) == frozenset()
@@ -548,9 +548,13 @@ def test_only_fields_that_say_where_data_lives_may_differ_from_the_shipped_file(
     assert shipped_differences(at_home, resolve_study(VARIANT)) == {}
     run = _with_extras(_run_dir(tmp_path / "run"))
     to = tmp_path / "pub"
-    lm = _variant_run(run, tmp_path / "lm")
+    lm = _variant_run(run, tmp_path / "lm", result_version=registry.builtin()[STUDY].result_version)
     (lm / "study.yaml").write_text(_shipped_yaml(VARIANT, ["data.treebank=/data/ud-english-ewt"]))
     assert publish(lm, to, commit="a")["published"] == [VARIANT]
+    # ... and counted on the page as the shipped tier it is, not listed as a smoke test (the page used to compare
+    # trial ids, which hold the treebank's path)
+    answer = json.loads((to / "answer.json").read_text())
+    assert answer["studies"][VARIANT]["status"] == "firm" and VARIANT not in answer["missing"]["smoke_tests"]
     before = _snapshot(to)
     (lm / "study.yaml").write_text(_shipped_yaml(VARIANT, ["data.treebank=/data/ud-english-ewt", "data.n_fit=100"]))
     with pytest.raises(ConfigError, match=r"base\.data\.n_fit \(ran 100, ships 500\)") as err:

@@ -24,6 +24,7 @@ from bindscale.core.config import (
     StudyConfig,
     TrialBase,
     _trial_paths,
+    data_location_paths,
     set_path,
     axis_path,
     format_validation_error,
@@ -442,3 +443,48 @@ def _trials_ok(data: dict) -> bool:
         return True
     except (ValidationError, ConfigError):
         return False
+
+
+#: Study-file fields a published run may hold otherwise than its shipped file: the tier's name (what is compared
+#: against), the prose description, the ``--quick`` section (a published run is never quick) and whether trained
+#: models were also written to disk. Every other field decides which trials run and how they are judged.
+NOT_COMPARED = ("name", "description", "quick", "save_models")
+ABSENT = "(absent)"
+
+
+def _flatten(value: Any, prefix: str) -> dict[str, Any]:
+    """A JSON value as ``dotted.key -> leaf`` (lists are leaves; an empty mapping sets nothing, so has none)."""
+    if not isinstance(value, dict):
+        return {prefix: value}
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        out.update(_flatten(item, f"{prefix}.{key}"))
+    return out
+
+
+def _comparable(study: StudyConfig, exempt: frozenset[str]) -> dict[str, Any]:
+    """The study's fields that make a tier what it is, flat (``base.train.steps``, ``grids[0].width``,
+    ``verdicts.scaling.margin``): every field but :data:`NOT_COMPARED` and, in the base trial, the data-location
+    fields in ``exempt`` (dotted trial paths). A grid over a data location is compared: it adds trials."""
+    flat: dict[str, Any] = {}
+    for key, value in study.model_dump(mode="json").items():
+        if key in NOT_COMPARED:
+            continue
+        if key != "grids":
+            flat.update(_flatten(value, key))
+            continue
+        for i, grid in enumerate(value):
+            flat.update({f"grids[{i}].{axis}": values for axis, values in grid.items()} if grid
+                        else {f"grids[{i}]": {}})
+    return {k: v for k, v in flat.items() if not (k.startswith("base.") and k[len("base."):] in exempt)}
+
+
+def shipped_differences(run: StudyConfig, shipped: StudyConfig) -> dict[str, tuple[Any, Any]]:
+    """Where a run's resolved study differs from a shipped study file: dotted field -> (the run's value, the
+    shipped value; :data:`ABSENT` where one side has no such field). Fields of :data:`NOT_COMPARED` and the
+    data-location fields of either's trial class (:func:`bindscale.core.config.data_location_paths`: a treebank
+    folder, a cache folder) are left out; an empty result means the run is the shipped file."""
+    exempt = data_location_paths(type(run.base)) | data_location_paths(type(shipped.base))
+    ours, theirs = _comparable(run, exempt), _comparable(shipped, exempt)
+    return {k: (ours.get(k, ABSENT), theirs.get(k, ABSENT)) for k in sorted(ours.keys() | theirs.keys())
+            if ours.get(k, ABSENT) != theirs.get(k, ABSENT)}

@@ -31,7 +31,7 @@ from typing import Any
 from bindscale.core import registry
 from bindscale.verdicts.anchors import RULE as RELATION_RULE
 from bindscale.verdicts.anchors import distance, relation
-from bindscale.core.studyfile import resolve_study
+from bindscale.core.studyfile import resolve_study, shipped_differences
 from bindscale.core.errors import BindscaleError
 from bindscale.store.rundir import load_run_study
 from bindscale.store.storage import RunStore
@@ -122,16 +122,19 @@ def run_tier(sub: RunStore, name: str) -> str:
 
 
 def _as_shipped(sub: RunStore, name: str) -> bool:
-    """Whether the run's resolved study has the trials and verdict thresholds of the shipped file it names (the
-    study's default or one of its tiers)."""
+    """Whether the run's resolved study is the shipped file it names (the study's default or one of its tiers):
+    no field differs (:func:`bindscale.core.studyfile.shipped_differences`, the rule ``publish`` admits a run by)
+    but those that only say where data lives (``geometry-lm`` run with ``--set data.treebank=PATH`` is its
+    shipped file), and its verdict thresholds are the shipped ones as they take effect (a default written out is
+    the same study)."""
     try:
         run = load_run_study(sub)
         ref = run.name if run.name and (run.name == name or run.name.startswith(f"{name}-")) else name
         shipped = resolve_study(ref)
     except BindscaleError:
         return False
-    same_trials = {t.trial_id for t in run.trials()} == {t.trial_id for t in shipped.trials()}
-    return same_trials and _thresholds(run.verdicts) == _thresholds(shipped.verdicts) and not run.is_quick
+    other = [k for k in shipped_differences(run, shipped) if not k.startswith("verdicts.")]
+    return not run.is_quick and not other and _thresholds(run.verdicts) == _thresholds(shipped.verdicts)
 
 
 def recorded_result_version(sub: RunStore) -> int:

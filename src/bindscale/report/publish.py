@@ -37,11 +37,11 @@ from typing import Any
 
 from bindscale.core import registry
 from bindscale.report.answer import VARIANT_ARM, build_answer, is_variant, variant_study, variants_of
-from bindscale.core.config import StudyConfig, data_location_paths
+from bindscale.core.config import data_location_paths
 from bindscale.core.errors import ConfigError
 from bindscale.core.fmt import fmt_ci, verdict_words
 from bindscale.core.machine import describe as machine
-from bindscale.core.studyfile import resolve_study
+from bindscale.core.studyfile import ABSENT, resolve_study, shipped_differences
 from bindscale.store.lock import LOCK_FILE, live_holder
 from bindscale.store.rundir import STUDY_FILE, load_run_study
 from bindscale.store.storage import RunStore, is_url
@@ -324,53 +324,8 @@ def _study_of(folder: str) -> str:
     return variant_study(folder) or folder
 
 
-#: Study-file fields a published run may hold otherwise than its shipped file: the tier's name (what is compared
-#: against), the prose description, the ``--quick`` section (a published run is never quick) and whether trained
-#: models were also written to disk. Every other field decides which trials run and how they are judged.
-NOT_COMPARED = ("name", "description", "quick", "save_models")
-_ABSENT = "(absent)"
-
-
-def _flatten(value: Any, prefix: str) -> dict[str, Any]:
-    """A JSON value as ``dotted.key -> leaf`` (lists are leaves; an empty mapping sets nothing, so has none)."""
-    if not isinstance(value, dict):
-        return {prefix: value}
-    out: dict[str, Any] = {}
-    for key, item in value.items():
-        out.update(_flatten(item, f"{prefix}.{key}"))
-    return out
-
-
-def _comparable(study: StudyConfig, exempt: frozenset[str]) -> dict[str, Any]:
-    """The study's fields that make a tier what it is, flat (``base.train.steps``, ``grids[0].width``,
-    ``verdicts.scaling.margin``): every field but :data:`NOT_COMPARED` and, in the base trial, the data-location
-    fields in ``exempt`` (dotted trial paths). A grid over a data location is compared: it adds trials."""
-    flat: dict[str, Any] = {}
-    for key, value in study.model_dump(mode="json").items():
-        if key in NOT_COMPARED:
-            continue
-        if key != "grids":
-            flat.update(_flatten(value, key))
-            continue
-        for i, grid in enumerate(value):
-            flat.update({f"grids[{i}].{axis}": values for axis, values in grid.items()} if grid
-                        else {f"grids[{i}]": {}})
-    return {k: v for k, v in flat.items() if not (k.startswith("base.") and k[len("base."):] in exempt)}
-
-
-def shipped_differences(run: StudyConfig, shipped: StudyConfig) -> dict[str, tuple[Any, Any]]:
-    """Where a run's resolved study differs from a shipped study file: dotted field -> (the run's value, the
-    shipped value; :data:`_ABSENT` where one side has no such field). Fields of :data:`NOT_COMPARED` and the
-    data-location fields of either's trial class (:func:`bindscale.core.config.data_location_paths`: a treebank
-    folder, a cache folder) are left out; an empty result means the run is the shipped file."""
-    exempt = data_location_paths(type(run.base)) | data_location_paths(type(shipped.base))
-    ours, theirs = _comparable(run, exempt), _comparable(shipped, exempt)
-    return {k: (ours.get(k, _ABSENT), theirs.get(k, _ABSENT)) for k in sorted(ours.keys() | theirs.keys())
-            if ours.get(k, _ABSENT) != theirs.get(k, _ABSENT)}
-
-
 def _short(value: Any, width: int = 40) -> str:
-    text = value if value == _ABSENT else json.dumps(value, sort_keys=True)
+    text = value if value == ABSENT else json.dumps(value, sort_keys=True)
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
