@@ -169,14 +169,22 @@ class Stop:
             self.child.send_signal(signal.SIGINT)
 
 
+def _default_sigint() -> None:
+    """In a tier's process before it starts: SIGINT back to its default, so Python turns it into Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_tier(tier: str, run_dir: Path, python: str, seconds: float, log, stop: Stop) -> tuple[int, bool]:
     """Run one tier for at most ``seconds`` (then SIGINT, then SIGKILL after :data:`GRACE_S`); (exit code, stopped)."""
     cmd = [python, "-m", "bindscale", "run", tier, "--device", "cuda", "--out", str(run_dir)]
     log.write(f"$ {' '.join(cmd)}\n")
     log.flush()
     path = os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p)
+    # The child takes SIGINT as Ctrl-C even where this script was started with it ignored (nohup, `cmd &` in a
+    # script): an inherited SIG_IGN would leave the tier deaf to it, and it would be killed, not stopped cleanly.
     child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
-                             cwd=ROOT, env=os.environ | {"PYTHONPATH": path, "PYTHONUNBUFFERED": "1"})
+                             cwd=ROOT, env=os.environ | {"PYTHONPATH": path, "PYTHONUNBUFFERED": "1"},
+                             preexec_fn=_default_sigint)
     stop.child = child
 
     def copy():

@@ -109,3 +109,22 @@ def test_a_call_runs_the_tiers_in_order_within_its_limit_and_summarises(tmp_path
     assert tiers["nope-full"]["status"] == "no such study file"
     assert summary["order"] == ["depth-full", "ceiling-full", "nope-full"] and summary["limit_s"] == 2
     assert (tmp_path / "runs.tar.gz").is_file() and not (tmp_path / "runs").exists()
+
+
+def test_a_tier_is_interrupted_even_when_the_script_started_with_sigint_ignored(tmp_path, gpu_full):
+    """Started under nohup or as `cmd &` from a script, the script has SIGINT ignored and its children inherited
+    that: the tier could not take the interrupt and was killed (-9) instead of stopping cleanly (130)."""
+    import signal
+
+    fake = tmp_path / "python"
+    fake.write_text("#!/usr/bin/env bash\ntrap 'echo interrupted; exit 130' INT\necho started\n"
+                    "sleep 60 & wait $!\n")
+    fake.chmod(0o755)
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with open(tmp_path / "log.txt", "w") as log:
+            code, stopped = gpu_full.run_tier("depth-full", tmp_path / "runs" / "depth-full", str(fake), 1.0, log,
+                                              gpu_full.Stop())
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert (code, stopped) == (130, True)

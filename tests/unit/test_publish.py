@@ -659,3 +659,21 @@ def test_a_run_that_decides_no_claim_is_refused_before_anything_is_written(tmp_p
         with pytest.raises(ConfigError, match="binding_scan decided no claim"):
             publish(where, to, commit="b")
     assert _snapshot(to) == before
+
+
+@pytest.mark.parametrize("which", ["root", "study"])
+def test_a_published_folder_is_not_a_run_to_publish(tmp_path, which):
+    """`bindscale publish docs/answer/scaling` (the default --to is docs/answer) deleted the study's published
+    files, then crashed reading them; into another folder it re-dated the copies as new runs. Refused in one line,
+    before anything is touched."""
+    run = _with_extras(_run_dir(tmp_path / "run"))
+    to = tmp_path / "pub"
+    publish(run, to, commit="a")
+    before = _snapshot(to)
+    first = registry.run_order()[0]
+    src = to if which == "root" else to / first
+    for target in (to, tmp_path / "elsewhere"):
+        with pytest.raises(ConfigError, match="a folder that `bindscale publish` wrote"):
+            publish(src, target, commit="b")
+        assert not (tmp_path / "elsewhere").exists()
+    assert _snapshot(to) == before

@@ -1,5 +1,7 @@
 """`bindscale new-study` refuses names that would clash and a --dir that is a file, in one line."""
 
+from pathlib import Path
+
 import pytest
 
 from bindscale.core.errors import ConfigError
@@ -87,3 +89,17 @@ def test_metadata_new_study_cannot_extend_is_refused_before_anything_is_written(
         new_study("second_study", tmp_path)
     assert project.read_text() == before
     assert not (tmp_path / "second_study").exists() and not (tmp_path / "test_second_study.py").exists()
+
+
+@pytest.mark.parametrize("where", ["under_a_file", "system"])
+def test_a_dir_that_cannot_be_created_is_refused_in_one_line(tmp_path, where):
+    """`--dir afile/sub` (a parent that is a file) or a system folder raised a traceback (NotADirectoryError,
+    PermissionError); now one ConfigError naming the folder."""
+
+    if where == "under_a_file":
+        (tmp_path / "afile").write_text("x")
+        directory = tmp_path / "afile" / "sub"
+    else:
+        directory = Path("/proc/bindscale-cannot-be-here")
+    with pytest.raises(ConfigError, match="cannot create"):
+        new_study("zzstudy", directory)

@@ -33,7 +33,7 @@ def test_a_quick_reports_words_are_those_of_its_trials(tmp_path):
     visible = " ".join(_visible(html).split())
     assert all(line in visible for line in lines)
     assert "7 seeds" not in visible and "two widths" not in visible  # the design's prose is folded away
-    assert "The full study's design (not this run's)" in html and "two widths" in " ".join(html.split())
+    assert "The study file's description (its quick section's own where it has one)" in html and "two widths" in " ".join(html.split())
 
 
 def test_a_full_runs_report_says_what_ran_and_labels_the_design(tmp_path):

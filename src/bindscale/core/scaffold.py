@@ -80,7 +80,11 @@ def new_study(name: str, directory: str | Path = ".") -> tuple[Path, Path]:
                     if src.name == "pyproject.toml.tmpl")
     if project.exists():
         metadata = add_to_plugin_metadata(project, name, header=metadata.splitlines()[0])
-    target.mkdir(parents=True)
+    try:
+        target.mkdir(parents=True)
+    except OSError as err:  # a parent that is a file, a read-only or system folder
+        raise ConfigError(f"new-study: cannot create {target}: {err.strerror or err} (choose a --dir you can "
+                          "write to)") from None
     for src in templates:
         out = src.name.removesuffix(".tmpl").replace("NAME", name)
         if not src.name.endswith(".tmpl") or out == "pyproject.toml":

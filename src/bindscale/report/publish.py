@@ -278,6 +278,11 @@ def _sources(run_dir: "str | Path") -> tuple[RunStore, dict[str, RunStore]]:
     Raises:
         ConfigError: nothing finished to publish, a quick (smoke-test) run, or a study not built in.
     """
+    if (pub := published_root(run_dir)) is not None:
+        # A published folder (or a study's folder in it) holds copies, not records: publishing it onto itself
+        # would delete what it then reads, and into another folder would re-date its copies as new runs.
+        raise ConfigError(f"{run_dir}: a folder that `bindscale publish` wrote ({pub}), not a run directory: publish "
+                          "the run it was made from (`bindscale publish --rebuild` re-decides published studies)")
     src = RunStore.of(run_dir)
     if src.exists("summary.json"):
         name = json.loads(src.read_text("summary.json")).get("study")
