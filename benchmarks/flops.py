@@ -730,18 +730,9 @@ def main(argv: list[str] | None = None) -> dict:
     seconds = args.seconds or (0.6 if q else 1.5)
     warmup = args.warmup if args.warmup is not None else (0.2 if q else 0.5)
     min_steps = args.min_steps or (1 if q else 2)
-    studies = [s for s in args.shapes.split(",") if s]
-    unknown = set(studies) - set(SHAPES)
-    if unknown:
-        ap.error(f"unknown shapes {sorted(unknown)}; known: {', '.join(SHAPES)}")
-    torch.set_num_threads(1)
-    t_start, c_start = time.perf_counter(), time.process_time()
-    cpu = lscpu()
+    studies, t_start, c_start, cpu, result = begin_result(ap, args.shapes, quick=q, stack=T, rounds=rounds,
+                                                          seconds=seconds, warmup_s=warmup, min_steps=min_steps)
     bf16 = any(f in cpu.get("Flags", "").split() for f in ("amx_bf16", "avx512_bf16"))
-    result = {"machine": machine() | {"lscpu": cpu}, "torch": torch.__version__, "threads": torch.get_num_threads(),
-              "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "uptime_start": uptime(),
-              "load_start": load(), "quick": q, "stack": T, "rounds": rounds, "seconds": seconds, "warmup_s": warmup,
-              "min_steps": min_steps, "shapes": {}}
     print(f"CPU {cpu.get('Model name', '?')} ({cpu.get('CPU(s)', '?')} CPUs); flags {cpu.get('Flags', '')}")
     print(f"torch {torch.__version__}, 1 thread; {result['uptime_start']}", flush=True)
     peak = Peak(args.peak_seconds or (0.2 if q else 0.4), bf16)
@@ -791,6 +782,23 @@ def main(argv: list[str] | None = None) -> dict:
             print(f"  profiled {target} {name}: {steps} steps", flush=True)
         result["profile"] = prof
     return finish_result(result, t_start, c_start, report, args.json, "flops" if not q else None, cpu)
+
+
+def begin_result(ap: argparse.ArgumentParser, shapes: str, **settings) -> tuple[list[str], float, float, dict, dict]:
+    """Start a benchmark over the ``shapes`` named (comma-separated :data:`SHAPES` keys; ``ap.error`` on an
+    unknown one) on one torch thread: (the shapes, wall and CPU clocks at the start, lscpu's facts, the result
+    dict with the machine, torch, date, uptime, load, ``settings`` and an empty ``shapes``)."""
+    studies = [s for s in shapes.split(",") if s]
+    unknown = set(studies) - set(SHAPES)
+    if unknown:
+        ap.error(f"unknown shapes {sorted(unknown)}; known: {', '.join(SHAPES)}")
+    torch.set_num_threads(1)
+    t_start, c_start = time.perf_counter(), time.process_time()
+    cpu = lscpu()
+    result = {"machine": machine() | {"lscpu": cpu}, "torch": torch.__version__, "threads": torch.get_num_threads(),
+              "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "uptime_start": uptime(),
+              "load_start": load(), **settings, "shapes": {}}
+    return studies, t_start, c_start, cpu, result
 
 
 def finish_result(result: dict, t_start: float, c_start: float, report: Callable[[dict], None], json_path: str | None,

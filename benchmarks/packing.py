@@ -53,8 +53,8 @@ from bindscale.train.loop import (
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import WindowDone, load, lscpu, machine, print_table
-from flops import SHAPES, Bench, build, finish_result, uptime
+from common import WindowDone, load, print_table
+from flops import SHAPES, Bench, begin_result, build, finish_result
 
 
 def schedule(b: Bench) -> tuple[list[int], list[list[int]]]:
@@ -222,17 +222,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--no-curve", action="store_true", help="leave the loss-curve comparison out")
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args(argv)
-    studies = [s for s in args.shapes.split(",") if s]
-    unknown = set(studies) - set(SHAPES)
-    if unknown:
-        ap.error(f"unknown shapes {sorted(unknown)}; known: {', '.join(SHAPES)}")
-    torch.set_num_threads(1)
-    t_start, c_start = time.perf_counter(), time.process_time()
-    cpu = lscpu()
-    result = {"machine": machine() | {"lscpu": cpu}, "torch": torch.__version__, "threads": torch.get_num_threads(),
-              "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()), "uptime_start": uptime(),
-              "load_start": load(), "rounds": args.rounds, "seconds": args.seconds, "warmup_steps": args.warmup,
-              "shapes": {}}
+    studies, t_start, c_start, cpu, result = begin_result(ap, args.shapes, rounds=args.rounds, seconds=args.seconds,
+                                                          warmup_steps=args.warmup)
     print(f"CPU {cpu.get('Model name', '?')} ({cpu.get('CPU(s)', '?')} CPUs); torch {torch.__version__}, 1 thread; "
           f"{result['uptime_start']}", flush=True)
     for study in studies:
