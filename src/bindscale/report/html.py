@@ -129,14 +129,15 @@ def mean_table(ok: pd.DataFrame, keys: list[str], metrics: list[str],
     if ok.empty or not keys:
         return [], []
     counts = tuple(c for c in counts if c in ok)
-    header = keys + list(counts) + ["n seeds"] + metrics + (["n_params"] if "n_params" in ok else [])
+    median_params = "n_params" in ok and "n_params" not in metrics  # a metric already: its mean is the column
+    header = keys + list(counts) + ["n seeds"] + metrics + (["n_params"] if median_params else [])
     out = []
     for key, g in ok.groupby(keys, sort=True, dropna=False):
         key = key if isinstance(key, tuple) else (key,)
         row = [fmt_cfg(x) for x in key]
         row += [fmt_cfg(pd.to_numeric(g[c], errors="coerce").median()) for c in counts] + [str(len(g))]
         row += [_mean_cell(pd.to_numeric(g[c], errors="coerce")) if c in g else "—" for c in metrics]
-        if "n_params" in ok:
+        if median_params:
             row.append(fmt_cfg(pd.to_numeric(g["n_params"], errors="coerce").median()))
         out.append(row)
     return header, out

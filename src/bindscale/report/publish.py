@@ -310,7 +310,9 @@ def _sources(run_dir: "str | Path") -> tuple[RunStore, dict[str, RunStore]]:
     if template:
         raise ConfigError(f"{run_dir}: {', '.join(template)} still carries the new-study template's placeholders "
                           "(a claim whose source reads TEMPLATE): give it its source, anchor and gate before publishing")
-    quick = [n for n, sub in found.items() if json.loads(sub.read_text("summary.json")).get("quick")]
+    # named by the study file each ran (binding_scan-lake2018), not the folder it would go to (binding_scan)
+    quick = [json.loads(sub.read_text("summary.json")).get("study") or n for n, sub in found.items()
+             if json.loads(sub.read_text("summary.json")).get("quick")]
     if quick:
         raise ConfigError(f"{run_dir}: {', '.join(quick)} ran with --quick, a smoke test, not an answer to publish; "
                           "publish a default or -full run")

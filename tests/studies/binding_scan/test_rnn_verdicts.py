@@ -92,3 +92,17 @@ def test_the_reports_table_shows_them_beside_the_decoders_rows():
     at = {k: mixed_header.index(k) for k in ("hidden", "dropout", "attention", "acc_test", "acc_train")}
     assert [recurrent[0][at[k]] for k in at] == ["100", "0.1", "True", "0.0120", "0.990"]
 
+
+
+def test_the_report_table_names_each_column_once():
+    """binding_scan's table asks for n_params as a metric: the generic table no longer adds its median column
+    beside it (the report of binding_scan-lake2018 showed n_params twice)."""
+    import pandas as pd
+
+    from bindscale.report.html import mean_table
+
+    ok = pd.DataFrame({"model": ["a", "a", "b"], "acc": [0.1, 0.3, 0.5], "n_params": [10, 10, 20]})
+    header, rows = mean_table(ok, ["model"], ["acc", "n_params"])
+    assert header == ["model", "n seeds", "acc", "n_params"] and all(len(r) == len(header) for r in rows)
+    header, rows = mean_table(ok, ["model"], ["acc"])  # not asked for: the median column, as before
+    assert header == ["model", "n seeds", "acc", "n_params"] and rows[1][-1] == "20"
