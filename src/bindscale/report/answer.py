@@ -124,7 +124,7 @@ def run_tier(sub: RunStore, name: str) -> str:
 def _as_shipped(sub: RunStore, name: str) -> bool:
     """Whether the run's resolved study is the shipped file it names (the study's default or one of its tiers):
     no field differs (:func:`bindscale.core.studyfile.shipped_differences`, the rule ``publish`` admits a run by)
-    but those that only say where data lives (``geometry-lm`` run with ``--set data.treebank=PATH`` is its
+    but those that only say where data lives (a real-model variant run with ``--set data.treebank=PATH`` is its
     shipped file), and its verdict thresholds are the shipped ones as they take effect (a default written out is
     the same study)."""
     try:
