@@ -124,6 +124,19 @@ def _run_all(quick, out, set_, device, workers, executor, address, retries, dry_
         _fail("--set applies to one study; `run all` runs every built-in study as its file says (run a study "
               "by name to change it)")
     out_dir = out if out is not None else ("runs/all-quick" if quick else "runs/all")
+    # The publish target's checks come first, so that a dry run refuses what the run would refuse.
+    if publish_to is not None and quick:
+        _fail("--publish with --quick: a quick run is a smoke test, not an answer to publish")
+    if publish_to is not None:
+        from bindscale.report.publish import check_target, check_tiers
+
+        try:
+            check_target(publish_to)
+            # before any study trains: `run all` makes every study's default tier, which must not replace a
+            # higher tier already published there (found only after the first study's hours otherwise)
+            check_tiers({name: name for name in registry.run_order()}, publish_to)
+        except BindscaleError as err:
+            _fail(str(err))
     if dry_run or print_config:  # each study's plan / resolved file, in the order `run all` runs them
         from bindscale.run.dryrun import _clock, describe_plan
         from bindscale.store.rundir import study_yaml
@@ -146,18 +159,6 @@ def _run_all(quick, out, set_, device, workers, executor, address, retries, dry_
         return
     from bindscale.run.runner import run_all
 
-    if publish_to is not None and quick:
-        _fail("--publish with --quick: a quick run is a smoke test, not an answer to publish")
-    if publish_to is not None:
-        from bindscale.report.publish import check_target, check_tiers
-
-        try:
-            check_target(publish_to)
-            # before any study trains: `run all` makes every study's default tier, which must not replace a
-            # higher tier already published there (found only after the first study's hours otherwise)
-            check_tiers({name: name for name in registry.run_order()}, publish_to)
-        except BindscaleError as err:
-            _fail(str(err))
 
     def study_done(name: str, summary: dict) -> None:  # each study's verdicts as soon as it finishes
         _print_summary(summary, RunStore(out_dir).where(name))

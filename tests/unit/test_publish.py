@@ -604,6 +604,10 @@ def test_cli_publish_documents_and_takes_replace_tier_and_run_all_checks_it_firs
     monkeypatch.setattr(runner, "run_all", lambda *a, **k: trained.append(1) or {"answer": {}})
     r = CliRunner().invoke(app, ["run", "all", "--out", str(tmp_path / "all"), "--publish", str(to)])
     assert r.exit_code == 2 and "higher tier depth-full" in r.output and not trained
+    # a dry run refuses what the run would refuse (it planned every study and said nothing)
+    for extra in (["--dry-run"], ["--dry-run", "--quick"]):
+        r = CliRunner().invoke(app, ["run", "all", "--out", str(tmp_path / "all"), "--publish", str(to), *extra])
+        assert r.exit_code == 2 and ("higher tier depth-full" in r.output or "--quick" in r.output), r.output
 
 
 def test_report_of_a_published_folder_is_refused_and_leaves_nothing_behind(tmp_path):
