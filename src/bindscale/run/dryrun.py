@@ -262,7 +262,7 @@ def describe_plan(study: StudyConfig, workers: int | None = None, device: str = 
     trials = study.trials()
     study.plugin.check_trials(trials)
 
-    lines = [f"{study.name}{' (quick)' if study.is_quick else ''}: {len(trials)} trials"]
+    lines = [f"{study.name}{' (quick)' if study.is_quick else ''}: {len(trials)} trial{'' if len(trials) == 1 else 's'}"]
     if note := replaced_study_note(held, study, out, dry_run=True):
         lines.append(note)
     if no_ray:

@@ -117,7 +117,7 @@ def _run_locked(study: StudyConfig, store: RunStore, dev: str, workers: int | No
     recorded = len(have) - sum(h['status'] == 'failed' for h in have.values())
     plan_line = (f"{len(todo)} to run in {len(jobs)} stacked jobs on {n_workers} worker(s) ({executor}), device {dev}"
                  if jobs else "0 to run")
-    console.print(f"[bold]{study.name}[/]: {len(trials)} trials, {recorded} already recorded, {plan_line} → {store}")
+    console.print(f"[bold]{study.name}[/]: {len(trials)} trial{'' if len(trials) == 1 else 's'}, {recorded} already recorded, {plan_line} → {store}")
     t0 = time.perf_counter()
     if jobs:
         steps = [sum(study.plugin.steps(t) for t in j) for j in jobs]
