@@ -57,6 +57,7 @@ from bindscale.core.config import (
     StrictModel,
     TrialBase,
     data_location_field,
+    id_neutral_field,
     keep_own_kind_fields,
     model_kind,
 )
@@ -81,6 +82,7 @@ __all__ = [
     "BindscaleError", "ConfigError", "SplitError",
     # trial configs and results
     "StrictModel", "TrialBase", "TrialResult", "keep_own_kind_fields", "model_kind", "data_location_field",
+    "id_neutral_field",
     "SeqTrainConfig", "TransformerConfig", "PositionalTransformerConfig",
     # independent random streams per trial
     "stream_seed", "rng", "generator",

@@ -96,7 +96,158 @@ def _uninitialised(cls: type[nn.Module], *args, **kwargs) -> nn.Module:
     return cls(*args, device="meta", **kwargs).to_empty(device="cpu")
 
 
-class Seq2SeqRNN(nn.Module):
+@torch.no_grad()
+def pytorch_default_init(model: nn.Module, generator: torch.Generator | None = None) -> None:
+    """Draw every parameter of ``model`` from ``generator`` (None: the global RNG), in parameter order, from the
+    distribution PyTorch's own layer would have drawn it from: an embedding N(0, 1); an LSTM's (or LSTM cell's)
+    weights and biases U(−1/√hidden_size, 1/√hidden_size); a linear layer's weight (kaiming_uniform with a = √5)
+    and bias U(−1/√fan_in, 1/√fan_in), both ``1/√in_features``. Any other owner of a parameter is refused."""
+    for name, p in model.named_parameters():
+        owner = model.get_submodule(name.rpartition(".")[0])
+        if isinstance(owner, nn.Embedding):
+            nn.init.normal_(p, 0.0, 1.0, generator=generator)
+            continue
+        if isinstance(owner, (nn.LSTM, nn.LSTMCell)):
+            bound = 1.0 / math.sqrt(owner.hidden_size)
+        elif isinstance(owner, nn.Linear):
+            bound = 1.0 / math.sqrt(owner.in_features)
+        else:
+            raise TypeError(f"no default initialisation for parameter {name} of a {type(owner).__name__}")
+        nn.init.uniform_(p, -bound, bound, generator=generator)
+
+
+class RecurrentSeq2Seq(nn.Module):
+    """What the project's recurrent encoder-decoders share: sizes, PyTorch's default initialisation drawn from a
+    generator, the training-time decoding loop (:meth:`forward`, teacher forcing per row) and batched greedy
+    decoding (:meth:`generate`). A subclass sets ``n_src``, ``n_tgt``, ``sos_id``, ``eos_id``, its layers and
+    two methods:
+
+    - ``encode(src) -> (memory, state)``: read ``(B, S)`` sources; ``memory`` is what every decoder step reads,
+      ``state`` the decoder's initial state (both opaque here);
+    - ``step(prev, state, memory) -> (logits (B, V), state, weights)``: one decoder step reading the previous
+      output ids ``prev`` ``(B,)``; ``weights`` its attention over the source positions ``(B, S')`` or None.
+
+    and ``lookup_tables()``, the modules whose parameters :meth:`n_params_nonembedding` leaves out.
+    """
+
+    sos_id: int
+    eos_id: int
+
+    #: No feed-forward block (the project's models report theirs as ``d_ff``).
+    d_ff = None
+
+    def n_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def lookup_tables(self) -> list[nn.Module]:
+        raise NotImplementedError
+
+    def n_params_nonembedding(self) -> int:
+        """Parameters less the word-embedding tables and the output layer (as the transformers count theirs)."""
+        return self.n_params() - sum(p.numel() for m in self.lookup_tables() for p in m.parameters())
+
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """PyTorch's default initial weights, drawn from ``generator`` in parameter order (:func:`pytorch_default_init`)."""
+        pytorch_default_init(self, generator)
+
+    def encode(self, src: torch.Tensor):
+        raise NotImplementedError
+
+    def step(self, prev: torch.Tensor, state, memory):
+        raise NotImplementedError
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor, teacher_forcing: bool | torch.Tensor = True,
+                return_attention: bool = False):
+        """Decode ``T = tgt.shape[1]`` steps of each source, as in training.
+
+        At step 1 the decoder reads ``sos_id``; at step ``i > 1`` it reads the gold ``tgt[:, i-2]`` where teacher
+        forcing is on for the row, else its own previous greedy output (``argmax`` of the step's logits, which
+        carries no gradient), as Lake & Baroni's training does half the time (§3). (A decoder whose step reads no
+        previous output decodes alike either way.)
+
+        Args:
+            src: ``(B, S)`` source ids; tgt: ``(B, T)`` gold output ids (ending with ``eos_id``).
+            teacher_forcing: one bool for every row, or a ``(B,)`` bool tensor.
+            return_attention: also return the weights.
+
+        Returns:
+            Logits ``(B, T, V)``; with ``return_attention``, also the weights ``(B, T, S')`` (None without
+            attention).
+        """
+        B, T = tgt.shape
+        memory, state = self.encode(src)
+        forced = torch.as_tensor(teacher_forcing, device=tgt.device).expand(B)
+        prev = torch.full((B,), self.sos_id, dtype=torch.long, device=tgt.device)
+        logits, alphas = [], []
+        for i in range(T):
+            out, state, alpha = self.step(prev, state, memory)
+            logits.append(out)
+            alphas.append(alpha)
+            prev = torch.where(forced, tgt[:, i], out.argmax(dim=-1))
+        stacked = torch.stack(logits, dim=1)
+        if not return_attention:
+            return stacked
+        return stacked, (torch.stack(alphas, dim=1) if alphas[0] is not None else None)
+
+    # ------------------------------------------------------------------------------------- decoding --
+
+    def generate(self, srcs: list[list[int]], max_new_tokens: int, batch_size: int | None = None) -> list[list[int]]:
+        """Greedy decoding of each source, batched: sources of one length decode together (no padding).
+
+        Runs in eval mode (no dropout) under ``inference_mode``; the training flag is restored afterwards.
+
+        Args:
+            srcs: source id lists, each non-empty (the end symbol included).
+            max_new_tokens: at most this many outputs per source.
+            batch_size: most sources decoded together (None: a whole length group).
+
+        Returns:
+            Each source's outputs in input order, **including** ``eos_id`` where it was emitted (a row that does
+            not end with it ran out of ``max_new_tokens``).
+        """
+        if any(not s for s in srcs):
+            raise ValueError("every source needs at least one id (the end symbol)")
+        out: list[list[int]] = [[] for _ in srcs]
+        if max_new_tokens <= 0 or not srcs:
+            return out
+        groups: dict[int, list[int]] = defaultdict(list)
+        for n, s in enumerate(srcs):
+            groups[len(s)].append(n)
+        was_training = self.training
+        self.eval()
+        try:
+            with torch.inference_mode():
+                device = next(self.parameters()).device
+                for rows in groups.values():
+                    size = batch_size or len(rows)
+                    for start in range(0, len(rows), size):
+                        chunk = rows[start:start + size]
+                        src = torch.tensor([srcs[n] for n in chunk], dtype=torch.long, device=device)
+                        for n, pred in zip(chunk, self._greedy(src, max_new_tokens)):
+                            out[n] = pred
+        finally:
+            self.train(was_training)
+        return out
+
+    def _greedy(self, src: torch.Tensor, max_new_tokens: int) -> list[list[int]]:
+        """Greedy outputs of one rectangular batch ``(B, S)``, each cut after its first ``eos_id``."""
+        B = src.shape[0]
+        memory, state = self.encode(src)
+        prev = torch.full((B,), self.sos_id, dtype=torch.long, device=src.device)
+        done = torch.zeros(B, dtype=torch.bool, device=src.device)
+        steps = []
+        for _ in range(max_new_tokens):
+            logits, state, _ = self.step(prev, state, memory)
+            prev = logits.argmax(dim=-1)
+            steps.append(prev)
+            done |= prev == self.eos_id
+            if bool(done.all()):
+                break
+        preds = torch.stack(steps, dim=1).tolist()
+        return [row[:row.index(self.eos_id) + 1] if self.eos_id in row else row for row in preds]
+
+
+class Seq2SeqRNN(RecurrentSeq2Seq):
     """An LSTM encoder and an LSTM decoder, with Bahdanau attention when ``attention`` (module docstring).
 
     Args:
@@ -143,30 +294,9 @@ class Seq2SeqRNN(nn.Module):
         """The width (``hidden``), under the name the project's models share."""
         return self.hidden
 
-    #: No feed-forward block (the project's models report theirs as ``d_ff``).
-    d_ff = None
-
-    def n_params(self) -> int:
-        return sum(p.numel() for p in self.parameters())
-
-    def n_params_nonembedding(self) -> int:
-        """Parameters less the two embedding tables and the output layer (as the transformers count theirs)."""
-        lookup = self.src_embed.weight.numel() + self.tgt_embed.weight.numel()
-        return self.n_params() - lookup - sum(p.numel() for p in self.out.parameters())
-
-    @torch.no_grad()
-    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
-        """PyTorch's default initial weights, drawn from ``generator`` in parameter order (module docstring)."""
-        for name, p in self.named_parameters():
-            if name.endswith("embed.weight"):
-                nn.init.normal_(p, 0.0, 1.0, generator=generator)
-            elif name.startswith(("encoder.", "cells.")):
-                bound = 1.0 / math.sqrt(self.hidden)
-                nn.init.uniform_(p, -bound, bound, generator=generator)
-            else:  # nn.Linear: kaiming_uniform(a=√5) for the weight, U(±1/√fan_in) for the bias: both 1/√fan_in
-                fan_in = p.shape[1] if p.dim() == 2 else self.out.weight.shape[1]
-                bound = 1.0 / math.sqrt(fan_in)
-                nn.init.uniform_(p, -bound, bound, generator=generator)
+    def lookup_tables(self) -> list[nn.Module]:
+        """The two embedding tables and the output layer (left out of :meth:`n_params_nonembedding`)."""
+        return [self.src_embed, self.tgt_embed, self.out]
 
     # ------------------------------------------------------------------------------------ the network --
 
@@ -226,93 +356,3 @@ class Seq2SeqRNN(nn.Module):
             new.append((h, c))
             x = self.drop(h)  # to the next layer, or (the top layer) to the output
         return self.out(x if ctx is None else torch.cat([x, ctx], dim=-1)), new, alpha
-
-    def forward(self, src: torch.Tensor, tgt: torch.Tensor, teacher_forcing: bool | torch.Tensor = True,
-                return_attention: bool = False):
-        """Decode ``T = tgt.shape[1]`` steps of each source, as in training.
-
-        At step 1 the decoder reads ``sos_id``; at step ``i > 1`` it reads the gold ``tgt[:, i-2]`` where teacher
-        forcing is on for the row, else its own previous greedy output (``argmax`` of the step's logits, which
-        carries no gradient), as Lake & Baroni's training does half the time (§3).
-
-        Args:
-            src: ``(B, S)`` source ids; tgt: ``(B, T)`` gold output ids (ending with ``eos_id``).
-            teacher_forcing: one bool for every row, or a ``(B,)`` bool tensor.
-            return_attention: also return the weights.
-
-        Returns:
-            Logits ``(B, T, V)``; with ``return_attention``, also the weights ``(B, T, S)`` (None without
-            attention).
-        """
-        B, T = tgt.shape
-        memory, state = self.encode(src)
-        forced = torch.as_tensor(teacher_forcing, device=tgt.device).expand(B)
-        prev = torch.full((B,), self.sos_id, dtype=torch.long, device=tgt.device)
-        logits, alphas = [], []
-        for i in range(T):
-            out, state, alpha = self.step(prev, state, memory)
-            logits.append(out)
-            alphas.append(alpha)
-            prev = torch.where(forced, tgt[:, i], out.argmax(dim=-1))
-        stacked = torch.stack(logits, dim=1)
-        if not return_attention:
-            return stacked
-        return stacked, (torch.stack(alphas, dim=1) if memory is not None else None)
-
-    # ------------------------------------------------------------------------------------- decoding --
-
-    def generate(self, srcs: list[list[int]], max_new_tokens: int, batch_size: int | None = None) -> list[list[int]]:
-        """Greedy decoding of each source, batched: sources of one length decode together (no padding).
-
-        Runs in eval mode (no dropout) under ``inference_mode``; the training flag is restored afterwards.
-
-        Args:
-            srcs: source id lists, each non-empty (the end symbol included).
-            max_new_tokens: at most this many outputs per source.
-            batch_size: most sources decoded together (None: a whole length group).
-
-        Returns:
-            Each source's outputs in input order, **including** ``eos_id`` where it was emitted (a row that does
-            not end with it ran out of ``max_new_tokens``).
-        """
-        if any(not s for s in srcs):
-            raise ValueError("every source needs at least one id (the end symbol)")
-        out: list[list[int]] = [[] for _ in srcs]
-        if max_new_tokens <= 0 or not srcs:
-            return out
-        groups: dict[int, list[int]] = defaultdict(list)
-        for n, s in enumerate(srcs):
-            groups[len(s)].append(n)
-        was_training = self.training
-        self.eval()
-        try:
-            with torch.inference_mode():
-                device = next(self.parameters()).device
-                for rows in groups.values():
-                    size = batch_size or len(rows)
-                    for start in range(0, len(rows), size):
-                        chunk = rows[start:start + size]
-                        src = torch.tensor([srcs[n] for n in chunk], dtype=torch.long, device=device)
-                        for n, pred in zip(chunk, self._greedy(src, max_new_tokens)):
-                            out[n] = pred
-        finally:
-            self.train(was_training)
-        return out
-
-    def _greedy(self, src: torch.Tensor, max_new_tokens: int) -> list[list[int]]:
-        """Greedy outputs of one rectangular batch ``(B, S)``, each cut after its first ``eos_id``."""
-        B = src.shape[0]
-        memory, state = self.encode(src)
-        prev = torch.full((B,), self.sos_id, dtype=torch.long, device=src.device)
-        done = torch.zeros(B, dtype=torch.bool, device=src.device)
-        steps = []
-        for _ in range(max_new_tokens):
-            logits, state, _ = self.step(prev, state, memory)
-            prev = logits.argmax(dim=-1)
-            steps.append(prev)
-            done |= prev == self.eos_id
-            if bool(done.all()):
-                break
-        preds = torch.stack(steps, dim=1).tolist()
-        return [row[:row.index(self.eos_id) + 1] if self.eos_id in row else row for row in preds]
-

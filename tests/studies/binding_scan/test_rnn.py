@@ -283,8 +283,8 @@ def _recorded_fit(monkeypatch, net, train, trial):
     draws, clips = [], []
     real_clip = torch.nn.utils.clip_grad_norm_
 
-    def loss(net_, src, tgt, forced):
-        assert net_ is net
+    def loss(net_, src, tgt, forced, mean=False):
+        assert net_ is net and mean is False
         draws.append((int(src[0, 0]), forced))
         return 100.0 * sum(p.sum() for p in net.parameters())
 
@@ -428,16 +428,23 @@ def test_the_planned_cost_is_the_measured_step_and_scoring():
     assert plan.trial_memory_bytes(t) >= plan.MEMORY_FLOOR
 
 
-@pytest.mark.slow
-def test_the_quick_reproduction_runs_through_the_cli(tmp_path):
+def quick_reproduction_through_the_cli(study, kind, tmp_path):
+    """``bindscale run STUDY --quick`` on one worker: exit 0, no verdicts, one record of model ``kind`` with its test
+    and training exact match, and the kind in the report. Returns the results table."""
     import json
 
     import pandas as pd
     from integration.conftest import bindscale
 
-    r = bindscale("run", "binding_scan-lake2018", "--quick", "--out", tmp_path / "q", "--workers", "1")
+    r = bindscale("run", study, "--quick", "--out", tmp_path / "q", "--workers", "1")
     assert r.returncode == 0, r.stderr
     assert json.loads((tmp_path / "q" / "summary.json").read_text())["verdicts"] == []
     df = pd.read_parquet(tmp_path / "q" / "results.parquet")
-    assert list(df["model"]) == ["lstm_seq2seq"] and df["acc_test"].notna().all() and df["acc_train"].notna().all()
-    assert "lstm_seq2seq" in (tmp_path / "q" / "report.html").read_text()
+    assert list(df["model"]) == [kind] and df["acc_test"].notna().all() and df["acc_train"].notna().all()
+    assert kind in (tmp_path / "q" / "report.html").read_text()
+    return df
+
+
+@pytest.mark.slow
+def test_the_quick_reproduction_runs_through_the_cli(tmp_path):
+    quick_reproduction_through_the_cli("binding_scan-lake2018", "lstm_seq2seq", tmp_path)

@@ -1,13 +1,14 @@
 """The binding_scan study's trial config: one decoder-only model (plain, syntactic attention or
-TP-Transformer) of a given depth and non-embedding budget trained on one generated SCAN split, or (the
-published recurrent baseline, ``binding_scan-lake2018.yaml``) a recurrent encoder-decoder trained as Lake &
-Baroni 2018 trained theirs.
+TP-Transformer) of a given depth and non-embedding budget trained on one generated SCAN split, or a published
+recurrent encoder-decoder trained as its paper trained it: Lake & Baroni 2018's (``binding_scan-lake2018.yaml``)
+or Russin et al. 2019's Syntactic Attention (``binding_scan-russin2019.yaml``).
 
-Sections: ``task`` (:class:`BindingTaskConfig`); ``model``, by kind: :class:`BindingModelConfig` (the decoders)
-or :class:`RNNModelConfig` (``lstm_seq2seq``); ``train``, by the model: :class:`bindscale.kit.SeqTrainConfig`
-(the decoders' AdamW recipe, :mod:`bindscale.train.loop`) or :class:`RNNTrainConfig` (single-example trials
-with teacher forcing, :mod:`.rnn_trial`). A recurrent trial's records never decide a claim
-(:func:`.verdicts.prepare_rows` leaves them out).
+Sections: ``task`` (:class:`BindingTaskConfig`); ``model``, by kind: :class:`BindingModelConfig` (the decoders),
+:class:`RNNModelConfig` (``lstm_seq2seq``) or :class:`SyntacticAttentionRNNConfig` (``syntactic_attention_rnn``);
+``train``, by the model: :class:`bindscale.kit.SeqTrainConfig` (the decoders' AdamW recipe,
+:mod:`bindscale.train.loop`) or :class:`RNNTrainConfig` (single-example updates, :mod:`.rnn_trial`), whose
+defaults where a field is left out are the paper's of the model's kind (:data:`RECURRENT_RECIPES`). A recurrent
+trial's records never decide a claim (:func:`.verdicts.prepare_rows` leaves them out).
 """
 
 from __future__ import annotations
@@ -21,14 +22,17 @@ from bindscale.kit import (
     SeqTrainConfig,
     StrictModel,
     TrialBase,
+    id_neutral_field,
     keep_own_kind_fields,
     model_kind,
     scan,
 )
 from bindscale.models.binding_shapes import shape_for_budget
 
-#: Model kinds of the recurrent encoder-decoder (:class:`RNNModelConfig`; :mod:`bindscale.models.seq2seq_rnn`).
-RNN_KINDS = ("lstm_seq2seq",)
+#: Model kinds of the recurrent encoder-decoders, published baselines reproduced in their own settings, whose
+#: records decide no claim: Lake & Baroni 2018's (:class:`RNNModelConfig`, :mod:`bindscale.models.seq2seq_rnn`) and
+#: Russin et al. 2019's (:class:`SyntacticAttentionRNNConfig`, :mod:`bindscale.models.syntactic_attention_rnn`).
+RNN_KINDS = ("lstm_seq2seq", "syntactic_attention_rnn")
 
 
 class BindingTaskConfig(ScanTaskConfig):
@@ -71,21 +75,55 @@ class RNNModelConfig(StrictModel):
     attention: bool = True
 
 
+class SyntacticAttentionRNNConfig(StrictModel):
+    """Russin et al. 2019's Syntactic Attention encoder-decoder
+    (:class:`bindscale.models.syntactic_attention_rnn.SyntacticAttentionRNN`): context-free semantic embeddings
+    ``semantic`` wide, a two-layer bidirectional LSTM syntax stream (``syntax / 2`` then ``syntax`` units a
+    direction) that only sets the attention, a decoder LSTM of ``2 · syntax`` units, dropout on both embeddings.
+    The defaults are their training script's (``m_hidden_dim`` 120, ``x_hidden_dim`` 200, ``dropout_p`` 0.5)."""
+
+    kind: Literal["syntactic_attention_rnn"] = "syntactic_attention_rnn"
+    semantic: int = Field(120, ge=1, le=8192, description="width of the semantic (context-free) embeddings")
+    syntax: int = Field(200, ge=2, le=8192, multiple_of=2,
+                        description="syntax stream width X (embeddings X/2, layers X/2 and X a direction)")
+    dropout: float = Field(0.5, ge=0.0, lt=1.0)
+
+
 class RNNTrainConfig(StrictModel):
-    """Lake & Baroni 2018's training (§3): ``steps`` trials, each one training line drawn with replacement
-    (``batch_size`` 1), Adam with its default parameters at a constant ``lr``, gradients clipped to norm
-    ``grad_clip``, the decoder fed the gold previous output with probability ``teacher_forcing`` per trial and
-    its own output otherwise (:mod:`.rnn_trial`)."""
+    """A recurrent model's training: ``steps`` updates on one training line each (``batch_size`` 1), Adam with its
+    default parameters at a constant ``lr``, gradients clipped to norm ``grad_clip`` (None: not clipped), the
+    decoder fed the gold previous output with probability ``teacher_forcing`` per update and its own output
+    otherwise (None for a decoder that reads no output), the loss summed or averaged over a line's target
+    positions, the lines drawn with replacement or in shuffled epochs (:mod:`.rnn_trial`). The field defaults are
+    Lake & Baroni 2018's (§3); a trial that leaves a field out gets its kind's paper's (:data:`RECURRENT_RECIPES`)."""
 
     steps: int = Field(100_000, ge=1, le=100_000_000, description="training trials (single-example updates)")
     batch_size: Literal[1] = Field(1, description="one sequence per update, as the paper's trials")
     lr: float = Field(1e-3, gt=0.0, le=10.0)
     grad_clip: float | None = Field(5.0, gt=0.0)
-    teacher_forcing: float = Field(0.5, ge=0.0, le=1.0, description="probability a trial is teacher-forced")
+    teacher_forcing: float | None = Field(0.5, ge=0.0, le=1.0,
+                                          description="probability an update is teacher-forced (None: no feedback)")
+    # Added with Russin et al.'s recipe; id-neutral at Lake & Baroni's values, so their trials keep their ids.
+    loss: Literal["sum", "mean"] = id_neutral_field(
+        "sum", description="a line's loss: summed (nats per sequence) or averaged over its target positions")
+    order: Literal["replacement", "epochs"] = id_neutral_field(
+        "replacement", description="lines drawn uniformly with replacement, or in shuffled passes over the set")
+
+
+#: Each recurrent kind's paper's recipe where a trial's ``train`` section leaves a field out (else
+#: :class:`RNNTrainConfig`'s defaults, Lake & Baroni's). Russin et al.'s is read from their ``train_test.py``
+#: (:mod:`.rnn_trial`): 200,000 updates, no clipping in effect, no output fed back, the NLL averaged over a line's
+#: positions, shuffled epochs.
+RECURRENT_RECIPES: dict[str, dict[str, Any]] = {
+    "lstm_seq2seq": {"teacher_forcing": RNNTrainConfig.model_fields["teacher_forcing"].default},
+    "syntactic_attention_rnn": {"steps": 200_000, "grad_clip": None, "teacher_forcing": None, "loss": "mean",
+                                "order": "epochs"},
+}
 
 
 def _model_family(v: Any) -> str:
-    return "rnn" if model_kind(v) in RNN_KINDS else "decoder"
+    kind = model_kind(v)
+    return "sarnn" if kind == "syntactic_attention_rnn" else "rnn" if kind in RNN_KINDS else "decoder"
 
 
 def _train_family(v: Any) -> str:
@@ -121,20 +159,26 @@ class BindingTrial(TrialBase):
         "dropout": "model.dropout",
         "attention": "model.attention",
         "teacher_forcing": "train.teacher_forcing",
+        # Russin et al.'s (SyntacticAttentionRNNConfig)
+        "semantic": "model.semantic",
+        "syntax": "model.syntax",
     }
     NESTED_METRICS: ClassVar[dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
         "acc_by_length": (("length",), ("n", "acc")),
     }
-    #: The recurrent model's fields are dropped from the decoders' trials (:meth:`_by_kind`): on a study without a
+    #: The recurrent models' fields are dropped from the decoders' trials (:meth:`_by_kind`): on a study without a
     #: recurrent trial a ``--set`` of one is refused with this line.
     OVERRIDE_HINTS: ClassVar[dict[str, str]] = {
-        path: ("the recurrent encoder-decoder's fields (model.kind lstm_seq2seq) belong to the binding_scan-lake2018 "
-               f"study file: bindscale run binding_scan-lake2018 --set {path}=…")
-        for path in ([f"model.{k}" for k in set(RNNModelConfig.model_fields) - set(BindingModelConfig.model_fields)]
+        path: ("the recurrent encoder-decoders' fields (model.kind lstm_seq2seq, syntactic_attention_rnn) belong to "
+               "the binding_scan-lake2018 and binding_scan-russin2019 study files: bindscale run "
+               f"binding_scan-lake2018 --set {path}=…")
+        for path in ([f"model.{k}" for k in (set(RNNModelConfig.model_fields) | set(SyntacticAttentionRNNConfig.model_fields))
+                      - set(BindingModelConfig.model_fields)]
                      + [f"train.{k}" for k in set(RNNTrainConfig.model_fields) - set(SeqTrainConfig.model_fields)])}
     kind: Literal["binding_scan"] = "binding_scan"
     task: BindingTaskConfig = BindingTaskConfig()
-    model: Annotated[Annotated[BindingModelConfig, Tag("decoder")] | Annotated[RNNModelConfig, Tag("rnn")],
+    model: Annotated[Annotated[BindingModelConfig, Tag("decoder")] | Annotated[RNNModelConfig, Tag("rnn")]
+                     | Annotated[SyntacticAttentionRNNConfig, Tag("sarnn")],
                      Discriminator(_model_family)] = BindingModelConfig()
     train: Annotated[Annotated[SeqTrainConfig, Tag("decoder")] | Annotated[RNNTrainConfig, Tag("rnn")],
                      Discriminator(_train_family)] = SeqTrainConfig(steps=1000, batch_size=32, lr=5e-3,
@@ -147,31 +191,35 @@ class BindingTrial(TrialBase):
         """Sections by the model's kind: the model fields of the other kinds dropped
         (:func:`bindscale.kit.keep_own_kind_fields`), and the train fields only the other recipe has, so that one
         study file may hold decoders and a recurrent model; a recurrent trial's ``train`` is its recipe
-        (:class:`RNNTrainConfig`, the paper's defaults where a field is left out)."""
+        (:class:`RNNTrainConfig`, its kind's paper's where a field is left out: :data:`RECURRENT_RECIPES`)."""
         kinds = {k: BindingModelConfig for k in BindingModelConfig.model_fields["kind"].annotation.__args__}
-        data = keep_own_kind_fields(data, {**kinds, **{k: RNNModelConfig for k in RNN_KINDS}})
+        data = keep_own_kind_fields(data, {**kinds, "lstm_seq2seq": RNNModelConfig,
+                                           "syntactic_attention_rnn": SyntacticAttentionRNNConfig})
         if not isinstance(data, dict) or isinstance(data.get("train"), StrictModel):
             return data
-        recurrent = model_kind(data.get("model") or {}) in RNN_KINDS
-        if recurrent:
+        kind = model_kind(data.get("model") or {})
+        if kind in RNN_KINDS:
             train = _own_fields(dict(data.get("train") or {}), RNNTrainConfig, SeqTrainConfig)
-            train.setdefault("teacher_forcing", RNNTrainConfig.model_fields["teacher_forcing"].default)
-            return {**data, "train": train}
+            return {**data, "train": {**RECURRENT_RECIPES[kind], **train}}
         if isinstance(data.get("train"), dict):
             return {**data, "train": _own_fields(data["train"], SeqTrainConfig, RNNTrainConfig)}
         return data
 
     @model_validator(mode="after")
     def _recipe_of_its_model(self) -> BindingTrial:
-        if isinstance(self.model, RNNModelConfig) != isinstance(self.train, RNNTrainConfig):
+        if self.recurrent() != isinstance(self.train, RNNTrainConfig):
             raise ValueError(f"model.kind {self.model.kind} trains with the "
-                             f"{'recurrent' if isinstance(self.model, RNNModelConfig) else 'decoder'} recipe; "
+                             f"{'recurrent' if self.recurrent() else 'decoder'} recipe; "
                              f"its train section is the other one")
+        if self.recurrent() and (self.train.teacher_forcing is None) != (self.model.kind == "syntactic_attention_rnn"):
+            raise ValueError(f"train.teacher_forcing: model.kind {self.model.kind} "
+                             + ("reads no previous output (leave teacher_forcing out)"
+                                if self.model.kind == "syntactic_attention_rnn" else "needs a probability"))
         return self
 
     def recurrent(self) -> bool:
-        """Whether the model is the recurrent encoder-decoder (:data:`RNN_KINDS`)."""
-        return isinstance(self.model, RNNModelConfig)
+        """Whether the model is a recurrent encoder-decoder (:data:`RNN_KINDS`)."""
+        return isinstance(self.model, (RNNModelConfig, SyntacticAttentionRNNConfig))
 
 
 #: The name the study plugin finds its trial config by (bindscale.core.study.CONVENTION).

@@ -2,8 +2,8 @@
 
 Plain transformers of one split and shape train as one stacked transformer (as the depth study's do); a
 binding model (syntactic attention, TP-Transformer) has no stacked form, so each of its trials is a group
-of its own and trains alone, as does a recurrent encoder-decoder (``lstm_seq2seq``, :mod:`.rnn_trial`), whose
-cost is its own measured model (:func:`recurrent_seconds`).
+of its own and trains alone, as does a recurrent encoder-decoder (``lstm_seq2seq``, ``syntactic_attention_rnn``,
+:mod:`.rnn_trial`), whose cost is its own measured model (:func:`recurrent_seconds`).
 """
 
 from __future__ import annotations
@@ -52,20 +52,47 @@ SPLIT_TRAIN_DISTINCT = {"simple": 16728, "length": 16990, "addprim_jump": 13204,
 #: Source and target vocabularies of the recurrent model on SCAN (13 words and the end symbol; 6 actions, start
 #: and end symbols).
 SCAN_SRC_VOCAB, SCAN_TGT_VOCAB = 14, 8
+#: CPU-seconds of one update of Russin et al.'s Syntactic Attention (``syntactic_attention_rnn``): ``SA_STEP_S[0] +
+#: SA_STEP_S[1] × its parameters`` on an add-jump line of the mean target length, at the reference of
+#: :data:`RNN_STEP_S` (Lake & Baroni's add-jump model at 12.2 ms). Measured (``time.process_time``, one thread, the
+#: project's 2-core Xeon at load 5 to 7.5, 300 updates after 20, each run beside a run of Lake & Baroni's model):
+#: their shape (semantic 120, syntax 200, 2,253,068 parameters) 30.6, 31.6 and 37.0 ms against Lake & Baroni's
+#: 16.4, 17.3 and 23.4 ms (1.76 times, mean of the three ratios: 21.5 ms at the reference); semantic 60, syntax 100
+#: (566,538) 20.3 ms against 23.4 (10.6 ms at the reference). A line through both: a rough guide elsewhere.
+SA_STEP_S = (6.9e-3, 6.5e-9)
+#: Greedy scoring of Syntactic Attention, CPU-seconds per command at their shape and the reference: 35.3 s for the
+#: 7,706 test, 2,641 withheld and 10,563 distinct training commands measured beside the step above (1.69 ms a
+#: command), divided by the same 1.76 × 16.4 / 12.2 load factor as the step (1.0 ms). Scaled as the step.
+SA_EVAL_S = 1.0e-3
+
+
+def recurrent_params(t) -> int:
+    """Parameters of a recurrent trial's network on SCAN's vocabularies (by formula, nothing built)."""
+    m = t.model
+    if m.kind == "syntactic_attention_rnn":
+        from bindscale.models.syntactic_attention_rnn import (
+            syntactic_attention_rnn_params,
+        )
+
+        return syntactic_attention_rnn_params(SCAN_SRC_VOCAB, SCAN_TGT_VOCAB, m.semantic, m.syntax)["total"]
+    from bindscale.models.seq2seq_rnn import seq2seq_params
+
+    return seq2seq_params(SCAN_SRC_VOCAB, SCAN_TGT_VOCAB, m.hidden, m.n_layers, m.attention)["total"]
 
 
 def recurrent_seconds(t) -> float:
-    """CPU-seconds of one recurrent trial: ``steps`` trials at :data:`RNN_STEP_S` scaled by the split's mean target
-    length, and its greedy scoring (test set, in-distribution check set, distinct training commands) at
-    :data:`RNN_EVAL_S` scaled as a step."""
-    from bindscale.models.seq2seq_rnn import seq2seq_params
-
-    m, split = t.model, t.task.split
-    n = seq2seq_params(SCAN_SRC_VOCAB, SCAN_TGT_VOCAB, m.hidden, m.n_layers, m.attention)["total"]
-    step = (RNN_STEP_S[0] + RNN_STEP_S[1] * n) * RNN_MEAN_TARGET[split] / RNN_MEAN_TARGET["addprim_jump"]
-    paper_step = RNN_STEP_S[0] + RNN_STEP_S[1] * 225_508
+    """CPU-seconds of one recurrent trial: ``steps`` updates at its kind's measured step (:data:`RNN_STEP_S`,
+    :data:`SA_STEP_S`) scaled by the split's mean target length, and its greedy scoring (test set, in-distribution
+    check set, distinct training commands) at :data:`RNN_EVAL_S` / :data:`SA_EVAL_S` scaled as a step."""
+    split, n = t.task.split, recurrent_params(t)
+    if t.model.kind == "syntactic_attention_rnn":
+        fit, per_command, paper_n = SA_STEP_S, SA_EVAL_S, 2_253_068
+    else:
+        fit, per_command, paper_n = RNN_STEP_S, RNN_EVAL_S, 225_508
+    step = (fit[0] + fit[1] * n) * RNN_MEAN_TARGET[split] / RNN_MEAN_TARGET["addprim_jump"]
+    paper_step = fit[0] + fit[1] * paper_n
     n_eval = min(t.task.n_test or SPLIT_TEST[split], SPLIT_TEST[split]) + t.task.n_id + SPLIT_TRAIN_DISTINCT[split]
-    return t.train.steps * step + RNN_EVAL_S * n_eval * step / paper_step
+    return t.train.steps * step + per_command * n_eval * step / paper_step
 
 
 def group_key(trial) -> tuple:
@@ -145,11 +172,7 @@ def _recurrent_memory(trial) -> int:
     """A recurrent trial's memory: :data:`MEMORY_FLOOR` (its parameters, Adam state and one sequence's activations
     are a few MiB at the paper's sizes; evaluation decodes a length group of the test set at once), and 64 bytes a
     parameter above it (weights, gradients, Adam's two moments, with room)."""
-    from bindscale.models.seq2seq_rnn import seq2seq_params
-
-    m = trial.model
-    n = seq2seq_params(SCAN_SRC_VOCAB, SCAN_TGT_VOCAB, m.hidden, m.n_layers, m.attention)["total"]
-    return MEMORY_FLOOR + 64 * n
+    return MEMORY_FLOOR + 64 * recurrent_params(trial)
 
 
 def check_trials(trials: list) -> None:

@@ -1,6 +1,9 @@
 """One recurrent trial of the ``binding_scan`` study: Lake & Baroni 2018's encoder-decoder
-(:class:`bindscale.models.seq2seq_rnn.Seq2SeqRNN`) trained as their §3 trains it, then scored by the record the
-decoders' trials write (:func:`bindscale.kit.scan_result`).
+(:class:`bindscale.models.seq2seq_rnn.Seq2SeqRNN`) trained as their §3 trains it, or Russin et al. 2019's Syntactic
+Attention (:class:`bindscale.models.syntactic_attention_rnn.SyntacticAttentionRNN`) trained as their script trains
+it (below), then scored by the record the decoders' trials write (:func:`bindscale.kit.scan_result`). One data
+path, one training loop (:func:`fit`, parameterised by the trial's :class:`~.config.RNNTrainConfig`) and one
+scoring path serve both.
 
 The setting, read in Lake & Baroni 2018, "Generalization without systematicity: On the compositional skills of
 sequence-to-sequence recurrent networks" (ICML; arXiv 1711.00350v3), and what this module does:
@@ -34,6 +37,39 @@ sequence-to-sequence recurrent networks" (ICML; arXiv 1711.00350v3), and what th
   for the top-performers in each experiment"): ``acc_train`` / ``tok_acc_train`` here, greedy exact match and
   token accuracy on every distinct training command.
 
+Russin, Jo, O'Reilly & Bengio 2019 ("Compositional generalization in a deep seq2seq model by separating syntax and
+semantics", arXiv 1904.09708): the recipe is read from their code, github.com/jlrussin/syntactic_attention at its
+first commit (c1ed95b), ``train_test.py`` and its defaults (the paper's text was not available to this session
+beyond its abstract; the model's reading: :mod:`bindscale.models.syntactic_attention_rnn`), with what this module
+does (``binding_scan-russin2019.yaml``):
+
+- Data: their script keeps the first 80% of the add-jump training file for training and the last 20% as a
+  validation set (the official file is shuffled, so a random fifth of its lines; "jump" alone is 1,194 of their
+  11,736 training lines). Here ``task.n_id: 2641`` withholds a random fifth of the 13,203 distinct commands other
+  than "jump" (the kit never withholds a repeated line): 12,029 training lines, "jump" 1,467 of them (12.2% against
+  their 10.2%), and ``acc_id`` is exact match on the withheld fifth, their validation accuracy.
+- ``batch_size`` 1 (their default), ``num_iters`` 200,000 optimizer steps, the lines in shuffled epochs (a PyTorch
+  ``DataLoader`` with ``shuffle=True``): ``train.order: epochs``, a fresh permutation of the training lines each
+  pass (the ``"train"`` stream). Their loop tests the count only between epochs, so it runs to the end of the epoch
+  that passes 200,000 (18 epochs of 11,736: 211,248 steps); ours stops at ``train.steps``.
+- Adam at a constant 0.001, PyTorch's other defaults (β = (0.9, 0.999), ε = 1e-8, no decay), as here.
+- The loss: ``NLLLoss(reduction="mean")`` over a line's output positions (actions and the end symbol):
+  ``train.loss: mean``, the summed cross-entropy divided by the target length.
+- Gradient clipping: their ``--clip_norm`` is 5.0, but the script hands ``clip_grad_norm_`` the generator
+  ``model.parameters()`` after ``optim.Adam`` has consumed it, so the call sees no parameter and clips nothing
+  (PyTorch 1.x and 2.x alike: the norm of an empty list is 0). Their runs were not clipped: ``train.grad_clip:
+  null`` here (``--set train.grad_clip=5.0`` for the flag's intent).
+- The decoder reads no previous output, so there is no teacher forcing (``train.teacher_forcing`` is None) and
+  every position of a line counts in the loss.
+- Dropout 0.5 on both embeddings, off at evaluation (their ``model.eval()``).
+- Which model is scored: every 5 epochs and after the last, their script records the training, validation and test
+  error and saves the weights when the validation error (the training-distribution fifth, never the test set) is
+  the lowest so far. Which of these the paper's table reports could not be read here. We score the final model
+  (after ``train.steps`` updates), and pick no checkpoint at all, so no choice is made on test numbers.
+- What they report, as their results table is commonly cited (not re-read from the paper here; the study's anchor,
+  :data:`bindscale.studies.binding_scan.ANCHORS`, gives "about 91%"): add-jump 91.0% test exact match, a mean over
+  runs with a large spread (standard deviation 27.4 points); around-right 28.9% (34.8).
+
 Vocabularies: the decoders' shared :class:`bindscale.kit.Vocab` is kept at the interface (the trial's data,
 prompts ``command <sep>`` and outputs ``actions <eos>``); the network has its own (:class:`Seq2SeqIds`): the
 source ids are the command words and ``<sep>`` (the end-of-command symbol of the paper's Fig. 2), the target ids
@@ -62,7 +98,8 @@ from bindscale.kit import (
     score_pairs,
     stream_seed,
 )
-from bindscale.models.seq2seq_rnn import Seq2SeqRNN
+from bindscale.models.seq2seq_rnn import RecurrentSeq2Seq, Seq2SeqRNN
+from bindscale.models.syntactic_attention_rnn import SyntacticAttentionRNN
 
 from .config import BindingTrial
 
@@ -100,11 +137,11 @@ class Seq2SeqIds(NamedTuple):
 
 
 class SharedVocabSeq2Seq(nn.Module):
-    """A :class:`Seq2SeqRNN` read through the trial's shared vocabulary, as the kit reads a decoder-only model:
+    """A recurrent encoder-decoder (:class:`~bindscale.models.seq2seq_rnn.RecurrentSeq2Seq`) read through the trial's shared vocabulary, as the kit reads a decoder-only model:
     ``generate(prompts, max_new_tokens, stop_id)`` takes prompts ``command <sep>`` and returns outputs ending
     with ``stop_id`` (``<eos>``), in shared ids; sizes as the project's models report them."""
 
-    def __init__(self, net: Seq2SeqRNN, ids: Seq2SeqIds):
+    def __init__(self, net: RecurrentSeq2Seq, ids: Seq2SeqIds):
         super().__init__()
         self.net, self.ids = net, ids
         self.register_buffer("src_ids", torch.tensor(ids.src), persistent=False)
@@ -125,7 +162,7 @@ class SharedVocabSeq2Seq(nn.Module):
         return self.net.n_params_nonembedding()
 
     def generate(self, prompts: list[list[int]], max_new_tokens: int, stop_id: int, **_) -> list[list[int]]:
-        """Greedy outputs of shared-id prompts (:meth:`Seq2SeqRNN.generate`), in shared ids."""
+        """Greedy outputs of shared-id prompts (:meth:`RecurrentSeq2Seq.generate`), in shared ids."""
         if stop_id != self.ids.tgt[self.net.eos_id]:
             raise ValueError(f"stop_id {stop_id} is not the network's end symbol {self.ids.tgt[self.net.eos_id]}")
         preds = self.net.generate([self.ids.source(p) for p in prompts], max_new_tokens)
@@ -133,10 +170,15 @@ class SharedVocabSeq2Seq(nn.Module):
 
 
 def build_model(trial: BindingTrial, data: ScanData) -> SharedVocabSeq2Seq:
-    """The trial's untrained network (its ``"init"`` stream) behind the shared vocabulary of ``data``."""
-    m, ids = trial.model, Seq2SeqIds.of(data)
-    net = Seq2SeqRNN(len(ids.src), len(ids.tgt), m.hidden, m.n_layers, m.dropout, m.attention, sos_id=0, eos_id=1,
-                     generator=generator(trial.seed, "init"))
+    """The trial's untrained network (its ``"init"`` stream) behind the shared vocabulary of ``data``: Lake &
+    Baroni's for ``lstm_seq2seq``, Russin et al.'s for ``syntactic_attention_rnn``."""
+    m, ids, g = trial.model, Seq2SeqIds.of(data), generator(trial.seed, "init")
+    if m.kind == "syntactic_attention_rnn":
+        net: RecurrentSeq2Seq = SyntacticAttentionRNN(len(ids.src), len(ids.tgt), m.semantic, m.syntax, m.dropout,
+                                                      sos_id=0, eos_id=1, generator=g)
+    else:
+        net = Seq2SeqRNN(len(ids.src), len(ids.tgt), m.hidden, m.n_layers, m.dropout, m.attention, sos_id=0,
+                         eos_id=1, generator=g)
     return SharedVocabSeq2Seq(net, ids)
 
 
@@ -147,31 +189,46 @@ def examples(data: ScanData, ids: Seq2SeqIds) -> list[tuple[torch.Tensor, torch.
     return [(torch.tensor([ids.source(v.prompt(p))]), torch.tensor([ids.target(v.target(p))])) for p in data.train]
 
 
-def trial_loss(net: Seq2SeqRNN, src: torch.Tensor, tgt: torch.Tensor, forced: bool) -> torch.Tensor:
-    """One trial's loss: the summed cross-entropy (nats) over the target positions, and for a self-fed trial only
-    up to the first end symbol the network emits (module docstring)."""
+def trial_loss(net: RecurrentSeq2Seq, src: torch.Tensor, tgt: torch.Tensor, forced: bool,
+               mean: bool = False) -> torch.Tensor:
+    """One trial's loss: the cross-entropy (nats) over the target positions, and for a self-fed trial only up to
+    the first end symbol the network emits (module docstring); summed, or with ``mean`` averaged over the
+    positions counted (``train.loss``)."""
     logits = net(src, tgt, forced)  # (1, T, V)
     nll = F.cross_entropy(logits[0], tgt[0], reduction="none")  # (T,)
     if not forced:
         ended = (logits[0].argmax(dim=-1) == net.eos_id).nonzero()
         if len(ended):
             nll = nll[: int(ended[0, 0]) + 1]
-    return nll.sum()
+    return nll.mean() if mean else nll.sum()
 
 
-def fit(net: Seq2SeqRNN, train: list[tuple[torch.Tensor, torch.Tensor]], trial: BindingTrial,
+def line_order(n_lines: int, steps: int, how: str, g: torch.Generator) -> torch.Tensor:
+    """``(steps, 1)`` training-line indices: drawn uniformly with replacement (``"replacement"``), or the
+    concatenation of fresh permutations of the ``n_lines`` lines, cut at ``steps`` (``"epochs"``)."""
+    if how == "epochs":
+        passes = -(-steps // n_lines)
+        return torch.cat([torch.randperm(n_lines, generator=g) for _ in range(passes)])[:steps].view(steps, 1)
+    return torch.randint(n_lines, (steps, 1), generator=g)
+
+
+def fit(net: RecurrentSeq2Seq, train: list[tuple[torch.Tensor, torch.Tensor]], trial: BindingTrial,
         device: str | torch.device = "cpu", progress: Callable[[int], None] | None = None) -> dict:
     """Train ``net`` in place with the trial's recipe (:class:`~.config.RNNTrainConfig`, module docstring); the
     summary of :func:`bindscale.kit.fit_minibatches` (status, loss curve in nats per sequence, steps per second)."""
     t, seed = trial.train, trial.seed
     device = torch.device(device)
-    order = torch.randint(len(train), (t.steps, 1), generator=generator(seed, "train"))  # with replacement
-    forced = (torch.rand(t.steps, generator=generator(seed, "train", key=(1,))) < t.teacher_forcing).tolist()
+    order = line_order(len(train), t.steps, t.order, generator(seed, "train"))
+    if t.teacher_forcing is None:  # a decoder that reads no output: every position counts
+        forced = [True] * t.steps
+    else:
+        forced = (torch.rand(t.steps, generator=generator(seed, "train", key=(1,))) < t.teacher_forcing).tolist()
     pairs = [(s.to(device), g.to(device)) for s, g in train]
+    mean = t.loss == "mean"
 
     def batch_loss(step: int, rows: torch.Tensor) -> torch.Tensor:
         src, tgt = pairs[int(rows[0])]
-        return trial_loss(net, src, tgt, forced[step])
+        return trial_loss(net, src, tgt, forced[step], mean)
 
     net.to(device).train()
     # The dropout masks, from the generators the trial draws from only (the CPU one; on CUDA, also its device's),

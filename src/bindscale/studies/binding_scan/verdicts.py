@@ -1,8 +1,9 @@
 """Verdict rules of the ``binding_scan`` study; "supported" means the cited sources' claim holds.
 
 Rows (:func:`prepare_rows`): ok trials of the decoder-only models, numeric columns coerced (the recurrent
-encoder-decoder of ``binding_scan-lake2018.yaml``, a published baseline reproduced in its own setting, is left
-out: no rule, gate or recipe check reads it, and the guards and seed counts look up the decoders' cells only);
+encoder-decoders of ``binding_scan-lake2018.yaml`` and ``binding_scan-russin2019.yaml``, published models reproduced
+in their own settings, are left out: no rule, gate or recipe check reads them, and the guards and seed counts look
+up the decoders' cells only);
 rotary positions are kept when present (every tier trains rotary models; learned positions are an ablation).
 Generalization splits are every ``split`` but ``simple``. A *cell* is (split, model kind, budget, layers) within one recipe; its replicates are distinct seeds
 (rows repeating a seed are averaged). Each deciding cell is named to the engine (``details["deciding_cells"]``)
@@ -169,9 +170,9 @@ RECIPE = _recipe_columns()
 
 def prepare_rows(df: pd.DataFrame) -> pd.DataFrame:
     """Ok rows of the decoder-only models with the numeric columns coerced (missing ones added as NaN). The
-    recurrent encoder-decoder's rows (:data:`~.config.RNN_KINDS`, the published baseline of
-    ``binding_scan-lake2018.yaml``) are left out: no claim is decided by them, and a table that holds them beside
-    the decoders' is decided as one without them."""
+    recurrent encoder-decoders' rows (:data:`~.config.RNN_KINDS`: the published models of
+    ``binding_scan-lake2018.yaml`` and ``binding_scan-russin2019.yaml``) are left out: no claim is decided by them,
+    and a table that holds them beside the decoders' is decided as one without them."""
     ok = coerce_numeric(ok_rows(df, NUMERIC), NUMERIC)
     if "model" in ok:
         ok = ok[~ok["model"].isin(RNN_KINDS)]
