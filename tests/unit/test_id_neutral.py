@@ -121,6 +121,52 @@ def test_a_record_written_before_an_id_neutral_field_existed_gets_its_default_as
     assert cls.config_columns({**old, "train.precision": "bf16"})["train.precision"] == "bf16"
 
 
+class _Decoder(StrictModel):
+    steps: int = 10
+    pack: bool = id_neutral_field(False)
+    precision: str = id_neutral_field("fp32")
+
+
+class _Recurrent(StrictModel):
+    steps: int = 10
+    clip: float = 5.0
+    order: str = id_neutral_field("random")
+    precision: str = id_neutral_field("fp32")
+
+
+class _UnionTrial(TrialBase):
+    KIND = "idneutral-union-test"
+    SECTIONS = ("train",)
+    train: _Decoder | _Recurrent = _Decoder()
+    seed: int = 0
+
+
+def test_a_record_of_a_union_section_gets_the_defaults_of_the_member_it_holds():
+    # A decoder's record from before ``pack`` (binding_scan-full's first 22 records): pack False, as it ran, so the
+    # rules do not read it as a second recipe beside records that hold pack False; a recurrent record gets none.
+    old_decoder = {"train.steps": 10, "seed": 0}
+    assert _UnionTrial.config_columns(old_decoder) == {"train.steps": 10, "seed": 0, "train.pack": False,
+                                                       "train.precision": "fp32"}
+    old_recurrent = {"train.steps": 10, "train.clip": 5.0, "seed": 0}
+    assert _UnionTrial.config_columns(old_recurrent) == {**old_recurrent, "train.order": "random",
+                                                         "train.precision": "fp32"}
+    # What a record holds is kept; a record no single member fits gets only the shared defaults.
+    assert _UnionTrial.config_columns({**old_decoder, "train.pack": True})["train.pack"] is True
+    odd = {"train.steps": 10, "train.clip": 5.0, "train.pack": True, "seed": 0}
+    assert _UnionTrial.config_columns(odd) == {**odd, "train.precision": "fp32"}
+    # Every column name of the class, either member's, is listed once.
+    assert set(_UnionTrial.column_names()) == {"seed", "train.steps", "train.pack", "train.precision", "train.clip",
+                                               "train.order"}
+
+
+def test_binding_scans_decoder_records_from_before_pack_read_pack_false():
+    from bindscale.studies.binding_scan.config import BindingTrial
+
+    trial = resolve_study("binding_scan-full").trials()[0]
+    old = {k: v for k, v in trial.flat().items() if k != "train.pack"}
+    assert BindingTrial.config_columns(old)["train.pack"] is False
+
+
 def test_an_id_neutral_field_needs_a_plain_default():
     with pytest.raises(TypeError, match="plain default"):
         id_neutral_field(None, default_factory=list)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextvars
 import copy
+import functools
 import hashlib
 import itertools
 import json
@@ -208,11 +209,12 @@ class TrialBase(StrictModel):
         id-neutral field (:func:`id_neutral_field`) was added gets that field's default: what it ran with.
         """
         alias = {path: name for name, path in cls.AXES.items()}
+        alias_path = dict(cls.AXES)
         out: dict[str, Any] = {}
         for key, value in flat.items():
             out.setdefault(alias.get(key, key), value)
         # A record written before an id-neutral field existed (:func:`id_neutral_field`) trained with its default.
-        for path, default in _id_neutral_defaults(cls).items():
+        for path, default in _id_neutral_defaults(cls, {alias_path.get(k, k) for k in flat}).items():
             if path not in flat and alias.get(path, path) not in flat:
                 out.setdefault(alias.get(path, path), default)
         return out
@@ -258,28 +260,41 @@ def _trial_paths(cls: type[TrialBase]) -> set[str]:
     return paths
 
 
-_ID_NEUTRAL_DEFAULTS: dict[type, dict[str, Any]] = {}
-
-
-def _id_neutral_defaults(cls: type[TrialBase]) -> dict[str, Any]:
+def _id_neutral_defaults(cls: type[TrialBase], paths: set[str] | None = None) -> dict[str, Any]:
     """Dotted path → default of every id-neutral section field (:func:`id_neutral_field`) of trial class
-    ``cls``, in JSON form; of a section typed as a union, only those every member has, with one default.
-    Computed once per class."""
-    if cls in _ID_NEUTRAL_DEFAULTS:
-        return _ID_NEUTRAL_DEFAULTS[cls]
+    ``cls``, in JSON form.
+
+    A section typed as a union of configs (e.g. a decoder's ``train`` or a recurrent model's) contributes the
+    id-neutral fields of the one member a record holds: ``paths``, the record's dotted config paths, name it when
+    exactly one member has every non-id-neutral field the record holds of that section and nothing the member
+    lacks. Without ``paths``, or when no single member fits, only the fields every member has, with one default.
+    """
     out: dict[str, Any] = {}
     for section in cls.SECTIONS:
         info = cls.model_fields.get(section)
         members = _config_members(info.annotation) if info is not None else []
         if not members:
             continue
-        names = set.intersection(*(set(m.model_fields) for m in members))
-        for name in sorted(names):
-            infos = [m.model_fields[name] for m in members]
-            defaults = {json.dumps(f.default, sort_keys=True, default=str) for f in infos}
-            if all(_is_id_neutral(f) for f in infos) and len(defaults) == 1:
-                out[f"{section}.{name}"] = json.loads(defaults.pop())
-    _ID_NEUTRAL_DEFAULTS[cls] = out
+        if len(members) > 1 and paths is not None:
+            held = {p.split(".", 1)[1] for p in paths if p.startswith(section + ".")}
+            fits = [m for m in members if held <= set(m.model_fields)
+                    and {n for n, f in m.model_fields.items() if not _is_id_neutral(f)} <= held]
+            if len(fits) == 1:
+                members = fits
+        out |= _shared_id_neutral_defaults(section, tuple(members))
+    return out
+
+
+@functools.cache
+def _shared_id_neutral_defaults(section: str, members: tuple[type[BaseModel], ...]) -> dict[str, Any]:
+    """Dotted path → JSON default of the id-neutral fields every one of ``members`` has, with one default."""
+    out: dict[str, Any] = {}
+    names = set.intersection(*(set(m.model_fields) for m in members))
+    for name in sorted(names):
+        infos = [m.model_fields[name] for m in members]
+        defaults = {json.dumps(f.default, sort_keys=True, default=str) for f in infos}
+        if all(_is_id_neutral(f) for f in infos) and len(defaults) == 1:
+            out[f"{section}.{name}"] = json.loads(defaults.pop())
     return out
 
 
