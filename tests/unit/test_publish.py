@@ -681,3 +681,27 @@ def test_a_published_folder_is_not_a_run_to_publish(tmp_path, which):
             publish(src, target, commit="b")
         assert not (tmp_path / "elsewhere").exists()
     assert _snapshot(to) == before
+
+
+def test_a_resumed_runs_timing_sums_its_finished_sessions_and_says_what_it_leaves_untimed(tmp_path):
+    from bindscale.report.publish import study_trials_timed, wall_said
+    from bindscale.run.runner import add_session_timing
+
+    store = RunStore.of(tmp_path)
+    # A first session cut off before it timed itself: its 22 trials are recorded, its time is not.
+    second = add_session_timing(store, 3826.75, trials_run=18, recorded_before=22)
+    assert second["wall_seconds"] == 3826.75 and second["trials_timed"] == 18
+    (tmp_path / "timing.json").write_text(json.dumps(second))
+    third = add_session_timing(store, 600.0, trials_run=0, recorded_before=40)  # a resume with nothing left
+    assert third["wall_seconds"] == 4426.75 and third["trials_timed"] == 18 and len(third["sessions"]) == 2
+    (tmp_path / "timing.json").write_text(json.dumps(third))
+    assert study_wall_seconds(store) == 4426.75 and study_trials_timed(store) == 18
+    said = wall_said({"wall_seconds": 4426.75, "trials_timed": 18, "n_trials": 40})
+    assert said.startswith("74 min for 18 of 40 trials")
+    assert wall_said({"wall_seconds": 4426.75, "trials_timed": 40, "n_trials": 40}) == "74 min"
+    # A file from before the sums (one session's time) covers that session's trials; no file: unknown.
+    (tmp_path / "timing.json").write_text(json.dumps({"wall_seconds": 61.0, "trials_run": 5,
+                                                      "trials_recorded_before": 3}))
+    assert study_trials_timed(store) == 5
+    assert add_session_timing(store, 9.0, 0, 8)["wall_seconds"] == 70.0
+    assert study_trials_timed(RunStore.of(tmp_path / "none")) is None

@@ -76,10 +76,26 @@ def git_commit(where: "str | Path" = ".") -> str | None:
     return head + ("+dirty" if dirty else "")
 
 
+def study_trials_timed(sub: RunStore) -> int | None:
+    """How many of a study's trials its wall time (:func:`study_wall_seconds`) covers: ``timing.json``'s
+    ``trials_timed`` (the trials its finished sessions trained, :func:`bindscale.run.runner.add_session_timing`),
+    or, in a file from before sessions were summed (one session's time), that session's ``trials_run``; None when
+    unknown (no file)."""
+    try:
+        t = json.loads(sub.read_text("timing.json")) if sub.exists("timing.json") else {}
+    except (ValueError, TypeError):
+        return None
+    if "trials_timed" in t:
+        return int(t["trials_timed"])
+    return int(t["trials_run"]) if "trials_run" in t else None
+
+
 def study_wall_seconds(sub: RunStore) -> float | None:
-    """A study's wall time: ``timing.json`` (which the runner writes; older run directories have none) when present, else the
-    seconds between its ``study.yaml`` (written when the run starts) and its ``summary.json`` (written
-    last) in a local directory; None when neither is known. A resumed study's span covers its pauses."""
+    """A study's wall time: ``timing.json`` (which the runner writes, summed over a resumed run's finished sessions;
+    older run directories have none) when present, else the seconds between its ``study.yaml`` (written when the
+    run starts) and its ``summary.json`` (written last) in a local directory; None when neither is known. A
+    session cut off before it wrote ``timing.json`` is in neither: :func:`study_trials_timed` says how many
+    trials the time covers."""
     if sub.exists("timing.json"):
         try:
             return float(json.loads(sub.read_text("timing.json"))["wall_seconds"])
@@ -469,7 +485,7 @@ def study_provenance(sub: RunStore, name: str, commit: str | None, variant: str 
         "cpu": prov.get("cpu") or here.get("cpu"), "cpu_recorded": bool(prov.get("cpu")),
         "device": prov.get("device"), "torch": prov.get("torch_version") or here.get("torch"),
         "date": (summary.get("generated") or "")[:10] or None,
-        "wall_seconds": None if wall is None else round(wall, 1),
+        "wall_seconds": None if wall is None else round(wall, 1), "trials_timed": study_trials_timed(sub),
         "n_trials": summary.get("n_trials"), "n_ok": summary.get("n_ok"),
         "seeds_per_deciding_cell": seeds,
         "report_generated": summary.get("generated"),
@@ -709,6 +725,16 @@ def _minutes(seconds: float | None) -> str:
     return f"{m:.0f} min" if m < 90 else f"{int(m // 60)} h {int(round(m % 60)):02d} min"
 
 
+def wall_said(s: dict) -> str:
+    """A study's wall time in words, saying how many of its trials it covers where a cut-off session left some
+    untimed (``trials_timed`` below ``n_trials``): "64 min for 18 of 40 trials (...)"."""
+    timed, n = s.get("trials_timed"), s.get("n_trials")
+    part = (f" for {timed} of {n} trials (the others trained in a session cut off before it timed itself)"
+            if isinstance(timed, int) and isinstance(n, int) and timed < n and s.get("wall_seconds") is not None
+            else "")
+    return _minutes(s.get("wall_seconds")) + part
+
+
 def study_line(name: str, s: dict) -> str:
     """One study's provenance in words: tier, commit, CPU, date, wall time, seeds per deciding cell."""
     cpu = s.get("cpu") or "unknown CPU"
@@ -716,7 +742,7 @@ def study_line(name: str, s: dict) -> str:
         cpu += " (the publishing machine's; the records carry none)"
     seeds = s.get("seeds_per_deciding_cell")
     return (f"{name}: tier `{s.get('tier') or name}`, commit `{(s.get('commit') or 'unknown')[:12]}`, {cpu}, "
-            f"{s.get('date') or 'undated'}, {_minutes(s.get('wall_seconds'))}"
+            f"{s.get('date') or 'undated'}, {wall_said(s)}"
             f"{f', {seeds} seeds per deciding cell' if seeds else ''}")
 
 
@@ -732,7 +758,7 @@ def _provenance_line(p: dict) -> str:
 
 def _folder_readme(answer: dict, p: dict) -> str:
     rows = "\n".join(f"| {n} | {s.get('tier') or n} | {(s.get('commit') or '?')[:12]} | {s.get('date') or '?'} | "
-                     f"{_minutes(s.get('wall_seconds'))} | {s.get('n_ok')} of {s.get('n_trials')} | "
+                     f"{wall_said(s)} | {s.get('n_ok')} of {s.get('n_trials')} | "
                      f"{s.get('seeds_per_deciding_cell') or '?'} |"
                      for n, s in {**p["studies"], **(p.get("variants") or {})}.items())
     return ("# The answer, published\n\n"

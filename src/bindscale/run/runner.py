@@ -143,11 +143,31 @@ def _run_locked(study: StudyConfig, store: RunStore, dev: str, workers: int | No
                                    "and re-run the same command to resume") from None
     summary = build_outputs(store, study, trials)
     summary["wall_seconds"] = time.perf_counter() - t0
-    # This session's training and report time (a resumed study's earlier sessions are not in it), read by
-    # `bindscale publish` for the published answer's wall times.
-    store.write_text("timing.json", json.dumps({"wall_seconds": round(summary["wall_seconds"], 2),
-                                                "trials_run": len(todo), "trials_recorded_before": len(have)}) + "\n")
+    store.write_text("timing.json", json.dumps(add_session_timing(store, summary["wall_seconds"], len(todo),
+                                                                  len(have))) + "\n")
     return summary
+
+
+def add_session_timing(store: RunStore, wall_seconds: float, trials_run: int, recorded_before: int) -> dict:
+    """``timing.json``'s content after a session that trained ``trials_run`` trials in ``wall_seconds`` (training
+    and report) with ``recorded_before`` trials already recorded: every finished session of the run directory
+    (earlier ones from the file, when it holds them) and their sums, read by ``bindscale publish`` for the
+    published wall times. ``wall_seconds`` is the sum over the sessions that finished; ``trials_timed`` counts the
+    trials they trained, so a session cut off before it wrote the file (its trials recorded, its time not) shows
+    as ``trials_timed`` below the run's trial count."""
+    sessions: list[dict] = []
+    if store.exists("timing.json"):
+        try:
+            old = json.loads(store.read_text("timing.json"))
+            sessions = list(old.get("sessions") or [
+                {k: old[k] for k in ("wall_seconds", "trials_run", "trials_recorded_before") if k in old}])
+        except (ValueError, TypeError, AttributeError):
+            sessions = []
+    sessions.append({"wall_seconds": round(wall_seconds, 2), "trials_run": trials_run,
+                     "trials_recorded_before": recorded_before})
+    walls = [float(s.get("wall_seconds") or 0.0) for s in sessions]
+    return {"wall_seconds": round(sum(walls), 2), "trials_run": trials_run, "trials_recorded_before": recorded_before,
+            "trials_timed": sum(int(s.get("trials_run") or 0) for s in sessions), "sessions": sessions}
 
 
 _report_warmer: threading.Thread | None = None
