@@ -588,18 +588,20 @@ def _tree_cpu(root: int, seen: dict[int, float]) -> None:
         seen[pid] = max(seen.get(pid, 0.0), stats[pid][1])
 
 
-def _run_timed(cmd: list[str], env: dict, cwd: Path, log: Path, tree: bool = False) -> tuple[float, float]:
+def _run_timed(cmd: list[str], env: dict, cwd: Path, log: Path, tree: bool = False,
+               seen: dict[int, float] | None = None) -> tuple[float, float]:
     """Run ``cmd`` to the end; its wall seconds and CPU seconds (user + system, all its threads; with
     ``tree``, also its descendants', sampled every 0.2 s by :func:`_tree_cpu`: the last 0.2 s of a worker
-    may be missed).
+    may be missed; ``seen``, where given, gets each process's CPU seconds by pid).
 
     Raises:
         subprocess.CalledProcessError: it exited non-zero (its output is in ``log``).
     """
     t0 = time.perf_counter()
-    seen: dict[int, float] = {}
+    seen = {} if seen is None else seen
     with open(log, "w") as f:
         proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=f, stderr=subprocess.STDOUT)
+        seen[proc.pid] = 0.0  # the first entry: the command's own process
         if tree:
             while proc.poll() is None:
                 _tree_cpu(proc.pid, seen)
@@ -663,12 +665,15 @@ def bindscale_sweep(trials, tmp: Path, tag: str) -> tuple[float, dict]:
     path.write_text(study_yaml(study))
     out = tmp / f"run_{tag}"
     cmd = [sys.executable, "-m", "bindscale", "run", str(path), "--out", str(out)]
-    wall, cpu = _run_timed(cmd, dict(os.environ), tmp, tmp / f"run_{tag}.log", tree=True)
+    per_pid: dict[int, float] = {}
+    wall, cpu = _run_timed(cmd, dict(os.environ), tmp, tmp / f"run_{tag}.log", tree=True, seen=per_pid)
+    driver_cpu = per_pid[next(iter(per_pid))]  # the driver (start-up, planning, progress, report)
     metrics = [json.loads(f.read_text())["metrics"] for f in sorted((out / "records").glob("*.json"))]
     sums = {k: sum(m.get(f"{k}_seconds", 0.0) for m in metrics) for k in ("train", "eval", "probe")}
     jobs = round(sum(1 / m.get("stack_size", 1) for m in metrics))
     workers = max(1, min(len(os.sched_getaffinity(0)), jobs))
-    return wall, {"wall_s": wall, "cpu_s": cpu, "jobs": jobs, "r2_heldout": [m.get("r2_heldout") for m in metrics],
+    return wall, {"wall_s": wall, "cpu_s": cpu, "driver_cpu_s": driver_cpu, "other_processes_cpu_s": cpu - driver_cpu,
+                  "jobs": jobs, "r2_heldout": [m.get("r2_heldout") for m in metrics],
                   "r2_heldout_taskmean": [m.get("r2_heldout_taskmean") for m in metrics], "workers": workers, **{f"{k}_worker_s": v for k, v in sums.items()},
                   "other_wall_s": wall - sum(sums.values()) / workers}
 
@@ -706,7 +711,8 @@ def bench_sweep(steps: int, seeds: int, repeat: int, tmp: Path, ref: dict | None
                 out["bs_final_r2_heldout"] = parts["r2_heldout"]
                 out["bs_final_r2_heldout_taskmean"] = parts["r2_heldout_taskmean"]
                 extra = (f"{parts['jobs']} jobs on {parts['workers']} workers; worker-s train {parts['train_worker_s']:.1f}, "
-                         f"eval {parts['eval_worker_s']:.1f}, probes {parts['probe_worker_s']:.1f}")
+                         f"eval {parts['eval_worker_s']:.1f}, probes {parts['probe_worker_s']:.1f}; driver "
+                         f"{parts['driver_cpu_s']:.1f} CPU-s")
             else:
                 wall, per = process_sweep(jobs[side], 2)
                 out[f"{side}_s"].append(wall)
@@ -719,11 +725,22 @@ def bench_sweep(steps: int, seeds: int, repeat: int, tmp: Path, ref: dict | None
             out["load"].append(load()[0])
             print(f"  sweep {steps} steps, {side}: {out[f'{side}_s'][-1]:.1f} s wall, {out[f'{side}_cpu_s'][-1]:.1f} CPU-s "
                   f"({extra}; load {out['load'][-1]})", flush=True)
+    return out | sweep_ratios(out, ("ref2", "jax2") if ref else ("jax2",))
+
+
+def sweep_ratios(out: dict, peers) -> dict:
+    """bindscale's speed-up over each peer in a sweep's figures (``{side}_s`` and ``{side}_cpu_s``: each pass's
+    wall and CPU seconds; ``bs`` is bindscale): ``ratio_{peer}`` the peer's median wall seconds over bindscale's,
+    ``ratio_{peer}_cpu`` the same per CPU-second (the load taken out of the wall figures), and ``_each`` the
+    ratio of each pass."""
     med = lambda k: statistics.median(out[k])  # noqa: E731
-    for peer in ("ref2", "jax2") if ref else ("jax2",):
-        out[f"ratio_{peer}"] = med(f"{peer}_s") / med("bs_s")
-        out[f"ratio_{peer}_each"] = [a / b for a, b in zip(out[f"{peer}_s"], out["bs_s"])]
-    return out
+    ratios = {}
+    for peer in peers:
+        for unit in ("", "_cpu"):
+            mine, theirs = out[f"bs{unit}_s"], out[f"{peer}{unit}_s"]
+            ratios[f"ratio_{peer}{unit}"] = med(f"{peer}{unit}_s") / med(f"bs{unit}_s")
+            ratios[f"ratio_{peer}{unit}_each"] = [a / b for a, b in zip(theirs, mine)]
+    return ratios
 def bench_curves(steps: int, n_evals: int, tmp: Path) -> dict:
     """Held-out R² curves of both sides at the shared configuration (1 thread each, no clipping)."""
     from bindscale.studies.scaling.trial import _eval_steps, run_group
@@ -944,13 +961,16 @@ def main() -> None:
     for s in out.get("sweeps", []):
         if s["steps"] >= 1000 and f"ratio_{peer}2" in s:
             out[f"ratio_sweep_{peer}_{s['steps']}"] = s[f"ratio_{peer}2"]
+            out[f"ratio_sweep_cpu_{peer}_{s['steps']}"] = s[f"ratio_{peer}2_cpu"]
             targets[f"sweep_3x_vs_{peer}_{s['steps']}_steps"] = s[f"ratio_{peer}2"] >= 3.0
+            targets[f"sweep_3x_per_cpu_s_vs_{peer}_{s['steps']}_steps"] = s[f"ratio_{peer}2_cpu"] >= 3.0
     # One figure each for CI's check (.ci/run) and a quick look: the main peer (the reference where given).
     if rows:
         out["ratio_per_model_min"] = min(out[f"ratio_{peer}_min_t{t}"] for t in threads)
     if out.get("sweeps"):
         last = max(out["sweeps"], key=lambda s: s["steps"])
         out["ratio_sweep"] = last[f"ratio_{peer}2"]
+        out["ratio_sweep_cpu"] = last[f"ratio_{peer}2_cpu"]
     out["ratio_peer"] = SIDES[peer]
     out["targets_met"] = targets
     out["load_after"] = load()
@@ -1004,9 +1024,10 @@ def report(out: dict) -> None:
         table(f"sweep of {s['trials']} trials x {s['steps']} steps{' (start-up dominated)' if s['start_up_dominated'] else ''}"
               f" (wall s / CPU s, median)", [{"ref2": "reference run.py x2", "jax2": "hand-written JAX x2",
                                                "bs": "bindscale run"}[k] for k in sides]
-              + [f"ratio vs {p}" for p in ("ref2", "jax2") if f"ratio_{p}" in s],
+              + [f"ratio vs {p} wall (per CPU-s)" for p in ("ref2", "jax2") if f"ratio_{p}" in s],
               [[f"{statistics.median(s[f'{k}_s']):.1f} / {statistics.median(s[f'{k}_cpu_s']):.0f}" for k in sides]
-               + [f"{s[f'ratio_{p}']:.2f} {_fmt(s[f'ratio_{p}_each'])}" for p in ("ref2", "jax2") if f"ratio_{p}" in s]])
+               + [f"{s[f'ratio_{p}']:.2f} {_fmt(s[f'ratio_{p}_each'])} ({s[f'ratio_{p}_cpu']:.2f} "
+                  f"{_fmt(s[f'ratio_{p}_cpu_each'])})" for p in ("ref2", "jax2") if f"ratio_{p}" in s]])
     if "curve_steps" in out:
         table("held-out R² at the shared configuration", ["step", "bindscale", "hand-written JAX"],
               [[s, a, b] for s, a, b in zip(out["curve_steps"], out["curve_r2_heldout_bindscale"],

@@ -62,3 +62,15 @@ def test_warm_and_time_counts_the_windows_steps_and_leaves_the_warm_up_out():
     assert out["steps"] == sum(calls[5:]) and out["wall_s"] >= 0.3
     assert 300 < out["steps_per_s"] <= 1000  # at most one step a millisecond
     assert out["cpu_share"] < 0.5  # sleeping is not CPU time
+
+
+def test_sweep_ratios_are_the_peer_s_seconds_over_bindscale_s_wall_and_cpu(jax_peer):
+    """The sweep's target is per CPU-second: ``ratio_ref2_cpu`` is the reference's median CPU seconds over
+    bindscale's, beside the wall-clock ratio, and each pass's ratio."""
+    out = {"bs_s": [40.0, 50.0, 45.0], "bs_cpu_s": [70.0, 80.0, 60.0], "ref2_s": [120.0, 110.0, 130.0],
+           "ref2_cpu_s": [230.0, 240.0, 220.0]}
+    got = jax_peer.sweep_ratios(out, ("ref2",))
+    assert got["ratio_ref2"] == pytest.approx(120.0 / 45.0)
+    assert got["ratio_ref2_cpu"] == pytest.approx(230.0 / 70.0)
+    assert got["ratio_ref2_each"] == pytest.approx([3.0, 2.2, 130.0 / 45.0])
+    assert got["ratio_ref2_cpu_each"] == pytest.approx([230.0 / 70.0, 3.0, 220.0 / 60.0])

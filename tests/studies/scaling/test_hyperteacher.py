@@ -124,3 +124,21 @@ def test_a_single_row_leaves_the_readout_bias_alone():
     y1 = task.teacher(z, torch.ones(1, 1, 16))
     assert torch.equal(task.r, r)
     torch.testing.assert_close(task.teacher(z, torch.ones(1, 1, 16)), y1)
+
+
+@pytest.mark.parametrize("holdout", [0.0, 0.25])
+def test_pool_masks_mark_each_combination_s_modules(holdout):
+    """``_masks``: one row per combination of the pool, 1.0 at its modules, 0.0 elsewhere (an empty pool: no rows)."""
+    from bindscale.studies.scaling.config import TaskConfig
+    from bindscale.studies.scaling.tasks.hyperteacher import HyperTeacher
+
+    ht = HyperTeacher(TaskConfig(M=16, K=3, holdout=holdout), seed=3)
+    for pool in ("train", "heldout"):
+        combos = getattr(ht.split, pool)
+        want = torch.zeros(len(combos), 16)
+        for i, c in enumerate(combos):
+            for m in c:
+                want[i, m] = 1.0
+        got = ht._masks[pool]
+        assert got.dtype == torch.float32 and got.shape == (len(combos), 16) and torch.equal(got, want)
+    assert ht.n_combos("heldout") == (0 if holdout == 0 else round(0.25 * 696))

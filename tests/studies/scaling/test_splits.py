@@ -81,3 +81,26 @@ def test_split_is_deterministic_in_its_seed():
     b = make_split(8, 3, "random", 0.5, np.random.default_rng(7))
     c = make_split(8, 3, "random", 0.5, np.random.default_rng(8))
     assert a == b and a.heldout != c.heldout
+
+
+def _in_hull_by_definition(combo, train):
+    """The module docstring's definition, checked against each training combination one by one."""
+    seen = {m for c in train for m in c}
+    return all(m in seen for m in combo) and all(any(a in c and b in c for c in train)
+                                                 for a, b in itertools.combinations(combo, 2))
+
+
+@pytest.mark.parametrize("M,K,kind,holdout,pairs", [(16, 3, "random", 0.25, 0), (16, 3, "random", 0.5, 0),
+                                                    (8, 3, "random", 0.75, 1), (8, 3, "non_compositional", 0.25, 0),
+                                                    (8, 3, "disconnected", 0.0, 0), (6, 2, "random", 0.5, 0)])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_hull_labels_follow_the_definition(M, K, kind, holdout, pairs, seed):
+    from bindscale.studies.scaling.tasks.splits import hull_labels
+
+    split = make_split(M, K, kind, holdout, np.random.default_rng(seed), withheld_pairs=pairs)
+    want = [_in_hull_by_definition(c, split.train) for c in split.heldout]
+    assert split.inhull == want == hull_labels(split.heldout, split.train)
+    assert [in_hull(c, split.train) for c in split.heldout] == want
+    if kind == "disconnected":
+        assert not any(want)  # every mixed combination needs a pair never trained together
+    assert hull_labels([], split.train) == [] and hull_labels([(0,)], []) == [False]

@@ -436,7 +436,7 @@ def _probe_metrics(model: StackedModel, trials, tasks, device) -> dict[str, list
     The reported layer is chosen by cross-validation on the fit set (:func:`probe_layers`),
     for the trained model and for the random-init control separately.
     """
-    from .probes import probe_layers  # scikit-learn: imported by whoever trains, not by a run's driver
+    from .probes import probe_layers  # NumPy only (no scikit-learn: bindscale.studies.scaling.probes)
 
     T, tr = len(trials), trials[0].train
     S = tr.probe_samples

@@ -98,10 +98,11 @@ class HyperTeacher:
         self._masks = {pool: self._mask(getattr(self.split, pool)) for pool in POOLS}
 
     def _mask(self, combos: list[tuple[int, ...]]) -> torch.Tensor:
-        m = torch.zeros(max(len(combos), 1), self.cfg.M, device=self.device)
-        for i, c in enumerate(combos):
-            m[i, list(c)] = 1.0
-        return m[: len(combos)]
+        """``(len(combos), M)``: 1 at each combination's modules, else 0 (one indexed write for all)."""
+        m = torch.zeros(max(len(combos), 1), self.cfg.M)
+        rows = [i for i, c in enumerate(combos) for _ in c]
+        m[rows, [j for c in combos for j in c]] = 1.0
+        return m[: len(combos)].to(self.device)
 
     @property
     def code_dim(self) -> int:
