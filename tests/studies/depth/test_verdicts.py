@@ -498,6 +498,20 @@ def test_depth_rows_of_one_step_count_but_another_recipe_are_not_pooled(column, 
     assert depth(a).outcome == "supported"
 
 
+def test_depth_packed_and_padded_rows_are_two_recipes():
+    """``train.pack`` is part of the recipe (verdicts.RECIPE): the tiers train padded and ``--set train.pack=true`` packs,
+    so a table holding both is two runs merged and decides nothing; each run's own rows decide. A table without the
+    column (records from before the field) is one recipe."""
+    table = _rows(_families(0.6, 0.5, base=0.2)).assign(steps=5000)
+    padded = table.assign(**{"train.pack": False})
+    packed = table.assign(**{"train.pack": True}, trial_id=table["trial_id"] + "-p")
+    out = depth(pd.concat([padded, packed], ignore_index=True))
+    assert out.outcome == "inconclusive" and "2 training recipes" in out.details["reason"], out.details.get("reason")
+    assert "train.pack" in out.details["reason"]
+    assert sorted(r["train.pack"] for r in out.details["recipes"]) == [False, True]
+    assert depth(padded).outcome == depth(packed).outcome == depth(table).outcome == "supported"
+
+
 def test_depth_failed_trials_of_another_recipe_are_no_planned_seeds_of_a_cell():
     """A cell is one recipe in the whole table too: 8 failed 700-step trials (seeds 8-15) are not seeds the
     5,000-step cells lost."""

@@ -35,15 +35,25 @@ def stack_step_seconds(trials: list, window: float = 0.05, rounds: int = 3) -> f
     return timed(trials, hook_model(), TIMER_POSITIONS, window, rounds)  # the hook's default: the fixed vocabulary
 
 
+#: CPU time of a packed training step (``train.pack``, :func:`bindscale.train.loop.packed_batch`) over a padded one:
+#: 1 / 1.51, ``benchmarks/packing.py`` at ceiling-full's largest trial (1.6M, 2 x 256, batch 32; the project's 2-core
+#: Xeon, one torch thread; benchmarks/results/packing_intel-xeon-processor_2026-12-07.json, "ceiling"): 0.56 real
+#: tokens padded, 0.88 packed. Every training set of ceiling-full packs alike (packed positions 0.64-0.66 of the
+#: padded at 50-400 instances a family); smaller models, whose steps hold more fixed work, were not timed.
+PACKED_STEP_SHARE = 1 / 1.51
+
+
 def trial_cost(t) -> float:
     """Relative cost of one trial: steps × batch × (n_layers + budget / 50,000) for a trained transformer (a step's
     time is a fixed part per layer plus a part growing with the weights; measured at batch 32, ~70 positions:
-    0.12 s per step at 100k parameters, 0.19 s at 400k, 0.44 s at 1.6M, four layers, loaded 2-core machine);
-    instances × :data:`LM_COST_PER_INSTANCE` for a real model."""
+    0.12 s per step at 100k parameters, 0.19 s at 400k, 0.44 s at 1.6M, four layers, loaded 2-core machine), times
+    :data:`PACKED_STEP_SHARE` where it packs (``train.pack``); instances × :data:`LM_COST_PER_INSTANCE` for a real
+    model."""
     if t.model.kind == "lm":
         n = len(t.task.family_list) * (t.task.n_test * t.task.max_difficulty + t.task.n_heldout)
         return n * LM_COST_PER_INSTANCE
-    return t.train.steps * t.train.batch_size * (t.model.n_layers + t.model.budget / 50_000)
+    share = PACKED_STEP_SHARE if getattr(t.train, "pack", False) else 1.0
+    return t.train.steps * t.train.batch_size * (t.model.n_layers + t.model.budget / 50_000) * share
 
 
 def job_cost(job: list) -> float:
@@ -68,7 +78,8 @@ def trial_memory_bytes(trial) -> int:
     (:func:`bindscale.models.transformer_memory_bytes` at its shape, batch and :data:`TRAIN_TOKENS` positions, its
     training instances on the device), at least :data:`MEMORY_FLOOR`; ceiling-paper's largest trial (2 × 728,
     12.8M, batch 32) measured 0.63 GiB alone on an H200 (benchmarks/results/gpu_paper_h200_2026-12-04.json),
-    under the floor. A local LM: 2 GiB."""
+    under the floor. A packed trial (``train.pack``) is planned at this padded figure, an upper bound: its steps
+    hold fewer rows of the same width. A local LM: 2 GiB."""
     if trial.model.kind == "lm":
         return 2 << 30
     from bindscale.models import shape_for_budget, transformer_memory_bytes

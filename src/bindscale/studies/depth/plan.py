@@ -45,14 +45,41 @@ def _positions(t) -> int:
     return POSITIONS.get(t.task.split, POSITIONS_OTHER) if t.data.train is None else POSITIONS_OTHER
 
 
+#: CPU time of a packed training step (``train.pack``, :func:`bindscale.train.loop.packed_batch`) over a padded one,
+#: by split (others and data files: :data:`PACKED_STEP_SHARE_OTHER`), measured on the project's 2-core Xeon, one
+#: torch thread, as training steps per CPU-second. The length split: 1 / 1.28, ``benchmarks/packing.py`` at its
+#: deciding shape (200k, 2 x 92; benchmarks/results/packing_intel-xeon-processor_2026-12-07.json, "depth"): its
+#: batches are 0.61 real tokens padded, 0.84 packed (its outputs stop at 22 actions, so most commands are near the
+#: longest and few share a row).
+PACKED_STEP_SHARE = {"length": 1 / 1.28}
+#: The other splits (add-primitive jump, around-right: up to 48 actions, 0.45-0.47 real padded, 0.92-0.93 packed)
+#: and data files: 1 / 1.71, the training CPU-seconds of whole depth-full add-jump trials, padded over packed, mean
+#: of the six per-seed ratios (1.59-1.87) of two deciding cells, 200k depth 2 (mean 1.80) and 100k depth 8 (1.61),
+#: seeds 0-2, 5,000 steps (``benchmarks/pack_gate.py``;
+#: benchmarks/results/pack_gate_depth-full_intel-xeon-processor_2026-12-07.json). Around-right packs as add-jump
+#: does (0.51 of the padded positions, add-jump 0.48, length 0.73) and is costed with it.
+PACKED_STEP_SHARE_OTHER = 1 / 1.71
+
+
+def packed_step_share(t) -> float:
+    """A training step's cost packed over padded (:data:`PACKED_STEP_SHARE`) where the trial packs
+    (``train.pack``), else 1."""
+    if not getattr(t.train, "pack", False):
+        return 1.0
+    return PACKED_STEP_SHARE.get(t.task.split, PACKED_STEP_SHARE_OTHER) if t.data.train is None \
+        else PACKED_STEP_SHARE_OTHER
+
+
 def trial_cost(t) -> float:
-    """Relative cost of one trial: steps × batch × positions × (layers + 4 + budget / 50,000).
+    """Relative cost of one trial: steps × batch × positions × (layers + 4 + budget / 50,000), times the measured
+    share of a packed step where the trial packs (:func:`packed_step_share`).
 
     At these widths (12 to 120) a step's time is mostly per-position work that grows with depth, plus
     a fixed part (embedding, head, optimizer, data) and a part that grows with the weights (measured at
     300 steps: depth 1 → 8 costs 2.7x at 25k parameters; 25k → 100k costs 1.1-1.8x at equal depth).
     """
-    return t.train.steps * t.train.batch_size * _positions(t) * (t.model.n_layers + 4 + t.model.budget / 50_000)
+    return (t.train.steps * t.train.batch_size * _positions(t) * (t.model.n_layers + 4 + t.model.budget / 50_000)
+            * packed_step_share(t))
 
 
 def job_cost(job: list) -> float:
@@ -74,7 +101,10 @@ def trial_memory_bytes(trial) -> int:
     its shape (:func:`bindscale.models.shape_for_budget`), batch, the split's batch positions (:data:`POSITIONS`),
     a SCAN-sized vocabulary (:data:`TIMER_VOCAB`) and at most :data:`TRAIN_PAIRS_MAX` training pairs on the
     device; at least :data:`MEMORY_FLOOR`. depth-paper's largest trial (16 × 464, batch 128) measured 4.24 GiB
-    alone on an H200 (benchmarks/results/gpu_paper_h200_2026-12-04.json); this gives 4.98 GiB (stacked form)."""
+    alone on an H200 (benchmarks/results/gpu_paper_h200_2026-12-04.json); this gives 4.98 GiB (stacked form).
+    A packed trial (``train.pack``) is planned at this padded figure, an upper bound: its step holds fewer rows of
+    the same width (0.49-0.73 of the batch at depth-full's splits), beside which its boolean block mask (rows ×
+    width² bytes) is small."""
     from bindscale.models import shape_for_budget, transformer_memory_bytes
 
     m, positions = trial.model, _positions(trial)

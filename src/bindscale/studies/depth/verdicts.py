@@ -184,9 +184,14 @@ PLANNED_POS = "rope"
 #: cell is keyed by them, so the engine's per-model gate filters inside the configuration the rule decided on.
 MODEL_FIXED = ("pos", "heads")
 #: The record columns of a trial's ``train`` section (:class:`bindscale.kit.SeqTrainConfig`): one value of each is
-#: one training recipe, and the rows a rule compares share one (:func:`mixed_recipes`).
+#: one training recipe, and the rows a rule compares share one (:func:`mixed_recipes`). ``train.pack`` too: a packed
+#: step computes the padded one's loss and gradients up to float rounding, but the runs drift apart as rounding
+#: grows over 5,000 steps (lr 5e-3), and packed learning at depth-full's gate is not shown equal to padded
+#: (depth-full.yaml's comments: one add-jump seed passed padded, 0.98, and missed packed, 0.94). Every tier trains
+#: padded; a table of both is two runs' records merged (one run with ``--set train.pack=true``), decided per run like
+#: any other two recipes. Records from before the field read ``False`` (its default).
 RECIPE = ("steps", "train.batch_size", "lr", "train.weight_decay", "train.warmup_steps", "train.grad_clip",
-          "train.precision")
+          "train.precision", "train.pack")
 #: The recipe columns in every deciding cell's key: the training budget, ``steps`` of ``batch_size`` sequences, so
 #: that the engine's gates and seed counts read the cell's own recipe in the whole table (failed trials too).
 BUDGET_KEYS = ("steps", "train.batch_size")

@@ -15,12 +15,23 @@ def group_key(trial) -> tuple:
     return stack_key(trial, ("task", "model"))
 
 
+#: CPU time of a packed training step (``train.pack``, :func:`bindscale.train.loop.packed_batch`) over a padded one:
+#: 1 / 1.41, ``benchmarks/packing.py`` at subgraphs-full's largest multiplication trial (4 x 160, batch 64; the
+#: project's 2-core Xeon, one torch thread; benchmarks/results/packing_intel-xeon-processor_2026-12-07.json,
+#: "subgraphs"): 0.59 real tokens padded, 0.89 packed. Max-sum subsequence packs a little better (packed positions
+#: 0.63 of the padded with the scratchpad, 0.60 without, multiplication 0.67) and is costed with it; smaller models,
+#: whose steps hold more fixed work, were not timed.
+PACKED_STEP_SHARE = 1 / 1.41
+
+
 def job_cost(job: list) -> float:
-    """Relative cost of a job: trials × steps × rows × positions × weights (6·N·D up to a constant)."""
+    """Relative cost of a job: trials × steps × rows × positions × weights (6·N·D up to a constant), times
+    :data:`PACKED_STEP_SHARE` where its trials pack (``train.pack``: a stack's trials share it)."""
     t = job[0]
     m = t.model
     weights = 12 * m.n_layers * m.d_model**2 + 40 * m.d_model
-    return len(job) * t.train.steps * t.train.batch_size * _length(t) * weights
+    share = PACKED_STEP_SHARE if getattr(t.train, "pack", False) else 1.0
+    return len(job) * t.train.steps * t.train.batch_size * _length(t) * weights * share
 
 
 def _length(trial) -> int:
@@ -66,7 +77,8 @@ def trial_memory_bytes(trial) -> int:
     shape, batch and longest training sequence (:func:`longest_train_sequence`, ``n_train`` of them on the device);
     at least :data:`MEMORY_FLOOR`. subgraphs-paper's largest trial (24 × 1024, 302M parameters, batch 256 of 160
     tokens) measured 72.5 GiB alone on an H200 (benchmarks/results/gpu_paper_h200_2026-12-04.json); this gives
-    84.0 GiB (stacked form), so it is planned alone on an 80 or a 141 GB GPU."""
+    84.0 GiB (stacked form), so it is planned alone on an 80 or a 141 GB GPU. A packed trial (``train.pack``) is
+    planned at this padded figure, an upper bound: its steps hold fewer rows of the same width."""
     from bindscale.models import transformer_memory_bytes
 
     from .tasks.charvocab import VOCAB_SIZE
