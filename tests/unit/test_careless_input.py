@@ -31,6 +31,32 @@ def _refused_light(args, cwd) -> str:
 # ----------------------------------------------------------------------------- --out is a file
 
 
+def test_an_out_in_a_published_folder_or_holding_foreign_run_files_is_refused(tmp_path):
+    import json
+
+    from bindscale.run.options import check_out_dir
+
+    pub = tmp_path / "pub"
+    (pub / "binding_scan").mkdir(parents=True)
+    (pub / "MANIFEST.json").write_text(json.dumps({"written_by": "bindscale publish"}))
+    for out in (pub, pub / "binding_scan", pub / "new"):  # the folder, a study's folder, a new one inside
+        with pytest.raises(ConfigError, match="published folder"):
+            check_out_dir(out)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("x")
+    check_out_dir(mine)  # other files are the user's business: a run writes none of them
+    (mine / "report.html").write_text("my own report")
+    with pytest.raises(ConfigError, match="holds report.html but no run's study.yaml"):
+        check_out_dir(mine)
+    (mine / "study.yaml").write_text("name: x")  # a run directory: the run resumes or replaces its own outputs
+    check_out_dir(mine)
+    # Refused in one line, before anything is written, by the run and its dry run alike.
+    line = _refused_light(["run", "scaling", "--out", pub / "binding_scan"], tmp_path)
+    assert "is inside a published folder" in line
+    assert (pub / "binding_scan").exists() and not any((pub / "binding_scan").iterdir())
+
+
 @pytest.mark.parametrize("extra", [[], ["--dry-run"]])
 def test_an_out_that_is_a_file_is_refused_before_torch(tmp_path, extra):
     blocker = tmp_path / "file"

@@ -44,6 +44,7 @@ from bindscale.core.machine import describe as machine
 from bindscale.core.studyfile import ABSENT, resolve_study, shipped_differences
 from bindscale.store.lock import LOCK_FILE, live_holder
 from bindscale.store.rundir import STUDY_FILE, load_run_study
+from bindscale.store.published import MANIFEST, published_root
 from bindscale.store.storage import RunStore, is_url
 
 #: The README block :func:`publish` rewrites (the markers stay; what lies between them is replaced).
@@ -59,7 +60,6 @@ STUDY_PROVENANCE = "provenance.json"
 #: Files publish writes at the top of the published folder.
 TOP_FILES = ("provenance.json", "answer.html", "answer.json", "README.md")
 #: The list of every file publish wrote into the folder, with its hash: anything else there is foreign.
-MANIFEST = "MANIFEST.json"
 
 VERDICT_COLUMNS = ("claim", "verdict", "statistic", "value", "ci_low", "ci_high", "n_trials", "reason")
 
@@ -186,21 +186,6 @@ def _remove_stale_locks(root: Path) -> None:
     """Remove the run locks :func:`stale_locks` finds in ``root`` (none is held: it refuses a held one)."""
     for rel in stale_locks(root):
         (root / rel).unlink(missing_ok=True)
-
-
-def published_root(path: "str | Path") -> Path | None:
-    """The published folder ``path`` is, or is a study's folder of: the one holding the :data:`MANIFEST` that
-    publish writes. None for anything else (a run directory, a URL, a folder published before the manifest)."""
-    if is_url(path):
-        return None
-    here = Path(path)
-    for root in (here, here.parent):
-        try:
-            if json.loads((root / MANIFEST).read_text(encoding="utf-8")).get("written_by") == "bindscale publish":
-                return root
-        except (OSError, ValueError, AttributeError):
-            continue
-    return None
 
 
 def _sha256(path: Path) -> str:

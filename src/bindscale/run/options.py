@@ -4,7 +4,8 @@ by a run (:func:`bindscale.run.runner.run_study`) and a dry run (:mod:`bindscale
 same input with the same one line, in well under a second (nothing heavy is imported here).
 
 Layer: the bottom of the orchestration layer: the runner, the dry run, the planner and the executors
-import it; it imports only :mod:`bindscale.core.errors` and :mod:`bindscale.store.storage`."""
+import it; it imports only :mod:`bindscale.core.errors`, :mod:`bindscale.store.storage` and
+:mod:`bindscale.store.published`."""
 
 from __future__ import annotations
 
@@ -13,7 +14,11 @@ import os
 from pathlib import Path
 
 from bindscale.core.errors import ConfigError
+from bindscale.store.published import MANIFEST, published_root
 from bindscale.store.storage import RunStore, StorageError
+
+#: Files a run writes at the top of its directory beside its ``study.yaml``: found without it, they are not a run's.
+RUN_OUTPUTS = ("summary.json", "report.html", "results.parquet", "timing.json")
 
 EXECUTORS = ("inline", "process", "ray")
 #: Re-runs of a job whose worker died, then its trials are recorded ``failed``.
@@ -62,11 +67,19 @@ def check_run_options(executor: str | None = None, retries: int = RETRIES, addre
 def check_out_dir(out: Path) -> None:
     """Raise :class:`ConfigError` unless ``out`` is (or can be created as) a writable directory. Creates nothing."""
     out = Path(out)
+    root = published_root(out)
+    if root is not None:
+        raise ConfigError(f"--out {out}: {'is' if root == out else 'is inside'} a published folder ({root / MANIFEST} is "
+                          "bindscale publish's): a run would overwrite what publish wrote; give a run directory")
     if out.exists():
         if not out.is_dir():
             raise ConfigError(f"--out {out}: exists and is not a directory")
         if not os.access(out, os.W_OK | os.X_OK):
             raise ConfigError(f"--out {out}: directory is not writable")
+        found = [f for f in RUN_OUTPUTS if (out / f).exists()]
+        if found and not (out / "study.yaml").exists():
+            raise ConfigError(f"--out {out}: holds {', '.join(found)} but no run's study.yaml: not a run directory "
+                              "bindscale wrote, and a run would overwrite them; give another directory")
         return
     parent = out.absolute().parent
     while not parent.exists():
