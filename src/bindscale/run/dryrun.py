@@ -309,7 +309,7 @@ def describe_plan(study: StudyConfig, workers: int | None = None, device: str = 
     executor = executor or ("process" if n_workers > 1 else "inline")
     sizes = sorted((len(j) for j in jobs), reverse=True)
     shown = ", ".join(map(str, sizes[:20])) + (f", … ({len(sizes) - 20} more)" if len(sizes) > 20 else "")
-    lines.append(f"{len(jobs)} stacked jobs on {n_workers} worker(s) ({executor}), device {dev}; "
+    lines.append(f"{len(jobs)} stacked job{'s' if len(jobs) != 1 else ''} on {n_workers} worker(s) ({executor}), device {dev}; "
                  f"trials per stack: {shown}")
     if note := measured_cut_note(jobs, dev):
         lines.append(note)

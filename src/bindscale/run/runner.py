@@ -115,7 +115,7 @@ def _run_locked(study: StudyConfig, store: RunStore, dev: str, workers: int | No
     if executor == "inline":
         n_workers = 1
     recorded = len(have) - sum(h['status'] == 'failed' for h in have.values())
-    plan_line = (f"{len(todo)} to run in {len(jobs)} stacked jobs on {n_workers} worker(s) ({executor}), device {dev}"
+    plan_line = (f"{len(todo)} to run in {len(jobs)} stacked job{'s' if len(jobs) != 1 else ''} on {n_workers} worker(s) ({executor}), device {dev}"
                  if jobs else "0 to run")
     console.print(f"[bold]{study.name}[/]: {len(trials)} trial{'' if len(trials) == 1 else 's'}, {recorded} already recorded, {plan_line} → {store}")
     t0 = time.perf_counter()
