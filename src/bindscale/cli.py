@@ -128,10 +128,11 @@ def _run_all(quick, out, set_, device, workers, executor, address, retries, dry_
     if publish_to is not None and quick:
         _fail("--publish with --quick: a quick run is a smoke test, not an answer to publish")
     if publish_to is not None:
-        from bindscale.report.publish import check_target, check_tiers
+        from bindscale.report.publish import check_foreign, check_target, check_tiers
 
         try:
             check_target(publish_to)
+            check_foreign(publish_to)  # a file publish did not write (or one edited since): refused now, not hours in
             # before any study trains: `run all` makes every study's default tier, which must not replace a
             # higher tier already published there (found only after the first study's hours otherwise)
             check_tiers({name: name for name in registry.run_order()}, publish_to)

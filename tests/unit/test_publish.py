@@ -705,3 +705,19 @@ def test_a_resumed_runs_timing_sums_its_finished_sessions_and_says_what_it_leave
     assert study_trials_timed(store) == 5
     assert add_session_timing(store, 9.0, 0, 8)["wall_seconds"] == 70.0
     assert study_trials_timed(RunStore.of(tmp_path / "none")) is None
+
+
+def test_run_all_publish_refuses_a_target_holding_a_foreign_file_before_its_plan(tmp_path):
+    """`run all --publish DIR` (and its dry run) refuses a DIR holding a file publish did not write before any study
+    trains, as the first publish would refuse it hours later; nothing in DIR changes."""
+    from typer.testing import CliRunner
+
+    from bindscale.cli import app
+
+    to = tmp_path / "pub"
+    to.mkdir()
+    (to / "notes.txt").write_text("mine")
+    # The dry run only: the check stands before the run / dry-run branch, and a regression must not start a real run.
+    r = CliRunner().invoke(app, ["run", "all", "--out", str(tmp_path / "runs"), "--publish", str(to), "--dry-run"])
+    assert r.exit_code == 2 and "notes.txt" in r.output, r.output
+    assert sorted(p.name for p in to.iterdir()) == ["notes.txt"] and not (tmp_path / "runs").exists()
