@@ -144,7 +144,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from bindscale.kit import distinct_settings
+from bindscale.kit import SeqTrainConfig, distinct_settings
 from bindscale.kit import mixed_recipes as engine_mixed_recipes
 from bindscale.kit import (
     outside_range,
@@ -166,7 +166,7 @@ from bindscale.models.shapes import shape_for_budget
 from bindscale.kit import bounded_mean_ci
 
 from . import CLAIMS
-from .config import DepthModelConfig
+from .config import DepthModelConfig, DepthTrial
 
 #: Each claim in words (supported = the source's claim holds).
 STATEMENTS = {c.name: c.statement for c in CLAIMS}
@@ -190,8 +190,10 @@ MODEL_FIXED = ("pos", "heads")
 #: (depth-full.yaml's comments: one add-jump seed passed padded, 0.98, and missed packed, 0.94). Every tier trains
 #: padded; a table of both is two runs' records merged (one run with ``--set train.pack=true``), decided per run like
 #: any other two recipes. Records from before the field read ``False`` (its default).
-RECIPE = ("steps", "train.batch_size", "lr", "train.weight_decay", "train.warmup_steps", "train.grad_clip",
-          "train.precision", "train.pack")
+#: Derived from the section's fields (``steps``, ``train.batch_size``, ``lr``, ``train.weight_decay``,
+#: ``train.warmup_steps``, ``train.grad_clip``, ``train.precision``, ``train.pack``), so a field added to the section
+#: joins the recipe without a second list to update.
+RECIPE = tuple(DepthTrial.config_columns({f"train.{name}": None for name in SeqTrainConfig.model_fields}))
 #: The recipe columns in every deciding cell's key: the training budget, ``steps`` of ``batch_size`` sequences, so
 #: that the engine's gates and seed counts read the cell's own recipe in the whole table (failed trials too).
 BUDGET_KEYS = ("steps", "train.batch_size")
